@@ -1,0 +1,1 @@
+"""Benchmark tasks: dataset loaders, derived facts, the batch runner."""

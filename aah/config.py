@@ -1,0 +1,68 @@
+"""Settings read from flags, ``AAH_*`` environment variables and defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def project_root() -> Path:
+    """The source checkout holding this package, else the working directory.
+
+    An editable install (the usual way to develop and run aah) keeps
+    ``tool_registry/`` and ``sessions/`` beside the package; an installed wheel
+    has no checkout, so paths are taken relative to where the user runs aah.
+    """
+    checkout = PACKAGE_DIR.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "tool_registry").is_dir():
+        return checkout
+    return Path.cwd()
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/aah``, else ``~/.cache/aah``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aah"
+
+
+class Settings(BaseSettings):
+    """Everything aah can be configured with; each field is also ``AAH_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="AAH_", extra="ignore")
+
+    data_dir: Path | None = None
+    cache_dir: Path = default_cache_dir()
+    db: Path = Path("sessions/aah.db")
+    registry: Path | None = None
+    http_timeout: float = 10.0
+    http_retries: int = 2
+    http_max_bytes: int = 200_000
+
+    # Models: every role is an OpenAI-compatible chat endpoint. A role's own
+    # setting wins; an unset one falls back to the agent's.
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    llm_timeout: float = 60.0
+    llm_retries: int = 3
+    human_base_url: str | None = None
+    human_model: str | None = None
+    human_api_key: str | None = None
+    grader_base_url: str | None = None
+    grader_model: str | None = None
+    grader_api_key: str | None = None
+
+    def registry_path(self) -> Path:
+        """Where the compiled tool registry lives."""
+        if self.registry is not None:
+            return self.registry
+        return project_root() / "tool_registry" / "registry.db"
+
+
+def get_settings() -> Settings:
+    """Settings as the environment says now (not cached: tests change it)."""
+    return Settings()

@@ -1,0 +1,1 @@
+"""Where the benchmark data and specs come from: discovery and fetching."""

@@ -1,0 +1,1 @@
+"""The agent: state, prompts, awareness, graph, session driver, humans."""

@@ -1,0 +1,1 @@
+"""Scoring: grader, metrics, behaviour classes, error patterns, reports."""

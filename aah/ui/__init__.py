@@ -1,0 +1,1 @@
+"""The faces: a Textual terminal app and a Gradio web app."""
