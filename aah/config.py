@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -35,7 +36,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AAH_", extra="ignore")
 
     data_dir: Path | None = None
-    cache_dir: Path = default_cache_dir()
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    data_mirror: str | None = None
     db: Path = Path("sessions/aah.db")
     registry: Path | None = None
     http_timeout: float = 10.0

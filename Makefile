@@ -1,0 +1,31 @@
+# Two entry points: `make demo` (the main job, offline, no API key) and
+# `make test` (the whole suite). Both create .venv and install what they need.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/aah tools build
+	$(BIN)/aah tools search "weather forecast" -k 5
+
+lint: $(STAMP)
+	$(BIN)/ruff check aah tests perf
+	$(BIN)/ruff format --check aah tests perf
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) tool_registry/registry.db

@@ -1,0 +1,130 @@
+"""The awareness question, asked once before acting (science.md §1).
+
+A separate model call that sees the request and the offered tools described
+in text (no ``tools`` parameter, no conversation). The reply must start with
+Yes, IDK or No; an unparseable reply is asked again a bounded number of times,
+then recorded as ``none``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from aah.events import AwarenessAnswer, AwarenessQuestion
+from aah.runtime.prompts import load_prompt
+from aah.tools.checks import describe_parameters
+from aah.tools.spec import EndpointSpec
+
+AwarenessMode = Literal["info", "tool", "both", "none"]
+
+# Which questions each benchmark setting asks (science.md §1).
+SETTING_AWARENESS: dict[str, AwarenessMode] = {
+    "perfect": "both",
+    "underspecified": "info",
+    "replaceable": "tool",
+    "nonreplaceable": "tool",
+    "notools": "none",
+}
+_MODE_QUESTIONS: dict[AwarenessMode, tuple[AwarenessQuestion, ...]] = {
+    "info": ("information",),
+    "tool": ("tool",),
+    "both": ("tool", "information"),
+    "none": (),
+}
+_LEADING_NOISE = r"[\s*_\"'`#>\-\[(]*"
+_ANSWER = re.compile(
+    _LEADING_NOISE + r"(yes|idk|i\s+don'?t\s+know|no)\b[\s*_\"'`\])]*[:.,;!\-–—]?\s*(.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+DEFAULT_RETRIES = 2
+
+
+class AwarenessResult(NamedTuple):
+    """One question's outcome, with the raw reply and the effort it took."""
+
+    question: AwarenessQuestion
+    answer: AwarenessAnswer
+    reason: str
+    raw: str
+    attempts: int
+    latency_ms: float
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def awareness_questions(mode: AwarenessMode) -> tuple[AwarenessQuestion, ...]:
+    """The questions asked in ``mode``, in order."""
+    return _MODE_QUESTIONS[mode]
+
+
+def parse_awareness(text: str) -> tuple[AwarenessAnswer, str] | None:
+    """``(answer, reason)`` when ``text`` starts with Yes, IDK or No, else None."""
+    match = _ANSWER.match(text)
+    if match is None:
+        return None
+    word = match.group(1).lower()
+    answer: AwarenessAnswer = "idk" if word.startswith(("idk", "i")) else word  # type: ignore[assignment]
+    return answer, match.group(2).strip(" \t\n\"'*`")
+
+
+def describe_tools(specs: Sequence[EndpointSpec], ask_human: bool) -> str:
+    """The offered tools as text: name, what it does, its arguments."""
+    lines = [
+        f"- {s.qualified_name}: {s.description.strip() or 'no description'} "
+        f"Arguments: {describe_parameters(s.parameters)}."
+        for s in specs
+    ]
+    if ask_human:
+        lines.append(
+            "- ask_human: ask the user a question and get their reply. "
+            "Arguments: question (string, required)."
+        )
+    return "\n".join(lines) if lines else "(no tools)"
+
+
+async def ask_awareness(
+    model: BaseChatModel,
+    question: AwarenessQuestion,
+    query: str,
+    tools_text: str,
+    retries: int = DEFAULT_RETRIES,
+) -> AwarenessResult:
+    """Ask one awareness question; re-ask up to ``retries`` times if unparseable."""
+    prompt = load_prompt(f"awareness_{question}").render(query=query, tools=tools_text)
+    messages: list[BaseMessage] = [HumanMessage(prompt)]
+    started = time.perf_counter()
+    prompt_tokens = completion_tokens = 0
+    raw = ""
+    for attempt in range(1, retries + 2):
+        reply = await model.ainvoke(messages)
+        raw = reply.text if isinstance(reply.text, str) else str(reply.content)
+        usage = reply.usage_metadata if isinstance(reply, AIMessage) else None
+        if usage:
+            prompt_tokens += usage["input_tokens"]
+            completion_tokens += usage["output_tokens"]
+        parsed = parse_awareness(raw)
+        if parsed is not None:
+            return AwarenessResult(
+                question,
+                parsed[0],
+                parsed[1],
+                raw,
+                attempt,
+                _ms(started),
+                prompt_tokens,
+                completion_tokens,
+            )
+        messages += [reply, HumanMessage(load_prompt("awareness_retry").render())]
+    return AwarenessResult(
+        question, "none", "", raw, retries + 1, _ms(started), prompt_tokens, completion_tokens
+    )
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,233 @@
+"""The agent as a LangGraph graph: awareness → agent ⇄ tools, ask_human as interrupt.
+
+Nodes report what they do through ``SessionContext.emit``; the session driver
+stores the events. ``ask_human`` pauses the graph with ``interrupt``: the
+checkpointer keeps the paused state, so the answer may arrive hours later, in
+another process. The interrupted node runs again on resume, which is why it
+does nothing before ``interrupt()`` that must not happen twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import interrupt
+
+from aah.events import AwarenessEvent, ModelCallEvent, ToolCallEvent
+from aah.llm import recover_text_tool_calls
+from aah.runtime.awareness import ask_awareness, awareness_questions, describe_tools
+from aah.runtime.prompts import load_prompt
+from aah.runtime.state import AgentState, SessionContext
+from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
+from aah.tools.checks import CallChecker, CheckResult, canonical_call
+from aah.tools.wrap import ask_human_schema, wrap_endpoint
+
+Route = str  # a node name, or END
+
+
+def build_graph(
+    ctx: SessionContext, checkpointer: BaseCheckpointSaver[Any] | None = None
+) -> CompiledStateGraph[AgentState, Any, AgentState, AgentState]:
+    """The compiled graph for one session."""
+    nodes = _Nodes(ctx)
+    graph = StateGraph(AgentState)
+    graph.add_node("awareness", nodes.awareness)
+    graph.add_node("agent", nodes.agent)
+    graph.add_node("tools", nodes.tools)
+    graph.add_node("ask_human", nodes.ask_human)
+    graph.add_edge(START, "awareness")
+    graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
+    graph.add_conditional_edges("agent", nodes.after_agent, ["tools", END])
+    graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent"])
+    graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent"])
+    return graph.compile(checkpointer=checkpointer)
+
+
+def _after_awareness(state: AgentState) -> Route:
+    return END if state.get("skipped") else "agent"
+
+
+def _after_tools(state: AgentState) -> Route:
+    return "ask_human" if _pending_questions(state["messages"]) else "agent"
+
+
+def _last_ai(messages: list[AnyMessage]) -> AIMessage:
+    return next(m for m in reversed(messages) if isinstance(m, AIMessage))
+
+
+def _answered_ids(messages: list[AnyMessage]) -> set[str]:
+    return {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+
+
+def _pending_questions(messages: list[AnyMessage]) -> list[ToolCall]:
+    """``ask_human`` calls of the last model turn that have no reply yet."""
+    answered = _answered_ids(messages)
+    return [
+        call
+        for call in _last_ai(messages).tool_calls
+        if call["name"] == ASK_HUMAN and call["id"] not in answered
+    ]
+
+
+class _Nodes:
+    """The node functions, sharing one session's context."""
+
+    def __init__(self, ctx: SessionContext) -> None:
+        self.ctx = ctx
+        self.specs = {spec.qualified_name: spec for spec in ctx.specs}
+        tools: list[Any] = [wrap_endpoint(spec, ctx.executor) for spec in ctx.specs]
+        offered = {name: spec.parameters for name, spec in self.specs.items()}
+        if ctx.aah:
+            tools.append(ask_human_schema())
+            offered[ASK_HUMAN] = ASK_HUMAN_PARAMETERS
+        self.offered = offered
+        self.bound = ctx.model.bind_tools(tools) if tools else ctx.model
+
+    async def awareness(self, state: AgentState) -> dict[str, Any]:
+        ctx = self.ctx
+        tools_text = describe_tools(ctx.specs, ctx.aah)
+        for question in awareness_questions(ctx.awareness):
+            result = await ask_awareness(ctx.model, question, ctx.query, tools_text)
+            ctx.emit(
+                ModelCallEvent(
+                    session_id=ctx.session_id,
+                    model=ctx.model_name,
+                    latency_ms=result.latency_ms,
+                    prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens,
+                    text=result.raw,
+                    purpose="awareness",
+                )
+            )
+            ctx.emit(
+                AwarenessEvent(
+                    session_id=ctx.session_id,
+                    question=question,
+                    answer=result.answer,
+                    reason=result.reason,
+                    raw=result.raw,
+                    attempts=result.attempts,
+                )
+            )
+            if result.answer == "no":
+                reason = result.reason or f"the {question} I would need is missing."
+                message = load_prompt("skip_message").render(reason=reason)
+                return {"skipped": True, "skip_reason": reason, "messages": [AIMessage(message)]}
+        return {"skipped": False}
+
+    async def agent(self, state: AgentState) -> dict[str, Any]:
+        ctx = self.ctx
+        started = time.perf_counter()
+        reply = await self.bound.ainvoke(state["messages"])
+        assert isinstance(reply, AIMessage)
+        reply = recover_text_tool_calls(reply, self.offered)
+        usage = reply.usage_metadata
+        ctx.emit(
+            ModelCallEvent(
+                session_id=ctx.session_id,
+                model=ctx.model_name,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                prompt_tokens=usage["input_tokens"] if usage else None,
+                completion_tokens=usage["output_tokens"] if usage else None,
+                n_tool_calls=len(reply.tool_calls) + len(reply.invalid_tool_calls),
+                text=reply.text if isinstance(reply.text, str) else "",
+                purpose="agent",
+            )
+        )
+        return {"messages": [reply], "steps": state.get("steps", 0) + 1}
+
+    def after_agent(self, state: AgentState) -> Route:
+        reply = _last_ai(state["messages"])
+        wants_tools = bool(reply.tool_calls or reply.invalid_tool_calls)
+        if not wants_tools:
+            return END
+        if state.get("steps", 0) >= self.ctx.step_limit:
+            return END
+        return "tools"
+
+    async def tools(self, state: AgentState) -> dict[str, Any]:
+        reply = _last_ai(state["messages"])
+        checker = CallChecker(self.offered, seen=state.get("seen_calls", []))
+        messages: list[ToolMessage] = []
+        runs: list[tuple[str, str, dict[str, Any]]] = []
+        seen = list(state.get("seen_calls", []))
+        for bad in reply.invalid_tool_calls:
+            feedback = (
+                f"Your tool call could not be read ({bad.get('error') or 'malformed call'}). "
+                'Call a tool with a JSON object of arguments, e.g. {"name": ..., '
+                '"arguments": {...}}, or answer in plain text.'
+            )
+            messages.append(
+                self._rejected(
+                    bad.get("id") or "invalid",
+                    bad.get("name") or "",
+                    {},
+                    CheckResult("IFE", feedback),
+                )
+            )
+        for call in reply.tool_calls:
+            verdict = checker.check(call["name"], call["args"])
+            if not verdict.ok:
+                messages.append(
+                    self._rejected(call["id"] or "", call["name"], call["args"], verdict)
+                )
+                continue
+            seen.append(canonical_call(call["name"], call["args"]))
+            if call["name"] != ASK_HUMAN:
+                runs.append((call["id"] or "", call["name"], call["args"]))
+        messages += await asyncio.gather(*(self._run(*run) for run in runs))
+        return {"messages": messages, "seen_calls": seen}
+
+    def _rejected(
+        self, call_id: str, name: str, arguments: dict[str, Any], verdict: CheckResult
+    ) -> ToolMessage:
+        self.ctx.emit(
+            ToolCallEvent(
+                session_id=self.ctx.session_id,
+                call_id=call_id,
+                tool=name or "(unparsed)",
+                arguments=arguments,
+                ok=False,
+                check=verdict.code,
+                feedback=verdict.feedback,
+                http_mode=self.ctx.http_mode,
+            )
+        )
+        return ToolMessage(
+            verdict.feedback, tool_call_id=call_id, name=name or None, status="error"
+        )
+
+    async def _run(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolMessage:
+        result = await self.ctx.executor.acall(self.specs[name], arguments)
+        self.ctx.emit(
+            ToolCallEvent(
+                session_id=self.ctx.session_id,
+                call_id=call_id,
+                tool=name,
+                arguments=arguments,
+                status_code=result.status,
+                ok=result.ok,
+                latency_ms=result.latency_ms,
+                result=result.text,
+                http_mode=result.mode,
+            )
+        )
+        return ToolMessage(
+            result.text, tool_call_id=call_id, name=name, status="success" if result.ok else "error"
+        )
+
+    async def ask_human(self, state: AgentState) -> dict[str, Any]:
+        call = _pending_questions(state["messages"])[0]
+        # Nothing before interrupt() may have effects: this node reruns on resume.
+        reply = interrupt({"call_id": call["id"], "question": call["args"]["question"]})
+        text = str(reply.get("text", "")) if isinstance(reply, dict) else str(reply)
+        declined = bool(reply.get("declined")) if isinstance(reply, dict) else False
+        if declined or not text.strip():
+            text = "The user declined to answer this question."
+        return {"messages": [ToolMessage(text, tool_call_id=call["id"], name=ASK_HUMAN)]}

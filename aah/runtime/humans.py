@@ -1,0 +1,183 @@
+"""Human channels: how an agent's question reaches a person and comes back.
+
+Every channel has one async method, ``ask``. The session driver does not know
+who answers: a person at this terminal, anyone watching the shared queue (the
+web and terminal apps), a script in a test, or, in batch runs, an oracle or a
+simulated user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from aah.store import SessionStore
+
+IDK_REPLY = "I don't know."
+Fallback = Literal["idk", "skip"]
+
+
+class HumanRequest(BaseModel):
+    """A question for a person, with what they need to answer it."""
+
+    request_id: str
+    session_id: str
+    question: str
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class HumanReply(BaseModel):
+    """A person's reply: the text, who gave it, how long it took, or a decline."""
+
+    text: str
+    answered_by: str
+    seconds: float = 0.0
+    declined: bool = False
+
+
+class SkipTask(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a channel to end the session as skipped (no one will answer)."""
+
+
+class HumanChannel(Protocol):
+    """Anything that can answer an agent's question."""
+
+    async def ask(self, request: HumanRequest) -> HumanReply:
+        """Return the reply to ``request`` (may wait as long as a person needs)."""
+        ...
+
+
+class ScriptedHuman:
+    """Replies from a list, in order (or from a function of the request): for tests."""
+
+    def __init__(
+        self, replies: Iterable[str] | Callable[[HumanRequest], str], name: str = "scripted"
+    ) -> None:
+        """Answer with ``replies`` in order, or with what the function returns."""
+        self._replies = replies if callable(replies) else iter(list(replies))
+        self.name = name
+        self.asked: list[HumanRequest] = []
+
+    async def ask(self, request: HumanRequest) -> HumanReply:
+        """The next scripted reply; "I don't know." once the list is used up."""
+        self.asked.append(request)
+        if callable(self._replies):
+            text = self._replies(request)
+        else:
+            text = next(self._replies, IDK_REPLY)
+        return HumanReply(text=text, answered_by=self.name)
+
+
+class ConsoleHuman:
+    """Asks the person at this terminal (the ``aah run --human console`` default)."""
+
+    def __init__(self, prompt: Callable[[str], str] | None = None) -> None:
+        """Read answers with ``prompt`` (default: rich's prompt on the terminal)."""
+        self._prompt = prompt or _rich_prompt
+
+    async def ask(self, request: HumanRequest) -> HumanReply:
+        """Show the question and wait for a line; an empty line declines."""
+        started = time.perf_counter()
+        text = await asyncio.to_thread(self._prompt, request.question)
+        return HumanReply(
+            text=text.strip(),
+            answered_by="console",
+            seconds=time.perf_counter() - started,
+            declined=not text.strip(),
+        )
+
+
+def _rich_prompt(question: str) -> str:
+    from rich.markup import escape
+    from rich.prompt import Prompt
+
+    return Prompt.ask(
+        f"[bold magenta]agent asks[/] {escape(question)}\n[bold]your answer[/]",
+        default="",
+        show_default=False,
+    )
+
+
+class QueueHuman:
+    """Puts the question in the store's queue and waits for anyone to answer it.
+
+    The web and terminal apps answer from other processes. The request id is
+    derived from the session and tool call, so a runner that restarts finds
+    the request it wrote before, and an answer given meanwhile is not lost.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        poll_seconds: float = 0.5,
+        deadline_seconds: float | None = None,
+        fallback: Fallback | HumanChannel = "idk",
+        annotators: int = 1,
+    ) -> None:
+        """Wait on ``store``; after ``deadline_seconds`` use ``fallback``.
+
+        Args:
+            store: the shared session store.
+            poll_seconds: how often to look for an answer.
+            deadline_seconds: how long to wait; None waits forever.
+            fallback: "idk" replies "I don't know.", "skip" ends the session as
+                skipped, a channel is asked instead.
+            annotators: how many people should answer (the first one decides).
+        """
+        self.store = store
+        self.poll_seconds = poll_seconds
+        self.deadline_seconds = deadline_seconds
+        self.fallback = fallback
+        self.annotators = annotators
+
+    async def ask(self, request: HumanRequest) -> HumanReply:
+        """Enqueue ``request`` (once) and return the first answer or the fallback."""
+        record = await asyncio.to_thread(self.store.get_human_request, request.request_id)
+        if record is None:
+            record = await asyncio.to_thread(
+                self.store.create_human_request,
+                request.session_id,
+                request.question,
+                request.context,
+                k=self.annotators,
+                request_id=request.request_id,
+            )
+        started = time.monotonic()
+        while record.status == "pending":
+            waited = time.monotonic() - started
+            if self.deadline_seconds is not None and waited >= self.deadline_seconds:
+                return await self._give_up(request)
+            await asyncio.sleep(self.poll_seconds)
+            found = await asyncio.to_thread(self.store.get_human_request, request.request_id)
+            assert found is not None
+            record = found
+        if record.status == "expired":
+            return await self._give_up(request, expire=False)
+        seconds = _seconds_between(record.created, record.answered_at)
+        return HumanReply(
+            text=record.answer or "",
+            answered_by=record.answered_by or "unknown",
+            seconds=seconds,
+            declined=record.status == "declined",
+        )
+
+    async def _give_up(self, request: HumanRequest, expire: bool = True) -> HumanReply:
+        if expire:
+            await asyncio.to_thread(self.store.expire_human_request, request.request_id)
+        if self.fallback == "skip":
+            raise SkipTask(f"no one answered {request.question!r} in time")
+        if self.fallback == "idk":
+            return HumanReply(text=IDK_REPLY, answered_by="deadline-fallback")
+        return await self.fallback.ask(request)
+
+
+def _seconds_between(start: Any, end: Any) -> float:
+    try:
+        return max(0.0, float((end - start).total_seconds()))
+    except TypeError:
+        return 0.0

@@ -1,0 +1,224 @@
+"""The session driver: one task end to end, the one path every face uses.
+
+Open (or reopen) the session in the store, run the graph, hand each
+``ask_human`` interrupt to the human channel, resume with the reply, log every
+event, close. A session found half done (a crash, a restart while a person
+was answering) continues from its checkpoint; a finished one is left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
+
+from aah.errors import AahError
+from aah.events import ErrorEvent, Event, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
+from aah.llm import ModelConfig, model_error
+from aah.runtime.awareness import AwarenessMode
+from aah.runtime.graph import build_graph
+from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
+from aah.runtime.prompts import load_prompt
+from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
+from aah.store import SessionStore
+from aah.store_schema import SessionRecord
+from aah.tools.modes import Executor
+from aah.tools.spec import EndpointSpec
+
+EventListener = Callable[[Event], None]
+_DONE = ("finished", "skipped", "error")
+
+
+@dataclass
+class SessionRequest:
+    """What to run: the query, the offered tools and how the agent may act."""
+
+    query: str
+    specs: Sequence[EndpointSpec] = ()
+    aah: bool = True
+    awareness: AwarenessMode = "both"
+    step_limit: int = DEFAULT_STEP_LIMIT
+    run: str | None = None
+    task_id: str | None = None
+    setting: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Runtime:
+    """What sessions share in one process: store, model, tools, humans."""
+
+    store: SessionStore
+    model: BaseChatModel
+    model_config: ModelConfig
+    executor: Executor
+    human: HumanChannel
+    checkpointer: BaseCheckpointSaver[Any] | None = None
+    http_mode: str = "mock"
+    listeners: list[EventListener] = field(default_factory=list)
+
+
+@dataclass
+class SessionOutcome:
+    """How a session ended."""
+
+    session_id: str
+    status: str
+    final_answer: str
+    step_limit_hit: bool = False
+    error: str | None = None
+
+
+async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
+    """Run (or resume) one session to its end and record everything in the store."""
+    store = runtime.store
+    record = await asyncio.to_thread(
+        store.open_session,
+        request.query,
+        run=request.run,
+        task_id=request.task_id,
+        setting=request.setting,
+        aah=request.aah,
+        model=runtime.model_config.model,
+    )
+    if record.status in _DONE:
+        return SessionOutcome(record.id, record.status, record.final_answer or "")
+
+    def emit(event: Event) -> None:
+        stored = store.append_event(event)
+        for listener in runtime.listeners:
+            listener(stored)
+
+    ctx = SessionContext(
+        session_id=record.id,
+        query=request.query,
+        specs=request.specs,
+        model=runtime.model,
+        model_name=runtime.model_config.model,
+        executor=runtime.executor,
+        emit=emit,
+        aah=request.aah,
+        awareness=request.awareness,
+        step_limit=request.step_limit,
+        http_mode=runtime.http_mode,
+    )
+    try:
+        return await _drive(ctx, record, request, runtime)
+    except SkipTask as exc:
+        return await _close(ctx, store, "skipped", f"Skipped: {exc}.")
+    except openai.OpenAIError as exc:
+        error = model_error(exc, runtime.model_config) or AahError(str(exc).splitlines()[0])
+        return await _fail(ctx, store, str(error), "model")
+    except AahError as exc:
+        return await _fail(ctx, store, str(exc), "runtime")
+
+
+async def _drive(
+    ctx: SessionContext, record: SessionRecord, request: SessionRequest, runtime: Runtime
+) -> SessionOutcome:
+    graph = build_graph(ctx, runtime.checkpointer)
+    config: RunnableConfig = {
+        "configurable": {"thread_id": record.thread_id},
+        "recursion_limit": 4 * ctx.step_limit + 20,
+    }
+    snapshot = await graph.aget_state(config) if runtime.checkpointer else None
+    payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
+    if snapshot and snapshot.interrupts:
+        payload = Command(resume=await _ask(ctx, runtime, record, snapshot.interrupts[0].value))
+    while True:
+        await asyncio.to_thread(runtime.store.set_status, ctx.session_id, "running")
+        state = cast(AgentState, await graph.ainvoke(payload, config))
+        pending = (await graph.aget_state(config)).interrupts if runtime.checkpointer else ()
+        if not pending:
+            break
+        payload = Command(resume=await _ask(ctx, runtime, record, pending[0].value))
+    return await _finish(ctx, runtime.store, state)
+
+
+def _initial_state(request: SessionRequest) -> AgentState:
+    rules = load_prompt("agent_ask_human").render() if request.aah else ""
+    system = load_prompt("agent_system").render(ask_human_rules=rules)
+    return {
+        "messages": [SystemMessage(system), HumanMessage(request.query)],
+        "steps": 0,
+        "seen_calls": [],
+    }
+
+
+async def _ask(
+    ctx: SessionContext, runtime: Runtime, record: SessionRecord, value: dict[str, Any]
+) -> dict[str, Any]:
+    """Put one interrupt's question to the human channel; log question and answer."""
+    request_id = f"{ctx.session_id}-{value['call_id']}"
+    question = str(value["question"])
+    known = await asyncio.to_thread(runtime.store.events, ctx.session_id)
+    if not any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known):
+        ctx.emit(
+            HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
+        )
+    await asyncio.to_thread(runtime.store.set_status, ctx.session_id, "waiting")
+    context = {"query": record.query, "setting": record.setting, **_context_extra(record)}
+    reply = await runtime.human.ask(
+        HumanRequest(
+            request_id=request_id,
+            session_id=ctx.session_id,
+            question=question,
+            context=context,
+        )
+    )
+    ctx.emit(
+        HumanAnswerEvent(
+            session_id=ctx.session_id,
+            request_id=request_id,
+            answer=reply.text,
+            answered_by=reply.answered_by,
+            seconds=reply.seconds,
+            declined=reply.declined,
+        )
+    )
+    return reply.model_dump()
+
+
+def _context_extra(record: SessionRecord) -> dict[str, Any]:
+    return {"task_id": record.task_id, "run": record.run}
+
+
+async def _finish(ctx: SessionContext, store: SessionStore, state: AgentState) -> SessionOutcome:
+    messages = state.get("messages", [])
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    text = last.text if last is not None and isinstance(last.text, str) else ""
+    if state.get("skipped"):
+        return await _close(ctx, store, "skipped", text)
+    limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
+    if limit_hit and not text:
+        text = f"(stopped after {ctx.step_limit} steps without a final answer)"
+    return await _close(ctx, store, "finished", text, limit_hit)
+
+
+async def _close(
+    ctx: SessionContext, store: SessionStore, status: str, text: str, limit_hit: bool = False
+) -> SessionOutcome:
+    ctx.emit(FinalAnswerEvent(session_id=ctx.session_id, text=text, step_limit_hit=limit_hit))
+    await asyncio.to_thread(
+        store.finish_session,
+        ctx.session_id,
+        status,  # type: ignore[arg-type]
+        text,
+    )
+    return SessionOutcome(ctx.session_id, status, text, limit_hit)
+
+
+async def _fail(
+    ctx: SessionContext, store: SessionStore, message: str, where: str
+) -> SessionOutcome:
+    ctx.emit(ErrorEvent(session_id=ctx.session_id, message=message, where=where))
+    await asyncio.to_thread(store.finish_session, ctx.session_id, "error", None)
+    return SessionOutcome(ctx.session_id, "error", "", error=message)

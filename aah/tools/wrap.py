@@ -1,0 +1,65 @@
+"""Turn endpoint specs into LangChain tools: one generic wrapper for all of them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.tools import StructuredTool
+
+from aah.tools.arguments import parameters_schema
+from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_PARAMETERS
+from aah.tools.spec import EndpointSpec
+
+if TYPE_CHECKING:
+    from aah.tools.modes import Executor
+
+# OpenAI caps a function description at 1,024 characters.
+_MAX_DESCRIPTION = 1000
+
+
+def tool_description(spec: EndpointSpec) -> str:
+    """The description the model reads: what the endpoint does, and which API."""
+    text = spec.description.strip() or f"{spec.method} {spec.url_template}"
+    text = f"{text} (API: {spec.tool}, {spec.category})"
+    return text if len(text) <= _MAX_DESCRIPTION else text[: _MAX_DESCRIPTION - 1] + "…"
+
+
+def wrap_endpoint(spec: EndpointSpec, executor: Executor) -> StructuredTool:
+    """A LangChain tool that calls ``spec`` through ``executor``.
+
+    The tool returns the compact result text for the model and the full
+    ``ToolResult`` as the message artifact, for logging and scoring.
+    """
+
+    def call(**arguments: Any) -> tuple[str, Any]:
+        result = executor.call(spec, arguments)
+        return result.text, result
+
+    async def acall(**arguments: Any) -> tuple[str, Any]:
+        result = await executor.acall(spec, arguments)
+        return result.text, result
+
+    return StructuredTool(
+        name=spec.qualified_name,
+        description=tool_description(spec),
+        args_schema=parameters_schema(spec.parameters),
+        func=call,
+        coroutine=acall,
+        response_format="content_and_artifact",
+    )
+
+
+def ask_human_schema() -> dict[str, Any]:
+    """The ``ask_human`` tool in OpenAI function format, for binding to a model.
+
+    It is bound as a plain schema: the runtime answers it through a human
+    channel, never by calling a function here.
+    """
+    return {
+        "type": "function",
+        "function": {
+            "name": ASK_HUMAN,
+            "description": ASK_HUMAN_DESCRIPTION,
+            "parameters": parameters_schema(ASK_HUMAN_PARAMETERS),
+        },
+    }
