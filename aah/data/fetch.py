@@ -1,0 +1,389 @@
+"""The data manifest, and fetching every file it lists with its sha256 checked.
+
+The manifest (``manifest.json`` beside this module) names each data file by its
+path in the local layout (``fail-talms/...``, ``openapi/...``), with its size,
+sha256 and origin: a file of a public GitHub repository at a pinned commit.
+The data itself is never part of aah; ``fetch_data`` downloads it from the
+origins, or copies it from a local copy, into a data directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path, PurePosixPath
+from typing import Literal
+from urllib.parse import quote, urlsplit
+
+import requests
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from requests.exceptions import ChunkedEncodingError
+
+from aah import __version__
+from aah.config import get_settings
+from aah.errors import AahError
+
+MANIFEST_PATH = Path(__file__).with_name("manifest.json")
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
+MIRROR_ENV = "AAH_DATA_MIRROR"
+# Provenance notes kept beside the data; they describe it, they are not data.
+SOURCE_NOTE = "SOURCE.md"
+_CHUNK = 64 * 1024
+# Statuses worth another try: the server or a proxy is busy, not the file gone.
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+FileOutcome = Literal["fetched", "skipped"]
+
+
+class Origin(BaseModel):
+    """Where a data file is published: one file of a GitHub repository at a commit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo: str
+    commit: str
+    path: str
+
+
+class ManifestFile(BaseModel):
+    """One data file: its place in the local layout, size, sha256 and origin."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    sha256: str
+    size: int
+    origin: Origin
+
+    @field_validator("path")
+    @classmethod
+    def _stays_inside(cls, value: str) -> str:
+        # A manifest path becomes a path under the destination; one that is
+        # absolute or climbs out with ".." could overwrite any file.
+        parts = PurePosixPath(value).parts
+        if not parts or value.startswith("/") or ".." in parts or "\\" in value:
+            raise ValueError(f"not a relative data path: {value!r}")
+        return value
+
+
+class Manifest(BaseModel):
+    """The record of every data file aah knows how to get."""
+
+    version: int = 1
+    files: list[ManifestFile]
+
+    @property
+    def total_bytes(self) -> int:
+        """The size of all files together."""
+        return sum(entry.size for entry in self.files)
+
+
+ProgressCallback = Callable[[ManifestFile, FileOutcome], None]
+# Gets one manifest file into a target path, verified, or raises AahError.
+_Getter = Callable[[ManifestFile, Path], None]
+
+
+@dataclass(frozen=True)
+class FetchReport:
+    """What one ``fetch_data`` call did."""
+
+    dest: Path
+    source: str
+    fetched: int
+    skipped: int
+    bytes_fetched: int
+
+    def as_dict(self) -> dict[str, object]:
+        """The report as plain JSON-ready values."""
+        return {
+            "dest": str(self.dest),
+            "source": self.source,
+            "fetched": self.fetched,
+            "skipped": self.skipped,
+            "bytes_fetched": self.bytes_fetched,
+        }
+
+
+def default_fetch_dir() -> Path:
+    """Where ``aah data fetch`` puts the data unless told otherwise."""
+    return get_settings().cache_dir / "datasets"
+
+
+def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
+    """Read a manifest file.
+
+    Raises:
+        AahError: the file is missing or is not a valid manifest.
+    """
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        first = str(exc).splitlines()[0]
+        raise AahError(f"cannot read data manifest {path}: {first}") from exc
+
+
+@cache
+def packaged_manifest() -> Manifest:
+    """The manifest shipped with aah (read once: it does not change at run time)."""
+    return load_manifest(MANIFEST_PATH)
+
+
+def manifest_json(manifest: Manifest) -> str:
+    """Serialize a manifest with one file per line, so diffs stay readable."""
+    rows = ",\n    ".join(json.dumps(entry.model_dump()) for entry in manifest.files)
+    return f'{{\n  "version": {manifest.version},\n  "files": [\n    {rows}\n  ]\n}}\n'
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch_data(
+    dest: Path | None = None,
+    *,
+    source_dir: Path | None = None,
+    base_url: str | None = None,
+    manifest: Manifest | None = None,
+    progress: ProgressCallback | None = None,
+    retries: int = 3,
+    backoff: float = 0.5,
+    timeout: float = 30.0,
+) -> FetchReport:
+    """Get every manifest file into ``dest``, each checked against its sha256.
+
+    Files already in ``dest`` with the right hash are skipped, so an interrupted
+    fetch resumes where it stopped. Each file is written to a temporary name and
+    renamed once verified: ``dest`` never holds a partial or unverified file.
+
+    Args:
+        dest: The data directory to fill; defaults to ``default_fetch_dir()``.
+        source_dir: Copy from this local copy (laid out like ``dest``) instead
+            of downloading.
+        base_url: Where ``<owner>/<repo>/<commit>/<path>`` is served; defaults
+            to ``$AAH_DATA_MIRROR``, else raw.githubusercontent.com.
+        manifest: The files to get; defaults to the packaged manifest.
+        progress: Called once per file, after it is fetched or skipped.
+        retries: Extra tries per file after a network error or a busy server.
+        backoff: Seconds before the first retry; doubled for each next one.
+        timeout: Seconds to wait for the server to connect or send data.
+
+    Returns:
+        Counts of fetched and skipped files.
+
+    Raises:
+        AahError: a file is missing at the source, fails its hash, or the
+            origin cannot be reached; the message names the file or host.
+    """
+    target_dir = dest if dest is not None else default_fetch_dir()
+    files = (manifest if manifest is not None else packaged_manifest()).files
+    if source_dir is not None:
+        return _fetch_all(files, target_dir, str(source_dir), _copier(source_dir), progress)
+    root = (base_url or get_settings().data_mirror or DEFAULT_BASE_URL).rstrip("/")
+    with requests.Session() as session:
+        session.headers["User-Agent"] = f"aah/{__version__} (data fetch)"
+        download = _downloader(session, root, retries=retries, backoff=backoff, timeout=timeout)
+        return _fetch_all(files, target_dir, root, download, progress)
+
+
+def _fetch_all(
+    files: Iterable[ManifestFile],
+    dest: Path,
+    source: str,
+    get: _Getter,
+    progress: ProgressCallback | None,
+) -> FetchReport:
+    fetched = skipped = fetched_bytes = 0
+    for entry in files:
+        target = dest.joinpath(*PurePosixPath(entry.path).parts)
+        outcome: FileOutcome = "skipped" if _is_verified(target, entry) else "fetched"
+        if outcome == "fetched":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            get(entry, target)
+            fetched += 1
+            fetched_bytes += entry.size
+        else:
+            skipped += 1
+        if progress is not None:
+            progress(entry, outcome)
+    return FetchReport(dest, source, fetched, skipped, fetched_bytes)
+
+
+def _is_verified(target: Path, entry: ManifestFile) -> bool:
+    # The size check first: it costs a stat, and rules out most stale files.
+    if not target.is_file() or target.stat().st_size != entry.size:
+        return False
+    return file_sha256(target) == entry.sha256
+
+
+def _write_verified(entry: ManifestFile, chunks: Iterable[bytes], target: Path) -> None:
+    """Write ``chunks`` to ``target`` only if they hash to the manifest's sha256."""
+    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    temp = Path(temp_name)
+    try:
+        digest = hashlib.sha256()
+        written = 0
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                written += len(chunk)
+                if written > entry.size:
+                    # Stop early rather than store an unbounded wrong answer.
+                    raise AahError(
+                        f"{entry.path}: larger than the manifest's {entry.size} bytes; not kept"
+                    )
+                digest.update(chunk)
+                handle.write(chunk)
+        if digest.hexdigest() != entry.sha256:
+            raise AahError(
+                f"{entry.path}: sha256 mismatch (got {digest.hexdigest()[:12]}..., "
+                f"manifest has {entry.sha256[:12]}...); not kept: its source is damaged or changed"
+            )
+        os.replace(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _copier(source_dir: Path) -> _Getter:
+    def copy(entry: ManifestFile, target: Path) -> None:
+        source = source_dir.joinpath(*PurePosixPath(entry.path).parts)
+        if not source.is_file():
+            raise AahError(f"{entry.path} is missing from {source_dir}")
+        with source.open("rb") as handle:
+            _write_verified(entry, iter(lambda: handle.read(_CHUNK), b""), target)
+
+    return copy
+
+
+class _BusyServer(Exception):
+    """A status that may go away on a later try (429, 5xx)."""
+
+
+def origin_url(base_url: str, origin: Origin) -> str:
+    """The raw-file URL of an origin under ``base_url``."""
+    return f"{base_url}/{origin.repo}/{origin.commit}/{quote(origin.path)}"
+
+
+def _downloader(
+    session: requests.Session, base_url: str, *, retries: int, backoff: float, timeout: float
+) -> _Getter:
+    host = urlsplit(base_url).netloc or base_url
+
+    def download(entry: ManifestFile, target: Path) -> None:
+        url = origin_url(base_url, entry.origin)
+        failure = f"could not reach {host}: check your connection"
+        for attempt in range(max(retries, 0) + 1):
+            try:
+                _download_once(session, url, entry, target, timeout)
+                return
+            except _BusyServer as exc:
+                failure = f"{host} answered HTTP {exc} for {entry.path}: try again later"
+            except (requests.ConnectionError, requests.Timeout, ChunkedEncodingError):
+                # ChunkedEncodingError: the stream was cut mid-file; worth a retry.
+                failure = f"could not reach {host}: check your connection"
+            if attempt < retries:  # no sleep after the last try
+                time.sleep(backoff * 2**attempt)
+        raise AahError(f"{failure} or use `aah data fetch --from DIR`")
+
+    return download
+
+
+def _download_once(
+    session: requests.Session, url: str, entry: ManifestFile, target: Path, timeout: float
+) -> None:
+    with session.get(url, stream=True, timeout=timeout) as response:
+        if response.status_code in _RETRY_STATUSES:
+            raise _BusyServer(str(response.status_code))
+        if response.status_code != 200:
+            raise AahError(
+                f"{entry.path}: {url} answered HTTP {response.status_code}; "
+                "use `aah data fetch --from DIR` with a local copy"
+            )
+        _write_verified(entry, response.iter_content(_CHUNK), target)
+
+
+# --- building the manifest from a local copy (maintainers) -------------------
+
+_REPO_RE = re.compile(r"github\.com/([\w.-]+/[\w.-]+)")
+_COMMIT_RE = re.compile(r"\bcommit\s+([0-9a-f]{40})\b")
+# A table row naming a file, then somewhere later "`<path>` (<commit>)".
+_ROW_RE = re.compile(r"^\|\s*`([^`]+)`.*?`([^`]+)`\s*\(([0-9a-f]{40})\)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class _FolderOrigins:
+    """The origins a folder's SOURCE.md declares."""
+
+    folder: Path
+    repo: str
+    commit: str | None  # set when the folder mirrors the repository root
+    rows: dict[str, tuple[str, str]]  # file in folder -> (path in repo, commit)
+
+    def origin_of(self, relative: str) -> Origin:
+        if relative in self.rows:
+            path, commit = self.rows[relative]
+            return Origin(repo=self.repo, commit=commit, path=path)
+        if self.commit is not None:
+            return Origin(repo=self.repo, commit=self.commit, path=relative)
+        raise AahError(f"{self.folder / relative}: its {SOURCE_NOTE} gives no origin for it")
+
+
+def _read_origins(folder: Path) -> _FolderOrigins:
+    note = folder / SOURCE_NOTE
+    if not note.is_file():
+        raise AahError(f"{folder} has no {SOURCE_NOTE} naming where its files come from")
+    text = note.read_text(encoding="utf-8")
+    repo = _REPO_RE.search(text)
+    if repo is None:
+        raise AahError(f"{note} names no github.com/<owner>/<repo>")
+    commit = _COMMIT_RE.search(text)
+    rows = {m[1]: (m[2], m[3]) for m in _ROW_RE.finditer(text)}
+    return _FolderOrigins(folder, repo[1].rstrip("."), commit[1] if commit else None, rows)
+
+
+def build_manifest(source_dir: Path) -> Manifest:
+    """Hash a local copy of the data into a manifest.
+
+    Each top-level folder of ``source_dir`` must hold a SOURCE.md naming its
+    GitHub repository (``github.com/<owner>/<repo>``) and either one
+    ``commit <sha>`` (the folder mirrors the repository root at that commit)
+    or a table row per file: ``| `<file>` | ... `<path in repo>` (<sha>) |``.
+    SOURCE.md files and hidden files are not data and are left out.
+
+    Raises:
+        AahError: ``source_dir`` holds no data, or a file has no origin.
+    """
+    if not source_dir.is_dir():
+        raise AahError(f"{source_dir} is not a directory")
+    files: list[ManifestFile] = []
+    for item in sorted(source_dir.iterdir()):
+        if item.name.startswith("."):
+            continue
+        if not item.is_dir():
+            raise AahError(f"{item}: data files must sit in a folder with a {SOURCE_NOTE}")
+        origins = _read_origins(item)
+        for path in item.rglob("*"):
+            relative = path.relative_to(item).as_posix()
+            if not path.is_file() or path.name == SOURCE_NOTE or "/." in f"/{relative}":
+                continue
+            files.append(
+                ManifestFile(
+                    path=f"{item.name}/{relative}",
+                    sha256=file_sha256(path),
+                    size=path.stat().st_size,
+                    origin=origins.origin_of(relative),
+                )
+            )
+    if not files:
+        raise AahError(f"no data files under {source_dir}")
+    return Manifest(files=sorted(files, key=lambda entry: entry.path))
