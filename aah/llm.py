@@ -95,7 +95,10 @@ def chat_model(
         model=config.model,
         base_url=config.base_url,
         api_key=config.api_key,
-        timeout=config.timeout,
+        # An httpx Timeout (unhashable) makes langchain build a client for this
+        # model instead of reusing a process-wide one bound to the first event
+        # loop; each asyncio.run (each CLI call, each test) needs its own.
+        timeout=openai.Timeout(config.timeout),
         max_retries=config.retries,
         **kwargs,
     )

@@ -1,0 +1,54 @@
+"""The ``aah`` command: flags in, calls out. Each group lives in its own module."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.markup import escape
+
+from aah import __version__
+from aah.cli import data, sessions, tools
+from aah.cli.demo import demo
+from aah.cli.fake_llm import fake_llm
+from aah.cli.run import run
+from aah.cli.output import err_console
+from aah.errors import AahError
+
+app = typer.Typer(
+    name="aah",
+    help="Ask-and-Help: run tool-using LLM agents that know when to ask a person.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(data.app, name="data", help="Get and locate the benchmark data and tool specs.")
+app.add_typer(tools.app, name="tools", help="Build, search and probe the tool registry.")
+app.add_typer(sessions.app, name="sessions", help="List and inspect recorded sessions.")
+app.command("run")(run)
+app.command("demo")(demo)
+app.command("fake-llm")(fake_llm)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"aah {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Ask-and-Help: run tool-using LLM agents that know when to ask a person."""
+
+
+def main() -> None:
+    """Entry point: run the app; a user-fixable error is one line, exit status 2."""
+    try:
+        app()
+    except AahError as exc:
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
+        sys.exit(2)

@@ -1,0 +1,136 @@
+"""``aah data``: get the benchmark data and see where aah finds it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.filesize import decimal
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from aah.cli.output import console, err_console, print_json
+from aah.data.fetch import (
+    MANIFEST_PATH,
+    FileOutcome,
+    Manifest,
+    ManifestFile,
+    ProgressCallback,
+    build_manifest,
+    fetch_data,
+    manifest_json,
+    packaged_manifest,
+)
+from aah.data.locate import count_present, locate_data_dir
+
+app = typer.Typer(
+    help="Get the benchmark data and tool specs, and see where aah finds them.",
+    no_args_is_help=True,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+@app.command()
+def fetch(
+    from_dir: Annotated[
+        Path | None,
+        typer.Option("--from", help="Copy from this local copy instead of downloading."),
+    ] = None,
+    dest: Annotated[
+        Path | None,
+        typer.Option(help="Directory to fill (default: <cache dir>/datasets)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Download every data file (or copy it with --from), checking each sha256.
+
+    Files already present and verified are skipped, so a rerun resumes. Set
+    AAH_DATA_MIRROR to a base URL serving <owner>/<repo>/<commit>/<path> to
+    download from a mirror.
+    """
+    manifest = packaged_manifest()
+    with _progress_bar(manifest, enabled=not as_json) as on_file:
+        report = fetch_data(dest, source_dir=from_dir, manifest=manifest, progress=on_file)
+    if as_json:
+        print_json(report.as_dict())
+        return
+    console.print(
+        f"{report.fetched} files fetched ({decimal(report.bytes_fetched)}), "
+        f"{report.skipped} already present, into {escape(str(report.dest))}",
+        highlight=False,
+    )
+
+
+@app.command()
+def where(
+    data: Annotated[
+        Path | None, typer.Option("--data", help="A data directory to check instead.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show which data directory aah reads, and why it picked that one."""
+    location = locate_data_dir(data)
+    manifest = packaged_manifest()
+    present = count_present(location.path, manifest)
+    if as_json:
+        print_json(
+            {
+                "path": str(location.path),
+                "source": location.source,
+                "reason": location.reason,
+                "manifest_files": len(manifest.files),
+                "present_files": present,
+            }
+        )
+        return
+    console.print(escape(str(location.path)), highlight=False)
+    console.print(f"  picked: {escape(location.reason)}", highlight=False)
+    console.print(f"  manifest files present: {present}/{len(manifest.files)}", highlight=False)
+
+
+@app.command("manifest")
+def write_manifest(
+    from_dir: Annotated[Path, typer.Option("--from", help="A local copy of the data.")],
+    out: Annotated[Path, typer.Option(help="Where to write the manifest.")] = MANIFEST_PATH,
+) -> None:
+    """Maintainers: hash a local copy of the data into the manifest aah ships.
+
+    Each top-level folder needs a SOURCE.md naming its GitHub origin.
+    """
+    manifest = build_manifest(from_dir)
+    out.write_text(manifest_json(manifest), encoding="utf-8")
+    console.print(
+        f"{len(manifest.files)} files ({decimal(manifest.total_bytes)}) "
+        f"written to {escape(str(out))}",
+        highlight=False,
+    )
+
+
+@contextmanager
+def _progress_bar(manifest: Manifest, *, enabled: bool) -> Iterator[ProgressCallback]:
+    """A rich bar on stderr (bytes, and files done/total) fed by fetch's callback."""
+    total_files = len(manifest.files)
+    bar = Progress(
+        TextColumn("fetching data"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[files]}"),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=not enabled,
+        transient=True,
+    )
+    task = bar.add_task("fetch", total=manifest.total_bytes, files=f"0/{total_files} files")
+    done = 0
+
+    def on_file(entry: ManifestFile, outcome: FileOutcome) -> None:
+        nonlocal done
+        done += 1
+        bar.update(task, advance=entry.size, files=f"{done}/{total_files} files")
+
+    with bar:
+        yield on_file

@@ -1,0 +1,88 @@
+"""``aah run``: one query, answered live by the agent, with a readable trace."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+import typer
+
+from aah.cli.output import console
+from aah.cli.trace import TracePrinter
+from aah.config import get_settings
+from aah.errors import AahError
+from aah.llm import ModelConfig, model_config
+from aah.runtime.awareness import AwarenessMode
+from aah.runtime.environment import open_runtime
+from aah.runtime.humans import ConsoleHuman, HumanChannel, QueueHuman
+from aah.runtime.session import SessionOutcome, SessionRequest, run_session
+from aah.store import SessionStore
+from aah.tools.registry import Registry
+from aah.tools.spec import EndpointSpec
+
+def select_tools(registry: Registry, names: list[str], auto: int, query: str) -> list[EndpointSpec]:
+    """The named endpoints plus the ``auto`` best search hits for ``query``."""
+    specs = [registry.get(name) for name in names]
+    if auto > 0:
+        chosen = {spec.qualified_name for spec in specs}
+        specs += [hit.spec for hit in registry.search(query, auto) if hit.spec.qualified_name
+                  not in chosen]
+    return specs
+
+
+def make_human(kind: str, db: Path, deadline: float | None) -> HumanChannel:
+    """The human channel called ``kind``."""
+    if kind == "console":
+        return ConsoleHuman()
+    if kind == "queue":
+        return QueueHuman(SessionStore(db), deadline_seconds=deadline)
+    raise AahError(f"unknown human channel {kind!r}: use console or queue")
+
+
+def run(
+    query: str = typer.Argument(..., help="The user's request."),
+    tool: list[str] = typer.Option([], "--tool", help="Offer this endpoint (repeatable)."),
+    auto_tools: int = typer.Option(0, "--auto-tools", help="Also offer the K best search hits."),
+    aah: bool = typer.Option(True, "--aah/--no-aah", help="Offer the ask_human tool."),
+    human: str = typer.Option("console", "--human", help="Who answers: console or queue."),
+    awareness: str = typer.Option("both", "--awareness", help="info, tool, both or none."),
+    http: str = typer.Option("live", "--http", help="live, record, replay, mock or fault."),
+    fault: list[str] = typer.Option([], "--fault", help="Fault plan, e.g. TOOL=404 (fault mode)."),
+    model: str | None = typer.Option(None, "--model", help="Model name (default AAH_MODEL)."),
+    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+    step_limit: int = typer.Option(10, "--step-limit", min=1, help="Most model steps."),
+    deadline: float | None = typer.Option(None, "--deadline", help="Queue: seconds to wait."),
+) -> None:
+    """Answer one query with the agent, printing each step as it happens."""
+    db_path = db or get_settings().db
+    registry = Registry(get_settings().registry_path()) if tool or auto_tools else None
+    specs = select_tools(registry, tool, auto_tools, query) if registry else []
+    config = model_config("agent", model=model)
+    channel = make_human(human, db_path, deadline)
+    request = SessionRequest(query=query, specs=specs, aah=aah,
+                             awareness=awareness_mode(awareness), step_limit=step_limit)
+    offered = ", ".join(s.qualified_name for s in specs) or "none"
+    console.print(f"[bold]query:[/] {query}\n[dim]tools: {offered}; model: {config.model}[/]",
+                  markup=True, highlight=False)
+    outcome = asyncio.run(_run(request, db_path, config, channel, http, fault))
+    _report(outcome)
+
+
+async def _run(request: SessionRequest, db: Path, config: ModelConfig, channel: HumanChannel,
+               http: str, fault: list[str]) -> SessionOutcome:
+    async with open_runtime(db=db, model=config, human=channel, http_mode=http,
+                            fault_plan=fault or None,
+                            listeners=[TracePrinter(console)]) as runtime:
+        return await run_session(request, runtime)
+
+
+def _report(outcome: SessionOutcome) -> None:
+    console.print(f"[dim]session {outcome.session_id}: {outcome.status}[/]")
+    if outcome.error:
+        raise AahError(outcome.error)
+
+
+def awareness_mode(value: str) -> AwarenessMode:
+    """Validate an ``--awareness`` value."""
+    if value not in ("info", "tool", "both", "none"):
+        raise AahError(f"unknown awareness mode {value!r}: use info, tool, both or none")
+    return value  # type: ignore[return-value]

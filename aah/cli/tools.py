@@ -1,0 +1,175 @@
+"""``aah tools``: build the registry, list, show, search and probe endpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from aah.cli.output import console, print_json, table
+from aah.config import get_settings, project_root
+from aah.data.locate import find_data_dir
+from aah.tools.health import probe_endpoints
+from aah.tools.registry import BuildReport, Registry, build_registry
+from aah.tools.spec import EndpointSpec
+
+app = typer.Typer(no_args_is_help=True)
+
+DataOption = typer.Option(None, "--data", help="Data directory (default: discovered).")
+JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
+
+
+def open_registry() -> Registry:
+    """The registry named by ``AAH_REGISTRY`` or the default path."""
+    return Registry(get_settings().registry_path())
+
+
+@app.command()
+def build(
+    data: Path | None = DataOption,
+    strict: bool = typer.Option(False, "--strict", help="Fail if any endpoint is rejected."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Import every spec source and compile the registry (SQLite + FTS5)."""
+    data_dir = find_data_dir(data)
+    fixes = project_root() / "tool_registry" / "fixes.yaml"
+    report = build_registry(data_dir, get_settings().registry_path(), fixes)
+    if as_json:
+        print_json(_report_json(report))
+    else:
+        _print_report(report)
+    if strict and report.rejections:
+        raise typer.Exit(1)
+
+
+def _report_json(report: BuildReport) -> dict[str, object]:
+    return {
+        "registry": str(report.path),
+        "endpoints": report.endpoints,
+        "by_source": report.by_source,
+        "by_category": report.by_category,
+        "repairs": report.repairs,
+        "fixes_applied": report.fixes_applied,
+        "rejections": [r.model_dump(mode="json") for r in report.rejections],
+        "registry_hash": report.registry_hash,
+        "seconds": round(report.seconds, 3),
+    }
+
+
+def _print_report(report: BuildReport) -> None:
+    console.print(
+        table("Endpoints per source", ["source", "endpoints"], sorted(report.by_source.items()))
+    )
+    console.print(
+        table("Endpoints per category", ["category", "endpoints"], report.by_category.items())
+    )
+    if report.fixes_applied:
+        console.print(table("Project fixes applied", ["fix"], ([f] for f in report.fixes_applied)))
+    rows = ([r.source.kind, r.source.file, r.name, r.reason] for r in report.rejections)
+    console.print(table("Rejected entries", ["source", "file", "entry", "reason"], rows))
+    console.print(
+        f"[bold]{report.endpoints}[/] endpoints ({report.repairs} source defects repaired, "
+        f"{len(report.rejections)} rejected) in {report.seconds:.2f} s → {report.path}"
+    )
+
+
+@app.command("list")
+def list_tools(
+    category: str | None = typer.Option(None, "--category", "-c", help="Only this category."),
+    as_json: bool = JsonOption,
+) -> None:
+    """List endpoints, or the categories with counts when none is chosen."""
+    registry = open_registry()
+    if category is None and not as_json:
+        console.print(table("Categories", ["category", "endpoints"], registry.categories().items()))
+        console.print("Use --category NAME to list one category's endpoints.")
+        return
+    specs = registry.list(category)
+    if as_json:
+        print_json([_summary(spec) for spec in specs])
+        return
+    rows = ([s.qualified_name, s.method, s.description[:80]] for s in specs)
+    console.print(table(f"{category} ({len(specs)})", ["name", "method", "description"], rows))
+
+
+@app.command()
+def show(
+    name: str = typer.Argument(..., help="Qualified name <tool>__<endpoint>."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Show one endpoint's full spec."""
+    spec = open_registry().get(name)
+    if as_json:
+        print_json(spec.model_dump(mode="json"))
+        return
+    console.print(
+        f"[bold]{spec.qualified_name}[/]  {spec.method} {spec.url_template}",
+        markup=True,
+        highlight=False,
+    )
+    console.print(spec.description, markup=False)
+    rows = (
+        [p.name, p.type, p.location.value, "yes" if p.required else "", p.default, p.description]
+        for p in spec.parameters
+    )
+    console.print(table("Parameters", ["name", "type", "in", "required", "default", "about"], rows))
+    if spec.repairs:
+        console.print(table("Repairs", ["repair"], ([r] for r in spec.repairs)))
+    console.print(f"source: {spec.source.kind} {spec.source.file} ({spec.source.id})", markup=False)
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="What the tool should do, in words."),
+    k: int = typer.Option(10, "-k", help="How many results."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Find the endpoints that best match a query."""
+    hits = open_registry().search(query, k)
+    if as_json:
+        print_json([{**_summary(h.spec), "score": round(h.score, 3)} for h in hits])
+        return
+    rows = ([f"{h.score:.2f}", h.spec.qualified_name, h.spec.description[:80]] for h in hits)
+    console.print(table(f"Best matches for {query!r}", ["score", "name", "description"], rows))
+
+
+@app.command()
+def check(
+    sample: int | None = typer.Option(None, "--sample", help="Probe N endpoints at random."),
+    tool: list[str] = typer.Option([], "--tool", help="Probe these endpoints (repeatable)."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Probes at once."),
+    timeout: float = typer.Option(5.0, "--timeout", help="Seconds per probe."),
+    seed: int = typer.Option(0, "--seed", help="Seed for --sample."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Probe endpoints live with their parameter defaults: up, down, latency."""
+    registry = open_registry()
+    specs = [registry.get(name) for name in tool] if tool else registry.list()
+    if sample is not None and not tool:
+        import random
+
+        specs = random.Random(seed).sample(specs, min(sample, len(specs)))
+    results = probe_endpoints(specs, concurrency=concurrency, timeout=timeout)
+    if as_json:
+        print_json([r._asdict() for r in results])
+        return
+    rows = (
+        [r.name, r.state, r.status or "", f"{r.latency_ms:.0f}" if r.latency_ms else "", r.detail]
+        for r in results
+    )
+    console.print(table("Endpoint health", ["name", "state", "status", "ms", "detail"], rows))
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.state] = counts.get(r.state, 0) + 1
+    console.print(", ".join(f"{state}: {n}" for state, n in sorted(counts.items())))
+
+
+def _summary(spec: EndpointSpec) -> dict[str, object]:
+    return {
+        "name": spec.qualified_name,
+        "category": spec.category,
+        "method": spec.method,
+        "url": spec.url_template,
+        "description": spec.description,
+        "required": spec.required_names,
+    }
