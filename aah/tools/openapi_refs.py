@@ -1,0 +1,85 @@
+"""Local ``$ref`` resolution for OpenAPI 3 and Swagger 2 documents.
+
+Only references inside the same document (``#/components/...``,
+``#/definitions/...``) are followed: the importer reads one file and never
+fetches another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote
+
+# Dict levels kept when a schema is inlined for a response sketch; a schema
+# level is about two dict levels (``properties`` -> name -> schema).
+DEFAULT_INLINE_DEPTH = 12
+
+
+class RefError(ValueError):
+    """A ``$ref`` that cannot be followed: not local, dangling or circular."""
+
+
+def resolve_pointer(document: Any, ref: str) -> Any:
+    """The node a local JSON pointer (``#/a/b``) names in ``document``.
+
+    Raises:
+        RefError: the reference is not local or names nothing.
+    """
+    if not ref.startswith("#"):
+        raise RefError(f"$ref {ref!r} points outside the document")
+    node = document
+    for raw_token in ref[1:].split("/")[1:]:
+        token = unquote(raw_token).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise RefError(f"$ref {ref!r} points at nothing")
+    return node
+
+
+def deref(document: Any, node: Any) -> Any:
+    """``node`` itself, or what its ``$ref`` chain ends at.
+
+    Raises:
+        RefError: a reference in the chain cannot be followed or loops.
+    """
+    seen: set[str] = set()
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        ref = node["$ref"]
+        if ref in seen:
+            raise RefError(f"$ref {ref!r} refers back to itself")
+        seen.add(ref)
+        node = resolve_pointer(document, ref)
+    return node
+
+
+def inline(document: Any, node: Any, max_depth: int = DEFAULT_INLINE_DEPTH) -> Any:
+    """A copy of ``node`` with every ``$ref`` replaced by what it names.
+
+    A reference back into its own chain (a recursive schema) and anything
+    deeper than ``max_depth`` dict levels is cut to a short placeholder, so
+    the result is always finite and small enough to show.
+    """
+    return _inline(document, node, max_depth, ())
+
+
+def _inline(document: Any, node: Any, depth: int, trail: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_inline(document, item, depth, trail) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        if ref in trail:
+            return {"description": f"(recursive: {ref})"}
+        try:
+            target = resolve_pointer(document, ref)
+        except RefError as error:
+            return {"description": f"(unresolved: {error})"}
+        return _inline(document, target, depth, (*trail, ref))
+    if depth <= 0:
+        # Keep what describes this level (type, format, description).
+        return {key: value for key, value in node.items() if not isinstance(value, dict | list)}
+    return {key: _inline(document, value, depth - 1, trail) for key, value in node.items()}

@@ -1,0 +1,100 @@
+"""The command line, run as a user runs it: a subprocess, the fake model, no network."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from runtime_support import ask_then_call_script
+
+from aah.store import SessionStore
+from aah.testing.fake_llm import FakeLLMServer
+from aah.tools.registry import build_registry
+
+WEATHER = "openmeteo__get_weather_forecast"
+
+
+@pytest.fixture(scope="module")
+def registry(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("registry") / "registry.db"
+    build_registry(shared_data, path)
+    return path
+
+
+def aah(*args: str, env: dict[str, str] | None = None, stdin: str = "",
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+    full_env.update({"COLUMNS": "200", "NO_COLOR": "1", **(env or {})})
+    return subprocess.run([sys.executable, "-m", "aah", *args], input=stdin, text=True,
+                          capture_output=True, env=full_env, timeout=timeout)
+
+
+def test_help_lists_the_command_groups() -> None:
+    result = aah("--help")
+    assert result.returncode == 0
+    for group in ("data", "tools", "run", "sessions", "demo", "fake-llm"):
+        assert group in result.stdout
+
+
+def test_tools_search_json_puts_weather_first(registry: Path) -> None:
+    result = aah("tools", "search", "weather forecast", "--json", env={"AAH_REGISTRY": str(registry)})
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert all(h["category"] == "Weather" for h in hits[:5])
+
+
+def test_tools_show_and_list(registry: Path) -> None:
+    env = {"AAH_REGISTRY": str(registry)}
+    shown = json.loads(aah("tools", "show", WEATHER, "--json", env=env).stdout)
+    assert shown["url_template"] == "https://api.open-meteo.com/v1/forecast"
+    listed = json.loads(aah("tools", "list", "--category", "Weather", "--json", env=env).stdout)
+    assert WEATHER in [item["name"] for item in listed]
+
+
+def test_unknown_tool_is_one_line_with_suggestions(registry: Path) -> None:
+    result = aah("tools", "show", "openmeteo__get_weather_forcast", env={"AAH_REGISTRY": str(registry)})
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "did you mean" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_registry_says_how_to_build_it(tmp_path: Path) -> None:
+    result = aah("tools", "search", "x", env={"AAH_REGISTRY": str(tmp_path / "none.db")})
+    assert result.returncode == 2 and "aah tools build" in result.stderr
+
+
+def test_run_with_a_console_human(registry: Path, tmp_path: Path) -> None:
+    db = tmp_path / "aah.db"
+    script = ask_then_call_script(WEATHER, {"latitude": 48.85, "longitude": 2.35})
+    with FakeLLMServer(script) as llm:
+        env = {"AAH_REGISTRY": str(registry), "AAH_BASE_URL": llm.base_url,
+               "AAH_MODEL": "fake-model", "AAH_API_KEY": "sk-never-stored-0000"}
+        result = aah("run", "What is the weather?", "--tool", WEATHER, "--human", "console",
+                     "--http", "mock", "--db", str(db), env=env, stdin="Paris\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for expected in ("awareness (tool): IDK", "agent asks: Which city?", "console: Paris",
+                     f"✓ {WEATHER}", "final answer: Done: the forecast is above."):
+        assert expected in out, out
+    sessions = SessionStore(db).list_sessions()
+    assert sessions[0].status == "finished" and sessions[0].n_human_questions == 1
+    assert b"sk-never-stored-0000" not in db.read_bytes()
+    shown = aah("sessions", "show", sessions[0].id[:8], "--db", str(db))
+    assert "final answer" in shown.stdout
+
+
+def test_run_without_a_model_says_what_to_set(tmp_path: Path) -> None:
+    result = aah("run", "Hi", "--db", str(tmp_path / "a.db"))
+    assert result.returncode == 2 and "AAH_MODEL" in result.stderr
+
+
+def test_demo_runs_offline_without_a_key(registry: Path, tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    result = aah("demo", "--db", str(db), env={"AAH_REGISTRY": str(registry)})
+    assert result.returncode == 0, result.stderr
+    assert "scripted demo model — set AAH_BASE_URL to use a real one" in result.stdout
+    statuses = {s.query[:20]: s.status for s in SessionStore(db).list_sessions()}
+    assert sorted(statuses.values()) == ["finished", "finished", "finished", "skipped"]
+    assert "agent asks" in result.stdout and "✗ Ronswanson__get_quote" in result.stdout
