@@ -3,11 +3,11 @@
 The source data stays untouched; a fix is applied to the imported
 ``EndpointSpec`` while the registry is built. The file is YAML, a list of::
 
-    - endpoint: openwhyd__get_user_tracks      # qualified name
+    - endpoint: spacex__query_launches           # qualified name
       reason: why the source is wrong and what the fix assumes
-      set: {url_template: "https://openwhyd.org/{uHandle}"}   # any spec field
-      add_parameters: [{name: format, type: string, location: query}]
-      remove_parameters: [playlistId]
+      set: {description: "..."}                    # description, method, url_template...
+      remove_parameters: [query]
+      add_parameters: [{name: query, type: object, required: true, location: body}]
 """
 
 from __future__ import annotations

@@ -1,0 +1,224 @@
+"""Typed records of what happens in a session, one model per kind of step.
+
+The runtime writes them, the session store keeps them in order, and the UIs
+and the scorer read them back as the same models. ``Event`` is the union of
+all kinds, told apart by the ``kind`` field; ``parse_event`` turns a stored
+dictionary or JSON text back into the right model.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+
+AwarenessQuestion = Literal["information", "tool"]
+AwarenessAnswer = Literal["yes", "idk", "no", "none"]
+# "ok", or the ToolScan pattern that stopped the call before it ran.
+CheckResult = Literal["ok", "IFN", "IAN", "IAT", "IFE", "RAC", "IAV"]
+EventKind = Literal[
+    "awareness",
+    "model_call",
+    "tool_call",
+    "human_question",
+    "human_answer",
+    "final_answer",
+    "error",
+]
+
+EXCERPT_CHARS = 2_000
+_MARKER_ROOM = 24  # room for "…[+N chars]" with any realistic N
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware in UTC."""
+    return datetime.now(UTC)
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """Cut ``text`` to at most ``limit`` characters, saying how much was left out.
+
+    Model replies and HTTP bodies can be megabytes; a log keeps enough to
+    read and grade, and the marker tells a reader the text is not whole.
+    """
+    if len(text) <= limit:
+        return text
+    # The marker fits inside the limit, so cutting an excerpt again (as
+    # reading a stored event back does) leaves it as it is.
+    keep = max(limit - _MARKER_ROOM, 0)
+    return f"{text[:keep]}…[+{len(text) - keep} chars]"
+
+
+# A text field that is cut on validation, so callers may pass whole texts.
+Excerpt = Annotated[str, AfterValidator(excerpt)]
+
+
+class EventBase(BaseModel):
+    """Fields every event has.
+
+    Attributes:
+        session_id: The session the event belongs to.
+        seq: Position in the session, from 1; 0 until the store assigns it.
+        ts: When the step happened (UTC).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str
+    seq: int = Field(default=0, ge=0)
+    ts: AwareDatetime = Field(default_factory=utc_now)
+
+
+class AwarenessEvent(EventBase):
+    """The answer to one awareness question, asked before acting.
+
+    Attributes:
+        question: Which question: do I have the information, or the tools?
+        answer: The parsed answer; ``none`` when no reply could be parsed.
+        reason: The short reason that followed the answer.
+        raw: The model's reply as received (of the last attempt).
+        attempts: How many replies were needed (1 when the first parsed).
+    """
+
+    kind: Literal["awareness"] = "awareness"
+    question: AwarenessQuestion
+    answer: AwarenessAnswer
+    reason: str = ""
+    raw: Excerpt = ""
+    attempts: int = Field(default=1, ge=1)
+
+
+class ModelCallEvent(EventBase):
+    """One chat completion made by the agent.
+
+    Attributes:
+        model: The model name the endpoint reported or was asked for.
+        prompt_tokens: Input tokens, when the server reports usage.
+        completion_tokens: Output tokens, when the server reports usage.
+        latency_ms: Wall time of the request.
+        n_tool_calls: Tool calls in the reply (parsed ones, whatever their format).
+        text: The reply's text content.
+    """
+
+    kind: Literal["model_call"] = "model_call"
+    model: str
+    purpose: Literal["agent", "awareness", "human", "grader"] = "agent"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float = 0.0
+    n_tool_calls: int = 0
+    text: Excerpt = ""
+
+
+class ToolCallEvent(EventBase):
+    """One tool call: checked, then (if it passed) executed over HTTP.
+
+    Attributes:
+        call_id: The id the model gave the call.
+        tool: The qualified tool name (``<tool>__<endpoint>``) as called.
+        arguments: The arguments as the model gave them.
+        status_code: The HTTP status, or None when no response came back
+            (rejected by the check, timeout, replay miss).
+        ok: Whether the call produced a usable result.
+        latency_ms: Wall time of the HTTP request; 0 when not executed.
+        check: ``ok``, or the error pattern that stopped the call.
+        feedback: The corrective text returned to the agent instead of a result.
+        result: The result text returned to the agent.
+        http_mode: How HTTP was served (live, record, replay, mock, fault).
+    """
+
+    kind: Literal["tool_call"] = "tool_call"
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status_code: int | None = None
+    ok: bool
+    latency_ms: float = 0.0
+    check: CheckResult = "ok"
+    feedback: str = ""
+    result: Excerpt = ""
+    http_mode: str = "live"
+
+
+class HumanQuestionEvent(EventBase):
+    """The agent asked a person something.
+
+    Attributes:
+        request_id: The human request that carries the question to a person.
+        question: The question as the agent wrote it.
+    """
+
+    kind: Literal["human_question"] = "human_question"
+    request_id: str
+    question: str
+
+
+class HumanAnswerEvent(EventBase):
+    """A person (or a scripted or simulated one) answered the agent.
+
+    Attributes:
+        request_id: The human request answered.
+        answer: The reply handed back to the agent.
+        answered_by: Who answered: an annotator name, ``oracle``, ``simulated``...
+        seconds: Time from the question to the answer.
+        declined: True when the person chose not to answer.
+    """
+
+    kind: Literal["human_answer"] = "human_answer"
+    request_id: str
+    answer: str
+    answered_by: str
+    seconds: float = 0.0
+    declined: bool = False
+
+
+class FinalAnswerEvent(EventBase):
+    """The agent's final answer to the user.
+
+    Attributes:
+        text: The answer.
+        step_limit_hit: True when the session stopped at its step limit.
+    """
+
+    kind: Literal["final_answer"] = "final_answer"
+    text: str
+    step_limit_hit: bool = False
+
+
+class ErrorEvent(EventBase):
+    """Something failed in the runtime itself (not a failing tool call).
+
+    Attributes:
+        message: The error in one line.
+        where: The part that failed, e.g. ``agent``, ``awareness``, ``human``.
+    """
+
+    kind: Literal["error"] = "error"
+    message: str
+    where: str = ""
+
+
+Event = Annotated[
+    AwarenessEvent
+    | ModelCallEvent
+    | ToolCallEvent
+    | HumanQuestionEvent
+    | HumanAnswerEvent
+    | FinalAnswerEvent
+    | ErrorEvent,
+    Field(discriminator="kind"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: dict[str, Any] | str | bytes) -> Event:
+    """Build the typed event that ``data`` (a dict or JSON text) describes.
+
+    Raises:
+        pydantic.ValidationError: ``data`` is no known kind of event.
+    """
+    if isinstance(data, dict):
+        return EVENT_ADAPTER.validate_python(data)
+    return EVENT_ADAPTER.validate_json(data)

@@ -1,0 +1,497 @@
+"""SessionStore: the SQLite file that records runs, sessions, events and humans.
+
+It is the single source of truth and the bus between processes: a runner
+appends events and writes human requests, a web page in another process
+reads them and writes answers. Hence WAL mode (readers never wait for the
+writer), a busy timeout, and write transactions that take SQLite's write
+lock up front (``BEGIN IMMEDIATE``) so that writers queue instead of failing.
+
+Each thread gets its own connection, because a sqlite3 connection must not
+be used by two threads at once. Within one process, writes to a file also
+take one Python lock: handing a lock between threads takes microseconds,
+while SQLite's busy handler polls with sleeps of a millisecond and more.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sqlite_utils import Database
+
+from aah import store_schema as schema
+from aah.config import get_settings
+from aah.events import Event, utc_now
+from aah.store_schema import (
+    REDACTED,
+    GradeRecord,
+    HumanAnswerRecord,
+    HumanRequestRecord,
+    RunRecord,
+    SessionRecord,
+    SessionStatus,
+    Verdict,
+    scrub,
+)
+
+__all__ = [
+    "REDACTED",
+    "GradeRecord",
+    "HumanAnswerRecord",
+    "HumanRequestRecord",
+    "RunRecord",
+    "SessionRecord",
+    "SessionStatus",
+    "SessionStore",
+    "Verdict",
+    "scrub",
+]
+
+# busy_timeout covers nearly every wait; a few SQLite paths (WAL recovery,
+# a lock held across a checkpoint) report BUSY at once, so BEGIN is retried.
+_BUSY_RETRIES = 5
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+# One write lock per database file for the whole process, so that several
+# stores on one file also queue in Python rather than in SQLite.
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(path: Path) -> threading.Lock:
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(str(path.resolve()), threading.Lock())
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _now() -> str:
+    return utc_now().isoformat()
+
+
+class SessionStore:
+    """Runs, sessions, their events, human requests and grades in one SQLite file.
+
+    Safe to share across threads and asyncio tasks, and to use from several
+    processes on one file. From async code, call it through
+    ``asyncio.to_thread``: a write may wait while another process writes.
+
+    Args:
+        path: The database file; default ``get_settings().db`` (``AAH_DB``).
+            Missing parent folders are created.
+
+    Raises:
+        AahError: The file was written by a newer aah.
+    """
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else get_settings().db
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._open: weakref.WeakSet[Database] = weakref.WeakSet()
+        self._open_guard = threading.Lock()
+        self._lock = _write_lock(self.path)
+        # Only a new file takes the write lock, so that readers never need it.
+        if schema.needs_schema(self._db(), self.path):
+            self._db().enable_wal()
+            with self._write() as db:
+                if schema.needs_schema(db, self.path):  # another process may have won
+                    schema.create_schema(db)
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections this store opened, in every thread."""
+        with self._open_guard:
+            for db in list(self._open):
+                db.close()
+            self._open.clear()
+        self._local = threading.local()
+
+    def _db(self) -> Database:
+        db: Database | None = getattr(self._local, "db", None)
+        if db is None:
+            db = schema.connect(self.path)
+            self._local.db = db
+            with self._open_guard:
+                self._open.add(db)
+        return db
+
+    @contextmanager
+    def _write(self) -> Iterator[Database]:
+        """One write transaction that holds SQLite's write lock from its start.
+
+        A deferred transaction that reads and then writes fails at once with
+        BUSY if another writer got in between; taking the lock first makes
+        it wait its turn (up to the busy timeout) instead.
+        """
+        db = self._db()
+        with self._lock:
+            for attempt in range(_BUSY_RETRIES):
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                        raise
+                    time.sleep(0.05 * 2**attempt)
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                # Never leave a transaction open on a connection that is
+                # handed back: it would hold SQLite's write lock for good.
+                db.rollback()
+                raise
+
+    def _rows(
+        self, sql: str, params: list[Any] | dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        return list(self._db().query(sql, params))
+
+    # -- runs and sessions ------------------------------------------------
+
+    def create_run(self, name: str, manifest: Mapping[str, Any]) -> RunRecord:
+        """Record a batch run and its manifest (models, settings, versions...).
+
+        A run that exists already is returned unchanged: its first manifest
+        is what a resumed run is checked against.
+        """
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO runs (name, created, manifest) VALUES (?, ?, ?)"
+                " ON CONFLICT (name) DO NOTHING",
+                [name, _now(), schema.to_json(manifest)],
+            )
+            return self._run(name)
+
+    def get_run(self, name: str) -> RunRecord | None:
+        """The run called ``name``, or None."""
+        rows = self._rows("SELECT * FROM runs WHERE name = ?", [name])
+        return schema.run_from_row(rows[0]) if rows else None
+
+    def runs(self) -> list[RunRecord]:
+        """Every run, oldest first."""
+        rows = self._rows("SELECT * FROM runs ORDER BY created, name")
+        return [schema.run_from_row(row) for row in rows]
+
+    def _run(self, name: str) -> RunRecord:
+        run = self.get_run(name)
+        if run is None:
+            raise KeyError(f"no run named {name!r}: call create_run first")
+        return run
+
+    def open_session(
+        self,
+        query: str,
+        *,
+        run: str | None = None,
+        task_id: str | None = None,
+        setting: str | None = None,
+        aah: bool = True,
+        model: str | None = None,
+        session_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> SessionRecord:
+        """Start a session, or return the one the run already has for the task.
+
+        Args:
+            query: The user's request.
+            run: The batch run it belongs to (made first with ``create_run``).
+            task_id: The benchmark task; with ``run`` it names the session.
+            setting: The task's setting (perfect, under-specified...).
+            aah: Whether the agent may ask a human.
+            model: The agent's model.
+            session_id: The id to give a new session; random by default.
+            thread_id: The LangGraph checkpointer thread; the session id by default.
+
+        Raises:
+            KeyError: ``run`` names no run.
+        """
+        new_id = session_id or uuid.uuid4().hex
+        with self._write() as db:
+            if run is not None:
+                self._run(run)
+            # A (run, task) that exists already wins over the new row.
+            db.execute(
+                "INSERT INTO sessions (id, run, task_id, setting, query, aah, model,"
+                " thread_id, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                [new_id, run, task_id, setting, schema.scrub_text(query), int(aah), model]
+                + [thread_id or new_id, _now()],
+            )
+            if run is not None and task_id is not None:
+                sql = "SELECT id FROM sessions WHERE run = ? AND task_id = ?"
+                new_id = db.execute(sql, [run, task_id]).fetchone()[0]
+            return self._session(new_id)
+
+    def set_status(self, session_id: str, status: SessionStatus) -> None:
+        """Mark a session running or waiting (for a person); KeyError if unknown."""
+        with self._write() as db:
+            cursor = db.execute("UPDATE sessions SET status = ? WHERE id = ?", [status, session_id])
+            if cursor.rowcount == 0:
+                raise KeyError(f"no session {session_id!r}")
+
+    def finish_session(
+        self,
+        session_id: str,
+        status: SessionStatus = "finished",
+        final_answer: str | None = None,
+    ) -> SessionRecord:
+        """End a session: ``finished``, ``skipped`` (awareness said no) or ``error``.
+
+        Raises:
+            KeyError: No such session.
+        """
+        with self._write() as db:
+            db.execute(
+                "UPDATE sessions SET status = ?, final_answer = ?, ended = ? WHERE id = ?",
+                [status, schema.scrub_text(final_answer), _now(), session_id],
+            )
+            return self._session(session_id)
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session with this id, if there is one."""
+        rows = self._rows("SELECT * FROM sessions WHERE id = ?", [session_id])
+        return SessionRecord.model_validate(rows[0]) if rows else None
+
+    def _session(self, session_id: str) -> SessionRecord:
+        session = self.get_session(session_id)
+        if session is None:
+            raise KeyError(f"no session {session_id!r}")
+        return session
+
+    def list_sessions(
+        self, run: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        """Sessions, oldest first, optionally only one run's or one status's."""
+        # Only the filters asked for, so that SQLite can use their indexes.
+        filters = {"run": run, "status": status}
+        where = " AND ".join(
+            f"{column} = :{column}" for column, v in filters.items() if v is not None
+        )
+        rows = self._rows(
+            f"SELECT * FROM sessions WHERE {where or 'TRUE'} ORDER BY started, id", filters
+        )
+        return [SessionRecord.model_validate(row) for row in rows]
+
+    # -- events -------------------------------------------------------------
+
+    def append_event(self, event: Event) -> Event:
+        """Log ``event`` as its session's next step; return it with its ``seq``.
+
+        The seq is taken and the row written in one transaction, so events
+        from many threads or processes never share or skip a number.
+
+        Raises:
+            KeyError: The event's session does not exist.
+        """
+        # Everything that needs no lock is prepared before taking it.
+        payload, ts = schema.event_payload(event), event.ts.astimezone(UTC).isoformat()
+        bump = schema.session_bump(event)
+        with self._write() as db:
+            row = db.execute(schema.BUMP_SESSION_SQL, bump).fetchone()
+            if row is None:
+                raise KeyError(f"no session {event.session_id!r}")
+            db.execute(
+                "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
+                [event.session_id, row[0], event.kind, ts, payload],
+            )
+        return event.model_copy(update={"seq": row[0]})
+
+    def events(self, session_id: str, after: int = 0) -> list[Event]:
+        """A session's events in order, as typed models; only those after seq ``after``."""
+        rows = self._rows(
+            "SELECT session_id, seq, kind, ts, payload FROM events"
+            " WHERE session_id = ? AND seq > ? ORDER BY seq",
+            [session_id, after],
+        )
+        return [schema.event_from_row(row) for row in rows]
+
+    # -- human requests -----------------------------------------------------
+
+    def create_human_request(
+        self,
+        session_id: str,
+        question: str,
+        context: Mapping[str, Any] | None = None,
+        *,
+        k: int = 1,
+        request_id: str | None = None,
+    ) -> HumanRequestRecord:
+        """Put a question to people; it stays pending until someone answers.
+
+        Args:
+            session_id: The asking session.
+            question: The agent's question.
+            context: What a person needs to answer (query, recent steps...).
+            k: How many annotators should answer it; the first one decides.
+            request_id: The id to use; random by default.
+
+        Raises:
+            KeyError: No such session.
+        """
+        new_id = request_id or uuid.uuid4().hex
+        with self._write() as db:
+            self._session(session_id)
+            db.execute(
+                "INSERT INTO human_requests (id, session_id, question, context, created, k)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    new_id,
+                    session_id,
+                    schema.scrub_text(question),
+                    schema.to_json(context or {}),
+                    _now(),
+                    k,
+                ],
+            )
+            return self._human_request(new_id)
+
+    def answer_human_request(
+        self,
+        request_id: str,
+        annotator: str,
+        answer: str,
+        declined: bool = False,
+        rating: int | None = None,
+        seconds: float | None = None,
+    ) -> bool:
+        """Store one annotator's answer; the first answer settles the request.
+
+        The first answer to a pending request makes it ``answered`` (or
+        ``declined``) and becomes the answer the agent gets; later answers,
+        and answers to an expired request, are kept as extra answers for
+        agreement. A second answer from the same annotator is ignored.
+
+        Args:
+            request_id: The request answered.
+            annotator: Who answered.
+            answer: The reply (may be empty when declined).
+            declined: The annotator chose not to answer.
+            rating: The annotator's 0/1 rating of the question, if asked for.
+            seconds: How long the annotator took.
+
+        Returns:
+            True when this answer settled the request.
+
+        Raises:
+            KeyError: No such request.
+        """
+        answer = schema.scrub_text(answer) or ""
+        with self._write() as db:
+            request = self._human_request(request_id)
+            inserted = db.execute(
+                "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
+                " seconds, created) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [request_id, annotator, answer, int(declined), rating, seconds, _now()],
+            ).rowcount
+            if not inserted or request.status != "pending":
+                return False
+            db.execute(
+                "UPDATE human_requests SET status = ?, answer = ?, answered_by = ?,"
+                " answered_at = ? WHERE id = ?",
+                ["declined" if declined else "answered", answer, annotator, _now(), request_id],
+            )
+            return True
+
+    def expire_human_request(self, request_id: str) -> bool:
+        """Give up waiting on a pending request; True if it was still pending."""
+        with self._write() as db:
+            sql = "UPDATE human_requests SET status = 'expired' WHERE id = ? AND status = 'pending'"
+            return bool(db.execute(sql, [request_id]).rowcount)
+
+    def get_human_request(self, request_id: str) -> HumanRequestRecord | None:
+        """The request with this id, if there is one."""
+        rows = self._rows("SELECT * FROM human_requests WHERE id = ?", [request_id])
+        return schema.request_from_row(rows[0]) if rows else None
+
+    def _human_request(self, request_id: str) -> HumanRequestRecord:
+        request = self.get_human_request(request_id)
+        if request is None:
+            raise KeyError(f"no human request {request_id!r}")
+        return request
+
+    def pending_human_requests(self) -> list[HumanRequestRecord]:
+        """Requests nobody has answered yet, oldest first."""
+        rows = self._rows(
+            "SELECT * FROM human_requests WHERE status = 'pending' ORDER BY created, rowid"
+        )
+        return [schema.request_from_row(row) for row in rows]
+
+    def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
+        """Requests that still want ``annotator``'s answer, oldest first.
+
+        A request wants answers, for agreement, until it has ``k`` of them,
+        even once the first has settled it; an expired one wants none.
+        """
+        rows = self._rows(
+            "SELECT * FROM human_requests AS r WHERE r.status != 'expired'"
+            " AND (SELECT count(*) FROM human_answers WHERE request_id = r.id) < r.k"
+            " AND NOT EXISTS (SELECT 1 FROM human_answers"
+            "   WHERE request_id = r.id AND annotator = ?)"
+            " ORDER BY r.created, r.rowid",
+            [annotator],
+        )
+        return [schema.request_from_row(row) for row in rows]
+
+    def human_answers(self, request_id: str) -> list[HumanAnswerRecord]:
+        """Every answer to a request, first one first."""
+        rows = self._rows(
+            "SELECT * FROM human_answers WHERE request_id = ? ORDER BY id", [request_id]
+        )
+        return [HumanAnswerRecord.model_validate(row) for row in rows]
+
+    # -- grades -------------------------------------------------------------
+
+    def add_grade(
+        self,
+        session_id: str,
+        grader_model: str,
+        prompt_version: str,
+        votes: list[Any],
+        verdict: Verdict,
+        flagged: bool = False,
+    ) -> GradeRecord:
+        """Record a grader's verdict on a session and every vote behind it."""
+        with self._write() as db:
+            self._session(session_id)
+            grade_id = db.execute(
+                "INSERT INTO grades (session_id, grader_model, prompt_version, votes, verdict,"
+                " flagged, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [session_id, grader_model, prompt_version, schema.to_json(votes), verdict]
+                + [int(flagged), _now()],
+            ).lastrowid
+            return schema.grade_from_row(
+                self._rows("SELECT * FROM grades WHERE id = ?", [grade_id])[0]
+            )
+
+    def grades(self, session_id: str) -> list[GradeRecord]:
+        """A session's grades, oldest first."""
+        rows = self._rows(
+            "SELECT * FROM grades WHERE session_id = ? ORDER BY created, id", [session_id]
+        )
+        return [schema.grade_from_row(row) for row in rows]

@@ -1,0 +1,388 @@
+"""SessionStore: schema, idempotent sessions, typed events, concurrency, humans, secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from aah.errors import AahError
+from aah.events import (
+    AwarenessEvent,
+    ErrorEvent,
+    Event,
+    FinalAnswerEvent,
+    HumanAnswerEvent,
+    HumanQuestionEvent,
+    ModelCallEvent,
+    ToolCallEvent,
+)
+from aah.store import REDACTED, SessionStore, scrub
+
+OPENAI_KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "nested" / "dir" / "aah.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[SessionStore]:
+    with SessionStore(db_path) as opened:
+        yield opened
+
+
+def run_python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def one_of_each(session_id: str) -> list[Event]:
+    return [
+        AwarenessEvent(
+            session_id=session_id, question="tool", answer="idk", reason="unsure", raw="IDK."
+        ),
+        AwarenessEvent(session_id=session_id, question="information", answer="yes", attempts=2),
+        ModelCallEvent(
+            session_id=session_id,
+            model="m",
+            prompt_tokens=10,
+            completion_tokens=5,
+            latency_ms=3.5,
+            n_tool_calls=1,
+            text="calling",
+        ),
+        ToolCallEvent(
+            session_id=session_id,
+            call_id="c1",
+            tool="weather__current",
+            arguments={"city": "Oslo", "days": 2, "max_tokens": 7},
+            status_code=200,
+            ok=True,
+            latency_ms=12.0,
+            result="x" * 5_000,
+            http_mode="replay",
+        ),
+        ToolCallEvent(
+            session_id=session_id,
+            call_id="c2",
+            tool="nope__x",
+            ok=False,
+            check="IFN",
+            feedback="no tool nope__x; available: weather__current",
+        ),
+        HumanQuestionEvent(session_id=session_id, request_id="r1", question="Which city?"),
+        HumanAnswerEvent(
+            session_id=session_id, request_id="r1", answer="Oslo", answered_by="ann", seconds=4.0
+        ),
+        FinalAnswerEvent(session_id=session_id, text="Sunny.", step_limit_hit=False),
+        ErrorEvent(session_id=session_id, message="boom", where="agent"),
+    ]
+
+
+def test_schema_is_created_once_and_reopens(db_path: Path) -> None:
+    first = SessionStore(db_path)
+    first.open_session("q", session_id="s1")
+    second = SessionStore(db_path)  # while the first is still open
+    assert second.get_session("s1") is not None
+    first.close()
+    second.close()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    wanted = {"runs", "sessions", "events", "human_requests", "human_answers", "grades"}
+    assert wanted <= tables
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    SessionStore(db_path).close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(AahError, match="upgrade aah"):
+        SessionStore(db_path)
+
+
+def test_default_path_comes_from_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AAH_DB", str(tmp_path / "a" / "b" / "env.db"))
+    with SessionStore() as store:
+        assert store.path == tmp_path / "a" / "b" / "env.db"
+    assert store.path.is_file()
+
+
+def test_open_session_is_idempotent_per_run_and_task(store: SessionStore) -> None:
+    store.create_run("r", {"seed": 1})
+    first = store.open_session("q", run="r", task_id="t1", setting="perfect", model="m")
+    again = store.open_session("another query", run="r", task_id="t1")
+    other = store.open_session("q", run="r", task_id="t2")
+    assert again.id == first.id and again.query == "q"
+    assert other.id != first.id
+    assert first.thread_id == first.id and first.status == "running" and first.aah
+    # Sessions outside a run never collide with each other.
+    assert store.open_session("q").id != store.open_session("q").id
+    assert [s.task_id for s in store.list_sessions(run="r")] == ["t1", "t2"]
+    with pytest.raises(KeyError, match="create_run"):
+        store.open_session("q", run="missing", task_id="t1")
+
+
+def test_create_run_keeps_the_first_manifest(store: SessionStore) -> None:
+    store.create_run("r", {"seed": 1})
+    assert store.create_run("r", {"seed": 2}).manifest == {"seed": 1}
+    assert [run.name for run in store.runs()] == ["r"]
+
+
+def test_events_round_trip_as_typed_models_in_order(store: SessionStore) -> None:
+    session = store.open_session("q")
+    written = [store.append_event(event) for event in one_of_each(session.id)]
+    assert [event.seq for event in written] == list(range(1, 10))
+    read = store.events(session.id)
+    assert read == written
+    assert [type(event) for event in read] == [type(e) for e in one_of_each(session.id)]
+    assert store.events(session.id, after=7) == written[7:]
+    tool = read[3]
+    assert isinstance(tool, ToolCallEvent) and tool.result.endswith("chars]")
+    assert len(tool.result) <= 2_000
+
+
+def test_appending_events_keeps_session_counters(store: SessionStore) -> None:
+    session = store.open_session("q")
+    for event in one_of_each(session.id):
+        store.append_event(event)
+    store.set_status(session.id, "waiting")
+    assert store.list_sessions(status="waiting")[0].id == session.id
+    done = store.finish_session(session.id, "finished", "Sunny.")
+    assert (done.status, done.final_answer) == ("finished", "Sunny.")
+    assert done.ended is not None and done.ended >= done.started
+    assert (done.info_awareness, done.tool_awareness) == ("yes", "idk")
+    counters = (done.n_events, done.n_model_calls, done.n_tool_calls, done.n_tool_errors)
+    assert counters == (9, 1, 2, 1)
+    assert (done.n_human_questions, done.prompt_tokens, done.completion_tokens) == (1, 10, 5)
+
+
+def test_event_for_unknown_session_is_refused(store: SessionStore) -> None:
+    with pytest.raises(KeyError):
+        store.append_event(ErrorEvent(session_id="nope", message="x"))
+    with pytest.raises(KeyError):
+        store.finish_session("nope")
+
+
+def test_seq_is_unique_and_gap_free_under_threads(store: SessionStore) -> None:
+    session = store.open_session("q")
+
+    def append(worker: int) -> None:
+        for i in range(50):
+            store.append_event(ErrorEvent(session_id=session.id, message=f"{worker}:{i}"))
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(append, range(16)))
+    events = store.events(session.id)
+    assert [event.seq for event in events] == list(range(1, 801))
+    assert len({event.message for event in events if isinstance(event, ErrorEvent)}) == 800
+
+
+READER = """
+import sys
+from pathlib import Path
+from aah.store import SessionStore
+store = SessionStore(sys.argv[1])
+stop, expected = Path(sys.argv[2]), int(sys.argv[3])
+print("ready", flush=True)
+partial = 0
+while True:
+    finished = stop.exists()  # checked first, so the last pass sees every write
+    total = 0
+    for session in store.list_sessions():
+        seqs = [event.seq for event in store.events(session.id)]
+        assert seqs == list(range(1, len(seqs) + 1)), seqs  # never a gap
+        assert len(seqs) >= session.n_events, (len(seqs), session.n_events)
+        total += len(seqs)
+    store.pending_human_requests()
+    partial += 0 < total < expected
+    if finished:
+        break
+print(partial, total)
+"""
+
+
+async def test_64_sessions_write_while_another_process_reads(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    sessions, per_session = 64, 25
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(store.path), str(stop), str(sessions * per_session)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert reader.stdout is not None
+    assert await asyncio.to_thread(reader.stdout.readline) == "ready\n"
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=sessions))
+
+    async def one_session(k: int) -> str:
+        session = await asyncio.to_thread(store.open_session, f"q{k}", session_id=f"s{k:02}")
+        for i in range(per_session):
+            event = ModelCallEvent(session_id=session.id, model="m", text=f"{k}/{i}")
+            await asyncio.to_thread(store.append_event, event)
+        return session.id
+
+    ids = await asyncio.gather(*(one_session(k) for k in range(sessions)))
+    assert reader.poll() is None  # still reading while every write happened
+    stop.touch()
+    out, err = await asyncio.to_thread(reader.communicate, timeout=60)
+    assert reader.returncode == 0, err
+    assert "locked" not in err
+    partial, total = map(int, out.split())
+    assert partial > 0  # the reader did read while the writers wrote
+    assert total == sessions * per_session
+    for k, session_id in enumerate(ids):
+        events = store.events(session_id)
+        assert [event.seq for event in events] == list(range(1, per_session + 1))
+        texts = [event.text for event in events if isinstance(event, ModelCallEvent)]
+        assert texts == [f"{k}/{i}" for i in range(per_session)]
+
+
+ANSWERER = """
+import json, sys
+from aah.store import SessionStore
+store = SessionStore(sys.argv[1])
+print(json.dumps([store.answer_human_request(sys.argv[2], f"proc{i}", f"p{i}") for i in range(4)]))
+"""
+
+
+def test_human_request_settles_once_across_processes(store: SessionStore) -> None:
+    session = store.open_session("q")
+    request = store.create_human_request(session.id, "Which city?", {"query": "q"}, k=3)
+    assert store.pending_human_requests() == [request]
+    barrier = threading.Barrier(5)
+
+    def answer_here(i: int) -> bool:
+        barrier.wait()
+        return store.answer_human_request(request.id, f"thread{i}", f"t{i}", rating=1)
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(answer_here, i) for i in range(4)]
+        barrier.wait()
+        other = run_python(ANSWERER, str(store.path), request.id)
+        settled_here = [future.result() for future in futures]
+    assert other.returncode == 0, other.stderr
+    settled = settled_here + json.loads(other.stdout)
+    assert settled.count(True) == 1
+
+    final = store.get_human_request(request.id)
+    assert final is not None and final.status == "answered"
+    answers = store.human_answers(request.id)
+    assert len(answers) == 8
+    assert answers[0].annotator == final.answered_by and answers[0].answer == final.answer
+    assert store.pending_human_requests() == []
+    # The same annotator answering twice (a double submit) changes nothing.
+    assert not store.answer_human_request(request.id, "thread0", "again")
+    assert len(store.human_answers(request.id)) == 8
+
+
+def test_declined_expired_and_overlap(store: SessionStore) -> None:
+    session = store.open_session("q")
+    declined = store.create_human_request(session.id, "a?")
+    assert store.answer_human_request(declined.id, "ann", "", declined=True)
+    assert store.get_human_request(declined.id).status == "declined"  # type: ignore[union-attr]
+    expired = store.create_human_request(session.id, "b?")
+    assert store.expire_human_request(expired.id)
+    assert not store.expire_human_request(expired.id)
+    assert not store.answer_human_request(expired.id, "ann", "late")
+    assert store.get_human_request(expired.id).status == "expired"  # type: ignore[union-attr]
+    overlap = store.create_human_request(session.id, "c?", k=2)
+    store.answer_human_request(overlap.id, "ann", "yes")
+    assert [r.id for r in store.requests_for("other")] == [overlap.id]
+    assert store.requests_for("ann") == []
+    with pytest.raises(KeyError):
+        store.answer_human_request("missing", "ann", "x")
+
+
+def test_pending_requests_are_oldest_first(store: SessionStore) -> None:
+    session = store.open_session("q")
+    requests = [store.create_human_request(session.id, f"q{i}?") for i in range(4)]
+    store.answer_human_request(requests[1].id, "ann", "a")
+    assert [r.id for r in store.pending_human_requests()] == [
+        requests[0].id,
+        requests[2].id,
+        requests[3].id,
+    ]
+
+
+def test_grades_keep_every_vote(store: SessionStore) -> None:
+    session = store.open_session("q")
+    grade = store.add_grade(session.id, "g", "v1", ["Pass", "Fail", "Pass"], "pass")
+    assert store.grades(session.id) == [grade]
+    assert grade.votes == ["Pass", "Fail", "Pass"] and not grade.flagged
+
+
+def test_scrub_replaces_secrets_at_any_depth() -> None:
+    value = {
+        "API_KEY": "abc",
+        "nested": [{"Authorization": "Bearer xyz", "password": 3, "x-api-key": "k"}],
+        "models": {"agent": {"api_key": None, "max_tokens": 100, "prompt_tokens": 3}},
+        "note": f"use {OPENAI_KEY} here",
+        "header": "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123",
+        "access_token": "t",
+        "client_secret": "s",
+        "query": {"key": "k", "appid": "a", "sort_key": "date", "page": 2},
+        "path": Path("/x"),
+    }
+    assert scrub(value) == {
+        "API_KEY": REDACTED,
+        "nested": [{"Authorization": REDACTED, "password": REDACTED, "x-api-key": REDACTED}],
+        "models": {"agent": {"api_key": None, "max_tokens": 100, "prompt_tokens": 3}},
+        "note": f"use {REDACTED} here",
+        "header": f"Authorization: Bearer {REDACTED}",
+        "access_token": REDACTED,
+        "client_secret": REDACTED,
+        "query": {"key": REDACTED, "appid": REDACTED, "sort_key": "date", "page": 2},
+        "path": "/x",
+    }
+
+
+def test_no_secret_reaches_the_file(store: SessionStore) -> None:
+    secrets = [OPENAI_KEY, "hunter2-password", "tok-123456", "auth-header-value"]
+    store.create_run(
+        "r",
+        {"settings": {"api_key": OPENAI_KEY, "grader": {"Api-Key": "tok-123456"}}, "seed": 3},
+    )
+    session = store.open_session(f"my key is {OPENAI_KEY}", run="r", task_id="t")
+    store.append_event(
+        ToolCallEvent(
+            session_id=session.id,
+            call_id="c",
+            tool="t__e",
+            arguments={
+                "password": "hunter2-password",
+                "headers": {"authorization": "auth-header-value"},
+            },
+            ok=True,
+            result=f"echo {OPENAI_KEY}",
+        )
+    )
+    request = store.create_human_request(session.id, "q?", {"token": "tok-123456"})
+    store.answer_human_request(request.id, "ann", f"here: {OPENAI_KEY}")
+    store.finish_session(session.id, "finished", f"done {OPENAI_KEY}")
+    store.close()
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw = store.path.read_bytes()
+    for secret in secrets:
+        assert secret.encode() not in raw
+    assert b"[redacted]" in raw
