@@ -16,8 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/aah tools build
-	$(BIN)/aah tools search "weather forecast" -k 5
+	$(BIN)/aah demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check aah tests perf

@@ -17,15 +17,22 @@ from aah.testing.fake_llm import FakeLLMServer
 
 
 def fake_config(server: FakeLLMServer, retries: int = 0) -> ModelConfig:
-    return ModelConfig(base_url=server.base_url, model="fake-model",
-                       api_key=SecretStr("sk-test-secret-key-123456"), timeout=10, retries=retries)
+    return ModelConfig(
+        base_url=server.base_url,
+        model="fake-model",
+        api_key=SecretStr("sk-test-secret-key-123456"),
+        timeout=10,
+        retries=retries,
+    )
 
 
 @asynccontextmanager
-async def runtime_on(server: FakeLLMServer, db: Path, human: HumanChannel | None = None,
-                     **kwargs: Any) -> AsyncIterator[Runtime]:
-    async with open_runtime(db=db, model=fake_config(server), human=human or ScriptedHuman([]),
-                            **kwargs) as runtime:
+async def runtime_on(
+    server: FakeLLMServer, db: Path, human: HumanChannel | None = None, **kwargs: Any
+) -> AsyncIterator[Runtime]:
+    async with open_runtime(
+        db=db, model=fake_config(server), human=human or ScriptedHuman([]), **kwargs
+    ) as runtime:
         yield runtime
 
 
@@ -39,9 +46,11 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
 
 def ask_then_call_script(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Awareness IDK; ask which city; call ``tool``; answer with its result."""
-    return {"rules": [
-        awareness_rule("IDK: the city is not given."),
-        {"when": {"last_tool_name": tool}, "reply": "Done: the forecast is above."},
-        {"when": {"last_tool_name": "ask_human"}, "reply": call(tool, **arguments)},
-        {"when": {"has_tools": True}, "reply": call("ask_human", question="Which city?")},
-    ]}
+    return {
+        "rules": [
+            awareness_rule("IDK: the city is not given."),
+            {"when": {"last_tool_name": tool}, "reply": "Done: the forecast is above."},
+            {"when": {"last_tool_name": "ask_human"}, "reply": call(tool, **arguments)},
+            {"when": {"has_tools": True}, "reply": call("ask_human", question="Which city?")},
+        ]
+    }

@@ -21,13 +21,15 @@ from aah.tools.spec import EndpointSource, EndpointSpec, ParameterSpec
 
 async def main(db: Path, base_url: str, run: str, task: str) -> None:
     spec = EndpointSpec(
-        tool="local", category="test", name="forecast", qualified_name="local__forecast",
+        tool="local",
+        category="test",
+        name="forecast",
+        qualified_name="local__forecast",
         url_template="https://api.example.org/forecast",
         parameters=[ParameterSpec(name="city", required=True)],
         source=EndpointSource(kind="builtin"),
     )
-    config = ModelConfig(base_url=base_url, model="fake-model", api_key=SecretStr("x"),
-                         retries=0)
+    config = ModelConfig(base_url=base_url, model="fake-model", api_key=SecretStr("x"), retries=0)
     human = QueueHuman(SessionStore(db), poll_seconds=0.05)
     async with open_runtime(db=db, model=config, human=human) as runtime:
         request = SessionRequest("Weather where I live?", [spec], run=run, task_id=task)

@@ -23,12 +23,19 @@ def registry(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return path
 
 
-def aah(*args: str, env: dict[str, str] | None = None, stdin: str = "",
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def aah(
+    *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
     full_env.update({"COLUMNS": "200", "NO_COLOR": "1", **(env or {})})
-    return subprocess.run([sys.executable, "-m", "aah", *args], input=stdin, text=True,
-                          capture_output=True, env=full_env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "aah", *args],
+        input=stdin,
+        text=True,
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+    )
 
 
 def test_help_lists_the_command_groups() -> None:
@@ -39,7 +46,9 @@ def test_help_lists_the_command_groups() -> None:
 
 
 def test_tools_search_json_puts_weather_first(registry: Path) -> None:
-    result = aah("tools", "search", "weather forecast", "--json", env={"AAH_REGISTRY": str(registry)})
+    result = aah(
+        "tools", "search", "weather forecast", "--json", env={"AAH_REGISTRY": str(registry)}
+    )
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
     assert all(h["category"] == "Weather" for h in hits[:5])
@@ -54,7 +63,9 @@ def test_tools_show_and_list(registry: Path) -> None:
 
 
 def test_unknown_tool_is_one_line_with_suggestions(registry: Path) -> None:
-    result = aah("tools", "show", "openmeteo__get_weather_forcast", env={"AAH_REGISTRY": str(registry)})
+    result = aah(
+        "tools", "show", "openmeteo__get_weather_forcast", env={"AAH_REGISTRY": str(registry)}
+    )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "did you mean" in result.stderr
     assert "Traceback" not in result.stderr
@@ -69,14 +80,35 @@ def test_run_with_a_console_human(registry: Path, tmp_path: Path) -> None:
     db = tmp_path / "aah.db"
     script = ask_then_call_script(WEATHER, {"latitude": 48.85, "longitude": 2.35})
     with FakeLLMServer(script) as llm:
-        env = {"AAH_REGISTRY": str(registry), "AAH_BASE_URL": llm.base_url,
-               "AAH_MODEL": "fake-model", "AAH_API_KEY": "sk-never-stored-0000"}
-        result = aah("run", "What is the weather?", "--tool", WEATHER, "--human", "console",
-                     "--http", "mock", "--db", str(db), env=env, stdin="Paris\n")
+        env = {
+            "AAH_REGISTRY": str(registry),
+            "AAH_BASE_URL": llm.base_url,
+            "AAH_MODEL": "fake-model",
+            "AAH_API_KEY": "sk-never-stored-0000",
+        }
+        result = aah(
+            "run",
+            "What is the weather?",
+            "--tool",
+            WEATHER,
+            "--human",
+            "console",
+            "--http",
+            "mock",
+            "--db",
+            str(db),
+            env=env,
+            stdin="Paris\n",
+        )
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    for expected in ("awareness (tool): IDK", "agent asks: Which city?", "console: Paris",
-                     f"✓ {WEATHER}", "final answer: Done: the forecast is above."):
+    for expected in (
+        "awareness (tool): IDK",
+        "agent asks: Which city?",
+        "console: Paris",
+        f"✓ {WEATHER}",
+        "final answer: Done: the forecast is above.",
+    ):
         assert expected in out, out
     sessions = SessionStore(db).list_sessions()
     assert sessions[0].status == "finished" and sessions[0].n_human_questions == 1

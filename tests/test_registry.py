@@ -40,7 +40,7 @@ def test_registry_lookups(registry: Registry) -> None:
     assert "openmeteo__get_weather_forecast" in registry
     assert registry.categories()["Weather"] >= 10
     assert len(registry.registry_hash) == 64
-    assert all(s.category.lower() == "weather" for s in registry.list("weather"))
+    assert all(s.category.lower() == "weather" for s in registry.endpoints("weather"))
 
 
 def test_project_fixes_are_applied_with_their_reason(registry: Registry) -> None:
@@ -57,11 +57,16 @@ def test_unknown_name_suggests_close_ones(registry: Registry) -> None:
 
 @pytest.mark.parametrize(
     ("query", "expected_category"),
-    [("weather forecast", "Weather"), ("cryptocurrency price ticker", "Finance"),
-     ("random joke", None), ("UK parliament members", None)],
+    [
+        ("weather forecast", "Weather"),
+        ("cryptocurrency price ticker", "Finance"),
+        ("random joke", None),
+        ("UK parliament members", None),
+    ],
 )
-def test_search_puts_relevant_endpoints_first(registry: Registry, query: str,
-                                              expected_category: str | None) -> None:
+def test_search_puts_relevant_endpoints_first(
+    registry: Registry, query: str, expected_category: str | None
+) -> None:
     hits = registry.search(query, k=5)
     assert len(hits) == 5
     assert hits[0].score >= hits[-1].score
@@ -107,9 +112,14 @@ def test_fix_naming_an_unknown_endpoint_fails_the_build(shared_data: Path, tmp_p
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("- endpoint: x\n  reason: short\n", "not a valid fixes file"),
-     ("- endpoint: x\n  reason: a long enough reason\n  set: {qualified_name: y}\n", "may be set"),
-     ("endpoint: x\n", "YAML list")],
+    [
+        ("- endpoint: x\n  reason: short\n", "not a valid fixes file"),
+        (
+            "- endpoint: x\n  reason: a long enough reason\n  set: {qualified_name: y}\n",
+            "may be set",
+        ),
+        ("endpoint: x\n", "YAML list"),
+    ],
 )
 def test_bad_fixes_files_are_rejected(tmp_path: Path, content: str, message: str) -> None:
     from aah.tools.fixes import load_fixes
@@ -134,12 +144,18 @@ def test_build_json_report_from_the_cli(shared_data: Path, tmp_path: Path) -> No
 
     from aah.cli import app
 
-    result = CliRunner().invoke(app, ["tools", "build", "--data", str(shared_data), "--json"],
-                                env={"AAH_REGISTRY": str(tmp_path / "r.db")})
+    result = CliRunner().invoke(
+        app,
+        ["tools", "build", "--data", str(shared_data), "--json"],
+        env={"AAH_REGISTRY": str(tmp_path / "r.db")},
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["endpoints"] == 956
     assert report["rejections"][0]["reason"]
-    strict = CliRunner().invoke(app, ["tools", "build", "--data", str(shared_data), "--strict",
-                                      "--json"], env={"AAH_REGISTRY": str(tmp_path / "r.db")})
+    strict = CliRunner().invoke(
+        app,
+        ["tools", "build", "--data", str(shared_data), "--strict", "--json"],
+        env={"AAH_REGISTRY": str(tmp_path / "r.db")},
+    )
     assert strict.exit_code == 1

@@ -15,8 +15,12 @@ RUNNER = Path(__file__).with_name("session_process.py")
 
 
 def _start(db: Path, base_url: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(RUNNER), str(db), base_url, "r", "t1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(RUNNER), str(db), base_url, "r", "t1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_killed_while_waiting_then_resumed_in_a_new_process(tmp_path: Path) -> None:

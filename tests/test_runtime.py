@@ -2,13 +2,14 @@ import json
 from pathlib import Path
 
 import pytest
+from http_server import LocalServer, closed_port, make_spec
+from runtime_support import ask_then_call_script, awareness_rule, call, runtime_on
 
 from aah.events import (
     AwarenessEvent,
     ErrorEvent,
     FinalAnswerEvent,
     HumanAnswerEvent,
-    HumanQuestionEvent,
     ToolCallEvent,
 )
 from aah.runtime.humans import QueueHuman, ScriptedHuman
@@ -16,8 +17,6 @@ from aah.runtime.session import SessionRequest, run_session
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
-from http_server import LocalServer, closed_port, make_spec
-from runtime_support import ask_then_call_script, awareness_rule, call, runtime_on
 
 CITY = ParameterSpec(name="city", required=True, description="City name")
 
@@ -29,11 +28,13 @@ def _kinds(store: SessionStore, session_id: str) -> list[str]:
 async def test_tool_call_through_the_executor_then_final_answer(tmp_path: Path) -> None:
     with LocalServer() as api:
         spec = make_spec(api.url("/json"), name="forecast", params=[CITY])
-        script = {"rules": [
-            awareness_rule("Yes, all there."),
-            {"when": {"last_tool_name": "local__forecast"}, "reply": "It is 21.5 in Oslo."},
-            {"when": {"has_tools": True}, "reply": call("local__forecast", city="Oslo")},
-        ]}
+        script = {
+            "rules": [
+                awareness_rule("Yes, all there."),
+                {"when": {"last_tool_name": "local__forecast"}, "reply": "It is 21.5 in Oslo."},
+                {"when": {"has_tools": True}, "reply": call("local__forecast", city="Oslo")},
+            ]
+        }
         with FakeLLMServer(script) as llm:
             async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
                 outcome = await run_session(SessionRequest("Weather in Oslo?", [spec]), rt)
@@ -54,8 +55,9 @@ async def test_tool_call_through_the_executor_then_final_answer(tmp_path: Path) 
 async def test_no_skips_the_task_without_running_tools(tmp_path: Path, answer: str) -> None:
     with LocalServer() as api:
         spec = make_spec(api.url("/json"), name="forecast", params=[CITY])
-        script = {"rules": [awareness_rule(answer),
-                            {"reply": call("local__forecast", city="Oslo")}]}
+        script = {
+            "rules": [awareness_rule(answer), {"reply": call("local__forecast", city="Oslo")}]
+        }
         with FakeLLMServer(script) as llm:
             async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
                 request = SessionRequest("Weather?", [spec], awareness="info")
@@ -82,16 +84,19 @@ async def test_unparseable_awareness_is_asked_again_then_none(tmp_path: Path) ->
 async def test_bad_calls_get_feedback_and_send_no_request(tmp_path: Path) -> None:
     with LocalServer() as api:
         spec = make_spec(api.url("/json"), name="forecast", params=[CITY])
-        script = {"replies": [
-            "Yes.", "Yes.",
-            call("local__forcast", city="Oslo"),            # IFN
-            call("local__forecast", town="Oslo"),           # IAN
-            call("local__forecast"),                        # IAV (missing)
-            '<tool_call>{"name": "local__forecast", "arguments": {city: Oslo}}</tool_call>',
-            '<tool_call>{"name": "local__forecast", "arguments": {"city": "Oslo"}}</tool_call>',
-            call("local__forecast", city="Oslo"),           # RAC
-            "Oslo is 21.5 degrees.",
-        ]}
+        script = {
+            "replies": [
+                "Yes.",
+                "Yes.",
+                call("local__forcast", city="Oslo"),  # IFN
+                call("local__forecast", town="Oslo"),  # IAN
+                call("local__forecast"),  # IAV (missing)
+                '<tool_call>{"name": "local__forecast", "arguments": {city: Oslo}}</tool_call>',
+                '<tool_call>{"name": "local__forecast", "arguments": {"city": "Oslo"}}</tool_call>',
+                call("local__forecast", city="Oslo"),  # RAC
+                "Oslo is 21.5 degrees.",
+            ]
+        }
         with FakeLLMServer(script) as llm:
             async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
                 outcome = await run_session(SessionRequest("Weather in Oslo?", [spec]), rt)
@@ -100,7 +105,7 @@ async def test_bad_calls_get_feedback_and_send_no_request(tmp_path: Path) -> Non
         assert api.count("/json") == 1  # only the well-formed text call ran
     checks = [e.check for e in events if isinstance(e, ToolCallEvent)]
     assert checks == ["IFN", "IAN", "IAV", "IFE", "ok", "RAC"]
-    assert "local__forecast" in tool_messages[0]["content"]      # valid choices named
+    assert "local__forecast" in tool_messages[0]["content"]  # valid choices named
     assert "city (string, required)" in tool_messages[1]["content"]
     assert outcome.final_answer == "Oslo is 21.5 degrees."
 
@@ -108,9 +113,15 @@ async def test_bad_calls_get_feedback_and_send_no_request(tmp_path: Path) -> Non
 async def test_step_limit_ends_the_session_with_a_flag(tmp_path: Path) -> None:
     spec = make_spec("http://127.0.0.1:9/x", name="loop", params=[CITY])
     counter = iter(range(100))
-    script = {"rules": [awareness_rule("Yes."),
-                        *({"reply": call("local__loop", city=f"c{next(counter)}"), "times": 1}
-                          for _ in range(20))]}
+    script = {
+        "rules": [
+            awareness_rule("Yes."),
+            *(
+                {"reply": call("local__loop", city=f"c{next(counter)}"), "times": 1}
+                for _ in range(20)
+            ),
+        ]
+    }
     with FakeLLMServer(script) as llm:
         async with runtime_on(llm, tmp_path / "s.db") as rt:
             request = SessionRequest("Loop", [spec], step_limit=3)
@@ -167,8 +178,9 @@ async def test_queue_request_answered_from_another_connection(tmp_path: Path) ->
             assert pending and pending[0].question == "Which city?"
             assert other.answer_human_request(pending[0].id, "annotator-1", "Porto")
             outcome = await asyncio.wait_for(task, 10)
-            answer = next(e for e in rt.store.events(outcome.session_id)
-                          if isinstance(e, HumanAnswerEvent))
+            answer = next(
+                e for e in rt.store.events(outcome.session_id) if isinstance(e, HumanAnswerEvent)
+            )
     assert outcome.status == "finished"
     assert answer.answered_by == "annotator-1" and answer.answer == "Porto"
 
@@ -179,8 +191,9 @@ async def test_queue_deadline_falls_back(tmp_path: Path, fallback: str) -> None:
     spec = make_spec("https://api.example.org/forecast", name="forecast", params=[CITY])
     with FakeLLMServer(ask_then_call_script("local__forecast", {"city": "?"})) as llm:
         async with runtime_on(llm, db) as rt:
-            rt.human = QueueHuman(SessionStore(db), poll_seconds=0.01, deadline_seconds=0.1,
-                                  fallback=fallback)  # type: ignore[arg-type]
+            rt.human = QueueHuman(
+                SessionStore(db), poll_seconds=0.01, deadline_seconds=0.1, fallback=fallback
+            )  # type: ignore[arg-type]
             outcome = await run_session(SessionRequest("Weather?", [spec]), rt)
             requests = SessionStore(db).pending_human_requests()
             events = rt.store.events(outcome.session_id)
@@ -198,8 +211,13 @@ async def test_model_endpoint_down_gives_one_clear_line(tmp_path: Path) -> None:
     from aah.llm import ModelConfig
     from aah.runtime.environment import open_runtime
 
-    config = ModelConfig(base_url=f"http://127.0.0.1:{closed_port()}/v1", model="m",
-                         api_key=SecretStr("x"), timeout=2, retries=0)
+    config = ModelConfig(
+        base_url=f"http://127.0.0.1:{closed_port()}/v1",
+        model="m",
+        api_key=SecretStr("x"),
+        timeout=2,
+        retries=0,
+    )
     async with open_runtime(db=tmp_path / "s.db", model=config, human=ScriptedHuman([])) as rt:
         outcome = await run_session(SessionRequest("Hi"), rt)
         events = rt.store.events(outcome.session_id)

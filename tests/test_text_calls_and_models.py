@@ -1,9 +1,9 @@
 import pytest
 from langchain_core.messages import AIMessage
 
-from aah.llm import model_config, recover_text_tool_calls
 from aah.config import Settings
 from aah.errors import AahError
+from aah.llm import model_config, recover_text_tool_calls
 from aah.runtime.awareness import parse_awareness
 from aah.text_tool_calls import parse_text_tool_calls
 
@@ -13,17 +13,37 @@ TOOLS = {"get_weather", "ask_human"}
 @pytest.mark.parametrize(
     ("text", "name", "arguments"),
     [
-        ('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
-         "get_weather", {"city": "Paris"}),
-        ('<tool_call>\n{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}\n</tool_call>',
-         "get_weather", {"city": "Rome"}),
-        ('{"name": "get_weather", "arguments": {"city": "Paris"}}', "get_weather", {"city": "Paris"}),
-        ('{"name": "get_weather", "parameters": {"city": "Oslo"}}', "get_weather", {"city": "Oslo"}),
-        ('{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}',
-         "get_weather", {"city": "Oslo"}),
+        (
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+            "get_weather",
+            {"city": "Paris"},
+        ),
+        (
+            '<tool_call>\n{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}\n</tool_call>',
+            "get_weather",
+            {"city": "Rome"},
+        ),
+        (
+            '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+            "get_weather",
+            {"city": "Paris"},
+        ),
+        (
+            '{"name": "get_weather", "parameters": {"city": "Oslo"}}',
+            "get_weather",
+            {"city": "Oslo"},
+        ),
+        (
+            '{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}',
+            "get_weather",
+            {"city": "Oslo"},
+        ),
         ('get_weather(city="Paris", days=3)', "get_weather", {"city": "Paris", "days": 3}),
-        ('Let me check.\n```json\n{"name": "get_weather", "arguments": {"city": "Bern"}}\n```',
-         "get_weather", {"city": "Bern"}),
+        (
+            'Let me check.\n```json\n{"name": "get_weather", "arguments": {"city": "Bern"}}\n```',
+            "get_weather",
+            {"city": "Bern"},
+        ),
         ('ask_human(question="Which city?")', "ask_human", {"question": "Which city?"}),
     ],
 )
@@ -34,8 +54,10 @@ def test_text_calls_are_recovered(text: str, name: str, arguments: dict[str, obj
 
 
 def test_several_hermes_calls() -> None:
-    text = ('<tool_call>{"name": "get_weather", "arguments": {"city": "A"}}</tool_call>'
-            '<tool_call>{"name": "get_weather", "arguments": {"city": "B"}}</tool_call>')
+    text = (
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "A"}}</tool_call>'
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "B"}}</tool_call>'
+    )
     assert [c.arguments["city"] for c in parse_text_tool_calls(text, TOOLS).calls] == ["A", "B"]
 
 
@@ -71,7 +93,9 @@ def test_plain_text_and_user_code_are_not_calls(text: str) -> None:
 
 
 def test_recover_moves_text_calls_into_tool_calls() -> None:
-    message = AIMessage('<tool_call>{"name": "get_weather", "arguments": {"city": "X"}}</tool_call>')
+    message = AIMessage(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "X"}}</tool_call>'
+    )
     fixed = recover_text_tool_calls(message, TOOLS)
     assert fixed.tool_calls[0]["name"] == "get_weather" and fixed.content == ""
 

@@ -11,8 +11,8 @@ from aah import __version__
 from aah.cli import data, sessions, tools
 from aah.cli.demo import demo
 from aah.cli.fake_llm import fake_llm
-from aah.cli.run import run
 from aah.cli.output import err_console
+from aah.cli.run import run
 from aah.errors import AahError
 
 app = typer.Typer(

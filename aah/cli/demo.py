@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import SecretStr
 
-from aah.benchmark.demo import DemoTask, demo_task, load_demo_tasks
 from aah.cli.output import console, table
-from aah.cli.trace import TracePrinter
 from aah.config import get_settings, project_root
-from aah.data.locate import find_data_dir
-from aah.llm import ModelConfig, model_config
-from aah.runtime.environment import open_runtime
-from aah.runtime.humans import ScriptedHuman
-from aah.runtime.session import SessionOutcome, SessionRequest, run_session
-from aah.testing.fake_llm import FakeLLMServer
-from aah.tools.registry import Registry, build_registry
+
+if TYPE_CHECKING:
+    from aah.benchmark.demo import DemoTask
+    from aah.llm import ModelConfig
+    from aah.runtime.session import SessionOutcome
+    from aah.testing.fake_llm import FakeLLMServer
+    from aah.tools.registry import Registry
 
 SCRIPTED_LABEL = "scripted demo model — set AAH_BASE_URL to use a real one"
 
@@ -34,6 +32,12 @@ def demo(
     data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
 ) -> None:
     """Run the demo tasks: a question to the human, a tool failure, a skip, a success."""
+    from pydantic import SecretStr
+
+    from aah.benchmark.demo import demo_task, load_demo_tasks
+    from aah.llm import ModelConfig, model_config
+    from aah.testing.fake_llm import FakeLLMServer
+
     tasks = [demo_task(name) for name in task] if task else list(load_demo_tasks())
     registry = ensure_registry(data)
     db_path = db or get_settings().db
@@ -45,17 +49,24 @@ def demo(
     else:
         console.print(f"[bold yellow]{SCRIPTED_LABEL}[/]")
         with FakeLLMServer(tasks[0].script) as server:
-            config = ModelConfig(base_url=server.base_url, model="fake-model",
-                                 api_key=SecretStr("demo"), retries=0)
+            config = ModelConfig(
+                base_url=server.base_url, model="fake-model", api_key=SecretStr("demo"), retries=0
+            )
             outcomes = asyncio.run(_run_all(tasks, registry, db_path, config, server))
-    rows = ([t.id, t.shows, o.status, o.final_answer[:70]] for t, o in zip(tasks, outcomes,
-                                                                          strict=True))
+    rows = (
+        [t.id, t.shows, o.status, o.final_answer[:70]] for t, o in zip(tasks, outcomes, strict=True)
+    )
     console.print(table("Demo summary", ["task", "shows", "status", "final answer"], rows))
-    console.print(f"[dim]Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.[/]")
+    console.print(
+        f"[dim]Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.[/]"
+    )
 
 
 def ensure_registry(data: Path | None) -> Registry:
     """The tool registry, built first if it does not exist yet."""
+    from aah.data.locate import find_data_dir
+    from aah.tools.registry import Registry, build_registry
+
     path = get_settings().registry_path()
     if not path.is_file():
         console.print("[dim]building the tool registry (once)…[/]")
@@ -63,8 +74,13 @@ def ensure_registry(data: Path | None) -> Registry:
     return Registry(path)
 
 
-async def _run_all(tasks: list[DemoTask], registry: Registry, db: Path, config: ModelConfig,
-                   server: FakeLLMServer | None = None) -> list[SessionOutcome]:
+async def _run_all(
+    tasks: list[DemoTask],
+    registry: Registry,
+    db: Path,
+    config: ModelConfig,
+    server: FakeLLMServer | None = None,
+) -> list[SessionOutcome]:
     outcomes = []
     for task in tasks:
         if server is not None:
@@ -73,15 +89,29 @@ async def _run_all(tasks: list[DemoTask], registry: Registry, db: Path, config: 
     return outcomes
 
 
-async def _run_task(task: DemoTask, registry: Registry, db: Path,
-                    config: ModelConfig) -> SessionOutcome:
+async def _run_task(
+    task: DemoTask, registry: Registry, db: Path, config: ModelConfig
+) -> SessionOutcome:
+    from aah.cli.trace import TracePrinter
+    from aah.runtime.environment import open_runtime
+    from aah.runtime.humans import ScriptedHuman
+    from aah.runtime.session import SessionRequest, run_session
+
     console.rule(f"[bold]{task.title}[/]")
     console.print(f"[bold]user:[/] {task.query}", highlight=False)
-    request = SessionRequest(query=task.query, specs=[registry.get(n) for n in task.tools],
-                             aah=True, awareness=task.awareness)
+    request = SessionRequest(
+        query=task.query,
+        specs=[registry.get(n) for n in task.tools],
+        aah=True,
+        awareness=task.awareness,
+    )
     human = ScriptedHuman(task.human_answers, name="demo user")
     async with open_runtime(
-        db=db, model=config, human=human, http_mode="fault" if task.fault else "mock",
-        fault_plan=task.fault or None, listeners=[TracePrinter(console)],
+        db=db,
+        model=config,
+        human=human,
+        http_mode="fault" if task.fault else "mock",
+        fault_plan=task.fault or None,
+        listeners=[TracePrinter(console)],
     ) as runtime:
         return await run_session(request, runtime)

@@ -4,33 +4,43 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
 
 from aah.cli.output import console
-from aah.cli.trace import TracePrinter
 from aah.config import get_settings
 from aah.errors import AahError
-from aah.llm import ModelConfig, model_config
-from aah.runtime.awareness import AwarenessMode
-from aah.runtime.environment import open_runtime
-from aah.runtime.humans import ConsoleHuman, HumanChannel, QueueHuman
-from aah.runtime.session import SessionOutcome, SessionRequest, run_session
-from aah.store import SessionStore
-from aah.tools.registry import Registry
-from aah.tools.spec import EndpointSpec
+
+# Heavy modules (LangChain, LangGraph, openai) load when a command runs, so
+# `aah --help` and the light commands start fast.
+if TYPE_CHECKING:
+    from aah.llm import ModelConfig
+    from aah.runtime.awareness import AwarenessMode
+    from aah.runtime.humans import HumanChannel
+    from aah.runtime.session import SessionOutcome, SessionRequest
+    from aah.tools.registry import Registry
+    from aah.tools.spec import EndpointSpec
+
 
 def select_tools(registry: Registry, names: list[str], auto: int, query: str) -> list[EndpointSpec]:
     """The named endpoints plus the ``auto`` best search hits for ``query``."""
     specs = [registry.get(name) for name in names]
     if auto > 0:
         chosen = {spec.qualified_name for spec in specs}
-        specs += [hit.spec for hit in registry.search(query, auto) if hit.spec.qualified_name
-                  not in chosen]
+        specs += [
+            hit.spec
+            for hit in registry.search(query, auto)
+            if hit.spec.qualified_name not in chosen
+        ]
     return specs
 
 
 def make_human(kind: str, db: Path, deadline: float | None) -> HumanChannel:
     """The human channel called ``kind``."""
+    from aah.runtime.humans import ConsoleHuman, QueueHuman
+    from aah.store import SessionStore
+
     if kind == "console":
         return ConsoleHuman()
     if kind == "queue":
@@ -53,25 +63,52 @@ def run(
     deadline: float | None = typer.Option(None, "--deadline", help="Queue: seconds to wait."),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
+    from aah.llm import model_config
+    from aah.runtime.session import SessionRequest
+    from aah.tools.registry import Registry
+
     db_path = db or get_settings().db
     registry = Registry(get_settings().registry_path()) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
     config = model_config("agent", model=model)
     channel = make_human(human, db_path, deadline)
-    request = SessionRequest(query=query, specs=specs, aah=aah,
-                             awareness=awareness_mode(awareness), step_limit=step_limit)
+    request = SessionRequest(
+        query=query,
+        specs=specs,
+        aah=aah,
+        awareness=awareness_mode(awareness),
+        step_limit=step_limit,
+    )
     offered = ", ".join(s.qualified_name for s in specs) or "none"
-    console.print(f"[bold]query:[/] {query}\n[dim]tools: {offered}; model: {config.model}[/]",
-                  markup=True, highlight=False)
+    console.print(
+        f"[bold]query:[/] {query}\n[dim]tools: {offered}; model: {config.model}[/]",
+        markup=True,
+        highlight=False,
+    )
     outcome = asyncio.run(_run(request, db_path, config, channel, http, fault))
     _report(outcome)
 
 
-async def _run(request: SessionRequest, db: Path, config: ModelConfig, channel: HumanChannel,
-               http: str, fault: list[str]) -> SessionOutcome:
-    async with open_runtime(db=db, model=config, human=channel, http_mode=http,
-                            fault_plan=fault or None,
-                            listeners=[TracePrinter(console)]) as runtime:
+async def _run(
+    request: SessionRequest,
+    db: Path,
+    config: ModelConfig,
+    channel: HumanChannel,
+    http: str,
+    fault: list[str],
+) -> SessionOutcome:
+    from aah.cli.trace import TracePrinter
+    from aah.runtime.environment import open_runtime
+    from aah.runtime.session import run_session
+
+    async with open_runtime(
+        db=db,
+        model=config,
+        human=channel,
+        http_mode=http,
+        fault_plan=fault or None,
+        listeners=[TracePrinter(console)],
+    ) as runtime:
         return await run_session(request, runtime)
 
 

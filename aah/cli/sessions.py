@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from aah.cli.output import console, print_json, table
-from aah.cli.trace import TracePrinter
 from aah.config import get_settings
 from aah.errors import AahError
-from aah.store import SessionStore
+
+if TYPE_CHECKING:
+    from aah.store import SessionStore
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -19,6 +21,8 @@ DbOption = typer.Option(None, "--db", help="Session database (default AAH_DB).")
 
 def open_store(db: Path | None) -> SessionStore:
     """The session store at ``db`` (or the configured one); it must exist."""
+    from aah.store import SessionStore
+
     path = db or get_settings().db
     if not path.is_file():
         raise AahError(f"no session database at {path}: run a session first or pass --db")
@@ -39,8 +43,17 @@ def list_sessions(
         print_json([s.model_dump(mode="json") for s in sessions])
         return
     rows = (
-        [s.id[:12], s.run or "", s.task_id or "", s.status, s.info_awareness or "",
-         s.tool_awareness or "", s.n_tool_calls, s.n_human_questions, s.query[:60]]
+        [
+            s.id[:12],
+            s.run or "",
+            s.task_id or "",
+            s.status,
+            s.info_awareness or "",
+            s.tool_awareness or "",
+            s.n_tool_calls,
+            s.n_human_questions,
+            s.query[:60],
+        ]
         for s in sessions
     )
     columns = ["id", "run", "task", "status", "info", "tool", "calls", "asked", "query"]
@@ -62,11 +75,17 @@ def show(
         session = matches[0]
         events = store.events(session.id)
     if as_json:
-        print_json({"session": session.model_dump(mode="json"),
-                    "events": [e.model_dump(mode="json") for e in events]})
+        print_json(
+            {
+                "session": session.model_dump(mode="json"),
+                "events": [e.model_dump(mode="json") for e in events],
+            }
+        )
         return
     console.print(f"[bold]{session.id}[/] {session.status}", highlight=False)
     console.print(f"query: {session.query}", markup=False)
+    from aah.cli.trace import TracePrinter
+
     printer = TracePrinter(console)
     for event in events:
         printer(event)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from aah.cli.output import console, print_json, table
 from aah.config import get_settings, project_root
-from aah.data.locate import find_data_dir
-from aah.tools.health import probe_endpoints
-from aah.tools.registry import BuildReport, Registry, build_registry
-from aah.tools.spec import EndpointSpec
+
+if TYPE_CHECKING:
+    from aah.tools.registry import BuildReport, Registry
+    from aah.tools.spec import EndpointSpec
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,6 +22,8 @@ JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 def open_registry() -> Registry:
     """The registry named by ``AAH_REGISTRY`` or the default path."""
+    from aah.tools.registry import Registry
+
     return Registry(get_settings().registry_path())
 
 
@@ -31,6 +34,9 @@ def build(
     as_json: bool = JsonOption,
 ) -> None:
     """Import every spec source and compile the registry (SQLite + FTS5)."""
+    from aah.data.locate import find_data_dir
+    from aah.tools.registry import build_registry
+
     data_dir = find_data_dir(data)
     fixes = project_root() / "tool_registry" / "fixes.yaml"
     report = build_registry(data_dir, get_settings().registry_path(), fixes)
@@ -84,7 +90,7 @@ def list_tools(
         console.print(table("Categories", ["category", "endpoints"], registry.categories().items()))
         console.print("Use --category NAME to list one category's endpoints.")
         return
-    specs = registry.list(category)
+    specs = registry.endpoints(category)
     if as_json:
         print_json([_summary(spec) for spec in specs])
         return
@@ -143,8 +149,10 @@ def check(
     as_json: bool = JsonOption,
 ) -> None:
     """Probe endpoints live with their parameter defaults: up, down, latency."""
+    from aah.tools.health import probe_endpoints
+
     registry = open_registry()
-    specs = [registry.get(name) for name in tool] if tool else registry.list()
+    specs = [registry.get(name) for name in tool] if tool else registry.endpoints()
     if sample is not None and not tool:
         import random
 

@@ -39,7 +39,8 @@ def render_event(event: Event) -> str | None:
             return None
         tokens = f"{event.prompt_tokens or 0}+{event.completion_tokens or 0} tokens"
         said = f" “{_short(event.text, 120)}”" if event.text and event.n_tool_calls else ""
-        return f"[dim]model step: {event.n_tool_calls} call(s), {tokens}, {event.latency_ms:.0f} ms{said}[/]"
+        timing = f"{tokens}, {event.latency_ms:.0f} ms"
+        return f"[dim]model step: {event.n_tool_calls} call(s), {timing}{said}[/]"
     if isinstance(event, ToolCallEvent):
         args = _short(json.dumps(event.arguments, ensure_ascii=False), 160)
         if event.check != "ok":
@@ -51,7 +52,8 @@ def render_event(event: Event) -> str | None:
         status = event.status_code if event.status_code is not None else "no response"
         return (
             f"[bold {style}]{mark} {escape(event.tool)}[/] {args} → {status}, "
-            f"{event.latency_ms:.0f} ms [{event.http_mode}]\n    [dim]{_short(event.result, 200)}[/]"
+            f"{event.latency_ms:.0f} ms [{event.http_mode}]"
+            f"\n    [dim]{_short(event.result, 200)}[/]"
         )
     if isinstance(event, HumanQuestionEvent):
         return f"[bold magenta]? agent asks:[/] {_short(event.question)}"

@@ -121,7 +121,7 @@ def name_words(text: str) -> str:
 
 def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path) -> None:
     db = sqlite_utils.Database(path)
-    db["endpoints"].insert_all(
+    db.table("endpoints").insert_all(
         (
             {
                 "qualified_name": spec.qualified_name,
@@ -137,8 +137,8 @@ def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path)
         ),
         pk="qualified_name",
     )
-    db["endpoints"].create_index(["category"])
-    db["search"].insert_all(
+    db.table("endpoints").create_index(["category"])
+    db.table("search").insert_all(
         (
             {
                 "qualified_name": spec.qualified_name,
@@ -151,8 +151,8 @@ def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path)
             for spec in result.endpoints
         ),
     )
-    db["search"].enable_fts(_FTS_COLUMNS, tokenize="porter unicode61")
-    db["rejections"].insert_all(
+    db.table("search").enable_fts(_FTS_COLUMNS, tokenize="porter unicode61")
+    db.table("rejections").insert_all(
         (
             {
                 "source": r.source.kind,
@@ -172,7 +172,7 @@ def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path)
         "data_dir": str(data_dir),
         "endpoints": str(len(result.endpoints)),
     }
-    db["meta"].insert_all(({"key": k, "value": v} for k, v in meta.items()), pk="key")
+    db.table("meta").insert_all(({"key": k, "value": v} for k, v in meta.items()), pk="key")
     db.close()
 
 
@@ -241,7 +241,7 @@ class Registry:
         rows = self._conn.execute("SELECT qualified_name FROM endpoints ORDER BY 1")
         return [row[0] for row in rows]
 
-    def list(self, category: str | None = None) -> list[EndpointSpec]:
+    def endpoints(self, category: str | None = None) -> list[EndpointSpec]:
         """All endpoints, or those of one category (case-insensitive)."""
         sql = "SELECT spec FROM endpoints"
         params: tuple[str, ...] = ()
