@@ -10,10 +10,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 import typer
@@ -65,8 +66,24 @@ ASK_HUMAN_TOOL = {
 }
 
 
-def client_for(server: FakeLLMServer, max_retries: int = 0) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=max_retries)
+Connect = Callable[..., openai.OpenAI]
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    # One transport for all clients: building a fresh one loads TLS certificates each time.
+    with httpx.Client() as client:
+        yield client
+
+
+@pytest.fixture
+def connect(http: httpx.Client) -> Connect:
+    def client_for(server: FakeLLMServer, max_retries: int = 0) -> openai.OpenAI:
+        return openai.OpenAI(
+            base_url=server.base_url, api_key="x", max_retries=max_retries, http_client=http
+        )
+
+    return client_for
 
 
 def ask(client: openai.OpenAI, text: str, **extra: Any) -> Any:
@@ -83,9 +100,9 @@ def agent_server() -> Iterator[FakeLLMServer]:
 # --- plain replies -----------------------------------------------------------------
 
 
-def test_text_reply_is_a_full_chat_completion() -> None:
+def test_text_reply_is_a_full_chat_completion(connect: Connect) -> None:
     with FakeLLMServer(["Hello there, human."]) as server:
-        response = ask(client_for(server), "hi")
+        response = ask(connect(server), "hi")
     assert response.object == "chat.completion"
     assert response.id.startswith("chatcmpl-")
     assert response.model == "fake-model"
@@ -100,11 +117,11 @@ def test_text_reply_is_a_full_chat_completion() -> None:
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
-def test_tool_call_arguments_round_trip() -> None:
+def test_tool_call_arguments_round_trip(connect: Connect) -> None:
     arguments = {"city": "Zürich", "days": 3, "units": ["C"], "nested": {"a": None}}
     script = ["Checking.", tool_reply("get_weather", arguments)]
     with FakeLLMServer(script) as server:
-        client = client_for(server)
+        client = connect(server)
         ask(client, "skip the first reply")
         first, second = (ask(client, "weather?", tools=[WEATHER_TOOL]) for _ in range(2))
     for response in (first, second):
@@ -119,10 +136,10 @@ def test_tool_call_arguments_round_trip() -> None:
     assert first.choices[0].message.tool_calls[0].id != second.choices[0].message.tool_calls[0].id
 
 
-def test_n_choices_come_from_successive_replies_or_alternatives() -> None:
+def test_n_choices_come_from_successive_replies_or_alternatives(connect: Connect) -> None:
     script = ["Pass", "Fail", "Pass", Reply(choices=[text_reply("A"), tool_reply("t")])]
     with FakeLLMServer(script) as server:
-        client = client_for(server)
+        client = connect(server)
         votes = ask(client, "grade", n=3)
         alternatives = ask(client, "pick", n=2)
     assert [c.message.content for c in votes.choices] == ["Pass", "Fail", "Pass"]
@@ -135,8 +152,10 @@ def test_n_choices_come_from_successive_replies_or_alternatives() -> None:
 # --- rules ---------------------------------------------------------------------------
 
 
-def test_rules_play_an_ask_then_act_conversation(agent_server: FakeLLMServer) -> None:
-    client = client_for(agent_server)
+def test_rules_play_an_ask_then_act_conversation(
+    agent_server: FakeLLMServer, connect: Connect
+) -> None:
+    client = connect(agent_server)
     awareness = ask(client, "Before acting: do you have the information you need?")
     assert awareness.choices[0].message.content.startswith("IDK")
 
@@ -160,7 +179,7 @@ def test_rules_play_an_ask_then_act_conversation(agent_server: FakeLLMServer) ->
     assert grade.choices[0].message.content == "Pass"
 
 
-def test_times_limits_a_rule_then_later_rules_take_over() -> None:
+def test_times_limits_a_rule_then_later_rules_take_over(connect: Connect) -> None:
     script = Script(
         rules=[
             Rule(when=When(has_tools=True), reply=error_reply(500), times=2),
@@ -170,7 +189,7 @@ def test_times_limits_a_rule_then_later_rules_take_over() -> None:
     )
     messages = [{"role": "system", "content": "Be CAREFUL."}, {"role": "user", "content": "x"}]
     with FakeLLMServer(script) as server:
-        client = client_for(server)
+        client = connect(server)
         for _ in range(2):
             with pytest.raises(openai.InternalServerError):
                 client.chat.completions.create(model="m", messages=messages, tools=[WEATHER_TOOL])
@@ -180,30 +199,38 @@ def test_times_limits_a_rule_then_later_rules_take_over() -> None:
     assert plain.choices[0].message.content == "Default answer."
 
 
-def test_no_matching_rule_fails_at_once_with_a_clear_message() -> None:
+def test_no_matching_rule_fails_at_once_with_a_clear_message(connect: Connect) -> None:
     script = Script(rules=[Rule(when=When(last_role="tool"), reply=text_reply("done"))])
     with FakeLLMServer(script) as server:
         with pytest.raises(openai.BadRequestError, match="no rule matched"):
-            ask(client_for(server, max_retries=2), "hello")
+            ask(connect(server, max_retries=2), "hello")
         assert len(server.requests) == 1
 
 
-def test_rule_text_checks_read_content_parts() -> None:
-    script = {"rules": [{"when": {"any_message_contains": "needle"}, "reply": "found"}]}
+def test_rule_checks_read_content_parts_and_offered_tools(connect: Connect) -> None:
+    script = {
+        "rules": [
+            {"when": {"tool_offered": "get_weather"}, "reply": "weather tool seen"},
+            {"when": {"any_message_contains": "needle"}, "reply": "found"},
+        ]
+    }
     parts = [{"type": "text", "text": "hay"}, {"type": "text", "text": "a NEEDLE here"}]
     with FakeLLMServer(script) as server:
-        response = client_for(server).chat.completions.create(
+        client = connect(server)
+        found = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": parts}]
         )
-    assert response.choices[0].message.content == "found"
+        offered = ask(client, "needle", tools=[ASK_HUMAN_TOOL, WEATHER_TOOL])
+    assert found.choices[0].message.content == "found"
+    assert offered.choices[0].message.content == "weather tool seen"
 
 
 # --- errors, latency, models ---------------------------------------------------------
 
 
-def test_scripted_errors_raise_the_matching_openai_exceptions() -> None:
+def test_scripted_errors_raise_the_matching_openai_exceptions(connect: Connect) -> None:
     with FakeLLMServer(FLAKY_SCRIPT) as server:
-        client = client_for(server)
+        client = connect(server)
         with pytest.raises(openai.InternalServerError, match="overloaded"):
             ask(client, "one")
         with pytest.raises(openai.RateLimitError, match="Rate limit"):
@@ -214,36 +241,37 @@ def test_scripted_errors_raise_the_matching_openai_exceptions() -> None:
             ask(client, "five: the script is exhausted")
 
 
-def test_client_retries_through_scripted_failures_quickly() -> None:
+def test_client_retries_through_scripted_failures_quickly(connect: Connect) -> None:
     with FakeLLMServer(FLAKY_SCRIPT) as server:
         started = time.perf_counter()
-        response = ask(client_for(server, max_retries=2), "eventually")
+        response = ask(connect(server, max_retries=2), "eventually")
         elapsed = time.perf_counter() - started
         assert len(server.requests) == 3
     assert response.choices[0].message.content == "Recovered after two failures."
     assert elapsed < 1.0  # retry-after-ms keeps the client from backing off for seconds
 
 
-def test_latency_delays_every_answer() -> None:
+def test_latency_delays_every_answer(connect: Connect) -> None:
     with FakeLLMServer(["slow"], latency_ms=100) as server:
         started = time.perf_counter()
-        ask(client_for(server), "hi")
+        ask(connect(server), "hi")
         assert time.perf_counter() - started >= 0.1
 
 
 def test_unknown_model_is_not_found_when_the_script_lists_models(
     agent_server: FakeLLMServer,
+    connect: Connect,
 ) -> None:
-    client = client_for(agent_server)
+    client = connect(agent_server)
     with pytest.raises(openai.NotFoundError, match="does not exist"):
         ask(client, "hi", model="gpt-nonexistent")
     assert [m.id for m in client.models.list()] == ["fake-model", "fake-grader"]
     assert client.models.retrieve("fake-grader").id == "fake-grader"
 
 
-def test_any_model_is_served_when_the_script_lists_none() -> None:
+def test_any_model_is_served_when_the_script_lists_none(connect: Connect) -> None:
     with FakeLLMServer(["ok"]) as server:
-        client = client_for(server)
+        client = connect(server)
         assert ask(client, "hi", model="whatever-7b").model == "whatever-7b"
         assert [m.id for m in client.models.list()] == ["fake-model"]
 
@@ -266,16 +294,16 @@ def test_unknown_paths_and_bad_bodies_get_openai_style_errors() -> None:
 # --- recording and concurrency -------------------------------------------------------
 
 
-def test_requests_are_recorded_with_messages_and_tools() -> None:
+def test_requests_are_recorded_with_messages_and_tools(connect: Connect) -> None:
     with FakeLLMServer(["a"]) as server:
-        ask(client_for(server), "remember me", tools=[WEATHER_TOOL], temperature=0.2)
+        ask(connect(server), "remember me", tools=[WEATHER_TOOL], temperature=0.2)
         [body] = server.requests
     assert body["messages"] == [{"role": "user", "content": "remember me"}]
     assert body["tools"] == [WEATHER_TOOL]
     assert body["temperature"] == 0.2
 
 
-def test_concurrent_clients_each_get_a_distinct_reply() -> None:
+def test_concurrent_clients_each_get_a_distinct_reply(connect: Connect) -> None:
     replies = [f"reply {i}" for i in range(40)]
     received: list[str] = []
     lock = threading.Lock()
@@ -287,7 +315,7 @@ def test_concurrent_clients_each_get_a_distinct_reply() -> None:
                 received.append(text)
 
     with FakeLLMServer({"replies": replies, "exhausted": "error"}) as server:
-        threads = [threading.Thread(target=worker, args=(client_for(server),)) for _ in range(8)]
+        threads = [threading.Thread(target=worker, args=(connect(server),)) for _ in range(8)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -299,9 +327,9 @@ def test_concurrent_clients_each_get_a_distinct_reply() -> None:
 # --- streaming and langchain ---------------------------------------------------------
 
 
-def test_streaming_sends_chunks_that_add_up_to_the_reply() -> None:
+def test_streaming_sends_chunks_that_add_up_to_the_reply(connect: Connect) -> None:
     with FakeLLMServer(["A streamed answer in several words."]) as server:
-        stream = ask(client_for(server), "hi", stream=True, stream_options={"include_usage": True})
+        stream = ask(connect(server), "hi", stream=True, stream_options={"include_usage": True})
         chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "A streamed answer in several words."
@@ -309,9 +337,15 @@ def test_streaming_sends_chunks_that_add_up_to_the_reply() -> None:
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
 
 
-def test_langchain_bind_tools_gets_tool_calls_and_final_text(agent_server: FakeLLMServer) -> None:
+def test_langchain_bind_tools_gets_tool_calls_and_final_text(
+    agent_server: FakeLLMServer, http: httpx.Client
+) -> None:
     model = ChatOpenAI(
-        base_url=agent_server.base_url, api_key="x", model="fake-model", max_retries=0
+        base_url=agent_server.base_url,
+        api_key="x",
+        model="fake-model",
+        max_retries=0,
+        http_client=http,
     )
 
     def get_weather(city: str, days: int = 1) -> str:
@@ -378,9 +412,9 @@ def test_a_reply_is_exactly_one_kind() -> None:
         Reply(choices=[Reply(choices=[text_reply("nested")])])
 
 
-def test_set_script_restarts_from_the_new_script() -> None:
+def test_set_script_restarts_from_the_new_script(connect: Connect) -> None:
     with FakeLLMServer(["old"]) as server:
-        client = client_for(server)
+        client = connect(server)
         assert ask(client, "1").choices[0].message.content == "old"
         server.set_script(["new"])
         assert ask(client, "2").choices[0].message.content == "new"
@@ -399,6 +433,19 @@ def test_cli_rejects_an_invalid_script(tmp_path: Path) -> None:
     bad.write_text("rules: 3\n")
     result = CliRunner().invoke(app, ["--script", str(bad), "--port", "0"])
     assert isinstance(result.exception, AahError)
+
+
+def test_cli_reports_a_busy_port_in_one_line() -> None:
+    from aah.cli.fake_llm import fake_llm
+
+    app = typer.Typer()
+    app.command()(fake_llm)
+    with FakeLLMServer(["busy"]) as server:
+        result = CliRunner().invoke(
+            app, ["--script", str(FLAKY_SCRIPT), "--port", str(server.port)]
+        )
+    assert isinstance(result.exception, AahError)
+    assert "pass another --port" in str(result.exception)
 
 
 def test_cli_serves_until_interrupted() -> None:

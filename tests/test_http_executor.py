@@ -11,6 +11,7 @@ import pytest
 from http_server import PNG_BYTES, LocalServer, closed_port, make_spec
 
 from aah.tools.http import HttpExecutor
+from aah.tools.request import same_host
 from aah.tools.spec import ParameterSpec, ParamLocation
 
 CAP = 10_000
@@ -199,3 +200,19 @@ def test_connection_refused(executor: HttpExecutor) -> None:
 async def test_acall_runs_in_a_thread(server: LocalServer, executor: HttpExecutor) -> None:
     result = await executor.acall(make_spec(server.url("/json")), {})
     assert result.ok and result.data == {"city": "Oslo", "temp": 21.5}
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://api.example.org/x", True),
+        ("https://API.example.org:443/x", True),
+        ("http://api.example.org/x", True),  # an http -> https upgrade keeps the host
+        ("https://api.example.org:8443/x", False),
+        ("https://api.example.org@evil.test/x", False),
+        ("https://evil.test/api.example.org", False),
+        ("ftp://api.example.org/x", False),
+    ],
+)
+def test_same_host_rules(url: str, allowed: bool) -> None:
+    assert same_host(url, "api.example.org") is allowed

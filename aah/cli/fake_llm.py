@@ -25,8 +25,7 @@ def fake_llm(
 ) -> None:
     """Serve a fake OpenAI-compatible chat model that plays a script, until Ctrl-C.
 
-    Raises:
-        AahError: The script is unusable or the port cannot be bound.
+    Point any OpenAI client at the printed URL to run aah offline.
     """
     server = FakeLLMServer(load_script(script), host=host, port=port, latency_ms=latency_ms)
     try:
@@ -35,11 +34,13 @@ def fake_llm(
         raise AahError(
             f"cannot listen on {host}:{port} ({exc.strerror}); pass another --port, or 0"
         ) from exc
-    model = server.model_names[0]  # the script's first model, else fake-model
-    typer.echo(f"fake LLM serving {script} at {server.base_url}")
-    typer.echo(f"export AAH_BASE_URL={server.base_url} AAH_MODEL={model} AAH_API_KEY=fake")
-    typer.echo("press Ctrl-C to stop")
+    # Ctrl-C may come as soon as the URL is printed (a script that starts the
+    # server waits for that line), so the banner is inside the try.
     try:
+        model = server.model_names[0]  # the script's first model, else fake-model
+        typer.echo(f"fake LLM serving {script} at {server.base_url}")
+        typer.echo(f"export AAH_BASE_URL={server.base_url} AAH_MODEL={model} AAH_API_KEY=fake")
+        typer.echo("press Ctrl-C to stop")
         # Waiting on an event keeps the main thread free to receive Ctrl-C.
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime as GraphRuntime
 from langgraph.types import interrupt
 
 from aah.events import AwarenessEvent, ModelCallEvent, ToolCallEvent
@@ -32,18 +33,21 @@ Route = str  # a node name, or END
 
 
 def build_graph(
-    ctx: SessionContext, checkpointer: BaseCheckpointSaver[Any] | None = None
-) -> CompiledStateGraph[AgentState, Any, AgentState, AgentState]:
-    """The compiled graph for one session."""
-    nodes = _Nodes(ctx)
-    graph = StateGraph(AgentState)
-    graph.add_node("awareness", nodes.awareness)
-    graph.add_node("agent", nodes.agent)
-    graph.add_node("tools", nodes.tools)
-    graph.add_node("ask_human", nodes.ask_human)
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+) -> CompiledStateGraph[AgentState, SessionContext, AgentState, AgentState]:
+    """The compiled graph; one serves every session of a process.
+
+    Each session passes its own ``SessionContext`` as the run context, so the
+    graph is compiled once rather than once per task.
+    """
+    graph = StateGraph(AgentState, context_schema=SessionContext)
+    graph.add_node("awareness", _awareness)
+    graph.add_node("agent", _agent)
+    graph.add_node("tools", _tools)
+    graph.add_node("ask_human", _ask_human)
     graph.add_edge(START, "awareness")
     graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
-    graph.add_conditional_edges("agent", nodes.after_agent, ["tools", END])
+    graph.add_conditional_edges("agent", _after_agent, ["tools", END])
     graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent"])
     graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent"])
     return graph.compile(checkpointer=checkpointer)
@@ -75,8 +79,8 @@ def _pending_questions(messages: list[AnyMessage]) -> list[ToolCall]:
     ]
 
 
-class _Nodes:
-    """The node functions, sharing one session's context."""
+class _Prepared:
+    """What a session's nodes share: its tools, bound to the model once."""
 
     def __init__(self, ctx: SessionContext) -> None:
         self.ctx = ctx
@@ -89,145 +93,155 @@ class _Nodes:
         self.offered = offered
         self.bound = ctx.model.bind_tools(tools) if tools else ctx.model
 
-    async def awareness(self, state: AgentState) -> dict[str, Any]:
-        ctx = self.ctx
-        tools_text = describe_tools(ctx.specs, ctx.aah)
-        for question in awareness_questions(ctx.awareness):
-            result = await ask_awareness(ctx.model, question, ctx.query, tools_text)
-            ctx.emit(
-                ModelCallEvent(
-                    session_id=ctx.session_id,
-                    model=ctx.model_name,
-                    latency_ms=result.latency_ms,
-                    prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens,
-                    text=result.raw,
-                    purpose="awareness",
-                )
-            )
-            ctx.emit(
-                AwarenessEvent(
-                    session_id=ctx.session_id,
-                    question=question,
-                    answer=result.answer,
-                    reason=result.reason,
-                    raw=result.raw,
-                    attempts=result.attempts,
-                )
-            )
-            if result.answer == "no":
-                reason = result.reason or f"the {question} I would need is missing."
-                message = load_prompt("skip_message").render(reason=reason)
-                return {"skipped": True, "skip_reason": reason, "messages": [AIMessage(message)]}
-        return {"skipped": False}
 
-    async def agent(self, state: AgentState) -> dict[str, Any]:
-        ctx = self.ctx
-        started = time.perf_counter()
-        reply = await self.bound.ainvoke(state["messages"])
-        assert isinstance(reply, AIMessage)
-        reply = recover_text_tool_calls(reply, self.offered)
-        usage = reply.usage_metadata
+def _prepared(ctx: SessionContext) -> _Prepared:
+    prepared = ctx.extra.get("prepared")
+    if not isinstance(prepared, _Prepared):
+        prepared = ctx.extra["prepared"] = _Prepared(ctx)
+    return prepared
+
+
+async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    tools_text = describe_tools(ctx.specs, ctx.aah)
+    for question in awareness_questions(ctx.awareness):
+        result = await ask_awareness(ctx.model, question, ctx.query, tools_text)
         ctx.emit(
             ModelCallEvent(
                 session_id=ctx.session_id,
                 model=ctx.model_name,
-                latency_ms=(time.perf_counter() - started) * 1000,
-                prompt_tokens=usage["input_tokens"] if usage else None,
-                completion_tokens=usage["output_tokens"] if usage else None,
-                n_tool_calls=len(reply.tool_calls) + len(reply.invalid_tool_calls),
-                text=reply.text if isinstance(reply.text, str) else "",
-                purpose="agent",
-            )
-        )
-        return {"messages": [reply], "steps": state.get("steps", 0) + 1}
-
-    def after_agent(self, state: AgentState) -> Route:
-        reply = _last_ai(state["messages"])
-        wants_tools = bool(reply.tool_calls or reply.invalid_tool_calls)
-        if not wants_tools:
-            return END
-        if state.get("steps", 0) >= self.ctx.step_limit:
-            return END
-        return "tools"
-
-    async def tools(self, state: AgentState) -> dict[str, Any]:
-        reply = _last_ai(state["messages"])
-        checker = CallChecker(self.offered, seen=state.get("seen_calls", []))
-        messages: list[ToolMessage] = []
-        runs: list[tuple[str, str, dict[str, Any]]] = []
-        seen = list(state.get("seen_calls", []))
-        for bad in reply.invalid_tool_calls:
-            feedback = (
-                f"Your tool call could not be read ({bad.get('error') or 'malformed call'}). "
-                'Call a tool with a JSON object of arguments, e.g. {"name": ..., '
-                '"arguments": {...}}, or answer in plain text.'
-            )
-            messages.append(
-                self._rejected(
-                    bad.get("id") or "invalid",
-                    bad.get("name") or "",
-                    {},
-                    CheckResult("IFE", feedback),
-                )
-            )
-        for call in reply.tool_calls:
-            verdict = checker.check(call["name"], call["args"])
-            if not verdict.ok:
-                messages.append(
-                    self._rejected(call["id"] or "", call["name"], call["args"], verdict)
-                )
-                continue
-            seen.append(canonical_call(call["name"], call["args"]))
-            if call["name"] != ASK_HUMAN:
-                runs.append((call["id"] or "", call["name"], call["args"]))
-        messages += await asyncio.gather(*(self._run(*run) for run in runs))
-        return {"messages": messages, "seen_calls": seen}
-
-    def _rejected(
-        self, call_id: str, name: str, arguments: dict[str, Any], verdict: CheckResult
-    ) -> ToolMessage:
-        self.ctx.emit(
-            ToolCallEvent(
-                session_id=self.ctx.session_id,
-                call_id=call_id,
-                tool=name or "(unparsed)",
-                arguments=arguments,
-                ok=False,
-                check=verdict.code,
-                feedback=verdict.feedback,
-                http_mode=self.ctx.http_mode,
-            )
-        )
-        return ToolMessage(
-            verdict.feedback, tool_call_id=call_id, name=name or None, status="error"
-        )
-
-    async def _run(self, call_id: str, name: str, arguments: dict[str, Any]) -> ToolMessage:
-        result = await self.ctx.executor.acall(self.specs[name], arguments)
-        self.ctx.emit(
-            ToolCallEvent(
-                session_id=self.ctx.session_id,
-                call_id=call_id,
-                tool=name,
-                arguments=arguments,
-                status_code=result.status,
-                ok=result.ok,
                 latency_ms=result.latency_ms,
-                result=result.text,
-                http_mode=result.mode,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                text=result.raw,
+                purpose="awareness",
             )
         )
-        return ToolMessage(
-            result.text, tool_call_id=call_id, name=name, status="success" if result.ok else "error"
+        ctx.emit(
+            AwarenessEvent(
+                session_id=ctx.session_id,
+                question=question,
+                answer=result.answer,
+                reason=result.reason,
+                raw=result.raw,
+                attempts=result.attempts,
+            )
         )
+        if result.answer == "no":
+            reason = result.reason or f"the {question} I would need is missing."
+            message = load_prompt("skip_message").render(reason=reason)
+            return {"skipped": True, "skip_reason": reason, "messages": [AIMessage(message)]}
+    return {"skipped": False}
 
-    async def ask_human(self, state: AgentState) -> dict[str, Any]:
-        call = _pending_questions(state["messages"])[0]
-        # Nothing before interrupt() may have effects: this node reruns on resume.
-        reply = interrupt({"call_id": call["id"], "question": call["args"]["question"]})
-        text = str(reply.get("text", "")) if isinstance(reply, dict) else str(reply)
-        declined = bool(reply.get("declined")) if isinstance(reply, dict) else False
-        if declined or not text.strip():
-            text = "The user declined to answer this question."
-        return {"messages": [ToolMessage(text, tool_call_id=call["id"], name=ASK_HUMAN)]}
+
+async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    prepared = _prepared(ctx)
+    started = time.perf_counter()
+    reply = await prepared.bound.ainvoke(state["messages"])
+    assert isinstance(reply, AIMessage)
+    reply = recover_text_tool_calls(reply, prepared.offered)
+    usage = reply.usage_metadata
+    ctx.emit(
+        ModelCallEvent(
+            session_id=ctx.session_id,
+            model=ctx.model_name,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            prompt_tokens=usage["input_tokens"] if usage else None,
+            completion_tokens=usage["output_tokens"] if usage else None,
+            n_tool_calls=len(reply.tool_calls) + len(reply.invalid_tool_calls),
+            text=reply.text if isinstance(reply.text, str) else "",
+            purpose="agent",
+        )
+    )
+    return {"messages": [reply], "steps": state.get("steps", 0) + 1}
+
+
+def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+    reply = _last_ai(state["messages"])
+    if not (reply.tool_calls or reply.invalid_tool_calls):
+        return END
+    if state.get("steps", 0) >= runtime.context.step_limit:
+        return END
+    return "tools"
+
+
+async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
+    prepared = _prepared(runtime.context)
+    reply = _last_ai(state["messages"])
+    checker = CallChecker(prepared.offered, seen=state.get("seen_calls", []))
+    messages: list[ToolMessage] = []
+    runs: list[tuple[str, str, dict[str, Any]]] = []
+    seen = list(state.get("seen_calls", []))
+    for bad in reply.invalid_tool_calls:
+        feedback = (
+            f"Your tool call could not be read ({bad.get('error') or 'malformed call'}). "
+            'Call a tool with a JSON object of arguments, e.g. {"name": ..., '
+            '"arguments": {...}}, or answer in plain text.'
+        )
+        verdict = CheckResult("IFE", feedback)
+        call_id, name = bad.get("id") or "invalid", bad.get("name") or ""
+        messages.append(_rejected(prepared.ctx, call_id, name, {}, verdict))
+    for call in reply.tool_calls:
+        verdict = checker.check(call["name"], call["args"])
+        if not verdict.ok:
+            messages.append(
+                _rejected(prepared.ctx, call["id"] or "", call["name"], call["args"], verdict)
+            )
+            continue
+        seen.append(canonical_call(call["name"], call["args"]))
+        if call["name"] != ASK_HUMAN:
+            runs.append((call["id"] or "", call["name"], call["args"]))
+    messages += await asyncio.gather(*(_run(prepared, *run) for run in runs))
+    return {"messages": messages, "seen_calls": seen}
+
+
+def _rejected(
+    ctx: SessionContext, call_id: str, name: str, arguments: dict[str, Any], verdict: CheckResult
+) -> ToolMessage:
+    ctx.emit(
+        ToolCallEvent(
+            session_id=ctx.session_id,
+            call_id=call_id,
+            tool=name or "(unparsed)",
+            arguments=arguments,
+            ok=False,
+            check=verdict.code,
+            feedback=verdict.feedback,
+            http_mode=ctx.http_mode,
+        )
+    )
+    return ToolMessage(verdict.feedback, tool_call_id=call_id, name=name or None, status="error")
+
+
+async def _run(
+    prepared: _Prepared, call_id: str, name: str, arguments: dict[str, Any]
+) -> ToolMessage:
+    ctx = prepared.ctx
+    result = await ctx.executor.acall(prepared.specs[name], arguments)
+    ctx.emit(
+        ToolCallEvent(
+            session_id=ctx.session_id,
+            call_id=call_id,
+            tool=name,
+            arguments=arguments,
+            status_code=result.status,
+            ok=result.ok,
+            latency_ms=result.latency_ms,
+            result=result.text,
+            http_mode=result.mode,
+        )
+    )
+    status = "success" if result.ok else "error"
+    return ToolMessage(result.text, tool_call_id=call_id, name=name, status=status)
+
+
+async def _ask_human(state: AgentState) -> dict[str, Any]:
+    call = _pending_questions(state["messages"])[0]
+    # Nothing before interrupt() may have effects: this node reruns on resume.
+    reply = interrupt({"call_id": call["id"], "question": call["args"]["question"]})
+    text = str(reply.get("text", "")) if isinstance(reply, dict) else str(reply)
+    declined = bool(reply.get("declined")) if isinstance(reply, dict) else False
+    if declined or not text.strip():
+        text = "The user declined to answer this question."
+    return {"messages": [ToolMessage(text, tool_call_id=call["id"], name=ASK_HUMAN)]}

@@ -64,6 +64,13 @@ class Runtime:
     checkpointer: BaseCheckpointSaver[Any] | None = None
     http_mode: str = "mock"
     listeners: list[EventListener] = field(default_factory=list)
+    _graph: Any = field(default=None, repr=False)
+
+    def graph(self) -> Any:
+        """The compiled graph, built on first use and shared by all sessions."""
+        if self._graph is None:
+            self._graph = build_graph(self.checkpointer)
+        return self._graph
 
 
 @dataclass
@@ -124,7 +131,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
 async def _drive(
     ctx: SessionContext, record: SessionRecord, request: SessionRequest, runtime: Runtime
 ) -> SessionOutcome:
-    graph = build_graph(ctx, runtime.checkpointer)
+    graph = runtime.graph()
     config: RunnableConfig = {
         "configurable": {"thread_id": record.thread_id},
         "recursion_limit": 4 * ctx.step_limit + 20,
@@ -135,7 +142,7 @@ async def _drive(
         payload = Command(resume=await _ask(ctx, runtime, record, snapshot.interrupts[0].value))
     while True:
         await asyncio.to_thread(runtime.store.set_status, ctx.session_id, "running")
-        state = cast(AgentState, await graph.ainvoke(payload, config))
+        state = cast(AgentState, await graph.ainvoke(payload, config, context=ctx))
         pending = (await graph.aget_state(config)).interrupts if runtime.checkpointer else ()
         if not pending:
             break

@@ -161,6 +161,8 @@ class _LoopbackHTTPServer(ThreadingHTTPServer):
 
     # Joining handler threads on close would wait for idle keep-alive clients.
     block_on_close = False
+    # The default backlog of 5 drops connections when a benchmark opens many at once.
+    request_queue_size = 256
 
     def __init__(
         self,

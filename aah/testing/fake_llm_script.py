@@ -184,6 +184,9 @@ def as_script(value: ScriptLike) -> Script:
         return value
     if isinstance(value, Path):
         return load_script(value)
+    if isinstance(value, str):
+        # A string is a sequence too; reading it as one reply per character helps no one.
+        raise TypeError("pass a Path for a script file, or a list of replies")
     if isinstance(value, Mapping):
         return Script.model_validate(dict(value))
     return Script(replies=[_as_reply(item) for item in value])

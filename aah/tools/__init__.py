@@ -1,23 +1,90 @@
-"""The tool layer: endpoint specs, importers, registry, HTTP execution, checks."""
+"""The tool layer: endpoint specs, importers, registry, HTTP execution, checks.
 
-from aah.tools.spec import (
-    EndpointSource,
-    EndpointSpec,
-    ImportResult,
-    ParameterSpec,
-    ParamLocation,
-    Rejection,
-    ResponseSketch,
-    qualified_name,
-)
+Public names load lazily (PEP 562): ``aah tools search`` needs the registry,
+not LangChain, and should start in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aah.tools.checks import CallChecker, CheckResult
+    from aah.tools.failtalms import benchmark_endpoint_name, import_failtalms
+    from aah.tools.faults import FaultPlan
+    from aah.tools.http import HttpExecutor, ToolResult
+    from aah.tools.modes import Executor, HttpMode, make_executor
+    from aah.tools.openapi import import_openapi
+    from aah.tools.registry import Registry, SearchHit, build_registry
+    from aah.tools.spec import (
+        EndpointSource,
+        EndpointSpec,
+        ImportResult,
+        ParameterSpec,
+        ParamLocation,
+        Rejection,
+        ResponseSketch,
+        qualified_name,
+    )
+    from aah.tools.wrap import wrap_endpoint
 
 __all__ = [
+    "CallChecker",
+    "CheckResult",
     "EndpointSource",
     "EndpointSpec",
+    "Executor",
+    "FaultPlan",
+    "HttpExecutor",
+    "HttpMode",
     "ImportResult",
     "ParamLocation",
     "ParameterSpec",
+    "Registry",
     "Rejection",
     "ResponseSketch",
+    "SearchHit",
+    "ToolResult",
+    "benchmark_endpoint_name",
+    "build_registry",
+    "import_failtalms",
+    "import_openapi",
+    "make_executor",
     "qualified_name",
+    "wrap_endpoint",
 ]
+
+
+_WHERE = {
+    "CallChecker": "checks",
+    "CheckResult": "checks",
+    "benchmark_endpoint_name": "failtalms",
+    "import_failtalms": "failtalms",
+    "FaultPlan": "faults",
+    "HttpExecutor": "http",
+    "ToolResult": "http",
+    "Executor": "modes",
+    "HttpMode": "modes",
+    "make_executor": "modes",
+    "import_openapi": "openapi",
+    "Registry": "registry",
+    "SearchHit": "registry",
+    "build_registry": "registry",
+    "EndpointSource": "spec",
+    "EndpointSpec": "spec",
+    "ImportResult": "spec",
+    "ParameterSpec": "spec",
+    "ParamLocation": "spec",
+    "Rejection": "spec",
+    "ResponseSketch": "spec",
+    "qualified_name": "spec",
+    "wrap_endpoint": "wrap",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aah.tools' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"aah.tools.{module}"), name)

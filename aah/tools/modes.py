@@ -206,7 +206,7 @@ def make_executor(
     if mode == "replay":
         path = _cache_path(cache_path)
         if not path.is_file():
-            raise AahError(f"no recorded responses at {path}: record first with --http-mode record")
+            raise AahError(f"no recorded responses at {path}: record first with `--http record`")
         session = open_cache_session(path, replay=True)
         return ReplayExecutor(
             mode="replay",

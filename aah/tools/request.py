@@ -133,6 +133,18 @@ def full_url(request: HttpRequest) -> str:
 
 
 def same_host(url: str, host: str) -> bool:
-    """Whether ``url`` is an http(s) URL on exactly ``host`` (``host:port``)."""
+    """Whether ``url`` is an http(s) URL on exactly ``host`` (``host[:port]``).
+
+    A default port written out (``:443`` for https, ``:80`` for http) counts
+    as absent, so ``http://api.example.org`` may upgrade to https.
+    """
     parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
+    if parts.scheme not in ("http", "https"):
+        return False
+    return _bare_netloc(parts.netloc, parts.scheme) == _bare_netloc(host, parts.scheme)
+
+
+def _bare_netloc(netloc: str, scheme: str) -> str:
+    default = {"http": ":80", "https": ":443"}[scheme]
+    netloc = netloc.lower()
+    return netloc.removesuffix(default)
