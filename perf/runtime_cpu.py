@@ -73,6 +73,46 @@ async def run_tasks(db: Path, config: ModelConfig, tasks: int, concurrency: int)
         await asyncio.gather(*(one(i) for i in range(tasks)))
 
 
+async def bare_client_calls(config: ModelConfig, tasks: int, concurrency: int) -> None:
+    """The floor: the same 4 chat requests per task sent with the bare openai client."""
+    import openai
+
+    from aah.tools.wrap import wrap_endpoint
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    client = openai.AsyncOpenAI(base_url=config.base_url, api_key="x", max_retries=0)
+    tools = [convert_to_openai_tool(wrap_endpoint(SPEC, None))]  # type: ignore[arg-type]
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with limit:
+            for _ in range(2):
+                await client.chat.completions.create(
+                    model=config.model, messages=[{"role": "user", "content": "awareness?"}]
+                )
+            messages = [
+                {"role": "system", "content": "You are an agent."},
+                {"role": "user", "content": "Weather in Oslo?"},
+            ]
+            reply = await client.chat.completions.create(
+                model=config.model, messages=messages, tools=tools
+            )  # type: ignore[arg-type]
+            messages.append(reply.choices[0].message.model_dump(exclude_none=True))
+            call = reply.choices[0].message.tool_calls[0]  # type: ignore[index]
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": '{"temp": 1}',
+                    "name": "weather__forecast",
+                }
+            )
+            await client.chat.completions.create(model=config.model, messages=messages, tools=tools)  # type: ignore[arg-type]
+
+    await asyncio.gather(*(one() for _ in range(tasks)))
+    await client.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=100)
@@ -107,6 +147,9 @@ def main() -> None:
             if profiler:
                 profiler.disable()
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            floor0 = time.process_time()
+            asyncio.run(bare_client_calls(config, args.tasks, args.concurrency))
+            floor = time.process_time() - floor0
         finally:
             server.terminate()
             server.wait()
@@ -116,6 +159,11 @@ def main() -> None:
         f"{per_task:.1f} ms CPU per task (target <= 10 ms), "
         f"{args.tasks / wall:.1f} tasks/s wall; each task = 4 model calls, 1 tool call, "
         "about 10 logged events"
+    )
+    print(
+        f"floor: the same 4 requests per task with the bare openai client: "
+        f"{floor / args.tasks * 1000:.1f} ms CPU per task "
+        f"(aah's own share: {(cpu - floor) / args.tasks * 1000:.1f} ms)"
     )
     if profiler:
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(30)

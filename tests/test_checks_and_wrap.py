@@ -174,3 +174,12 @@ def test_ask_human_schema_has_one_required_question() -> None:
 
 def test_parameter_location_default_is_query() -> None:
     assert ParameterSpec(name="q").location is ParamLocation.QUERY
+
+
+async def test_wrapped_tool_coerces_arguments_with_the_generated_model() -> None:
+    executor = RecordingExecutor()
+    tool = wrap_endpoint(_spec(), executor)  # type: ignore[arg-type]
+    await tool.ainvoke({"lat": "52.5", "unit": None})
+    assert executor.calls == [("weather__forecast", {"lat": 52.5})]
+    text = tool.invoke({"type": "tool_call", "id": "c", "name": tool.name, "args": {"lat": "x"}})
+    assert "invalid arguments" in text.content and len(executor.calls) == 1

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.cli.output import console, table
-from aah.config import get_settings, project_root
+from aah.cli.tools import open_registry
+from aah.config import get_settings
 
 if TYPE_CHECKING:
     from aah.benchmark.demo import DemoTask
@@ -39,7 +40,7 @@ def demo(
     from aah.testing.fake_llm import FakeLLMServer
 
     tasks = [demo_task(name) for name in task] if task else list(load_demo_tasks())
-    registry = ensure_registry(data)
+    registry = open_registry(data, build_if_missing=True)
     db_path = db or get_settings().db
     settings = get_settings()
     if settings.model and settings.base_url:
@@ -60,18 +61,6 @@ def demo(
     console.print(
         f"[dim]Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.[/]"
     )
-
-
-def ensure_registry(data: Path | None) -> Registry:
-    """The tool registry, built first if it does not exist yet."""
-    from aah.data.locate import find_data_dir
-    from aah.tools.registry import Registry, build_registry
-
-    path = get_settings().registry_path()
-    if not path.is_file():
-        console.print("[dim]building the tool registry (once)…[/]")
-        build_registry(find_data_dir(data), path, project_root() / "tool_registry" / "fixes.yaml")
-    return Registry(path)
 
 
 async def _run_all(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.cli.output import console
+from aah.cli.tools import open_registry
 from aah.config import get_settings
 from aah.errors import AahError
 
@@ -61,14 +62,14 @@ def run(
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
     step_limit: int = typer.Option(10, "--step-limit", min=1, help="Most model steps."),
     deadline: float | None = typer.Option(None, "--deadline", help="Queue: seconds to wait."),
+    data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
     from aah.llm import model_config
     from aah.runtime.session import SessionRequest
-    from aah.tools.registry import Registry
 
     db_path = db or get_settings().db
-    registry = Registry(get_settings().registry_path()) if tool or auto_tools else None
+    registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
     config = model_config("agent", model=model)
     channel = make_human(human, db_path, deadline)

@@ -20,11 +20,22 @@ DataOption = typer.Option(None, "--data", help="Data directory (default: discove
 JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
-def open_registry() -> Registry:
-    """The registry named by ``AAH_REGISTRY`` or the default path."""
+def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -> Registry:
+    """The registry named by ``AAH_REGISTRY`` or the default path.
+
+    With ``build_if_missing`` a missing registry is built first from the
+    discovered data (or ``data``), so a first run needs no separate step.
+    """
     from aah.tools.registry import Registry
 
-    return Registry(get_settings().registry_path())
+    path = get_settings().registry_path()
+    if build_if_missing and not path.is_file():
+        from aah.data.locate import find_data_dir
+        from aah.tools.registry import build_registry
+
+        console.print("[dim]building the tool registry (once)…[/]")
+        build_registry(find_data_dir(data), path, project_root() / "tool_registry" / "fixes.yaml")
+    return Registry(path)
 
 
 @app.command()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import keyword
 import re
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -67,8 +69,16 @@ def arguments_model(model_name: str, parameters: list[ParameterSpec]) -> type[Ba
     """A pydantic model whose fields are ``parameters`` (aliased to source names).
 
     Unknown arguments are rejected (``extra="forbid"``), so a misspelled
-    argument is an error rather than silently ignored.
+    argument is an error rather than silently ignored. Models are cached by
+    name and parameters: every session offering an endpoint shares its model.
     """
+    key = json.dumps([p.model_dump(mode="json") for p in parameters], sort_keys=True)
+    return _cached_model(model_name, key)
+
+
+@lru_cache(maxsize=4096)
+def _cached_model(model_name: str, parameters_json: str) -> type[BaseModel]:
+    parameters = [ParameterSpec.model_validate(p) for p in json.loads(parameters_json)]
     fields: dict[str, Any] = {}
     taken: set[str] = set()
     for param in parameters:

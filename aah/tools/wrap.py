@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import StructuredTool
+from pydantic import ValidationError
 
-from aah.tools.arguments import parameters_schema
+from aah.tools.arguments import arguments_model, parameters_schema
 from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_PARAMETERS
 from aah.tools.spec import EndpointSpec
 
@@ -27,16 +28,33 @@ def tool_description(spec: EndpointSpec) -> str:
 def wrap_endpoint(spec: EndpointSpec, executor: Executor) -> StructuredTool:
     """A LangChain tool that calls ``spec`` through ``executor``.
 
-    The tool returns the compact result text for the model and the full
-    ``ToolResult`` as the message artifact, for logging and scoring.
+    Arguments are validated and coerced by the model generated from the
+    spec's parameters before the call. The tool returns the compact result
+    text for the model and the full ``ToolResult`` as the message artifact,
+    for logging and scoring.
     """
+    model = arguments_model(f"{spec.qualified_name}_args", spec.parameters)
+
+    def validated(arguments: dict[str, Any]) -> dict[str, Any] | str:
+        # Coerces what models often send ("52.5" for a number) and keeps the
+        # source's argument names; None means "not given" and is left out.
+        try:
+            return model.model_validate(arguments).model_dump(by_alias=True, exclude_none=True)
+        except ValidationError as exc:
+            return f"invalid arguments for {spec.qualified_name}: {exc.errors()[0]['msg']}"
 
     def call(**arguments: Any) -> tuple[str, Any]:
-        result = executor.call(spec, arguments)
+        values = validated(arguments)
+        if isinstance(values, str):
+            return values, None
+        result = executor.call(spec, values)
         return result.text, result
 
     async def acall(**arguments: Any) -> tuple[str, Any]:
-        result = await executor.acall(spec, arguments)
+        values = validated(arguments)
+        if isinstance(values, str):
+            return values, None
+        result = await executor.acall(spec, values)
         return result.text, result
 
     return StructuredTool(
