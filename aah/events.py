@@ -163,6 +163,8 @@ class HumanAnswerEvent(EventBase):
         answered_by: Who answered: an annotator name, ``oracle``, ``simulated``...
         seconds: Time from the question to the answer.
         declined: True when the person chose not to answer.
+        flags: Checks the reply failed, e.g. ``leak`` when a simulated user
+            revealed more than the question asked for.
     """
 
     kind: Literal["human_answer"] = "human_answer"
@@ -171,6 +173,7 @@ class HumanAnswerEvent(EventBase):
     answered_by: str
     seconds: float = 0.0
     declined: bool = False
+    flags: list[str] = Field(default_factory=list)
 
 
 class FinalAnswerEvent(EventBase):

@@ -31,12 +31,16 @@ class HumanRequest(BaseModel):
 
 
 class HumanReply(BaseModel):
-    """A person's reply: the text, who gave it, how long it took, or a decline."""
+    """A person's reply: the text, who gave it, how long it took, or a decline.
+
+    ``flags`` carry checks on the reply, e.g. a simulated user's leak check.
+    """
 
     text: str
     answered_by: str
     seconds: float = 0.0
     declined: bool = False
+    flags: list[str] = Field(default_factory=list)
 
 
 class SkipTask(Exception):  # noqa: N818 - a signal, not an error

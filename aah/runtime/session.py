@@ -189,6 +189,7 @@ async def _ask(
             answered_by=reply.answered_by,
             seconds=reply.seconds,
             declined=reply.declined,
+            flags=reply.flags,
         )
     )
     return reply.model_dump()
