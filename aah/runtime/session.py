@@ -21,7 +21,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from aah.errors import AahError
-from aah.events import ErrorEvent, Event, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
+from aah.events import (
+    ErrorEvent,
+    Event,
+    FinalAnswerEvent,
+    HumanAnswerEvent,
+    HumanQuestionEvent,
+    ModelCallEvent,
+    ToolCallEvent,
+)
 from aah.llm import ModelConfig, model_error
 from aah.runtime.awareness import AwarenessMode
 from aah.runtime.graph import build_graph
@@ -39,7 +47,13 @@ _DONE = ("finished", "skipped", "error")
 
 @dataclass
 class SessionRequest:
-    """What to run: the query, the offered tools and how the agent may act."""
+    """What to run: the query, the offered tools and how the agent may act.
+
+    ``human`` and ``executor`` replace the runtime's for this session only (a
+    batch run gives each task its own oracle and its own broken tools).
+    ``retry_errors`` runs a session that ended in error again, from its
+    checkpoint; finished and skipped sessions are never run twice.
+    """
 
     query: str
     specs: Sequence[EndpointSpec] = ()
@@ -50,6 +64,9 @@ class SessionRequest:
     task_id: str | None = None
     setting: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    human: HumanChannel | None = None
+    executor: Executor | None = None
+    retry_errors: bool = False
 
 
 @dataclass
@@ -96,7 +113,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         aah=request.aah,
         model=runtime.model_config.model,
     )
-    if record.status in _DONE:
+    if record.status in _DONE and not (request.retry_errors and record.status == "error"):
         return SessionOutcome(record.id, record.status, record.final_answer or "")
 
     def emit(event: Event) -> None:
@@ -110,7 +127,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         specs=request.specs,
         model=runtime.model,
         model_name=runtime.model_config.model,
-        executor=runtime.executor,
+        executor=request.executor or runtime.executor,
         emit=emit,
         aah=request.aah,
         awareness=request.awareness,
@@ -139,14 +156,16 @@ async def _drive(
     snapshot = await graph.aget_state(config) if runtime.checkpointer else None
     payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
     if snapshot and snapshot.interrupts:
-        payload = Command(resume=await _ask(ctx, runtime, record, snapshot.interrupts[0].value))
+        payload = Command(
+            resume=await _ask(ctx, runtime, request, record, snapshot.interrupts[0].value)
+        )
     while True:
         await asyncio.to_thread(runtime.store.set_status, ctx.session_id, "running")
         state = cast(AgentState, await graph.ainvoke(payload, config, context=ctx))
         pending = (await graph.aget_state(config)).interrupts if runtime.checkpointer else ()
         if not pending:
             break
-        payload = Command(resume=await _ask(ctx, runtime, record, pending[0].value))
+        payload = Command(resume=await _ask(ctx, runtime, request, record, pending[0].value))
     return await _finish(ctx, runtime.store, state)
 
 
@@ -161,7 +180,11 @@ def _initial_state(request: SessionRequest) -> AgentState:
 
 
 async def _ask(
-    ctx: SessionContext, runtime: Runtime, record: SessionRecord, value: dict[str, Any]
+    ctx: SessionContext,
+    runtime: Runtime,
+    request: SessionRequest,
+    record: SessionRecord,
+    value: dict[str, Any],
 ) -> dict[str, Any]:
     """Put one interrupt's question to the human channel; log question and answer."""
     request_id = f"{ctx.session_id}-{value['call_id']}"
@@ -172,8 +195,16 @@ async def _ask(
             HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
         )
     await asyncio.to_thread(runtime.store.set_status, ctx.session_id, "waiting")
-    context = {"query": record.query, "setting": record.setting, **_context_extra(record)}
-    reply = await runtime.human.ask(
+    context = {
+        **request.context,
+        "query": record.query,
+        "setting": record.setting,
+        "task_id": record.task_id,
+        "run": record.run,
+        "conversation": conversation_so_far(known),
+    }
+    human = request.human or runtime.human
+    reply = await human.ask(
         HumanRequest(
             request_id=request_id,
             session_id=ctx.session_id,
@@ -195,8 +226,20 @@ async def _ask(
     return reply.model_dump()
 
 
-def _context_extra(record: SessionRecord) -> dict[str, Any]:
-    return {"task_id": record.task_id, "run": record.run}
+def conversation_so_far(events: Sequence[Event]) -> list[dict[str, str]]:
+    """The session's steps as short lines a person can read before answering."""
+    lines: list[dict[str, str]] = []
+    for event in events:
+        if isinstance(event, ModelCallEvent) and event.purpose == "agent" and event.text:
+            lines.append({"role": "agent", "text": event.text})
+        elif isinstance(event, ToolCallEvent):
+            status = event.status_code if event.check == "ok" else f"rejected ({event.check})"
+            lines.append({"role": "tool", "text": f"{event.tool} → {status}"})
+        elif isinstance(event, HumanQuestionEvent):
+            lines.append({"role": "agent asks", "text": event.question})
+        elif isinstance(event, HumanAnswerEvent):
+            lines.append({"role": "user", "text": event.answer})
+    return lines
 
 
 async def _finish(ctx: SessionContext, store: SessionStore, state: AgentState) -> SessionOutcome:
