@@ -79,7 +79,11 @@ def _role_settings(s: Settings, role: Role) -> dict[str, str | None]:
 
 
 def chat_model(
-    config: ModelConfig, *, temperature: float | None = None, n: int | None = None
+    config: ModelConfig,
+    *,
+    temperature: float | None = None,
+    n: int | None = None,
+    seed: int | None = None,
 ) -> ChatOpenAI:
     """A LangChain chat model on ``config``'s endpoint with native tool calling.
 
@@ -91,6 +95,8 @@ def chat_model(
         kwargs["temperature"] = temperature
     if n is not None:
         kwargs["n"] = n
+    if seed is not None:
+        kwargs["seed"] = seed
     return ChatOpenAI(
         model=config.model,
         base_url=config.base_url,

@@ -8,9 +8,10 @@ import typer
 from rich.markup import escape
 
 from aah import __version__
-from aah.cli import data, sessions, tools
+from aah.cli import data, db, sessions, tools
 from aah.cli.demo import demo
 from aah.cli.fake_llm import fake_llm
+from aah.cli.grade import grade
 from aah.cli.output import err_console
 from aah.cli.run import run
 from aah.errors import AahError
@@ -25,8 +26,10 @@ app = typer.Typer(
 app.add_typer(data.app, name="data", help="Get and locate the benchmark data and tool specs.")
 app.add_typer(tools.app, name="tools", help="Build, search and probe the tool registry.")
 app.add_typer(sessions.app, name="sessions", help="List and inspect recorded sessions.")
+app.add_typer(db.app, name="db", help="Maintain session databases (merge shards).")
 app.command("run")(run)
 app.command("demo")(demo)
+app.command("grade")(grade)
 app.command("fake-llm")(fake_llm)
 
 

@@ -49,6 +49,7 @@ async def open_runtime(
     cache_path: Path | None = None,
     listeners: Sequence[EventListener] = (),
     temperature: float | None = None,
+    seed: int | None = None,
 ) -> AsyncIterator[Runtime]:
     """Everything sessions need, opened together and closed together."""
     executor = make_executor(

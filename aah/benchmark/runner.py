@@ -1,0 +1,263 @@
+"""The batch runner: whole benchmark settings, concurrently, resumable.
+
+One session per task through the session driver. A run is named; running the
+same name again skips finished tasks and continues unfinished ones from their
+checkpoints, so a run killed at any moment loses nothing and never holds a
+task twice (the store keeps one session per run and task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from aah import __version__
+from aah.errors import AahError
+from aah.events import ErrorEvent
+from aah.llm import ModelConfig
+from aah.runtime.awareness import SETTING_AWARENESS
+from aah.runtime.environment import open_runtime
+from aah.runtime.humans import HumanChannel, ScriptedHuman
+from aah.runtime.prompts import prompt_versions
+from aah.runtime.session import Runtime, SessionOutcome, SessionRequest, run_session
+from aah.tools.modes import Executor, make_executor
+
+if TYPE_CHECKING:
+    from aah.benchmark.dataset import Task
+    from aah.tools.registry import Registry
+
+HumanKind = Literal["oracle", "simulated", "queue"]
+UnavailableMode = Literal["hidden", "broken"]
+# Manifest fields that must match when a run is resumed: changing any of them
+# would mix two experiments under one name.
+PINNED = ("model", "aah", "human", "http", "unavailable", "step_limit", "registry_hash")
+
+
+@dataclass
+class RunOptions:
+    """Everything that defines a batch run."""
+
+    run: str
+    aah: bool = True
+    human: HumanKind = "oracle"
+    concurrency: int = 8
+    http: str = "mock"
+    unavailable: UnavailableMode = "hidden"
+    broken_as: str = "404"
+    step_limit: int = 10
+    task_timeout: float = 600.0
+    seed: int | None = None
+    human_deadline: float | None = None
+
+
+@dataclass
+class RunSummary:
+    """How a batch run went."""
+
+    total: int
+    finished: int = 0
+    skipped: int = 0
+    errors: int = 0
+    already_done: int = 0
+    seconds: float = 0.0
+    error_messages: list[str] = field(default_factory=list)
+
+    @property
+    def tasks_per_second(self) -> float:
+        """Tasks completed per wall-clock second."""
+        done = self.finished + self.skipped + self.errors
+        return done / self.seconds if self.seconds > 0 else 0.0
+
+
+ProgressHook = Callable[[str, SessionOutcome], None]
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"2/4"`` → ``(2, 4)``: the second of four shards (numbered from 1).
+
+    Raises:
+        AahError: the text is not ``i/n`` with 1 ≤ i ≤ n.
+    """
+    if not text:
+        return None
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise AahError(f"--shard {text!r} must look like i/n, e.g. 1/4") from None
+    if not 1 <= index <= count:
+        raise AahError(f"--shard {text!r}: i must be between 1 and n")
+    return index, count
+
+
+def select_shard(tasks: Sequence[Task], shard: tuple[int, int] | None) -> list[Task]:
+    """Every n-th task, starting at the i-th: shards are disjoint and cover all."""
+    if shard is None:
+        return list(tasks)
+    index, count = shard
+    return [task for position, task in enumerate(tasks) if position % count == index - 1]
+
+
+def run_manifest(
+    options: RunOptions, model: ModelConfig, registry_hash: str, settings: Sequence[str]
+) -> dict[str, Any]:
+    """What a run is made of, stored with it so results stay interpretable."""
+    return {
+        "model": model.describe()["model"],
+        "model_base_url": model.describe()["base_url"],
+        "aah": options.aah,
+        "human": options.human,
+        "http": options.http,
+        "unavailable": options.unavailable,
+        "step_limit": options.step_limit,
+        "seed": options.seed,
+        "settings": list(settings),
+        "prompt_versions": prompt_versions(),
+        "registry_hash": registry_hash,
+        "aah_version": __version__,
+    }
+
+
+def check_manifest(existing: dict[str, Any], wanted: dict[str, Any], run: str) -> None:
+    """Refuse to resume a run under a different setup.
+
+    Raises:
+        AahError: a pinned field differs.
+    """
+    for key in PINNED:
+        if key in existing and existing[key] != wanted[key]:
+            raise AahError(
+                f"run {run!r} was made with {key}={existing[key]!r}, not {wanted[key]!r}: "
+                "use the same flags to resume it, or another --run name"
+            )
+
+
+class BatchRunner:
+    """Runs tasks as sessions of one named run, ``concurrency`` at a time."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        registry: Registry,
+        model: ModelConfig,
+        human_factory: Callable[[Task, Runtime], HumanChannel],
+    ) -> None:
+        """Prepare a run; nothing starts until :meth:`run`."""
+        self.options = options
+        self.registry = registry
+        self.model = model
+        self.human_factory = human_factory
+
+    async def run(
+        self, tasks: Sequence[Task], db: Path, on_done: ProgressHook | None = None
+    ) -> RunSummary:
+        """Run every task not finished yet; return what happened."""
+        options = self.options
+        summary = RunSummary(total=len(tasks))
+        started = time.perf_counter()
+        async with open_runtime(
+            db=db,
+            model=self.model,
+            human=ScriptedHuman([]),
+            http_mode=options.http,
+            seed=options.seed,
+        ) as runtime:
+            self._open_run(runtime, tasks)
+            done = {
+                s.task_id
+                for s in runtime.store.list_sessions(run=options.run)
+                if s.status in ("finished", "skipped")
+            }
+            summary.already_done = sum(task.id in done for task in tasks)
+            todo = [task for task in tasks if task.id not in done]
+            limit = asyncio.Semaphore(options.concurrency)
+
+            async def one(task: Task) -> None:
+                async with limit:
+                    outcome = await self._run_task(task, runtime)
+                _count(summary, outcome)
+                if on_done is not None:
+                    on_done(task.id, outcome)
+
+            await asyncio.gather(*(one(task) for task in todo))
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _open_run(self, runtime: Runtime, tasks: Sequence[Task]) -> None:
+        settings = sorted({task.setting for task in tasks})
+        wanted = run_manifest(self.options, self.model, self.registry.registry_hash, settings)
+        existing = runtime.store.get_run(self.options.run)
+        if existing is not None:
+            check_manifest(existing.manifest, wanted, self.options.run)
+        runtime.store.create_run(self.options.run, wanted)
+
+    def request_for(self, task: Task, runtime: Runtime) -> SessionRequest:
+        """The session request for one task, with its own human and tools."""
+        offered = [n for n in task.offered if n in self.registry]
+        unavailable = [n for n in task.unavailable if n in self.registry]
+        executor: Executor | None = None
+        if self.options.unavailable == "broken" and unavailable:
+            offered += [n for n in unavailable if n not in offered]
+            plan = [f"{name}={self.options.broken_as}" for name in unavailable]
+            executor = make_executor("fault", fault_plan=plan, base_mode=self.options.http)
+        return SessionRequest(
+            query=task.query,
+            specs=[self.registry.get(name) for name in offered],
+            aah=self.options.aah,
+            awareness=SETTING_AWARENESS[task.setting],
+            step_limit=self.options.step_limit,
+            run=self.options.run,
+            task_id=task.id,
+            setting=task.setting,
+            context={"original_query": task.original_query or task.query},
+            human=self.human_factory(task, runtime),
+            executor=executor,
+            retry_errors=True,
+        )
+
+    async def _run_task(self, task: Task, runtime: Runtime) -> SessionOutcome:
+        request = self.request_for(task, runtime)
+        try:
+            return await asyncio.wait_for(run_session(request, runtime), self.options.task_timeout)
+        except TimeoutError:
+            message = f"task timed out after {self.options.task_timeout:.0f} s"
+            return await _record_failure(runtime, request, message)
+        except Exception as exc:  # one task's failure must not end the run
+            return await _record_failure(runtime, request, f"{type(exc).__name__}: {exc}")
+        finally:
+            if request.executor is not None:
+                request.executor.close()
+
+
+async def _record_failure(
+    runtime: Runtime, request: SessionRequest, message: str
+) -> SessionOutcome:
+    record = await asyncio.to_thread(
+        runtime.store.open_session,
+        request.query,
+        run=request.run,
+        task_id=request.task_id,
+        setting=request.setting,
+        aah=request.aah,
+        model=runtime.model_config.model,
+    )
+    await asyncio.to_thread(
+        runtime.store.append_event,
+        ErrorEvent(session_id=record.id, message=message, where="runner"),
+    )
+    await asyncio.to_thread(runtime.store.finish_session, record.id, "error", None)
+    return SessionOutcome(record.id, "error", "", error=message)
+
+
+def _count(summary: RunSummary, outcome: SessionOutcome) -> None:
+    if outcome.status == "finished":
+        summary.finished += 1
+    elif outcome.status == "skipped":
+        summary.skipped += 1
+    else:
+        summary.errors += 1
+        if outcome.error and len(summary.error_messages) < 20:
+            summary.error_messages.append(outcome.error)

@@ -1,0 +1,63 @@
+"""``aah grade``: the majority-vote pass verdict for every finished session of a run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.table import Table
+
+from aah.cli.output import console, table
+from aah.cli.sessions import open_store
+
+if TYPE_CHECKING:
+    from aah.scoring.grader import GradeSummary
+
+
+def grade(
+    run: str = typer.Option(..., "--run", help="The run whose sessions to grade."),
+    votes: int = typer.Option(5, "--votes", help="Grader votes per session (odd)."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Sessions graded at once."),
+    model: str | None = typer.Option(
+        None, "--model", help="Grader model (default AAH_GRADER_MODEL, else AAH_MODEL)."
+    ),
+    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (> 0)."),
+    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+) -> None:
+    """Grade a run's finished sessions by majority vote; graded ones are not sent again."""
+    from aah.llm import model_config
+    from aah.scoring.grader import check_vote_settings, grade_run
+
+    # Bad flags are reported before anything is opened or configured.
+    check_vote_settings(votes, temperature)
+    config = model_config("grader", model=model)
+    with open_store(db) as store:
+        summary = asyncio.run(
+            grade_run(
+                store,
+                run,
+                config,
+                votes=votes,
+                concurrency=concurrency,
+                temperature=temperature,
+            )
+        )
+    console.print(summary_table(run, config.model, votes, summary))
+
+
+def summary_table(run: str, model: str, votes: int, summary: GradeSummary) -> Table:
+    """The summary of a grading pass as a two-column rich table."""
+    judged = summary.graded + summary.cached
+    rows = [
+        ("sessions", summary.sessions),
+        ("graded now", summary.graded),
+        ("already graded (cached)", summary.cached),
+        ("skipped (not sent, fail)", summary.skipped),
+        ("error or unfinished (not sent, fail)", summary.unfinished),
+        ("pass", f"{summary.passed} of {judged} graded"),
+        ("flagged (tie or no valid vote)", summary.flagged),
+        ("grader requests sent", summary.requests),
+    ]
+    return table(f"grades of {run}: {model}, {votes} votes", ["", "count"], rows)
