@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from aah import __version__
+from aah.benchmark.fact_fit import TaskFacts
+from aah.benchmark.humans import simulated_human_prompt_version
 from aah.errors import AahError
 from aah.events import ErrorEvent
 from aah.llm import ModelConfig
@@ -115,7 +117,10 @@ def run_manifest(
         "step_limit": options.step_limit,
         "seed": options.seed,
         "settings": list(settings),
-        "prompt_versions": prompt_versions(),
+        "prompt_versions": {
+            **prompt_versions(),
+            "simulated_human": simulated_human_prompt_version(),
+        },
         "registry_hash": registry_hash,
         "aah_version": __version__,
     }
@@ -133,6 +138,19 @@ def check_manifest(existing: dict[str, Any], wanted: dict[str, Any], run: str) -
                 f"run {run!r} was made with {key}={existing[key]!r}, not {wanted[key]!r}: "
                 "use the same flags to resume it, or another --run name"
             )
+
+
+def task_facts(task: Task, registry: Registry) -> TaskFacts:
+    """What a batch human knows about a task: the original request and hidden facts."""
+    descriptions = [registry.get(name).description for name in task.unavailable if name in registry]
+    return TaskFacts(
+        query=task.query,
+        original_query=task.original_query,
+        hidden_facts=list(task.hidden_facts),
+        setting=task.setting,
+        unavailable=list(task.unavailable),
+        unavailable_descriptions=descriptions,
+    )
 
 
 class BatchRunner:

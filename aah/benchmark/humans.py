@@ -1,0 +1,272 @@
+"""Humans for batch runs: an oracle that answers from the task's facts, and a simulated user.
+
+Both implement the runtime's ``HumanChannel``, so a batch run plugs one in
+where an interactive session plugs in a person.
+
+**The oracle** is deterministic and knows only the task text. For each
+question, in order:
+
+1. A question asking for a tool's job (``fact_fit.asks_for_tool_job``) is
+   declined with "I can't look that up myself.", unless it asks what the user
+   wants and a hidden fact fits it specifically (then 3 applies). The oracle
+   has no knowledge of the world, so it declines in every setting; in a
+   replaceable task it does the two easy jobs that need none: easy arithmetic
+   on two numbers the question states, and a joke.
+2. A task with no hidden facts (perfect, replaceable...) has nothing to add:
+   "I don't know."
+3. Otherwise it replies with the hidden facts that fit the question
+   (``fact_fit.fitting_facts``), or with all of them when none fits
+   specifically.
+
+**The simulated user** is an LLM (the ``human`` role's model) that knows the
+whole original request and, in replaceable tasks, may do the missing tool's
+easy job. Its replies go through ``leak_check.leak_flags``; the flags ride on
+the reply into the session's log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import re
+import time
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import openai
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from aah.benchmark.fact_fit import (
+    TaskFacts,
+    asks_about_the_user,
+    asks_for_tool_job,
+    fitting_facts,
+)
+from aah.benchmark.leak_check import leak_flags
+from aah.errors import AahError
+from aah.events import ModelCallEvent
+from aah.llm import ModelConfig, chat_model, model_config, model_error
+from aah.runtime.humans import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
+from aah.runtime.prompts import Prompt
+from aah.store import SessionStore
+
+BatchHumanKind = Literal["oracle", "simulated", "queue"]
+
+CANNOT_HELP = "I can't look that up myself."
+JOKE = "Why did the developer go broke? Because he used up all his cache."
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+
+_OPERATORS: dict[str, Callable[[float, float], float]] = {
+    "+": operator.add,
+    "plus": operator.add,
+    "-": operator.sub,
+    "minus": operator.sub,
+    "*": operator.mul,
+    "x": operator.mul,
+    "×": operator.mul,
+    "times": operator.mul,
+    "multiplied by": operator.mul,
+    "/": operator.truediv,
+    "÷": operator.truediv,
+    "divided by": operator.truediv,
+}
+# "-" and "x" need spaces around them, so a date (2024-05-01) or a size
+# (1920x1080) is not read as a sum.
+_ARITHMETIC = re.compile(
+    r"(-?\d+(?:\.\d+)?)"
+    r"(\s*[+*/×÷]\s*|\s+(?:multiplied by|divided by|plus|minus|times|x|-)\s+)"
+    r"(-?\d+(?:\.\d+)?)"
+)
+
+
+class OracleHuman:
+    """Answers from the task's hidden facts by fixed rules (see the module docstring)."""
+
+    answered_by = "oracle"
+
+    def __init__(self, facts: TaskFacts) -> None:
+        """Answer questions about the task that ``facts`` describe."""
+        self.facts = facts
+
+    async def ask(self, request: HumanRequest) -> HumanReply:
+        """The oracle's reply to ``request.question``."""
+        return HumanReply(text=self.reply_to(request.question), answered_by=self.answered_by)
+
+    def reply_to(self, question: str) -> str:
+        """The reply text for ``question``."""
+        fit = fitting_facts(question, self.facts)
+        wants_fact = fit.specific and asks_about_the_user(question)
+        if asks_for_tool_job(question) and not wants_fact:
+            return self._easy_job(question) or CANNOT_HELP
+        if not self.facts.hidden_facts:
+            return IDK_REPLY
+        return "; ".join(fit.facts)
+
+    def _easy_job(self, question: str) -> str | None:
+        """A replaceable task's easy job, when it needs no knowledge of the world."""
+        if self.facts.setting != "replaceable":
+            return None
+        if "joke" in question.lower():
+            return JOKE
+        return easy_arithmetic(question)
+
+
+def easy_arithmetic(question: str) -> str | None:
+    """The result of the first "a op b" in ``question`` (e.g. "12 times 3"), if any."""
+    found = _ARITHMETIC.search(question.lower())
+    if found is None:
+        return None
+    left, op, right = float(found[1]), _OPERATORS[found[2].strip()], float(found[3])
+    if op is operator.truediv and right == 0:
+        return None
+    result = round(op(left, right), 6)
+    return str(int(result)) if result.is_integer() else f"{result:f}".rstrip("0")
+
+
+class SimulatedHuman:
+    """An LLM playing the user, who knows the whole original request."""
+
+    answered_by = "simulated"
+
+    def __init__(
+        self,
+        facts: TaskFacts,
+        config: ModelConfig,
+        *,
+        store: SessionStore | None = None,
+        temperature: float = 0.0,
+    ) -> None:
+        """Play the user of the task ``facts`` describe, on ``config``'s model.
+
+        Args:
+            facts: What the user knows about the task.
+            config: The model (normally ``model_config("human")``).
+            store: When given, each model call is logged in the asking session
+                as a ``ModelCallEvent`` with purpose ``human``.
+            temperature: Sampling temperature; 0 keeps runs repeatable.
+        """
+        self.facts = facts
+        self.config = config
+        self.store = store
+        self.system_prompt = simulated_human_prompt(facts)
+        self.calls: list[ModelCallEvent] = []
+        self._model = chat_model(config, temperature=temperature)
+
+    async def ask(self, request: HumanRequest) -> HumanReply:
+        """Ask the model for the user's reply; flag it if it leaks."""
+        messages = [SystemMessage(self.system_prompt), HumanMessage(request.question)]
+        started = time.perf_counter()
+        try:
+            message = await self._model.ainvoke(messages)
+        except openai.OpenAIError as exc:
+            error = model_error(exc, self.config) or AahError(str(exc).splitlines()[0])
+            raise AahError(f"simulated human: {error}") from exc
+        seconds = time.perf_counter() - started
+        text = message.content if isinstance(message.content, str) else ""
+        await self._record(request, message, text, seconds)
+        return HumanReply(
+            text=text.strip(),
+            answered_by=self.answered_by,
+            seconds=seconds,
+            flags=leak_flags(request.question, text, self.facts),
+        )
+
+    async def _record(
+        self, request: HumanRequest, message: AIMessage, text: str, seconds: float
+    ) -> None:
+        usage = message.usage_metadata
+        event = ModelCallEvent(
+            session_id=request.session_id,
+            model=self.config.model,
+            purpose="human",
+            prompt_tokens=usage["input_tokens"] if usage else None,
+            completion_tokens=usage["output_tokens"] if usage else None,
+            latency_ms=seconds * 1000,
+            text=text,
+        )
+        self.calls.append(event)
+        if self.store is not None:
+            await asyncio.to_thread(self.store.append_event, event)
+
+
+@cache
+def _load_prompt(name: str) -> Prompt:
+    """The prompt ``prompts/<name>.md`` beside this module, with its front-matter version."""
+    text = (PROMPT_DIR / f"{name}.md").read_text(encoding="utf-8")
+    header, _, body = text.removeprefix("---\n").partition("\n---\n")
+    fields = dict(line.partition(":")[::2] for line in header.splitlines())
+    return Prompt(fields.get("version", name).strip(), body.strip() + "\n")
+
+
+def simulated_human_prompt(facts: TaskFacts) -> str:
+    """The simulated user's system prompt for the task ``facts`` describe."""
+    main, notes = _split_setting_notes(_load_prompt("simulated_human").template)
+    note = notes.get(facts.setting, notes["default"])
+    unavailable = [
+        f"- {name}: {description}" if description else f"- {name}"
+        for name, description in _with_descriptions(facts)
+    ]
+    values = {
+        "hidden_facts": "\n".join(f"- {fact}" for fact in facts.hidden_facts) or "- (none)",
+        "unavailable": "\n".join(unavailable) or "- (not named)",
+    }
+    return main.format(
+        original_request=facts.original,
+        shown_query=facts.query,
+        setting_note=note.format(**values).strip(),
+    ).strip()
+
+
+def simulated_human_prompt_version() -> str:
+    """The version of the simulated user's prompt, for a run's manifest."""
+    return _load_prompt("simulated_human").version
+
+
+def _split_setting_notes(template: str) -> tuple[str, dict[str, str]]:
+    """The main template, and the note for each setting (``## setting: <name>`` sections)."""
+    main, *sections = re.split(r"^## setting: *", template, flags=re.MULTILINE)
+    notes = {}
+    for section in sections:
+        name, _, body = section.partition("\n")
+        notes[name.strip()] = body.strip()
+    return main, notes
+
+
+def _with_descriptions(facts: TaskFacts) -> list[tuple[str, str]]:
+    descriptions = list(facts.unavailable_descriptions)
+    descriptions += [""] * (len(facts.unavailable) - len(descriptions))
+    return list(zip(facts.unavailable, descriptions, strict=False))
+
+
+def make_batch_human(
+    kind: BatchHumanKind,
+    facts: TaskFacts,
+    store: SessionStore,
+    config: ModelConfig | None = None,
+    *,
+    deadline_seconds: float | None = None,
+) -> HumanChannel:
+    """The human channel of a batch run for one task.
+
+    Args:
+        kind: ``oracle`` (rules over the hidden facts), ``simulated`` (an LLM
+            playing the user) or ``queue`` (people answering from the web or
+            terminal app).
+        facts: What the oracle or simulated user knows about the task.
+        store: The session store (the queue, and the simulated user's call log).
+        config: The simulated user's model; default ``model_config("human")``.
+        deadline_seconds: How long the queue waits for a person before it
+            replies "I don't know."; None waits forever.
+
+    Raises:
+        AahError: ``kind`` is unknown, or no model is configured for the simulated user.
+    """
+    if kind == "oracle":
+        return OracleHuman(facts)
+    if kind == "simulated":
+        return SimulatedHuman(facts, config or model_config("human"), store=store)
+    if kind == "queue":
+        return QueueHuman(store, deadline_seconds=deadline_seconds)
+    raise AahError(f"unknown human {kind!r}: use oracle, simulated or queue")

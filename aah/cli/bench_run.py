@@ -1,0 +1,213 @@
+"""``aah bench run``: a whole benchmark run, with a progress bar; resumable."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from aah.cli.output import console, table
+from aah.cli.tools import open_registry
+from aah.config import get_settings
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.benchmark.dataset import Setting, Task
+    from aah.benchmark.runner import BatchRunner, HumanKind, RunSummary, UnavailableMode
+    from aah.runtime.humans import HumanChannel
+    from aah.runtime.session import Runtime, SessionOutcome
+    from aah.tools.registry import Registry
+
+SETTING_NAMES = ("perfect", "underspecified", "replaceable", "nonreplaceable", "notools")
+
+
+def parse_settings(value: str) -> list[Setting]:
+    """``all`` or a comma-separated list of setting names."""
+    if value == "all":
+        return list(SETTING_NAMES)  # type: ignore[arg-type]
+    chosen = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [name for name in chosen if name not in SETTING_NAMES]
+    if unknown or not chosen:
+        raise AahError(
+            f"unknown setting {', '.join(unknown) or value!r}: use "
+            f"{', '.join(SETTING_NAMES)} or all"
+        )
+    return chosen  # type: ignore[return-value]
+
+
+def choose_tasks(tasks: list[Task], limit: int | None, ids: list[str]) -> list[Task]:
+    """Tasks named by ``--ids``, else at most ``limit`` per setting, in data order."""
+    if ids:
+        wanted = set(ids)
+        chosen = [task for task in tasks if task.id in wanted]
+        missing = wanted - {task.id for task in chosen}
+        if missing:
+            raise AahError(
+                f"no task with id {sorted(missing)[0]!r}: ids look like "
+                "underspecified-17 (see `aah bench data --show`)"
+            )
+        return chosen
+    if limit is None:
+        return tasks
+    taken: dict[str, int] = {}
+    chosen = []
+    for task in tasks:
+        if taken.get(task.setting, 0) < limit:
+            taken[task.setting] = taken.get(task.setting, 0) + 1
+            chosen.append(task)
+    return chosen
+
+
+def bench_run(
+    run: str = typer.Option(..., "--run", help="Run name; the same name resumes the run."),
+    setting: str = typer.Option("all", "--setting", help="A setting, a comma list, or all."),
+    aah: bool = typer.Option(True, "--aah/--no-aah", help="Offer the ask_human tool."),
+    human: str = typer.Option("oracle", "--human", help="oracle, simulated or queue."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N tasks per setting."),
+    ids: list[str] = typer.Option([], "--ids", help="Only these task ids (repeatable)."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Sessions at once."),
+    http: str = typer.Option("mock", "--http", help="mock, replay, live or record."),
+    unavailable: str = typer.Option("hidden", "--unavailable", help="hidden or broken."),
+    shard: str | None = typer.Option(None, "--shard", help="Run shard i of n, e.g. 1/4."),
+    model: str | None = typer.Option(None, "--model", help="Agent model (default AAH_MODEL)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed sent to the model."),
+    task_timeout: float = typer.Option(600.0, "--task-timeout", help="Seconds per task."),
+    step_limit: int = typer.Option(10, "--step-limit", min=1, help="Most model steps per task."),
+    human_deadline: float | None = typer.Option(
+        None, "--human-deadline", help="Queue: seconds to wait for a person, then 'I don't know'."
+    ),
+    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+    data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+) -> None:
+    """Run benchmark tasks as sessions of one named, resumable run."""
+    from aah.benchmark.dataset import load_tasks
+    from aah.benchmark.runner import BatchRunner, RunOptions, parse_shard, select_shard
+    from aah.data.locate import find_data_dir
+    from aah.llm import model_config
+
+    if human not in ("oracle", "simulated", "queue"):
+        raise AahError(f"unknown --human {human!r}: use oracle, simulated or queue")
+    if unavailable not in ("hidden", "broken"):
+        raise AahError(f"unknown --unavailable {unavailable!r}: use hidden or broken")
+    if http not in ("mock", "replay", "live", "record"):
+        raise AahError(f"unknown --http {http!r}: use mock, replay, live or record")
+    data_dir = find_data_dir(data, need_benchmark=True)
+    registry = open_registry(data, build_if_missing=True)
+    tasks = choose_tasks(load_tasks(data_dir, parse_settings(setting)), limit, ids)
+    tasks = select_shard(tasks, parse_shard(shard))
+    config = model_config("agent", model=model)
+    options = RunOptions(
+        run=run,
+        aah=aah,
+        human=cast("HumanKind", human),
+        concurrency=concurrency,
+        http=http,
+        unavailable=cast("UnavailableMode", unavailable),
+        step_limit=step_limit,
+        task_timeout=task_timeout,
+        seed=seed,
+        human_deadline=human_deadline,
+    )
+    runner = BatchRunner(
+        options, registry, config, batch_human_factory(human, registry, human_deadline)
+    )
+    db_path = db or get_settings().db
+    console.print(
+        f"run [bold]{run}[/]: {len(tasks)} tasks, model {config.model}, "
+        f"aah {'on' if aah else 'off'}, human {human}, http {http}",
+        highlight=False,
+    )
+    summary = _run_with_progress(runner, tasks, db_path)
+    _print_summary(run, summary, db_path)
+
+
+def batch_human_factory(
+    kind: str, registry: Registry, deadline: float | None = None
+) -> Callable[[Task, Runtime], HumanChannel]:
+    """A function giving each task its own human channel of ``kind``."""
+    from aah.benchmark.humans import make_batch_human
+    from aah.benchmark.runner import task_facts
+    from aah.llm import model_config
+
+    config = model_config("human") if kind == "simulated" else None
+
+    def factory(task: Task, runtime: Runtime) -> HumanChannel:
+        facts = task_facts(task, registry)
+        return make_batch_human(
+            cast("HumanKind", kind), facts, runtime.store, config, deadline_seconds=deadline
+        )
+
+    return factory
+
+
+def _run_with_progress(runner: BatchRunner, tasks: list[Task], db: Path) -> RunSummary:
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(
+            "skipped {task.fields[skipped]} · errors {task.fields[errors]} · "
+            "{task.fields[rate]:.2f} tasks/s"
+        ),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    counts = {"skipped": 0, "error": 0}
+    started = time.perf_counter()
+    with progress:
+        bar = progress.add_task(runner.options.run, total=len(tasks), skipped=0, errors=0, rate=0.0)
+
+        def on_done(task_id: str, outcome: SessionOutcome) -> None:
+            if outcome.status in counts:
+                counts[outcome.status] += 1
+            progress.advance(bar)
+            done = progress.tasks[0].completed
+            progress.update(
+                bar,
+                skipped=counts["skipped"],
+                errors=counts["error"],
+                rate=done / max(time.perf_counter() - started, 1e-9),
+            )
+
+        summary = asyncio.run(runner.run(tasks, db, on_done))
+        progress.update(bar, completed=len(tasks))
+    return summary
+
+
+def _print_summary(run: str, summary: RunSummary, db: Path) -> None:
+    rows: list[list[object]] = [
+        ["tasks", summary.total],
+        ["already done (resumed)", summary.already_done],
+        ["finished", summary.finished],
+        ["skipped (awareness no)", summary.skipped],
+        ["errors", summary.errors],
+        ["seconds", f"{summary.seconds:.1f}"],
+        ["tasks/s", f"{summary.tasks_per_second:.2f}"],
+    ]
+    console.print(table(f"Run {run}", ["", "count"], rows))
+    for message in summary.error_messages[:5]:
+        console.print(f"[red]error:[/] {message}", highlight=False)
+    console.print(
+        f"[dim]stored in {db}; next: `aah grade --run {run}` then `aah report --run {run}`[/]",
+        highlight=False,
+    )
+    if summary.errors:
+        console.print(
+            f"[yellow]{summary.errors} task(s) failed; run the same command again to "
+            "retry them (finished tasks are kept).[/]",
+            highlight=False,
+        )

@@ -1,0 +1,231 @@
+"""Batch runs: a 30-task run, a run killed with SIGKILL and resumed, shards merged."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from runtime_support import fake_config
+
+from aah.benchmark.dataset import load_tasks
+from aah.benchmark.runner import BatchRunner, RunOptions, parse_shard, select_shard
+from aah.cli.bench_run import batch_human_factory, choose_tasks
+from aah.errors import AahError
+from aah.store import SessionStore
+from aah.store_merge import merge_databases
+from aah.testing.fake_llm import FakeLLMServer
+from aah.tools.registry import Registry, build_registry
+
+# A stateless agent: every task asks one question, then answers.
+AGENT = {
+    "rules": [
+        {"when": {"has_tools": False}, "reply": "IDK: I may need more details."},
+        {"when": {"last_tool_name": "ask_human"}, "reply": "Done: here is what you asked for."},
+        {
+            "when": {"has_tools": True},
+            "reply": {
+                "tool_calls": [
+                    {
+                        "name": "ask_human",
+                        "arguments": {"question": "Which one do you mean exactly?"},
+                    }
+                ]
+            },
+        },
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def registry_path(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("registry") / "registry.db"
+    build_registry(shared_data, path)
+    return path
+
+
+def _tasks(shared_data: Path, limit: int) -> list:  # type: ignore[type-arg]
+    return choose_tasks(load_tasks(shared_data), limit, [])
+
+
+def _run(
+    tasks: list,
+    db: Path,
+    server: FakeLLMServer,
+    registry_path: Path,  # type: ignore[type-arg]
+    run: str = "r",
+    **options: object,
+) -> object:
+    runner = BatchRunner(
+        RunOptions(run=run, concurrency=8, **options),  # type: ignore[arg-type]
+        Registry(registry_path),
+        fake_config(server),
+        batch_human_factory("oracle", Registry(registry_path)),
+    )
+    return asyncio.run(runner.run(tasks, db))
+
+
+def test_thirty_tasks_across_all_settings(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    tasks = _tasks(shared_data, 6)
+    assert len(tasks) == 30 and len({t.setting for t in tasks}) == 5
+    db = tmp_path / "aah.db"
+    with FakeLLMServer(AGENT) as llm:
+        summary = _run(tasks, db, llm, registry_path)
+    assert summary.finished == 30 and summary.errors == 0  # type: ignore[attr-defined]
+    store = SessionStore(db)
+    sessions = store.list_sessions(run="r")
+    assert sorted(s.task_id for s in sessions) == sorted(t.id for t in tasks)
+    assert all(s.n_human_questions == 1 for s in sessions)
+    run = store.get_run("r")
+    assert run is not None and run.manifest["human"] == "oracle"
+    assert run.manifest["registry_hash"] == Registry(registry_path).registry_hash
+    assert "agent_system" in run.manifest["prompt_versions"]
+    # Under-specified tasks got their hidden facts from the oracle.
+    under = next(s for s in sessions if s.setting == "underspecified")
+    answer = [e for e in store.events(under.id) if e.kind == "human_answer"][0]
+    assert answer.answered_by == "oracle" and answer.answer  # type: ignore[union-attr]
+    # A rerun finds everything done and sends no request.
+    with FakeLLMServer(AGENT) as llm:
+        again = _run(tasks, db, llm, registry_path)
+        assert llm.requests == []
+    assert again.already_done == 30  # type: ignore[attr-defined]
+
+
+def test_resuming_with_other_flags_is_refused(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    tasks = _tasks(shared_data, 1)
+    with FakeLLMServer(AGENT) as llm:
+        _run(tasks, tmp_path / "a.db", llm, registry_path)
+        with pytest.raises(AahError, match="was made with aah=True"):
+            _run(tasks, tmp_path / "a.db", llm, registry_path, aah=False)
+
+
+def test_broken_mode_offers_the_unavailable_tool_and_it_fails(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    task = next(t for t in load_tasks(shared_data, ["replaceable"]) if t.unavailable)
+    broken = task.unavailable[0]
+    script = {
+        "rules": [
+            {"when": {"has_tools": False}, "reply": "Yes."},
+            {"when": {"last_tool_name": broken}, "reply": "That service is down."},
+            {
+                "when": {"has_tools": True},
+                "reply": {"tool_calls": [{"name": broken, "arguments": {}}]},
+            },
+        ]
+    }
+    db = tmp_path / "b.db"
+    with FakeLLMServer(script) as llm:
+        _run([task], db, llm, registry_path, unavailable="broken")
+        offered = {t["function"]["name"] for t in llm.requests[-1]["tools"]}
+    assert broken in offered
+    store = SessionStore(db)
+    calls = [e for e in store.events(store.list_sessions()[0].id) if e.kind == "tool_call"]
+    assert calls and not calls[0].ok  # type: ignore[union-attr]
+
+
+def test_shards_are_disjoint_and_cover_everything() -> None:
+    items = list(range(10))
+    shards = [select_shard(items, (i, 3)) for i in (1, 2, 3)]  # type: ignore[arg-type]
+    assert sorted(sum(shards, [])) == items
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "x", "1-2"):
+        with pytest.raises(AahError):
+            parse_shard(bad)
+
+
+def test_shard_then_merge_equals_an_unsharded_run(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    tasks = _tasks(shared_data, 2)
+    with FakeLLMServer(AGENT) as llm:
+        _run(tasks, tmp_path / "whole.db", llm, registry_path)
+        for index in (1, 2):
+            shard = select_shard(tasks, (index, 2))
+            _run(shard, tmp_path / f"shard{index}.db", llm, registry_path)
+    merge_databases([tmp_path / "shard1.db", tmp_path / "shard2.db"], tmp_path / "merged.db")
+    merge_databases([tmp_path / "shard1.db"], tmp_path / "merged.db")  # idempotent
+
+    def digest(db: Path) -> list[tuple[object, ...]]:
+        store = SessionStore(db)
+        return sorted(
+            (
+                s.task_id,
+                s.status,
+                s.final_answer,
+                s.n_human_questions,
+                tuple(e.kind for e in store.events(s.id)),
+            )
+            for s in store.list_sessions(run="r")
+        )
+
+    assert digest(tmp_path / "merged.db") == digest(tmp_path / "whole.db")
+
+
+def test_killed_run_resumes_and_every_task_exists_once(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "kill.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+    command = [
+        sys.executable,
+        "-m",
+        "aah",
+        "bench",
+        "run",
+        "--run",
+        "k",
+        "--setting",
+        "all",
+        "--limit",
+        "4",
+        "--concurrency",
+        "4",
+        "--db",
+        str(db),
+    ]
+    with FakeLLMServer(AGENT, latency_ms=40) as llm:
+        env.update(
+            {
+                "AAH_REGISTRY": str(registry_path),
+                "AAH_BASE_URL": llm.base_url,
+                "AAH_MODEL": "fake-model",
+                "AAH_DATA_DIR": str(shared_data),
+                "AAH_LLM_RETRIES": "0",
+            }
+        )
+        first = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            assert first.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline
+            if db.exists():
+                done = [
+                    s for s in SessionStore(db).list_sessions(run="k") if s.status == "finished"
+                ]
+                if len(done) >= 3:
+                    break
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        partial = SessionStore(db).list_sessions(run="k")
+        assert len(partial) < 20
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 0, second.stderr
+    sessions = SessionStore(db).list_sessions(run="k")
+    assert len(sessions) == 20
+    assert len({s.task_id for s in sessions}) == 20
+    assert all(s.status == "finished" for s in sessions)
+    for session in sessions:
+        kinds = [e.kind for e in SessionStore(db).events(session.id)]
+        assert kinds.count("final_answer") == 1
+    assert "already done (resumed)" in second.stdout
