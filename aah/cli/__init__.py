@@ -8,7 +8,8 @@ import typer
 from rich.markup import escape
 
 from aah import __version__
-from aah.cli import data, db, sessions, tools
+from aah.cli import bench, data, db, importing, sessions, tools
+from aah.cli.bench_run import bench_run
 from aah.cli.demo import demo
 from aah.cli.fake_llm import fake_llm
 from aah.cli.grade import grade
@@ -26,7 +27,14 @@ app = typer.Typer(
 app.add_typer(data.app, name="data", help="Get and locate the benchmark data and tool specs.")
 app.add_typer(tools.app, name="tools", help="Build, search and probe the tool registry.")
 app.add_typer(sessions.app, name="sessions", help="List and inspect recorded sessions.")
+bench.app.command("run")(bench_run)
+app.add_typer(bench.app, name="bench", help="Benchmark tasks and batch runs.")
 app.add_typer(db.app, name="db", help="Maintain session databases (merge shards).")
+app.add_typer(
+    importing.app,
+    name="import",
+    help="Import results made elsewhere (the Fail-TaLMs paper's outputs).",
+)
 app.command("run")(run)
 app.command("demo")(demo)
 app.command("grade")(grade)

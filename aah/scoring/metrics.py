@@ -1,0 +1,394 @@
+"""The Fail-TaLMs metrics per run and setting, each with its Wilson interval and N.
+
+``load_outcomes`` reads one ``TaskOutcome`` per session from the store (a
+handful of set-wide SQL queries, never one per session), and
+``compute_metrics`` groups them into one ``CellMetrics`` per run × setting
+with exactly the formulas of science.md §2:
+
+==================  ===============  ================================  ============
+metric              perfect          underspecified, nonreplaceable    replaceable
+==================  ===============  ================================  ============
+pass_rate           #pass / N        #pass / N                         #pass / N
+awareness           #(a=yes) / N     #(a in {no, idk}) / N             #(a=idk) / N
+unexpected          #(a=no) / N      #(a=yes and pass) / N             #(a=no) / N
+skip                #skipped / N     #skipped / N                      #skipped / N
+interaction         #(asked >= 1, not skipped) / #not skipped, in every setting
+==================  ===============  ================================  ============
+
+In ``notools`` only the pass rate is the paper's; its awareness, unexpected,
+skip and interaction are null. Sessions of no known setting get pass rate,
+skip and interaction, and null awareness and unexpected. ``a`` is resolved by
+``resolve_awareness``. A skipped session never passes. A session's verdict is
+its latest grade; a session that ended in error is no pass either. A finished
+session with no grade counts as not passed (as PR = #pass / N demands) and is
+counted in ``ungraded`` so that a report can say to run ``aah grade``.
+
+Beside the paper's metrics every cell has: ``no_or_idk``, the plain reading
+"share of no or idk" (#(a in {no, idk}) / N, in every setting);
+``graceful_failure``, #(not passed, and skipped, asked, or said it cannot) / N,
+so that pass rate + graceful + other failures = 1; ``redundant_questions``,
+redundant questions / all questions (see ``is_redundant_question``); means per
+task (over all N tasks) of agent steps, tool calls, human questions, human
+seconds, tokens and model latency; and the ``ungraded`` and ``unfinished``
+(running or waiting) counts.
+
+JSON shape (``cell_to_json``), one object per run × setting, keys in this order::
+
+    {"run": str, "setting": str | null, "aah": bool | null, "model": str | null,
+     "n": int,
+     "pass_rate": P, "awareness": P | null, "unexpected": P | null,
+     "skip": P | null, "interaction": P | null,
+     "no_or_idk": P, "graceful_failure": P, "redundant_questions": P,
+     "mean_steps": float | null, "mean_tool_calls": float | null,
+     "mean_questions": float | null, "human_seconds_per_task": float | null,
+     "tokens_per_task": float | null, "latency_ms_per_task": float | null,
+     "ungraded": int, "unfinished": int}
+
+    P = {"k": int, "n": int, "value": float | null, "low": float | null,
+         "high": float | null}   # value and bounds are null when n is 0
+
+A metric is null where the setting does not report it; a P with ``n = 0`` is
+a metric that applies but has no tasks to count. ``aah`` and ``model`` are
+null when the cell's sessions disagree. Means are null when N is 0.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
+from dataclasses import dataclass, fields
+from typing import Any
+
+# The rules module, not ``aah.scoring.behavior``: that one loads the OpenAI client,
+# a second of start-up that a report over stored sessions never needs.
+from aah.scoring.behavior_rules import classify_reply
+from aah.scoring.intervals import Proportion, wilson
+from aah.scoring.redundancy import is_redundant_question
+from aah.store import SessionStore
+
+SETTINGS = ("perfect", "underspecified", "replaceable", "nonreplaceable", "notools")
+# How the paper's folders and common spellings map onto the stored names.
+_SETTING_ALIASES = {"original": "perfect", "notool": "notools"}
+_NOT_DONE = ("running", "waiting")
+
+
+def canonical_setting(value: str | None) -> str | None:
+    """The stored setting name for ``value`` ("Non-replaceable" -> "nonreplaceable").
+
+    Unknown names are returned as given, so that they still form their own cell.
+    """
+    if value is None:
+        return None
+    key = "".join(ch for ch in value.lower() if ch.isalnum())
+    key = _SETTING_ALIASES.get(key, key)
+    return key if key in SETTINGS else value
+
+
+def resolve_awareness(setting: str | None, info: str | None, tool: str | None) -> str | None:
+    """The awareness answer ``a`` the metrics use for a task (science.md §2).
+
+    The information answer for underspecified; the tool answer for replaceable
+    and nonreplaceable; otherwise the tool answer, or the information answer
+    where no tool answer was recorded.
+    """
+    if setting == "underspecified":
+        return info
+    if setting in ("replaceable", "nonreplaceable"):
+        return tool
+    return tool if tool is not None else info
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    """What one session did and how it was judged: the unit every metric counts.
+
+    Attributes:
+        passed: The latest grade's verdict; False when skipped or ended in error
+            (the grader grades finished sessions only); None when not graded.
+        awareness: The answer ``a`` the setting's formulas use.
+        asked: Human questions the agent asked.
+        steps: Agent model calls (awareness calls not counted).
+        human_seconds: Time people took to answer, summed.
+        tokens: Prompt plus completion tokens of every model call.
+        latency_ms: Wall time of every model call, summed.
+        questions: The human questions' texts, in order.
+    """
+
+    session_id: str
+    run: str | None
+    setting: str | None
+    aah: bool
+    status: str
+    skipped: bool
+    passed: bool | None
+    info_awareness: str | None
+    tool_awareness: str | None
+    awareness: str | None
+    asked: int
+    steps: int
+    tool_calls: int
+    human_seconds: float
+    tokens: int
+    latency_ms: float
+    final_answer: str
+    query: str
+    model: str | None = None
+    questions: tuple[str, ...] = ()
+
+
+# -- loading ------------------------------------------------------------------
+
+_SESSIONS_SQL = """
+SELECT s.id, s.run, s.setting, s.aah, s.status, s.info_awareness, s.tool_awareness,
+       s.n_human_questions, s.n_tool_calls, s.prompt_tokens + s.completion_tokens,
+       s.final_answer, s.query, s.model
+FROM sessions AS s WHERE {where} ORDER BY s.run, s.started, s.id
+"""
+_EVENT_TOTALS_SQL = """
+SELECT e.session_id,
+       sum(e.kind = 'model_call' AND json_extract(e.payload, '$.purpose') = 'agent'),
+       total(CASE WHEN e.kind = 'model_call' THEN json_extract(e.payload, '$.latency_ms') END),
+       total(CASE WHEN e.kind = 'human_answer' THEN json_extract(e.payload, '$.seconds') END)
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind IN ('model_call', 'human_answer') AND {where}
+GROUP BY e.session_id
+"""
+_QUESTIONS_SQL = """
+SELECT e.session_id, json_extract(e.payload, '$.question')
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind = 'human_question' AND {where} ORDER BY e.session_id, e.seq
+"""
+_GRADES_SQL = """
+SELECT g.session_id, g.verdict FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
+WHERE {where} ORDER BY g.session_id, g.created, g.id
+"""
+
+
+def load_outcomes(store: SessionStore, runs: Sequence[str] | None = None) -> list[TaskOutcome]:
+    """One outcome per session of ``runs`` (every run when None), in run order.
+
+    Sessions outside any run (interactive ones) are left out. The file is
+    read through its own read-only connection with four set-wide queries,
+    so 10,000 sessions load in a fraction of a second.
+    """
+    where, params = _run_filter(runs)
+    with _read_only(store) as conn:
+        sessions = conn.execute(_SESSIONS_SQL.format(where=where), params).fetchall()
+        totals = {
+            row[0]: row[1:] for row in conn.execute(_EVENT_TOTALS_SQL.format(where=where), params)
+        }
+        questions: dict[str, list[str]] = {}
+        for session_id, text in conn.execute(_QUESTIONS_SQL.format(where=where), params):
+            questions.setdefault(session_id, []).append(text or "")
+        # Ordered oldest first, so the last verdict seen is the latest grade.
+        verdicts = dict(conn.execute(_GRADES_SQL.format(where=where), params).fetchall())
+    return [
+        _outcome(row, totals.get(row[0], (0, 0.0, 0.0)), questions, verdicts) for row in sessions
+    ]
+
+
+def _verdict(status: str, verdict: str | None) -> bool | None:
+    # The grader grades finished sessions only: a skipped or failed one is no pass.
+    if status in ("skipped", "error"):
+        return False
+    return None if verdict is None else verdict == "pass"
+
+
+def _run_filter(runs: Sequence[str] | None) -> tuple[str, list[str]]:
+    if runs is None:
+        return "s.run IS NOT NULL", []
+    names = list(dict.fromkeys(runs))
+    if not names:
+        return "FALSE", []
+    return f"s.run IN ({', '.join('?' * len(names))})", names
+
+
+def _read_only(store: SessionStore) -> closing[sqlite3.Connection]:
+    # Its own connection: reading never queues behind the store's writers (WAL).
+    uri = f"{store.path.resolve().as_uri()}?mode=ro"
+    return closing(sqlite3.connect(uri, uri=True))
+
+
+def _outcome(
+    row: Sequence[Any],
+    totals: Sequence[Any],
+    questions: dict[str, list[str]],
+    verdicts: dict[str, str],
+) -> TaskOutcome:
+    session_id, run, raw_setting, aah, status, info, tool = row[:7]
+    asked, tool_calls, tokens, final_answer, query, model = row[7:]
+    setting = canonical_setting(raw_setting)
+    skipped = status == "skipped"
+    return TaskOutcome(
+        session_id=session_id,
+        run=run,
+        setting=setting,
+        aah=bool(aah),
+        status=status,
+        skipped=skipped,
+        passed=_verdict(status, verdicts.get(session_id)),
+        info_awareness=info,
+        tool_awareness=tool,
+        awareness=resolve_awareness(setting, info, tool),
+        asked=asked,
+        steps=int(totals[0] or 0),
+        tool_calls=tool_calls,
+        human_seconds=float(totals[2] or 0.0),
+        tokens=tokens,
+        latency_ms=float(totals[1] or 0.0),
+        final_answer=final_answer or "",
+        query=query,
+        model=model,
+        questions=tuple(questions.get(session_id, ())),
+    )
+
+
+# -- computing ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CellMetrics:
+    """Every metric of one run × setting; None where the setting does not report it."""
+
+    run: str | None
+    setting: str | None
+    aah: bool | None
+    model: str | None
+    n: int
+    pass_rate: Proportion
+    awareness: Proportion | None
+    unexpected: Proportion | None
+    skip: Proportion | None
+    interaction: Proportion | None
+    no_or_idk: Proportion
+    graceful_failure: Proportion
+    redundant_questions: Proportion
+    mean_steps: float | None
+    mean_tool_calls: float | None
+    mean_questions: float | None
+    human_seconds_per_task: float | None
+    tokens_per_task: float | None
+    latency_ms_per_task: float | None
+    ungraded: int
+    unfinished: int
+
+
+Predicate = Callable[[TaskOutcome], bool]
+
+
+def passes(task: TaskOutcome) -> bool:
+    """Whether the task counts as a pass: graded pass and not skipped."""
+    return task.passed is True and not task.skipped
+
+
+def _answered(*answers: str) -> Predicate:
+    return lambda task: task.awareness in answers
+
+
+def _yes_and_pass(task: TaskOutcome) -> bool:
+    return task.awareness == "yes" and passes(task)
+
+
+# (awareness, unexpected outcome) per setting, as science.md §2 defines them.
+_AWARENESS_FORMULAS: dict[str, tuple[Predicate, Predicate]] = {
+    "perfect": (_answered("yes"), _answered("no")),
+    "underspecified": (_answered("no", "idk"), _yes_and_pass),
+    "nonreplaceable": (_answered("no", "idk"), _yes_and_pass),
+    "replaceable": (_answered("idk"), _answered("no")),
+}
+
+
+def said_it_cannot(task: TaskOutcome) -> bool:
+    """Whether the final answer says the agent cannot do the task."""
+    text = task.final_answer.strip()
+    return bool(text) and classify_reply(text).label == "cannot_answer"
+
+
+def failed_gracefully(task: TaskOutcome) -> bool:
+    """Not passed, and the agent skipped, asked a person, or said it cannot."""
+    if passes(task):
+        return False
+    return task.skipped or task.asked > 0 or said_it_cannot(task)
+
+
+def compute_metrics(outcomes: Iterable[TaskOutcome]) -> list[CellMetrics]:
+    """One ``CellMetrics`` per run × setting, runs by name, settings in paper order."""
+    cells: dict[tuple[str | None, str | None], list[TaskOutcome]] = {}
+    for task in outcomes:
+        cells.setdefault((task.run, task.setting), []).append(task)
+    return [cell_metrics(run, setting, cells[run, setting]) for run, setting in _order(cells)]
+
+
+def _order(cells: Iterable[tuple[str | None, str | None]]) -> list[tuple[str | None, str | None]]:
+    def key(cell: tuple[str | None, str | None]) -> tuple[str, int, str]:
+        run, setting = cell
+        rank = SETTINGS.index(setting) if setting in SETTINGS else len(SETTINGS)
+        return (run or "", rank, setting or "")
+
+    return sorted(cells, key=key)
+
+
+def cell_metrics(run: str | None, setting: str | None, tasks: Sequence[TaskOutcome]) -> CellMetrics:
+    """The metrics of one cell from its tasks (which should share run and setting)."""
+    n = len(tasks)
+
+    def share(predicate: Predicate) -> Proportion:
+        return wilson(sum(1 for task in tasks if predicate(task)), n)
+
+    attempted = [task for task in tasks if not task.skipped]
+    formulas = _AWARENESS_FORMULAS.get(setting or "")
+    paper_only_pr = setting == "notools"
+    questions = [(task.query, q) for task in tasks for q in task.questions]
+    return CellMetrics(
+        run=run,
+        setting=setting,
+        aah=_shared({task.aah for task in tasks}),
+        model=_shared({task.model for task in tasks}),
+        n=n,
+        pass_rate=share(passes),
+        awareness=share(formulas[0]) if formulas else None,
+        unexpected=share(formulas[1]) if formulas else None,
+        skip=None if paper_only_pr else share(lambda task: task.skipped),
+        interaction=None
+        if paper_only_pr
+        else wilson(sum(1 for task in attempted if task.asked > 0), len(attempted)),
+        no_or_idk=share(_answered("no", "idk")),
+        graceful_failure=share(failed_gracefully),
+        redundant_questions=wilson(
+            sum(1 for query, q in questions if is_redundant_question(q, query)), len(questions)
+        ),
+        mean_steps=_mean([task.steps for task in tasks]),
+        mean_tool_calls=_mean([task.tool_calls for task in tasks]),
+        mean_questions=_mean([task.asked for task in tasks]),
+        human_seconds_per_task=_mean([task.human_seconds for task in tasks]),
+        tokens_per_task=_mean([task.tokens for task in tasks]),
+        latency_ms_per_task=_mean([task.latency_ms for task in tasks]),
+        ungraded=sum(1 for task in tasks if task.status == "finished" and task.passed is None),
+        unfinished=sum(1 for task in tasks if task.status in _NOT_DONE),
+    )
+
+
+def _shared(values: set[Any]) -> Any:
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+# -- JSON ---------------------------------------------------------------------
+
+
+def proportion_to_json(value: Proportion | None) -> dict[str, Any] | None:
+    """``{"k", "n", "value", "low", "high"}``, or None for a metric not reported."""
+    return None if value is None else value._asdict()
+
+
+def cell_to_json(cell: CellMetrics) -> dict[str, Any]:
+    """The stable JSON object of one cell (its shape is in the module docstring)."""
+    data: dict[str, Any] = {}
+    for field in fields(cell):  # declaration order, which the docstring documents
+        value = getattr(cell, field.name)
+        data[field.name] = proportion_to_json(value) if isinstance(value, Proportion) else value
+    return data
