@@ -76,9 +76,9 @@ async def run_tasks(db: Path, config: ModelConfig, tasks: int, concurrency: int)
 async def bare_client_calls(config: ModelConfig, tasks: int, concurrency: int) -> None:
     """The floor: the same 4 chat requests per task sent with the bare openai client."""
     import openai
+    from langchain_core.utils.function_calling import convert_to_openai_tool
 
     from aah.tools.wrap import wrap_endpoint
-    from langchain_core.utils.function_calling import convert_to_openai_tool
 
     client = openai.AsyncOpenAI(base_url=config.base_url, api_key="x", max_retries=0)
     tools = [convert_to_openai_tool(wrap_endpoint(SPEC, None))]  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from rich.markup import escape
 from aah import __version__
 from aah.cli import bench, data, db, importing, sessions, tools
 from aah.cli.bench_run import bench_run
+from aah.cli.classify import classify
 from aah.cli.demo import demo
 from aah.cli.fake_llm import fake_llm
 from aah.cli.grade import grade
@@ -38,6 +39,7 @@ app.add_typer(
 app.command("run")(run)
 app.command("demo")(demo)
 app.command("grade")(grade)
+app.command("classify")(classify)
 app.command("fake-llm")(fake_llm)
 
 

@@ -56,11 +56,12 @@ async def open_runtime(
         http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
     )
     store = SessionStore(db)
+    chat = chat_model(model, temperature=temperature, seed=seed)
     try:
         async with open_checkpointer(checkpoint_path(db)) as saver:
             yield Runtime(
                 store=store,
-                model=chat_model(model, temperature=temperature),
+                model=chat,
                 model_config=model,
                 executor=executor,
                 human=human,
@@ -69,5 +70,9 @@ async def open_runtime(
                 listeners=list(listeners),
             )
     finally:
+        # Close the model's connections inside this event loop: left to the
+        # garbage collector, they would be closed after the loop is gone.
+        if chat.root_async_client is not None:
+            await chat.root_async_client.close()
         executor.close()
         store.close()

@@ -1,0 +1,143 @@
+"""``aah classify``: put replies in When2Call behaviour classes, one JSON object a line.
+
+Each input line is a JSON object with ``reply`` (the text), optional ``tools``
+(the names offered) and optional ``tool_calls`` (how many native calls came
+with it). Each output line is the input object with ``class`` and ``rule``
+added, so labels and ids travel along; a summary goes to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import typer
+
+from aah.cli.output import err_console
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.llm import ModelConfig
+    from aah.scoring.behavior import Classification
+
+JUDGES = ("rule", "llm")
+
+
+class ReplyLine(NamedTuple):
+    """One input line: where it was, the object, and what to classify."""
+
+    number: int
+    data: dict[str, Any]
+    reply: str
+    tools: list[str]
+    tool_calls: int
+
+
+def classify(
+    file: Path = typer.Argument(..., help="JSONL file: objects with 'reply' and optional 'tools'."),
+    out: Path | None = typer.Option(None, "--out", help="Write the JSONL here, not to stdout."),
+    judge: str = typer.Option("rule", "--judge", help="rule (offline rules) or llm (a judge)."),
+    model: str | None = typer.Option(
+        None, "--model", help="Judge model for --judge llm (default AAH_GRADER_MODEL)."
+    ),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Judge requests at once."),
+) -> None:
+    """Classify replies as tool_call, request_for_info, cannot_answer or direct."""
+    if judge not in JUDGES:
+        raise AahError(f"unknown judge {judge!r}: use --judge rule or --judge llm")
+    lines = read_reply_lines(file)
+    if judge == "llm":
+        from aah.llm import model_config
+
+        results = asyncio.run(judge_lines(lines, model_config("grader", model=model), concurrency))
+    else:
+        from aah.scoring.behavior import classify_reply
+
+        results = [classify_reply(x.reply, x.tools, x.tool_calls) for x in lines]
+    pairs = zip(lines, results, strict=True)
+    rows = [{**line.data, "class": r.label, "rule": r.rule} for line, r in pairs]
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if out is None:
+        print(text, end="")
+    else:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise AahError(f"cannot write {out}: {exc.strerror}; pass another --out") from exc
+    err_console.print(summary(rows), highlight=False, markup=False, soft_wrap=True)
+
+
+def read_reply_lines(file: Path) -> list[ReplyLine]:
+    """The non-blank lines of ``file`` as replies to classify.
+
+    Raises:
+        AahError: The file cannot be read, or a line is not a valid reply object.
+    """
+    try:
+        raw = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise AahError(f"cannot read {file}: {reason}; pass a UTF-8 JSONL file") from exc
+    return [
+        _reply_line(file, number, line)
+        for number, line in enumerate(raw.splitlines(), start=1)
+        if line.strip()
+    ]
+
+
+def _reply_line(file: Path, number: int, line: str) -> ReplyLine:
+    where = f"{file}:{number}"
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise AahError(f"{where} is not valid JSON ({exc.msg}): fix or remove that line") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("reply"), str):
+        raise AahError(f"{where} needs a JSON object with a string 'reply': fix that line")
+    tools = data.get("tools", [])
+    if not isinstance(tools, list) or not all(isinstance(name, str) for name in tools):
+        raise AahError(f"{where}: 'tools' must be a list of tool names: fix that line")
+    calls = data.get("tool_calls", 0)
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+        raise AahError(f"{where}: 'tool_calls' must be a count (0 or more): fix that line")
+    return ReplyLine(number, data, data["reply"], tools, calls)
+
+
+async def judge_lines(
+    lines: Sequence[ReplyLine], config: ModelConfig, concurrency: int = 8
+) -> list[Classification]:
+    """Classify ``lines`` with the LLM judge, ``concurrency`` at a time, with a progress bar."""
+    from rich.progress import Progress
+
+    from aah.llm import raw_client
+    from aah.scoring.behavior import classify_with_llm
+
+    gate = asyncio.Semaphore(concurrency)
+    async with raw_client(config) as client:
+        with Progress(console=err_console, transient=True) as progress:
+            task = progress.add_task("judging replies", total=len(lines))
+
+            async def one(line: ReplyLine) -> Classification:
+                async with gate:
+                    result = await classify_with_llm(
+                        line.reply, line.tools, config, tool_calls=line.tool_calls, client=client
+                    )
+                progress.advance(task)
+                return result
+
+            return list(await asyncio.gather(*(one(line) for line in lines)))
+
+
+def summary(rows: Sequence[dict[str, Any]]) -> str:
+    """One line per class count, and the agreement with a ``label`` field where given."""
+    counts = Counter(str(row["class"]) for row in rows)
+    parts = ", ".join(f"{label} {n}" for label, n in sorted(counts.items()))
+    text = f"classified {len(rows)} replies: {parts or 'none'}"
+    labelled = [row for row in rows if "label" in row]
+    if labelled:
+        agree = sum(row["label"] == row["class"] for row in labelled)
+        text += f"\nagrees with 'label' on {agree} of {len(labelled)}"
+    return text

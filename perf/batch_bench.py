@@ -1,0 +1,155 @@
+"""Batch-run figures: concurrency efficiency and CPU per task, side by side in one run.
+
+1. Concurrency: the under-specified setting (599 tasks) against the fake model
+   with 300 ms latency at concurrency 64, and a slice at concurrency 1; prints
+   tasks/s of each and the speedup (target >= 40x; ideal 64x).
+2. Cost: the whole benchmark (2,250 tasks) against the fake model at zero
+   latency; prints CPU ms per task (target <= 10 ms) and, with --profile,
+   where it goes.
+
+The fake model runs in its own process; oracle human, mock HTTP.
+Run: .venv/bin/python perf/batch_bench.py [--slice 8] [--skip-full] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import pstats
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from aah.benchmark.dataset import Task, load_tasks
+from aah.benchmark.runner import BatchRunner, RunOptions
+from aah.cli.bench_run import batch_human_factory
+from aah.data.locate import find_data_dir
+from aah.llm import ModelConfig
+from aah.tools.registry import Registry, build_registry
+
+AGENT = {
+    "rules": [
+        {"when": {"has_tools": False}, "reply": "IDK: a detail may be missing."},
+        {"when": {"last_tool_name": "ask_human"}, "reply": "Done: here is the answer."},
+        {
+            "when": {"has_tools": True},
+            "reply": {
+                "tool_calls": [
+                    {"name": "ask_human", "arguments": {"question": "Which one do you mean?"}}
+                ]
+            },
+        },
+    ]
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def fake_model(tmp: Path, latency_ms: int) -> Iterator[ModelConfig]:
+    script = tmp / f"agent-{latency_ms}.json"
+    script.write_text(json.dumps(AGENT))
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aah",
+            "fake-llm",
+            "--script",
+            str(script),
+            "--port",
+            str(port),
+            "--latency-ms",
+            str(latency_ms),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        server.stdout.readline()
+        yield ModelConfig(
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model="fake-model",
+            api_key=SecretStr("x"),
+            retries=0,
+        )
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def run(
+    tasks: list[Task],
+    config: ModelConfig,
+    registry: Registry,
+    db: Path,
+    concurrency: int,
+    name: str,
+) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of one batch run."""
+    options = RunOptions(run=name, concurrency=concurrency)
+    runner = BatchRunner(options, registry, config, batch_human_factory("oracle", registry))
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    summary = asyncio.run(runner.run(tasks, db))
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    assert summary.errors == 0, summary.error_messages
+    return wall, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--slice", type=int, default=8, help="Tasks run at concurrency 1.")
+    parser.add_argument("--skip-full", action="store_true", help="Skip the 2,250-task run.")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    data = find_data_dir(None, need_benchmark=True)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        build_registry(data, tmp / "registry.db")
+        registry = Registry(tmp / "registry.db")
+        under = load_tasks(data, ["underspecified"])
+        with fake_model(tmp, 300) as config:
+            wall1, _ = run(under[: args.slice], config, registry, tmp / "c1.db", 1, "c1")
+            wall64, cpu64 = run(under, config, registry, tmp / "c64.db", 64, "c64")
+        rate1, rate64 = args.slice / wall1, len(under) / wall64
+        print(f"concurrency 1: {args.slice} tasks in {wall1:.1f} s = {rate1:.2f} tasks/s")
+        print(
+            f"concurrency 64: {len(under)} tasks in {wall64:.1f} s = {rate64:.2f} tasks/s "
+            f"({cpu64 / len(under) * 1000:.1f} ms CPU per task)"
+        )
+        print(f"speedup: {rate64 / rate1:.1f}x (target >= 40x, ideal 64x)")
+        if args.skip_full:
+            return
+        everything = load_tasks(data)
+        with fake_model(tmp, 0) as config:
+            profiler = cProfile.Profile() if args.profile else None
+            if profiler:
+                profiler.enable()
+            wall, cpu = run(everything, config, registry, tmp / "all.db", 16, "all")
+            if profiler:
+                profiler.disable()
+        print(
+            f"whole benchmark: {len(everything)} tasks in {wall:.1f} s, "
+            f"{cpu / len(everything) * 1000:.1f} ms CPU per task (target <= 10 ms)"
+        )
+        if profiler:
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+
+
+if __name__ == "__main__":
+    main()
