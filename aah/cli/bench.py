@@ -1,0 +1,147 @@
+"""``aah bench``: the benchmark tasks, how they were derived, and (later) batch runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
+
+import typer
+from rich.markup import escape
+
+from aah.benchmark.dataset import SETTINGS
+from aah.cli.output import console, err_console, print_json, table
+from aah.config import get_settings
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.benchmark.dataset import CoverageReport, Setting, Task
+    from aah.tools.registry import Registry
+
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+@app.callback()
+def bench() -> None:
+    """Benchmark tasks: what the data holds and what aah derived from it."""
+
+
+@app.command("data")
+def data_command(
+    data: Annotated[
+        Path | None, typer.Option("--data", help="Data directory (default: discovered).")
+    ] = None,
+    stats: Annotated[
+        bool, typer.Option("--stats", help="Also list the hard cases, with reasons.")
+    ] = False,
+    setting: Annotated[
+        list[str] | None,
+        typer.Option("--setting", help=f"Only this setting (repeatable): {', '.join(SETTINGS)}."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    show: Annotated[
+        str | None, typer.Option("--show", help="Print one task, e.g. underspecified-17.")
+    ] = None,
+) -> None:
+    """Load the five settings and show how each query's original was found."""
+    from aah.benchmark.dataset import coverage, load_tasks
+    from aah.data.locate import find_data_dir
+
+    chosen = _settings(setting) if setting else None
+    data_dir = find_data_dir(data, need_benchmark=True)
+    registry = _registry_or_note(quiet_stdout=as_json)
+    try:
+        tasks = load_tasks(data_dir, chosen, registry)
+    finally:
+        if registry is not None:
+            registry.close()
+    if show is not None:
+        _show(_find(tasks, show), as_json)
+        return
+    report = coverage(tasks)
+    if as_json:
+        body = report.model_dump(mode="json")
+        if not stats:
+            body.pop("hard_cases")
+        print_json({"registry_checked": registry is not None, **body})
+        return
+    _print_coverage(report, stats)
+
+
+def _settings(names: list[str]) -> list[Setting]:
+    unknown = [name for name in names if name not in SETTINGS]
+    if unknown:
+        raise AahError(f"unknown setting {unknown[0]!r}: choose from {', '.join(SETTINGS)}")
+    return cast("list[Setting]", names)
+
+
+def _registry_or_note(*, quiet_stdout: bool) -> Registry | None:
+    """The registry, or None after one line saying the endpoint check is skipped."""
+    from aah.tools.registry import Registry
+
+    path = get_settings().registry_path()
+    if path.is_file():
+        return Registry(path)
+    note = f"no tool registry at {path}: endpoint names not checked (run `aah tools build`)"
+    (err_console if quiet_stdout else console).print(escape(note), highlight=False)
+    return None
+
+
+def _find(tasks: list[Task], task_id: str) -> Task:
+    for task in tasks:
+        if task.id == task_id:
+            return task
+    raise AahError(f"no task {task_id!r}: ids look like underspecified-17 (setting-query_id)")
+
+
+def _show(task: Task, as_json: bool) -> None:
+    if as_json:
+        print_json(task.model_dump(mode="json"))
+        return
+    rows = [
+        (name, "\n".join(value) if isinstance(value, list) else value)
+        for name, value in task.model_dump().items()
+    ]
+    console.print(table(task.id, ["field", "value"], rows))
+
+
+def _print_coverage(report: CoverageReport, stats: bool) -> None:
+    from aah.benchmark.derive import LOW_SIMILARITY
+
+    rows = []
+    for row in report.settings:
+        facts = (
+            f"{row.facts_nonempty}/{row.total} ({100 * row.facts_nonempty / row.total:.1f}%)"
+            if row.facts_nonempty is not None and row.total
+            else "-"
+        )
+        rows.append(
+            (
+                row.setting,
+                row.total,
+                row.self_matched + row.exact,
+                row.fuzzy,
+                row.ambiguous,
+                row.unmatched,
+                row.low_similarity,
+                facts,
+                ", ".join(row.missing_endpoints) or "-",
+            )
+        )
+    columns = [
+        "setting",
+        "tasks",
+        "exact",
+        "fuzzy",
+        "ambiguous",
+        "unmatched",
+        f"similarity < {LOW_SIMILARITY}",
+        "facts",
+        "missing endpoints",
+    ]
+    console.print(table("Originals found per setting", columns, rows))
+    if stats:
+        cases = ((c.id, "; ".join(c.reasons), c.query, c.original) for c in report.hard_cases)
+        columns = ["task", "why", "query", "original"]
+        console.print(table(f"Hard cases ({len(report.hard_cases)})", columns, cases))
+    else:
+        console.print(f"{len(report.hard_cases)} hard cases: see them with --stats")
