@@ -55,9 +55,9 @@ def parse_text_tool_calls(text: str, tool_names: Collection[str]) -> TextCallPar
         return _parse_hermes(text)
     stripped = text.strip()
     if stripped.startswith(("{", "[")):
-        return _parse_json_text(stripped, required_known=None)
+        return _parse_json_text(stripped, tool_names, fenced=False)
     for block in _FENCE.findall(text):
-        parsed = _parse_json_text(block.strip(), required_known=tool_names)
+        parsed = _parse_json_text(block.strip(), tool_names, fenced=True)
         if parsed.attempted:
             return parsed
     return _parse_python_call(stripped, tool_names)
@@ -77,23 +77,36 @@ def _parse_hermes(text: str) -> TextCallParse:
     return TextCallParse(calls)
 
 
-def _parse_json_text(text: str, required_known: Collection[str] | None) -> TextCallParse:
+def _parse_json_text(text: str, tool_names: Collection[str], fenced: bool) -> TextCallParse:
+    """JSON that holds calls; ``fenced`` JSON counts only when it names offered tools."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        if required_known is None and _NAME_KEY.search(text):
+        if not fenced and _NAME_KEY.search(text):
             return TextCallParse([], "the reply looks like a JSON tool call but is not valid JSON")
         return TextCallParse([])
     items = data if isinstance(data, list) else [data]
-    calls = [_call_from_obj(item) for item in items]
-    if not calls or any(call is None for call in calls):
-        if required_known is None and _NAME_KEY.search(text):
-            return TextCallParse([], "a JSON tool call needs a 'name' and an 'arguments' object")
+    if not items or not all(_call_shaped(item, tool_names) for item in items):
+        # A JSON answer such as {"name": "Alice", "age": 30} is data, not a call.
         return TextCallParse([])
+    calls = [_call_from_obj(item) for item in items]
     found = [call for call in calls if call is not None]
-    if required_known is not None and not all(c.name in required_known for c in found):
+    if len(found) < len(calls):
+        if fenced:
+            return TextCallParse([])
+        return TextCallParse([], "a JSON tool call needs a 'name' and an 'arguments' object")
+    if fenced and not all(c.name in tool_names for c in found):
         return TextCallParse([])
     return TextCallParse(found)
+
+
+def _call_shaped(item: Any, tool_names: Collection[str]) -> bool:
+    """Whether a JSON value is meant as a call: arguments given, or an offered name."""
+    if not isinstance(item, dict):
+        return False
+    if isinstance(item.get("function"), dict) or any(key in item for key in _ARG_KEYS):
+        return "name" in item or "function" in item
+    return item.get("name") in tool_names
 
 
 def _call_from_json(body: str) -> TextCall | None:

@@ -150,3 +150,19 @@ def test_openai_key_is_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     config = model_config("agent", Settings(model="m"))
     assert config.api_key.get_secret_value() == "sk-from-env"
     assert "sk-from-env" not in str(config.describe())
+
+
+@pytest.mark.parametrize(
+    "text", ['{"name": "Alice", "age": 30}', '[{"name": "a"}, {"name": "b"}]', '{"city": "Paris"}']
+)
+def test_json_data_answers_are_not_calls(text: str) -> None:
+    assert not parse_text_tool_calls(text, TOOLS).attempted
+
+
+def test_bare_json_naming_an_offered_tool_is_a_call_even_without_arguments() -> None:
+    assert parse_text_tool_calls('{"name": "get_weather"}', TOOLS).calls == [("get_weather", {})]
+
+
+def test_bare_json_call_to_an_unknown_tool_is_still_a_call() -> None:
+    parsed = parse_text_tool_calls('{"name": "book_table", "arguments": {"n": 2}}', TOOLS)
+    assert parsed.calls == [("book_table", {"n": 2})]  # the checks answer it with IFN
