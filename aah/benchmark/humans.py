@@ -31,7 +31,6 @@ import operator
 import re
 import time
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -49,7 +48,7 @@ from aah.errors import AahError
 from aah.events import ModelCallEvent
 from aah.llm import ModelConfig, chat_model, model_config, model_error
 from aah.runtime.humans import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
-from aah.runtime.prompts import Prompt
+from aah.runtime.prompts import Prompt, read_prompt
 from aah.store import SessionStore
 
 BatchHumanKind = Literal["oracle", "simulated", "queue"]
@@ -191,13 +190,9 @@ class SimulatedHuman:
             await asyncio.to_thread(self.store.append_event, event)
 
 
-@cache
 def _load_prompt(name: str) -> Prompt:
     """The prompt ``prompts/<name>.md`` beside this module, with its front-matter version."""
-    text = (PROMPT_DIR / f"{name}.md").read_text(encoding="utf-8")
-    header, _, body = text.removeprefix("---\n").partition("\n---\n")
-    fields = dict(line.partition(":")[::2] for line in header.splitlines())
-    return Prompt(fields.get("version", name).strip(), body.strip() + "\n")
+    return read_prompt(PROMPT_DIR / f"{name}.md")
 
 
 def simulated_human_prompt(facts: TaskFacts) -> str:

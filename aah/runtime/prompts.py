@@ -21,10 +21,10 @@ class Prompt(NamedTuple):
 
 
 @cache
-def load_prompt(name: str) -> Prompt:
-    """The prompt ``prompts/<name>.md``."""
-    text = (PROMPT_DIR / f"{name}.md").read_text(encoding="utf-8")
-    version = name
+def read_prompt(path: Path) -> Prompt:
+    """A prompt file: Markdown, with ``version:`` in its front matter (else its stem)."""
+    text = path.read_text(encoding="utf-8")
+    version = path.stem
     if text.startswith("---\n"):
         header, _, text = text[4:].partition("\n---\n")
         for line in header.splitlines():
@@ -32,6 +32,11 @@ def load_prompt(name: str) -> Prompt:
             if key.strip() == "version":
                 version = value.strip()
     return Prompt(version, text.strip() + "\n")
+
+
+def load_prompt(name: str) -> Prompt:
+    """The runtime's prompt ``prompts/<name>.md``."""
+    return read_prompt(PROMPT_DIR / f"{name}.md")
 
 
 def prompt_versions() -> dict[str, str]:

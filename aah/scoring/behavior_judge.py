@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from functools import cache
 from pathlib import Path
-from typing import NamedTuple
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
 from aah.errors import AahError
 from aah.llm import ModelConfig, model_error, raw_client
+from aah.runtime.prompts import Prompt, read_prompt
 from aah.scoring.behavior_rules import BehaviorClass, Classification, classify_reply
 
 PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "behavior.md"
@@ -40,25 +39,13 @@ _JUDGE_WORDS: dict[str, BehaviorClass] = {
 }
 
 
-class JudgePrompt(NamedTuple):
-    """The judge's prompt template and the version in its front matter."""
-
-    version: str
-    template: str
+# The judge's prompt template and the version in its front matter.
+JudgePrompt = Prompt
 
 
-@cache
 def load_judge_prompt() -> JudgePrompt:
     """The prompt in ``prompts/behavior.md``, split from its front matter."""
-    text = PROMPT_PATH.read_text(encoding="utf-8")
-    version = "behavior-judge"
-    if text.startswith("---\n"):
-        header, _, text = text[4:].partition("\n---\n")
-        for line in header.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "version":
-                version = value.strip()
-    return JudgePrompt(version, text.strip() + "\n")
+    return read_prompt(PROMPT_PATH)
 
 
 def parse_judge_reply(text: str) -> BehaviorClass | None:

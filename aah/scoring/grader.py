@@ -26,7 +26,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, NamedTuple
@@ -43,7 +42,7 @@ from aah.events import (
     excerpt,
 )
 from aah.llm import ModelConfig, model_error, raw_client
-from aah.runtime.prompts import Prompt
+from aah.runtime.prompts import Prompt, read_prompt
 from aah.store import GradeRecord, SessionRecord, SessionStore, Verdict
 
 PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "grader.md"
@@ -68,18 +67,9 @@ _VOTE = re.compile(_LEADING_NOISE + r"(pass|fail)\b", re.IGNORECASE)
 _N_REJECTED = re.compile(r"['\"`]n['\"`]|\bn\b|\bchoices?\b", re.IGNORECASE)
 
 
-@cache
 def load_grader_prompt() -> Prompt:
     """The prompt in ``prompts/grader.md``, split from its front matter."""
-    text = PROMPT_PATH.read_text(encoding="utf-8")
-    version = "grader"
-    if text.startswith("---\n"):
-        header, _, text = text[4:].partition("\n---\n")
-        for line in header.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "version":
-                version = value.strip()
-    return Prompt(version, text.strip() + "\n")
+    return read_prompt(PROMPT_PATH)
 
 
 class GradingCase(NamedTuple):

@@ -1,0 +1,51 @@
+"""Text helpers for the web app: safe Markdown, waits, and conversation lines.
+
+Everything a model, a tool or a user wrote is untrusted. The pages show such
+text in text boxes, which never interpret it; where it must go into Markdown
+(a status line, a heading), ``plain`` makes it inert first.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+# Every character Markdown gives a meaning to, so that a name or a question
+# shown in a status line can neither format nor link nor load an image.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>:])")
+
+
+def plain(text: str) -> str:
+    """``text`` made inert for ``gr.Markdown``: no HTML, no Markdown, one line."""
+    one_line = " ".join(text.split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(one_line, quote=True))
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def waited(since: datetime, now: datetime | None = None) -> str:
+    """How long ago ``since`` was, the way a person says it: ``45s``, ``3m 20s``, ``2h 5m``."""
+    moment = now or datetime.now(UTC)
+    seconds = max(0, int((moment - since).total_seconds()))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes:02d}m"
+    return f"{hours // 24}d {hours % 24}h"
+
+
+def conversation_text(lines: Iterable[Mapping[str, Any]]) -> str:
+    """A request's ``conversation`` context as ``role: text`` paragraphs."""
+    paragraphs = [f"{line.get('role', '?')}: {line.get('text', '')}" for line in lines]
+    return "\n\n".join(paragraphs) if paragraphs else "(nothing yet: this is the first step)"
