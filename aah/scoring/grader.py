@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, NamedTuple
 
@@ -34,26 +32,15 @@ import openai
 from rich.progress import Progress
 
 from aah.errors import AahError
-from aah.events import (
-    FinalAnswerEvent,
-    HumanAnswerEvent,
-    HumanQuestionEvent,
-    ToolCallEvent,
-    excerpt,
-)
+from aah.events import excerpt
 from aah.llm import ModelConfig, model_error, raw_client
-from aah.runtime.prompts import Prompt, read_prompt
+from aah.scoring.grading_case import load_case, load_grader_prompt, render_prompt
 from aah.store import GradeRecord, SessionRecord, SessionStore, Verdict
 
-PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "grader.md"
 DEFAULT_VOTES = 5
 DEFAULT_TEMPERATURE = 1.0
 DEFAULT_VOTE_RETRIES = 2
 DEFAULT_CONCURRENCY = 8
-# Bounds that keep one grader prompt a few thousand tokens whatever the session did.
-TOOL_RESULT_CHARS = 1_000
-ANSWER_CHARS = 4_000
-MAX_TOOL_CALLS_SHOWN = 30
 # A stored vote keeps the start of the grader's reply, where the verdict is.
 RAW_VOTE_CHARS = 2_000
 
@@ -65,67 +52,6 @@ _VOTE = re.compile(_LEADING_NOISE + r"(pass|fail)\b", re.IGNORECASE)
 # How servers that refuse n > 1 word it: OpenAI names the param, llama.cpp
 # says "Only one completion choice is allowed".
 _N_REJECTED = re.compile(r"['\"`]n['\"`]|\bn\b|\bchoices?\b", re.IGNORECASE)
-
-
-def load_grader_prompt() -> Prompt:
-    """The prompt in ``prompts/grader.md``, split from its front matter."""
-    return read_prompt(PROMPT_PATH)
-
-
-class GradingCase(NamedTuple):
-    """What the grader sees of a session; ``exchanges`` pairs questions and replies."""
-
-    query: str
-    answer: str
-    tool_calls: list[ToolCallEvent]
-    exchanges: list[tuple[str, str]]
-
-
-def load_case(store: SessionStore, session: SessionRecord) -> GradingCase:
-    """The grading case of ``session``, read from its stored events."""
-    events = store.events(session.id)
-    answers = {e.request_id: e.answer for e in events if isinstance(e, HumanAnswerEvent)}
-    finals = [e.text for e in events if isinstance(e, FinalAnswerEvent)]
-    return GradingCase(
-        query=session.query,
-        answer=finals[-1] if finals else session.final_answer or "",
-        tool_calls=[e for e in events if isinstance(e, ToolCallEvent)],
-        exchanges=[
-            (e.question, answers.get(e.request_id, ""))
-            for e in events
-            if isinstance(e, HumanQuestionEvent)
-        ],
-    )
-
-
-def render_prompt(case: GradingCase, prompt: Prompt | None = None) -> str:
-    """The grader prompt for ``case``: plain text, tool results cut to a bound."""
-    prompt = prompt or load_grader_prompt()
-    return prompt.render(
-        query=case.query.strip(),
-        tool_calls=_describe_tool_calls(case.tool_calls),
-        human_exchanges="\n".join(f"Q: {q}\nA: {a or '(no reply)'}" for q, a in case.exchanges)
-        or "(none)",
-        answer=excerpt(case.answer.strip(), ANSWER_CHARS) or "(no final answer)",
-    )
-
-
-def _describe_tool_calls(calls: Sequence[ToolCallEvent]) -> str:
-    if not calls:
-        return "(none)"
-    lines = []
-    for number, call in enumerate(calls[:MAX_TOOL_CALLS_SHOWN], start=1):
-        arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
-        lines.append(f"{number}. {call.tool} {excerpt(arguments, 500)}")
-        if call.check != "ok":
-            lines.append(f"   not run (rejected: {call.check}): {excerpt(call.feedback, 300)}")
-            continue
-        status = f"HTTP {call.status_code}" if call.status_code is not None else "no response"
-        outcome = "ok" if call.ok else "failed"
-        lines.append(f"   {status}, {outcome}: {excerpt(call.result, TOOL_RESULT_CHARS)}")
-    if len(calls) > MAX_TOOL_CALLS_SHOWN:
-        lines.append(f"... and {len(calls) - MAX_TOOL_CALLS_SHOWN} more calls not shown")
-    return "\n".join(lines)
 
 
 def parse_vote(text: str) -> Vote | None:
