@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import cProfile
 import json
+import os
 import pstats
 import socket
 import subprocess
@@ -58,6 +59,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+SERVER_PIDS: list[int] = []
+
+
 @contextmanager
 def fake_model(tmp: Path, latency_ms: int) -> Iterator[ModelConfig]:
     script = tmp / f"agent-{latency_ms}.json"
@@ -82,6 +92,7 @@ def fake_model(tmp: Path, latency_ms: int) -> Iterator[ModelConfig]:
     try:
         assert server.stdout is not None
         server.stdout.readline()
+        SERVER_PIDS[:] = [server.pid]
         yield ModelConfig(
             base_url=f"http://127.0.0.1:{port}/v1",
             model="fake-model",
@@ -125,12 +136,16 @@ def main() -> None:
         under = load_tasks(data, ["underspecified"])
         with fake_model(tmp, 300) as config:
             wall1, _ = run(under[: args.slice], config, registry, tmp / "c1.db", 1, "c1")
+            server0 = process_cpu_seconds(SERVER_PIDS[0])
             wall64, cpu64 = run(under, config, registry, tmp / "c64.db", 64, "c64")
+            server_cpu = process_cpu_seconds(SERVER_PIDS[0]) - server0
         rate1, rate64 = args.slice / wall1, len(under) / wall64
         print(f"concurrency 1: {args.slice} tasks in {wall1:.1f} s = {rate1:.2f} tasks/s")
         print(
             f"concurrency 64: {len(under)} tasks in {wall64:.1f} s = {rate64:.2f} tasks/s "
-            f"({cpu64 / len(under) * 1000:.1f} ms CPU per task)"
+            f"({cpu64 / len(under) * 1000:.1f} ms CPU per task in aah, "
+            f"{server_cpu / len(under) * 1000:.1f} ms in the fake model server, "
+            f"on {os.cpu_count()} cores)"
         )
         print(f"speedup: {rate64 / rate1:.1f}x (target >= 40x, ideal 64x)")
         if args.skip_full:

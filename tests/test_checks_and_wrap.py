@@ -183,3 +183,12 @@ async def test_wrapped_tool_coerces_arguments_with_the_generated_model() -> None
     assert executor.calls == [("weather__forecast", {"lat": 52.5})]
     text = tool.invoke({"type": "tool_call", "id": "c", "name": tool.name, "args": {"lat": "x"}})
     assert "invalid arguments" in text.content and len(executor.calls) == 1
+
+
+def test_openai_tool_matches_what_langchain_sends_for_the_wrapped_tool() -> None:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from aah.tools.wrap import openai_tool
+
+    spec = _spec()
+    assert openai_tool(spec) == convert_to_openai_tool(wrap_endpoint(spec, RecordingExecutor()))  # type: ignore[arg-type]

@@ -13,9 +13,9 @@ import time
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
+from aah.chat_client import ChatClient
 from aah.events import AwarenessAnswer, AwarenessQuestion
 from aah.runtime.prompts import load_prompt
 from aah.tools.checks import describe_parameters
@@ -89,7 +89,7 @@ def describe_tools(specs: Sequence[EndpointSpec], ask_human: bool) -> str:
 
 
 async def ask_awareness(
-    model: BaseChatModel,
+    model: ChatClient,
     question: AwarenessQuestion,
     query: str,
     tools_text: str,
@@ -102,9 +102,9 @@ async def ask_awareness(
     prompt_tokens = completion_tokens = 0
     raw = ""
     for attempt in range(1, retries + 2):
-        reply = await model.ainvoke(messages)
+        reply = await model.complete(messages)
         raw = reply.text if isinstance(reply.text, str) else str(reply.content)
-        usage = reply.usage_metadata if isinstance(reply, AIMessage) else None
+        usage = reply.usage_metadata
         if usage:
             prompt_tokens += usage["input_tokens"]
             completion_tokens += usage["output_tokens"]

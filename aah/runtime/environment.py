@@ -9,7 +9,8 @@ from pathlib import Path
 import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from aah.llm import ModelConfig, chat_model
+from aah.chat_client import ChatClient
+from aah.llm import ModelConfig
 from aah.runtime.humans import HumanChannel
 from aah.runtime.session import EventListener, Runtime
 from aah.store import SessionStore
@@ -56,7 +57,7 @@ async def open_runtime(
         http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
     )
     store = SessionStore(db)
-    chat = chat_model(model, temperature=temperature, seed=seed)
+    chat = ChatClient(model, temperature=temperature, seed=seed)
     try:
         async with open_checkpointer(checkpoint_path(db)) as saver:
             yield Runtime(
@@ -72,7 +73,6 @@ async def open_runtime(
     finally:
         # Close the model's connections inside this event loop: left to the
         # garbage collector, they would be closed after the loop is gone.
-        if chat.root_async_client is not None:
-            await chat.root_async_client.close()
+        await chat.aclose()
         executor.close()
         store.close()

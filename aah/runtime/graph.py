@@ -27,7 +27,7 @@ from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
 from aah.tools.checks import CallChecker, CheckResult, canonical_call
-from aah.tools.wrap import ask_human_schema, wrap_endpoint
+from aah.tools.wrap import ask_human_schema, openai_tool
 
 Route = str  # a node name, or END
 
@@ -85,13 +85,13 @@ class _Prepared:
     def __init__(self, ctx: SessionContext) -> None:
         self.ctx = ctx
         self.specs = {spec.qualified_name: spec for spec in ctx.specs}
-        tools: list[Any] = [wrap_endpoint(spec, ctx.executor) for spec in ctx.specs]
+        tools = [openai_tool(spec) for spec in ctx.specs]
         offered = {name: spec.parameters for name, spec in self.specs.items()}
         if ctx.aah:
             tools.append(ask_human_schema())
             offered[ASK_HUMAN] = ASK_HUMAN_PARAMETERS
         self.offered = offered
-        self.bound = ctx.model.bind_tools(tools) if tools else ctx.model
+        self.tools = tools
 
 
 def _prepared(ctx: SessionContext) -> _Prepared:
@@ -138,8 +138,7 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     ctx = runtime.context
     prepared = _prepared(ctx)
     started = time.perf_counter()
-    reply = await prepared.bound.ainvoke(state["messages"])
-    assert isinstance(reply, AIMessage)
+    reply = await ctx.model.complete(state["messages"], prepared.tools)
     reply = recover_text_tool_calls(reply, prepared.offered)
     usage = reply.usage_metadata
     ctx.emit(

@@ -8,18 +8,17 @@ was answering) continues from its checkpoint; a finished one is left alone.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import openai
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
+from aah.chat_client import ChatClient
 from aah.errors import AahError
 from aah.events import (
     ErrorEvent,
@@ -74,7 +73,7 @@ class Runtime:
     """What sessions share in one process: store, model, tools, humans."""
 
     store: SessionStore
-    model: BaseChatModel
+    model: ChatClient
     model_config: ModelConfig
     executor: Executor
     human: HumanChannel
@@ -104,8 +103,7 @@ class SessionOutcome:
 async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
     """Run (or resume) one session to its end and record everything in the store."""
     store = runtime.store
-    record = await asyncio.to_thread(
-        store.open_session,
+    record = store.open_session(
         request.query,
         run=request.run,
         task_id=request.task_id,
@@ -160,13 +158,14 @@ async def _drive(
             resume=await _ask(ctx, runtime, request, record, snapshot.interrupts[0].value)
         )
     while True:
-        await asyncio.to_thread(runtime.store.set_status, ctx.session_id, "running")
-        state = cast(AgentState, await graph.ainvoke(payload, config, context=ctx))
-        pending = (await graph.aget_state(config)).interrupts if runtime.checkpointer else ()
+        runtime.store.set_status(ctx.session_id, "running")
+        output = await graph.ainvoke(payload, config, context=ctx)
+        # An interrupted run returns its pending questions under "__interrupt__".
+        pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
         if not pending:
             break
         payload = Command(resume=await _ask(ctx, runtime, request, record, pending[0].value))
-    return await _finish(ctx, runtime.store, state)
+    return await _finish(ctx, runtime.store, cast(AgentState, output))
 
 
 def _initial_state(request: SessionRequest) -> AgentState:
@@ -189,12 +188,12 @@ async def _ask(
     """Put one interrupt's question to the human channel; log question and answer."""
     request_id = f"{ctx.session_id}-{value['call_id']}"
     question = str(value["question"])
-    known = await asyncio.to_thread(runtime.store.events, ctx.session_id)
+    known = runtime.store.events(ctx.session_id)
     if not any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known):
         ctx.emit(
             HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
         )
-    await asyncio.to_thread(runtime.store.set_status, ctx.session_id, "waiting")
+    runtime.store.set_status(ctx.session_id, "waiting")
     context = {
         **request.context,
         "query": record.query,
@@ -258,8 +257,7 @@ async def _close(
     ctx: SessionContext, store: SessionStore, status: str, text: str, limit_hit: bool = False
 ) -> SessionOutcome:
     ctx.emit(FinalAnswerEvent(session_id=ctx.session_id, text=text, step_limit_hit=limit_hit))
-    await asyncio.to_thread(
-        store.finish_session,
+    store.finish_session(
         ctx.session_id,
         status,  # type: ignore[arg-type]
         text,
@@ -271,5 +269,5 @@ async def _fail(
     ctx: SessionContext, store: SessionStore, message: str, where: str
 ) -> SessionOutcome:
     ctx.emit(ErrorEvent(session_id=ctx.session_id, message=message, where=where))
-    await asyncio.to_thread(store.finish_session, ctx.session_id, "error", None)
+    store.finish_session(ctx.session_id, "error", None)
     return SessionOutcome(ctx.session_id, "error", "", error=message)

@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from aah.chat_client import ChatClient
 from aah.events import Event
 from aah.runtime.awareness import AwarenessMode
 from aah.tools.modes import Executor
@@ -40,7 +40,7 @@ class SessionContext:
     session_id: str
     query: str
     specs: Sequence[EndpointSpec]
-    model: BaseChatModel
+    model: ChatClient
     model_name: str
     executor: Executor
     emit: Callable[[Event], None]

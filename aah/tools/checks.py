@@ -61,10 +61,7 @@ class CallChecker:
             seen: canonical forms of calls already run in this session.
         """
         self._tools = {name: list(params) for name, params in tools.items()}
-        self._models = {
-            name: arguments_model(f"Args_{index}", params)
-            for index, (name, params) in enumerate(self._tools.items())
-        }
+        self._models = {name: arguments_model(name, params) for name, params in self._tools.items()}
         self._seen = set(seen)
 
     def check(self, name: str, arguments: Any) -> CheckResult:

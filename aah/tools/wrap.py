@@ -33,7 +33,7 @@ def wrap_endpoint(spec: EndpointSpec, executor: Executor) -> StructuredTool:
     text for the model and the full ``ToolResult`` as the message artifact,
     for logging and scoring.
     """
-    model = arguments_model(f"{spec.qualified_name}_args", spec.parameters)
+    model = arguments_model(spec.qualified_name, spec.parameters)
 
     def validated(arguments: dict[str, Any]) -> dict[str, Any] | str:
         # Coerces what models often send ("52.5" for a number) and keeps the
@@ -65,6 +65,22 @@ def wrap_endpoint(spec: EndpointSpec, executor: Executor) -> StructuredTool:
         coroutine=acall,
         response_format="content_and_artifact",
     )
+
+
+def openai_tool(spec: EndpointSpec) -> dict[str, Any]:
+    """``spec`` in OpenAI function format: what ``bind_tools`` would send for its tool.
+
+    Built straight from the parameters, so offering a tool costs no LangChain
+    tool object on the hot path.
+    """
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.qualified_name,
+            "description": tool_description(spec),
+            "parameters": parameters_schema(spec.parameters),
+        },
+    }
 
 
 def ask_human_schema() -> dict[str, Any]:
