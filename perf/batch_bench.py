@@ -35,7 +35,8 @@ from aah.benchmark.runner import BatchRunner, RunOptions
 from aah.cli.bench_run import batch_human_factory
 from aah.data.locate import find_data_dir
 from aah.llm import ModelConfig
-from aah.tools.registry import Registry, build_registry
+from aah.tools.registry import Registry
+from aah.tools.registry_build import build_registry
 
 AGENT = {
     "rules": [

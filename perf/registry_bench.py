@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from aah.data.locate import find_data_dir
-from aah.tools.registry import Registry, build_registry
+from aah.tools.registry import Registry
+from aah.tools.registry_build import build_registry
 
 QUERIES = [
     "weather forecast",

@@ -11,7 +11,7 @@ from runtime_support import ask_then_call_script
 
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
-from aah.tools.registry import build_registry
+from aah.tools.registry_build import build_registry
 
 WEATHER = "openmeteo__get_weather_forecast"
 

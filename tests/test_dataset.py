@@ -15,7 +15,8 @@ from aah.benchmark.dataset import SETTINGS, Task, coverage, load_setting, load_t
 from aah.benchmark.derive import hidden_facts, similarity
 from aah.cli.bench import app
 from aah.errors import AahError
-from aah.tools.registry import Registry, build_registry
+from aah.tools.registry import Registry
+from aah.tools.registry_build import build_registry
 
 
 @pytest.fixture(scope="module")

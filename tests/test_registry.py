@@ -6,7 +6,8 @@ import pytest
 
 from aah.config import project_root
 from aah.errors import AahError
-from aah.tools.registry import Registry, build_registry, name_words
+from aah.tools.registry import Registry, name_words
+from aah.tools.registry_build import build_registry
 
 FIXES = project_root() / "tool_registry" / "fixes.yaml"
 

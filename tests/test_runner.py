@@ -18,7 +18,8 @@ from aah.errors import AahError
 from aah.store import SessionStore
 from aah.store_merge import merge_databases
 from aah.testing.fake_llm import FakeLLMServer
-from aah.tools.registry import Registry, build_registry
+from aah.tools.registry import Registry
+from aah.tools.registry_build import build_registry
 
 # A stateless agent: every task asks one question, then answers.
 AGENT = {

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,20 +33,14 @@ from aah.benchmark.derive import (
     similarity,
     words,
 )
+from aah.benchmark.settings import SETTING_FOLDERS as SETTING_FOLDERS
+from aah.benchmark.settings import SETTINGS as SETTINGS
+from aah.benchmark.settings import Setting as Setting
 from aah.data.locate import failtalms_dir
 from aah.errors import AahError
 from aah.tools.failtalms import benchmark_endpoint_name
 from aah.tools.registry import Registry
 
-Setting = Literal["perfect", "underspecified", "replaceable", "nonreplaceable", "notools"]
-SETTINGS: tuple[Setting, ...] = get_args(Setting)
-SETTING_FOLDERS: dict[Setting, str] = {
-    "perfect": "Original",
-    "underspecified": "Underspecified",
-    "replaceable": "Replaceable",
-    "nonreplaceable": "Non-replaceable",
-    "notools": "No-tools",
-}
 _SHORT = 90  # characters of a query shown in a hard case
 SAME_REQUEST = 0.9  # similarity above which two queries ask the same thing
 

@@ -15,7 +15,9 @@ from aah.cli.demo import demo
 from aah.cli.fake_llm import fake_llm
 from aah.cli.grade import grade
 from aah.cli.output import err_console
+from aah.cli.report import report
 from aah.cli.run import run
+from aah.cli.web import web
 from aah.errors import AahError
 
 app = typer.Typer(
@@ -39,7 +41,9 @@ app.add_typer(
 app.command("run")(run)
 app.command("demo")(demo)
 app.command("grade")(grade)
+app.command("report")(report)
 app.command("classify")(classify)
+app.command("web")(web)
 app.command("fake-llm")(fake_llm)
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 from rich.markup import escape
 
-from aah.benchmark.dataset import SETTINGS
+from aah.benchmark.settings import SETTINGS
 from aah.cli.output import console, err_console, print_json, table
 from aah.config import get_settings
 from aah.errors import AahError

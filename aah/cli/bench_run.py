@@ -18,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from aah.benchmark.settings import SETTINGS
 from aah.cli.output import console, table
 from aah.cli.tools import open_registry
 from aah.config import get_settings
@@ -30,19 +31,16 @@ if TYPE_CHECKING:
     from aah.runtime.session import Runtime, SessionOutcome
     from aah.tools.registry import Registry
 
-SETTING_NAMES = ("perfect", "underspecified", "replaceable", "nonreplaceable", "notools")
-
 
 def parse_settings(value: str) -> list[Setting]:
     """``all`` or a comma-separated list of setting names."""
     if value == "all":
-        return list(SETTING_NAMES)  # type: ignore[arg-type]
+        return list(SETTINGS)
     chosen = [part.strip() for part in value.split(",") if part.strip()]
-    unknown = [name for name in chosen if name not in SETTING_NAMES]
+    unknown = [name for name in chosen if name not in SETTINGS]
     if unknown or not chosen:
         raise AahError(
-            f"unknown setting {', '.join(unknown) or value!r}: use "
-            f"{', '.join(SETTING_NAMES)} or all"
+            f"unknown setting {', '.join(unknown) or value!r}: use {', '.join(SETTINGS)} or all"
         )
     return chosen  # type: ignore[return-value]
 

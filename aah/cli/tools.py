@@ -11,7 +11,8 @@ from aah.cli.output import console, print_json, table
 from aah.config import get_settings, project_root
 
 if TYPE_CHECKING:
-    from aah.tools.registry import BuildReport, Registry
+    from aah.tools.registry import Registry
+    from aah.tools.registry_build import BuildReport
     from aah.tools.spec import EndpointSpec
 
 app = typer.Typer(no_args_is_help=True)
@@ -31,7 +32,7 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
     path = get_settings().registry_path()
     if build_if_missing and not path.is_file():
         from aah.data.locate import find_data_dir
-        from aah.tools.registry import build_registry
+        from aah.tools.registry_build import build_registry
 
         console.print("[dim]building the tool registry (once)…[/]")
         build_registry(find_data_dir(data), path, project_root() / "tool_registry" / "fixes.yaml")
@@ -46,7 +47,7 @@ def build(
 ) -> None:
     """Import every spec source and compile the registry (SQLite + FTS5)."""
     from aah.data.locate import find_data_dir
-    from aah.tools.registry import build_registry
+    from aah.tools.registry_build import build_registry
 
     data_dir = find_data_dir(data)
     fixes = project_root() / "tool_registry" / "fixes.yaml"

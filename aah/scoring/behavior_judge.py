@@ -11,14 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from pathlib import Path
-
-import openai
-from openai.types.chat import ChatCompletionMessageParam
+from typing import TYPE_CHECKING
 
 from aah.errors import AahError
-from aah.llm import ModelConfig, model_error, raw_client
 from aah.runtime.prompts import Prompt, read_prompt
 from aah.scoring.behavior_rules import BehaviorClass, Classification, classify_reply
+
+# Reports import this module for its names only; the client loads when judging.
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletionMessageParam
+
+    from aah.llm import ModelConfig
 
 PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "behavior.md"
 JUDGE_RETRIES = 2
@@ -80,6 +84,10 @@ async def classify_with_llm(
     Raises:
         AahError: The judge model cannot be reached or refuses the request.
     """
+    import openai
+
+    from aah.llm import model_error, raw_client
+
     if tool_calls > 0:
         return Classification("tool_call", "native_call")
     prompt = load_judge_prompt()

@@ -159,9 +159,11 @@ SELECT e.session_id, json_extract(e.payload, '$.question')
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind = 'human_question' AND {where} ORDER BY e.session_id, e.seq
 """
+# The pass verdict is the grader's (or the published one); annotators' labels
+# (grader_model "human:<name>") are compared with it in the report, never used as it.
 _GRADES_SQL = """
 SELECT g.session_id, g.verdict FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
-WHERE {where} ORDER BY g.session_id, g.created, g.id
+WHERE {where} AND g.grader_model NOT LIKE 'human:%' ORDER BY g.session_id, g.created, g.id
 """
 
 

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from aah.tools.http import HttpExecutor, ToolResult
     from aah.tools.modes import Executor, HttpMode, make_executor
     from aah.tools.openapi import import_openapi
-    from aah.tools.registry import Registry, SearchHit, build_registry
+    from aah.tools.registry import Registry, SearchHit
+    from aah.tools.registry_build import build_registry
     from aah.tools.spec import (
         EndpointSource,
         EndpointSpec,
@@ -70,7 +71,7 @@ _WHERE = {
     "import_openapi": "openapi",
     "Registry": "registry",
     "SearchHit": "registry",
-    "build_registry": "registry",
+    "build_registry": "registry_build",
     "EndpointSource": "spec",
     "EndpointSpec": "spec",
     "ImportResult": "spec",

@@ -122,5 +122,7 @@ def require_admin(user: Annotator | None) -> Annotator:
     """
     signed_in = require(user)
     if not signed_in.admin:
-        raise gr.Error(f"only an admin may launch runs: sign in with the admin token ({ADMIN_TOKEN_ENV})")
+        raise gr.Error(
+            f"only an admin may launch runs: sign in with the admin token ({ADMIN_TOKEN_ENV})"
+        )
     return signed_in

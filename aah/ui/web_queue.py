@@ -54,7 +54,7 @@ def queue_rows(requests: list[HumanRequestRecord], now: datetime | None = None) 
     return [
         [
             waited(request.created, now),
-            request.context.get("setting") or "interactive",
+            _setting(request),
             clip(request.question, _LABEL_CHARS),
             _status_note(request),
         ]
@@ -62,14 +62,20 @@ def queue_rows(requests: list[HumanRequestRecord], now: datetime | None = None) 
     ]
 
 
-def queue_choices(
-    requests: list[HumanRequestRecord], now: datetime | None = None
-) -> list[tuple[str, str]]:
-    """Dropdown choices ``(label, request id)``, the label saying the wait and the question."""
+def queue_choices(requests: list[HumanRequestRecord]) -> list[tuple[str, str]]:
+    """Picker choices ``(label, request id)``: number, setting and question.
+
+    The label leaves out the wait (the table shows it), so that it stays the
+    same from one refresh to the next.
+    """
     return [
-        (f"{number}. waited {waited(r.created, now)} · {clip(r.question, _LABEL_CHARS)}", r.id)
+        (f"{number}. [{_setting(r)}] {clip(r.question, _LABEL_CHARS)}", r.id)
         for number, r in enumerate(requests, start=1)
     ]
+
+
+def _setting(request: HumanRequestRecord) -> str:
+    return str(request.context.get("setting") or "interactive")
 
 
 def queue_summary(requests: list[HumanRequestRecord], now: datetime | None = None) -> str:

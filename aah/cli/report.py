@@ -1,0 +1,102 @@
+"""``aah report``: the paper's metrics, behaviour, error patterns and agreement of runs."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console, RenderableType
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from aah.cli.output import console, err_console
+from aah.cli.sessions import open_store
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.scoring.report import Report
+
+FORMATS = ("table", "md", "html", "json")
+DEFAULT_HTML = Path("report.html")
+# Wide enough for the paper tables when a terminal table is written to a file.
+FILE_WIDTH = 160
+
+
+def report(
+    run: list[str] = typer.Option(
+        [], "--run", help="A run to report on; repeat for more (default: every run)."
+    ),
+    format: str = typer.Option("table", "--format", help="table, md, html or json."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write to this file (html: report.html by default)."
+    ),
+    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+    data: Path | None = typer.Option(
+        None, "--data", help="Benchmark data, for IAC (default: found as `aah data` finds it)."
+    ),
+) -> None:
+    """Report runs: paper metrics with intervals, behaviour, error patterns, agreement."""
+    from aah.scoring.report import build_report
+
+    if format not in FORMATS:
+        raise AahError(f"unknown --format {format!r}: use one of {', '.join(FORMATS)}")
+    to_terminal = format == "table" and out is None
+    with open_store(db) as store, _steps() as step:
+        built = build_report(store, run or None, data, progress=step)
+        step("rendering")
+        text = "" if to_terminal else _render(built, format)
+    if to_terminal:
+        for item in _terminal_tables(built):
+            console.print(item)
+    elif out is not None or format == "html":
+        _write(text, out or DEFAULT_HTML)
+    else:
+        sys.stdout.write(text)
+
+
+def _render(built: Report, format: str) -> str:
+    if format == "json":
+        from aah.scoring.report import render_json
+
+        return render_json(built)
+    if format == "md":
+        from aah.scoring.report_text import render_markdown
+
+        return render_markdown(built)
+    if format == "html":
+        from aah.scoring.report_html import render_html
+
+        return render_html(built)
+    # A terminal table sent to a file is drawn there as plain text.
+    sink = io.StringIO()
+    printer = Console(file=sink, width=FILE_WIDTH, color_system=None)
+    for item in _terminal_tables(built):
+        printer.print(item)
+    return sink.getvalue()
+
+
+def _terminal_tables(built: Report) -> list[RenderableType]:
+    from aah.scoring.report_text import rich_tables
+
+    return rich_tables(built)
+
+
+def _write(text: str, path: Path) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise AahError(f"cannot write {path} ({exc.strerror}): pass another --out") from exc
+    err_console.print(f"wrote the report to {path.resolve()}", highlight=False, markup=False)
+
+
+@contextmanager
+def _steps() -> Iterator[Callable[[str], None]]:
+    # Transient: on a terminal it shows the step under way, then leaves no trace.
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("report: reading runs", total=None)
+        yield lambda name: progress.update(task, description=f"report: {name}")

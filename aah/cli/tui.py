@@ -1,0 +1,54 @@
+"""``aah tui``: the terminal app for live demos (needs the ``ui`` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from aah.cli.tools import open_registry
+from aah.config import get_settings
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.ui.tui import AahApp
+
+UI_EXTRA_MISSING = "the terminal app needs the ui extra: pip install 'aah[ui]'"
+
+
+def tui(
+    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+    data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+) -> None:
+    """Open the terminal app: run a task live, answer the agent, break its tools."""
+    run_tui(db, data)
+
+
+def run_tui(db: Path | None, data: Path | None, task_id: str | None = None) -> None:
+    """Open the terminal app; with ``task_id``, start that demo task at once.
+
+    Raises:
+        AahError: the ``ui`` extra is missing, the tools cannot be found, or
+            ``task_id`` names no demo task.
+    """
+    build_app(db, data, task_id).run()
+
+
+def build_app(db: Path | None, data: Path | None, task_id: str | None = None) -> AahApp:
+    """The app, ready to run (tests drive it headless).
+
+    Raises:
+        AahError: as for :func:`run_tui`.
+    """
+    try:
+        import textual  # noqa: F401  # only to learn whether the extra is installed
+    except ImportError as exc:
+        raise AahError(UI_EXTRA_MISSING) from exc
+    from aah.benchmark.demo import demo_task
+    from aah.ui.tui import AahApp
+
+    if task_id is not None:
+        demo_task(task_id)  # an unknown name fails here, in one line, not inside the app
+    registry = open_registry(data, build_if_missing=True)
+    return AahApp(registry, db or get_settings().db, data=data, task_id=task_id)

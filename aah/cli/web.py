@@ -1,0 +1,67 @@
+"""``aah web``: the Gradio page where annotators answer agents' questions."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import typer
+
+from aah.cli.output import console
+from aah.config import get_settings
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    import gradio as gr
+
+UI_EXTRA_MISSING = "the web app needs the ui extra: pip install 'aah[ui]'"
+# Kept here rather than imported from the web app, which needs Gradio.
+TOKEN_ENV = "AAH_WEB_TOKEN"
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def build_app(db: Path) -> gr.Blocks:
+    """The web app on the session database ``db`` (tokens from the environment).
+
+    Raises:
+        AahError: Gradio is not installed (the ``ui`` extra).
+    """
+    app: gr.Blocks = _web_module().build_app(db)
+    return app
+
+
+def _web_module() -> ModuleType:
+    """``aah.ui.web``, imported now: Gradio is an optional extra."""
+    try:
+        return importlib.import_module("aah.ui.web")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("gradio", "gradio_client"):
+            raise AahError(UI_EXTRA_MISSING) from None
+        raise
+
+
+def web(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (0.0.0.0: network)."),
+    port: int = typer.Option(7860, "--port", min=1, max=65535, help="Port to serve on."),
+    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+) -> None:
+    """Serve the annotators' web page: the question queue, grading, results, launching runs."""
+    module = _web_module()
+    app = module.build_app(db or get_settings().db)
+    if host not in LOCAL_HOSTS and not os.environ.get(TOKEN_ENV):
+        console.print(
+            f"[yellow]warning:[/] serving on {host} without {TOKEN_ENV}: anyone who can "
+            f"reach it may answer; set {TOKEN_ENV} to require a token",
+            highlight=False,
+        )
+    console.print(f"aah web on http://{host}:{port} (Ctrl-C stops it)", highlight=False)
+    try:
+        module.launch_app(app, host, port, block=True)
+    except OSError:
+        raise AahError(
+            f"cannot serve on {host}:{port} (port taken, or not an address of this machine): "
+            "pick another --port or --host"
+        ) from None

@@ -1,0 +1,224 @@
+"""Agent turns and tool calls of many sessions, read in bulk, and their per-run scores.
+
+One set-wide query reads every model call, tool call and human question of
+the runs reported on; each row is classified as light data by the same rules
+as ``behavior.classify_turns`` and ``errors.call_patterns``. Building one
+pydantic event per row would cost more than a whole report may take (over a
+second for 100,000 rows). The scores themselves are the shared ones:
+``hallucination_rates``, ``gold_pairs`` and ``confusion`` of the behaviour
+module, and ToolScan's share of calls (tasks, for IAC) free of each pattern.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from aah.scoring.behavior import (
+    BEHAVIOR_CLASSES,
+    BehaviorClass,
+    ConfusionMatrix,
+    HallucinationRates,
+    SessionTurns,
+    TurnClass,
+    classify_reply,
+    confusion,
+    gold_pairs,
+    hallucination_rates,
+)
+from aah.scoring.errors import CALL_PATTERNS, WRONG_VALUE_STATUSES, ErrorPattern, ErrorPatternReport
+from aah.scoring.intervals import Proportion, wilson
+from aah.scoring.metrics import TaskOutcome
+from aah.store import SessionStore
+from aah.tools.builtin import ASK_HUMAN
+
+
+@dataclass(frozen=True)
+class RunBehavior:
+    """When2Call behaviour over one run's agent turns.
+
+    Attributes:
+        sessions: Sessions that took at least one agent turn.
+        turns: Agent turns in all.
+        classes: Each class's share of the turns.
+        rates: Tool, answer and parameter hallucination.
+        matrix: Gold against predicted first-turn classes.
+    """
+
+    run: str
+    sessions: int
+    turns: int
+    classes: dict[BehaviorClass, Proportion]
+    rates: HallucinationRates
+    matrix: ConfusionMatrix
+
+
+@dataclass
+class SessionSteps:
+    """What the behaviour and error-pattern scores need of one session's events."""
+
+    turns: list[TurnClass]
+    call_patterns: list[frozenset[ErrorPattern]]
+    called: set[str]
+
+
+# One row per step, with only what its kind needs (each json_extract parses the payload):
+# model call: purpose, tool calls made, text when it made none; tool call: name,
+# HTTP status, check; human question: nothing.
+_STEPS_SQL = """
+SELECT e.session_id, e.seq, e.kind,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.purpose')
+                   WHEN 'tool_call' THEN json_extract(e.payload, '$.tool') END,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.n_tool_calls')
+                   WHEN 'tool_call' THEN json_extract(e.payload, '$.status_code') END,
+       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check')
+                   WHEN 'model_call' THEN
+                       CASE WHEN json_extract(e.payload, '$.n_tool_calls') = 0
+                            THEN json_extract(e.payload, '$.text') END END
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind IN ('model_call', 'tool_call', 'human_question') AND s.run IN ({marks})
+ORDER BY e.session_id, e.seq
+"""
+StepRow = tuple[str, int, str, Any, Any, Any]
+_CLEAN: frozenset[ErrorPattern] = frozenset()
+
+
+def _read_only(store: SessionStore) -> closing[sqlite3.Connection]:
+    # Its own connection: reading never queues behind the store's writers (WAL).
+    return closing(sqlite3.connect(f"{store.path.resolve().as_uri()}?mode=ro", uri=True))
+
+
+def load_steps(store: SessionStore, runs: Sequence[str]) -> dict[str, SessionSteps]:
+    """The classified turns and calls of every session of ``runs`` that has any, by id."""
+    with _read_only(store) as conn:
+        rows = conn.execute(_STEPS_SQL.format(marks=", ".join("?" * len(runs))), list(runs))
+        return {sid: session_steps(sid, found) for sid, found in groupby(rows, itemgetter(0))}
+
+
+def session_steps(session_id: str, rows: Iterable[StepRow]) -> SessionSteps:
+    """One session's turns and calls from its step rows, in seq order.
+
+    A turn's calls are the tool calls and questions after its model call, up
+    to the next model call of any purpose, as in ``behavior.classify_turns``.
+    """
+    found = SessionSteps([], [], set())
+    turn: tuple[int, int, str] | None = None  # the open agent turn: seq, calls made, text
+    calls: list[str] = []
+    for _, seq, kind, name, number, detail in rows:
+        if kind == "model_call":
+            _end_turn(session_id, found, turn, calls)
+            turn = (seq, int(number or 0), detail or "") if name == "agent" else None
+            calls = []
+        elif kind == "tool_call":
+            found.call_patterns.append(_call_patterns(detail, number))
+            found.called.add(name)
+            calls.append(name)
+        else:  # a valid ask_human call leaves only its question behind
+            found.call_patterns.append(_CLEAN)
+            calls.append(ASK_HUMAN)
+    _end_turn(session_id, found, turn, calls)
+    return found
+
+
+def _end_turn(
+    session_id: str, found: SessionSteps, turn: tuple[int, int, str] | None, calls: list[str]
+) -> None:
+    if turn is None:
+        return
+    seq, n_calls, text = turn
+    # As behavior.classify_turns: a turn of ask_human calls only is a follow-up question.
+    if n_calls == 0:
+        label, rule = classify_reply(text)
+    elif calls and all(name == ASK_HUMAN for name in calls):
+        label, rule = "request_for_info", "ask_human"
+    else:
+        label, rule = "tool_call", "native_call"
+    found.turns.append(TurnClass(session_id, len(found.turns) + 1, seq, label, rule))
+
+
+def _call_patterns(check: str | None, status: int | None) -> frozenset[ErrorPattern]:
+    # As errors.call_patterns: the check's pattern, else IAV for a rejected value.
+    if check not in (None, "ok"):
+        return frozenset({check})  # type: ignore[arg-type]  # stored checks are patterns
+    return frozenset({"IAV"}) if status in WRONG_VALUE_STATUSES else _CLEAN
+
+
+def task_ids(store: SessionStore, runs: Sequence[str]) -> dict[str, str]:
+    """Each session's task id, by session id, for the sessions of ``runs`` that have one."""
+    sql = f"SELECT id, task_id FROM sessions WHERE run IN ({', '.join('?' * len(runs))})"
+    with _read_only(store) as conn:
+        return {sid: task for sid, task in conn.execute(sql, list(runs)) if task is not None}
+
+
+def group_by_run(outcomes: Iterable[TaskOutcome]) -> dict[str, list[TaskOutcome]]:
+    """``outcomes`` by run name, in the order given."""
+    grouped: dict[str, list[TaskOutcome]] = {}
+    for outcome in outcomes:
+        grouped.setdefault(outcome.run or "", []).append(outcome)
+    return grouped
+
+
+# -- per-run scores -------------------------------------------------------------
+
+
+def run_behavior(
+    run: str, outcomes: Sequence[TaskOutcome], steps: Mapping[str, SessionSteps]
+) -> RunBehavior:
+    """Class shares, hallucination rates and gold scores of one run's sessions."""
+    sessions = [
+        SessionTurns(o.session_id, o.setting, o.status, _steps(steps, o.session_id).turns)
+        for o in outcomes
+    ]
+    labels = [turn.label for session in sessions for turn in session.turns]
+    classes = {c: wilson(labels.count(c), len(labels)) for c in BEHAVIOR_CLASSES}
+    return RunBehavior(
+        run=run,
+        sessions=sum(1 for session in sessions if session.turns),
+        turns=len(labels),
+        classes=classes,
+        rates=hallucination_rates(sessions),
+        matrix=confusion(gold_pairs(sessions)),
+    )
+
+
+def run_error_patterns(
+    run: str,
+    outcomes: Sequence[TaskOutcome],
+    steps: Mapping[str, SessionSteps],
+    needed: Mapping[str, Sequence[str]] | None,
+) -> ErrorPatternReport:
+    """The share of calls (tasks, for IAC) of one run free of each ToolScan pattern.
+
+    Args:
+        run: The run.
+        outcomes: Its sessions' outcomes.
+        steps: Every session's classified calls, by session id.
+        needed: For IAC, each session's needed endpoints by session id; None
+            leaves IAC with N = 0, as ``errors.error_patterns`` does.
+    """
+    per_call = [p for o in outcomes for p in _steps(steps, o.session_id).call_patterns]
+    incomplete: dict[str, list[str]] = {}
+    tasks = 0
+    for outcome in outcomes:
+        wanted = [name for name in (needed or {}).get(outcome.session_id, ()) if name != ASK_HUMAN]
+        if not wanted or outcome.skipped:
+            continue
+        tasks += 1
+        called = _steps(steps, outcome.session_id).called
+        missing = [name for name in dict.fromkeys(wanted) if name not in called]
+        if missing:
+            incomplete[outcome.session_id] = missing
+    hits: dict[ErrorPattern, int] = {p: sum(p in f for f in per_call) for p in CALL_PATTERNS}
+    hits["IAC"] = len(incomplete)
+    free = {p: wilson(len(per_call) - hits[p], len(per_call)) for p in CALL_PATTERNS}
+    free["IAC"] = wilson(tasks - hits["IAC"], tasks)
+    return ErrorPatternReport(run, len(per_call), tasks, free, hits, incomplete)
+
+
+def _steps(steps: Mapping[str, SessionSteps], session_id: str) -> SessionSteps:
+    return steps.get(session_id) or SessionSteps([], [], set())

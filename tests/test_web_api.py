@@ -1,0 +1,263 @@
+"""The web app through its HTTP API (gradio_client), served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
+
+import typer  # noqa: E402
+from gradio_client import Client  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+from web_support import ORIGINAL_QUERY, seed_request, serve_app  # noqa: E402
+
+from aah.errors import AahError  # noqa: E402
+from aah.events import FinalAnswerEvent, ToolCallEvent  # noqa: E402
+from aah.store import SessionStore  # noqa: E402
+from aah.ui.web_auth import WebAuth  # noqa: E402
+from aah.ui.web_format import plain  # noqa: E402
+
+HOSTILE = "<img src=x onerror=alert(1)> [click](http://example.org) ![i](http://example.org/i.png)"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "s.db"
+
+
+@pytest.fixture
+def served(db: Path) -> Iterator[str]:
+    with serve_app(db) as url:
+        yield url
+
+
+def client(url: str) -> Client:
+    return Client(url, verbose=False)
+
+
+def signed_in(url: str, name: str, token: str = "") -> tuple[Client, tuple[Any, ...]]:
+    api = client(url)
+    return api, api.predict(name, token, api_name="/sign_in")
+
+
+def test_sign_in_lists_opens_and_answers(db: Path, served: str) -> None:
+    request = seed_request(db, "Which city?")
+    api, shown = signed_in(served, "alice")
+    assert "Signed in as **alice**" in shown[0]
+    summary, table, choices = shown[2], shown[3], shown[4]["choices"]
+    assert "1 question waits" in summary
+    assert table["data"][0][2] == "Which city?" and table["data"][0][1] == "underspecified"
+    assert choices[0] == ["1. [underspecified] Which city?", request.id]
+
+    opened = api.predict(request.id, api_name="/open_request")
+    assert opened[1]["value"] == ORIGINAL_QUERY  # "you are this user"
+    assert opened[4] == "Which city?"
+
+    note = api.predict("Porto", 1, request.id, api_name="/send_answer")[0]
+    assert "the agent goes on" in note
+    store = SessionStore(db)
+    stored = store.get_human_request(request.id)
+    assert stored is not None and stored.status == "answered"
+    assert stored.answered_by == "alice" and stored.answer == "Porto"
+    (answer,) = store.human_answers(request.id)
+    assert answer.rating == 1 and not answer.declined and answer.seconds is not None
+    assert store.requests_for("alice") == []
+
+
+def test_decline_and_form_checks(db: Path, served: str) -> None:
+    request = seed_request(db)
+    api, _ = signed_in(served, "bob")
+    api.predict(request.id, api_name="/open_request")
+    with pytest.raises(AppError, match="type an answer, or press Decline"):
+        api.predict("  ", 1, request.id, api_name="/send_answer")
+    with pytest.raises(AppError, match="rate the question first"):
+        api.predict("Porto", None, request.id, api_name="/send_answer")
+    note = api.predict("", 0, request.id, api_name="/decline_request")[0]
+    assert note.startswith("Declined")
+    (answer,) = SessionStore(db).human_answers(request.id)
+    assert answer.declined and answer.rating == 0 and answer.annotator == "bob"
+
+
+def test_nothing_is_done_anonymously(db: Path, served: str) -> None:
+    request = seed_request(db)
+    api = client(served)
+    with pytest.raises(AppError):  # the picker offers nothing before sign-in
+        api.predict(request.id, api_name="/open_request")
+    assert api.predict(None, api_name="/refresh_queue")[0].startswith("Sign in")
+    for endpoint, args in [
+        ("/next_to_label", [None]),
+        ("/launch_run", ["r", "perfect", 1, "", True]),
+    ]:
+        with pytest.raises(AppError, match="sign in first"):
+            api.predict(*args, api_name=endpoint)
+    with pytest.raises(AppError, match="type your name"):
+        api.predict(" ", "", api_name="/sign_in")
+    with pytest.raises(AppError, match="reserved"):
+        api.predict("oracle", "", api_name="/sign_in")
+    assert SessionStore(db).human_answers(request.id) == []
+
+
+def test_token_required_when_set(db: Path) -> None:
+    auth = WebAuth(token="team-token", admin_token="admin-token")
+    with serve_app(db, auth) as url:
+        with pytest.raises(AppError, match="wrong access token"):
+            signed_in(url, "alice", "guess")
+        with pytest.raises(AppError, match="wrong access token"):
+            signed_in(url, "alice", "")
+        api, shown = signed_in(url, "alice", "team-token")
+        assert "admin" not in shown[0]
+        with pytest.raises(AppError, match="only an admin"):
+            api.predict("r", "perfect", 1, "", True, api_name="/launch_run")
+        _, shown = signed_in(url, "carol", "admin-token")
+        assert "admin" in shown[0]
+
+
+def test_token_rules() -> None:
+    assert WebAuth().sign_in("a", "").admin  # a local app: everyone may launch
+    assert not WebAuth(token="t").sign_in("a", "t").admin
+    assert WebAuth(admin_token="x").sign_in("a", "x").admin
+    assert not WebAuth(admin_token="x").sign_in("a", "").admin
+
+
+def test_overlap_keeps_later_answers_for_agreement(db: Path, served: str) -> None:
+    request = seed_request(db, k=2)
+    alice, _ = signed_in(served, "alice")
+    alice.predict(request.id, api_name="/open_request")
+    assert "goes on" in alice.predict("Porto", 1, request.id, api_name="/send_answer")[0]
+    bob, shown = signed_in(served, "bob")
+    assert shown[4]["choices"][0][1] == request.id  # still wants a second answer
+    bob.predict(request.id, api_name="/open_request")
+    note = bob.predict("Lisbon", 0, request.id, api_name="/send_answer")[0]
+    assert "kept for agreement" in note
+    store = SessionStore(db)
+    stored = store.get_human_request(request.id)
+    assert stored is not None and stored.answer == "Porto" and stored.answered_by == "alice"
+    assert [a.annotator for a in store.human_answers(request.id)] == ["alice", "bob"]
+    _, shown = signed_in(served, "carol")
+    assert shown[4]["choices"] == []  # k answers reached
+
+
+def test_model_text_is_never_markup(db: Path, served: str) -> None:
+    request = seed_request(db, HOSTILE, context={"setting": HOSTILE, "task_id": "<script>x"})
+    api, shown = signed_in(served, "alice")
+    assert shown[3]["data"][0][2].startswith("<img")  # a table cell: shown as text
+    opened = api.predict(request.id, api_name="/open_request")
+    meta = opened[0]
+    assert "<" not in meta and "](" not in meta
+    note = api.predict("ok", 1, request.id, api_name="/send_answer")[0]
+    assert "<" not in note and "](" not in note and "![" not in note
+
+
+def test_plain_makes_markdown_inert() -> None:
+    assert plain("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
+    assert plain("[a](http://e.org)") == "\\[a\\]\\(http\\://e\\.org\\)"
+    assert plain("line\n# heading") == "line \\# heading"
+
+
+def _finished_session(db: Path) -> str:
+    store = SessionStore(db)
+    store.create_run("r1", {"human": "queue"})
+    session = store.open_session("Weather in Porto?", run="r1", task_id="t1", setting="perfect")
+    store.append_event(
+        ToolCallEvent(
+            session_id=session.id,
+            call_id="c1",
+            tool="weather__forecast",
+            arguments={"city": "Porto"},
+            status_code=200,
+            ok=True,
+            result='{"temp": 21}',
+        )
+    )
+    store.append_event(FinalAnswerEvent(session_id=session.id, text="21 C in Porto."))
+    store.finish_session(session.id, final_answer="21 C in Porto.")
+    return session.id
+
+
+def test_grading_stores_a_human_label(db: Path, served: str) -> None:
+    session_id = _finished_session(db)
+    api, _ = signed_in(served, "alice")
+    assert api.predict(None, api_name="/grading_runs")["choices"][0][1] == "r1"
+    shown = api.predict("r1", api_name="/next_to_label")
+    assert shown[1] == "Weather in Porto?" and shown[2] == "21 C in Porto."
+    assert "weather__forecast" in shown[3] and "HTTP 200" in shown[3]
+    after = api.predict("r1", api_name="/label_pass")
+    assert "Nothing left to label" in after[0]
+    (grade,) = SessionStore(db).grades(session_id)
+    assert grade.grader_model == "human:alice" and grade.verdict == "pass"
+    assert grade.prompt_version == "human-label/1"
+    assert grade.votes == [{"annotator": "alice", "vote": "pass"}]
+    bob, _ = signed_in(served, "bob")
+    bob.predict(None, api_name="/grading_runs")
+    assert bob.predict("r1", api_name="/next_to_label")[2] == "21 C in Porto."
+
+
+def test_results_show_the_report_in_a_sandboxed_frame(db: Path, served: str) -> None:
+    session_id = _finished_session(db)
+    store = SessionStore(db)
+    store.finish_session(session_id, final_answer="<script>alert(1)</script>")
+    store.add_grade(session_id, "grader-model", "grader/1", ["Fail"], "fail")  # shown as example
+    api, _ = signed_in(served, "alice")
+    frame = api.predict([], api_name="/show_report")
+    assert frame.startswith('<iframe title="report" sandbox=""')
+    document = html.unescape(frame.split('srcdoc="', 1)[1].split('"', 1)[0])
+    assert "<h1>aah report</h1>" in document and "r1" in document
+    assert "<script" not in document and "&lt;script&gt;" in document
+
+
+def test_admin_launches_and_stops_a_queue_run(
+    db: Path, served: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A data folder that does not exist: were the child to get far, it fails offline.
+    monkeypatch.setenv("AAH_DATA_DIR", str(db.parent / "no-data"))
+    api, _ = signed_in(served, "admin")
+    note, table, pid, _ = api.predict("web-1", "perfect", 2, "", True, api_name="/launch_run")
+    assert f"process {pid}" in note and table["data"][0][:2] == ["web-1", str(pid)]
+    assert "Asked process" in api.predict(pid, api_name="/stop_run")[0]
+    deadline = time.monotonic() + 10
+    while table["data"][0][2] == "running" and time.monotonic() < deadline:
+        table, _ = api.predict(pid, api_name="/run_log")
+        time.sleep(0.1)
+    assert table["data"][0][2].startswith("exited")
+    assert Path(table["data"][0][4]).parent == db.parent / "web-runs"
+    with pytest.raises(AppError, match="name the run"):
+        api.predict("-rm", "perfect", 2, "", True, api_name="/launch_run")
+
+
+def test_log_tail_keeps_the_last_redraw(tmp_path: Path) -> None:
+    from aah.ui.web_launch import log_tail
+
+    log = tmp_path / "run.log"
+    log.write_bytes(b"run r: 3 tasks\r 1/3\r 2/3\r 3/3\nerror: boom\n")
+    assert log_tail(log) == "3/3\nerror: boom"
+
+
+def test_bench_command_asks_the_queue(tmp_path: Path) -> None:
+    from aah.ui.web_launch import LaunchRequest, bench_command
+
+    command = bench_command(tmp_path / "s.db", LaunchRequest("r", "perfect", 3, "m1", False))
+    assert command[1:5] == ["-m", "aah", "bench", "run"]
+    assert ["--human", "queue"] == command[command.index("--human") : command.index("--human") + 2]
+    assert "--no-aah" in command and command[-4:] == ["--limit", "3", "--model", "m1"]
+
+
+def test_cli_says_which_extra_is_missing(monkeypatch: pytest.MonkeyPatch, db: Path) -> None:
+    import sys
+
+    from aah.cli.web import web
+
+    for name in [m for m in sys.modules if m == "aah.ui.web" or m.startswith("aah.ui.web_")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "gradio", None)
+    cli = typer.Typer()
+    cli.command()(web)
+    result = CliRunner().invoke(cli, ["--db", str(db)])
+    assert isinstance(result.exception, AahError)
+    assert str(result.exception) == "the web app needs the ui extra: pip install 'aah[ui]'"
