@@ -15,6 +15,8 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 AwarenessQuestion = Literal["information", "tool"]
 AwarenessAnswer = Literal["yes", "idk", "no", "none"]
+# Which awareness questions a session asks (science.md §1).
+AwarenessMode = Literal["info", "tool", "both", "none"]
 # "ok", or the ToolScan pattern that stopped the call before it ran.
 CheckResult = Literal["ok", "IFN", "IAN", "IAT", "IFE", "RAC", "IAV"]
 EventKind = Literal[

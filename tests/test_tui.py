@@ -69,6 +69,13 @@ async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], seconds: f
     raise AssertionError(f"the app never reached the expected state; timeline: {shown}")
 
 
+async def shown_and_ready(pilot: Pilot[None]) -> None:
+    """Wait until the screen is laid out and the first task's tools are listed."""
+    note = pilot.app.query_one("#task-note")
+    await wait_for(pilot, lambda: str(note.render()).startswith("tools:"))
+    await pilot.pause()
+
+
 def timeline(app: AahApp) -> list[EntryView]:
     return app.query_one(Timeline).entries()
 
@@ -105,6 +112,7 @@ async def run_ask_task_with_a_tool_broken_while_waiting(
 
 async def test_answering_the_agents_question_leads_to_the_final_answer(app: AahApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
+        await shown_and_ready(pilot)
         await pilot.click("#start")
         await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
         screen = app.screen
@@ -233,8 +241,12 @@ async def test_free_text_finds_tools_and_runs_without_aah(app: AahApp) -> None:
     assert any(e.tone == "ok" for e in entries) and entries[-1].tone == "final"
 
 
-async def test_main_screen_snapshot_for_the_readme(app: AahApp) -> None:
+async def test_main_screen_snapshot_for_the_readme(
+    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(tmp_path)  # the header shows the default, relative database path
+    app = AahApp(registry, Path("sessions/aah.db"))
 
     def snapshot(name: str) -> Path:
         return Path(app.save_screenshot(filename=name, path=str(SCREENSHOTS)))

@@ -10,8 +10,9 @@ import yaml
 from pydantic import BaseModel, Field
 
 from aah.errors import AahError
-from aah.runtime.awareness import AwarenessMode
+from aah.events import AwarenessMode
 
+SCRIPTED_LABEL = "scripted demo model — set AAH_BASE_URL to use a real one"
 DEMO_TASKS_FILE = Path(__file__).resolve().parent / "demo_tasks.yaml"
 
 

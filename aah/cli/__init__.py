@@ -17,6 +17,7 @@ from aah.cli.grade import grade
 from aah.cli.output import err_console
 from aah.cli.report import report
 from aah.cli.run import run
+from aah.cli.tui import tui
 from aah.cli.web import web
 from aah.errors import AahError
 
@@ -43,6 +44,7 @@ app.command("demo")(demo)
 app.command("grade")(grade)
 app.command("report")(report)
 app.command("classify")(classify)
+app.command("tui")(tui)
 app.command("web")(web)
 app.command("fake-llm")(fake_llm)
 

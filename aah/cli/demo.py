@@ -8,6 +8,8 @@ same tasks run on that model. Tools answer in mock mode either way.
 from __future__ import annotations
 
 import asyncio
+import sys
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,18 +26,28 @@ if TYPE_CHECKING:
     from aah.testing.fake_llm import FakeLLMServer
     from aah.tools.registry import Registry
 
-SCRIPTED_LABEL = "scripted demo model — set AAH_BASE_URL to use a real one"
-
 
 def demo(
     task: list[str] = typer.Option([], "--task", help="Run only these demo tasks (repeatable)."),
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
     data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+    plain: bool = typer.Option(
+        False, "--plain", help="Print a trace even in a terminal (no terminal app)."
+    ),
 ) -> None:
-    """Run the demo tasks: a question to the human, a tool failure, a skip, a success."""
+    """Run the demo tasks: a question to the human, a tool failure, a skip, a success.
+
+    In a terminal with the ``ui`` extra installed this opens the terminal app;
+    otherwise (or with ``--plain``) it runs every task and prints a trace.
+    """
+    if not plain and sys.stdin.isatty() and sys.stdout.isatty() and find_spec("textual"):
+        from aah.cli.tui import run_tui
+
+        run_tui(db, data, task[0] if task else None)
+        return
     from pydantic import SecretStr
 
-    from aah.benchmark.demo import demo_task, load_demo_tasks
+    from aah.benchmark.demo import SCRIPTED_LABEL, demo_task, load_demo_tasks
     from aah.llm import ModelConfig, model_config
     from aah.testing.fake_llm import FakeLLMServer
 

@@ -16,8 +16,8 @@ from aah.errors import AahError
 # Heavy modules (LangChain, LangGraph, openai) load when a command runs, so
 # `aah --help` and the light commands start fast.
 if TYPE_CHECKING:
+    from aah.events import AwarenessMode
     from aah.llm import ModelConfig
-    from aah.runtime.awareness import AwarenessMode
     from aah.runtime.humans import HumanChannel
     from aah.runtime.session import SessionOutcome, SessionRequest
     from aah.tools.registry import Registry

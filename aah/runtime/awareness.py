@@ -11,17 +11,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from aah.chat_client import ChatClient
-from aah.events import AwarenessAnswer, AwarenessQuestion
+from aah.events import AwarenessAnswer, AwarenessMode, AwarenessQuestion
 from aah.runtime.prompts import load_prompt
 from aah.tools.checks import describe_parameters
 from aah.tools.spec import EndpointSpec
-
-AwarenessMode = Literal["info", "tool", "both", "none"]
 
 # Which questions each benchmark setting asks (science.md §1).
 SETTING_AWARENESS: dict[str, AwarenessMode] = {

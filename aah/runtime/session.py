@@ -21,6 +21,7 @@ from langgraph.types import Command
 from aah.chat_client import ChatClient
 from aah.errors import AahError
 from aah.events import (
+    AwarenessMode,
     ErrorEvent,
     Event,
     FinalAnswerEvent,
@@ -30,7 +31,6 @@ from aah.events import (
     ToolCallEvent,
 )
 from aah.llm import ModelConfig, model_error
-from aah.runtime.awareness import AwarenessMode
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
 from aah.runtime.prompts import load_prompt

@@ -10,8 +10,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 from aah.chat_client import ChatClient
-from aah.events import Event
-from aah.runtime.awareness import AwarenessMode
+from aah.events import AwarenessMode, Event
 from aah.tools.modes import Executor
 from aah.tools.spec import EndpointSpec
 

@@ -1,0 +1,225 @@
+"""The terminal app's widgets: the session timeline and the numbers panel.
+
+Both read the same typed events the store keeps (``aah.events``); neither
+knows how the session runs. A timeline entry's ``tone`` is a CSS class, so
+colours live in ``tui.tcss`` and failures stand out by one rule there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple
+
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from aah.events import (
+    AwarenessEvent,
+    ErrorEvent,
+    Event,
+    FinalAnswerEvent,
+    HumanAnswerEvent,
+    HumanQuestionEvent,
+    ModelCallEvent,
+    ToolCallEvent,
+)
+
+Tone = Literal["info", "ok", "fail", "warn", "ask", "answer", "final", "header"]
+_AWARENESS_TONE: dict[str, Tone] = {"yes": "ok", "idk": "warn", "no": "fail", "none": "fail"}
+
+
+class SessionEvent(Message):
+    """A stored event of the running session, handed to the app's UI."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class SessionDone(Message):
+    """The running session ended: its status, and the error if it failed."""
+
+    def __init__(self, status: str, error: str | None) -> None:
+        super().__init__()
+        self.status = status
+        self.error = error
+
+
+class EntryView(NamedTuple):
+    """How one timeline entry reads: a heading, a body and a tone (CSS class)."""
+
+    heading: str
+    body: str
+    tone: Tone
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_event(event: Event) -> EntryView | None:
+    """The timeline entry for ``event``, or None for steps not worth a line."""
+    if isinstance(event, AwarenessEvent):
+        heading = f"awareness ({event.question}): {event.answer.upper()}"
+        return EntryView(heading, event.reason, _AWARENESS_TONE[event.answer])
+    if isinstance(event, ModelCallEvent):
+        return _describe_model_call(event)
+    if isinstance(event, ToolCallEvent):
+        return _describe_tool_call(event)
+    if isinstance(event, HumanQuestionEvent):
+        return EntryView("? the agent asks", event.question, "ask")
+    if isinstance(event, HumanAnswerEvent):
+        if event.declined:
+            return EntryView(f"↳ {event.answered_by} declined to answer", "", "warn")
+        return EntryView(f"↳ {event.answered_by} answers", event.answer, "answer")
+    if isinstance(event, FinalAnswerEvent):
+        limit = " (step limit reached)" if event.step_limit_hit else ""
+        return EntryView(f"final answer{limit}", event.text, "warn" if limit else "final")
+    if isinstance(event, ErrorEvent):
+        return EntryView(f"✗ error in {event.where or 'the runtime'}", event.message, "fail")
+    return None
+
+
+def _describe_model_call(event: ModelCallEvent) -> EntryView | None:
+    if event.purpose != "agent":
+        return None
+    tokens = (event.prompt_tokens or 0) + (event.completion_tokens or 0)
+    did = f"{event.n_tool_calls} tool call(s)" if event.n_tool_calls else "a reply"
+    heading = f"model step: {did}, {tokens} tokens, {event.latency_ms:.0f} ms"
+    # A reply without tool calls is the final answer, shown in its own entry.
+    body = _short(event.text, 200) if event.n_tool_calls else ""
+    return EntryView(heading, body, "info")
+
+
+def _describe_tool_call(event: ToolCallEvent) -> EntryView:
+    arguments = _short(json.dumps(event.arguments, ensure_ascii=False), 120)
+    if event.check != "ok":
+        heading = f"✗ {event.tool} rejected before running ({event.check})"
+        return EntryView(heading, f"{arguments}\n{_short(event.feedback, 240)}", "fail")
+    status = event.status_code if event.status_code is not None else "no response"
+    mark = "✓" if event.ok else "✗"
+    heading = f"{mark} {event.tool} → {status}, {event.latency_ms:.0f} ms [{event.http_mode}]"
+    body = f"{arguments}\n{_short(event.result, 240)}"
+    return EntryView(heading, body, "ok" if event.ok else "fail")
+
+
+class TimelineEntry(Static):
+    """One step of the session: a bold heading over the detail."""
+
+    def __init__(self, view: EntryView) -> None:
+        text = Text(view.heading, style="bold")
+        if view.body:
+            text.append("\n" + view.body, style="")
+        super().__init__(text, classes=f"entry {view.tone}")
+        self.view = view
+
+
+class Timeline(VerticalScroll):
+    """The session's steps as they happen, newest at the bottom."""
+
+    def add_view(self, view: EntryView) -> TimelineEntry:
+        """Append one entry and keep it in sight."""
+        entry = TimelineEntry(view)
+        self.mount(entry)
+        # Scroll once the entry has its size, or a tall one ends below the fold.
+        self.call_after_refresh(self.scroll_end, animate=False)
+        return entry
+
+    def add_event(self, event: Event) -> TimelineEntry | None:
+        """Append the entry for ``event``, if it has one."""
+        view = describe_event(event)
+        return self.add_view(view) if view is not None else None
+
+    def add_note(self, heading: str, body: str = "", tone: Tone = "info") -> TimelineEntry:
+        """Append a line that is not an event (a new session, a broken tool)."""
+        return self.add_view(EntryView(heading, body, tone))
+
+    def entries(self) -> list[EntryView]:
+        """What the timeline shows, oldest first (for tests and exports)."""
+        return [entry.view for entry in self.query(TimelineEntry)]
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    """The numbers of one session, as the side panel shows them."""
+
+    status: str = "idle"
+    steps: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    questions: int = 0
+    tokens: int = 0
+    elapsed: float = 0.0
+    broken_tools: int = 0
+    waiting_elsewhere: int = 0
+    model: str = ""
+    session: str = ""
+
+    def after(self, event: Event) -> SessionStats:
+        """These numbers once ``event`` has happened."""
+        if isinstance(event, ModelCallEvent):
+            tokens = (event.prompt_tokens or 0) + (event.completion_tokens or 0)
+            steps = self.steps + (event.purpose == "agent")
+            return replace(self, steps=steps, tokens=self.tokens + tokens)
+        if isinstance(event, ToolCallEvent):
+            return replace(
+                self, tool_calls=self.tool_calls + 1, errors=self.errors + (not event.ok)
+            )
+        if isinstance(event, HumanQuestionEvent):
+            return replace(self, questions=self.questions + 1, status="waiting")
+        if isinstance(event, HumanAnswerEvent):
+            return replace(self, status="running")
+        if isinstance(event, ErrorEvent):
+            return replace(self, errors=self.errors + 1, status="error")
+        return self
+
+
+_STATUS_STYLE = {
+    "running": "bold green",
+    "waiting": "bold magenta",
+    "finished": "bold cyan",
+    "skipped": "bold yellow",
+    "error": "bold red",
+}
+
+
+class StatsPanel(Static):
+    """The session's numbers, redrawn whenever they change."""
+
+    stats: reactive[SessionStats] = reactive(SessionStats)
+
+    def watch_stats(self, stats: SessionStats) -> None:
+        """Redraw with the new numbers."""
+        self.update(render_stats(stats))
+
+
+def render_stats(stats: SessionStats) -> Table:
+    """The numbers as a two-column grid."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="dim")
+    grid.add_column()
+    minutes, seconds = divmod(int(stats.elapsed), 60)
+    rows: list[tuple[str, Text]] = [
+        ("status", Text(stats.status, style=_STATUS_STYLE.get(stats.status, "bold"))),
+        ("steps", Text(str(stats.steps))),
+        ("tool calls", Text(str(stats.tool_calls))),
+        ("errors", Text(str(stats.errors), style="bold red" if stats.errors else "")),
+        ("questions", Text(str(stats.questions))),
+        ("tokens", Text(str(stats.tokens))),
+        ("elapsed", Text(f"{minutes}:{seconds:02d}")),
+        ("broken tools", Text(str(stats.broken_tools), style="red" if stats.broken_tools else "")),
+        ("elsewhere", Text(f"{stats.waiting_elsewhere} waiting")),
+    ]
+    for label, value in rows:
+        grid.add_row(label, value)
+    if stats.model:
+        grid.add_row("model", Text(_short(stats.model, 40), style="italic"))
+    if stats.session:
+        grid.add_row("session", Text(stats.session, style="dim"))
+    return grid
