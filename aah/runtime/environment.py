@@ -6,11 +6,9 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import aiosqlite
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
 from aah.chat_client import ChatClient
 from aah.llm import ModelConfig
+from aah.runtime.checkpoints import inline_checkpointer
 from aah.runtime.humans import HumanChannel
 from aah.runtime.session import EventListener, Runtime
 from aah.store import SessionStore
@@ -24,18 +22,6 @@ CHECKPOINT_SUFFIX = ".checkpoints"
 def checkpoint_path(db: Path) -> Path:
     """The checkpoint database that belongs to the session database ``db``."""
     return db.with_name(db.stem + CHECKPOINT_SUFFIX + (db.suffix or ".db"))
-
-
-@asynccontextmanager
-async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """A LangGraph SQLite checkpointer in WAL mode, safe beside other processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    async with aiosqlite.connect(str(path), timeout=30.0) as conn:
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
-        yield saver
 
 
 @asynccontextmanager
@@ -59,7 +45,7 @@ async def open_runtime(
     store = SessionStore(db)
     chat = ChatClient(model, temperature=temperature, seed=seed)
     try:
-        async with open_checkpointer(checkpoint_path(db)) as saver:
+        with inline_checkpointer(checkpoint_path(db)) as saver:
             yield Runtime(
                 store=store,
                 model=chat,
