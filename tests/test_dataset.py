@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from aah.benchmark.dataset import SETTINGS, Task, coverage, load_setting, load_tasks
+from aah.benchmark.coverage import coverage
+from aah.benchmark.dataset import SETTINGS, Task, load_setting, load_tasks
 from aah.benchmark.derive import hidden_facts, similarity
 from aah.cli.bench import app
 from aah.errors import AahError

@@ -12,7 +12,9 @@ second load costs nothing; tasks are frozen because the cache shares them.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aah.benchmark import derive as derive_module
 from aah.benchmark.derive import (
-    LOW_SIMILARITY,
     Match,
     MatchKind,
     OriginalIndex,
@@ -36,12 +38,12 @@ from aah.benchmark.derive import (
 from aah.benchmark.settings import SETTING_FOLDERS as SETTING_FOLDERS
 from aah.benchmark.settings import SETTINGS as SETTINGS
 from aah.benchmark.settings import Setting as Setting
+from aah.config import get_settings
 from aah.data.locate import failtalms_dir
 from aah.errors import AahError
 from aah.tools.failtalms import benchmark_endpoint_name
 from aah.tools.registry import Registry
 
-_SHORT = 90  # characters of a query shown in a hard case
 SAME_REQUEST = 0.9  # similarity above which two queries ask the same thing
 
 
@@ -124,8 +126,47 @@ def load_tasks(
     """
     chosen = SETTINGS if settings is None else tuple(settings)
     stamp = _stamp(data_dir)
-    tasks = [task for setting in chosen for task in _derived(data_dir, setting, stamp)]
+    tasks = [task for setting in chosen for task in _tasks_of(data_dir, setting, stamp)]
     return _with_missing(tasks, registry) if registry is not None else tasks
+
+
+@lru_cache(maxsize=64)
+def _tasks_of(
+    data_dir: Path, setting: Setting, stamp: tuple[tuple[str, int, int], ...]
+) -> tuple[Task, ...]:
+    """A setting's tasks from the on-disk cache, else derived (and then cached).
+
+    Deriving all settings takes about half a second; every command that needs
+    tasks (a run, a report, the apps) would pay it at start. The cache key is
+    the query files' stamp and the derivation code itself, so a changed file
+    or a changed rule derives afresh.
+    """
+    cache = _cache_file(setting, stamp)
+    if cache.is_file():
+        try:
+            return tuple(Task.model_validate(item) for item in json.loads(cache.read_bytes()))
+        except (OSError, ValueError):
+            pass  # a damaged cache is derived again and rewritten
+    tasks = _derived(data_dir, setting, stamp)
+    _write_cache(cache, tasks)
+    return tasks
+
+
+def _cache_file(setting: Setting, stamp: tuple[tuple[str, int, int], ...]) -> Path:
+    digest = hashlib.sha256(repr(stamp).encode())
+    for module in (__file__, derive_module.__file__):
+        digest.update(Path(module).read_bytes())
+    return get_settings().cache_dir / "tasks" / f"{setting}-{digest.hexdigest()[:16]}.json"
+
+
+def _write_cache(path: Path, tasks: Sequence[Task]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(json.dumps([task.model_dump(mode="json") for task in tasks]))
+        os.replace(partial, path)
+    except OSError:
+        pass  # a read-only cache directory only costs the next command the derivation
 
 
 def load_setting(data_dir: Path, setting: Setting, registry: Registry | None = None) -> list[Task]:
@@ -286,108 +327,3 @@ def _with_missing(tasks: list[Task], registry: Registry) -> list[Task]:
 
 def _missing_of(task: Task, missing: set[str]) -> list[str]:
     return [name for name in dict.fromkeys([*task.offered, *task.needed]) if name in missing]
-
-
-class SettingCoverage(BaseModel):
-    """How well one setting's derivation went."""
-
-    setting: Setting
-    total: int
-    self_matched: int
-    exact: int
-    fuzzy: int
-    ambiguous: int
-    unmatched: int
-    low_similarity: int
-    facts_nonempty: int | None = None
-    nothing_unavailable: int | None = None
-    missing_endpoints: list[str] = Field(default_factory=list)
-
-
-class HardCase(BaseModel):
-    """A task whose derivation deserves a look, with the reasons."""
-
-    id: str
-    reasons: list[str]
-    similarity: float
-    query: str
-    original: str | None
-
-
-class CoverageReport(BaseModel):
-    """Coverage per setting, in ``SETTINGS`` order, and the hard cases."""
-
-    settings: list[SettingCoverage]
-    hard_cases: list[HardCase]
-
-
-def coverage(tasks: Sequence[Task]) -> CoverageReport:
-    """Count how each setting's tasks were derived and list the hard cases.
-
-    A hard case has a similarity below ``LOW_SIMILARITY``, an ambiguous or
-    missing original, no hidden facts (under-specified), no unavailable
-    endpoint (replaceable / non-replaceable) or endpoints the registry lacks.
-    """
-    by_setting: dict[Setting, list[Task]] = defaultdict(list)
-    for task in tasks:
-        by_setting[task.setting].append(task)
-    rows = [_setting_coverage(s, by_setting[s]) for s in SETTINGS if s in by_setting]
-    hard = [case for task in tasks if (case := _hard_case(task)) is not None]
-    return CoverageReport(settings=rows, hard_cases=hard)
-
-
-def _setting_coverage(setting: Setting, tasks: list[Task]) -> SettingCoverage:
-    def count(kind: MatchKind) -> int:
-        return sum(task.match == kind for task in tasks)
-
-    missing = dict.fromkeys(name for task in tasks for name in task.missing_endpoints)
-    with_unavailable = setting in ("replaceable", "nonreplaceable")
-    return SettingCoverage(
-        setting=setting,
-        total=len(tasks),
-        self_matched=count("self"),
-        exact=count("exact"),
-        fuzzy=count("fuzzy"),
-        ambiguous=count("ambiguous"),
-        unmatched=count("unmatched"),
-        low_similarity=sum(_low(task) for task in tasks),
-        facts_nonempty=sum(bool(t.hidden_facts) for t in tasks)
-        if setting == "underspecified"
-        else None,
-        nothing_unavailable=sum(not t.unavailable for t in tasks) if with_unavailable else None,
-        missing_endpoints=sorted(missing),
-    )
-
-
-def _low(task: Task) -> bool:
-    return task.original_query is not None and task.similarity < LOW_SIMILARITY
-
-
-def _hard_case(task: Task) -> HardCase | None:
-    reasons = []
-    if _low(task):
-        reasons.append(f"similarity {task.similarity:.2f}")
-    if task.match in ("ambiguous", "unmatched"):
-        reasons.append(task.match)
-    if task.setting == "underspecified":
-        if not task.hidden_facts:
-            reasons.append("no hidden facts")
-        if task.match == "fuzzy":  # the original found lists other endpoints
-            reasons.append("endpoints differ from the original's")
-    if task.setting in ("replaceable", "nonreplaceable") and not task.unavailable:
-        reasons.append("nothing unavailable")
-    if task.missing_endpoints:
-        reasons.append(f"missing {', '.join(task.missing_endpoints)}")
-    if not reasons:
-        return None
-    return HardCase(
-        id=task.id,
-        reasons=reasons,
-        similarity=task.similarity,
-        query=_shorten(task.query),
-        original=_shorten(task.original_query) if task.original_query else None,
-    )
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= _SHORT else text[: _SHORT - 1].rstrip() + "…"

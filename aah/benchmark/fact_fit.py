@@ -43,7 +43,8 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-Setting = Literal["perfect", "underspecified", "replaceable", "nonreplaceable", "notools"]
+from aah.benchmark.settings import Setting
+
 FactKind = Literal["place", "date", "number", "identifier", "thing"]
 
 OWN_WEIGHT = 3.0

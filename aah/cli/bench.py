@@ -14,7 +14,8 @@ from aah.config import get_settings
 from aah.errors import AahError
 
 if TYPE_CHECKING:
-    from aah.benchmark.dataset import CoverageReport, Setting, Task
+    from aah.benchmark.coverage import CoverageReport
+    from aah.benchmark.dataset import Setting, Task
     from aah.tools.registry import Registry
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
@@ -43,7 +44,8 @@ def data_command(
     ] = None,
 ) -> None:
     """Load the five settings and show how each query's original was found."""
-    from aah.benchmark.dataset import coverage, load_tasks
+    from aah.benchmark.coverage import coverage
+    from aah.benchmark.dataset import load_tasks
     from aah.data.locate import find_data_dir
 
     chosen = _settings(setting) if setting else None
