@@ -26,11 +26,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlite_utils import Database
-
 from aah import store_schema as schema
 from aah.config import get_settings
 from aah.events import Event, utc_now
+from aah.sqlite_db import Database
 from aah.store_schema import (
     REDACTED,
     GradeRecord,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlite_utils import Database
 
 from aah.errors import AahError
 from aah.events import (
@@ -30,6 +29,7 @@ from aah.events import (
     ToolCallEvent,
     parse_event,
 )
+from aah.sqlite_db import Database
 
 SCHEMA_VERSION = 1
 
