@@ -14,7 +14,6 @@ Run: .venv/bin/python perf/batch_bench.py [--slice 8] [--skip-full] [--profile]
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import json
 import os
@@ -35,6 +34,7 @@ from aah.benchmark.runner import BatchRunner, RunOptions
 from aah.cli.bench_run import batch_human_factory
 from aah.data.locate import find_data_dir
 from aah.llm import ModelConfig
+from aah.runtime.loop import run_async
 from aah.tools.registry import Registry
 from aah.tools.registry_build import build_registry
 
@@ -117,7 +117,7 @@ def run(
     options = RunOptions(run=name, concurrency=concurrency)
     runner = BatchRunner(options, registry, config, batch_human_factory("oracle", registry))
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    summary = asyncio.run(runner.run(tasks, db))
+    summary = run_async(runner.run(tasks, db))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     assert summary.errors == 0, summary.error_messages
     return wall, cpu

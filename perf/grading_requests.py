@@ -10,7 +10,6 @@ request for the whole run). Run: ``.venv/bin/python perf/grading_requests.py [N]
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pydantic import SecretStr
 
 from aah.events import FinalAnswerEvent, ToolCallEvent
 from aah.llm import ModelConfig
+from aah.runtime.loop import run_async
 from aah.scoring.grader import grade_run
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
@@ -77,7 +77,7 @@ def measure(label: str, server: FakeLLMServer, sessions: int, votes: int) -> Non
         fill(store, sessions)
         with server:
             start = time.perf_counter()
-            summary = asyncio.run(
+            summary = run_async(
                 grade_run(store, RUN, config_for(server), votes=votes, progress=False)
             )
             wall = time.perf_counter() - start

@@ -27,6 +27,7 @@ from pydantic import SecretStr
 from aah.llm import ModelConfig
 from aah.runtime.environment import open_runtime
 from aah.runtime.humans import ScriptedHuman
+from aah.runtime.loop import run_async
 from aah.runtime.session import SessionRequest, run_session
 from aah.tools.spec import EndpointSource, EndpointSpec, ParameterSpec, ResponseSketch
 
@@ -123,17 +124,17 @@ def main() -> None:
                 api_key=SecretStr("x"),
                 retries=0,
             )
-            asyncio.run(run_tasks(Path(tmp) / "warm.db", config, 5, 1))  # imports, caches
+            run_async(run_tasks(Path(tmp) / "warm.db", config, 5, 1))  # imports, caches
             profiler = cProfile.Profile() if args.profile else None
             cpu0, wall0 = time.process_time(), time.perf_counter()
             if profiler:
                 profiler.enable()
-            asyncio.run(run_tasks(Path(tmp) / "perf.db", config, args.tasks, args.concurrency))
+            run_async(run_tasks(Path(tmp) / "perf.db", config, args.tasks, args.concurrency))
             if profiler:
                 profiler.disable()
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             floor0 = time.process_time()
-            asyncio.run(client_only_calls(config, args.tasks, args.concurrency))
+            run_async(client_only_calls(config, args.tasks, args.concurrency))
             floor = time.process_time() - floor0
         finally:
             server.terminate()

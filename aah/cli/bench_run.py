@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from aah.cli.output import console, table
 from aah.cli.tools import open_registry
 from aah.config import get_settings
 from aah.errors import AahError
+from aah.runtime.loop import run_async
 
 if TYPE_CHECKING:
     from aah.benchmark.dataset import Setting, Task
@@ -181,7 +181,7 @@ def _run_with_progress(runner: BatchRunner, tasks: list[Task], db: Path) -> RunS
                 rate=done / max(time.perf_counter() - started, 1e-9),
             )
 
-        summary = asyncio.run(runner.run(tasks, db, on_done))
+        summary = run_async(runner.run(tasks, db, on_done))
         progress.update(bar, completed=len(tasks))
     return summary
 

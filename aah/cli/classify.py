@@ -19,6 +19,7 @@ import typer
 
 from aah.cli.output import err_console
 from aah.errors import AahError
+from aah.runtime.loop import run_async
 
 if TYPE_CHECKING:
     from aah.llm import ModelConfig
@@ -53,7 +54,7 @@ def classify(
     if judge == "llm":
         from aah.llm import model_config
 
-        results = asyncio.run(judge_lines(lines, model_config("grader", model=model), concurrency))
+        results = run_async(judge_lines(lines, model_config("grader", model=model), concurrency))
     else:
         from aah.scoring.behavior import classify_reply
 

@@ -7,7 +7,6 @@ same tasks run on that model. Tools answer in mock mode either way.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from importlib.util import find_spec
 from pathlib import Path
@@ -18,6 +17,7 @@ import typer
 from aah.cli.output import console, table
 from aah.cli.tools import open_registry
 from aah.config import get_settings
+from aah.runtime.loop import run_async
 
 if TYPE_CHECKING:
     from aah.benchmark.demo import DemoTask
@@ -58,14 +58,14 @@ def demo(
     if settings.model and settings.base_url:
         config = model_config("agent")
         console.print(f"[bold]model:[/] {config.model} at {config.base_url}", highlight=False)
-        outcomes = asyncio.run(_run_all(tasks, registry, db_path, config))
+        outcomes = run_async(_run_all(tasks, registry, db_path, config))
     else:
         console.print(f"[bold yellow]{SCRIPTED_LABEL}[/]")
         with FakeLLMServer(tasks[0].script) as server:
             config = ModelConfig(
                 base_url=server.base_url, model="fake-model", api_key=SecretStr("demo"), retries=0
             )
-            outcomes = asyncio.run(_run_all(tasks, registry, db_path, config, server))
+            outcomes = run_async(_run_all(tasks, registry, db_path, config, server))
     rows = (
         [t.id, t.shows, o.status, o.final_answer[:70]] for t, o in zip(tasks, outcomes, strict=True)
     )

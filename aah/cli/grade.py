@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +10,7 @@ from rich.table import Table
 
 from aah.cli.output import console, table
 from aah.cli.sessions import open_store
+from aah.runtime.loop import run_async
 
 if TYPE_CHECKING:
     from aah.scoring.grader import GradeSummary
@@ -34,7 +34,7 @@ def grade(
     check_vote_settings(votes, temperature)
     config = model_config("grader", model=model)
     with open_store(db) as store:
-        summary = asyncio.run(
+        summary = run_async(
             grade_run(
                 store,
                 run,

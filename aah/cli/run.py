@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +11,7 @@ from aah.cli.output import console
 from aah.cli.tools import open_registry
 from aah.config import get_settings
 from aah.errors import AahError
+from aah.runtime.loop import run_async
 
 # Heavy modules (LangChain, LangGraph, openai) load when a command runs, so
 # `aah --help` and the light commands start fast.
@@ -86,7 +86,7 @@ def run(
         markup=True,
         highlight=False,
     )
-    outcome = asyncio.run(_run(request, db_path, config, channel, http, fault))
+    outcome = run_async(_run(request, db_path, config, channel, http, fault))
     _report(outcome)
 
 
