@@ -1,1 +1,88 @@
-"""Scoring: grader, metrics, behaviour classes, error patterns, reports."""
+"""Scoring: grader, metrics, behaviour classes, error patterns, reports.
+
+Public names load lazily (PEP 562), so importing one light module of the
+package does not load the heavy ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aah.scoring.behavior import Classification, behavior_report, classify_reply
+    from aah.scoring.errors import error_patterns
+    from aah.scoring.grader import (
+        GradeSummary,
+        MajorityVoteGrader,
+        grade_run,
+        grade_session,
+        majority_vote,
+        parse_vote,
+    )
+    from aah.scoring.imports import import_failtalms_outputs
+    from aah.scoring.intervals import Proportion, wilson
+    from aah.scoring.metrics import (
+        CellMetrics,
+        TaskOutcome,
+        cell_to_json,
+        compute_metrics,
+        load_outcomes,
+    )
+    from aah.scoring.report import build_report, render_json
+    from aah.scoring.report_html import render_html
+
+__all__ = [
+    "CellMetrics",
+    "Classification",
+    "GradeSummary",
+    "MajorityVoteGrader",
+    "Proportion",
+    "TaskOutcome",
+    "behavior_report",
+    "build_report",
+    "cell_to_json",
+    "classify_reply",
+    "compute_metrics",
+    "error_patterns",
+    "grade_run",
+    "grade_session",
+    "import_failtalms_outputs",
+    "load_outcomes",
+    "majority_vote",
+    "parse_vote",
+    "render_html",
+    "render_json",
+    "wilson",
+]
+
+_WHERE = {
+    "CellMetrics": "aah.scoring.metrics",
+    "Classification": "aah.scoring.behavior",
+    "GradeSummary": "aah.scoring.grader",
+    "MajorityVoteGrader": "aah.scoring.grader",
+    "Proportion": "aah.scoring.intervals",
+    "TaskOutcome": "aah.scoring.metrics",
+    "behavior_report": "aah.scoring.behavior",
+    "build_report": "aah.scoring.report",
+    "cell_to_json": "aah.scoring.metrics",
+    "classify_reply": "aah.scoring.behavior",
+    "compute_metrics": "aah.scoring.metrics",
+    "error_patterns": "aah.scoring.errors",
+    "grade_run": "aah.scoring.grader",
+    "grade_session": "aah.scoring.grader",
+    "import_failtalms_outputs": "aah.scoring.imports",
+    "load_outcomes": "aah.scoring.metrics",
+    "majority_vote": "aah.scoring.grader",
+    "parse_vote": "aah.scoring.grader",
+    "render_html": "aah.scoring.report_html",
+    "render_json": "aah.scoring.report",
+    "wilson": "aah.scoring.intervals",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
