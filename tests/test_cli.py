@@ -71,9 +71,21 @@ def test_unknown_tool_is_one_line_with_suggestions(registry: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_missing_registry_says_how_to_build_it(tmp_path: Path) -> None:
-    result = aah("tools", "search", "x", env={"AAH_REGISTRY": str(tmp_path / "none.db")})
-    assert result.returncode == 2 and "aah tools build" in result.stderr
+def test_missing_registry_is_built_from_the_data_first(shared_data: Path, tmp_path: Path) -> None:
+    env = {"AAH_REGISTRY": str(tmp_path / "new.db"), "AAH_DATA_DIR": str(shared_data)}
+    result = aah("tools", "search", "weather", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "building the tool registry" in result.stderr  # stdout stays pure JSON
+    assert json.loads(result.stdout)[0]["category"] == "Weather"
+
+
+def test_missing_registry_and_data_say_how_to_get_them(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {"AAH_REGISTRY": str(tmp_path / "none.db"), "AAH_DATA_DIR": str(empty)}
+    result = aah("tools", "search", "x", env=env)
+    assert result.returncode == 2 and "aah data fetch" in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error:")
 
 
 def test_run_with_a_console_human(registry: Path, tmp_path: Path) -> None:

@@ -69,5 +69,8 @@ def main() -> None:
     try:
         app()
     except AahError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
+        # soft_wrap: the error stays one line whatever the terminal's width.
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True
+        )
         sys.exit(2)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, print_json, table
+from aah.cli.output import console, err_console, print_json, table
 from aah.config import get_settings, project_root
 
 if TYPE_CHECKING:
@@ -34,8 +34,9 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
         from aah.data.locate import find_data_dir
         from aah.tools.registry_build import build_registry
 
-        console.print("[dim]building the tool registry (once)…[/]")
-        build_registry(find_data_dir(data), path, project_root() / "tool_registry" / "fixes.yaml")
+        data_dir = find_data_dir(data)
+        err_console.print("[dim]building the tool registry (once)…[/]")
+        build_registry(data_dir, path, project_root() / "tool_registry" / "fixes.yaml")
     return Registry(path)
 
 
@@ -94,10 +95,11 @@ def _print_report(report: BuildReport) -> None:
 @app.command("list")
 def list_tools(
     category: str | None = typer.Option(None, "--category", "-c", help="Only this category."),
+    data: Path | None = DataOption,
     as_json: bool = JsonOption,
 ) -> None:
     """List endpoints, or the categories with counts when none is chosen."""
-    registry = open_registry()
+    registry = open_registry(data, build_if_missing=True)
     if category is None and not as_json:
         console.print(table("Categories", ["category", "endpoints"], registry.categories().items()))
         console.print("Use --category NAME to list one category's endpoints.")
@@ -113,10 +115,11 @@ def list_tools(
 @app.command()
 def show(
     name: str = typer.Argument(..., help="Qualified name <tool>__<endpoint>."),
+    data: Path | None = DataOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Show one endpoint's full spec."""
-    spec = open_registry().get(name)
+    spec = open_registry(data, build_if_missing=True).get(name)
     if as_json:
         print_json(spec.model_dump(mode="json"))
         return
@@ -140,10 +143,11 @@ def show(
 def search(
     query: str = typer.Argument(..., help="What the tool should do, in words."),
     k: int = typer.Option(10, "-k", help="How many results."),
+    data: Path | None = DataOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Find the endpoints that best match a query."""
-    hits = open_registry().search(query, k)
+    hits = open_registry(data, build_if_missing=True).search(query, k)
     if as_json:
         print_json([{**_summary(h.spec), "score": round(h.score, 3)} for h in hits])
         return
@@ -158,12 +162,13 @@ def check(
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Probes at once."),
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds per probe."),
     seed: int = typer.Option(0, "--seed", help="Seed for --sample."),
+    data: Path | None = DataOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Probe endpoints live with their parameter defaults: up, down, latency."""
     from aah.tools.health import probe_endpoints
 
-    registry = open_registry()
+    registry = open_registry(data, build_if_missing=True)
     specs = [registry.get(name) for name in tool] if tool else registry.endpoints()
     if sample is not None and not tool:
         import random
