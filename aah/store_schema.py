@@ -28,6 +28,7 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
     parse_event,
+    utc_now,
 )
 from aah.sqlite_db import Database
 
@@ -384,3 +385,8 @@ def session_bump(event: Event) -> dict[str, Any]:
         column = "info_awareness" if event.question == "information" else "tool_awareness"
         bump[column] = event.answer
     return bump
+
+
+def now_text() -> str:
+    """The current UTC time as ISO 8601 text, the form every time column holds."""
+    return utc_now().isoformat()
