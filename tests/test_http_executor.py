@@ -216,3 +216,26 @@ async def test_acall_runs_in_a_thread(server: LocalServer, executor: HttpExecuto
 )
 def test_same_host_rules(url: str, allowed: bool) -> None:
     assert same_host(url, "api.example.org") is allowed
+
+
+def test_form_encoded_bodies_are_sent_as_form_fields() -> None:
+    from aah.tools.http import HttpExecutor
+    from aah.tools.spec import ParameterSpec, ParamLocation
+
+    with LocalServer() as server:
+        spec = make_spec(
+            server.url("/echo"),
+            method="POST",
+            name="form",
+            params=[
+                ParameterSpec(name="url", location=ParamLocation.BODY),
+                ParameterSpec(name="tags", type="array", location=ParamLocation.BODY),
+            ],
+        ).model_copy(update={"body_encoding": "form"})
+        with HttpExecutor(timeout=2, retries=0) as executor:
+            result = executor.call(spec, {"url": "http://x.test/a?b=1", "tags": ["p", "q"]})
+    assert result.ok, result.error
+    echoed = result.data
+    assert "url=http%3A%2F%2Fx.test%2Fa%3Fb%3D1" in echoed["body"]
+    assert "tags=p&tags=q" in echoed["body"]
+    assert "application/x-www-form-urlencoded" in str(echoed["headers"]).lower()

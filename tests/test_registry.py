@@ -31,7 +31,7 @@ def test_build_counts_and_documented_rejects(built: tuple[Path, object]) -> None
     rejects = report.rejections  # type: ignore[attr-defined]
     assert [r.name for r in rejects] == ["interact_with_human"]
     assert all(r.reason for r in rejects)
-    assert len(report.fixes_applied) == 11  # type: ignore[attr-defined]
+    assert len(report.fixes_applied) == 17  # type: ignore[attr-defined]
 
 
 def test_registry_lookups(registry: Registry) -> None:
@@ -160,3 +160,9 @@ def test_build_json_report_from_the_cli(shared_data: Path, tmp_path: Path) -> No
         env={"AAH_REGISTRY": str(tmp_path / "r.db")},
     )
     assert strict.exit_code == 1
+
+
+def test_form_encoded_endpoints_are_marked(registry: Registry) -> None:
+    assert registry.get("urlhaus__query_url_info").body_encoding == "form"
+    assert registry.get("wikimedia_org__post_media_math_check_type").body_encoding == "form"
+    assert registry.get("postcodes__bulk_lookup_postcodes").body_encoding == "json"

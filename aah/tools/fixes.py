@@ -22,7 +22,7 @@ from aah.errors import AahError
 from aah.tools.spec import EndpointSpec, ParameterSpec
 
 # Fields a fix may overwrite; identity fields (names, source) stay the source's.
-_SETTABLE = {"description", "method", "url_template", "response", "category"}
+_SETTABLE = {"description", "method", "url_template", "response", "category", "body_encoding"}
 
 
 class EndpointFix(BaseModel):

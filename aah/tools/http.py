@@ -250,6 +250,7 @@ class HttpExecutor:
                     params=request.params,
                     headers=request.headers,
                     json=request.json_body,
+                    data=request.form_body,
                     timeout=(self.connect_timeout, self.timeout),
                     allow_redirects=False,
                     stream=True,
@@ -305,7 +306,7 @@ def _redirected(request: HttpRequest, response: requests.Response, location: str
     url = urljoin(response.url, location)
     if response.status_code in (307, 308):
         return request._replace(url=url, params=[])
-    return request._replace(method="GET", url=url, params=[], json_body=None)
+    return request._replace(method="GET", url=url, params=[], json_body=None, form_body=None)
 
 
 def _ms(started: float) -> float:

@@ -28,7 +28,7 @@ import yaml
 
 from aah.errors import AahError
 from aah.tools.importing import unique_endpoint
-from aah.tools.openapi_params import OperationError, operation_parameters
+from aah.tools.openapi_params import OperationError, body_encoding, operation_parameters
 from aah.tools.openapi_refs import RefError, deref, inline
 from aah.tools.spec import (
     EndpointSource,
@@ -265,6 +265,7 @@ def _endpoint(
         description=_description(operation),
         method=_METHODS[method],
         url_template=document.base_url + (route if route.startswith("/") else "/" + route),
+        body_encoding=body_encoding(document.raw, operation, document.swagger2),
         parameters=parameters,
         response=response,
         source=source,

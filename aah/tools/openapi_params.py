@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from aah.tools.openapi_refs import deref
-from aah.tools.spec import JsonType, ParameterSpec, ParamLocation
+from aah.tools.spec import BodyEncoding, JsonType, ParameterSpec, ParamLocation
 
 _LOCATIONS = {
     "path": ParamLocation.PATH,
@@ -169,6 +169,26 @@ def schema_type(raw: dict[str, Any], schema: dict[str, Any]) -> JsonType:
             first = deref(raw, members[0])
             return schema_type(raw, first) if isinstance(first, dict) else "string"
     return "string"
+
+
+_FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def body_encoding(raw: dict[str, Any], operation: dict[str, Any], swagger2: bool) -> BodyEncoding:
+    """``form`` when the operation's body is HTML-form fields, else ``json``."""
+    if swagger2:
+        consumes = operation.get("consumes") or raw.get("consumes") or []
+        has_form = any(
+            p.get("in") == "formData"
+            for p in operation.get("parameters") or []
+            if isinstance(p, dict)
+        )
+        return "form" if has_form or any(m in _FORM_MEDIA_TYPES for m in consumes) else "json"
+    body = deref(raw, operation.get("requestBody"))
+    content = body.get("content") if isinstance(body, dict) else None
+    if not isinstance(content, dict) or "application/json" in content:
+        return "json"
+    return "form" if any(m in content for m in _FORM_MEDIA_TYPES) else "json"
 
 
 def _request_body(raw: dict[str, Any], body: Any, repairs: list[str]) -> list[ParameterSpec]:

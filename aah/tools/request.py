@@ -6,7 +6,8 @@ Rules, the same in every HTTP mode:
   included) and a bare ``.`` or ``..`` is refused, so an argument can never
   change the path, the query or the host.
 - Query values go in the query string (a list repeats the key), body values
-  form one JSON object, header values become headers.
+  form one JSON object (or form fields, for a spec whose ``body_encoding`` is
+  ``form``), header values become headers.
 - ``None`` means "not given": the argument is left out.
 - Declared defaults are not filled in; the server applies its own.
 - An argument the spec does not declare, or a missing path argument, makes
@@ -39,6 +40,7 @@ class HttpRequest(NamedTuple):
     params: list[tuple[str, str]]
     headers: dict[str, str]
     json_body: dict[str, Any] | None
+    form_body: list[tuple[str, str]] | None = None
 
 
 def build_request(spec: EndpointSpec, arguments: Mapping[str, Any]) -> HttpRequest:
@@ -78,6 +80,9 @@ def build_request(spec: EndpointSpec, arguments: Mapping[str, Any]) -> HttpReque
         else:
             body[parameter.name] = value
     url = fill_template(spec, path_values)
+    if spec.body_encoding == "form" and body:
+        form = [pair for name, value in body.items() for pair in query_pairs(name, value)]
+        return HttpRequest(spec.method, url, params, headers, None, form)
     return HttpRequest(spec.method, url, params, headers, body or None)
 
 

@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field
 
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object"]
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+# How body parameters are sent: one JSON object, or HTML-form fields.
+BodyEncoding = Literal["json", "form"]
 
 # OpenAI function names allow [a-zA-Z0-9_-]{1,64}; qualified names must fit.
 MAX_NAME_LENGTH = 64
@@ -68,6 +70,7 @@ class EndpointSpec(BaseModel):
     description: str = ""
     method: HttpMethod = "GET"
     url_template: str
+    body_encoding: BodyEncoding = "json"
     parameters: list[ParameterSpec] = Field(default_factory=list)
     response: ResponseSketch = Field(default_factory=ResponseSketch)
     source: EndpointSource
