@@ -351,3 +351,31 @@ def test_every_executor_satisfies_the_protocol(cache: Path, server: LocalServer)
         executor: Executor = make_executor(mode, cache_path=cache)
         assert callable(executor.call) and callable(executor.acall)
         executor.close()
+
+
+def test_mock_answers_agree_with_the_call() -> None:
+    from aah.tools.mock import synthesize
+    from aah.tools.spec import ParameterSpec, ResponseSketch
+
+    spec = make_spec(
+        "https://api.example.org/forecast",
+        name="forecast",
+        params=[
+            ParameterSpec(name="latitude", type="number"),
+            ParameterSpec(name="longitude", type="number"),
+        ],
+        response=ResponseSketch(
+            kind="template",
+            content={
+                "latitude": "float",
+                "longitude": "float",
+                "timezone": "str",
+                "hourly": {"temp": "float"},
+            },
+        ),
+    )
+    data = synthesize(spec, {"latitude": 52.52, "longitude": 13.41})
+    assert data["latitude"] == 52.52 and data["longitude"] == 13.41
+    assert "/" in data["timezone"] or data["timezone"] == "UTC"
+    other = synthesize(spec, {"latitude": 1.0})
+    assert -180 <= other["longitude"] <= 180

@@ -37,6 +37,14 @@ _WORDS = (
 )  # fmt: skip
 _NAMES = ("Ada Lovelace", "Alan Turing", "Grace Hopper", "Katherine Johnson", "Linus Pauling")
 _CITIES = ("Oslo", "Lisbon", "Nairobi", "Kyoto", "Montreal", "Valparaiso", "Tartu", "Perth")
+_TIMEZONES = (
+    "Europe/Oslo",
+    "Europe/Lisbon",
+    "Africa/Nairobi",
+    "Asia/Tokyo",
+    "America/Toronto",
+    "UTC",
+)
 _EPOCH = date(2024, 1, 1)
 # Returned by typed_value for a word that names no type: the template keeps it.
 _UNKNOWN = object()
@@ -60,13 +68,37 @@ def synthesize(spec: EndpointSpec, arguments: Mapping[str, Any]) -> Any:
         if sketch.kind == "example":
             return sketch.content
         if sketch.kind == "template":
-            return from_template(content, rng)
+            return echo_arguments(from_template(content, rng), given)
         if sketch.kind == "schema" and isinstance(content, Mapping):
-            return from_schema(content, rng)
+            return echo_arguments(from_schema(content, rng), given)
     except (TypeError, ValueError):
         # A malformed sketch (say, "minimum": "low") must not break a run.
         return echo
     return echo
+
+
+def echo_arguments(data: Any, given: Mapping[str, Any], depth: int = 0) -> Any:
+    """``data`` with fields named like an argument holding that argument's value.
+
+    An API asked about latitude 52.52 answers about 52.52; a made-up response
+    that agrees with the call reads as a plausible answer, not as noise.
+    """
+    if depth > MAX_DEPTH:
+        return data
+    if isinstance(data, dict):
+        return {
+            key: given[key]
+            if key in given and _scalar(given[key]) and _scalar(value)
+            else echo_arguments(value, given, depth + 1)
+            for key, value in data.items()
+        }
+    if isinstance(data, list):
+        return [echo_arguments(item, given, depth + 1) for item in data]
+    return data
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
 
 
 def from_template(template: Any, rng: random.Random, key: str = "", depth: int = 0) -> Any:
@@ -95,6 +127,11 @@ def typed_value(type_word: str, rng: random.Random, key: str = "") -> Any:
     if word in ("int", "integer", "long", "int32", "int64"):
         return rng.randint(1, 1000)
     if word in ("float", "double", "number", "decimal", "numeric"):
+        hint = key.lower()
+        if hint in ("lat", "latitude"):
+            return round(rng.uniform(-90, 90), 4)
+        if hint in ("lon", "lng", "longitude"):
+            return round(rng.uniform(-180, 180), 4)
         return round(rng.uniform(0, 1000), 2)
     if word in ("bool", "boolean"):
         return rng.random() < 0.5
@@ -137,6 +174,8 @@ def string_value(rng: random.Random, key: str = "") -> str:
     for fmt in ("email", "url", "uuid"):
         if fmt in hint:
             return str(_formatted(fmt, rng, ""))
+    if "timezone" in hint or hint in ("tz", "tzid"):
+        return rng.choice(_TIMEZONES)
     if "date" in hint:
         return str(_formatted("date", rng, ""))
     if "time" in hint:
