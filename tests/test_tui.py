@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -59,8 +60,10 @@ def app(registry: Registry, shared_data: Path, tmp_path: Path) -> AahApp:
     return AahApp(registry, tmp_path / "sessions.db", data=shared_data)
 
 
-async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], seconds: float = 15) -> None:
-    for _ in range(int(seconds / 0.05)):
+async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], seconds: float = 60) -> None:
+    # Generous: the whole suite runs on two busy cores; a met condition returns at once.
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         if condition():
             return
         await pilot.pause(0.05)
@@ -120,7 +123,8 @@ async def test_answering_the_agents_question_leads_to_the_final_answer(app: AahA
         assert "Where do you live" in screen.request.question
         assert "What will the weather be like tomorrow" in screen.request.context["query"]
         await answer_question(pilot, "Lisbon")
-        await wait_for(pilot, lambda: not app.running)
+        await wait_for(pilot, lambda: not app.running and app.stats.status == "finished")
+        await wait_for(pilot, lambda: timeline(app)[-1].tone == "final")
         entries = timeline(app)
         assert app.stats.status == "finished" and app.stats.questions == 1
     tones = [e.tone for e in entries]
