@@ -6,8 +6,9 @@ package does not load the heavy ones.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.runtime.awareness import ask_awareness, parse_awareness
@@ -61,8 +62,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _WHERE)

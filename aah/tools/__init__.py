@@ -6,8 +6,9 @@ not LangChain, and should start in a fraction of a second.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.tools.checks import CallChecker, CheckResult
@@ -84,8 +85,6 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'aah.tools' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"aah.tools.{module}"), name)
+__getattr__ = lazy_getattr(
+    __name__, {name: f"aah.tools.{module}" for name, module in _WHERE.items()}
+)
