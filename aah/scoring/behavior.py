@@ -26,7 +26,6 @@ miss, the tool call as the error). Other settings have no gold label.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -45,6 +44,7 @@ from aah.scoring.behavior_rules import (
     classify_reply,
 )
 from aah.scoring.intervals import Proportion, wilson
+from aah.scoring.metrics import canonical_setting
 from aah.store import SessionStore
 from aah.tools.builtin import ASK_HUMAN
 
@@ -63,13 +63,13 @@ __all__ = [
     "behavior_report",
     "classify_reply",
     "classify_turns",
+    "turn_class",
     "classify_with_llm",
     "confusion",
     "gold_label",
     "gold_pairs",
     "hallucination_rates",
     "load_judge_prompt",
-    "normalize_setting",
     "parse_judge_reply",
     "run_turns",
     "session_turns",
@@ -117,7 +117,7 @@ def classify_turns(events: Sequence[Event]) -> list[TurnClass]:
     for index, event in enumerate(events):
         if not isinstance(event, ModelCallEvent) or event.purpose != "agent":
             continue
-        label, rule = _turn_class(event, _calls_after(events, index))
+        label, rule = turn_class(event.n_tool_calls, event.text, _calls_after(events, index))
         turns.append(TurnClass(event.session_id, len(turns) + 1, event.seq, label, rule))
     return turns
 
@@ -139,9 +139,13 @@ def _calls_after(events: Sequence[Event], index: int) -> list[str]:
     return called
 
 
-def _turn_class(event: ModelCallEvent, called: Sequence[str]) -> Classification:
-    if event.n_tool_calls == 0:
-        return classify_reply(event.text)
+def turn_class(n_tool_calls: int, text: str, called: Sequence[str]) -> Classification:
+    """One agent turn's class from its call count, its text and the calls that followed.
+
+    A turn whose calls are all ``ask_human`` is a follow-up question.
+    """
+    if n_tool_calls == 0:
+        return classify_reply(text)
     if called and all(name == ASK_HUMAN for name in called):
         return Classification("request_for_info", "ask_human")
     return Classification("tool_call", "native_call")
@@ -157,18 +161,10 @@ class SessionTurns:
     turns: list[TurnClass]
 
 
-def normalize_setting(setting: str | None) -> str | None:
-    """``Under-specified``, ``underspecified``... → ``underspecified``; Original → perfect."""
-    if setting is None:
-        return None
-    key = re.sub(r"[^a-z]", "", setting.lower())
-    return "perfect" if key == "original" else key
-
-
 def run_turns(store: SessionStore, run: str | None) -> list[SessionTurns]:
     """The classified turns of every session of ``run`` (every session when None)."""
     return [
-        SessionTurns(s.id, normalize_setting(s.setting), s.status, session_turns(store, s.id))
+        SessionTurns(s.id, canonical_setting(s.setting), s.status, session_turns(store, s.id))
         for s in store.list_sessions(run=run)
     ]
 
@@ -207,7 +203,7 @@ class LabelPair(NamedTuple):
 
 def gold_label(setting: str | None, turn: int) -> BehaviorClass | None:
     """The right class of turn ``turn`` of a task in ``setting``, where one is known."""
-    return _FIRST_TURN_GOLD.get(normalize_setting(setting) or "") if turn == 1 else None
+    return _FIRST_TURN_GOLD.get(canonical_setting(setting) or "") if turn == 1 else None
 
 
 def gold_pairs(sessions: Iterable[SessionTurns]) -> list[LabelPair]:

@@ -18,9 +18,10 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from aah.benchmark.settings import SETTINGS
 from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix
 from aah.scoring.intervals import Proportion
-from aah.scoring.metrics import SETTINGS, CellMetrics
+from aah.scoring.metrics import CellMetrics
 from aah.scoring.report import Report
 from aah.scoring.report_tables import CLASS_NAMES, pair_runs, pooled_matrix
 

@@ -68,9 +68,18 @@ class ErrorPatternReport:
 
 def call_patterns(event: ToolCallEvent) -> frozenset[ErrorPattern]:
     """The error patterns one logged call shows (empty for a clean call)."""
-    if event.check != "ok":
-        return frozenset({event.check})
-    if event.status_code in WRONG_VALUE_STATUSES:
+    return patterns_of(event.check, event.status_code)
+
+
+def patterns_of(check: str | None, status: int | None) -> frozenset[ErrorPattern]:
+    """The patterns of a call from its check result and HTTP status (stored columns).
+
+    The check's pattern when a check stopped the call, else IAV when the API
+    rejected a value (400/422), else none.
+    """
+    if check not in (None, "ok"):
+        return frozenset({check})  # type: ignore[arg-type]  # stored checks are patterns
+    if status in WRONG_VALUE_STATUSES:
         return frozenset({"IAV"})
     return frozenset()
 

@@ -62,12 +62,12 @@ from typing import Any
 
 # The rules module, not ``aah.scoring.behavior``: that one loads the OpenAI client,
 # a second of start-up that a report over stored sessions never needs.
+from aah.benchmark.settings import SETTINGS
 from aah.scoring.behavior_rules import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question
 from aah.store import SessionStore
 
-SETTINGS = ("perfect", "underspecified", "replaceable", "nonreplaceable", "notools")
 # How the paper's folders and common spellings map onto the stored names.
 _SETTING_ALIASES = {"original": "perfect", "notool": "notools"}
 _NOT_DONE = ("running", "waiting")

@@ -55,8 +55,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from aah.benchmark.settings import SETTINGS
 from aah.config import get_settings
 from aah.errors import AahError
 from aah.events import excerpt
@@ -64,7 +65,6 @@ from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.errors import ErrorPatternReport
 from aah.scoring.metrics import (
-    SETTINGS,
     CellMetrics,
     TaskOutcome,
     cell_to_json,
@@ -202,7 +202,7 @@ def _needed_endpoints(
 ) -> dict[str, list[str]] | None:
     """Each session's needed endpoints by session id; None (with a note) without data."""
     # Imported here: the dataset loaders are needed only for runs that made tool calls.
-    from aah.benchmark.dataset import Setting, load_tasks
+    from aah.benchmark.dataset import load_tasks
     from aah.data.locate import find_data_dir
 
     own = {run.name for run in runs if not run.manifest.get("imported")}
@@ -221,7 +221,7 @@ def _needed_endpoints(
         return None
     present = {o.setting for o in mine}
     settings = [s for s in SETTINGS if s in present]
-    endpoints = {task.id: task.needed for task in load_tasks(found, cast(list[Setting], settings))}
+    endpoints = {task.id: task.needed for task in load_tasks(found, settings)}
     needed = {
         o.session_id: endpoints[task_of[o.session_id]]
         for o in mine

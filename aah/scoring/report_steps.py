@@ -26,12 +26,12 @@ from aah.scoring.behavior import (
     HallucinationRates,
     SessionTurns,
     TurnClass,
-    classify_reply,
     confusion,
     gold_pairs,
     hallucination_rates,
+    turn_class,
 )
-from aah.scoring.errors import CALL_PATTERNS, WRONG_VALUE_STATUSES, ErrorPattern, ErrorPatternReport
+from aah.scoring.errors import CALL_PATTERNS, ErrorPattern, ErrorPatternReport, patterns_of
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.metrics import TaskOutcome
 from aah.store import SessionStore
@@ -115,7 +115,7 @@ def session_steps(session_id: str, rows: Iterable[StepRow]) -> SessionSteps:
             turn = (seq, int(number or 0), detail or "") if name == "agent" else None
             calls = []
         elif kind == "tool_call":
-            found.call_patterns.append(_call_patterns(detail, number))
+            found.call_patterns.append(patterns_of(detail, number))
             found.called.add(name)
             calls.append(name)
         else:  # a valid ask_human call leaves only its question behind
@@ -131,21 +131,8 @@ def _end_turn(
     if turn is None:
         return
     seq, n_calls, text = turn
-    # As behavior.classify_turns: a turn of ask_human calls only is a follow-up question.
-    if n_calls == 0:
-        label, rule = classify_reply(text)
-    elif calls and all(name == ASK_HUMAN for name in calls):
-        label, rule = "request_for_info", "ask_human"
-    else:
-        label, rule = "tool_call", "native_call"
+    label, rule = turn_class(n_calls, text, calls)
     found.turns.append(TurnClass(session_id, len(found.turns) + 1, seq, label, rule))
-
-
-def _call_patterns(check: str | None, status: int | None) -> frozenset[ErrorPattern]:
-    # As errors.call_patterns: the check's pattern, else IAV for a rejected value.
-    if check not in (None, "ok"):
-        return frozenset({check})  # type: ignore[arg-type]  # stored checks are patterns
-    return frozenset({"IAV"}) if status in WRONG_VALUE_STATUSES else _CLEAN
 
 
 def task_ids(store: SessionStore, runs: Sequence[str]) -> dict[str, str]:

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any, NamedTuple
 
+from aah.benchmark.settings import SETTINGS
 from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix, confusion
 from aah.scoring.errors import ERROR_PATTERNS
 from aah.scoring.intervals import Proportion
-from aah.scoring.metrics import SETTINGS, CellMetrics
+from aah.scoring.metrics import CellMetrics
 from aah.scoring.report import Report
 from aah.store import RunRecord
 
