@@ -9,6 +9,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from http_server import make_spec
 from pydantic import SecretStr
 
 from aah.llm import ModelConfig
@@ -16,18 +17,14 @@ from aah.runtime.environment import open_runtime
 from aah.runtime.humans import QueueHuman
 from aah.runtime.session import SessionRequest, run_session
 from aah.store import SessionStore
-from aah.tools.spec import EndpointSource, EndpointSpec, ParameterSpec
+from aah.tools.spec import ParameterSpec
 
 
 async def main(db: Path, base_url: str, run: str, task: str) -> None:
-    spec = EndpointSpec(
-        tool="local",
-        category="test",
+    spec = make_spec(
+        "https://api.example.org/forecast",
         name="forecast",
-        qualified_name="local__forecast",
-        url_template="https://api.example.org/forecast",
-        parameters=[ParameterSpec(name="city", required=True)],
-        source=EndpointSource(kind="builtin"),
+        params=[ParameterSpec(name="city", required=True)],
     )
     config = ModelConfig(base_url=base_url, model="fake-model", api_key=SecretStr("x"), retries=0)
     human = QueueHuman(SessionStore(db), poll_seconds=0.05)

@@ -87,22 +87,19 @@ def start_runner(db: Path, base_url: str) -> subprocess.Popen[str]:
 
 
 async def _run_one(db: Path, base_url: str) -> str:
+    from http_server import make_spec
     from pydantic import SecretStr
 
     from aah.llm import ModelConfig
     from aah.runtime.environment import open_runtime
     from aah.runtime.humans import QueueHuman
     from aah.runtime.session import SessionRequest, run_session
-    from aah.tools.spec import EndpointSource, EndpointSpec, ParameterSpec
+    from aah.tools.spec import ParameterSpec
 
-    spec = EndpointSpec(
-        tool="local",
-        category="test",
+    spec = make_spec(
+        "https://api.example.org/forecast",
         name="forecast",
-        qualified_name="local__forecast",
-        url_template="https://api.example.org/forecast",
-        parameters=[ParameterSpec(name="city", required=True)],
-        source=EndpointSource(kind="builtin"),
+        params=[ParameterSpec(name="city", required=True)],
     )
     config = ModelConfig(base_url=base_url, model="fake-model", api_key=SecretStr("x"), retries=0)
     human = QueueHuman(SessionStore(db), poll_seconds=0.1)
