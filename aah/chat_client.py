@@ -1,11 +1,10 @@
-"""A lean async chat client for the agent's hot path, on the openai client.
+"""A lean async chat client for the agent's hot path.
 
-Requests go through ``openai.AsyncOpenAI.post`` to ``/chat/completions``: the
-openai client still brings timeouts, retries with backoff on 429/5xx and
-connection errors, and its typed exceptions, but the body is sent as built
-and the reply read as JSON. Going through LangChain's ``ChatOpenAI`` and
-openai's typed ``create()`` costs about 2 ms more CPU per call (measured by
-perf/runtime_cpu.py), which bounds how many sessions one process can drive.
+Requests go to ``/chat/completions`` through ``ChatTransport`` (aiohttp, with
+openai's retry policy and exceptions): the body is sent as built and the
+reply read as JSON. Going through LangChain's ``ChatOpenAI`` and openai's
+typed ``create()`` costs several times the CPU per call (perf/runtime_cpu.py),
+which bounds how many sessions one process can drive.
 
 Conversation state stays in LangChain messages (what the graph checkpoints);
 this module converts them to the wire format and the reply back.
@@ -18,8 +17,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import httpx2
-import openai
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -28,7 +25,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from aah.llm import ModelConfig, raw_client
+from aah.chat_transport import ChatTransport
+from aah.llm import ModelConfig
 
 # OpenAI requires a name on every call in the history; an attempt that could
 # not be read as a call has none, so it goes back under this one.
@@ -45,11 +43,11 @@ class ChatClient:
         self.config = config
         self.temperature = temperature
         self.seed = seed
-        self._client = raw_client(config)
+        self._transport = ChatTransport(config)
 
     async def aclose(self) -> None:
         """Close the connections (inside the event loop that used them)."""
-        await self._client.close()
+        await self._transport.aclose()
 
     async def complete(
         self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] = ()
@@ -69,22 +67,12 @@ class ChatClient:
             body["temperature"] = self.temperature
         if self.seed is not None:
             body["seed"] = self.seed
-        response = await self._client.post("/chat/completions", body=body, cast_to=httpx2.Response)
-        return from_wire(_json(response))
-
-
-def _json(response: httpx2.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError as exc:
-        raise openai.APIResponseValidationError(
-            response=response, body=response.text, message="the model endpoint sent no JSON"
-        ) from exc
-    if not isinstance(data, dict) or not data.get("choices"):
-        raise openai.APIResponseValidationError(
-            response=response, body=data, message="the model endpoint sent no choices"
-        )
-    return data
+        data = await self._transport.post("/chat/completions", body)
+        if not data.get("choices"):
+            raise self._transport.invalid_reply(
+                "/chat/completions", data, "the model endpoint sent no choices"
+            )
+        return from_wire(data)
 
 
 def to_wire(message: BaseMessage) -> dict[str, Any]:
