@@ -10,7 +10,6 @@ the file.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Mapping
 from datetime import datetime
@@ -30,6 +29,9 @@ from aah.events import (
     parse_event,
     utc_now,
 )
+from aah.secrets import REDACTED as REDACTED
+from aah.secrets import is_secret_name
+from aah.secrets import scrub_text as scrub_text
 from aah.sqlite_db import Database
 
 SCHEMA_VERSION = 1
@@ -169,21 +171,6 @@ def create_schema(db: Database) -> None:
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-REDACTED = "[redacted]"
-# Key names whose values are credentials, after lowercasing and turning
-# "-" and " " into "_". "token" must end the name: "max_tokens" is a count.
-# Bare "key", "appid" and "auth" are how many public APIs name their key.
-_SECRET_KEY = re.compile(
-    r"api_?key|secret|passw(or)?d|authorization|credential|private_?key|access_?key"
-    r"|cookie|(^|_)token$|^(key|app_?id|app_?key|auth)$"
-)
-_SECRET_TEXT = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|(?<=[Bb]earer )[A-Za-z0-9._~+/\-]{16,}=*")
-
-
-def _is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.search(key.lower().replace("-", "_").replace(" ", "_")))
-
-
 def scrub(value: Any) -> Any:
     """A copy of JSON-like ``value`` with every secret replaced by ``[redacted]``.
 
@@ -194,7 +181,7 @@ def scrub(value: Any) -> Any:
     """
     if isinstance(value, Mapping):
         return {
-            str(key): REDACTED if item is not None and _is_secret_key(str(key)) else scrub(item)
+            str(key): REDACTED if item is not None and is_secret_name(str(key)) else scrub(item)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
@@ -204,14 +191,6 @@ def scrub(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     return scrub(str(value))
-
-
-def scrub_text(text: str | None) -> str | None:
-    """``text`` with any key-like substring replaced; None stays None."""
-    # Plain substring tests are far cheaper than the regex on long texts.
-    if text is None or ("sk-" not in text and "earer " not in text):
-        return text
-    return _SECRET_TEXT.sub(REDACTED, text)
 
 
 def to_json(value: Any) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from aah.secrets import REDACTED, is_secret_name
 from aah.tools.request import RequestError, build_request, full_url
 from aah.tools.results import ToolResult, describe_body, failure_result, response_result
 from aah.tools.spec import EndpointSpec, ResponseSketch
@@ -61,7 +62,8 @@ def synthesize(spec: EndpointSpec, arguments: Mapping[str, Any]) -> Any:
     """The made-up response body for a call: JSON-like data or a string."""
     sketch = spec.response
     rng = random.Random(mock_seed(spec.qualified_name, arguments))
-    given = {k: v for k, v in arguments.items() if v is not None}
+    # A fake API, like a real one, never sends a credential back.
+    given = {k: REDACTED if is_secret_name(k) else v for k, v in arguments.items() if v is not None}
     echo = {"status": "ok", "endpoint": spec.qualified_name, "arguments": given}
     content = _maybe_json(sketch.content)
     try:
