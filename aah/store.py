@@ -14,14 +14,11 @@ while SQLite's busy handler polls with sleeps of a millisecond and more.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-import time
 import uuid
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -42,6 +39,7 @@ from aah.store_schema import (
     Verdict,
     scrub,
 )
+from aah.store_writes import insert_events, write_lock, write_transaction
 
 __all__ = [
     "REDACTED",
@@ -55,29 +53,6 @@ __all__ = [
     "Verdict",
     "scrub",
 ]
-
-# busy_timeout covers nearly every wait; a few SQLite paths (WAL recovery,
-# a lock held across a checkpoint) report BUSY at once, so BEGIN is retried.
-_BUSY_RETRIES = 5
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
-
-# One write lock per database file for the whole process, so that several
-# stores on one file also queue in Python rather than in SQLite.
-_WRITE_LOCKS: dict[str, threading.Lock] = {}
-_WRITE_LOCKS_GUARD = threading.Lock()
-
-
-def _write_lock(path: Path) -> threading.Lock:
-    with _WRITE_LOCKS_GUARD:
-        return _WRITE_LOCKS.setdefault(str(path.resolve()), threading.Lock())
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
 
 _now = schema.now_text
 
@@ -103,7 +78,7 @@ class SessionStore(HumanRequestsMixin):
         self._local = threading.local()
         self._open: weakref.WeakSet[Database] = weakref.WeakSet()
         self._open_guard = threading.Lock()
-        self._lock = _write_lock(self.path)
+        self._lock = write_lock(self.path)
         # Only a new file takes the write lock, so that readers never need it.
         if schema.needs_schema(self._db(), self.path):
             self._db().enable_wal()
@@ -141,30 +116,9 @@ class SessionStore(HumanRequestsMixin):
 
     @contextmanager
     def _write(self) -> Iterator[Database]:
-        """One write transaction that holds SQLite's write lock from its start.
-
-        A deferred transaction that reads and then writes fails at once with
-        BUSY if another writer got in between; taking the lock first makes
-        it wait its turn (up to the busy timeout) instead.
-        """
-        db = self._db()
-        with self._lock:
-            for attempt in range(_BUSY_RETRIES):
-                try:
-                    db.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as exc:
-                    if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
-                        raise
-                    time.sleep(0.05 * 2**attempt)
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                # Never leave a transaction open on a connection that is
-                # handed back: it would hold SQLite's write lock for good.
-                db.rollback()
-                raise
+        """One write transaction of this thread's connection (``write_transaction``)."""
+        with write_transaction(self._db(), self._lock) as db:
+            yield db
 
     def _rows(
         self, sql: str, params: list[Any] | dict[str, Any] | None = None
@@ -265,12 +219,34 @@ class SessionStore(HumanRequestsMixin):
         Raises:
             KeyError: No such session.
         """
+        self.end_session(session_id, status, final_answer)
+        return self._session(session_id)
+
+    def end_session(
+        self,
+        session_id: str,
+        status: SessionStatus,
+        final_answer: str | None,
+        events: Sequence[Event] = (),
+    ) -> list[Event]:
+        """Log a session's last ``events`` and end it, in one transaction.
+
+        A crash thus never leaves a final answer logged on a session that
+        still looks unfinished (and would be run again). Returns the events
+        as stored.
+
+        Raises:
+            KeyError: No such session.
+        """
         with self._write() as db:
-            db.execute(
+            stored = insert_events(db, events)
+            cursor = db.execute(
                 "UPDATE sessions SET status = ?, final_answer = ?, ended = ? WHERE id = ?",
                 [status, schema.scrub_text(final_answer), _now(), session_id],
             )
-            return self._session(session_id)
+            if cursor.rowcount == 0:
+                raise KeyError(f"no session {session_id!r}")
+        return stored
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session with this id, if there is one."""
@@ -302,24 +278,25 @@ class SessionStore(HumanRequestsMixin):
     def append_event(self, event: Event) -> Event:
         """Log ``event`` as its session's next step; return it with its ``seq``.
 
-        The seq is taken and the row written in one transaction, so events
-        from many threads or processes never share or skip a number.
-
         Raises:
             KeyError: The event's session does not exist.
         """
-        # Everything that needs no lock is prepared before taking it.
-        payload, ts = schema.event_payload(event), event.ts.astimezone(UTC).isoformat()
-        bump = schema.session_bump(event)
+        return self.append_events([event])[0]
+
+    def append_events(
+        self, events: Sequence[Event], *, status: SessionStatus | None = None
+    ) -> list[Event]:
+        """Log ``events`` in order, and set their session's ``status``, in one transaction.
+
+        Raises:
+            KeyError: A session does not exist.
+        """
         with self._write() as db:
-            row = db.execute(schema.BUMP_SESSION_SQL, bump).fetchone()
-            if row is None:
-                raise KeyError(f"no session {event.session_id!r}")
-            db.execute(
-                "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
-                [event.session_id, row[0], event.kind, ts, payload],
-            )
-        return event.model_copy(update={"seq": row[0]})
+            stored = insert_events(db, events)
+            if status is not None and events:
+                sql = "UPDATE sessions SET status = ? WHERE id = ?"
+                db.execute(sql, [status, events[0].session_id])
+        return stored
 
     def events(self, session_id: str, after: int = 0) -> list[Event]:
         """A session's events in order, as typed models; only those after seq ``after``."""

@@ -126,7 +126,10 @@ def run(
 
 # Where CPU goes, by the code that spends it (first match wins).
 CATEGORIES = (
-    ("model client", ("aah/chat_client", "/openai/", "/httpx", "/httpcore", "/h11/", "/anyio/")),
+    (
+        "model client",
+        ("aah/chat_", "/openai/", "/aiohttp/", "/yarl/", "/multidict/", "/httpx", "/anyio/"),
+    ),
     ("checkpointer", ("langgraph/checkpoint", "aah/runtime/checkpoints", "ormsgpack")),
     ("graph", ("langgraph/", "langchain_core/", "aah/runtime/graph", "aah/runtime/awareness")),
     ("store", ("aah/store", "aah/events", "sqlite_utils")),

@@ -227,6 +227,12 @@ def test_killed_run_resumes_and_every_task_exists_once(
     assert len({s.task_id for s in sessions}) == 20
     assert all(s.status == "finished" for s in sessions)
     for session in sessions:
-        kinds = [e.kind for e in SessionStore(db).events(session.id)]
+        # The log agrees with the checkpoints: no step of a session killed
+        # mid-flight is logged twice, and seqs have no gap.
+        events = SessionStore(db).events(session.id)
+        kinds = [e.kind for e in events]
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
         assert kinds.count("final_answer") == 1
+        assert kinds.count("human_question") == kinds.count("human_answer") == 1
+        assert kinds.count("model_call") == kinds.count("awareness") + 2
     assert "already done (resumed)" in second.stdout

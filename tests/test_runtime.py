@@ -253,3 +253,63 @@ async def test_finished_session_of_a_run_is_not_run_again(tmp_path: Path) -> Non
             assert len(rt.store.list_sessions(run="r")) == 1
     assert first.session_id == second.session_id and second.status == "finished"
     assert json.dumps(first.final_answer) == json.dumps(second.final_answer)
+
+
+async def test_checkpoints_live_in_the_session_database_beside_their_events(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    spec = make_spec("https://api.example.org/forecast", name="forecast", params=[CITY])
+    with FakeLLMServer(ask_then_call_script("local__forecast", {"city": "Lisbon"})) as llm:
+        for durability in ("step", "exit"):
+            db = tmp_path / f"{durability}.db"
+            human = ScriptedHuman(["Lisbon"])
+            async with runtime_on(llm, db, human=human, durability=durability) as rt:
+                outcome = await run_session(SessionRequest("Weather where I live?", [spec]), rt)
+                events = rt.store.events(outcome.session_id)
+            with sqlite3.connect(db) as conn:
+                (saved,) = conn.execute(
+                    "SELECT count(*) FROM checkpoints WHERE thread_id = ?", [outcome.session_id]
+                ).fetchone()
+            assert outcome.status == "finished"
+            assert saved >= 2  # at the question, at the end
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            kinds = [e.kind for e in events]
+            assert kinds.count("awareness") == 2 and kinds.count("final_answer") == 1
+            assert kinds.index("human_question") < kinds.index("human_answer")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == [
+        "exit.db",
+        "step.db",
+    ]
+
+
+async def test_secrets_in_the_conversation_stay_out_of_every_file(tmp_path: Path) -> None:
+    typed_key = "sk-live-" + "a1" * 12
+    argument_key = "plain-argument-secret-42"
+    spec = make_spec(
+        "https://api.example.org/forecast",
+        name="forecast",
+        params=[CITY, ParameterSpec(name="api_key", required=True)],
+    )
+    script = {
+        "rules": [
+            awareness_rule("Yes, all there."),
+            {"when": {"last_tool_name": "local__forecast"}, "reply": "Done."},
+            {
+                "when": {"has_tools": True},
+                "reply": call("local__forecast", city="Oslo", api_key=argument_key),
+            },
+        ]
+    }
+    with FakeLLMServer(script) as llm:
+        async with runtime_on(llm, tmp_path / "s.db", durability="step") as rt:
+            query = f"Weather in Oslo? My key is {typed_key}."
+            outcome = await run_session(SessionRequest(query, [spec]), rt)
+        # The live session had the key: the model saw it in the request.
+        assert typed_key in json.dumps(llm.requests[-1])
+    assert outcome.status == "finished"
+    for path in tmp_path.iterdir():
+        data = path.read_bytes()
+        assert typed_key.encode() not in data, path.name
+        assert argument_key.encode() not in data, path.name

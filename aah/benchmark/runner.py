@@ -24,6 +24,7 @@ from aah.llm import ModelConfig
 from aah.runtime.awareness import SETTING_AWARENESS
 from aah.runtime.environment import open_runtime
 from aah.runtime.humans import HumanChannel, ScriptedHuman
+from aah.runtime.loop import fewer_gc_pauses
 from aah.runtime.prompts import prompt_versions
 from aah.runtime.session import Runtime, SessionOutcome, SessionRequest, run_session
 from aah.tools.modes import Executor, make_executor
@@ -182,6 +183,9 @@ class BatchRunner:
             human=ScriptedHuman([]),
             http_mode=options.http,
             seed=options.seed,
+            # Checkpoint when a session pauses or ends: a batch has no live
+            # view, and a crash re-runs at most the steps since the pause.
+            durability="exit",
         ) as runtime:
             self._open_run(runtime, tasks)
             done = {
@@ -200,7 +204,8 @@ class BatchRunner:
                 if on_done is not None:
                     on_done(task.id, outcome)
 
-            await asyncio.gather(*(one(task) for task in todo))
+            with fewer_gc_pauses():
+                await asyncio.gather(*(one(task) for task in todo))
         summary.seconds = time.perf_counter() - started
         return summary
 
@@ -262,11 +267,8 @@ async def _record_failure(
         aah=request.aah,
         model=runtime.model_config.model,
     )
-    await asyncio.to_thread(
-        runtime.store.append_event,
-        ErrorEvent(session_id=record.id, message=message, where="runner"),
-    )
-    await asyncio.to_thread(runtime.store.finish_session, record.id, "error", None)
+    error = ErrorEvent(session_id=record.id, message=message, where="runner")
+    await asyncio.to_thread(runtime.store.end_session, record.id, "error", None, [error])
     return SessionOutcome(record.id, "error", "", error=message)
 
 

@@ -1,18 +1,23 @@
-"""The graph's SQLite checkpointer, run inline on the event loop.
+"""The graph's checkpointer: in the session database, committing each step's events.
 
-LangGraph's async SQLite saver sends every query to a worker thread and back;
-a session makes over a hundred such trips, and at 64 concurrent sessions those
-hand-offs cost more CPU than the queries (perf/batch_bench.py). The queries
-themselves take well under a millisecond on a WAL database, so this saver runs
-the synchronous saver's methods directly inside the async ones. A write that
-has to wait for another process's lock blocks the loop for that wait, bounded
-by the busy timeout.
+A session's nodes do not write their events (model calls, tool calls,
+awareness answers) one by one: they leave them in an ``EventOutbox``, and the
+checkpointer writes them in the same transaction as the checkpoint that
+saves those steps. So a process killed at any moment leaves the log and the
+checkpoint in agreement: a step is either saved with its events or re-run
+from the last checkpoint, never logged twice and never lost.
+
+The saver runs the synchronous SQLite saver's methods inline in the async
+ones: the queries take well under a millisecond on a WAL database, and
+LangGraph's async SQLite saver would hand each one to a worker thread and
+back, which at 64 concurrent sessions costs more CPU than the queries
+(perf/batch_bench.py). A write that has to wait for another process's lock
+blocks the loop for that wait, bounded by the busy timeout.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +31,36 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-BUSY_TIMEOUT_SECONDS = 30.0
+from aah import store_schema as schema
+from aah.events import Event
+from aah.runtime.checkpoint_serde import ScrubbingSerializer
+from aah.store_writes import insert_events, write_lock, write_transaction
+
+Publish = Callable[[list[Event]], None]
+
+
+class EventOutbox:
+    """Events that sessions' graphs emitted since their last checkpoint, by thread.
+
+    ``publish`` is told of events once they are stored (with their seq).
+    """
+
+    def __init__(self, publish: Publish | None = None) -> None:
+        self._pending: dict[str, list[Event]] = {}
+        self.publish: Publish = publish or (lambda events: None)
+
+    def add(self, thread_id: str, event: Event) -> None:
+        """Hold ``event`` until ``thread_id``'s next checkpoint."""
+        self._pending.setdefault(thread_id, []).append(event)
+
+    def take(self, thread_id: str) -> list[Event]:
+        """The events held for ``thread_id``, in order; the outbox forgets them."""
+        return self._pending.pop(thread_id, [])
+
+    def put_back(self, thread_id: str, events: list[Event]) -> None:
+        """Return events whose write failed, ahead of any held since."""
+        if events:
+            self._pending[thread_id] = events + self._pending.get(thread_id, [])
 
 
 class InlineSqliteSaver(SqliteSaver):
@@ -79,16 +113,86 @@ class InlineSqliteSaver(SqliteSaver):
         return self.get_delta_channel_history(config=config, channels=channels)
 
 
+class SessionSaver(InlineSqliteSaver):
+    """Checkpoints in the session database, written with the events they cover.
+
+    Every write (a checkpoint, or a finished step's writes) takes the
+    events ``outbox`` holds for its thread and appends them to the event log
+    in the same transaction.
+    """
+
+    def __init__(self, path: Path, outbox: EventOutbox) -> None:
+        self._db = schema.connect(path)
+        super().__init__(self._db.conn, serde=ScrubbingSerializer())
+        self._outbox = outbox
+        self._write_lock = write_lock(path)
+        self._thread: str | None = None
+        self.setup()
+
+    def close(self) -> None:
+        """Close the saver's connection."""
+        self._db.close()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Save ``checkpoint`` with the events its thread emitted since the last one."""
+        with self._writing(config):
+            return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Save a finished step's writes with the events its thread emitted."""
+        with self._writing(config):
+            super().put_writes(config, writes, task_id, task_path)
+
+    @contextmanager
+    def _writing(self, config: RunnableConfig) -> Iterator[None]:
+        self._thread = str(config["configurable"]["thread_id"])
+        try:
+            yield
+        finally:
+            self._thread = None
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[Any]:
+        """A cursor; a writing one runs in a write transaction that logs held events."""
+        if not transaction:
+            with super().cursor(transaction=False) as cur:
+                yield cur
+            return
+        thread = self._thread
+        events = self._outbox.take(thread) if thread is not None else []
+        try:
+            with self.lock, write_transaction(self._db, self._write_lock) as db:
+                stored = insert_events(db, events)
+                cur = self.conn.cursor()
+                try:
+                    yield cur
+                finally:
+                    cur.close()
+        except BaseException:
+            if thread is not None:
+                self._outbox.put_back(thread, events)
+            raise
+        self._outbox.publish(stored)
+
+
 @contextmanager
-def inline_checkpointer(path: Path) -> Iterator[InlineSqliteSaver]:
-    """A checkpointer on ``path`` in WAL mode, safe beside other processes."""
+def session_checkpointer(path: Path, outbox: EventOutbox) -> Iterator[SessionSaver]:
+    """A checkpointer in the session database ``path`` (WAL, safe beside other processes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+    saver = SessionSaver(path, outbox)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        saver = InlineSqliteSaver(conn)
-        saver.setup()
         yield saver
     finally:
-        conn.close()
+        saver.close()

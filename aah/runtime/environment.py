@@ -8,20 +8,11 @@ from pathlib import Path
 
 from aah.chat_client import ChatClient
 from aah.llm import ModelConfig
-from aah.runtime.checkpoints import inline_checkpointer
+from aah.runtime.checkpoints import EventOutbox, session_checkpointer
 from aah.runtime.humans import HumanChannel
-from aah.runtime.session import EventListener, Runtime
+from aah.runtime.session import Durability, EventListener, Runtime
 from aah.store import SessionStore
 from aah.tools.modes import make_executor
-
-# Checkpoints hold whole conversations and are written at every step; their
-# own file keeps those writes from queueing behind the event log's.
-CHECKPOINT_SUFFIX = ".checkpoints"
-
-
-def checkpoint_path(db: Path) -> Path:
-    """The checkpoint database that belongs to the session database ``db``."""
-    return db.with_name(db.stem + CHECKPOINT_SUFFIX + (db.suffix or ".db"))
 
 
 @asynccontextmanager
@@ -37,16 +28,22 @@ async def open_runtime(
     listeners: Sequence[EventListener] = (),
     temperature: float | None = None,
     seed: int | None = None,
+    durability: Durability = "step",
 ) -> AsyncIterator[Runtime]:
-    """Everything sessions need, opened together and closed together."""
+    """Everything sessions need, opened together and closed together.
+
+    Checkpoints live in the session database ``db`` itself, so that each
+    one commits with the events of the steps it saves.
+    """
     executor = make_executor(
         http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
     )
     store = SessionStore(db)
     chat = ChatClient(model, temperature=temperature, seed=seed)
     try:
-        with inline_checkpointer(checkpoint_path(db)) as saver:
-            yield Runtime(
+        outbox = EventOutbox()
+        with session_checkpointer(db, outbox) as saver:
+            runtime = Runtime(
                 store=store,
                 model=chat,
                 model_config=model,
@@ -55,7 +52,11 @@ async def open_runtime(
                 checkpointer=saver,
                 http_mode=http_mode,
                 listeners=list(listeners),
+                outbox=outbox,
+                durability=durability,
             )
+            outbox.publish = runtime.publish
+            yield runtime
     finally:
         # Close the model's connections inside this event loop: left to the
         # garbage collector, they would be closed after the loop is gone.

@@ -26,7 +26,7 @@ from aah.runtime.awareness import ask_awareness, awareness_questions, describe_t
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
-from aah.tools.checks import CallChecker, CheckResult, canonical_call
+from aah.tools.checks import CallChecker, CheckResult, arguments_models, canonical_call
 from aah.tools.wrap import ask_human_schema, openai_tool
 
 Route = str  # a node name, or END
@@ -47,7 +47,7 @@ def build_graph(
     graph.add_node("ask_human", _ask_human)
     graph.add_edge(START, "awareness")
     graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
-    graph.add_conditional_edges("agent", _after_agent, ["tools", END])
+    graph.add_conditional_edges("agent", _after_agent, ["tools", "ask_human", END])
     graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent"])
     graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent"])
     return graph.compile(checkpointer=checkpointer)
@@ -92,6 +92,11 @@ class _Prepared:
             offered[ASK_HUMAN] = ASK_HUMAN_PARAMETERS
         self.offered = offered
         self.tools = tools
+        self.models = arguments_models(offered)
+
+    def checker(self, seen: list[str]) -> CallChecker:
+        """A checker for this session's calls, given the calls already made."""
+        return CallChecker(self.offered, seen=seen, models=self.models)
 
 
 def _prepared(ctx: SessionContext) -> _Prepared:
@@ -162,13 +167,25 @@ def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
         return END
     if state.get("steps", 0) >= runtime.context.step_limit:
         return END
-    return "tools"
+    return "ask_human" if _only_good_questions(reply, state, runtime.context) else "tools"
+
+
+def _only_good_questions(reply: AIMessage, state: AgentState, ctx: SessionContext) -> bool:
+    """Whether the turn only asks the person, with calls that pass every check.
+
+    Such a turn goes straight to ``ask_human`` (one graph step fewer); the
+    ``tools`` step is for turns with a tool to run or a call to reject.
+    """
+    if reply.invalid_tool_calls or any(c["name"] != ASK_HUMAN for c in reply.tool_calls):
+        return False
+    checker = _prepared(ctx).checker(state.get("seen_calls", []))
+    return all(checker.check(c["name"], c["args"]).ok for c in reply.tool_calls)
 
 
 async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     prepared = _prepared(runtime.context)
     reply = _last_ai(state["messages"])
-    checker = CallChecker(prepared.offered, seen=state.get("seen_calls", []))
+    checker = prepared.checker(state.get("seen_calls", []))
     messages: list[ToolMessage] = []
     runs: list[tuple[str, str, dict[str, Any]]] = []
     seen = list(state.get("seen_calls", []))
@@ -243,4 +260,9 @@ async def _ask_human(state: AgentState) -> dict[str, Any]:
     declined = bool(reply.get("declined")) if isinstance(reply, dict) else False
     if declined or not text.strip():
         text = "The user declined to answer this question."
-    return {"messages": [ToolMessage(text, tool_call_id=call["id"], name=ASK_HUMAN)]}
+    answer = ToolMessage(text, tool_call_id=call["id"], name=ASK_HUMAN)
+    # A question that came straight from the agent is remembered here (the
+    # tools step remembers those it passed on), so that a repeat is caught.
+    seen = state.get("seen_calls", [])
+    asked = canonical_call(ASK_HUMAN, call["args"])
+    return {"messages": [answer], "seen_calls": seen if asked in seen else [*seen, asked]}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import openai
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -31,16 +31,22 @@ from aah.events import (
     ToolCallEvent,
 )
 from aah.llm import ModelConfig, model_error
+from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
 from aah.store import SessionStore
-from aah.store_schema import SessionRecord
+from aah.store_schema import SessionRecord, SessionStatus
 from aah.tools.modes import Executor
 from aah.tools.spec import EndpointSpec
 
 EventListener = Callable[[Event], None]
+# When the graph saves a checkpoint: after every step (live views see each
+# step as it ends), or only when a session pauses for a person or ends
+# (batch runs: far fewer writes; a crash re-runs the steps since the pause).
+Durability = Literal["step", "exit"]
+_GRAPH_DURABILITY = {"step": "sync", "exit": "exit"}
 _DONE = ("finished", "skipped", "error")
 
 
@@ -80,7 +86,22 @@ class Runtime:
     checkpointer: BaseCheckpointSaver[Any] | None = None
     http_mode: str = "mock"
     listeners: list[EventListener] = field(default_factory=list)
+    outbox: EventOutbox | None = None
+    durability: Durability = "step"
     _graph: Any = field(default=None, repr=False)
+
+    def publish(self, events: Sequence[Event]) -> None:
+        """Tell the listeners of events that are now stored."""
+        for event in events:
+            for listener in self.listeners:
+                listener(event)
+
+    def record(
+        self, thread_id: str, events: Sequence[Event], status: SessionStatus | None = None
+    ) -> None:
+        """Store events a session's driver emits, after any its graph still holds."""
+        held = self.outbox.take(thread_id) if self.outbox is not None else []
+        self.publish(self.store.append_events([*held, *events], status=status))
 
     def graph(self) -> Any:
         """The compiled graph, built on first use and shared by all sessions."""
@@ -114,10 +135,14 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     if record.status in _DONE and not (request.retry_errors and record.status == "error"):
         return SessionOutcome(record.id, record.status, record.final_answer or "")
 
+    outbox = runtime.outbox if runtime.checkpointer is not None else None
+
     def emit(event: Event) -> None:
-        stored = store.append_event(event)
-        for listener in runtime.listeners:
-            listener(stored)
+        # Held for the checkpoint that saves the step (see checkpoints.py).
+        if outbox is not None:
+            outbox.add(record.thread_id, event)
+        else:
+            runtime.publish([store.append_event(event)])
 
     ctx = SessionContext(
         session_id=record.id,
@@ -135,12 +160,17 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     try:
         return await _drive(ctx, record, request, runtime)
     except SkipTask as exc:
-        return await _close(ctx, store, "skipped", f"Skipped: {exc}.")
+        return _close(ctx, runtime, record, "skipped", f"Skipped: {exc}.")
     except openai.OpenAIError as exc:
         error = model_error(exc, runtime.model_config) or AahError(str(exc).splitlines()[0])
-        return await _fail(ctx, store, str(error), "model")
+        return _fail(ctx, runtime, record, str(error), "model")
     except AahError as exc:
-        return await _fail(ctx, store, str(exc), "runtime")
+        return _fail(ctx, runtime, record, str(exc), "runtime")
+    finally:
+        # Events of steps no checkpoint saved (a cancelled task) are dropped
+        # with those steps: a rerun starts again from the last checkpoint.
+        if outbox is not None:
+            outbox.take(record.thread_id)
 
 
 async def _drive(
@@ -153,19 +183,21 @@ async def _drive(
     }
     snapshot = await graph.aget_state(config) if runtime.checkpointer else None
     payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
+    if record.status == "error":  # retried (finished and skipped ones never are)
+        runtime.store.set_status(ctx.session_id, "running")
     if snapshot and snapshot.interrupts:
         payload = Command(
             resume=await _ask(ctx, runtime, request, record, snapshot.interrupts[0].value)
         )
+    durability = _GRAPH_DURABILITY[runtime.durability]
     while True:
-        runtime.store.set_status(ctx.session_id, "running")
-        output = await graph.ainvoke(payload, config, context=ctx)
+        output = await graph.ainvoke(payload, config, context=ctx, durability=durability)
         # An interrupted run returns its pending questions under "__interrupt__".
         pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
         if not pending:
             break
         payload = Command(resume=await _ask(ctx, runtime, request, record, pending[0].value))
-    return await _finish(ctx, runtime.store, cast(AgentState, output))
+    return _finish(ctx, runtime, record, cast(AgentState, output))
 
 
 def _initial_state(request: SessionRequest) -> AgentState:
@@ -189,11 +221,14 @@ async def _ask(
     request_id = f"{ctx.session_id}-{value['call_id']}"
     question = str(value["question"])
     known = runtime.store.events(ctx.session_id)
-    if not any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known):
-        ctx.emit(
-            HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
-        )
-    runtime.store.set_status(ctx.session_id, "waiting")
+    asked = [
+        HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
+    ]
+    if any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known):
+        asked = []  # asked before a restart: the person may be answering it now
+    runtime.record(record.thread_id, asked, status="waiting")
+    if not asked:
+        runtime.store.set_status(ctx.session_id, "waiting")
     context = {
         **request.context,
         "query": record.query,
@@ -211,17 +246,16 @@ async def _ask(
             context=context,
         )
     )
-    ctx.emit(
-        HumanAnswerEvent(
-            session_id=ctx.session_id,
-            request_id=request_id,
-            answer=reply.text,
-            answered_by=reply.answered_by,
-            seconds=reply.seconds,
-            declined=reply.declined,
-            flags=reply.flags,
-        )
+    answer = HumanAnswerEvent(
+        session_id=ctx.session_id,
+        request_id=request_id,
+        answer=reply.text,
+        answered_by=reply.answered_by,
+        seconds=reply.seconds,
+        declined=reply.declined,
+        flags=reply.flags,
     )
+    runtime.record(record.thread_id, [answer], status="running")
     return reply.model_dump()
 
 
@@ -241,33 +275,44 @@ def conversation_so_far(events: Sequence[Event]) -> list[dict[str, str]]:
     return lines
 
 
-async def _finish(ctx: SessionContext, store: SessionStore, state: AgentState) -> SessionOutcome:
+def _finish(
+    ctx: SessionContext, runtime: Runtime, record: SessionRecord, state: AgentState
+) -> SessionOutcome:
     messages = state.get("messages", [])
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     text = last.text if last is not None and isinstance(last.text, str) else ""
     if state.get("skipped"):
-        return await _close(ctx, store, "skipped", text)
+        return _close(ctx, runtime, record, "skipped", text)
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
     if limit_hit and not text:
         text = f"(stopped after {ctx.step_limit} steps without a final answer)"
-    return await _close(ctx, store, "finished", text, limit_hit)
+    return _close(ctx, runtime, record, "finished", text, limit_hit)
 
 
-async def _close(
-    ctx: SessionContext, store: SessionStore, status: str, text: str, limit_hit: bool = False
+def _close(
+    ctx: SessionContext,
+    runtime: Runtime,
+    record: SessionRecord,
+    status: SessionStatus,
+    text: str,
+    limit_hit: bool = False,
 ) -> SessionOutcome:
-    ctx.emit(FinalAnswerEvent(session_id=ctx.session_id, text=text, step_limit_hit=limit_hit))
-    store.finish_session(
-        ctx.session_id,
-        status,  # type: ignore[arg-type]
-        text,
-    )
+    final = FinalAnswerEvent(session_id=ctx.session_id, text=text, step_limit_hit=limit_hit)
+    _end(runtime, record, status, text, final)
     return SessionOutcome(ctx.session_id, status, text, limit_hit)
 
 
-async def _fail(
-    ctx: SessionContext, store: SessionStore, message: str, where: str
+def _fail(
+    ctx: SessionContext, runtime: Runtime, record: SessionRecord, message: str, where: str
 ) -> SessionOutcome:
-    ctx.emit(ErrorEvent(session_id=ctx.session_id, message=message, where=where))
-    store.finish_session(ctx.session_id, "error", None)
+    error = ErrorEvent(session_id=ctx.session_id, message=message, where=where)
+    _end(runtime, record, "error", None, error)
     return SessionOutcome(ctx.session_id, "error", "", error=message)
+
+
+def _end(
+    runtime: Runtime, record: SessionRecord, status: SessionStatus, text: str | None, last: Event
+) -> None:
+    """The session's last event and its end, in one transaction."""
+    held = runtime.outbox.take(record.thread_id) if runtime.outbox is not None else []
+    runtime.publish(runtime.store.end_session(record.id, status, text, [*held, last]))

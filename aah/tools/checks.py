@@ -6,11 +6,12 @@ that names the problem and the valid choices, so it can correct itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from aah.tools.arguments import arguments_model
 from aah.tools.spec import ParameterSpec
@@ -33,8 +34,13 @@ class CheckResult(NamedTuple):
 
 
 def canonical_call(name: str, arguments: Mapping[str, Any]) -> str:
-    """One string per distinct call, to spot exact repeats."""
-    return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
+    """One string per distinct call, to spot exact repeats.
+
+    The arguments are hashed: the string is checkpointed with the session,
+    and arguments may hold credentials.
+    """
+    text = json.dumps(arguments, sort_keys=True, default=str)
+    return f"{name}:{hashlib.sha256(text.encode()).hexdigest()}"
 
 
 def describe_parameters(parameters: Sequence[ParameterSpec]) -> str:
@@ -42,6 +48,13 @@ def describe_parameters(parameters: Sequence[ParameterSpec]) -> str:
     if not parameters:
         return "none"
     return ", ".join(f"{p.name} ({p.type}{', required' if p.required else ''})" for p in parameters)
+
+
+def arguments_models(
+    tools: Mapping[str, Sequence[ParameterSpec]],
+) -> dict[str, type[BaseModel]]:
+    """Each tool's arguments model, by tool name."""
+    return {name: arguments_model(name, list(params)) for name, params in tools.items()}
 
 
 class CallChecker:
@@ -52,16 +65,22 @@ class CallChecker:
     """
 
     def __init__(
-        self, tools: Mapping[str, Sequence[ParameterSpec]], seen: Sequence[str] = ()
+        self,
+        tools: Mapping[str, Sequence[ParameterSpec]],
+        seen: Sequence[str] = (),
+        *,
+        models: Mapping[str, type[BaseModel]] | None = None,
     ) -> None:
         """Check calls against ``tools`` (name to parameters).
 
         Args:
             tools: the offered tools and their parameters.
             seen: canonical forms of calls already run in this session.
+            models: the tools' arguments models (``arguments_models``), when
+                the caller keeps them between checkers.
         """
         self._tools = {name: list(params) for name, params in tools.items()}
-        self._models = {name: arguments_model(name, params) for name, params in self._tools.items()}
+        self._models = dict(models) if models is not None else arguments_models(self._tools)
         self._seen = set(seen)
 
     def check(self, name: str, arguments: Any) -> CheckResult:

@@ -1,0 +1,62 @@
+"""Checkpoint serialization that keeps secrets out of the session database.
+
+Checkpoints hold whole conversations: the user's request, the agent's tool
+calls and their results, the person's answers. Before a checkpoint is
+written, every message passes through the same scrubbing as the event log
+(``store_schema.scrub``): credential-like arguments (``api_key``, ``token``...)
+and key-like text (``sk-...``, bearer tokens) become ``[redacted]``. A
+session resumed from disk therefore sees ``[redacted]`` where a secret was;
+the live session, in memory, is unaffected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from aah.secrets import scrub_text
+from aah.store_schema import scrub
+
+
+class ScrubbingSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, applied to a scrubbed copy of the value."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """Serialize ``obj`` with its messages and texts scrubbed of secrets."""
+        return super().dumps_typed(scrub_state(obj))
+
+
+def scrub_state(value: Any) -> Any:
+    """``value`` with secrets cut from its messages and strings; other leaves kept.
+
+    Only plain dicts, lists and tuples are walked (LangGraph's own objects
+    such as ``Send`` or ``Interrupt`` pass unchanged), so the structure the
+    checkpointer expects is kept.
+    """
+    if isinstance(value, BaseMessage):
+        return scrub_message(value)
+    if type(value) is dict:
+        return {key: scrub_state(item) for key, item in value.items()}
+    if type(value) is list:
+        return [scrub_state(item) for item in value]
+    if type(value) is tuple:
+        return tuple(scrub_state(item) for item in value)
+    if isinstance(value, str):
+        return scrub_text(value)
+    return value
+
+
+def scrub_message(message: BaseMessage) -> BaseMessage:
+    """The message itself if it holds no secret, else a scrubbed copy."""
+    update: dict[str, Any] = {}
+    if isinstance(message.content, str):
+        text = scrub_text(message.content)
+        if text != message.content:
+            update["content"] = text
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = [{**call, "args": scrub(call["args"])} for call in message.tool_calls]
+        if calls != message.tool_calls:
+            update["tool_calls"] = calls
+    return message.model_copy(update=update) if update else message

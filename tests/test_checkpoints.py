@@ -1,0 +1,84 @@
+"""The checkpointer writes each checkpoint with the events held for its thread."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from aah.events import Event, FinalAnswerEvent, ModelCallEvent
+from aah.runtime.checkpoint_serde import ScrubbingSerializer, scrub_state
+from aah.runtime.checkpoints import EventOutbox, session_checkpointer
+from aah.store import SessionStore
+
+
+def _config(thread: str, checkpoint: str = "c1") -> Any:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": checkpoint}}
+
+
+def _count(db: Path, table: str) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def test_a_write_commits_the_threads_held_events_and_publishes_them(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    store = SessionStore(db)
+    session = store.open_session("Hi")
+    published: list[Event] = []
+    outbox = EventOutbox(published.extend)
+    with session_checkpointer(db, outbox) as saver:
+        outbox.add(session.thread_id, ModelCallEvent(session_id=session.id, model="m", text="a"))
+        outbox.add("another-thread", FinalAnswerEvent(session_id=session.id, text="later"))
+        saver.put_writes(_config(session.thread_id), [("messages", [])], "task-1")
+    assert [e.kind for e in store.events(session.id)] == ["model_call"]
+    assert [e.seq for e in published] == [1]
+    assert _count(db, "writes") == 1
+    assert outbox.take("another-thread")  # other threads' events wait for their own write
+
+
+def test_a_failed_write_stores_nothing_and_keeps_the_events(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    store = SessionStore(db)
+    session = store.open_session("Hi")
+    outbox = EventOutbox()
+    held = [
+        ModelCallEvent(session_id=session.id, model="m", text="first"),
+        ModelCallEvent(session_id="no-such-session", model="m", text="second"),
+    ]
+    with session_checkpointer(db, outbox) as saver:
+        for event in held:
+            outbox.add("t", event)
+        with pytest.raises(KeyError, match="no-such-session"):
+            saver.put_writes(_config("t"), [("messages", [])], "task-1")
+    assert store.events(session.id) == []
+    assert _count(db, "writes") == 0
+    assert [e.text for e in outbox.take("t")] == ["first", "second"]  # type: ignore[attr-defined]
+
+
+def test_checkpoint_values_are_scrubbed_but_keep_their_shape() -> None:
+    secret = "sk-" + "x" * 20
+    value = {
+        "messages": [
+            HumanMessage(f"my key is {secret}"),
+            AIMessage(
+                "",
+                tool_calls=[{"name": "t", "args": {"api_key": "k-123", "q": "x"}, "id": "1"}],
+            ),
+            AIMessage("nothing secret"),
+        ],
+        "steps": 2,
+        "seen": ("a", "b"),
+    }
+    scrubbed = scrub_state(value)
+    assert secret not in scrubbed["messages"][0].content
+    assert scrubbed["messages"][1].tool_calls[0]["args"] == {"api_key": "[redacted]", "q": "x"}
+    assert scrubbed["messages"][2] is value["messages"][2]  # untouched messages are not copied
+    assert scrubbed["steps"] == 2 and scrubbed["seen"] == ("a", "b")
+    kind, data = ScrubbingSerializer().dumps_typed(value)
+    assert secret.encode() not in data and b"k-123" not in data
+    restored = ScrubbingSerializer().loads_typed((kind, data))
+    assert restored["messages"][1].tool_calls[0]["name"] == "t"
