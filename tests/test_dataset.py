@@ -211,6 +211,11 @@ def test_coverage_counts_add_up(tasks: list[Task]) -> None:
     hard = {case.id for case in report.hard_cases}
     assert {"underspecified-13", "nonreplaceable-263", "nonreplaceable-136"} <= hard
     assert "underspecified-12" not in hard
+    # Why a task has no facts: its query is its original's, or words were only added.
+    assert rows["underspecified"].same_as_original == 35
+    reasons = {case.id: case.reasons for case in report.hard_cases}
+    assert "no hidden facts: same text as its original" in reasons["underspecified-13"]
+    assert "no hidden facts: no words removed" in reasons["underspecified-230"]
 
 
 def test_hidden_facts_merge_and_trim() -> None:

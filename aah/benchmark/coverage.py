@@ -26,6 +26,7 @@ class SettingCoverage(BaseModel):
     unmatched: int
     low_similarity: int
     facts_nonempty: int | None = None
+    same_as_original: int | None = None
     nothing_unavailable: int | None = None
     missing_endpoints: list[str] = Field(default_factory=list)
 
@@ -80,6 +81,9 @@ def _setting_coverage(setting: Setting, tasks: list[Task]) -> SettingCoverage:
         facts_nonempty=sum(bool(t.hidden_facts) for t in tasks)
         if setting == "underspecified"
         else None,
+        same_as_original=sum(t.query == t.original_query for t in tasks)
+        if setting == "underspecified"
+        else None,
         nothing_unavailable=sum(not t.unavailable for t in tasks) if with_unavailable else None,
         missing_endpoints=sorted(missing),
     )
@@ -97,7 +101,11 @@ def _hard_case(task: Task) -> HardCase | None:
         reasons.append(task.match)
     if task.setting == "underspecified":
         if not task.hidden_facts:
-            reasons.append("no hidden facts")
+            # Word for word its original: nothing was removed, so nothing is hidden.
+            same = task.query == task.original_query
+            reasons.append(
+                "no hidden facts: " + ("same text as its original" if same else "no words removed")
+            )
         if task.match == "fuzzy":  # the original found lists other endpoints
             reasons.append("endpoints differ from the original's")
     if task.setting in ("replaceable", "nonreplaceable") and not task.unavailable:

@@ -112,7 +112,7 @@ def _print_coverage(report: CoverageReport, stats: bool) -> None:
     rows = []
     for row in report.settings:
         facts = (
-            f"{row.facts_nonempty}/{row.total} ({100 * row.facts_nonempty / row.total:.1f}%)"
+            f"{row.facts_nonempty} ({100 * row.facts_nonempty / row.total:.1f}%)"
             if row.facts_nonempty is not None and row.total
             else "-"
         )
@@ -126,7 +126,6 @@ def _print_coverage(report: CoverageReport, stats: bool) -> None:
                 row.unmatched,
                 row.low_similarity,
                 facts,
-                ", ".join(row.missing_endpoints) or "-",
             )
         )
     columns = [
@@ -134,16 +133,28 @@ def _print_coverage(report: CoverageReport, stats: bool) -> None:
         "tasks",
         "exact",
         "fuzzy",
-        "ambiguous",
+        "ambig.",
         "unmatched",
-        f"similarity < {LOW_SIMILARITY}",
-        "facts",
-        "missing endpoints",
+        f"sim<{LOW_SIMILARITY}",
+        "with facts",
     ]
-    console.print(table("Originals found per setting", columns, rows))
+    console.print(table("Originals found per setting", columns, rows, compact=True))
+    missing = sorted({name for row in report.settings for name in row.missing_endpoints})
+    console.print(f"Endpoints the registry lacks: {', '.join(missing) or 'none'}")
+    for row in report.settings:
+        if row.facts_nonempty is not None and row.same_as_original is not None:
+            changed = row.total - row.same_as_original
+            console.print(
+                f"Hidden facts: {row.facts_nonempty} of {row.total} under-specified tasks "
+                f"({100 * row.facts_nonempty / max(row.total, 1):.1f}%); "
+                f"{row.facts_nonempty} of the {changed} whose query differs from its original "
+                f"({100 * row.facts_nonempty / max(changed, 1):.1f}%). "
+                f"{row.same_as_original} are word for word their original: nothing was "
+                "removed, so nothing is hidden."
+            )
     if stats:
         cases = ((c.id, "; ".join(c.reasons), c.query, c.original) for c in report.hard_cases)
         columns = ["task", "why", "query", "original"]
-        console.print(table(f"Hard cases ({len(report.hard_cases)})", columns, cases))
+        console.print(table(f"Hard cases ({len(report.hard_cases)})", columns, cases, compact=True))
     else:
         console.print(f"{len(report.hard_cases)} hard cases: see them with --stats")

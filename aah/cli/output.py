@@ -17,11 +17,29 @@ def print_json(data: object) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
-    """A rich table; every cell is shown as plain text, never as markup."""
-    result = Table(title=title, title_justify="left")
-    for column in columns:
-        result.add_column(column)
+def table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    *,
+    compact: bool = False,
+) -> Table:
+    """A rich table; every cell is shown as plain text, never as markup.
+
+    ``compact`` drops the vertical rules, so a wide table fits 80 columns.
+    """
+    from rich import box
+
+    result = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+        pad_edge=not compact,
+        collapse_padding=compact,
+    )
+    for index, column in enumerate(columns):
+        # A compact table keeps its first column (the row's name) whole.
+        result.add_column(column, no_wrap=compact and index == 0)
     for row in rows:
         result.add_row(*(_plain(cell) for cell in row))
     return result
