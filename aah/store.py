@@ -201,12 +201,23 @@ class SessionStore(HumanRequestsMixin):
                 new_id = db.execute(sql, [run, task_id]).fetchone()[0]
             return self._session(new_id)
 
-    def set_status(self, session_id: str, status: SessionStatus) -> None:
-        """Mark a session running or waiting (for a person); KeyError if unknown."""
+    def set_status(
+        self, session_id: str, status: SessionStatus, events: Sequence[Event] = ()
+    ) -> list[Event]:
+        """Mark a session running or waiting (for a person), logging ``events`` with it.
+
+        The events and the status change are one transaction. Returns the
+        events as stored.
+
+        Raises:
+            KeyError: No such session.
+        """
         with self._write() as db:
+            stored = insert_events(db, events)
             cursor = db.execute("UPDATE sessions SET status = ? WHERE id = ?", [status, session_id])
             if cursor.rowcount == 0:
                 raise KeyError(f"no session {session_id!r}")
+        return stored
 
     def finish_session(
         self,
@@ -283,20 +294,14 @@ class SessionStore(HumanRequestsMixin):
         """
         return self.append_events([event])[0]
 
-    def append_events(
-        self, events: Sequence[Event], *, status: SessionStatus | None = None
-    ) -> list[Event]:
-        """Log ``events`` in order, and set their session's ``status``, in one transaction.
+    def append_events(self, events: Sequence[Event]) -> list[Event]:
+        """Log ``events`` in order, in one transaction; return them with their seqs.
 
         Raises:
             KeyError: A session does not exist.
         """
         with self._write() as db:
-            stored = insert_events(db, events)
-            if status is not None and events:
-                sql = "UPDATE sessions SET status = ? WHERE id = ?"
-                db.execute(sql, [status, events[0].session_id])
-        return stored
+            return insert_events(db, events)
 
     def events(self, session_id: str, after: int = 0) -> list[Event]:
         """A session's events in order, as typed models; only those after seq ``after``."""

@@ -96,12 +96,13 @@ class Runtime:
             for listener in self.listeners:
                 listener(event)
 
-    def record(
-        self, thread_id: str, events: Sequence[Event], status: SessionStatus | None = None
-    ) -> None:
-        """Store events a session's driver emits, after any its graph still holds."""
-        held = self.outbox.take(thread_id) if self.outbox is not None else []
-        self.publish(self.store.append_events([*held, *events], status=status))
+    def held(self, record: SessionRecord) -> list[Event]:
+        """The events the session's graph still holds for a checkpoint; they leave the outbox."""
+        return self.outbox.take(record.thread_id) if self.outbox is not None else []
+
+    def record(self, record: SessionRecord, events: Sequence[Event], status: SessionStatus) -> None:
+        """Store a status change and the events that come with it, after any held ones."""
+        self.publish(self.store.set_status(record.id, status, [*self.held(record), *events]))
 
     def graph(self) -> Any:
         """The compiled graph, built on first use and shared by all sessions."""
@@ -169,8 +170,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     finally:
         # Events of steps no checkpoint saved (a cancelled task) are dropped
         # with those steps: a rerun starts again from the last checkpoint.
-        if outbox is not None:
-            outbox.take(record.thread_id)
+        runtime.held(record)
 
 
 async def _drive(
@@ -221,14 +221,10 @@ async def _ask(
     request_id = f"{ctx.session_id}-{value['call_id']}"
     question = str(value["question"])
     known = runtime.store.events(ctx.session_id)
-    asked = [
-        HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
-    ]
-    if any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known):
-        asked = []  # asked before a restart: the person may be answering it now
-    runtime.record(record.thread_id, asked, status="waiting")
-    if not asked:
-        runtime.store.set_status(ctx.session_id, "waiting")
+    asked = HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
+    # Asked before a restart, it is not asked again: the person may be answering it now.
+    before = any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known)
+    runtime.record(record, [] if before else [asked], "waiting")
     context = {
         **request.context,
         "query": record.query,
@@ -255,7 +251,7 @@ async def _ask(
         declined=reply.declined,
         flags=reply.flags,
     )
-    runtime.record(record.thread_id, [answer], status="running")
+    runtime.record(record, [answer], "running")
     return reply.model_dump()
 
 
@@ -314,5 +310,6 @@ def _end(
     runtime: Runtime, record: SessionRecord, status: SessionStatus, text: str | None, last: Event
 ) -> None:
     """The session's last event and its end, in one transaction."""
-    held = runtime.outbox.take(record.thread_id) if runtime.outbox is not None else []
-    runtime.publish(runtime.store.end_session(record.id, status, text, [*held, last]))
+    runtime.publish(
+        runtime.store.end_session(record.id, status, text, [*runtime.held(record), last])
+    )
