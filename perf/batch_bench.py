@@ -34,10 +34,10 @@ from aah.benchmark.dataset import Task, load_tasks
 from aah.benchmark.runner import BatchRunner, RunOptions
 from aah.cli.bench_run import batch_human_factory
 from aah.data.locate import find_data_dir
-from aah.llm import ModelConfig
+from aah.llm.config import ModelConfig
 from aah.runtime.loop import run_async
-from aah.tools.registry import Registry
-from aah.tools.registry_build import build_registry
+from aah.tools.registry.build import build_registry
+from aah.tools.registry.read import Registry
 
 AGENT = {
     "rules": [

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from http_server import LocalServer, make_spec  # noqa: E402
 
-from aah.tools.modes import make_executor  # noqa: E402
+from aah.tools.http.modes import make_executor  # noqa: E402
 from aah.tools.spec import ParameterSpec, ParamLocation, ResponseSketch  # noqa: E402
 
 SKETCH = ResponseSketch(

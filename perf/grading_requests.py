@@ -19,10 +19,10 @@ from typing import Any
 from pydantic import SecretStr
 
 from aah.events import FinalAnswerEvent, ToolCallEvent
-from aah.llm import ModelConfig
+from aah.llm.config import ModelConfig
 from aah.runtime.loop import run_async
-from aah.scoring.grader import grade_run
-from aah.store import SessionStore
+from aah.scoring.grader.vote import grade_run
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.testing.fake_llm_script import Reply, ScriptedError
 from aah.testing.fake_llm_wire import bad_request

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aah import store_schema as schema
 from aah.events import (
     AwarenessEvent,
     Event,
@@ -31,7 +30,8 @@ from aah.events import (
     ToolCallEvent,
 )
 from aah.scoring.metrics import SETTINGS, cell_to_json, compute_metrics, load_outcomes
-from aah.store import SessionStore
+from aah.store import schema as schema
+from aah.store.sessions import SessionStore
 
 RUNS = 4
 ANSWERS = ("yes", "idk", "no")
@@ -190,7 +190,7 @@ def main() -> None:
 COLD_CODE = """
 import json, sys
 from aah.scoring.metrics import cell_to_json, compute_metrics, load_outcomes
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 with SessionStore(sys.argv[1]) as store:
     cells = compute_metrics(load_outcomes(store))
 json.dumps([cell_to_json(cell) for cell in cells])

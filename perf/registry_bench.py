@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from aah.data.locate import find_data_dir
-from aah.tools.registry import Registry
-from aah.tools.registry_build import build_registry
+from aah.tools.registry.build import build_registry
+from aah.tools.registry.read import Registry
 
 QUERIES = [
     "weather forecast",

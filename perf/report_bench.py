@@ -28,9 +28,9 @@ from typing import TypeVar
 
 from metrics_bench import fill
 
-from aah.scoring.report import build_report, render_json
-from aah.scoring.report_html import render_html
-from aah.store import SessionStore
+from aah.scoring.report.build import build_report, render_json
+from aah.scoring.report.html import render_html
+from aah.store.sessions import SessionStore
 
 T = TypeVar("T")
 TARGET_MS = 2000

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from aah.events import ToolCallEvent
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 
 TARGET_MS = 1.0
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from aah.llm import ModelConfig
+from aah.llm.config import ModelConfig
 from aah.runtime.environment import open_runtime
 from aah.runtime.humans import HumanChannel, ScriptedHuman
 from aah.runtime.session import Runtime

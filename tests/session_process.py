@@ -12,11 +12,11 @@ from pathlib import Path
 from http_server import make_spec
 from pydantic import SecretStr
 
-from aah.llm import ModelConfig
+from aah.llm.config import ModelConfig
 from aah.runtime.environment import open_runtime
 from aah.runtime.humans import QueueHuman
 from aah.runtime.session import SessionRequest, run_session
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 from aah.tools.spec import ParameterSpec
 
 

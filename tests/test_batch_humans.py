@@ -21,7 +21,7 @@ from aah.errors import AahError
 from aah.events import HumanAnswerEvent, ModelCallEvent
 from aah.runtime.humans import IDK_REPLY, HumanRequest, QueueHuman
 from aah.runtime.session import SessionRequest, run_session
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 
@@ -234,7 +234,7 @@ async def test_simulated_human_model_down_is_one_clear_line(crypto: TaskFacts) -
     from http_server import closed_port
     from pydantic import SecretStr
 
-    from aah.llm import ModelConfig
+    from aah.llm.config import ModelConfig
 
     config = ModelConfig(
         base_url=f"http://127.0.0.1:{closed_port()}/v1",

@@ -24,7 +24,7 @@ from aah.events import (
 )
 from aah.runtime.humans import ScriptedHuman
 from aah.runtime.session import SessionRequest, run_session
-from aah.scoring.behavior import (
+from aah.scoring.behavior.classes import (
     BEHAVIOR_CLASSES,
     BehaviorClass,
     behavior_report,
@@ -36,7 +36,7 @@ from aah.scoring.behavior import (
     parse_judge_reply,
     session_turns,
 )
-from aah.store import SessionStatus, SessionStore
+from aah.store.sessions import SessionStatus, SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 

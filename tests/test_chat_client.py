@@ -12,9 +12,9 @@ from http_server import LocalServer, closed_port
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from pydantic import SecretStr
 
-from aah.chat_client import ChatClient
-from aah.chat_transport import ChatTransport, env_proxy, retry_after, should_retry
-from aah.llm import ModelConfig, model_error
+from aah.llm.client import ChatClient
+from aah.llm.config import ModelConfig, model_error
+from aah.llm.transport import ChatTransport, env_proxy, retry_after, should_retry
 from aah.testing import FakeLLMServer, error_reply, text_reply, tool_reply
 
 WEATHER = {

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from aah.events import Event, FinalAnswerEvent, ModelCallEvent
 from aah.runtime.checkpoint_serde import ScrubbingSerializer, scrub_state
 from aah.runtime.checkpoints import EventOutbox, session_checkpointer
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 
 
 def _config(thread: str, checkpoint: str = "c1") -> Any:

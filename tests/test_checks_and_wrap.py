@@ -2,11 +2,11 @@ import json
 
 import pytest
 
-from aah.tools.arguments import arguments_model, field_name, parameters_schema
 from aah.tools.builtin import ASK_HUMAN
-from aah.tools.checks import CallChecker
+from aah.tools.calls.arguments import arguments_model, field_name, parameters_schema
+from aah.tools.calls.checks import CallChecker
+from aah.tools.calls.wrap import ask_human_schema, tool_description, wrap_endpoint
 from aah.tools.spec import EndpointSource, EndpointSpec, ParameterSpec, ParamLocation
-from aah.tools.wrap import ask_human_schema, tool_description, wrap_endpoint
 
 LAT = ParameterSpec(name="lat", type="number", required=True, description="Latitude")
 UNIT = ParameterSpec(name="unit", type="string", enum=["metric", "british"], default="metric")
@@ -57,7 +57,7 @@ def test_exact_repeat_is_caught_but_a_changed_call_is_not(checker: CallChecker) 
 def test_repeat_detection_survives_a_new_checker_given_seen_calls() -> None:
     first = CallChecker({"t__x": [LAT]})
     assert first.check("t__x", {"lat": 3}).ok
-    from aah.tools.checks import canonical_call
+    from aah.tools.calls.checks import canonical_call
 
     second = CallChecker({"t__x": [LAT]}, seen=[canonical_call("t__x", {"lat": 3})])
     assert second.check("t__x", {"lat": 3}).code == "RAC"
@@ -111,7 +111,7 @@ class RecordingExecutor:
         self.calls: list[tuple[str, dict[str, object]]] = []
 
     def call(self, spec: EndpointSpec, arguments: dict[str, object]) -> object:
-        from aah.tools.http import ToolResult
+        from aah.tools.http.executor import ToolResult
 
         self.calls.append((spec.qualified_name, arguments))
         return ToolResult(
@@ -188,7 +188,7 @@ async def test_wrapped_tool_coerces_arguments_with_the_generated_model() -> None
 def test_openai_tool_matches_what_langchain_sends_for_the_wrapped_tool() -> None:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from aah.tools.wrap import openai_tool
+    from aah.tools.calls.wrap import openai_tool
 
     spec = _spec()
     assert openai_tool(spec) == convert_to_openai_tool(wrap_endpoint(spec, RecordingExecutor()))  # type: ignore[arg-type]

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from runtime_support import ask_then_call_script
 
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
-from aah.tools.registry_build import build_registry
+from aah.tools.registry.build import build_registry
 
 WEATHER = "openmeteo__get_weather_forecast"
 

@@ -16,8 +16,8 @@ from aah.benchmark.dataset import SETTINGS, Task, load_setting, load_tasks
 from aah.benchmark.derive import hidden_facts, similarity
 from aah.cli.bench import app
 from aah.errors import AahError
-from aah.tools.registry import Registry
-from aah.tools.registry_build import build_registry
+from aah.tools.registry.build import build_registry
+from aah.tools.registry.read import Registry
 
 
 @pytest.fixture(scope="module")

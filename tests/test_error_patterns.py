@@ -12,7 +12,7 @@ from aah.events import HumanQuestionEvent, ToolCallEvent
 from aah.runtime.humans import ScriptedHuman
 from aah.runtime.session import SessionRequest, run_session
 from aah.scoring.errors import ERROR_PATTERNS, call_patterns, error_patterns
-from aah.store import SessionStatus, SessionStore
+from aah.store.sessions import SessionStatus, SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 

@@ -13,15 +13,15 @@ from typer.testing import CliRunner
 from aah.cli.grade import grade
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent, ToolCallEvent
-from aah.llm import ModelConfig
-from aah.scoring.grader import (
+from aah.llm.config import ModelConfig
+from aah.scoring.grader.vote import (
     MajorityVoteGrader,
     grade_run,
     grade_session,
     majority_vote,
     parse_vote,
 )
-from aah.store import SessionStatus, SessionStore
+from aah.store.sessions import SessionStatus, SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.testing.fake_llm_script import Reply, ScriptedError
 

@@ -1,6 +1,6 @@
 from http_server import LocalServer, closed_port, make_spec
 
-from aah.tools.health import probe_arguments, probe_endpoints
+from aah.tools.registry.health import probe_arguments, probe_endpoints
 from aah.tools.spec import ParameterSpec
 
 

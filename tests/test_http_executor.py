@@ -10,8 +10,8 @@ from urllib.parse import quote
 import pytest
 from http_server import PNG_BYTES, LocalServer, closed_port, make_spec
 
-from aah.tools.http import HttpExecutor
-from aah.tools.request import same_host
+from aah.tools.http.executor import HttpExecutor
+from aah.tools.http.request import same_host
 from aah.tools.spec import ParameterSpec, ParamLocation
 
 CAP = 10_000
@@ -219,7 +219,7 @@ def test_same_host_rules(url: str, allowed: bool) -> None:
 
 
 def test_form_encoded_bodies_are_sent_as_form_fields() -> None:
-    from aah.tools.http import HttpExecutor
+    from aah.tools.http.executor import HttpExecutor
     from aah.tools.spec import ParameterSpec, ParamLocation
 
     with LocalServer() as server:

@@ -10,10 +10,10 @@ import pytest
 from http_server import LocalServer, closed_port, make_spec
 
 from aah.errors import AahError
-from aah.tools.faults import FAULT_KINDS, FaultPlan
-from aah.tools.http import HttpExecutor
-from aah.tools.modes import Executor, default_cache_path, make_executor
-from aah.tools.results import ToolResult
+from aah.tools.http.executor import HttpExecutor
+from aah.tools.http.faults import FAULT_KINDS, FaultPlan
+from aah.tools.http.modes import Executor, default_cache_path, make_executor
+from aah.tools.http.results import ToolResult
 from aah.tools.spec import ParameterSpec, ParamLocation, ResponseSketch
 
 FAST: dict[str, Any] = {"timeout": 0.2, "retries": 2, "backoff": 0.001, "max_bytes": 10_000}
@@ -354,7 +354,7 @@ def test_every_executor_satisfies_the_protocol(cache: Path, server: LocalServer)
 
 
 def test_mock_answers_agree_with_the_call() -> None:
-    from aah.tools.mock import synthesize
+    from aah.tools.http.mock import synthesize
     from aah.tools.spec import ParameterSpec, ResponseSketch
 
     spec = make_spec(

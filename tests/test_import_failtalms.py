@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from aah.errors import AahError
-from aah.tools.failtalms import benchmark_endpoint_name, import_failtalms
-from aah.tools.failtalms_repairs import bind_placeholders, read_default, read_type
+from aah.tools.importers.failtalms import benchmark_endpoint_name, import_failtalms
+from aah.tools.importers.failtalms_repairs import bind_placeholders, read_default, read_type
 from aah.tools.spec import EndpointSpec, ImportResult, ParamLocation
 
 MINI = Path(__file__).parent / "fixtures" / "import_failtalms_mini"

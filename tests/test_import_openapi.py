@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from aah.errors import AahError
-from aah.tools.openapi import import_openapi, import_openapi_file, tool_name_for
-from aah.tools.openapi_refs import RefError, deref, inline
+from aah.tools.importers.openapi import import_openapi, import_openapi_file, tool_name_for
+from aah.tools.importers.openapi_refs import RefError, deref, inline
 from aah.tools.spec import EndpointSpec, ImportResult, ParamLocation
 
 SPECS = Path(__file__).parent / "fixtures" / "import_openapi_specs"

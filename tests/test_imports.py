@@ -16,7 +16,7 @@ from aah.errors import AahError
 from aah.events import AwarenessEvent, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
 from aah.scoring.imports import import_failtalms_outputs, model_of, run_name
 from aah.scoring.metrics import CellMetrics, compute_metrics, load_outcomes
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "published_outputs"
 RUNS = ["published:alpha", "published:alpha_qaq", "published:beta", "published:beta_qaq"]

@@ -31,7 +31,7 @@ from aah.scoring.metrics import (
     resolve_awareness,
 )
 from aah.scoring.redundancy import is_redundant_question, key_words
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 
 CANNOT = "I'm sorry, but I cannot do this: none of the available tools can provide that."

@@ -10,7 +10,7 @@ import pytest
 
 from aah.testing.fake_llm import FakeLLMServer
 from aah.testing.fake_llm_script import load_script
-from aah.tools.registry_build import build_registry
+from aah.tools.registry.build import build_registry
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "scripted_agent.yaml"
 

@@ -6,8 +6,8 @@ import pytest
 
 from aah.config import project_root
 from aah.errors import AahError
-from aah.tools.registry import Registry, name_words
-from aah.tools.registry_build import build_registry
+from aah.tools.registry.build import build_registry
+from aah.tools.registry.read import Registry, name_words
 
 FIXES = project_root() / "tool_registry" / "fixes.yaml"
 
@@ -123,7 +123,7 @@ def test_fix_naming_an_unknown_endpoint_fails_the_build(shared_data: Path, tmp_p
     ],
 )
 def test_bad_fixes_files_are_rejected(tmp_path: Path, content: str, message: str) -> None:
-    from aah.tools.fixes import load_fixes
+    from aah.tools.importers.fixes import load_fixes
 
     path = tmp_path / "fixes.yaml"
     path.write_text(content)

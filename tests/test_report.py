@@ -31,15 +31,15 @@ from aah.scoring.agreement import (
     cohen_kappa,
     pair_agreement,
 )
-from aah.scoring.behavior import behavior_report
+from aah.scoring.behavior.classes import behavior_report
 from aah.scoring.errors import error_patterns
 from aah.scoring.imports import import_failtalms_outputs
 from aah.scoring.metrics import cell_to_json, compute_metrics, load_outcomes
-from aah.scoring.report import build_report, render_json, report_to_json
-from aah.scoring.report_html import render_html
-from aah.scoring.report_tables import RunPair, pair_runs
-from aah.scoring.report_text import escape_markdown, render_markdown, rich_tables
-from aah.store import RunRecord, SessionStore
+from aah.scoring.report.build import build_report, render_json, report_to_json
+from aah.scoring.report.html import render_html
+from aah.scoring.report.tables import RunPair, pair_runs
+from aah.scoring.report.text import escape_markdown, render_markdown, rich_tables
+from aah.store.sessions import RunRecord, SessionStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "published_outputs"
 PNG_IMAGE = '<img src="data:image/png;base64,'

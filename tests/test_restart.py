@@ -8,7 +8,7 @@ from pathlib import Path
 from runtime_support import ask_then_call_script
 
 from aah.events import AwarenessEvent, HumanAnswerEvent, HumanQuestionEvent
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 
 RUNNER = Path(__file__).with_name("session_process.py")

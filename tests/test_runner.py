@@ -15,11 +15,11 @@ from aah.benchmark.dataset import load_tasks
 from aah.benchmark.runner import BatchRunner, RunOptions, parse_shard, select_shard
 from aah.cli.bench_run import batch_human_factory, choose_tasks
 from aah.errors import AahError
-from aah.store import SessionStore
-from aah.store_merge import merge_databases
+from aah.store.merge import merge_databases
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
-from aah.tools.registry import Registry
-from aah.tools.registry_build import build_registry
+from aah.tools.registry.build import build_registry
+from aah.tools.registry.read import Registry
 
 # A stateless agent: every task asks one question, then answers.
 AGENT = {

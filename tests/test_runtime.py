@@ -14,7 +14,7 @@ from aah.events import (
 )
 from aah.runtime.humans import QueueHuman, ScriptedHuman
 from aah.runtime.session import SessionRequest, run_session
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 
@@ -208,7 +208,7 @@ async def test_queue_deadline_falls_back(tmp_path: Path, fallback: str) -> None:
 async def test_model_endpoint_down_gives_one_clear_line(tmp_path: Path) -> None:
     from pydantic import SecretStr
 
-    from aah.llm import ModelConfig
+    from aah.llm.config import ModelConfig
     from aah.runtime.environment import open_runtime
 
     config = ModelConfig(

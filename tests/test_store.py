@@ -25,7 +25,7 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
 )
-from aah.store import REDACTED, SessionStore, scrub
+from aah.store.sessions import REDACTED, SessionStore, scrub
 
 OPENAI_KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123"
 
@@ -197,7 +197,7 @@ def test_seq_is_unique_and_gap_free_under_threads(store: SessionStore) -> None:
 READER = """
 import sys
 from pathlib import Path
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 store = SessionStore(sys.argv[1])
 stop, expected = Path(sys.argv[2]), int(sys.argv[3])
 print("ready", flush=True)
@@ -259,7 +259,7 @@ async def test_64_sessions_write_while_another_process_reads(
 
 ANSWERER = """
 import json, sys
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 store = SessionStore(sys.argv[1])
 print(json.dumps([store.answer_human_request(sys.argv[2], f"proc{i}", f"p{i}") for i in range(4)]))
 """

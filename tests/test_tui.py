@@ -23,16 +23,16 @@ from typer.testing import CliRunner
 from aah.benchmark.demo import demo_task
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
-from aah.store import SessionStore
+from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
-from aah.tools.live_faults import LiveFaultExecutor
-from aah.tools.modes import make_executor
-from aah.tools.registry import Registry
-from aah.tools.registry_build import build_registry
-from aah.ui.tui import AahApp
-from aah.ui.tui_screens import AskHumanScreen, PendingQuestionsScreen
-from aah.ui.tui_tasks import generic_script, placeholder_arguments
-from aah.ui.tui_widgets import EntryView, Timeline
+from aah.tools.http.live_faults import LiveFaultExecutor
+from aah.tools.http.modes import make_executor
+from aah.tools.registry.build import build_registry
+from aah.tools.registry.read import Registry
+from aah.ui.tui.app import AahApp
+from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen
+from aah.ui.tui.tasks import generic_script, placeholder_arguments
+from aah.ui.tui.widgets import EntryView, Timeline
 
 SIZE = (120, 40)
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"

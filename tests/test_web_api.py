@@ -20,9 +20,9 @@ from web_support import ORIGINAL_QUERY, seed_request, serve_app  # noqa: E402
 
 from aah.errors import AahError  # noqa: E402
 from aah.events import FinalAnswerEvent, ToolCallEvent  # noqa: E402
-from aah.store import SessionStore  # noqa: E402
-from aah.ui.web_auth import WebAuth  # noqa: E402
-from aah.ui.web_format import plain  # noqa: E402
+from aah.store.sessions import SessionStore  # noqa: E402
+from aah.ui.web.auth import WebAuth  # noqa: E402
+from aah.ui.web.format import plain  # noqa: E402
 
 HOSTILE = "<img src=x onerror=alert(1)> [click](http://example.org) ![i](http://example.org/i.png)"
 
@@ -232,7 +232,7 @@ def test_admin_launches_and_stops_a_queue_run(
 
 
 def test_log_tail_keeps_the_last_redraw(tmp_path: Path) -> None:
-    from aah.ui.web_launch import log_tail
+    from aah.ui.web.launch import log_tail
 
     log = tmp_path / "run.log"
     log.write_bytes(b"run r: 3 tasks\r 1/3\r 2/3\r 3/3\nerror: boom\n")
@@ -240,7 +240,7 @@ def test_log_tail_keeps_the_last_redraw(tmp_path: Path) -> None:
 
 
 def test_bench_command_asks_the_queue(tmp_path: Path) -> None:
-    from aah.ui.web_launch import LaunchRequest, bench_command
+    from aah.ui.web.launch import LaunchRequest, bench_command
 
     command = bench_command(tmp_path / "s.db", LaunchRequest("r", "perfect", 3, "m1", False))
     assert command[1:5] == ["-m", "aah", "bench", "run"]
@@ -253,7 +253,7 @@ def test_cli_says_which_extra_is_missing(monkeypatch: pytest.MonkeyPatch, db: Pa
 
     from aah.cli.web import web
 
-    for name in [m for m in sys.modules if m == "aah.ui.web" or m.startswith("aah.ui.web_")]:
+    for name in [m for m in sys.modules if m == "aah.ui.web.app" or m.startswith("aah.ui.web_")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "gradio", None)
     cli = typer.Typer()

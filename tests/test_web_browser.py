@@ -25,7 +25,7 @@ from web_support import (  # noqa: E402
     weather_script,
 )
 
-from aah.store import HumanRequestRecord, SessionStore  # noqa: E402
+from aah.store.sessions import HumanRequestRecord, SessionStore  # noqa: E402
 from aah.testing.fake_llm import FakeLLMServer  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")

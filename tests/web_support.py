@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aah.store import HumanRequestRecord, SessionStore
+from aah.store.sessions import HumanRequestRecord, SessionStore
 
 if TYPE_CHECKING:
-    from aah.ui.web_auth import WebAuth
+    from aah.ui.web.auth import WebAuth
 
 ORIGINAL_QUERY = "What is the weather in Porto today? I live in Porto."
 AGENT_QUESTION = "Which <b>city</b> do you mean?"
@@ -35,8 +35,8 @@ def free_port() -> int:
 def serve_app(db: Path, auth: WebAuth | None = None) -> Iterator[str]:
     """The web app on ``db``, served on 127.0.0.1 at a free port; yields its URL."""
     # Imported here: the runner script needs no Gradio.
-    from aah.ui.web import build_app, launch_app
-    from aah.ui.web_auth import WebAuth
+    from aah.ui.web.app import build_app, launch_app
+    from aah.ui.web.auth import WebAuth
 
     app = build_app(db, auth=auth or WebAuth())
     url = launch_app(app, port=free_port(), block=False)
@@ -90,7 +90,7 @@ async def _run_one(db: Path, base_url: str) -> str:
     from http_server import make_spec
     from pydantic import SecretStr
 
-    from aah.llm import ModelConfig
+    from aah.llm.config import ModelConfig
     from aah.runtime.environment import open_runtime
     from aah.runtime.humans import QueueHuman
     from aah.runtime.session import SessionRequest, run_session

@@ -41,7 +41,7 @@ from aah.benchmark.settings import Setting as Setting
 from aah.config import get_settings
 from aah.data.locate import failtalms_dir
 from aah.errors import AahError
-from aah.tools.failtalms import benchmark_endpoint_name
+from aah.tools.importers import benchmark_endpoint_name
 from aah.tools.registry import Registry
 
 SAME_REQUEST = 0.9  # similarity above which two queries ask the same thing

@@ -27,7 +27,7 @@ from aah.runtime.humans import HumanChannel, ScriptedHuman
 from aah.runtime.loop import fewer_gc_pauses
 from aah.runtime.prompts import prompt_versions
 from aah.runtime.session import Runtime, SessionOutcome, SessionRequest, run_session
-from aah.tools.modes import Executor, make_executor
+from aah.tools.http import Executor, make_executor
 
 if TYPE_CHECKING:
     from aah.benchmark.dataset import Task

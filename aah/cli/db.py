@@ -17,7 +17,7 @@ def merge(
     into: Path = typer.Option(..., "--into", help="The database to merge into."),
 ) -> None:
     """Merge session databases (e.g. the shards of one run) into one."""
-    from aah.store_merge import merge_databases
+    from aah.store import merge_databases
 
     summaries = merge_databases(sources, into)
     rows = (

@@ -64,11 +64,11 @@ def _render(built: Report, format: str) -> str:
 
         return render_json(built)
     if format == "md":
-        from aah.scoring.report_text import render_markdown
+        from aah.scoring.report import render_markdown
 
         return render_markdown(built)
     if format == "html":
-        from aah.scoring.report_html import render_html
+        from aah.scoring.report import render_html
 
         return render_html(built)
     # A terminal table sent to a file is drawn there as plain text.
@@ -80,7 +80,7 @@ def _render(built: Report, format: str) -> str:
 
 
 def _terminal_tables(built: Report) -> list[RenderableType]:
-    from aah.scoring.report_text import rich_tables
+    from aah.scoring.report import rich_tables
 
     return rich_tables(built)
 

@@ -11,8 +11,7 @@ from aah.cli.output import console, err_console, print_json, table
 from aah.config import get_settings, project_root
 
 if TYPE_CHECKING:
-    from aah.tools.registry import Registry
-    from aah.tools.registry_build import BuildReport
+    from aah.tools.registry import BuildReport, Registry
     from aah.tools.spec import EndpointSpec
 
 app = typer.Typer(no_args_is_help=True)
@@ -32,7 +31,7 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
     path = get_settings().registry_path()
     if build_if_missing and not path.is_file():
         from aah.data.locate import find_data_dir
-        from aah.tools.registry_build import build_registry
+        from aah.tools.registry import build_registry
 
         data_dir = find_data_dir(data)
         err_console.print("[dim]building the tool registry (once)…[/]")
@@ -48,7 +47,7 @@ def build(
 ) -> None:
     """Import every spec source and compile the registry (SQLite + FTS5)."""
     from aah.data.locate import find_data_dir
-    from aah.tools.registry_build import build_registry
+    from aah.tools.registry import build_registry
 
     data_dir = find_data_dir(data)
     fixes = project_root() / "tool_registry" / "fixes.yaml"
@@ -166,7 +165,7 @@ def check(
     as_json: bool = JsonOption,
 ) -> None:
     """Probe endpoints live with their parameter defaults: up, down, latency."""
-    from aah.tools.health import probe_endpoints
+    from aah.tools.registry import probe_endpoints
 
     registry = open_registry(data, build_if_missing=True)
     specs = [registry.get(name) for name in tool] if tool else registry.endpoints()

@@ -34,9 +34,9 @@ def build_app(db: Path) -> gr.Blocks:
 
 
 def _web_module() -> ModuleType:
-    """``aah.ui.web``, imported now: Gradio is an optional extra."""
+    """``aah.ui.web``'s app module, imported now: Gradio is an optional extra."""
     try:
-        return importlib.import_module("aah.ui.web")
+        return importlib.import_module("aah.ui.web.app")
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("gradio", "gradio_client"):
             raise AahError(UI_EXTRA_MISSING) from None

@@ -15,10 +15,10 @@ from typing import NamedTuple
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from aah.chat_client import ChatClient
 from aah.events import AwarenessAnswer, AwarenessMode, AwarenessQuestion
+from aah.llm import ChatClient
 from aah.runtime.prompts import load_prompt
-from aah.tools.checks import describe_parameters
+from aah.tools.calls import describe_parameters
 from aah.tools.spec import EndpointSpec
 
 # Which questions each benchmark setting asks (science.md §1).

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from aah.secrets import scrub_text
-from aah.store_schema import scrub
+from aah.store import scrub
 
 
 class ScrubbingSerializer(JsonPlusSerializer):

@@ -31,10 +31,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from aah import store_schema as schema
 from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
-from aah.store_writes import insert_events, write_lock, write_transaction
+from aah.store import insert_events, write_lock, write_transaction
+from aah.store import schema as schema
 
 Publish = Callable[[list[Event]], None]
 

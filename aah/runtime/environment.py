@@ -6,13 +6,12 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from aah.chat_client import ChatClient
-from aah.llm import ModelConfig
+from aah.llm import ChatClient, ModelConfig
 from aah.runtime.checkpoints import EventOutbox, session_checkpointer
 from aah.runtime.humans import HumanChannel
 from aah.runtime.session import Durability, EventListener, Runtime
 from aah.store import SessionStore
-from aah.tools.modes import make_executor
+from aah.tools.http import make_executor
 
 
 @asynccontextmanager

@@ -26,8 +26,14 @@ from aah.runtime.awareness import ask_awareness, awareness_questions, describe_t
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
-from aah.tools.checks import CallChecker, CheckResult, arguments_models, canonical_call
-from aah.tools.wrap import ask_human_schema, openai_tool
+from aah.tools.calls import (
+    CallChecker,
+    CheckResult,
+    arguments_models,
+    ask_human_schema,
+    canonical_call,
+    openai_tool,
+)
 
 Route = str  # a node name, or END
 

@@ -18,7 +18,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
-from aah.chat_client import ChatClient
 from aah.errors import AahError
 from aah.events import (
     AwarenessMode,
@@ -30,15 +29,14 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
 )
-from aah.llm import ModelConfig, model_error
+from aah.llm import ChatClient, ModelConfig, model_error
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
-from aah.store import SessionStore
-from aah.store_schema import SessionRecord, SessionStatus
-from aah.tools.modes import Executor
+from aah.store import SessionRecord, SessionStatus, SessionStore
+from aah.tools.http import Executor
 from aah.tools.spec import EndpointSpec
 
 EventListener = Callable[[Event], None]

@@ -9,9 +9,9 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from aah.chat_client import ChatClient
 from aah.events import AwarenessMode, Event
-from aah.tools.modes import Executor
+from aah.llm import ChatClient
+from aah.tools.http import Executor
 from aah.tools.spec import EndpointSpec
 
 DEFAULT_STEP_LIMIT = 10

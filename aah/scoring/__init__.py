@@ -30,8 +30,7 @@ if TYPE_CHECKING:
         compute_metrics,
         load_outcomes,
     )
-    from aah.scoring.report import build_report, render_json
-    from aah.scoring.report_html import render_html
+    from aah.scoring.report import build_report, render_html, render_json
 
 __all__ = [
     "CellMetrics",
@@ -59,25 +58,25 @@ __all__ = [
 
 _WHERE = {
     "CellMetrics": "aah.scoring.metrics",
-    "Classification": "aah.scoring.behavior",
-    "GradeSummary": "aah.scoring.grader",
-    "MajorityVoteGrader": "aah.scoring.grader",
+    "Classification": "aah.scoring.behavior.classes",
+    "GradeSummary": "aah.scoring.grader.vote",
+    "MajorityVoteGrader": "aah.scoring.grader.vote",
     "Proportion": "aah.scoring.intervals",
     "TaskOutcome": "aah.scoring.metrics",
-    "behavior_report": "aah.scoring.behavior",
-    "build_report": "aah.scoring.report",
+    "behavior_report": "aah.scoring.behavior.classes",
+    "build_report": "aah.scoring.report.build",
     "cell_to_json": "aah.scoring.metrics",
-    "classify_reply": "aah.scoring.behavior",
+    "classify_reply": "aah.scoring.behavior.classes",
     "compute_metrics": "aah.scoring.metrics",
     "error_patterns": "aah.scoring.errors",
-    "grade_run": "aah.scoring.grader",
-    "grade_session": "aah.scoring.grader",
+    "grade_run": "aah.scoring.grader.vote",
+    "grade_session": "aah.scoring.grader.vote",
     "import_failtalms_outputs": "aah.scoring.imports",
     "load_outcomes": "aah.scoring.metrics",
-    "majority_vote": "aah.scoring.grader",
-    "parse_vote": "aah.scoring.grader",
-    "render_html": "aah.scoring.report_html",
-    "render_json": "aah.scoring.report",
+    "majority_vote": "aah.scoring.grader.vote",
+    "parse_vote": "aah.scoring.grader.vote",
+    "render_html": "aah.scoring.report.html",
+    "render_json": "aah.scoring.report.build",
     "wilson": "aah.scoring.intervals",
 }
 

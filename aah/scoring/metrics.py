@@ -60,10 +60,10 @@ from contextlib import closing
 from dataclasses import dataclass, fields
 from typing import Any
 
-# The rules module, not ``aah.scoring.behavior``: that one loads the OpenAI client,
+# The rules module, not ``aah.scoring.behavior.classes``: that one loads the OpenAI client,
 # a second of start-up that a report over stored sessions never needs.
 from aah.benchmark.settings import SETTINGS
-from aah.scoring.behavior_rules import classify_reply
+from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question
 from aah.store import SessionStore

@@ -11,14 +11,17 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.tools.checks import CallChecker, CheckResult
-    from aah.tools.failtalms import benchmark_endpoint_name, import_failtalms
-    from aah.tools.faults import FaultPlan
-    from aah.tools.http import HttpExecutor, ToolResult
-    from aah.tools.modes import Executor, HttpMode, make_executor
-    from aah.tools.openapi import import_openapi
-    from aah.tools.registry import Registry, SearchHit
-    from aah.tools.registry_build import build_registry
+    from aah.tools.calls import CallChecker, CheckResult, wrap_endpoint
+    from aah.tools.http import (
+        Executor,
+        FaultPlan,
+        HttpExecutor,
+        HttpMode,
+        ToolResult,
+        make_executor,
+    )
+    from aah.tools.importers import benchmark_endpoint_name, import_failtalms, import_openapi
+    from aah.tools.registry import Registry, SearchHit, build_registry
     from aah.tools.spec import (
         EndpointSource,
         EndpointSpec,
@@ -29,7 +32,6 @@ if TYPE_CHECKING:
         ResponseSketch,
         qualified_name,
     )
-    from aah.tools.wrap import wrap_endpoint
 
 __all__ = [
     "CallChecker",

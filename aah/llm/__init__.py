@@ -1,0 +1,43 @@
+"""The one client for OpenAI-compatible model servers, for every role."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from aah.llm.client import ChatClient
+    from aah.llm.config import (
+        ModelConfig,
+        chat_model,
+        model_config,
+        model_error,
+        raw_client,
+        recover_text_tool_calls,
+    )
+    from aah.llm.text_calls import parse_text_tool_calls
+
+__all__ = [
+    "ChatClient",
+    "ModelConfig",
+    "chat_model",
+    "model_config",
+    "model_error",
+    "parse_text_tool_calls",
+    "raw_client",
+    "recover_text_tool_calls",
+]
+
+_WHERE = {
+    "ChatClient": "aah.llm.client",
+    "ModelConfig": "aah.llm.config",
+    "chat_model": "aah.llm.config",
+    "model_config": "aah.llm.config",
+    "model_error": "aah.llm.config",
+    "parse_text_tool_calls": "aah.llm.text_calls",
+    "raw_client": "aah.llm.config",
+    "recover_text_tool_calls": "aah.llm.config",
+}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -1,0 +1,61 @@
+"""When2Call behaviour classes of agent turns: rules, the LLM judge, rates and scores."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from aah.scoring.behavior.classes import (
+        BEHAVIOR_CLASSES,
+        BehaviorClass,
+        Classification,
+        ConfusionMatrix,
+        HallucinationRates,
+        SessionTurns,
+        TurnClass,
+        behavior_report,
+        classify_with_llm,
+        confusion,
+        gold_pairs,
+        hallucination_rates,
+        turn_class,
+    )
+    from aah.scoring.behavior.rules import classify_reply
+
+__all__ = [
+    "BEHAVIOR_CLASSES",
+    "BehaviorClass",
+    "Classification",
+    "ConfusionMatrix",
+    "HallucinationRates",
+    "SessionTurns",
+    "TurnClass",
+    "behavior_report",
+    "classify_reply",
+    "classify_with_llm",
+    "confusion",
+    "gold_pairs",
+    "hallucination_rates",
+    "turn_class",
+]
+
+_WHERE = {
+    "BEHAVIOR_CLASSES": "aah.scoring.behavior.classes",
+    "BehaviorClass": "aah.scoring.behavior.classes",
+    "Classification": "aah.scoring.behavior.classes",
+    "ConfusionMatrix": "aah.scoring.behavior.classes",
+    "HallucinationRates": "aah.scoring.behavior.classes",
+    "SessionTurns": "aah.scoring.behavior.classes",
+    "TurnClass": "aah.scoring.behavior.classes",
+    "behavior_report": "aah.scoring.behavior.classes",
+    "classify_reply": "aah.scoring.behavior.rules",
+    "classify_with_llm": "aah.scoring.behavior.classes",
+    "confusion": "aah.scoring.behavior.classes",
+    "gold_pairs": "aah.scoring.behavior.classes",
+    "hallucination_rates": "aah.scoring.behavior.classes",
+    "turn_class": "aah.scoring.behavior.classes",
+}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

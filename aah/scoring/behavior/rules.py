@@ -1,0 +1,311 @@
+"""The rules that put one agent reply in a When2Call behaviour class (science.md §3).
+
+Intent comes before format. The rules are tried in this order, and the first
+that fires names the class (its name is the ``rule`` of the result):
+
+1. **Tool call** (``tool_call``): native calls (``native_call``); or text
+   that tries to call a tool in any shape, well formed or not: a call the
+   shared text-call parser reads (``text_call``) or sees broken
+   (``malformed_call``), a call tag such as ``<function=...>`` or
+   ``[TOOL_CALLS]`` (``call_tag``), a ReAct ``Action:`` block
+   (``react_action``), JSON-like name and arguments keys anywhere
+   (``name_arguments_pair``), ``name(...)`` syntax naming an offered tool, or
+   a whole reply that is one ``f(key=value)`` call (``call_syntax``).
+   Fenced code is code the user asked for and is not a call, unless the block
+   is a call to an offered tool or the reply is nothing but the block
+   (``fenced_call``). A bare JSON object with a ``name`` but no arguments
+   that names no offered tool is a record, not a call. A call whose every
+   target is ``ask_human`` asks the user, so it is a follow-up question
+   (``ask_human_call``).
+2. **Follow-up question** (``request_for_info``): a question that addresses
+   the user ("Could you…?"), asks "Which…?", or that no statement follows
+   (``question``), or a request such as "please provide the date" or "once
+   you tell me the city" (``info_request``). Offers to act ("Would you like me to…"), yes/no offers
+   ("Would you like a summary?"; with alternatives in them they ask for a
+   choice), polite closings ("Anything else?") and rhetorical questions
+   answered in the reply do not count.
+   Then a reply that ends by saying it will now call a tool, with no call in
+   it, is a tool call that never came out (``tool_call``, ``announced_call``).
+3. **Cannot answer** (``cannot_answer``, ``refusal``): the reply says, in the
+   first person, that it cannot do this with what it has ("I can't access
+   real-time data", "I don't have a tool for that", "I'm unable to").
+4. **Direct answer** (``direct``): everything else (``plain_answer``;
+   ``empty_reply`` for no text at all).
+
+A refusal that also asks for the missing information is a follow-up question
+(``refusal_with_question``), as When2Call counts asking for what is missing;
+a refusal followed by an offer of other help stays ``cannot_answer``, and so
+does a refusal followed by a best-effort answer, since the reply states its
+limit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Sequence
+from typing import Literal, NamedTuple
+
+from aah.llm import parse_text_tool_calls
+from aah.tools.builtin import ASK_HUMAN
+
+BehaviorClass = Literal["tool_call", "request_for_info", "cannot_answer", "direct"]
+# The fixed order of rows and columns in a confusion matrix.
+BEHAVIOR_CLASSES: tuple[BehaviorClass, ...] = (
+    "tool_call",
+    "request_for_info",
+    "cannot_answer",
+    "direct",
+)
+
+
+class Classification(NamedTuple):
+    """The class of one reply and the name of the rule that decided it."""
+
+    label: BehaviorClass
+    rule: str
+
+
+_I = re.IGNORECASE
+_FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+_CALL_TAG = re.compile(
+    r"</?(?:tool_call|tool_calls|function_call|tool_use|invoke)\b|<function=|"
+    r"<\|(?:python_tag|tool_call|plugin)\|>|\[TOOL_CALLS\]",
+    _I,
+)
+_NAME_KEY = r"[\"'](?:name|function|tool|tool_name)[\"']\s*:\s*[\"'][^\"']+[\"']"
+_ARGS_KEY = r"[\"'](?:arguments|parameters|args|input)[\"']\s*:"
+_NAME_ARGUMENTS = re.compile(rf"{_NAME_KEY}\s*,\s*{_ARGS_KEY}|{_ARGS_KEY}.*?{_NAME_KEY}", re.DOTALL)
+_HAS_ARGS_KEY = re.compile(_ARGS_KEY)
+_KWARGS_CALL = re.compile(r"^[A-Za-z_][\w.]*\(\s*\w+\s*=.*\)\s*;?$", re.DOTALL)
+_REACT = re.compile(r"^\s*Action\s*:\s*\S+.*?^\s*Action Input\s*:", _I | re.DOTALL | re.MULTILINE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+|\n+")
+
+_WHICH = re.compile(r"(?:\w+[,!]\s*)?which\b", _I)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you'd|you're|you've|you'll)\b", _I)
+# Questions that close a reply politely or offer a next step ask for nothing missing.
+_PLEASANTRY = re.compile(
+    r"\b(?:anything|something) else\b|\bhow (?:else )?(?:can|may) I (?:help|assist)\b|"
+    r"\b(?:does|did) (?:that|this) help\b|\bhelpful\b|\bhope (?:that|this) helps\b|"
+    r"\bdid you know\b|\bever wonder(?:ed)?\b|\bhave you (?:ever )?heard\b|"
+    r"\b(?:know|learn|hear) more\b|\b(?:other|more|further) questions\b|"
+    r"\bif (?:you need anything|there'?s anything)\b",
+    _I,
+)
+# An offer to act is no request for information; a yes/no offer that names
+# alternatives ("Would you like a window or an aisle seat?") asks for a choice.
+_OFFER_TO_ACT = re.compile(
+    r"^(?:\w+[,!]\s*)?(?:(?:would you like|do you want|do you need) me to|want me to)\b", _I
+)
+_YES_NO_OFFER = re.compile(
+    r"^(?:\w+[,!]\s*)?(?:would you like|do you want|do you need|shall I|should I|can I|may I)\b",
+    _I,
+)
+_CHOICE = re.compile(r"\bor\b", _I)
+_ASKS = re.compile(
+    r"\bplease (?:provide|specify|tell|share|give|let me know|confirm|clarify|send|enter|"
+    r"indicate|supply|say|advise|select|choose)\b|"
+    r"\b(?:could|can|would|will) you (?:please )?(?:provide|specify|tell|share|give|let me know|"
+    r"confirm|clarify|send|indicate|supply|say)\b|"
+    r"\blet me know (?:which|what|where|when|who|how|the|your|whether)\b|"
+    r"\b(?:once|when|if|as soon as) you (?:tell|give|provide|share|send|confirm)\b|"
+    r"\byou (?:didn't|did not|haven't|have not|forgot to) (?:mention|specify|say|provide|"
+    r"include|tell|give)\b|"
+    r"\bI(?:'ll| will| would|'d)? need (?:to know\b|you to\b|(?:the|your|a few|some|more)\b)",
+    _I,
+)
+# "I'd need the weather tool" is a refusal, not a request for a value.
+_CAPABILITY_WORDS = re.compile(
+    r"\b(?:tools?|access|apis?|functions?|capabilit\w*|internet|real-time|live data)\b", _I
+)
+_REFUSAL = re.compile(
+    r"\bI(?:'m| am) (?:not able|unable|not equipped|not capable|afraid I can(?:'t|not))\b|"
+    r"\bI (?:can't|cannot|can not|couldn't|could not|won't be able|will not be able)\b"
+    r"(?! (?:recommend|stress|emphasi[sz]e|wait|believe|thank|help but)\b)|"
+    r"\bI (?:don't|do not) have (?:access|the ability|the capability|a tool|any tools?|tools|"
+    r"real-time|live|current|the means|a way|any way|internet|browsing|information|data)\b|"
+    r"\bI (?:lack|have no) (?:access|the ability|the means|a tool|tools|the tools|way|means)\b|"
+    r"\b(?:no|none of the) (?:suitable |available |appropriate |provided )?tools?\b.{0,40}"
+    r"\b(?:can|could|for|to|that|lets?|allows?|supports?)\b|"
+    r"\b(?:beyond|outside) (?:my|the scope of my) (?:capabilit|abilit|scope)\w*|"
+    r"(?:\bnot|n't) something I can (?:do|help)\b|"
+    r"\bno way (?:for me )?to (?:access|get|check|look)\b|"
+    r"\bI(?:'d| would)? need (?:a|an|the) (?:[\w-]+ ){0,3}(?:tool|api|endpoint|service)\b|"
+    r"\b(?:tool|api|endpoint|service)s? (?:[\w-]+ ){0,3}(?:is|are)(?:n't| not) "
+    r"(?:available|offered)|"
+    r"\bI (?:don't|do not) know\b(?! (?:if|whether|why|how|what|which|who|where|when)\b)",
+    _I,
+)
+# Said as the reply's last words, an announced call is a call that never came out.
+_CONDITION = re.compile(r"(?:once|when|if|after|as soon as|until)\b", _I)
+_ANNOUNCED_CALL = re.compile(
+    r"\b(?:let me|I(?:'ll| will|'m going to| am going to))\s+(?:now\s+)?"
+    r"(?:call|use|run|invoke|query|try)\s+(?:the\s+)?(?:[\w-]+\s+)?(?:tool|function|api|endpoint)\b",
+    _I,
+)
+
+
+def classify_reply(
+    text: str, tool_names: Collection[str] = (), tool_calls: int = 0
+) -> Classification:
+    """The behaviour class of one reply, decided by the rules of this module.
+
+    Args:
+        text: The reply's text content.
+        tool_names: The names of the tools offered with the request.
+        tool_calls: How many native tool calls came with the reply.
+
+    Returns:
+        The class and the name of the rule that decided it.
+    """
+    if tool_calls > 0:
+        return Classification("tool_call", "native_call")
+    text = text.replace("\u2019", "'")
+    prose = _FENCE.sub("\n", text)
+    blocks = [block.strip() for block in _FENCE.findall(text)]
+    attempt = _call_attempt(prose, blocks, tool_names)
+    if attempt is not None:
+        return attempt
+    sentences = _sentences(prose)
+    asks = _asks_for_information(sentences)
+    refuses = any(_REFUSAL.search(sentence) for sentence in sentences)
+    if asks and refuses:
+        return Classification("request_for_info", "refusal_with_question")
+    if asks:
+        return Classification("request_for_info", asks)
+    if _announces_call(sentences, tool_names):
+        return Classification("tool_call", "announced_call")
+    if refuses:
+        return Classification("cannot_answer", "refusal")
+    return Classification("direct", "plain_answer" if text.strip() else "empty_reply")
+
+
+def _call_attempt(
+    prose: str, blocks: Sequence[str], tool_names: Collection[str]
+) -> Classification | None:
+    """The tool-call rule that fires on the reply, if any."""
+    only_code = not prose.strip()
+    found = _parsed_call(prose, tool_names, only_offered=False)
+    if found is not None:
+        return _call_class("text_call" if found else "malformed_call", found)
+    for block in blocks:
+        found = _parsed_call(block, tool_names, only_offered=not only_code)
+        if found is not None:
+            return _call_class("fenced_call" if found else "malformed_call", found)
+    if only_code and any(_KWARGS_CALL.match(block) for block in blocks):
+        return _call_class("call_syntax", ())
+    for rule, pattern in (("call_tag", _CALL_TAG), ("react_action", _REACT)):
+        if pattern.search(prose):
+            return _call_class(rule, ())
+    if _NAME_ARGUMENTS.search(prose):
+        return _call_class("name_arguments_pair", _named_in(prose, tool_names))
+    named = _offered_calls(prose, tool_names)
+    if named:
+        return _call_class("call_syntax", named)
+    if _KWARGS_CALL.match(prose.strip()):
+        return _call_class("call_syntax", ())
+    return None
+
+
+def _announces_call(sentences: Sequence[str], tool_names: Collection[str]) -> bool:
+    """Whether the reply ends by saying it will now call a tool (any, or an offered one).
+
+    "Once you tell me the city, I'll call the weather tool" waits on the user,
+    so a sentence that starts with a condition does not count.
+    """
+    if not sentences or _CONDITION.match(sentences[-1]):
+        return False
+    last = sentences[-1]
+    if _ANNOUNCED_CALL.search(last):
+        return True
+    intent = re.search(r"\b(?:let me|I(?:'ll| will|'m going to| am going to))\b", last, _I)
+    return intent is not None and any(name in last for name in tool_names if name != ASK_HUMAN)
+
+
+def _parsed_call(
+    text: str, tool_names: Collection[str], only_offered: bool
+) -> tuple[str, ...] | None:
+    """The names called when the shared text-call parser sees an attempt, else None.
+
+    An empty tuple is a malformed attempt. A JSON object that merely has a
+    ``name`` key (a record the user asked for) is not a call unless it also
+    has arguments or names an offered tool; with ``only_offered`` (a code
+    block among prose) only calls to offered tools count.
+    """
+    parsed = parse_text_tool_calls(text, tool_names)
+    if parsed.invalid is not None:
+        return None if only_offered else ()
+    names = tuple(call.name for call in parsed.calls)
+    offered = bool(names) and all(name in tool_names for name in names)
+    if not names or (only_offered and not offered):
+        return None
+    if not offered and not _HAS_ARGS_KEY.search(text) and _is_json(text):
+        return None
+    return names
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _call_class(rule: str, names: Collection[str]) -> Classification:
+    if names and all(name == ASK_HUMAN for name in names):
+        return Classification("request_for_info", "ask_human_call")
+    return Classification("tool_call", rule)
+
+
+def _offered_calls(prose: str, tool_names: Collection[str]) -> tuple[str, ...]:
+    """Offered tools written as calls with arguments: ``name(x=1)``, ``name("a")``, ``name()``."""
+    return tuple(
+        name
+        for name in tool_names
+        if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(\s*(?:\w+\s*=|[\"'{{\[\d]|\))", prose)
+    )
+
+
+def _named_in(prose: str, tool_names: Collection[str]) -> tuple[str, ...]:
+    found = re.findall(r"[\"'](?:name|function|tool|tool_name)[\"']\s*:\s*[\"']([^\"']+)", prose)
+    return tuple(found) if found and all(name in tool_names for name in found) else ()
+
+
+def _sentences(prose: str) -> list[str]:
+    return [s.strip(" \t*_>-#") for s in _SENTENCE_END.split(prose) if s.strip(" \t*_>-#")]
+
+
+def _asks_for_information(sentences: Sequence[str]) -> str | None:
+    """The rule name when some sentence asks the user for information, else None.
+
+    A question counts when it addresses the user, asks "which...", or when no
+    statement follows it (a rhetorical question is answered right after it is
+    posed).
+    """
+    trailing = _trailing_questions(sentences)
+    for index, sentence in enumerate(sentences):
+        if _PLEASANTRY.search(sentence) or _is_offer(sentence):
+            continue
+        if sentence.rstrip("\"')*_ ").endswith("?"):
+            if _SECOND_PERSON.search(sentence) or _WHICH.match(sentence) or index >= trailing:
+                return "question"
+        elif _ASKS.search(sentence) and not (
+            "need" in sentence.lower() and _CAPABILITY_WORDS.search(sentence)
+        ):
+            return "info_request"
+    return None
+
+
+def _is_offer(sentence: str) -> bool:
+    if _OFFER_TO_ACT.search(sentence):
+        return True
+    return bool(_YES_NO_OFFER.search(sentence)) and not _CHOICE.search(sentence)
+
+
+def _trailing_questions(sentences: Sequence[str]) -> int:
+    """The index where the reply's closing run of questions starts."""
+    start = len(sentences)
+    while start > 0 and sentences[start - 1].rstrip("\"')*_ ").endswith("?"):
+        start -= 1
+    return start

@@ -1,0 +1,380 @@
+"""The pass verdict: a majority vote of LLM graders over a session (science.md §2).
+
+The grader sees the request, each tool call with its shortened result, the
+questions put to a person with the replies, and the final answer, and must
+begin each reply with Pass or Fail. V votes (V odd) are sampled at a
+temperature above 0 in one request with ``n = V`` where the server honours
+``n``, else in V single requests. Unparseable votes are asked for again a
+bounded number of times, then dropped; the verdict is the majority of the
+valid votes, and a tie or no valid vote is a flagged Fail. Every vote is stored.
+
+Only finished sessions are graded. Skipped sessions (awareness said no) and
+sessions that ended in error or never ended get no grade row: they are not
+passes, and metrics read that from the session status. Grade rows thus hold
+only judgements the grader really made, which keeps its vote statistics true.
+
+A grade's key hashes the prompt text, grader model, V and prompt version and
+is kept in every stored vote: grading again with the same key sends nothing,
+so ``grade_run`` resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, NamedTuple
+
+import openai
+from rich.progress import Progress
+
+from aah.errors import AahError
+from aah.events import excerpt
+from aah.llm import ModelConfig, model_error, raw_client
+from aah.scoring.grader.case import load_case, load_grader_prompt, render_prompt
+from aah.store import GradeRecord, SessionRecord, SessionStore, Verdict
+
+DEFAULT_VOTES = 5
+DEFAULT_TEMPERATURE = 1.0
+DEFAULT_VOTE_RETRIES = 2
+DEFAULT_CONCURRENCY = 8
+# A stored vote keeps the start of the grader's reply, where the verdict is.
+RAW_VOTE_CHARS = 2_000
+
+Vote = Literal["pass", "fail"]
+GradeOutcome = Literal["graded", "cached", "skipped", "unfinished"]
+
+_LEADING_NOISE = r"[\s*_\"'`#>\-\[(]*"
+_VOTE = re.compile(_LEADING_NOISE + r"(pass|fail)\b", re.IGNORECASE)
+# How servers that refuse n > 1 word it: OpenAI names the param, llama.cpp
+# says "Only one completion choice is allowed".
+_N_REJECTED = re.compile(r"['\"`]n['\"`]|\bn\b|\bchoices?\b", re.IGNORECASE)
+
+
+def parse_vote(text: str) -> Vote | None:
+    """``pass`` or ``fail`` when ``text`` begins with that word, else None.
+
+    Case is ignored, and leading markdown or quotes (``**Pass**``, ``> Fail``)
+    are allowed; a reply that only mentions the word later does not count.
+    """
+    match = _VOTE.match(text)
+    return match.group(1).lower() if match else None  # type: ignore[return-value]
+
+
+class MajorityVerdict(NamedTuple):
+    """The verdict from the valid votes; ``flagged`` on a tie or with no valid vote."""
+
+    verdict: Verdict
+    flagged: bool
+
+
+def majority_vote(votes: Sequence[Vote | None]) -> MajorityVerdict:
+    """The majority of the valid votes (None entries are dropped).
+
+    A tie, or no valid vote at all, is a flagged Fail (science.md §2).
+    """
+    passes = sum(vote == "pass" for vote in votes)
+    fails = sum(vote == "fail" for vote in votes)
+    if passes == fails:
+        return MajorityVerdict("fail", flagged=True)
+    return MajorityVerdict("pass" if passes > fails else "fail", flagged=False)
+
+
+def grade_key(prompt_text: str, model: str, votes: int, prompt_version: str) -> str:
+    """The cache key of a grade: same key, same question to the same grader."""
+    digest = hashlib.sha256()
+    for part in (prompt_version, model, str(votes), prompt_text):
+        digest.update(part.encode())
+        digest.update(b"\0")  # so that no two part lists join into the same bytes
+    return digest.hexdigest()[:32]
+
+
+def check_vote_settings(votes: int, temperature: float) -> None:
+    """Refuse settings that cannot give a majority vote.
+
+    Raises:
+        AahError: ``votes`` is not a positive odd number, or ``temperature`` is not above 0.
+    """
+    if votes < 1 or votes % 2 == 0:
+        odd = votes + 1 if votes > 0 else DEFAULT_VOTES
+        raise AahError(
+            f"--votes must be odd and positive so a majority exists, not {votes}: try {odd}"
+        )
+    if temperature <= 0:
+        raise AahError(
+            f"--temperature must be above 0 so that votes can differ, not {temperature}: try 1.0"
+        )
+
+
+class SessionGrade(NamedTuple):
+    """How one session was dealt with, and its grade when it has one."""
+
+    session_id: str
+    outcome: GradeOutcome
+    grade: GradeRecord | None = None
+
+
+class MajorityVoteGrader:
+    """Samples votes from the grader model and stores them as grades.
+
+    An async context manager: it owns an openai client, and remembers for
+    its lifetime whether the server honours ``n``.
+
+    Args:
+        config: The grader model (``model_config("grader")``).
+        votes: Votes per verdict (odd).
+        temperature: Sampling temperature of the votes (above 0).
+        vote_retries: Extra rounds asking for votes still missing after
+            unparseable replies, before they are dropped.
+
+    Raises:
+        AahError: ``votes`` is not positive and odd, or ``temperature`` is not above 0.
+    """
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        votes: int = DEFAULT_VOTES,
+        temperature: float = DEFAULT_TEMPERATURE,
+        vote_retries: int = DEFAULT_VOTE_RETRIES,
+    ) -> None:
+        check_vote_settings(votes, temperature)
+        self.config = config
+        self.votes = votes
+        self.temperature = temperature
+        self.vote_retries = vote_retries
+        self.prompt = load_grader_prompt()
+        self.requests_sent = 0
+        # None until a reply shows whether the server honours n.
+        self.n_supported: bool | None = None
+        self._n_probe = asyncio.Lock()
+        self._client = raw_client(config)
+
+    async def __aenter__(self) -> MajorityVoteGrader:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._client.close()
+
+    def cache_key(self, prompt_text: str) -> str:
+        """The key a grade of ``prompt_text`` by this grader is stored under."""
+        return grade_key(prompt_text, self.config.model, self.votes, self.prompt.version)
+
+    async def grade(self, store: SessionStore, session: SessionRecord) -> SessionGrade:
+        """Grade ``session`` unless it is not finished or already graded with the same key.
+
+        Raises:
+            AahError: The grader model could not be reached or used.
+        """
+        if session.status != "finished":
+            outcome: GradeOutcome = "skipped" if session.status == "skipped" else "unfinished"
+            return SessionGrade(session.id, outcome)
+        case = await asyncio.to_thread(load_case, store, session)
+        prompt_text = render_prompt(case, self.prompt)
+        key = self.cache_key(prompt_text)
+        cached = await asyncio.to_thread(find_cached_grade, store, session.id, key)
+        if cached is not None:
+            return SessionGrade(session.id, "cached", cached)
+        records = await self.collect_votes(prompt_text)
+        verdict, flagged = majority_vote([record["vote"] for record in records])
+        payload = [{**record, "grade_key": key} for record in records]
+        grade = await asyncio.to_thread(
+            store.add_grade,
+            session.id,
+            self.config.model,
+            self.prompt.version,
+            payload,
+            verdict,
+            flagged,
+        )
+        return SessionGrade(session.id, "graded", grade)
+
+    async def collect_votes(self, prompt_text: str) -> list[dict[str, Any]]:
+        """Every vote asked for on ``prompt_text``: ``{round, raw, vote}``, invalid ones too.
+
+        Round 0 asks for all ``V`` votes; each later round asks only for the
+        votes still missing, up to ``vote_retries`` rounds.
+        """
+        records: list[dict[str, Any]] = []
+        missing = self.votes
+        for attempt in range(self.vote_retries + 1):
+            texts = await self._sample(prompt_text, missing)
+            for text in texts:
+                vote = parse_vote(text)
+                records.append(
+                    {"round": attempt, "raw": excerpt(text, RAW_VOTE_CHARS), "vote": vote}
+                )
+                missing -= vote is not None
+            if missing == 0:
+                break
+        return records
+
+    async def _sample(self, prompt_text: str, count: int) -> list[str]:
+        """``count`` replies: one request with ``n`` where it works, single requests otherwise."""
+        texts = await self._sample_with_n(prompt_text, count) if count > 1 else []
+        singles = await asyncio.gather(
+            *(self._request(prompt_text, 1) for _ in range(count - len(texts)))
+        )
+        return texts + [replies[0] if replies else "" for replies in singles]
+
+    async def _sample_with_n(self, prompt_text: str, count: int) -> list[str]:
+        if self.n_supported is None:
+            # One request finds out whether n works; concurrent sessions wait for
+            # its answer rather than each sending a request the server may refuse.
+            async with self._n_probe:
+                if self.n_supported is None:
+                    return await self._try_n(prompt_text, count)
+        return await self._try_n(prompt_text, count) if self.n_supported else []
+
+    async def _try_n(self, prompt_text: str, count: int) -> list[str]:
+        try:
+            texts = (await self._request(prompt_text, count))[:count]
+        except openai.BadRequestError:  # only a refusal of n gets through _request
+            self.n_supported = False
+            return []
+        self.n_supported = len(texts) == count
+        return texts
+
+    async def _request(self, prompt_text: str, n: int) -> list[str]:
+        self.requests_sent += 1
+        extra: dict[str, Any] = {"n": n} if n > 1 else {}
+        try:
+            response = await self._client.chat.completions.create(
+                model=self.config.model,
+                messages=[{"role": "user", "content": prompt_text}],
+                temperature=self.temperature,
+                **extra,
+            )
+        except openai.BadRequestError as exc:
+            if n > 1 and _rejects_n(exc):
+                raise  # the caller falls back to single requests
+            raise model_error(exc, self.config) or exc from exc
+        except openai.OpenAIError as exc:
+            raise model_error(exc, self.config) or exc from exc
+        return [choice.message.content or "" for choice in response.choices]
+
+
+def _rejects_n(exc: openai.BadRequestError) -> bool:
+    param = exc.body.get("param") if isinstance(exc.body, dict) else None
+    return param == "n" or bool(_N_REJECTED.search(exc.message))
+
+
+def find_cached_grade(store: SessionStore, session_id: str, key: str) -> GradeRecord | None:
+    """The newest grade of the session stored under ``key``, if any."""
+    for grade in reversed(store.grades(session_id)):
+        if any(isinstance(v, dict) and v.get("grade_key") == key for v in grade.votes):
+            return grade
+    return None
+
+
+async def grade_session(
+    store: SessionStore,
+    session_id: str,
+    config: ModelConfig,
+    *,
+    votes: int = DEFAULT_VOTES,
+    temperature: float = DEFAULT_TEMPERATURE,
+    vote_retries: int = DEFAULT_VOTE_RETRIES,
+) -> SessionGrade:
+    """Grade one session (or return its cached grade).
+
+    Raises:
+        AahError: No such session, bad vote settings, or the grader model failed.
+    """
+    session = await asyncio.to_thread(store.get_session, session_id)
+    if session is None:
+        raise AahError(f"no session {session_id!r}: see `aah sessions list`")
+    async with MajorityVoteGrader(
+        config, votes=votes, temperature=temperature, vote_retries=vote_retries
+    ) as grader:
+        return await grader.grade(store, session)
+
+
+@dataclass
+class GradeSummary:
+    """What ``grade_run`` did with a run's sessions, and the requests it sent.
+
+    ``graded`` were sent now, ``cached`` had a grade with the same key;
+    ``skipped`` (awareness no) and ``unfinished`` (error, still running) were
+    not sent and count as fails. ``passed`` and ``flagged`` count verdicts.
+    """
+
+    sessions: int = 0
+    graded: int = 0
+    cached: int = 0
+    skipped: int = 0
+    unfinished: int = 0
+    passed: int = 0
+    flagged: int = 0
+    requests: int = 0
+
+    def add(self, result: SessionGrade) -> None:
+        """Count one session's outcome."""
+        # Each outcome name is also the name of the field that counts it.
+        setattr(self, result.outcome, getattr(self, result.outcome) + 1)
+        if result.grade is not None:
+            self.passed += result.grade.verdict == "pass"
+            self.flagged += result.grade.flagged
+
+
+async def grade_run(
+    store: SessionStore,
+    run: str,
+    config: ModelConfig,
+    votes: int = DEFAULT_VOTES,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    temperature: float = DEFAULT_TEMPERATURE,
+    progress: bool = True,
+    vote_retries: int = DEFAULT_VOTE_RETRIES,
+) -> GradeSummary:
+    """Grade every finished session of ``run``, ``concurrency`` at a time.
+
+    Sessions already graded with the same key are not sent again, so an
+    interrupted run resumes where it stopped.
+
+    Raises:
+        AahError: Unknown run, bad vote settings, or the grader model failed.
+    """
+    check_vote_settings(votes, temperature)
+    await asyncio.to_thread(_require_run, store, run)
+    sessions = await asyncio.to_thread(store.list_sessions, run)
+    summary = GradeSummary(sessions=len(sessions))
+    limit = asyncio.Semaphore(max(concurrency, 1))
+    async with MajorityVoteGrader(
+        config, votes=votes, temperature=temperature, vote_retries=vote_retries
+    ) as grader:
+        with Progress(disable=not progress, transient=True) as bar:
+            bar_task = bar.add_task(f"grading {run}", total=len(sessions))
+
+            async def grade_one(session: SessionRecord) -> None:
+                async with limit:
+                    summary.add(await grader.grade(store, session))
+                bar.advance(bar_task)
+
+            # A failure cancels the other sessions; it is raised alone, as one line.
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for session in sessions:
+                        group.create_task(grade_one(session))
+            except ExceptionGroup as failures:
+                raise failures.exceptions[0] from None
+        summary.requests = grader.requests_sent
+    return summary
+
+
+def _require_run(store: SessionStore, run: str) -> None:
+    if store.get_run(run) is not None:
+        return
+    known = [r.name for r in store.runs()]
+    if not known:
+        raise AahError(f"no run named {run!r}: this database has no runs yet, run a batch first")
+    raise AahError(f"no run named {run!r}: pass --run with one of {', '.join(known)}")

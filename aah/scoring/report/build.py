@@ -1,0 +1,390 @@
+"""The report over runs: paper metrics, behaviour, error patterns, agreement, notes.
+
+``build_report`` gathers everything a report shows into one ``Report``; the
+renderers turn it into rich tables or Markdown (``report_text``), one
+self-contained HTML page (``report_html``) or JSON (``render_json``, here).
+Every figure comes from the scoring modules, with the formulas of science.md;
+this module only selects runs, reads the store in bulk (``report_steps``) and
+groups. Imported published outputs hold no agent turns or tool calls, so their
+behaviour and error patterns have no data. IAC needs each task's endpoints
+from the benchmark data; without data it is left unscored, with a note.
+
+JSON shape (``render_json``; keys sorted, lists in run order, settings in
+paper order)::
+
+    {"runs": [{"name": str, "created": str, "manifest": {...}}],
+     "cells": [<cell_to_json object>, ...],          # one per run × setting
+     "behavior": [{"run": str, "sessions": int, "turns": int,
+                   "classes": {<class>: P},          # share of agent turns
+                   "hallucination": {"tool": P, "answer": P, "parameter": P},
+                   "accuracy": P, "macro_f1": float | null,
+                   "scores": {<class>: {"precision": float | null,
+                                        "recall": float | null,
+                                        "f1": float | null, "support": int}},
+                   "confusion": {"labels": [<class>, ...],
+                                 "counts": [[int, ...], ...]}}],  # rows gold
+     "error_patterns": [{"run": str, "calls": int,
+                         "tasks": int,                # IAC's N; 0 when not scored
+                         "free": {<pattern>: P}, "hits": {<pattern>: int}}],
+     "agreement": {
+        "grader_human": {"agreement": P, "kappa": float | null,
+                         "paper_agreement": 0.832},
+        "annotators": {"requests": int, "rating": P, "declined": P,
+                       "pairs": [{"annotators": [str, str],
+                                  "rating": {"agreement": P, "kappa": ...},
+                                  "declined": {"agreement": P, "kappa": ...}}]},
+        "human_vs_simulated": [{"human_run": str, "simulated_run": str,
+                                "simulated_kind": str, "tasks": int,
+                                "pass_rate": {"human": P, "simulated": P},
+                                "interaction": {"human": P, "simulated": P}}]},
+     "examples": [{"run": str, "session_id": str, "task_id": str | null,
+                   "setting": str | null, "status": str,
+                   "awareness": str | null, "query": str, "final_answer": str}],
+     "notes": [str, ...]}
+
+``P`` is ``proportion_to_json``'s ``{"k", "n", "value", "low", "high"}``;
+``<class>`` one of ``BEHAVIOR_CLASSES``, ``<pattern>`` one of
+``ERROR_PATTERNS``. A section with nothing to count has ``n = 0`` (the text
+formats say "no data"). ``examples`` holds, per run, the first few sessions
+that did not pass (graded fail or ended in error), texts cut short.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from aah.benchmark.settings import SETTINGS
+from aah.config import get_settings
+from aah.errors import AahError
+from aah.events import excerpt
+from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
+from aah.scoring.behavior import BEHAVIOR_CLASSES
+from aah.scoring.errors import ErrorPatternReport
+from aah.scoring.metrics import (
+    CellMetrics,
+    TaskOutcome,
+    cell_to_json,
+    compute_metrics,
+    load_outcomes,
+    proportion_to_json,
+)
+from aah.scoring.report.steps import (
+    RunBehavior,
+    group_by_run,
+    load_steps,
+    run_behavior,
+    run_error_patterns,
+    task_ids,
+)
+from aah.store import RunRecord, SessionStore
+
+EXAMPLES_PER_RUN = 3
+SHOWN_RUNS = 20  # run names an unknown-run error lists
+EXAMPLE_QUERY_CHARS = 160
+EXAMPLE_ANSWER_CHARS = 300
+
+ReportProgress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Example:
+    """A session that did not pass, shown so a reader can see what failing looks like."""
+
+    run: str
+    session_id: str
+    task_id: str | None
+    setting: str | None
+    status: str
+    awareness: str | None
+    query: str
+    final_answer: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a report shows, for the runs it covers (in name order)."""
+
+    runs: list[RunRecord]
+    cells: list[CellMetrics]
+    behavior: list[RunBehavior]
+    error_patterns: list[ErrorPatternReport]
+    agreement: Agreement
+    examples: list[Example]
+    notes: list[str]
+
+
+def select_runs(store: SessionStore, names: Sequence[str] | None) -> list[RunRecord]:
+    """The runs named (all when None or empty), in name order.
+
+    Raises:
+        AahError: The store has no runs, or a name is not one of them.
+    """
+    known = {run.name: run for run in store.runs()}
+    if not known:
+        raise AahError(
+            f"no runs in {store.path}: run `aah bench run` or `aah import` first, or pass --db"
+        )
+    wanted = list(dict.fromkeys(names or known))
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        everyone = sorted(known)
+        shown = ", ".join(everyone[:SHOWN_RUNS])
+        more = f" and {len(everyone) - SHOWN_RUNS} more" if len(everyone) > SHOWN_RUNS else ""
+        raise AahError(f"no run named {unknown[0]!r}: pass one of {shown}{more}")
+    return [known[name] for name in sorted(wanted)]
+
+
+def build_report(
+    store: SessionStore,
+    runs: Sequence[str] | None = None,
+    data_dir: Path | None = None,
+    *,
+    search_roots: Sequence[Path] | None = None,
+    progress: ReportProgress | None = None,
+) -> Report:
+    """Gather the report over ``runs`` (every run when None).
+
+    Args:
+        store: The session store.
+        runs: Run names to report on; None or empty: every run.
+        data_dir: The benchmark data (for IAC); None: look for it as
+            ``aah.data.locate`` does, and note its absence rather than fail
+            (unless ``AAH_DATA_DIR`` names a folder without it).
+        search_roots: Where to look for ``../shared/datasets`` (see
+            ``find_data_dir``); the default places when None.
+        progress: Told the name of each step as it starts.
+
+    Raises:
+        AahError: No runs, an unknown run, or a named data folder without data.
+    """
+    step = progress or (lambda _name: None)
+    chosen = select_runs(store, runs)
+    names = [run.name for run in chosen]
+    step("metrics")
+    outcomes = load_outcomes(store, names)
+    cells = compute_metrics(outcomes)
+    step("behaviour and tool calls")
+    task_of = task_ids(store, names)
+    steps = load_steps(store, names)
+    imported = {run.name for run in chosen if run.manifest.get("imported")}
+    notes: list[str] = []
+    needed = _needed_endpoints(chosen, outcomes, task_of, data_dir, search_roots, notes)
+    by_run = group_by_run(outcomes)
+    behavior = [run_behavior(name, by_run.get(name, []), steps) for name in names]
+    patterns = [
+        # An import's question records are no calls the model made: nothing to score.
+        run_error_patterns(name, [], steps, None)
+        if name in imported
+        else run_error_patterns(name, by_run.get(name, []), steps, needed)
+        for name in names
+    ]
+    step("agreement")
+    agreement = load_agreement(store, chosen, outcomes, task_of, everything=not runs)
+    notes = _notes(chosen, cells, by_run, imported) + notes
+    examples = _examples(names, by_run, task_of)
+    return Report(chosen, cells, behavior, patterns, agreement, examples, notes)
+
+
+# -- IAC's needed endpoints -----------------------------------------------------
+
+
+def _needed_endpoints(
+    runs: Sequence[RunRecord],
+    outcomes: Sequence[TaskOutcome],
+    task_of: Mapping[str, str],
+    data_dir: Path | None,
+    search_roots: Sequence[Path] | None,
+    notes: list[str],
+) -> dict[str, list[str]] | None:
+    """Each session's needed endpoints by session id; None (with a note) without data."""
+    # Imported here: the dataset loaders are needed only for runs that made tool calls.
+    from aah.benchmark.dataset import load_tasks
+    from aah.data.locate import find_data_dir
+
+    own = {run.name for run in runs if not run.manifest.get("imported")}
+    mine = [o for o in outcomes if o.run in own and o.session_id in task_of]
+    if not mine:
+        return None
+    try:
+        found = find_data_dir(data_dir, need_benchmark=True, search_roots=search_roots)
+    except AahError:
+        if data_dir is not None or get_settings().data_dir is not None:
+            raise  # a folder the user named (flag or AAH_DATA_DIR) must hold the data
+        notes.append(
+            "IAC (needed endpoint never called) not scored: no benchmark data found; "
+            "run `aah data fetch` or pass --data DIR"
+        )
+        return None
+    present = {o.setting for o in mine}
+    settings = [s for s in SETTINGS if s in present]
+    endpoints = {task.id: task.needed for task in load_tasks(found, settings)}
+    needed = {
+        o.session_id: endpoints[task_of[o.session_id]]
+        for o in mine
+        if task_of[o.session_id] in endpoints
+    }
+    if not needed:
+        notes.append(f"IAC not scored: no session's task id is a benchmark task in {found}")
+    return needed
+
+
+# -- notes and examples ---------------------------------------------------------
+
+
+def _notes(
+    runs: Sequence[RunRecord],
+    cells: Sequence[CellMetrics],
+    by_run: Mapping[str, Sequence[TaskOutcome]],
+    imported: set[str],
+) -> list[str]:
+    notes: list[str] = []
+    for run in runs:
+        ungraded = sum(c.ungraded for c in cells if c.run == run.name)
+        unfinished = sum(c.unfinished for c in cells if c.run == run.name)
+        if not by_run.get(run.name):
+            notes.append(f"run {run.name} has no sessions yet")
+        if ungraded:
+            notes.append(
+                f"run {run.name}: {_sessions(ungraded, 'finished session')} no grade and "
+                f"count as not passed: run `aah grade --run {run.name}`"
+            )
+        if unfinished:
+            notes.append(
+                f"run {run.name}: {_sessions(unfinished, 'session')} still running or "
+                "waiting, so its figures may change"
+            )
+    if imported:
+        notes.append(
+            "imported published outputs hold no agent turns or tool calls, so behaviour and "
+            f"error patterns have no data for {', '.join(sorted(imported))}"
+        )
+    return notes
+
+
+def _sessions(count: int, noun: str) -> str:
+    # "1 session has", "3 sessions have"
+    return f"{count} {noun} has" if count == 1 else f"{count} {noun}s have"
+
+
+def _examples(
+    runs: Sequence[str], by_run: Mapping[str, Sequence[TaskOutcome]], task_of: Mapping[str, str]
+) -> list[Example]:
+    examples: list[Example] = []
+    for run in runs:
+        failed = [
+            o
+            for o in by_run.get(run, [])
+            if o.status == "error" or (o.status == "finished" and o.passed is False)
+        ]
+        examples += [
+            Example(
+                run=run,
+                session_id=o.session_id,
+                task_id=task_of.get(o.session_id),
+                setting=o.setting,
+                status=o.status,
+                awareness=o.awareness,
+                query=excerpt(o.query, EXAMPLE_QUERY_CHARS),
+                final_answer=excerpt(o.final_answer, EXAMPLE_ANSWER_CHARS),
+            )
+            for o in failed[:EXAMPLES_PER_RUN]
+        ]
+    return examples
+
+
+# -- JSON -----------------------------------------------------------------------
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    """The report as the JSON object described in the module docstring."""
+    return {
+        "runs": [
+            {"name": run.name, "created": run.created.isoformat(), "manifest": run.manifest}
+            for run in report.runs
+        ],
+        "cells": [cell_to_json(cell) for cell in report.cells],
+        "behavior": [_behavior_json(behavior) for behavior in report.behavior],
+        "error_patterns": [_patterns_json(patterns) for patterns in report.error_patterns],
+        "agreement": _agreement_json(report.agreement),
+        "examples": [asdict(example) for example in report.examples],
+        "notes": list(report.notes),
+    }
+
+
+def render_json(report: Report) -> str:
+    """The report's JSON text: keys sorted, two-space indent, UTF-8 kept."""
+    return json.dumps(report_to_json(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _behavior_json(behavior: RunBehavior) -> dict[str, Any]:
+    matrix = behavior.matrix
+    return {
+        "run": behavior.run,
+        "sessions": behavior.sessions,
+        "turns": behavior.turns,
+        "classes": {c: proportion_to_json(behavior.classes[c]) for c in BEHAVIOR_CLASSES},
+        "hallucination": {
+            name: proportion_to_json(getattr(behavior.rates, name))
+            for name in behavior.rates._fields
+        },
+        "accuracy": proportion_to_json(matrix.accuracy),
+        "macro_f1": matrix.macro_f1,
+        "scores": {c: matrix.scores(c)._asdict() for c in BEHAVIOR_CLASSES},
+        "confusion": {
+            "labels": list(BEHAVIOR_CLASSES),
+            "counts": [list(row) for row in matrix.counts],
+        },
+    }
+
+
+def _patterns_json(patterns: ErrorPatternReport) -> dict[str, Any]:
+    return {
+        "run": patterns.run,
+        "calls": patterns.calls,
+        "tasks": patterns.tasks,
+        "free": {name: proportion_to_json(value) for name, value in patterns.free.items()},
+        "hits": dict(patterns.hits),
+    }
+
+
+def _pair_json(pair: PairAgreement) -> dict[str, Any]:
+    return {"agreement": proportion_to_json(pair.agreement), "kappa": pair.kappa}
+
+
+def _agreement_json(agreement: Agreement) -> dict[str, Any]:
+    grader, people = agreement.grader_human, agreement.annotators
+    return {
+        "grader_human": {**_pair_json(grader.result), "paper_agreement": grader.paper_agreement},
+        "annotators": {
+            "requests": people.requests,
+            "rating": proportion_to_json(people.rating),
+            "declined": proportion_to_json(people.declined),
+            "pairs": [
+                {
+                    "annotators": [pair.first, pair.second],
+                    "rating": _pair_json(pair.rating),
+                    "declined": _pair_json(pair.declined),
+                }
+                for pair in people.pairs
+            ],
+        },
+        "human_vs_simulated": [
+            {
+                "human_run": c.human_run,
+                "simulated_run": c.simulated_run,
+                "simulated_kind": c.simulated_kind,
+                "tasks": c.tasks,
+                "pass_rate": _side_by_side(*c.pass_rate),
+                "interaction": _side_by_side(*c.interaction),
+            }
+            for c in agreement.human_vs_simulated
+        ],
+    }
+
+
+def _side_by_side(people: Any, stand_in: Any) -> dict[str, Any]:
+    return {"human": proportion_to_json(people), "simulated": proportion_to_json(stand_in)}

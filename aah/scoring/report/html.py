@@ -1,0 +1,71 @@
+"""The report as one self-contained HTML page: tables, notes and PNG charts inline.
+
+Nothing is loaded from elsewhere: the style is inline and each chart is a
+base64 ``data:`` image, so the file can be mailed or archived as is. Every
+text goes through ``html.escape`` (run and model names, queries, final
+answers, annotator names, even the report's own labels), so a ``<script>`` in
+a model's answer shows as text. The page also carries a content security
+policy that allows no script at all, as a second line of defence.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from aah.scoring.report.build import Report
+from aah.scoring.report.charts import png_data_uri, report_charts
+from aah.scoring.report.tables import ReportTable, report_tables
+
+# No script, no remote fetch: only inline style and data: images.
+CONTENT_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 80rem;
+       padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left;
+         vertical-align: top; }
+th { background: #f3f3f3; }
+td { max-width: 30rem; overflow-wrap: anywhere; }
+p.caption { color: #555; font-size: 0.85rem; margin-top: 0; }
+figure { display: inline-block; margin: 0.5rem 1rem 1rem 0; }
+figcaption { color: #555; font-size: 0.85rem; }
+"""
+
+
+def html_table(item: ReportTable) -> str:
+    """One table with its heading and caption, every text escaped."""
+    head = "".join(f"<th>{escape(column)}</th>" for column in item.columns)
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in item.rows
+    )
+    caption = f'<p class="caption">{escape(item.caption)}</p>' if item.caption else ""
+    return (
+        f"<section>\n<h2>{escape(item.title)}</h2>\n"
+        f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n"
+        f"{caption}\n</section>"
+    )
+
+
+def html_chart(title: str, png: bytes) -> str:
+    """One chart as an inline image with its caption."""
+    return (
+        f'<figure><img src="{png_data_uri(png)}" alt="{escape(title)}">'
+        f"<figcaption>{escape(title)}</figcaption></figure>"
+    )
+
+
+def render_html(report: Report) -> str:
+    """The whole report as one HTML document (UTF-8 text)."""
+    runs = ", ".join(run.name for run in report.runs)
+    charts = "\n".join(html_chart(title, png) for title, png in report_charts(report))
+    tables = "\n".join(html_table(item) for item in report_tables(report))
+    notes = "".join(f"<li>{escape(note)}</li>" for note in report.notes)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_POLICY}">\n'
+        f"<title>aah report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"<h1>aah report</h1>\n<p>Runs: {escape(runs)}</p>\n"
+        f"<section>\n<h2>Charts</h2>\n{charts}\n</section>\n{tables}\n"
+        + (f"<section>\n<h2>Notes</h2>\n<ul>{notes}</ul>\n</section>\n" if notes else "")
+        + "</body>\n</html>\n"
+    )

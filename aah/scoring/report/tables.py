@@ -1,0 +1,390 @@
+"""The report's tables as plain text cells, ready for any output format.
+
+Every table is built once, format-neutral (``ReportTable``: a title, column
+names, rows of strings, a caption); the terminal, Markdown and HTML outputs
+(``report_text``, ``report_html``) only differ in how they draw and escape it.
+A rate reads ``47.4 [37.6–57.3]``: percent, then its 95% Wilson interval;
+``of n`` follows where the rate counts other tasks than the row's N; ``—``
+marks a figure the setting does not report; ``no data`` one it reports but
+has nothing to count.
+
+Paper tables pair the runs that share a model (and setup) and differ in Aah:
+each setting's row for the run without Aah comes right above the one with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import zip_longest
+from typing import Any, NamedTuple
+
+from aah.benchmark.settings import SETTINGS
+from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix, confusion
+from aah.scoring.errors import ERROR_PATTERNS
+from aah.scoring.intervals import Proportion
+from aah.scoring.metrics import CellMetrics
+from aah.scoring.report.build import Report
+from aah.store import RunRecord
+
+NOT_REPORTED = "—"
+NO_DATA = "no data"
+# Manifest fields that, with the model, make two runs the same experiment but for Aah.
+PAIRING_FIELDS = ("http", "unavailable", "step_limit", "registry_hash", "imported")
+CLASS_NAMES = {
+    "tool_call": "tool call",
+    "request_for_info": "follow-up question",
+    "cannot_answer": "cannot answer",
+    "direct": "direct answer",
+}
+RATE_NOTE = "percent [95% Wilson interval]"
+AAH_PHRASES = {"without": "without Aah", "with": "with Aah", "unknown": "Aah unknown"}
+
+
+class ReportTable(NamedTuple):
+    """One table of the report, every cell already text.
+
+    Attributes:
+        title: The heading above it.
+        columns: Column names.
+        rows: Cells, one list per row.
+        caption: One line under it saying how to read it.
+    """
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+class RunPair(NamedTuple):
+    """The runs of one model without and with Aah (either may be missing).
+
+    A run whose sessions do not say one Aah setting stands alone as ``unknown_aah``.
+    """
+
+    model: str | None
+    without: str | None
+    with_aah: str | None
+    unknown_aah: str | None = None
+
+    def labelled(self) -> list[tuple[str, str]]:
+        """``(run, "without" | "with" | "unknown")`` for the runs present, in that order."""
+        runs = ((self.without, "without"), (self.with_aah, "with"), (self.unknown_aah, "unknown"))
+        return [(name, label) for name, label in runs if name is not None]
+
+
+def format_rate(value: Proportion | None, n: int | None = None) -> str:
+    """``47.4 [37.6–57.3]``; ``of k`` appended when the rate's N is not ``n``."""
+    if value is None:
+        return NOT_REPORTED
+    if value.value is None or value.low is None or value.high is None:
+        return NO_DATA
+    text = f"{100 * value.value:.1f} [{100 * value.low:.1f}–{100 * value.high:.1f}]"
+    return text if n is None or value.n == n else f"{text} of {value.n}"
+
+
+def format_number(value: float | None, digits: int = 1) -> str:
+    """A mean or score to ``digits`` places; ``no data`` for None."""
+    return NO_DATA if value is None else f"{value:.{digits}f}"
+
+
+def pair_runs(runs: Sequence[RunRecord], cells: Sequence[CellMetrics]) -> list[RunPair]:
+    """Pair runs of one model and setup that differ in Aah; others stand alone."""
+    groups: dict[tuple[Any, ...], tuple[list[str], list[str]]] = {}
+    alone: list[RunPair] = []
+    for run in runs:
+        model, aah = _shared(run, cells, "model"), _shared(run, cells, "aah")
+        if aah is None:
+            alone.append(RunPair(model, None, None, run.name))
+            continue
+        key = (model, *(repr(run.manifest.get(name)) for name in PAIRING_FIELDS))
+        without, with_aah = groups.setdefault(key, ([], []))
+        (with_aah if aah else without).append(run.name)
+    pairs = [
+        RunPair(key[0], without, with_aah)
+        for key, (offs, ons) in groups.items()
+        for without, with_aah in zip_longest(sorted(offs), sorted(ons))
+    ]
+    return sorted([*pairs, *alone], key=lambda pair: pair.labelled()[0][0])
+
+
+def _shared(run: RunRecord, cells: Sequence[CellMetrics], name: str) -> Any:
+    """The one value of ``name`` ("model" or "aah") that a run's manifest and cells agree on."""
+    values = {getattr(cell, name) for cell in cells if cell.run == run.name}
+    if name in run.manifest:
+        values.add(run.manifest[name])
+    return next(iter(values)) if len(values) == 1 else None
+
+
+# -- the tables -----------------------------------------------------------------
+
+
+def paper_tables(report: Report) -> list[ReportTable]:
+    """One table per run pair: settings × PR, Aware, Unexp, Skip, Inter (science.md §2)."""
+    columns = ["setting", "Aah", "N", "PR", "Aware", "Unexp", "Skip", "Inter"]
+    columns.append("share of no or idk")
+    by_key = {(cell.run, cell.setting): cell for cell in report.cells}
+    tables = []
+    for pair in pair_runs(report.runs, report.cells):
+        present = pair.labelled()
+        settings = _settings_of(report.cells, [name for name, _ in present])
+        rows = [
+            _paper_row(by_key[name, setting], label)
+            for setting in settings
+            for name, label in present
+            if (name, setting) in by_key
+        ]
+        title = "Paper metrics: " + " vs ".join(
+            f"{name} ({AAH_PHRASES[label]})" for name, label in present
+        )
+        if pair.model:
+            title += f", model {pair.model}"
+        caption = (
+            f"{RATE_NOTE}. Aware and Unexp follow each setting's formula (science.md §2); "
+            "Inter counts tasks not skipped; share of no or idk is the plain reading, the same "
+            "in every setting. No-tools reports PR only."
+        )
+        tables.append(ReportTable(title, columns, rows or [[NO_DATA] * len(columns)], caption))
+    return tables
+
+
+def _settings_of(cells: Sequence[CellMetrics], runs: Sequence[str]) -> list[str | None]:
+    found = {cell.setting for cell in cells if cell.run in runs}
+    known = [setting for setting in SETTINGS if setting in found]
+    return [*known, *sorted((s for s in found if s not in SETTINGS), key=lambda s: s or "")]
+
+
+def _paper_row(cell: CellMetrics, aah: str) -> list[str]:
+    only_pr = cell.setting == "notools"
+    rates = [cell.awareness, cell.unexpected, cell.skip, cell.interaction]
+    return [
+        cell.setting or "(no setting)",
+        aah,
+        str(cell.n),
+        format_rate(cell.pass_rate, cell.n),
+        *(format_rate(rate, cell.n) for rate in rates),
+        NOT_REPORTED if only_pr else format_rate(cell.no_or_idk, cell.n),
+    ]
+
+
+def extra_table(report: Report) -> ReportTable:
+    """Beyond the paper: graceful failure, redundant questions, cost per task."""
+    columns = ["run", "setting", "N", "graceful failure", "redundant questions", "steps"]
+    columns += ["tool calls", "questions", "human s", "tokens", "latency ms", "ungraded"]
+    rows = [
+        [
+            cell.run or "",
+            cell.setting or "(no setting)",
+            str(cell.n),
+            format_rate(cell.graceful_failure, cell.n),
+            format_rate(cell.redundant_questions),
+            format_number(cell.mean_steps),
+            format_number(cell.mean_tool_calls),
+            format_number(cell.mean_questions, 2),
+            format_number(cell.human_seconds_per_task),
+            format_number(cell.tokens_per_task, 0),
+            format_number(cell.latency_ms_per_task, 0),
+            str(cell.ungraded),
+        ]
+        for cell in report.cells
+    ]
+    caption = (
+        f"{RATE_NOTE}; means are per task. Graceful failure: not passed, and skipped, asked "
+        "or said it cannot; redundant questions are over all questions asked."
+    )
+    return ReportTable("More per-cell figures", columns, rows, caption)
+
+
+def behavior_tables(report: Report) -> list[ReportTable]:
+    """Class shares per run, then hallucination rates and gold-label scores."""
+    class_rows = [
+        [
+            b.run,
+            str(b.sessions),
+            str(b.turns),
+            *(format_rate(b.classes[c]) for c in BEHAVIOR_CLASSES),
+        ]
+        for b in report.behavior
+    ]
+    score_rows = [
+        [
+            b.run,
+            format_rate(b.rates.tool),
+            format_rate(b.rates.answer),
+            format_rate(b.rates.parameter),
+            format_rate(b.matrix.accuracy),
+            str(b.matrix.total),
+            format_number(b.matrix.macro_f1, 3),
+        ]
+        for b in report.behavior
+    ]
+    classes = [CLASS_NAMES[c] for c in BEHAVIOR_CLASSES]
+    return [
+        ReportTable(
+            "Behaviour classes (share of agent turns)",
+            ["run", "sessions acted", "turns", *classes],
+            class_rows,
+            f"{RATE_NOTE}; When2Call classes, by the rules of aah.scoring.behavior.classes.",
+        ),
+        ReportTable(
+            "Hallucination and gold-label scores",
+            ["run", "tool halluc.", "answer halluc.", "parameter halluc.", "accuracy"]
+            + ["gold N", "macro F1"],
+            score_rows,
+            f"{RATE_NOTE}; gold labels exist for first turns of under-specified (follow-up "
+            "question) and no-tools (direct answer) tasks.",
+        ),
+    ]
+
+
+def pooled_matrix(report: Report) -> ConfusionMatrix:
+    """The confusion matrices of every run, added up."""
+    pairs = [
+        (gold, predicted)
+        for b in report.behavior
+        for gold in BEHAVIOR_CLASSES
+        for predicted in BEHAVIOR_CLASSES
+        for _ in range(b.matrix.count(gold, predicted))
+    ]
+    return confusion(pairs)
+
+
+def confusion_table(report: Report) -> ReportTable:
+    """The pooled confusion matrix: rows gold, columns predicted."""
+    matrix = pooled_matrix(report)
+    rows = [
+        [CLASS_NAMES[gold], *(str(matrix.count(gold, p)) for p in BEHAVIOR_CLASSES)]
+        for gold in BEHAVIOR_CLASSES
+    ]
+    caption = "First turns of every run; rows are gold labels, columns predicted classes."
+    if matrix.total == 0:
+        caption += f" {NO_DATA}: no gold-labelled turns."
+    columns = ["gold \\ predicted", *(CLASS_NAMES[c] for c in BEHAVIOR_CLASSES)]
+    return ReportTable("Behaviour confusion matrix", columns, rows, caption)
+
+
+def error_table(report: Report) -> ReportTable:
+    """The share of calls (tasks, for IAC) free of each ToolScan pattern, per run."""
+    rows = [
+        [
+            e.run or "",
+            str(e.calls),
+            *(format_rate(e.free[p]) for p in ERROR_PATTERNS if p != "IAC"),
+            str(e.tasks),
+            format_rate(e.free["IAC"]),
+        ]
+        for e in report.error_patterns
+    ]
+    columns = ["run", "calls", *(p for p in ERROR_PATTERNS if p != "IAC"), "tasks", "IAC"]
+    caption = f"Share free of each pattern, {RATE_NOTE}; IAC is over tasks not skipped."
+    return ReportTable("Tool-call error patterns (ToolScan)", columns, rows, caption)
+
+
+def agreement_tables(report: Report) -> list[ReportTable]:
+    """Grader vs people, annotators among themselves, people vs a stand-in."""
+    agreement = report.agreement
+    grader = agreement.grader_human
+    grader_rows = [
+        [
+            "LLM grader vs human labels (this report)",
+            str(grader.result.agreement.n),
+            format_rate(grader.result.agreement),
+            format_number(grader.result.kappa, 3),
+        ],
+        [
+            "human graders vs LLM grader (the Fail-TaLMs paper's figure)",
+            NOT_REPORTED,
+            f"{100 * grader.paper_agreement:.1f}",
+            NOT_REPORTED,
+        ],
+    ]
+    people = agreement.annotators
+    people_rows = [
+        [
+            "all answer pairs",
+            f"{people.requests} requests",
+            format_rate(people.rating),
+            NOT_REPORTED,
+            format_rate(people.declined),
+            NOT_REPORTED,
+        ]
+    ]
+    for pair in people.pairs:
+        people_rows.append(
+            [
+                f"{pair.first} & {pair.second}",
+                str(pair.declined.agreement.n),
+                format_rate(pair.rating.agreement),
+                format_number(pair.rating.kappa, 3),
+                format_rate(pair.declined.agreement),
+                format_number(pair.declined.kappa, 3),
+            ]
+        )
+    sims = [
+        [
+            c.human_run,
+            f"{c.simulated_run} ({c.simulated_kind})",
+            str(c.tasks),
+            *(format_rate(p) for p in (*c.pass_rate, *c.interaction)),
+        ]
+        for c in agreement.human_vs_simulated
+    ]
+    sim_columns = ["people's run", "stand-in run", "shared tasks", "PR people", "PR stand-in"]
+    sim_columns += ["Inter people", "Inter stand-in"]
+    return [
+        ReportTable(
+            "Grader vs human labels",
+            ["", "N", "agreement", "Cohen's kappa"],
+            grader_rows,
+            f"{RATE_NOTE}; sessions with both a human label and an LLM grade.",
+        ),
+        ReportTable(
+            "Annotator agreement (requests answered by two or more people)",
+            ["annotators", "items", "rating agreement", "rating kappa"]
+            + ["declined agreement", "declined kappa"],
+            people_rows,
+            f"{RATE_NOTE}; rating is the 0/1 rating of the question, over pairs that both rated.",
+        ),
+        ReportTable(
+            "People vs simulated human (same tasks, runs differing only in who answered)",
+            sim_columns,
+            sims or [[NO_DATA] * len(sim_columns)],
+            RATE_NOTE,
+        ),
+    ]
+
+
+def example_table(report: Report) -> ReportTable:
+    """The first few sessions per run that did not pass."""
+    rows = [
+        [
+            e.run,
+            e.task_id or e.session_id[:12],
+            e.setting or "",
+            e.status,
+            e.awareness or "",
+            e.query,
+            e.final_answer,
+        ]
+        for e in report.examples
+    ]
+    columns = ["run", "task", "setting", "status", "awareness", "query", "final answer"]
+    return ReportTable(
+        "Sessions that did not pass (first few per run)",
+        columns,
+        rows or [[NO_DATA] + [""] * (len(columns) - 1)],
+        "Graded fail or ended in error; texts cut short.",
+    )
+
+
+def report_tables(report: Report) -> list[ReportTable]:
+    """Every table of the report, in reading order."""
+    return [
+        *paper_tables(report),
+        extra_table(report),
+        *behavior_tables(report),
+        confusion_table(report),
+        error_table(report),
+        *agreement_tables(report),
+        example_table(report),
+    ]

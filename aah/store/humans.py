@@ -1,0 +1,165 @@
+"""The human-request half of the session store: questions for people, and answers.
+
+A runner writes a pending request; any process (the web page, the terminal
+app) answers it; the first answer settles it and later ones are kept for
+agreement. ``SessionStore`` inherits these methods; they use its connection
+and write-transaction helpers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from aah.store import schema as schema
+from aah.store.schema import HumanAnswerRecord, HumanRequestRecord, SessionRecord
+
+_now = schema.now_text
+
+
+class HumanRequestsMixin:
+    """Human requests and answers; mixed into ``SessionStore``."""
+
+    if TYPE_CHECKING:
+        # Provided by SessionStore.
+        def _write(self) -> AbstractContextManager[Any]: ...
+
+        def _rows(
+            self, sql: str, params: list[Any] | dict[str, Any] | None = None
+        ) -> list[dict[str, Any]]: ...
+
+        def _session(self, session_id: str) -> SessionRecord: ...
+
+    def create_human_request(
+        self,
+        session_id: str,
+        question: str,
+        context: Mapping[str, Any] | None = None,
+        *,
+        k: int = 1,
+        request_id: str | None = None,
+    ) -> HumanRequestRecord:
+        """Put a question to people; it stays pending until someone answers.
+
+        Args:
+            session_id: The asking session.
+            question: The agent's question.
+            context: What a person needs to answer (query, recent steps...).
+            k: How many annotators should answer it; the first one decides.
+            request_id: The id to use; random by default.
+
+        Raises:
+            KeyError: No such session.
+        """
+        new_id = request_id or uuid.uuid4().hex
+        with self._write() as db:
+            self._session(session_id)
+            db.execute(
+                "INSERT INTO human_requests (id, session_id, question, context, created, k)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    new_id,
+                    session_id,
+                    schema.scrub_text(question),
+                    schema.to_json(context or {}),
+                    _now(),
+                    k,
+                ],
+            )
+            return self._human_request(new_id)
+
+    def answer_human_request(
+        self,
+        request_id: str,
+        annotator: str,
+        answer: str,
+        declined: bool = False,
+        rating: int | None = None,
+        seconds: float | None = None,
+    ) -> bool:
+        """Store one annotator's answer; the first answer settles the request.
+
+        The first answer to a pending request makes it ``answered`` (or
+        ``declined``) and becomes the answer the agent gets; later answers,
+        and answers to an expired request, are kept as extra answers for
+        agreement. A second answer from the same annotator is ignored.
+
+        Args:
+            request_id: The request answered.
+            annotator: Who answered.
+            answer: The reply (may be empty when declined).
+            declined: The annotator chose not to answer.
+            rating: The annotator's 0/1 rating of the question, if asked for.
+            seconds: How long the annotator took.
+
+        Returns:
+            True when this answer settled the request.
+
+        Raises:
+            KeyError: No such request.
+        """
+        answer = schema.scrub_text(answer) or ""
+        with self._write() as db:
+            request = self._human_request(request_id)
+            inserted = db.execute(
+                "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
+                " seconds, created) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [request_id, annotator, answer, int(declined), rating, seconds, _now()],
+            ).rowcount
+            if not inserted or request.status != "pending":
+                return False
+            db.execute(
+                "UPDATE human_requests SET status = ?, answer = ?, answered_by = ?,"
+                " answered_at = ? WHERE id = ?",
+                ["declined" if declined else "answered", answer, annotator, _now(), request_id],
+            )
+            return True
+
+    def expire_human_request(self, request_id: str) -> bool:
+        """Give up waiting on a pending request; True if it was still pending."""
+        with self._write() as db:
+            sql = "UPDATE human_requests SET status = 'expired' WHERE id = ? AND status = 'pending'"
+            return bool(db.execute(sql, [request_id]).rowcount)
+
+    def get_human_request(self, request_id: str) -> HumanRequestRecord | None:
+        """The request with this id, if there is one."""
+        rows = self._rows("SELECT * FROM human_requests WHERE id = ?", [request_id])
+        return schema.request_from_row(rows[0]) if rows else None
+
+    def _human_request(self, request_id: str) -> HumanRequestRecord:
+        request = self.get_human_request(request_id)
+        if request is None:
+            raise KeyError(f"no human request {request_id!r}")
+        return request
+
+    def pending_human_requests(self) -> list[HumanRequestRecord]:
+        """Requests nobody has answered yet, oldest first."""
+        rows = self._rows(
+            "SELECT * FROM human_requests WHERE status = 'pending' ORDER BY created, rowid"
+        )
+        return [schema.request_from_row(row) for row in rows]
+
+    def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
+        """Requests that still want ``annotator``'s answer, oldest first.
+
+        A request wants answers, for agreement, until it has ``k`` of them,
+        even once the first has settled it; an expired one wants none.
+        """
+        rows = self._rows(
+            "SELECT * FROM human_requests AS r WHERE r.status != 'expired'"
+            " AND (SELECT count(*) FROM human_answers WHERE request_id = r.id) < r.k"
+            " AND NOT EXISTS (SELECT 1 FROM human_answers"
+            "   WHERE request_id = r.id AND annotator = ?)"
+            " ORDER BY r.created, r.rowid",
+            [annotator],
+        )
+        return [schema.request_from_row(row) for row in rows]
+
+    def human_answers(self, request_id: str) -> list[HumanAnswerRecord]:
+        """Every answer to a request, first one first."""
+        rows = self._rows(
+            "SELECT * FROM human_answers WHERE request_id = ? ORDER BY id", [request_id]
+        )
+        return [HumanAnswerRecord.model_validate(row) for row in rows]

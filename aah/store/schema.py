@@ -1,0 +1,371 @@
+"""What the session database holds: its tables, its rows, and what may go in.
+
+The schema is plain SQL so that it reads as what is on disk. Its version is
+kept in SQLite's ``user_version`` pragma: 0 means a fresh file, and a file
+written by a newer aah is refused rather than misread. Every text or JSON
+value passes through ``scrub`` before it is written, so no secret reaches
+the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from aah.errors import AahError
+from aah.events import (
+    AwarenessAnswer,
+    AwarenessEvent,
+    Event,
+    HumanQuestionEvent,
+    ModelCallEvent,
+    ToolCallEvent,
+    parse_event,
+    utc_now,
+)
+from aah.secrets import REDACTED as REDACTED
+from aah.secrets import is_secret_name
+from aah.secrets import scrub_text as scrub_text
+from aah.store.sqlite_db import Database
+
+SCHEMA_VERSION = 1
+
+SessionStatus = Literal["running", "waiting", "finished", "skipped", "error"]
+RequestStatus = Literal["pending", "answered", "declined", "expired"]
+Verdict = Literal["pass", "fail"]
+
+# Times are ISO 8601 text in UTC: they sort as text and read as datetimes.
+# JSON columns hold text that has been scrubbed of secrets before writing.
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS runs (
+    name TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    manifest TEXT NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    run TEXT REFERENCES runs(name),
+    task_id TEXT,
+    setting TEXT,
+    query TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'running'
+        CHECK (status IN ('running', 'waiting', 'finished', 'skipped', 'error')),
+    aah INTEGER NOT NULL CHECK (aah IN (0, 1)),
+    model TEXT,
+    thread_id TEXT NOT NULL,
+    started TEXT NOT NULL,
+    ended TEXT,
+    final_answer TEXT,
+    info_awareness TEXT,
+    tool_awareness TEXT,
+    n_events INTEGER NOT NULL DEFAULT 0,
+    n_model_calls INTEGER NOT NULL DEFAULT 0,
+    n_tool_calls INTEGER NOT NULL DEFAULT 0,
+    n_tool_errors INTEGER NOT NULL DEFAULT 0,
+    n_human_questions INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    -- NULLs are distinct here, so sessions outside a run never collide.
+    UNIQUE (run, task_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, started);
+
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    UNIQUE (session_id, seq)
+);
+
+CREATE TABLE IF NOT EXISTS human_requests (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    question TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'answered', 'declined', 'expired')),
+    created TEXT NOT NULL,
+    k INTEGER NOT NULL DEFAULT 1 CHECK (k >= 1),
+    answer TEXT,
+    answered_by TEXT,
+    answered_at TEXT
+);
+CREATE INDEX IF NOT EXISTS human_requests_by_status ON human_requests (status, created);
+CREATE INDEX IF NOT EXISTS human_requests_by_session ON human_requests (session_id);
+
+CREATE TABLE IF NOT EXISTS human_answers (
+    id INTEGER PRIMARY KEY,
+    request_id TEXT NOT NULL REFERENCES human_requests(id),
+    annotator TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    declined INTEGER NOT NULL DEFAULT 0 CHECK (declined IN (0, 1)),
+    rating INTEGER CHECK (rating IN (0, 1)),
+    seconds REAL,
+    created TEXT NOT NULL,
+    -- One answer per annotator: a double submit from a web page is a no-op.
+    UNIQUE (request_id, annotator)
+);
+
+CREATE TABLE IF NOT EXISTS grades (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    grader_model TEXT NOT NULL,
+    prompt_version TEXT NOT NULL,
+    votes TEXT NOT NULL DEFAULT '[]',
+    verdict TEXT NOT NULL CHECK (verdict IN ('pass', 'fail')),
+    flagged INTEGER NOT NULL DEFAULT 0 CHECK (flagged IN (0, 1)),
+    created TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grades_by_session ON grades (session_id, created);
+"""
+
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def connect(path: Path) -> Database:
+    """Open ``path`` the way every store connection needs it.
+
+    Transactions are begun explicitly (``isolation_level=None``), never
+    implied by the driver. With WAL, ``synchronous=NORMAL`` may lose the last
+    commits on power loss but never consistency, and saves an fsync per event.
+    """
+    conn = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+    db = Database(conn, execute_plugins=False)
+    db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA foreign_keys = ON")
+    return db
+
+
+def needs_schema(db: Database, path: Path) -> bool:
+    """Whether the file still lacks the tables (a new file).
+
+    Raises:
+        AahError: The file was written by a newer aah than this one.
+    """
+    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise AahError(
+            f"{path} uses session schema {found}, newer than this aah's "
+            f"{SCHEMA_VERSION}: upgrade aah or pass another --db"
+        )
+    return found < SCHEMA_VERSION
+
+
+def create_schema(db: Database) -> None:
+    """Create every table and index (each only if missing), then mark the version."""
+    db.executescript(SCHEMA_SQL)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def scrub(value: Any) -> Any:
+    """A copy of JSON-like ``value`` with every secret replaced by ``[redacted]``.
+
+    Values under credential-like keys (api_key, token, authorization,
+    password, secret..., at any depth, any case) are replaced unless None,
+    and OpenAI-style keys (``sk-...``) or bearer tokens inside any string are
+    cut out. Other leaves that JSON cannot hold (paths, enums) become text.
+    """
+    if isinstance(value, Mapping):
+        return {
+            str(key): REDACTED if item is not None and is_secret_name(str(key)) else scrub(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [scrub(item) for item in value]
+    if isinstance(value, str):
+        return scrub_text(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return scrub(str(value))
+
+
+def to_json(value: Any) -> str:
+    """``value`` scrubbed of secrets, as JSON text for a JSON column."""
+    return json.dumps(scrub(value), ensure_ascii=False)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class RunRecord(_Row):
+    """A named batch run and what it was run with.
+
+    Attributes:
+        name: The run's name (unique).
+        created: When the run was first created.
+        manifest: Models, settings, prompt versions, registry hash, aah
+            version, HTTP mode, seed... (secrets scrubbed).
+    """
+
+    name: str
+    created: datetime
+    manifest: dict[str, Any]
+
+
+class SessionRecord(_Row):
+    """One session: a query answered by an agent, with its outcome and counters.
+
+    Counters and the awareness answers are kept up to date by the store as
+    events are appended, so listing sessions never needs to read events.
+    """
+
+    id: str
+    run: str | None
+    task_id: str | None
+    setting: str | None
+    query: str
+    status: SessionStatus
+    aah: bool
+    model: str | None
+    thread_id: str
+    started: datetime
+    ended: datetime | None
+    final_answer: str | None
+    info_awareness: AwarenessAnswer | None
+    tool_awareness: AwarenessAnswer | None
+    n_events: int
+    n_model_calls: int
+    n_tool_calls: int
+    n_tool_errors: int
+    n_human_questions: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class HumanRequestRecord(_Row):
+    """A question waiting for (or answered by) people.
+
+    Attributes:
+        k: How many annotators should answer it (for agreement); the first
+            answer alone decides ``status`` and ``answer``.
+    """
+
+    id: str
+    session_id: str
+    question: str
+    context: dict[str, Any]
+    status: RequestStatus
+    created: datetime
+    k: int
+    answer: str | None
+    answered_by: str | None
+    answered_at: datetime | None
+
+
+class HumanAnswerRecord(_Row):
+    """One annotator's answer to a human request (the first one or an extra)."""
+
+    request_id: str
+    annotator: str
+    answer: str
+    declined: bool
+    rating: int | None
+    seconds: float | None
+    created: datetime
+
+
+class GradeRecord(_Row):
+    """A grader's verdict on a session, with every vote it was made from."""
+
+    session_id: str
+    grader_model: str
+    prompt_version: str
+    votes: list[Any]
+    verdict: Verdict
+    flagged: bool
+    created: datetime
+
+
+def decode_json_columns(row: dict[str, Any], *columns: str) -> dict[str, Any]:
+    """``row`` with the named JSON text columns parsed."""
+    return {**row, **{name: json.loads(row[name]) for name in columns}}
+
+
+def run_from_row(row: dict[str, Any]) -> RunRecord:
+    """The record a ``runs`` row holds."""
+    return RunRecord.model_validate(decode_json_columns(row, "manifest"))
+
+
+def request_from_row(row: dict[str, Any]) -> HumanRequestRecord:
+    """The record a ``human_requests`` row holds."""
+    return HumanRequestRecord.model_validate(decode_json_columns(row, "context"))
+
+
+def grade_from_row(row: dict[str, Any]) -> GradeRecord:
+    """The record a ``grades`` row holds."""
+    return GradeRecord.model_validate(decode_json_columns(row, "votes"))
+
+
+# The columns every event has; the payload holds only the kind's own fields.
+EVENT_COLUMNS = frozenset({"session_id", "seq", "kind", "ts"})
+
+
+def event_payload(event: Event) -> str:
+    """The ``payload`` column for ``event``: its own fields, scrubbed, as JSON."""
+    return to_json(event.model_dump(mode="json", exclude=set(EVENT_COLUMNS)))
+
+
+def event_from_row(row: dict[str, Any]) -> Event:
+    """The typed event an ``events`` row holds."""
+    shared = {name: row[name] for name in EVENT_COLUMNS}
+    return parse_event(json.loads(row["payload"]) | shared)
+
+
+# Appending an event bumps its session's row in the same transaction: the
+# new ``n_events`` is the event's seq (so seqs are gap-free and unique, and
+# a missing session shows as no row), and the counters and awareness answers
+# stay current so that listing sessions never reads events.
+BUMP_SESSION_SQL = """
+UPDATE sessions SET
+    n_events = n_events + 1,
+    n_model_calls = n_model_calls + :model_calls,
+    n_tool_calls = n_tool_calls + :tool_calls,
+    n_tool_errors = n_tool_errors + :tool_errors,
+    n_human_questions = n_human_questions + :human_questions,
+    prompt_tokens = prompt_tokens + :prompt_tokens,
+    completion_tokens = completion_tokens + :completion_tokens,
+    info_awareness = COALESCE(:info_awareness, info_awareness),
+    tool_awareness = COALESCE(:tool_awareness, tool_awareness)
+WHERE id = :id
+RETURNING n_events
+"""
+
+
+def session_bump(event: Event) -> dict[str, Any]:
+    """The parameters of ``BUMP_SESSION_SQL`` for appending ``event``."""
+    bump: dict[str, Any] = {"id": event.session_id, "model_calls": 0, "tool_calls": 0}
+    bump |= {"tool_errors": 0, "human_questions": 0, "prompt_tokens": 0}
+    bump |= {"completion_tokens": 0, "info_awareness": None, "tool_awareness": None}
+    if isinstance(event, ModelCallEvent):
+        bump["model_calls"] = 1
+        bump["prompt_tokens"] = event.prompt_tokens or 0
+        bump["completion_tokens"] = event.completion_tokens or 0
+    elif isinstance(event, ToolCallEvent):
+        bump["tool_calls"] = 1
+        bump["tool_errors"] = int(not event.ok)
+    elif isinstance(event, HumanQuestionEvent):
+        bump["human_questions"] = 1
+    elif isinstance(event, AwarenessEvent):
+        column = "info_awareness" if event.question == "information" else "tool_awareness"
+        bump[column] = event.answer
+    return bump
+
+
+def now_text() -> str:
+    """The current UTC time as ISO 8601 text, the form every time column holds."""
+    return utc_now().isoformat()

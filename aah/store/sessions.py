@@ -1,0 +1,344 @@
+"""SessionStore: the SQLite file that records runs, sessions, events and humans.
+
+It is the single source of truth and the bus between processes: a runner
+appends events and writes human requests, a web page in another process
+reads them and writes answers. Hence WAL mode (readers never wait for the
+writer), a busy timeout, and write transactions that take SQLite's write
+lock up front (``BEGIN IMMEDIATE``) so that writers queue instead of failing.
+
+Each thread gets its own connection, because a sqlite3 connection must not
+be used by two threads at once. Within one process, writes to a file also
+take one Python lock: handing a lock between threads takes microseconds,
+while SQLite's busy handler polls with sleeps of a millisecond and more.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aah.config import get_settings
+from aah.events import Event
+from aah.store import schema as schema
+from aah.store.humans import HumanRequestsMixin
+from aah.store.schema import (
+    REDACTED,
+    GradeRecord,
+    HumanAnswerRecord,
+    HumanRequestRecord,
+    RunRecord,
+    SessionRecord,
+    SessionStatus,
+    Verdict,
+    scrub,
+)
+from aah.store.sqlite_db import Database
+from aah.store.writes import insert_events, write_lock, write_transaction
+
+__all__ = [
+    "REDACTED",
+    "GradeRecord",
+    "HumanAnswerRecord",
+    "HumanRequestRecord",
+    "RunRecord",
+    "SessionRecord",
+    "SessionStatus",
+    "SessionStore",
+    "Verdict",
+    "scrub",
+]
+
+_now = schema.now_text
+
+
+class SessionStore(HumanRequestsMixin):
+    """Runs, sessions, their events, human requests and grades in one SQLite file.
+
+    Safe to share across threads and asyncio tasks, and to use from several
+    processes on one file. From async code, call it through
+    ``asyncio.to_thread``: a write may wait while another process writes.
+
+    Args:
+        path: The database file; default ``get_settings().db`` (``AAH_DB``).
+            Missing parent folders are created.
+
+    Raises:
+        AahError: The file was written by a newer aah.
+    """
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else get_settings().db
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._open: weakref.WeakSet[Database] = weakref.WeakSet()
+        self._open_guard = threading.Lock()
+        self._lock = write_lock(self.path)
+        # Only a new file takes the write lock, so that readers never need it.
+        if schema.needs_schema(self._db(), self.path):
+            self._db().enable_wal()
+            with self._write() as db:
+                if schema.needs_schema(db, self.path):  # another process may have won
+                    schema.create_schema(db)
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections this store opened, in every thread."""
+        with self._open_guard:
+            for db in list(self._open):
+                db.close()
+            self._open.clear()
+        self._local = threading.local()
+
+    def _db(self) -> Database:
+        db: Database | None = getattr(self._local, "db", None)
+        if db is None:
+            db = schema.connect(self.path)
+            self._local.db = db
+            with self._open_guard:
+                self._open.add(db)
+        return db
+
+    @contextmanager
+    def _write(self) -> Iterator[Database]:
+        """One write transaction of this thread's connection (``write_transaction``)."""
+        with write_transaction(self._db(), self._lock) as db:
+            yield db
+
+    def _rows(
+        self, sql: str, params: list[Any] | dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        return list(self._db().query(sql, params))
+
+    # -- runs and sessions ------------------------------------------------
+
+    def create_run(self, name: str, manifest: Mapping[str, Any]) -> RunRecord:
+        """Record a batch run and its manifest (models, settings, versions...).
+
+        A run that exists already is returned unchanged: its first manifest
+        is what a resumed run is checked against.
+        """
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO runs (name, created, manifest) VALUES (?, ?, ?)"
+                " ON CONFLICT (name) DO NOTHING",
+                [name, _now(), schema.to_json(manifest)],
+            )
+            return self._run(name)
+
+    def get_run(self, name: str) -> RunRecord | None:
+        """The run called ``name``, or None."""
+        rows = self._rows("SELECT * FROM runs WHERE name = ?", [name])
+        return schema.run_from_row(rows[0]) if rows else None
+
+    def runs(self) -> list[RunRecord]:
+        """Every run, oldest first."""
+        rows = self._rows("SELECT * FROM runs ORDER BY created, name")
+        return [schema.run_from_row(row) for row in rows]
+
+    def _run(self, name: str) -> RunRecord:
+        run = self.get_run(name)
+        if run is None:
+            raise KeyError(f"no run named {name!r}: call create_run first")
+        return run
+
+    def open_session(
+        self,
+        query: str,
+        *,
+        run: str | None = None,
+        task_id: str | None = None,
+        setting: str | None = None,
+        aah: bool = True,
+        model: str | None = None,
+        session_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> SessionRecord:
+        """Start a session, or return the one the run already has for the task.
+
+        Args:
+            query: The user's request.
+            run: The batch run it belongs to (made first with ``create_run``).
+            task_id: The benchmark task; with ``run`` it names the session.
+            setting: The task's setting (perfect, under-specified...).
+            aah: Whether the agent may ask a human.
+            model: The agent's model.
+            session_id: The id to give a new session; random by default.
+            thread_id: The LangGraph checkpointer thread; the session id by default.
+
+        Raises:
+            KeyError: ``run`` names no run.
+        """
+        new_id = session_id or uuid.uuid4().hex
+        with self._write() as db:
+            if run is not None:
+                self._run(run)
+            # A (run, task) that exists already wins over the new row.
+            db.execute(
+                "INSERT INTO sessions (id, run, task_id, setting, query, aah, model,"
+                " thread_id, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                [new_id, run, task_id, setting, schema.scrub_text(query), int(aah), model]
+                + [thread_id or new_id, _now()],
+            )
+            if run is not None and task_id is not None:
+                sql = "SELECT id FROM sessions WHERE run = ? AND task_id = ?"
+                new_id = db.execute(sql, [run, task_id]).fetchone()[0]
+            return self._session(new_id)
+
+    def set_status(
+        self, session_id: str, status: SessionStatus, events: Sequence[Event] = ()
+    ) -> list[Event]:
+        """Mark a session running or waiting (for a person), logging ``events`` with it.
+
+        The events and the status change are one transaction. Returns the
+        events as stored.
+
+        Raises:
+            KeyError: No such session.
+        """
+        with self._write() as db:
+            stored = insert_events(db, events)
+            cursor = db.execute("UPDATE sessions SET status = ? WHERE id = ?", [status, session_id])
+            if cursor.rowcount == 0:
+                raise KeyError(f"no session {session_id!r}")
+        return stored
+
+    def finish_session(
+        self,
+        session_id: str,
+        status: SessionStatus = "finished",
+        final_answer: str | None = None,
+    ) -> SessionRecord:
+        """End a session: ``finished``, ``skipped`` (awareness said no) or ``error``.
+
+        Raises:
+            KeyError: No such session.
+        """
+        self.end_session(session_id, status, final_answer)
+        return self._session(session_id)
+
+    def end_session(
+        self,
+        session_id: str,
+        status: SessionStatus,
+        final_answer: str | None,
+        events: Sequence[Event] = (),
+    ) -> list[Event]:
+        """Log a session's last ``events`` and end it, in one transaction.
+
+        A crash thus never leaves a final answer logged on a session that
+        still looks unfinished (and would be run again). Returns the events
+        as stored.
+
+        Raises:
+            KeyError: No such session.
+        """
+        with self._write() as db:
+            stored = insert_events(db, events)
+            cursor = db.execute(
+                "UPDATE sessions SET status = ?, final_answer = ?, ended = ? WHERE id = ?",
+                [status, schema.scrub_text(final_answer), _now(), session_id],
+            )
+            if cursor.rowcount == 0:
+                raise KeyError(f"no session {session_id!r}")
+        return stored
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session with this id, if there is one."""
+        rows = self._rows("SELECT * FROM sessions WHERE id = ?", [session_id])
+        return SessionRecord.model_validate(rows[0]) if rows else None
+
+    def _session(self, session_id: str) -> SessionRecord:
+        session = self.get_session(session_id)
+        if session is None:
+            raise KeyError(f"no session {session_id!r}")
+        return session
+
+    def list_sessions(
+        self, run: str | None = None, status: SessionStatus | None = None
+    ) -> list[SessionRecord]:
+        """Sessions, oldest first, optionally only one run's or one status's."""
+        # Only the filters asked for, so that SQLite can use their indexes.
+        filters = {"run": run, "status": status}
+        where = " AND ".join(
+            f"{column} = :{column}" for column, v in filters.items() if v is not None
+        )
+        rows = self._rows(
+            f"SELECT * FROM sessions WHERE {where or 'TRUE'} ORDER BY started, id", filters
+        )
+        return [SessionRecord.model_validate(row) for row in rows]
+
+    # -- events -------------------------------------------------------------
+
+    def append_event(self, event: Event) -> Event:
+        """Log ``event`` as its session's next step; return it with its ``seq``.
+
+        Raises:
+            KeyError: The event's session does not exist.
+        """
+        return self.append_events([event])[0]
+
+    def append_events(self, events: Sequence[Event]) -> list[Event]:
+        """Log ``events`` in order, in one transaction; return them with their seqs.
+
+        Raises:
+            KeyError: A session does not exist.
+        """
+        with self._write() as db:
+            return insert_events(db, events)
+
+    def events(self, session_id: str, after: int = 0) -> list[Event]:
+        """A session's events in order, as typed models; only those after seq ``after``."""
+        rows = self._rows(
+            "SELECT session_id, seq, kind, ts, payload FROM events"
+            " WHERE session_id = ? AND seq > ? ORDER BY seq",
+            [session_id, after],
+        )
+        return [schema.event_from_row(row) for row in rows]
+
+    # -- grades -------------------------------------------------------------
+
+    def add_grade(
+        self,
+        session_id: str,
+        grader_model: str,
+        prompt_version: str,
+        votes: list[Any],
+        verdict: Verdict,
+        flagged: bool = False,
+    ) -> GradeRecord:
+        """Record a grader's verdict on a session and every vote behind it."""
+        with self._write() as db:
+            self._session(session_id)
+            grade_id = db.execute(
+                "INSERT INTO grades (session_id, grader_model, prompt_version, votes, verdict,"
+                " flagged, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [session_id, grader_model, prompt_version, schema.to_json(votes), verdict]
+                + [int(flagged), _now()],
+            ).lastrowid
+            return schema.grade_from_row(
+                self._rows("SELECT * FROM grades WHERE id = ?", [grade_id])[0]
+            )
+
+    def grades(self, session_id: str) -> list[GradeRecord]:
+        """A session's grades, oldest first."""
+        rows = self._rows(
+            "SELECT * FROM grades WHERE session_id = ? ORDER BY created, id", [session_id]
+        )
+        return [schema.grade_from_row(row) for row in rows]

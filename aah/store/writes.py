@@ -1,0 +1,102 @@
+"""Writing to the session database: one transaction at a time, events in order.
+
+Writers in one process queue on a Python lock per file (handing a lock
+between threads takes microseconds, while SQLite's busy handler polls with
+sleeps of a millisecond and more); writers in other processes queue on
+SQLite's own lock, taken at ``BEGIN IMMEDIATE``. Both the store and the
+graph's checkpointer write through here, so a checkpoint and the events of
+the steps it saves commit together.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC
+from pathlib import Path
+
+from aah.events import Event
+from aah.store import schema as schema
+from aah.store.sqlite_db import Database
+
+# busy_timeout covers nearly every wait; a few SQLite paths (WAL recovery,
+# a lock held across a checkpoint) report BUSY at once, so BEGIN is retried.
+_BUSY_RETRIES = 5
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+# One write lock per database file for the whole process, so that several
+# stores on one file also queue in Python rather than in SQLite.
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def write_lock(path: Path) -> threading.Lock:
+    """The process-wide write lock of the database file ``path``."""
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(str(path.resolve()), threading.Lock())
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+@contextmanager
+def write_transaction(db: Database, lock: threading.Lock) -> Iterator[Database]:
+    """One write transaction on ``db`` that holds SQLite's write lock from its start.
+
+    A deferred transaction that reads and then writes fails at once with
+    BUSY if another writer got in between; taking the lock first makes it
+    wait its turn (up to the busy timeout) instead. ``lock`` is the
+    process-wide lock of the file (``write_lock``).
+    """
+    with lock:
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or attempt == _BUSY_RETRIES - 1:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            # Never leave a transaction open on a connection that is handed
+            # back: it would hold SQLite's write lock for good.
+            db.rollback()
+            raise
+
+
+def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
+    """Append ``events`` inside the caller's write transaction; return them with their seq.
+
+    Each event takes its session's next seq from the session row it bumps,
+    so events from many threads or processes never share or skip a number.
+
+    Raises:
+        KeyError: An event's session does not exist.
+    """
+    stored: list[Event] = []
+    for event in events:
+        row = db.execute(schema.BUMP_SESSION_SQL, schema.session_bump(event)).fetchone()
+        if row is None:
+            raise KeyError(f"no session {event.session_id!r}")
+        db.execute(
+            "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
+            [
+                event.session_id,
+                row[0],
+                event.kind,
+                event.ts.astimezone(UTC).isoformat(),
+                schema.event_payload(event),
+            ],
+        )
+        stored.append(event.model_copy(update={"seq": row[0]}))
+    return stored

@@ -1,0 +1,163 @@
+"""Checks a tool call passes before it runs (ToolScan patterns, science.md §4).
+
+A call that fails a check sends no request. The agent instead gets feedback
+that names the problem and the valid choices, so it can correct itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ValidationError
+
+from aah.tools.calls.arguments import arguments_model
+from aah.tools.spec import ParameterSpec
+
+CheckCode = Literal["ok", "IFE", "IFN", "IAN", "IAT", "IAV", "RAC"]
+
+_MAX_LISTED_TOOLS = 40
+
+
+class CheckResult(NamedTuple):
+    """The verdict on one call: ``ok`` or an error-pattern code, with feedback."""
+
+    code: CheckCode
+    feedback: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call may run."""
+        return self.code == "ok"
+
+
+def canonical_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """One string per distinct call, to spot exact repeats.
+
+    The arguments are hashed: the string is checkpointed with the session,
+    and arguments may hold credentials.
+    """
+    text = json.dumps(arguments, sort_keys=True, default=str)
+    return f"{name}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def describe_parameters(parameters: Sequence[ParameterSpec]) -> str:
+    """``name (type, required), ...`` for feedback messages."""
+    if not parameters:
+        return "none"
+    return ", ".join(f"{p.name} ({p.type}{', required' if p.required else ''})" for p in parameters)
+
+
+def arguments_models(
+    tools: Mapping[str, Sequence[ParameterSpec]],
+) -> dict[str, type[BaseModel]]:
+    """Each tool's arguments model, by tool name."""
+    return {name: arguments_model(name, list(params)) for name, params in tools.items()}
+
+
+class CallChecker:
+    """Checks calls against the offered tools; remembers calls for repeats.
+
+    One checker lives as long as one session, since an exact repeat is judged
+    against the calls made earlier in that session.
+    """
+
+    def __init__(
+        self,
+        tools: Mapping[str, Sequence[ParameterSpec]],
+        seen: Sequence[str] = (),
+        *,
+        models: Mapping[str, type[BaseModel]] | None = None,
+    ) -> None:
+        """Check calls against ``tools`` (name to parameters).
+
+        Args:
+            tools: the offered tools and their parameters.
+            seen: canonical forms of calls already run in this session.
+            models: the tools' arguments models (``arguments_models``), when
+                the caller keeps them between checkers.
+        """
+        self._tools = {name: list(params) for name, params in tools.items()}
+        self._models = dict(models) if models is not None else arguments_models(self._tools)
+        self._seen = set(seen)
+
+    def check(self, name: str, arguments: Any) -> CheckResult:
+        """Judge one call; an ``ok`` call is remembered for repeat detection."""
+        parsed = _parse_arguments(arguments)
+        if parsed is None:
+            return CheckResult(
+                "IFE",
+                f"The arguments of your call to {name!r} are not a JSON object. "
+                "Send the arguments as a JSON object of named values.",
+            )
+        if name not in self._tools:
+            return CheckResult("IFN", self._unknown_tool(name))
+        params = self._tools[name]
+        verdict = self._check_arguments(name, params, parsed)
+        if not verdict.ok:
+            return verdict
+        key = canonical_call(name, parsed)
+        if key in self._seen:
+            return CheckResult(
+                "RAC",
+                f"You already called {name} with exactly these arguments in this session; "
+                "its result is above. Use that result, change the arguments, or answer.",
+            )
+        self._seen.add(key)
+        return CheckResult("ok")
+
+    def _unknown_tool(self, name: str) -> str:
+        names = sorted(self._tools)
+        listed = ", ".join(names[:_MAX_LISTED_TOOLS])
+        more = (
+            f" and {len(names) - _MAX_LISTED_TOOLS} more" if len(names) > _MAX_LISTED_TOOLS else ""
+        )
+        return f"There is no tool named {name!r}. Available tools: {listed}{more}."
+
+    def _check_arguments(
+        self, name: str, params: list[ParameterSpec], arguments: dict[str, Any]
+    ) -> CheckResult:
+        valid = describe_parameters(params)
+        known = {p.name for p in params}
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            return CheckResult(
+                "IAN",
+                f"{name} has no argument named {', '.join(map(repr, unknown))}. "
+                f"Valid arguments: {valid}.",
+            )
+        try:
+            self._models[name].model_validate(arguments)
+        except ValidationError as exc:
+            return _validation_feedback(name, exc, valid)
+        return CheckResult("ok")
+
+
+def _validation_feedback(name: str, exc: ValidationError, valid: str) -> CheckResult:
+    missing = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing"]
+    if missing:
+        return CheckResult(
+            "IAV",
+            f"{name} needs the argument(s) {', '.join(missing)}, which your call left out. "
+            f"Valid arguments: {valid}. If you do not know a value, ask the user.",
+        )
+    wrong = [f"{e['loc'][0]} ({e['msg']})" for e in exc.errors() if e["loc"]]
+    return CheckResult(
+        "IAT",
+        f"{name} got argument(s) of the wrong type: {'; '.join(wrong)}. Valid arguments: {valid}.",
+    )
+
+
+def _parse_arguments(arguments: Any) -> dict[str, Any] | None:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return None
+    return arguments if isinstance(arguments, dict) else None

@@ -1,0 +1,42 @@
+"""Running tool calls over HTTP, in one of several modes (live, record, replay, mock, fault)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from aah.tools.http.executor import HttpExecutor
+    from aah.tools.http.faults import FAULT_KINDS, FaultKind, FaultPlan
+    from aah.tools.http.live_faults import LiveFaultExecutor, live_fault_executor
+    from aah.tools.http.modes import Executor, HttpMode, make_executor
+    from aah.tools.http.results import ToolResult
+
+__all__ = [
+    "Executor",
+    "FAULT_KINDS",
+    "FaultKind",
+    "FaultPlan",
+    "HttpExecutor",
+    "HttpMode",
+    "LiveFaultExecutor",
+    "ToolResult",
+    "live_fault_executor",
+    "make_executor",
+]
+
+_WHERE = {
+    "Executor": "aah.tools.http.modes",
+    "FAULT_KINDS": "aah.tools.http.faults",
+    "FaultKind": "aah.tools.http.faults",
+    "FaultPlan": "aah.tools.http.faults",
+    "HttpExecutor": "aah.tools.http.executor",
+    "HttpMode": "aah.tools.http.modes",
+    "LiveFaultExecutor": "aah.tools.http.live_faults",
+    "ToolResult": "aah.tools.http.results",
+    "live_fault_executor": "aah.tools.http.live_faults",
+    "make_executor": "aah.tools.http.modes",
+}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -1,0 +1,313 @@
+"""One generic HTTP caller that serves every endpoint spec.
+
+A call is built from data only: the spec's URL template, its typed
+parameters and the agent's arguments. Arguments whose value is ``None`` are
+left out, and parameter defaults are never filled in: what the agent did not
+pass is not sent, so the server applies its own defaults and a log shows
+exactly what the agent asked for.
+
+Failures never raise. Whatever goes wrong (a bad call, a refused host, a
+timeout, a 500) comes back as a :class:`ToolResult` with ``ok=False``, a
+``text`` the agent can read and an ``error`` for the logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, NamedTuple
+from urllib.parse import urljoin, urlsplit
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from aah import __version__
+from aah.config import get_settings
+from aah.tools.http.request import HttpRequest, RequestError, build_request, full_url, same_host
+from aah.tools.http.results import (
+    ToolResult,
+    describe_body,
+    failure_result,
+    refused_message,
+    response_result,
+    timeout_message,
+)
+from aah.tools.spec import EndpointSpec
+
+__all__ = ["BodyCap", "HttpExecutor", "ToolResult", "describe_exception", "new_session"]
+
+# Set on a response whose body was cut, so the cut survives a record/replay trip.
+TRUNCATED_HEADER = "X-Aah-Truncated"
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
+USER_AGENT = f"aah/{__version__}"
+
+
+class Failure(NamedTuple):
+    """A request that got no usable response, and whether trying again may help."""
+
+    message: str
+    retryable: bool
+
+
+def describe_exception(exc: requests.RequestException, *, host: str, timeout: float) -> Failure:
+    """Name a transport failure in a few words, the way the agent should read it."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return Failure(f"could not connect to {host} within {timeout:g} s (timeout)", True)
+    if isinstance(exc, requests.ReadTimeout):
+        # A slow server stays slow; retrying would only multiply the agent's wait.
+        return Failure(timeout_message(host, timeout), False)
+    if isinstance(exc, requests.ConnectionError):
+        if "refused" in str(exc).lower():
+            return Failure(refused_message(host), True)
+        return Failure(f"could not connect to {host} ({_root_cause(exc)})", True)
+    if isinstance(
+        exc, requests.exceptions.ChunkedEncodingError | requests.exceptions.ContentDecodingError
+    ):
+        return Failure(f"the response from {host} was cut off or malformed", True)
+    return Failure(f"invalid request ({_root_cause(exc)})", False)
+
+
+def _root_cause(exc: BaseException) -> str:
+    while exc.__context__ is not None and exc.__context__ is not exc:
+        exc = exc.__context__
+    return type(exc).__name__
+
+
+class BodyCap:
+    """A response hook that reads at most ``max_bytes`` of a streamed body.
+
+    Installed on the session, it runs before requests-cache stores a response,
+    so a recorded body is capped too. Reading stops at the cap and the
+    connection is closed: the rest is never downloaded.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+
+    def __call__(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        """Read the body up to the cap and keep it as the response's content."""
+        # requests-cache dispatches hooks again after storing; the body is read by then.
+        if (
+            getattr(response, "from_cache", False)
+            or getattr(response, "_content", False) is not False
+        ):
+            return
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_content(chunk_size=min(65_536, self.max_bytes + 1)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.max_bytes:
+                break
+        body = b"".join(chunks)
+        if size > self.max_bytes:
+            body = body[: self.max_bytes]
+            response.headers[TRUNCATED_HEADER] = str(self.max_bytes)
+            response.close()
+        response._content = body
+        response._content_consumed = True  # type: ignore[attr-defined]
+
+
+def new_session(pool_size: int = 16) -> requests.Session:
+    """A plain pooled session (keep-alive connections reused across calls)."""
+    session = requests.Session()
+    mount_pool(session, pool_size)
+    return session
+
+
+def mount_pool(session: requests.Session, pool_size: int) -> None:
+    """Give ``session`` a connection pool sized for concurrent tool calls."""
+    adapter = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    session.headers["User-Agent"] = USER_AGENT
+
+
+class HttpExecutor:
+    """Calls endpoints over HTTP with timeouts, retries, a size cap and a host guard.
+
+    Args:
+        timeout: Read timeout in seconds (default: ``Settings.http_timeout``).
+        connect_timeout: Connect timeout in seconds (default: the smaller of
+            ``timeout`` and 5).
+        retries: Extra attempts after a 429, a 5xx or a connection error
+            (default: ``Settings.http_retries``).
+        max_bytes: Body size cap (default: ``Settings.http_max_bytes``).
+        backoff: First retry delay in seconds; it doubles on each retry.
+        max_backoff: Longest single retry delay, also the cap on ``Retry-After``.
+        session: The session to send through (default: a new pooled one).
+        mode: The mode name written on every result.
+        request_options: Extra keyword arguments for every ``session.request``.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        retries: int | None = None,
+        max_bytes: int | None = None,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        session: requests.Session | None = None,
+        mode: str = "live",
+        request_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        settings = get_settings()
+        self.timeout = settings.http_timeout if timeout is None else timeout
+        self.connect_timeout = connect_timeout or min(self.timeout, 5.0)
+        self.retries = max(0, settings.http_retries if retries is None else retries)
+        self.max_bytes = settings.http_max_bytes if max_bytes is None else max_bytes
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.mode = mode
+        self.request_options = dict(request_options or {})
+        self.session = session if session is not None else new_session()
+        self.session.hooks["response"].append(BodyCap(self.max_bytes))
+
+    def call(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
+        """Call ``spec`` with ``arguments``; never raises for HTTP failures.
+
+        Args:
+            spec: The endpoint to call (an ``EndpointSpec``).
+            arguments: Argument values by parameter name; ``None`` values are left out.
+
+        Returns:
+            The result, ``ok=False`` with an ``error`` when the call failed.
+        """
+        started = time.perf_counter()
+        try:
+            request = build_request(spec, arguments)
+        except RequestError as exc:
+            return failure_result(str(exc), url=spec.url_template, latency_ms=0.0, mode=self.mode)
+        return self._follow(spec, request, started)
+
+    async def acall(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
+        """:meth:`call` in a worker thread, so the event loop keeps running."""
+        return await asyncio.to_thread(self.call, spec, arguments)
+
+    def close(self) -> None:
+        """Close pooled connections (and the cache, for a cached session)."""
+        self.session.close()
+
+    def __enter__(self) -> HttpExecutor:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _follow(self, spec: EndpointSpec, request: HttpRequest, started: float) -> ToolResult:
+        """Send ``request``, following same-host redirects by hand."""
+        for _ in range(MAX_REDIRECTS + 1):
+            url = full_url(request)
+            if not same_host(request.url, spec.host):
+                message = (
+                    f"refused to call {url}: only {spec.host} is allowed for {spec.qualified_name}"
+                )
+                return failure_result(message, url=url, latency_ms=_ms(started), mode=self.mode)
+            outcome = self._send(request, spec.host)
+            if isinstance(outcome, Failure):
+                return failure_result(
+                    outcome.message, url=url, latency_ms=_ms(started), mode=self.mode
+                )
+            early = self._check_response(spec, outcome, started)
+            if early is not None:
+                return early
+            location = outcome.headers.get("Location")
+            if outcome.status_code not in REDIRECT_STATUSES or not location:
+                return self._result(outcome, started)
+            request = _redirected(request, outcome, location)
+            if not same_host(request.url, spec.host):
+                target = urlsplit(request.url).netloc
+                message = (
+                    f"redirect to another host ({target}) refused; only {spec.host} is allowed"
+                )
+                return failure_result(
+                    message,
+                    url=outcome.url,
+                    latency_ms=_ms(started),
+                    mode=self.mode,
+                    status=outcome.status_code,
+                )
+        message = f"too many redirects (more than {MAX_REDIRECTS})"
+        return failure_result(message, url=request.url, latency_ms=_ms(started), mode=self.mode)
+
+    def _send(self, request: HttpRequest, host: str) -> requests.Response | Failure:
+        """One request with bounded retries on 429, 5xx and connection errors."""
+        attempt = 0
+        while True:
+            response: requests.Response | None = None
+            try:
+                response = self.session.request(
+                    request.method,
+                    request.url,
+                    params=request.params,
+                    headers=request.headers,
+                    json=request.json_body,
+                    data=request.form_body,
+                    timeout=(self.connect_timeout, self.timeout),
+                    allow_redirects=False,
+                    stream=True,
+                    **self.request_options,
+                )
+            except requests.RequestException as exc:
+                failure = describe_exception(exc, host=host, timeout=self.timeout)
+                if not failure.retryable or attempt >= self.retries:
+                    return failure
+            else:
+                final = response.status_code not in RETRY_STATUSES or attempt >= self.retries
+                # A stored answer will not change by asking the cache again.
+                if final or getattr(response, "from_cache", False):
+                    return response
+                response.close()
+            time.sleep(self._delay(attempt, response))
+            attempt += 1
+
+    def _delay(self, attempt: int, response: requests.Response | None) -> float:
+        delay = self.backoff * 2.0**attempt
+        retry_after = response.headers.get("Retry-After", "") if response is not None else ""
+        if retry_after.strip().isdigit():
+            delay = max(delay, float(retry_after))
+        return min(delay, self.max_backoff)
+
+    def _check_response(
+        self, spec: EndpointSpec, response: requests.Response, started: float
+    ) -> ToolResult | None:
+        """A hook for subclasses: a result that replaces normal handling, or ``None``."""
+        return None
+
+    def _result(self, response: requests.Response, started: float) -> ToolResult:
+        cut = response.headers.get(TRUNCATED_HEADER, "")
+        body = describe_body(
+            response.content or b"",
+            response.headers.get("Content-Type", ""),
+            max_bytes=self.max_bytes,
+            truncated_at=int(cut) if cut.isdigit() else None,
+        )
+        return response_result(
+            status=response.status_code,
+            reason=response.reason or "",
+            body=body,
+            url=response.url,
+            latency_ms=_ms(started),
+            mode=self.mode,
+            from_cache=bool(getattr(response, "from_cache", False)),
+        )
+
+
+def _redirected(request: HttpRequest, response: requests.Response, location: str) -> HttpRequest:
+    """The request a redirect asks for: 307/308 keep method and body, others become GET."""
+    url = urljoin(response.url, location)
+    if response.status_code in (307, 308):
+        return request._replace(url=url, params=[])
+    return request._replace(method="GET", url=url, params=[], json_body=None, form_body=None)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)

@@ -1,0 +1,276 @@
+"""HTTP modes: one setting picks how tool calls are answered.
+
+- ``live``: the real API is called.
+- ``record``: the real API is called and every answer is stored.
+- ``replay``: only stored answers are used; a call never recorded gets a clear
+  "tool unavailable" result and the network is never touched.
+- ``mock``: an answer is made up from the spec's response sketch.
+- ``fault``: chosen tools fail like dead APIs; the others use a base mode.
+
+Record and replay use requests-cache's SQLite backend. The cache key covers
+the method, the URL with its query, the JSON body and the headers the call
+set itself (auth headers and key-like query parameters are left out of both
+the key and the stored copy). Redirect hops are stored one by one, so a replay
+follows the same chain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, Protocol, get_args
+
+import requests
+from requests.adapters import BaseAdapter
+from requests_cache import DEFAULT_IGNORED_PARAMS, NEVER_EXPIRE, CachedSession, create_key
+from requests_cache.backends.sqlite import SQLiteCache
+
+from aah.config import get_settings
+from aah.errors import AahError
+from aah.tools.http.executor import RETRY_STATUSES, HttpExecutor, mount_pool
+from aah.tools.http.faults import FaultExecutor, FaultPlan
+from aah.tools.http.mock import MockExecutor
+from aah.tools.http.results import ToolResult
+from aah.tools.spec import EndpointSpec
+
+HttpMode = Literal["live", "record", "replay", "mock", "fault"]
+HTTP_MODES: tuple[str, ...] = get_args(HttpMode)
+CACHE_FILE_NAME = "http_cache.sqlite"
+
+# Answers worth replaying: final ones. Transient failures (408, 429, 5xx) are
+# not stored, so a retry that succeeds is what ends up in the cache.
+RECORDABLE_STATUSES = tuple(s for s in range(200, 500) if s not in RETRY_STATUSES | {408})
+# Credentials kept out of cache keys and redacted from stored copies, so a
+# recording can be shared. Names match exactly, hence the spelling variants.
+_SECRET_NAMES = (
+    *DEFAULT_IGNORED_PARAMS,
+    "X-RapidAPI-Key",
+    "apiKey",
+    "api-key",
+    "appid",
+    "access_key",
+)
+SECRET_PARAMETERS = tuple(dict.fromkeys([*_SECRET_NAMES, *(n.lower() for n in _SECRET_NAMES)]))
+# Headers the transport sets the same way on every call; they stay out of the key.
+_TRANSPORT_HEADERS = frozenset(
+    {"accept", "accept-encoding", "cache-control", "connection", "content-length"}
+    | {"content-type", "user-agent"}
+)
+
+
+class Executor(Protocol):
+    """Anything that answers tool calls; every HTTP mode provides one."""
+
+    def call(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
+        """Answer one call; never raises for a failed call."""
+        ...
+
+    async def acall(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
+        """Answer one call without blocking the event loop."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files."""
+        ...
+
+
+def default_cache_path() -> Path:
+    """``<cache_dir>/http_cache.sqlite``, the store shared by record and replay."""
+    return get_settings().cache_dir / CACHE_FILE_NAME
+
+
+def cache_key(request: Any, **kwargs: Any) -> str:
+    """requests-cache's key, matching on the headers the call itself chose.
+
+    The default key ignores headers; header parameters can change an API's
+    answer, so every header but the transport's own is matched.
+    """
+    chosen = [name for name in request.headers if name.lower() not in _TRANSPORT_HEADERS]
+    kwargs["match_headers"] = chosen or False
+    return str(create_key(request, **kwargs))
+
+
+class _OfflineAdapter(BaseAdapter):
+    """Refuses every request: replay must never reach the network."""
+
+    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
+        raise requests.ConnectionError(f"network disabled in replay mode ({request.url})")
+
+    def close(self) -> None:
+        return None
+
+
+def open_cache_session(path: Path, *, replay: bool) -> CachedSession:
+    """A requests-cache session over the SQLite file at ``path``.
+
+    Args:
+        path: The SQLite file (created for recording).
+        replay: Read-only and cache-only: a miss is a 504 "Not Cached" answer
+            made by requests-cache, and the transport refuses to connect.
+
+    Returns:
+        The session; responses never expire.
+    """
+    session = CachedSession(
+        backend=SQLiteCache(path),
+        expire_after=NEVER_EXPIRE,
+        allowable_codes=RECORDABLE_STATUSES,
+        allowable_methods=("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"),
+        key_fn=cache_key,
+        ignored_parameters=SECRET_PARAMETERS,
+        only_if_cached=replay,
+        read_only=replay,
+    )
+    if replay:
+        session.mount("http://", _OfflineAdapter())
+        session.mount("https://", _OfflineAdapter())
+        # Proxy and netrc lookups scan the environment on every request (about a
+        # third of a replay hit's cost) and mean nothing without a network.
+        session.trust_env = False
+    else:
+        mount_pool(session, pool_size=16)
+    return session
+
+
+class ReplayExecutor(HttpExecutor):
+    """Answers only from recorded responses; a miss says the tool is unavailable."""
+
+    def _check_response(
+        self, spec: EndpointSpec, response: requests.Response, started: float
+    ) -> ToolResult | None:
+        # We never store a 5xx, so a cached 504 can only be requests-cache's miss answer.
+        if getattr(response, "from_cache", False) and response.status_code == 504:
+            message = f"tool unavailable: no recorded response for {spec.qualified_name}"
+            latency = round((time.perf_counter() - started) * 1000.0, 3)
+            return ToolResult(
+                ok=False,
+                text=message,
+                error=message,
+                url=response.url,
+                latency_ms=latency,
+                mode=self.mode,
+            )
+        return None
+
+
+def make_executor(
+    mode: str,
+    *,
+    cache_path: Path | None = None,
+    fault_plan: FaultPlan | str | Sequence[str] | None = None,
+    base_mode: str = "mock",
+    timeout: float | None = None,
+    retries: int | None = None,
+    max_bytes: int | None = None,
+    backoff: float = 0.5,
+) -> Executor:
+    """The executor for an HTTP mode.
+
+    Args:
+        mode: One of ``live``, ``record``, ``replay``, ``mock``, ``fault``.
+        cache_path: SQLite store for record/replay (default: :func:`default_cache_path`).
+        fault_plan: Which tools fail and how (``fault`` mode only), e.g.
+            ``"weather__forecast=404,*=timeout"``.
+        base_mode: How tools outside the fault plan are answered.
+        timeout: Read timeout in seconds (default from settings).
+        retries: Retries after 429/5xx/connection errors (default from settings).
+        max_bytes: Response size cap (default from settings).
+        backoff: First retry delay in seconds.
+
+    Returns:
+        An object with ``call``, ``acall`` and ``close``.
+
+    Raises:
+        AahError: Unknown mode, missing fault plan, or nothing recorded to replay.
+    """
+    settings = get_settings()
+    limits = HttpLimits(
+        timeout=settings.http_timeout if timeout is None else timeout,
+        retries=settings.http_retries if retries is None else retries,
+        max_bytes=settings.http_max_bytes if max_bytes is None else max_bytes,
+        backoff=backoff,
+    )
+    if mode == "live":
+        return _http_executor("live", limits)
+    if mode == "record":
+        path = _cache_path(cache_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Always ask the API again and overwrite: a recording is a fresh snapshot.
+        return _http_executor(
+            "record",
+            limits,
+            session=open_cache_session(path, replay=False),
+            request_options={"force_refresh": True},
+        )
+    if mode == "replay":
+        path = _cache_path(cache_path)
+        if not path.is_file():
+            raise AahError(f"no recorded responses at {path}: record first with `--http record`")
+        session = open_cache_session(path, replay=True)
+        return ReplayExecutor(
+            mode="replay",
+            session=session,
+            timeout=limits.timeout,
+            retries=0,
+            max_bytes=limits.max_bytes,
+        )
+    if mode == "mock":
+        return MockExecutor(max_bytes=limits.max_bytes)
+    if mode == "fault":
+        return _fault_executor(fault_plan, base_mode, cache_path, limits)
+    raise AahError(f"unknown HTTP mode {mode!r}: use one of {', '.join(HTTP_MODES)}")
+
+
+class HttpLimits(NamedTuple):
+    """Timeout, retries, size cap and backoff shared by the executors of one run."""
+
+    timeout: float
+    retries: int
+    max_bytes: int
+    backoff: float
+
+
+def _http_executor(
+    mode: str,
+    limits: HttpLimits,
+    *,
+    session: requests.Session | None = None,
+    request_options: Mapping[str, Any] | None = None,
+) -> HttpExecutor:
+    return HttpExecutor(
+        mode=mode,
+        session=session,
+        request_options=request_options,
+        timeout=limits.timeout,
+        retries=limits.retries,
+        max_bytes=limits.max_bytes,
+        backoff=limits.backoff,
+    )
+
+
+def _fault_executor(
+    plan: FaultPlan | str | Sequence[str] | None,
+    base_mode: str,
+    cache_path: Path | None,
+    limits: HttpLimits,
+) -> Executor:
+    if plan is None:
+        raise AahError("fault mode needs a fault plan: pass --fault TOOL=KIND (e.g. '*=404')")
+    if base_mode == "fault" or base_mode not in HTTP_MODES:
+        others = ", ".join(m for m in HTTP_MODES if m != "fault")
+        raise AahError(f"bad base mode {base_mode!r} for fault mode: use one of {others}")
+    fault_plan = plan if isinstance(plan, FaultPlan) else FaultPlan.parse(plan)
+    base = make_executor(
+        base_mode,
+        cache_path=cache_path,
+        timeout=limits.timeout,
+        retries=limits.retries,
+        max_bytes=limits.max_bytes,
+        backoff=limits.backoff,
+    )
+    return FaultExecutor(fault_plan, base, timeout=limits.timeout, max_bytes=limits.max_bytes)
+
+
+def _cache_path(cache_path: Path | None) -> Path:
+    return Path(cache_path) if cache_path is not None else default_cache_path()

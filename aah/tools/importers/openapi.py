@@ -1,0 +1,365 @@
+"""Import OpenAPI 3 and Swagger 2 documents as ``EndpointSpec``s.
+
+One file is one tool, named after the file stem before ``__``
+(``parliament.uk_members__v1.yaml`` is tool ``parliament_uk_members``). Its
+category is the first ``info.x-apisguru-categories`` entry in the
+Fail-TaLMs style (``open_data`` becomes ``OpenData``), else ``OpenAPI``.
+
+Each operation becomes an endpoint named by its ``operationId``, else by
+``<method>_<path>``. Its URL is the base URL (``servers[0]`` with variable
+defaults, relative server URLs resolved against ``x-origin``; without
+servers, the scheme and host of ``x-origin[0].url``; for Swagger 2,
+``schemes``/``host``/``basePath``) followed by the path. Path-level
+parameters are merged with the operation's; object request bodies become
+body parameters. An operation that requires auth (an effective non-empty
+``security``; ``security: []`` or an empty requirement means none) is
+rejected, as is a file that cannot be read as a spec.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import yaml
+
+from aah.errors import AahError
+from aah.tools.importers.naming import unique_endpoint
+from aah.tools.importers.openapi_params import OperationError, body_encoding, operation_parameters
+from aah.tools.importers.openapi_refs import RefError, deref, inline
+from aah.tools.spec import (
+    EndpointSource,
+    EndpointSpec,
+    HttpMethod,
+    ImportResult,
+    Rejection,
+    ResponseSketch,
+    qualified_name,
+    safe_name,
+)
+
+SOURCE_KIND = "openapi"
+DEFAULT_CATEGORY = "OpenAPI"
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+_METHODS: dict[str, HttpMethod] = {
+    "get": "GET",
+    "post": "POST",
+    "put": "PUT",
+    "patch": "PATCH",
+    "delete": "DELETE",
+}
+_OTHER_METHODS = ("head", "options", "trace")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_SUCCESS = re.compile(r"2(\d\d|XX)", re.IGNORECASE)
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """A safe loader that reads scalars the way JSON would.
+
+    Dates stay text and only true/false are booleans (YAML 1.1 would read a
+    country code ``NO`` as False).
+    """
+
+
+_SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if not tag.endswith(("timestamp", "bool"))]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+class SpecError(ValueError):
+    """A file that cannot be imported at all; the message says why."""
+
+
+@dataclass(frozen=True)
+class SpecDocument:
+    """A parsed spec file and what every operation in it shares."""
+
+    raw: dict[str, Any]
+    file: str
+    tool: str
+    category: str
+    base_url: str
+    swagger2: bool
+
+
+def tool_name_for(path: Path) -> str:
+    """The tool name of a spec file: its stem before ``__``, made safe."""
+    return safe_name(path.stem.split("__", 1)[0])
+
+
+def import_openapi(root: Path) -> ImportResult:
+    """Import every spec file (``.yaml``, ``.yml``, ``.json``) in a folder.
+
+    Args:
+        root: the folder holding the spec files.
+
+    Returns:
+        The endpoints of all files, and one rejection per operation or file
+        that could not be imported, with its reason.
+
+    Raises:
+        AahError: ``root`` is not a folder.
+    """
+    if not root.is_dir():
+        raise AahError(f"no OpenAPI folder at {root}: pass the folder holding the spec files")
+    result = ImportResult()
+    for path in sorted(p for p in root.iterdir() if p.is_file() and p.suffix in SPEC_SUFFIXES):
+        result.extend(import_openapi_file(path))
+    return result
+
+
+def import_openapi_file(path: Path) -> ImportResult:
+    """Import one OpenAPI 3 or Swagger 2 file.
+
+    Args:
+        path: the spec file (YAML or JSON).
+
+    Returns:
+        Its endpoints and rejections; a file that cannot be read as a spec
+        gives one rejection and no endpoints.
+    """
+    try:
+        document = load_document(path)
+    except SpecError as error:
+        source = EndpointSource(kind=SOURCE_KIND, file=path.name)
+        rejection = Rejection(source=source, tool=tool_name_for(path), name="", reason=str(error))
+        return ImportResult(rejections=[rejection])
+    result = ImportResult()
+    taken: set[str] = set()
+    for route, method, operation, path_item in _operations(document.raw):
+        made = _endpoint(document, route, method, operation, path_item)
+        if isinstance(made, EndpointSpec):
+            result.endpoints.append(unique_endpoint(made, taken))
+        else:
+            result.rejections.append(made)
+    return result
+
+
+def load_document(path: Path) -> SpecDocument:
+    """Parse a spec file and work out its tool, category and base URL.
+
+    Raises:
+        SpecError: the file is unreadable, not YAML/JSON, not OpenAPI 3 or
+            Swagger 2, has no paths, or gives no way to find its base URL.
+    """
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_SpecLoader)
+    except OSError as error:
+        raise SpecError(f"cannot be read ({error.strerror})") from error
+    except yaml.YAMLError as error:
+        first = str(error).strip().splitlines()[0]
+        raise SpecError(f"not valid YAML ({first})") from error
+    if not isinstance(raw, dict):
+        raise SpecError("not an OpenAPI document (no mapping at the top)")
+    swagger2 = str(raw.get("swagger", "")) == "2.0"
+    if not swagger2 and not str(raw.get("openapi", "")).startswith("3."):
+        raise SpecError("neither OpenAPI 3 nor Swagger 2.0 (no 'openapi: 3.x' or 'swagger: 2.0')")
+    if not isinstance(raw.get("paths"), dict):
+        raise SpecError("has no 'paths' mapping")
+    base_url = _swagger2_base_url(raw) if swagger2 else _openapi3_base_url(raw)
+    return SpecDocument(raw, path.name, tool_name_for(path), _category(raw), base_url, swagger2)
+
+
+def _category(raw: dict[str, Any]) -> str:
+    info = raw.get("info")
+    categories = info.get("x-apisguru-categories") if isinstance(info, dict) else None
+    if isinstance(categories, list) and categories and isinstance(categories[0], str):
+        words = re.split(r"[^A-Za-z0-9]+", categories[0])
+        return "".join(word[:1].upper() + word[1:] for word in words) or DEFAULT_CATEGORY
+    return DEFAULT_CATEGORY
+
+
+def _origin_url(raw: dict[str, Any]) -> str:
+    info = raw.get("info")
+    origins = info.get("x-origin") if isinstance(info, dict) else None
+    if isinstance(origins, list) and origins and isinstance(origins[0], dict):
+        url = origins[0].get("url")
+        if isinstance(url, str) and urlsplit(url).netloc:
+            return url
+    return ""
+
+
+def _openapi3_base_url(raw: dict[str, Any]) -> str:
+    servers = raw.get("servers")
+    origin = _origin_url(raw)
+    server = servers[0] if isinstance(servers, list) and servers else None
+    if isinstance(server, dict) and isinstance(server.get("url"), str):
+        url = str(server["url"])
+        variables = server.get("variables")
+        for name, variable in (variables or {}).items() if isinstance(variables, dict) else []:
+            default = variable.get("default", "") if isinstance(variable, dict) else ""
+            url = url.replace("{" + str(name) + "}", str(default))
+        if not urlsplit(url).netloc:
+            if not origin:
+                raise SpecError(f"server URL {url!r} is relative and there is no x-origin URL")
+            url = urljoin(origin, url)
+        return url.rstrip("/")
+    if origin:
+        parts = urlsplit(origin)
+        return f"{parts.scheme}://{parts.netloc}"
+    raise SpecError("no servers and no x-origin URL: the base URL is unknown")
+
+
+def _swagger2_base_url(raw: dict[str, Any]) -> str:
+    origin = urlsplit(_origin_url(raw))
+    host = raw.get("host") if isinstance(raw.get("host"), str) else origin.netloc
+    if not host:
+        raise SpecError("no host and no x-origin URL: the base URL is unknown")
+    schemes = [s for s in raw.get("schemes") or [] if isinstance(s, str)]
+    fallback = schemes[0] if schemes else origin.scheme or "https"
+    scheme = "https" if "https" in schemes else fallback
+    base_path = raw.get("basePath") if isinstance(raw.get("basePath"), str) else ""
+    return f"{scheme}://{host}{base_path}".rstrip("/")
+
+
+def _operations(raw: dict[str, Any]) -> list[tuple[str, str, Any, dict[str, Any]]]:
+    found: list[tuple[str, str, Any, dict[str, Any]]] = []
+    for route, path_item in raw["paths"].items():
+        if not isinstance(path_item, dict):
+            continue
+        for method, operation in path_item.items():
+            if method in _METHODS or method in _OTHER_METHODS:
+                found.append((str(route), method, operation, path_item))
+    return found
+
+
+def _endpoint(
+    document: SpecDocument, route: str, method: str, operation: Any, path_item: dict[str, Any]
+) -> EndpointSpec | Rejection:
+    operation_id = operation.get("operationId") if isinstance(operation, dict) else None
+    source_id = operation_id if isinstance(operation_id, str) else f"{method.upper()} {route}"
+    name = safe_name(operation_id) if isinstance(operation_id, str) else _route_name(method, route)
+    source = EndpointSource(kind=SOURCE_KIND, file=document.file, id=source_id)
+
+    def reject(reason: str) -> Rejection:
+        return Rejection(source=source, tool=document.tool, name=name, reason=reason)
+
+    if not isinstance(operation, dict):
+        return reject("operation is not a mapping")
+    if method not in _METHODS:
+        return reject(f"method {method.upper()} is not one aah calls")
+    schemes = auth_schemes(document.raw, operation)
+    if schemes:
+        return reject(f"requires auth ({', '.join(schemes)})")
+    repairs: list[str] = []
+    try:
+        parameters = operation_parameters(
+            document.raw, route, path_item, operation, document.swagger2, repairs
+        )
+        response = _response_sketch(document, operation)
+    except (OperationError, RefError) as error:
+        return reject(str(error))
+    return EndpointSpec(
+        tool=document.tool,
+        category=document.category,
+        name=name,
+        qualified_name=qualified_name(document.tool, name),
+        description=_description(operation),
+        method=_METHODS[method],
+        url_template=document.base_url + (route if route.startswith("/") else "/" + route),
+        body_encoding=body_encoding(document.raw, operation, document.swagger2),
+        parameters=parameters,
+        response=response,
+        source=source,
+        repairs=repairs,
+    )
+
+
+def _route_name(method: str, route: str) -> str:
+    # Words only, so no "__" (the tool separator) appears inside the name.
+    return "_".join([method, *_WORD.findall(route)])
+
+
+def auth_schemes(raw: dict[str, Any], operation: dict[str, Any]) -> list[str]:
+    """Names of the security schemes an operation requires; empty when none.
+
+    The operation's ``security`` overrides the document's; an empty list, or
+    an empty requirement among the alternatives, means no auth is needed.
+    """
+    security = operation.get("security", raw.get("security"))
+    if not isinstance(security, list):
+        return []
+    requirements = [req for req in security if isinstance(req, dict)]
+    if not requirements or any(not req for req in requirements):
+        return []
+    return sorted({str(name) for req in requirements for name in req})
+
+
+def _description(operation: dict[str, Any]) -> str:
+    parts = [operation.get("summary"), operation.get("description")]
+    texts = [p.strip() for p in parts if isinstance(p, str) and p.strip()]
+    return "\n\n".join(dict.fromkeys(texts))
+
+
+def _response_sketch(document: SpecDocument, operation: dict[str, Any]) -> ResponseSketch:
+    responses = operation.get("responses")
+    if not isinstance(responses, dict):
+        return ResponseSketch()
+    # YAML reads an unquoted 200 as an integer key.
+    by_code = {str(code): response for code, response in responses.items()}
+    codes = sorted(code for code in by_code if _SUCCESS.fullmatch(code))
+    if not codes:
+        return ResponseSketch()
+    code = "200" if "200" in codes else codes[0]
+    status = int(code) if code.isdigit() else 200
+    response = deref(document.raw, by_code[code])
+    if not isinstance(response, dict):
+        return ResponseSketch(status=status)
+    if document.swagger2:
+        return _swagger2_sketch(document, operation, response, status)
+    content = response.get("content")
+    if not isinstance(content, dict) or not content:
+        return ResponseSketch(status=status)
+    media_type = _json_media_type(list(content))
+    entry = deref(document.raw, content[media_type])
+    entry = entry if isinstance(entry, dict) else {}
+    if entry.get("schema"):
+        schema = inline(document.raw, entry["schema"])
+        return ResponseSketch(kind="schema", content=schema, status=status, media_type=media_type)
+    example = _first_example(document.raw, entry)
+    if example is not None:
+        return ResponseSketch(kind="example", content=example, status=status, media_type=media_type)
+    return ResponseSketch(status=status, media_type=media_type)
+
+
+def _swagger2_sketch(
+    document: SpecDocument, operation: dict[str, Any], response: dict[str, Any], status: int
+) -> ResponseSketch:
+    produces = operation.get("produces") or document.raw.get("produces") or ["application/json"]
+    media_type = _json_media_type([str(m) for m in produces])
+    if response.get("schema"):
+        schema = inline(document.raw, response["schema"])
+        return ResponseSketch(kind="schema", content=schema, status=status, media_type=media_type)
+    examples = response.get("examples")
+    if isinstance(examples, dict) and examples:
+        media_type = _json_media_type([str(m) for m in examples])
+        return ResponseSketch(
+            kind="example", content=examples[media_type], status=status, media_type=media_type
+        )
+    return ResponseSketch(status=status, media_type=media_type)
+
+
+def _json_media_type(media_types: list[str]) -> str:
+    if "application/json" in media_types:
+        return "application/json"
+    return next((m for m in media_types if "json" in m), media_types[0])
+
+
+def _first_example(raw: dict[str, Any], entry: dict[str, Any]) -> Any:
+    if "example" in entry:
+        return entry["example"]
+    examples = entry.get("examples")
+    if isinstance(examples, dict):
+        for example in examples.values():
+            resolved = deref(raw, example)
+            if isinstance(resolved, dict) and "value" in resolved:
+                return resolved["value"]
+    return None

@@ -1,0 +1,30 @@
+"""The compiled tool registry: build it, read and search it, probe its endpoints."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from aah.tools.registry.build import BuildReport, build_registry
+    from aah.tools.registry.health import probe_endpoints
+    from aah.tools.registry.read import Registry, SearchHit
+
+__all__ = [
+    "BuildReport",
+    "Registry",
+    "SearchHit",
+    "build_registry",
+    "probe_endpoints",
+]
+
+_WHERE = {
+    "BuildReport": "aah.tools.registry.build",
+    "Registry": "aah.tools.registry.read",
+    "SearchHit": "aah.tools.registry.read",
+    "build_registry": "aah.tools.registry.build",
+    "probe_endpoints": "aah.tools.registry.health",
+}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

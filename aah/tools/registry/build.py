@@ -1,0 +1,153 @@
+"""Building the tool registry: every endpoint of every source into SQLite + FTS5.
+
+Building reads all sources once (about a second) and writes the database
+beside its target, renaming it into place, so readers never see half of one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlite_utils
+
+from aah import __version__
+from aah.errors import AahError
+from aah.tools.importers import apply_fixes, import_failtalms, import_openapi, load_fixes
+from aah.tools.registry.read import name_words
+from aah.tools.spec import EndpointSpec, ImportResult, Rejection
+
+# The searchable columns; aah.tools.registry.read weighs them in this order.
+_FTS_COLUMNS = ("words", "tool", "category", "description", "params")
+
+
+@dataclass
+class BuildReport:
+    """What a build produced, for the command line and for run manifests."""
+
+    path: Path
+    endpoints: int
+    by_source: dict[str, int]
+    by_category: dict[str, int]
+    rejections: list[Rejection]
+    fixes_applied: list[str]
+    registry_hash: str
+    seconds: float
+    repairs: int = field(default=0)
+
+
+def build_registry(data_dir: Path, path: Path, fixes_path: Path | None = None) -> BuildReport:
+    """Import every source under ``data_dir`` and compile it into ``path``.
+
+    The database is written beside the target and renamed into place, so a
+    reader never sees a half-built registry.
+
+    Raises:
+        AahError: a source folder is missing, or two endpoints share a name.
+    """
+    started = time.perf_counter()
+    result = _import_all(data_dir)
+    fixes_applied = apply_fixes(result.endpoints, load_fixes(fixes_path)) if fixes_path else []
+    _check_unique(result.endpoints)
+    registry_hash = _hash_specs(result.endpoints)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.unlink(missing_ok=True)
+    _write(partial, result, registry_hash, data_dir)
+    os.replace(partial, path)
+    return BuildReport(
+        path=path,
+        endpoints=len(result.endpoints),
+        by_source=dict(Counter(spec.source.kind for spec in result.endpoints)),
+        by_category=dict(sorted(Counter(spec.category for spec in result.endpoints).items())),
+        rejections=result.rejections,
+        fixes_applied=fixes_applied,
+        registry_hash=registry_hash,
+        seconds=time.perf_counter() - started,
+        repairs=sum(len(spec.repairs) for spec in result.endpoints),
+    )
+
+
+def _import_all(data_dir: Path) -> ImportResult:
+    failtalms, openapi = data_dir / "fail-talms", data_dir / "openapi"
+    if not (failtalms / "tools").is_dir():
+        raise AahError(f"no Fail-TaLMs tools under {data_dir}: run `aah data fetch` or pass --data")
+    result = import_failtalms(failtalms)
+    if openapi.is_dir():
+        result.extend(import_openapi(openapi))
+    return result
+
+
+def _check_unique(endpoints: list[EndpointSpec]) -> None:
+    counts = Counter(spec.qualified_name for spec in endpoints)
+    clashes = sorted(name for name, count in counts.items() if count > 1)
+    if clashes:
+        raise AahError(f"endpoint names clash after import: {', '.join(clashes[:5])}")
+
+
+def _hash_specs(endpoints: list[EndpointSpec]) -> str:
+    digest = hashlib.sha256()
+    for spec in sorted(endpoints, key=lambda s: s.qualified_name):
+        digest.update(spec.model_dump_json().encode())
+    return digest.hexdigest()
+
+
+def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path) -> None:
+    db = sqlite_utils.Database(path)
+    db.table("endpoints").insert_all(
+        (
+            {
+                "qualified_name": spec.qualified_name,
+                "tool": spec.tool,
+                "category": spec.category,
+                "name": spec.name,
+                "method": spec.method,
+                "host": spec.host,
+                "source": spec.source.kind,
+                "spec": spec.model_dump_json(),
+            }
+            for spec in result.endpoints
+        ),
+        pk="qualified_name",
+    )
+    db.table("endpoints").create_index(["category"])
+    db.table("search").insert_all(
+        (
+            {
+                "qualified_name": spec.qualified_name,
+                "words": name_words(f"{spec.tool} {spec.name}"),
+                "tool": name_words(spec.tool),
+                "category": spec.category.lower(),
+                "description": spec.description,
+                "params": " ".join(f"{p.name} {p.description}" for p in spec.parameters),
+            }
+            for spec in result.endpoints
+        ),
+    )
+    db.table("search").enable_fts(_FTS_COLUMNS, tokenize="porter unicode61")
+    db.table("rejections").insert_all(
+        (
+            {
+                "source": r.source.kind,
+                "file": r.source.file,
+                "tool": r.tool,
+                "name": r.name,
+                "reason": r.reason,
+            }
+            for r in result.rejections
+        ),
+        alter=True,
+    )
+    meta = {
+        "registry_hash": registry_hash,
+        "aah_version": __version__,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "data_dir": str(data_dir),
+        "endpoints": str(len(result.endpoints)),
+    }
+    db.table("meta").insert_all(({"key": k, "value": v} for k, v in meta.items()), pk="key")
+    db.close()

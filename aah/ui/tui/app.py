@@ -1,0 +1,361 @@
+"""``aah tui``: run a task live, answer the agent, break its tools, watch it cope.
+
+The app is a thin face over the session driver. The agent runs in a worker
+on the app's event loop and reports every stored event back as a message.
+Its questions go through the store's queue (``QueueHuman``), exactly as a
+batch run's do, so this app answers its own session's questions and those of
+runs in other processes the same way. Tools answer through a
+``LiveFaultExecutor`` whose broken tools the user changes while the agent works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Header, Input
+
+from aah.errors import AahError
+from aah.events import ErrorEvent
+from aah.store import HumanRequestRecord, SessionStore
+from aah.tools.http import LiveFaultExecutor, live_fault_executor
+from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen
+from aah.ui.tui.setup import SetupPanel
+from aah.ui.tui.tasks import ScriptedModel, TuiTask, configured_model
+from aah.ui.tui.widgets import SessionDone, SessionEvent, SessionStats, StatsPanel, Timeline
+
+if TYPE_CHECKING:
+    from aah.events import Event
+    from aah.llm import ModelConfig
+    from aah.tools.registry import Registry
+
+ANNOTATOR = "tui"  # how answers given in this app are signed in the store
+QUESTION_POLL_SECONDS = 0.1
+# The modules a session needs take seconds to import; the app loads them off
+# the event loop so the screen never freezes.
+_RUNTIME_MODULES = ("aah.runtime.environment", "aah.runtime.session", "aah.runtime.humans")
+# Actions that make no sense while a dialog is open over the main screen.
+_MAIN_SCREEN_ACTIONS = {"start", "break_tool", "fix_all", "pending", "toggle_aah"}
+
+
+def _import_runtime() -> None:
+    for name in _RUNTIME_MODULES:
+        importlib.import_module(name)
+
+
+class AahApp(App[None]):
+    """Run tasks live against a model, answer the agent, and break its tools.
+
+    Args:
+        registry: The tool registry the tasks' endpoints come from.
+        db: The session database, shared with other processes.
+        data: The data directory for benchmark tasks (discovered when None).
+        task_id: A demo task to select and start at once.
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "aah — Ask-and-Help"
+    BINDINGS = [
+        Binding("s", "start", "Start"),
+        Binding("b", "break_tool", "Break tool"),
+        Binding("x", "fix_all", "Fix tools"),
+        Binding("p", "pending", "Waiting questions"),
+        Binding("a", "toggle_aah", "Aah on/off"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    running: reactive[bool] = reactive(False)
+    stats: reactive[SessionStats] = reactive(SessionStats)
+
+    def __init__(
+        self,
+        registry: Registry,
+        db: Path,
+        data: Path | None = None,
+        task_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.registry = registry
+        self.db = db
+        self.data = data
+        self.initial_task = task_id
+        self.configured = configured_model()
+        self.scripted = ScriptedModel()
+        self.store = SessionStore(db)
+        self.faults: LiveFaultExecutor = live_fault_executor("mock")
+        self.session_id: str | None = None
+        self._preview: TuiTask | None = None
+        self._opened: set[str] = set()  # questions already shown once
+        self._started = 0.0
+
+    def compose(self) -> ComposeResult:
+        """Setup on the left, the timeline in the middle, the numbers on the right."""
+        models = [("scripted demo model", "scripted")]
+        if self.configured is not None:
+            where = self.configured.describe()["base_url"]
+            models.insert(0, (f"{self.configured.model} at {where}", "configured"))
+        yield Header(icon="◆")
+        with Horizontal(id="body"):
+            yield SetupPanel(self.registry, self.data, models, id="setup")
+            yield Timeline(id="timeline")
+            yield StatsPanel(id="stats").data_bind(AahApp.stats)
+        yield Footer()
+
+    @property
+    def setup(self) -> SetupPanel:
+        """The left column."""
+        return self.query_one(SetupPanel)
+
+    @property
+    def timeline(self) -> Timeline:
+        """The session's steps."""
+        return self.query_one(Timeline)
+
+    def on_mount(self) -> None:
+        """Load what takes time off the loop, start the clocks, pick the first task."""
+        self.sub_title = f"sessions in {self.db}"
+        self._warm_up()
+        self.set_interval(QUESTION_POLL_SECONDS, self._check_questions)
+        self.set_interval(0.5, self._tick)
+        self.timeline.add_note(
+            "Choose a task and press s to start.",
+            "Break a tool with b while the agent works; p lists questions waiting anywhere.",
+        )
+        if self.initial_task is not None:
+            self.setup.select_demo(self.initial_task)
+            self.call_after_refresh(self.action_start)
+
+    def on_unmount(self) -> None:
+        """Close a session cut short, stop the scripted model and close files."""
+        if self.running and self.session_id is not None:
+            self.workers.cancel_group(self, "session")
+            self._abandon(self.session_id)
+        self.scripted.close()
+        self.faults.close()
+        self.store.close()
+
+    # -- the session ----------------------------------------------------------
+
+    @work(thread=True, group="setup")
+    def _warm_up(self) -> None:
+        _import_runtime()
+
+    @work(exclusive=True, group="session", exit_on_error=False)
+    async def run_agent(self, task: TuiTask, aah: bool, model: ModelConfig) -> None:
+        """Run one session to its end; its events come back as messages."""
+        try:
+            await asyncio.to_thread(_import_runtime)
+            from aah.runtime.environment import open_runtime
+            from aah.runtime.humans import QueueHuman
+            from aah.runtime.session import SessionRequest, run_session
+
+            request = SessionRequest(
+                query=task.query,
+                specs=task.specs,
+                aah=aah,
+                awareness=task.awareness,
+                task_id=task.task_id,
+                setting=task.setting,
+                context=task.context,
+                executor=self.faults,
+            )
+            human = QueueHuman(self.store, poll_seconds=QUESTION_POLL_SECONDS)
+            async with open_runtime(
+                db=self.db, model=model, human=human, listeners=[self._listen]
+            ) as runtime:
+                outcome = await run_session(request, runtime)
+            self.post_message(SessionDone(outcome.status, outcome.error))
+        except AahError as exc:
+            self.post_message(SessionDone("error", str(exc)))
+        except Exception as exc:  # the app must survive anything one session does
+            self.post_message(SessionDone("error", f"{type(exc).__name__}: {exc}"))
+
+    def _abandon(self, session_id: str) -> None:
+        """Record that the app closed mid-session, so no one answers a dead question."""
+        for request in self.store.pending_human_requests():
+            if request.session_id == session_id:
+                self.store.expire_human_request(request.id)
+        message = "the terminal app was closed while the session ran"
+        self.store.append_event(ErrorEvent(session_id=session_id, message=message, where="tui"))
+        self.store.finish_session(session_id, "error")
+
+    def _listen(self, event: Event) -> None:
+        self.post_message(SessionEvent(event))
+
+    def on_session_event(self, message: SessionEvent) -> None:
+        """Show one step of the session and count it."""
+        if self.session_id is None:
+            self.session_id = message.event.session_id
+            self.stats = replace(self.stats, session=self.session_id[:12])
+        self.timeline.add_event(message.event)
+        self.stats = self.stats.after(message.event)
+
+    def on_session_done(self, message: SessionDone) -> None:
+        """The session ended: unlock the setup and say how it went."""
+        self._tick()
+        self.running = False
+        self.stats = replace(self.stats, status=message.status)
+        if message.status == "skipped":
+            self.timeline.add_note("⏭ skipped: the agent declined before acting", tone="warn")
+        if message.error:
+            self.timeline.add_note("✗ the session failed", message.error, "fail")
+            self.notify(message.error, severity="error")
+
+    def watch_running(self, running: bool) -> None:
+        """Lock the setup while a session runs."""
+        self.setup.freeze(running)
+
+    # -- the chosen task ------------------------------------------------------
+
+    def on_setup_panel_choice_changed(self) -> None:
+        """Work out the chosen task now, so its tools can be broken before it starts."""
+        self._refresh_preview()
+
+    def _refresh_preview(self) -> None:
+        try:
+            self._preview, problem = self.setup.chosen_task(), ""
+        except AahError as exc:
+            self._preview, problem = None, str(exc)
+        self.setup.show_task(self._preview, problem, list(self.faults.faults))
+
+    def _show_faults(self) -> None:
+        broken = self.faults.faults
+        self.setup.show_faults(broken)
+        self.stats = replace(self.stats, broken_tools=len(broken))
+
+    def _model(self, task: TuiTask) -> tuple[ModelConfig, str]:
+        if self.setup.model_choice == "configured" and self.configured is not None:
+            return self.configured, self.configured.model
+        return self.scripted.config_for(task.script), "scripted demo"
+
+    @on(Input.Submitted, "#free-query")
+    def on_free_query_submitted(self) -> None:
+        """Enter in the request box starts it."""
+        self.action_start()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Start, break or fix, by button."""
+        actions = {"start": self.action_start, "break": self.action_break_tool}
+        actions["fix"] = self.action_fix_all
+        action = actions.get(event.button.id or "")
+        if action is not None:
+            action()
+
+    # -- actions (key bindings) -----------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keep the main screen's keys for the main screen, not its dialogs."""
+        if action in _MAIN_SCREEN_ACTIONS and isinstance(self.screen, ModalScreen):
+            return False
+        return True
+
+    def action_start(self) -> None:
+        """Start the chosen task."""
+        if self.running:
+            self.notify("A session is running: wait for it to end.", severity="warning")
+            return
+        self._refresh_preview()
+        task = self._preview
+        if task is None:
+            self.notify("Choose a task, or type a request, first.", severity="warning")
+            return
+        for name, kind in task.faults.items():
+            self.faults.break_tool(name, kind)
+        aah, (model, label) = self.setup.aah, self._model(task)
+        tools = ", ".join(task.tool_names) or "none"
+        ask = "on" if aah else "off"
+        body = f"user: {task.query}\ntools: {tools} · Ask-and-Help {ask}"
+        self.timeline.add_note(f"▶ {task.title}", body, "header")
+        self.stats = SessionStats(status="running", model=label)
+        self._show_faults()
+        self.session_id = None
+        self._started = time.monotonic()
+        self.running = True
+        self.run_agent(task, aah, model)
+
+    def action_break_tool(self) -> None:
+        """Break the chosen tool the chosen way, from its next call on."""
+        tool, kind = self.setup.fault_choice()
+        if tool is None:
+            self.notify("Choose a task first: its tools can then be broken.", severity="warning")
+            return
+        self.faults.break_tool(tool, kind)
+        self._show_faults()
+        self.timeline.add_note(f"⚡ {tool} broken ({kind})", tone="warn")
+
+    def action_fix_all(self) -> None:
+        """Let every tool work again."""
+        self.faults.fix_all()
+        self._show_faults()
+        self.timeline.add_note("⚡ every tool works again", tone="warn")
+
+    def action_toggle_aah(self) -> None:
+        """Offer the ask_human tool, or not, to the next session."""
+        self.setup.toggle_aah()
+
+    def action_pending(self) -> None:
+        """List every question waiting for a person, from any session."""
+        requests = self.store.pending_human_requests()
+        if not requests:
+            self.notify("No question is waiting for a person.")
+            return
+        self.push_screen(PendingQuestionsScreen(requests), callback=self._open_chosen)
+
+    def _open_chosen(self, request_id: str | None) -> None:
+        record = self.store.get_human_request(request_id) if request_id else None
+        if record is not None and record.status == "pending":
+            self._ask(record)
+
+    # -- questions --------------------------------------------------------------
+
+    def _check_questions(self) -> None:
+        """Open this session's new question as soon as the store has it."""
+        waiting = self.running and self.stats.status == "waiting"
+        if not waiting or isinstance(self.screen, ModalScreen):
+            return
+        for request in self.store.pending_human_requests():
+            if request.session_id == self.session_id and request.id not in self._opened:
+                self._ask(request)
+                return
+
+    def _ask(self, request: HumanRequestRecord) -> None:
+        self._opened.add(request.id)
+        screen = AskHumanScreen(request)
+        self.push_screen(screen, callback=partial(self._answered, request, screen))
+
+    def _answered(
+        self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | None
+    ) -> None:
+        self._write_answer(request, answer, screen.seconds)
+
+    @work(thread=True, group="answers")
+    def _write_answer(
+        self, request: HumanRequestRecord, answer: str | None, seconds: float
+    ) -> None:
+        # A write may wait on another process's lock: never on the event loop.
+        settled = self.store.answer_human_request(
+            request.id, ANNOTATOR, answer or "", declined=answer is None, seconds=seconds
+        )
+        if not settled:
+            message = "Someone else answered this question first."
+            self.call_from_thread(self.notify, message, severity="warning")
+        elif request.session_id != self.session_id:
+            self.call_from_thread(self.notify, f"Answer sent to session {request.session_id[:8]}.")
+
+    def _tick(self) -> None:
+        """Advance the clock and count the questions other sessions are waiting on."""
+        pending = self.store.pending_human_requests()
+        elsewhere = sum(1 for r in pending if r.session_id != self.session_id)
+        elapsed = time.monotonic() - self._started if self.running else self.stats.elapsed
+        self.stats = replace(self.stats, waiting_elsewhere=elsewhere, elapsed=elapsed)

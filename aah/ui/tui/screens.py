@@ -1,0 +1,158 @@
+"""The terminal app's dialogs: answer the agent's question, pick a waiting one.
+
+``AskHumanScreen`` returns the answer, or None to decline; it can also be put
+aside ("later") without answering, and the question stays in the queue.
+``PendingQuestionsScreen`` lists every question waiting in the store, from
+this app's session or from batch runs in other processes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from aah.store import HumanRequestRecord
+
+_CONTEXT_LINES = 6  # recent conversation lines shown beside the question
+
+
+def describe_context(context: dict[str, Any]) -> Text:
+    """What a person needs beside the question: the request, the recent steps, a hint."""
+    text = Text()
+    request = context.get("original_query") or context.get("query")
+    if context.get("original_query"):
+        text.append("You are this user. Your full request:\n", style="bold")
+    elif request:
+        text.append("The user's request:\n", style="bold")
+    if request:
+        text.append(f"{request}\n")
+    conversation = context.get("conversation") or []
+    if conversation:
+        text.append("\nSo far:\n", style="bold")
+        for line in conversation[-_CONTEXT_LINES:]:
+            text.append(f"{line.get('role', '?')}: ", style="dim")
+            text.append(f"{' '.join(str(line.get('text', '')).split())[:160]}\n")
+    if context.get("demo_answer"):
+        text.append("\nThe demo user would say: ", style="italic dim")
+        text.append(str(context["demo_answer"]), style="italic")
+    return text
+
+
+class AskHumanScreen(ModalScreen[str | None]):
+    """The agent's question, its context and a box for the answer.
+
+    Dismissed with the answer text, or None when the person declines. "Later"
+    closes the dialog without answering: the agent keeps waiting.
+    """
+
+    BINDINGS = [
+        Binding("escape", "later", "Answer later"),
+        Binding("ctrl+n", "decline", "Decline"),
+    ]
+
+    def __init__(self, request: HumanRequestRecord) -> None:
+        super().__init__()
+        self.request = request
+        self.opened = time.monotonic()
+
+    def compose(self) -> ComposeResult:
+        """The question first, the context under it, the answer box last."""
+        with Vertical(id="ask-dialog"):
+            yield Label("The agent asks", id="ask-title")
+            yield Static(Text(self.request.question), id="ask-question")
+            with VerticalScroll(id="ask-context"):
+                yield Static(describe_context(self.request.context))
+            yield Input(placeholder="Your answer (Enter sends it)", id="ask-answer")
+            with Horizontal(id="ask-buttons"):
+                yield Button("Answer", variant="primary", id="ask-send")
+                yield Button("Decline (ctrl+n)", variant="error", id="ask-decline")
+                yield Button("Later (esc)", id="ask-later")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Put the cursor in the answer box."""
+        self.query_one("#ask-answer", Input).focus()
+
+    @property
+    def seconds(self) -> float:
+        """How long the dialog has been open."""
+        return time.monotonic() - self.opened
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the answer box sends the answer."""
+        event.stop()
+        self._send()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Send, decline or put aside, by button."""
+        event.stop()
+        actions = {"ask-send": self._send, "ask-decline": self.action_decline}
+        actions.get(event.button.id or "", self.action_later)()
+
+    def _send(self) -> None:
+        answer = self.query_one("#ask-answer", Input).value.strip()
+        if not answer:
+            self.notify("Type an answer, or decline with ctrl+n.", severity="warning")
+            return
+        self.dismiss(answer)
+
+    def action_decline(self) -> None:
+        """Refuse to answer: the agent is told the user declined."""
+        self.dismiss(None)
+
+    def action_later(self) -> None:
+        """Close without answering; the question stays pending in the queue."""
+        self.app.pop_screen()
+
+
+class PendingQuestionsScreen(ModalScreen[str | None]):
+    """Every question waiting for a person; returns the chosen request's id."""
+
+    BINDINGS = [Binding("escape", "close", "Close")]
+
+    def __init__(self, requests: Sequence[HumanRequestRecord]) -> None:
+        super().__init__()
+        self.requests = list(requests)
+
+    def compose(self) -> ComposeResult:
+        """A list of questions, oldest first, with how long each has waited."""
+        with Vertical(id="pending-dialog"):
+            yield Label(f"Questions waiting for a person: {len(self.requests)}", id="pending-title")
+            yield OptionList(
+                *(Option(_pending_label(r), id=r.id) for r in self.requests), id="pending-list"
+            )
+            yield Label("Enter answers the highlighted question; Esc closes.", classes="hint")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Let the arrow keys pick a question at once."""
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Answer the chosen question."""
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_close(self) -> None:
+        """Close without choosing."""
+        self.dismiss(None)
+
+
+def _pending_label(request: HumanRequestRecord) -> Text:
+    created = request.created if request.created.tzinfo else request.created.replace(tzinfo=UTC)
+    waited = int((datetime.now(UTC) - created).total_seconds())
+    minutes, seconds = divmod(max(waited, 0), 60)
+    label = Text(f"{minutes}:{seconds:02d} ", style="dim")
+    label.append(f"session {request.session_id[:8]}  ", style="cyan")
+    label.append(" ".join(request.question.split())[:90])
+    return label

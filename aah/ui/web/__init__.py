@@ -1,0 +1,25 @@
+"""The Gradio web app for annotators: the question queue, grading, results, launching runs.
+
+The app makes no call to the internet: analytics and the Hugging Face hub are
+switched off here, before any module of this package imports Gradio (Gradio
+and huggingface_hub read these when imported); fonts are served locally.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+if TYPE_CHECKING:
+    from aah.ui.web.app import DEFAULT_HOST, DEFAULT_PORT, build_app, launch_app
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
+
+_WHERE = {name: "aah.ui.web.app" for name in __all__}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -1,0 +1,188 @@
+"""The web app for annotators (``aah web``): a Gradio Blocks page over the session store.
+
+Pages: sign-in at the top; then tabs for the question queue, grading final
+answers Pass/Fail, a run's results, and (admins only) launching a batch run
+whose questions come to the queue. The store is the only link to the
+runners, which may be other processes: answering a request is writing it.
+
+The app binds to 127.0.0.1 unless told otherwise; the package's
+``__init__`` switches Gradio's network features off before Gradio loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from aah.store import SessionStore
+from aah.ui.web.auth import Annotator, WebAuth
+from aah.ui.web.format import plain
+from aah.ui.web.grading_page import build_grading_tab
+from aah.ui.web.launch import RunLauncher
+from aah.ui.web.launch_page import build_launch_tab
+from aah.ui.web.queue_page import Choices, QueuePage, Refreshed, build_queue_tab, refresh
+from aah.ui.web.results_page import build_results_tab
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7860
+REFRESH_SECONDS = 3.0
+TITLE = "aah: questions from agents"
+_WELCOME = (
+    "Agents ask people when they lack something. Sign in with your name to answer "
+    "their questions; your answers are stored under it."
+)
+CSS = """
+#answer-form { padding: 0.75rem; }
+#signed-in p { margin: 0; }
+"""
+
+
+@dataclass(frozen=True)
+class _SignIn:
+    row: gr.Row
+    name: gr.Textbox
+    token: gr.Textbox
+    button: gr.Button
+    signed_in: gr.Markdown
+    sign_out: gr.Button
+
+
+def build_app(db: Path, *, auth: WebAuth | None = None, data_dir: Path | None = None) -> gr.Blocks:
+    """The whole web app on the session database ``db``.
+
+    Args:
+        db: The session database the runners write to.
+        auth: The tokens to check; default ``WebAuth.from_env()``.
+        data_dir: The benchmark data, for the results page; default: discovered.
+    """
+    store = SessionStore(db)
+    checks = auth or WebAuth.from_env()
+    launcher = RunLauncher(db)
+    app = gr.Blocks(title=TITLE, analytics_enabled=False)
+    with app:
+        user = gr.State(None)
+        gr.Markdown(f"## {TITLE}")
+        sign_in = _sign_in_row(checks)
+        with gr.Column(visible=False, elem_id="main") as main:
+            with gr.Tabs():
+                with gr.Tab("Queue", id="queue"):
+                    queue = build_queue_tab(store, user)
+                with gr.Tab("Grade answers", id="grade") as grade_tab:
+                    build_grading_tab(store, user, grade_tab)
+                with gr.Tab("Results", id="results") as results_tab:
+                    build_results_tab(store, user, results_tab, data_dir)
+                with gr.Tab("Launch a run", id="launch", visible=False) as launch_tab:
+                    build_launch_tab(launcher, user)
+        timer = gr.Timer(REFRESH_SECONDS, active=False)
+        _wire_sign_in(store, checks, sign_in, user, main, launch_tab, timer, queue)
+    return app
+
+
+def _sign_in_row(checks: WebAuth) -> _SignIn:
+    asks_token = checks.token is not None or checks.admin_token is not None
+    with gr.Row(equal_height=True, elem_id="sign-in") as row:
+        name = gr.Textbox(label="Your name", placeholder="e.g. alice", elem_id="sign-in-name")
+        token = gr.Textbox(
+            label="Access token",
+            type="password",
+            visible=asks_token,
+            elem_id="sign-in-token",
+        )
+        button = gr.Button("Sign in", variant="primary", elem_id="sign-in-button")
+    with gr.Row(equal_height=True):
+        signed_in = gr.Markdown(_WELCOME, elem_id="signed-in")
+        sign_out = gr.Button(
+            "Sign out", visible=False, size="sm", scale=0, min_width=100, elem_id="sign-out"
+        )
+    return _SignIn(row, name, token, button, signed_in, sign_out)
+
+
+def _wire_sign_in(
+    store: SessionStore,
+    checks: WebAuth,
+    sign_in: _SignIn,
+    user: gr.State,
+    main: gr.Column,
+    launch_tab: gr.Tab,
+    timer: gr.Timer,
+    queue: QueuePage,
+) -> None:
+    signed_outputs = [user, sign_in.signed_in, sign_in.row, sign_in.sign_out, main, launch_tab]
+    signed_outputs += [timer, *queue.refresh_outputs()]
+
+    def on_sign_in(name: str, token: str, ids: list[str]) -> tuple[Any, ...]:
+        who = checks.sign_in(name, token)
+        role = " (admin: you may launch runs)" if who.admin else ""
+        return (
+            who,
+            f"Signed in as **{plain(who.name)}**{role}.",
+            gr.Row(visible=False),
+            gr.Button(visible=True),
+            gr.Column(visible=True),
+            gr.Tab(visible=who.admin),
+            gr.Timer(active=True),
+            *refresh(store, who, None, ids),
+        )
+
+    def on_sign_out() -> tuple[Any, ...]:
+        return (
+            None,
+            f"Signed out. {_WELCOME}",
+            gr.Row(visible=True),
+            gr.Button(visible=False),
+            gr.Column(visible=False),
+            gr.Tab(visible=False),
+            gr.Timer(active=False),
+            *refresh(store, None, None, []),
+        )
+
+    sign_in_inputs = [sign_in.name, sign_in.token, queue.answered_ids]
+    sign_in.button.click(on_sign_in, sign_in_inputs, signed_outputs, api_name="sign_in")
+    # Enter in either box signs in too; one named endpoint is enough for API clients.
+    for submitted in (sign_in.name.submit, sign_in.token.submit):
+        submitted(on_sign_in, sign_in_inputs, signed_outputs, api_visibility="private")
+    sign_in.sign_out.click(on_sign_out, None, signed_outputs, api_name="sign_out")
+
+    def on_tick(
+        who: Annotator | None, picked: str | None, ids: list[str], shown: Choices
+    ) -> Refreshed:
+        return refresh(store, who, picked, ids, shown)
+
+    timer.tick(
+        on_tick,
+        queue.refresh_inputs(user),
+        queue.refresh_outputs(),
+        api_visibility="private",
+        show_progress="hidden",
+    )
+
+
+def launch_app(
+    app: gr.Blocks, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, block: bool = True
+) -> str:
+    """Serve ``app`` on ``host:port`` and return its URL; ``block`` waits until stopped.
+
+    Everything that could reach the internet is off: sharing, the SSR node
+    server, monitoring, the PWA manifest, the MCP server.
+    """
+    _, url, _ = app.queue(default_concurrency_limit=8).launch(
+        server_name=host,
+        server_port=port,
+        prevent_thread_lock=not block,
+        share=False,
+        ssr_mode=False,
+        pwa=False,
+        mcp_server=False,
+        enable_monitoring=False,
+        quiet=True,
+        show_error=False,
+        footer_links=[],
+        theme=gr.themes.Default(primary_hue="indigo"),
+        css=CSS,
+    )
+    return str(url)

@@ -1,0 +1,187 @@
+"""The question queue as the web page sees it: what waits, what to show, how to answer.
+
+No Gradio here: these functions take the store and the signed-in annotator
+and return plain values, so the page module stays a thin layer of wiring.
+A request is listed while it still wants this annotator's answer
+(``SessionStore.requests_for``): pending ones, and, when a request asks for
+``k`` annotators, answered ones until ``k`` people have answered.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from aah.store import HumanRequestRecord, SessionStore
+from aah.ui.web.format import clip, conversation_text, plain, waited
+
+QUEUE_HEADERS = ["waited", "setting", "question", "status"]
+ANSWERED_HEADERS = ["question", "your answer", "request", "session"]
+MAX_ANSWER_CHARS = 4_000
+_LABEL_CHARS = 90
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """What the answer form shows for one request (all plain text but ``meta``).
+
+    Attributes:
+        meta: One Markdown line about the request, its text made inert.
+        persona: The user's full original request, when the task has one.
+        query: The request the agent was given.
+        conversation: The session so far, one ``role: text`` paragraph a step.
+        question: The agent's question.
+    """
+
+    meta: str
+    persona: str
+    query: str
+    conversation: str
+    question: str
+
+
+@dataclass(frozen=True)
+class OpenedRequest:
+    """The request an annotator has open, and when they opened it (epoch seconds)."""
+
+    request_id: str
+    opened_at: float
+
+
+def queue_rows(requests: list[HumanRequestRecord], now: datetime | None = None) -> list[list[str]]:
+    """One table row per request: waited, setting, question, status."""
+    return [
+        [
+            waited(request.created, now),
+            _setting(request),
+            clip(request.question, _LABEL_CHARS),
+            _status_note(request),
+        ]
+        for request in requests
+    ]
+
+
+def queue_choices(requests: list[HumanRequestRecord]) -> list[tuple[str, str]]:
+    """Picker choices ``(label, request id)``: number, setting and question.
+
+    The label leaves out the wait (the table shows it), so that it stays the
+    same from one refresh to the next.
+    """
+    return [
+        (f"{number}. [{_setting(r)}] {clip(r.question, _LABEL_CHARS)}", r.id)
+        for number, r in enumerate(requests, start=1)
+    ]
+
+
+def _setting(request: HumanRequestRecord) -> str:
+    return str(request.context.get("setting") or "interactive")
+
+
+def queue_summary(requests: list[HumanRequestRecord], now: datetime | None = None) -> str:
+    """One Markdown line: how many requests wait, and the longest wait."""
+    if not requests:
+        return "No question waits for you. The list refreshes by itself."
+    oldest = waited(requests[0].created, now or datetime.now(UTC))
+    noun = "question waits" if len(requests) == 1 else "questions wait"
+    return f"**{len(requests)} {noun}** for you; the oldest has waited {oldest}."
+
+
+def _status_note(request: HumanRequestRecord) -> str:
+    if request.status == "pending":
+        return "agent waiting"
+    return f"answered; {request.k} annotators wanted"
+
+
+def request_view(store: SessionStore, request_id: str) -> RequestView:
+    """What the form shows for ``request_id``.
+
+    Raises:
+        LookupError: No such request.
+    """
+    request = store.get_human_request(request_id)
+    if request is None:
+        raise LookupError(f"no question {request_id!r}")
+    context = request.context
+    session = store.get_session(request.session_id)
+    query = str(context.get("query") or (session.query if session else ""))
+    where = [
+        f"setting **{plain(str(context.get('setting') or 'interactive'))}**",
+        f"task {plain(str(context.get('task_id') or '-'))}",
+        f"run {plain(str(context.get('run') or '-'))}",
+        f"waited {waited(request.created)}",
+    ]
+    if request.status != "pending":
+        where.append("already answered: yours is kept for agreement")
+    conversation = context.get("conversation") or []
+    return RequestView(
+        meta=" · ".join(where),
+        persona=str(context.get("original_query") or ""),
+        query=query,
+        conversation=conversation_text(conversation if isinstance(conversation, list) else []),
+        question=request.question,
+    )
+
+
+def submit_answer(
+    store: SessionStore,
+    annotator: str,
+    opened: OpenedRequest,
+    answer: str,
+    rating: int | None,
+    declined: bool,
+) -> str:
+    """Store ``annotator``'s answer (or decline) and say, in Markdown, what came of it.
+
+    Raises:
+        ValueError: The answer is missing, too long, or unrated; the message
+            says what to do.
+        LookupError: The request is gone.
+    """
+    text = answer.strip()
+    if not declined and not text:
+        raise ValueError("type an answer, or press Decline if you cannot answer")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise ValueError(f"shorten the answer to at most {MAX_ANSWER_CHARS} characters")
+    if rating not in (0, 1):
+        raise ValueError("rate the question first: was it appropriate for the agent to ask?")
+    request = store.get_human_request(opened.request_id)
+    if request is None:
+        raise LookupError("that question is gone: refresh the queue")
+    if any(given.annotator == annotator for given in store.human_answers(request.id)):
+        return "You already answered this question; your first answer stands."
+    settled = store.answer_human_request(
+        request.id,
+        annotator,
+        text,
+        declined=declined,
+        rating=rating,
+        seconds=max(0.0, time.time() - opened.opened_at),
+    )
+    verb = "Declined" if declined else "Answered"
+    if settled:
+        return f"{verb} **{plain(clip(request.question, 60))}**: the agent goes on with it."
+    if request.status == "expired":
+        return f"{verb}: the agent had stopped waiting; your answer is kept for agreement."
+    return f"{verb}: someone answered first; your answer is kept for agreement."
+
+
+def answered_rows(store: SessionStore, annotator: str, request_ids: list[str]) -> list[list[str]]:
+    """The annotator's answers in this sitting, newest first, with each session's status."""
+    rows: list[list[str]] = []
+    for request_id in reversed(request_ids):
+        request = store.get_human_request(request_id)
+        if request is None:
+            continue
+        mine = next((a for a in store.human_answers(request_id) if a.annotator == annotator), None)
+        session = store.get_session(request.session_id)
+        given = "(declined)" if mine and mine.declined else clip(mine.answer if mine else "", 60)
+        rows.append(
+            [
+                clip(request.question, 60),
+                given,
+                request.status,
+                session.status if session else "?",
+            ]
+        )
+    return rows
