@@ -16,9 +16,12 @@ if TYPE_CHECKING:
         raw_client,
         recover_text_tool_calls,
     )
+    from aah.llm.reasoning import Reasoned, split_reasoning
     from aah.llm.text_calls import parse_text_tool_calls
 
 __all__ = [
+    "Reasoned",
+    "split_reasoning",
     "ChatClient",
     "ModelConfig",
     "chat_model",
@@ -30,6 +33,8 @@ __all__ = [
 ]
 
 _WHERE = {
+    "Reasoned": "aah.llm.reasoning",
+    "split_reasoning": "aah.llm.reasoning",
     "ChatClient": "aah.llm.client",
     "ModelConfig": "aah.llm.config",
     "chat_model": "aah.llm.config",
