@@ -25,15 +25,8 @@ from aah.llm import recover_text_tool_calls
 from aah.runtime.awareness import ask_awareness, awareness_questions, describe_tools
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
-from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
-from aah.tools.calls import (
-    CallChecker,
-    CheckResult,
-    arguments_models,
-    ask_human_schema,
-    canonical_call,
-    openai_tool,
-)
+from aah.tools.builtin import ASK_HUMAN
+from aah.tools.calls import CheckResult, canonical_call
 
 Route = str  # a node name, or END
 
@@ -85,33 +78,6 @@ def _pending_questions(messages: list[AnyMessage]) -> list[ToolCall]:
     ]
 
 
-class _Prepared:
-    """What a session's nodes share: its tools, bound to the model once."""
-
-    def __init__(self, ctx: SessionContext) -> None:
-        self.ctx = ctx
-        self.specs = {spec.qualified_name: spec for spec in ctx.specs}
-        tools = [openai_tool(spec) for spec in ctx.specs]
-        offered = {name: spec.parameters for name, spec in self.specs.items()}
-        if ctx.aah:
-            tools.append(ask_human_schema())
-            offered[ASK_HUMAN] = ASK_HUMAN_PARAMETERS
-        self.offered = offered
-        self.tools = tools
-        self.models = arguments_models(offered)
-
-    def checker(self, seen: list[str]) -> CallChecker:
-        """A checker for this session's calls, given the calls already made."""
-        return CallChecker(self.offered, seen=seen, models=self.models)
-
-
-def _prepared(ctx: SessionContext) -> _Prepared:
-    prepared = ctx.extra.get("prepared")
-    if not isinstance(prepared, _Prepared):
-        prepared = ctx.extra["prepared"] = _Prepared(ctx)
-    return prepared
-
-
 async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     ctx = runtime.context
     tools_text = describe_tools(ctx.specs, ctx.aah)
@@ -141,16 +107,15 @@ async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -
         if result.answer == "no":
             reason = result.reason or f"the {question} I would need is missing."
             message = load_prompt("skip_message").render(reason=reason)
-            return {"skipped": True, "skip_reason": reason, "messages": [AIMessage(message)]}
+            return {"skipped": True, "messages": [AIMessage(message)]}
     return {"skipped": False}
 
 
 async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     ctx = runtime.context
-    prepared = _prepared(ctx)
     started = time.perf_counter()
-    reply = await ctx.model.complete(state["messages"], prepared.tools)
-    reply = recover_text_tool_calls(reply, prepared.offered)
+    reply = await ctx.model.complete(state["messages"], ctx.tools.schemas)
+    reply = recover_text_tool_calls(reply, ctx.tools.offered)
     usage = reply.usage_metadata
     ctx.emit(
         ModelCallEvent(
@@ -184,14 +149,14 @@ def _only_good_questions(reply: AIMessage, state: AgentState, ctx: SessionContex
     """
     if reply.invalid_tool_calls or any(c["name"] != ASK_HUMAN for c in reply.tool_calls):
         return False
-    checker = _prepared(ctx).checker(state.get("seen_calls", []))
+    checker = ctx.tools.checker(state.get("seen_calls", []))
     return all(checker.check(c["name"], c["args"]).ok for c in reply.tool_calls)
 
 
 async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
-    prepared = _prepared(runtime.context)
+    ctx = runtime.context
     reply = _last_ai(state["messages"])
-    checker = prepared.checker(state.get("seen_calls", []))
+    checker = ctx.tools.checker(state.get("seen_calls", []))
     messages: list[ToolMessage] = []
     runs: list[tuple[str, str, dict[str, Any]]] = []
     seen = list(state.get("seen_calls", []))
@@ -203,18 +168,16 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
         )
         verdict = CheckResult("IFE", feedback)
         call_id, name = bad.get("id") or "invalid", bad.get("name") or ""
-        messages.append(_rejected(prepared.ctx, call_id, name, {}, verdict))
+        messages.append(_rejected(ctx, call_id, name, {}, verdict))
     for call in reply.tool_calls:
         verdict = checker.check(call["name"], call["args"])
         if not verdict.ok:
-            messages.append(
-                _rejected(prepared.ctx, call["id"] or "", call["name"], call["args"], verdict)
-            )
+            messages.append(_rejected(ctx, call["id"] or "", call["name"], call["args"], verdict))
             continue
         seen.append(canonical_call(call["name"], call["args"]))
         if call["name"] != ASK_HUMAN:
             runs.append((call["id"] or "", call["name"], call["args"]))
-    messages += await asyncio.gather(*(_run(prepared, *run) for run in runs))
+    messages += await asyncio.gather(*(_run(ctx, *run) for run in runs))
     return {"messages": messages, "seen_calls": seen}
 
 
@@ -237,10 +200,9 @@ def _rejected(
 
 
 async def _run(
-    prepared: _Prepared, call_id: str, name: str, arguments: dict[str, Any]
+    ctx: SessionContext, call_id: str, name: str, arguments: dict[str, Any]
 ) -> ToolMessage:
-    ctx = prepared.ctx
-    result = await ctx.executor.acall(prepared.specs[name], arguments)
+    result = await ctx.executor.acall(ctx.tools.specs[name], arguments)
     ctx.emit(
         ToolCallEvent(
             session_id=ctx.session_id,

@@ -94,13 +94,15 @@ class Runtime:
             for listener in self.listeners:
                 listener(event)
 
-    def held(self, record: SessionRecord) -> list[Event]:
+    def take_held_events(self, record: SessionRecord) -> list[Event]:
         """The events the session's graph still holds for a checkpoint; they leave the outbox."""
         return self.outbox.take(record.thread_id) if self.outbox is not None else []
 
     def record(self, record: SessionRecord, events: Sequence[Event], status: SessionStatus) -> None:
         """Store a status change and the events that come with it, after any held ones."""
-        self.publish(self.store.set_status(record.id, status, [*self.held(record), *events]))
+        self.publish(
+            self.store.set_status(record.id, status, [*self.take_held_events(record), *events])
+        )
 
     def graph(self) -> Any:
         """The compiled graph, built on first use and shared by all sessions."""
@@ -168,7 +170,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     finally:
         # Events of steps no checkpoint saved (a cancelled task) are dropped
         # with those steps: a rerun starts again from the last checkpoint.
-        runtime.held(record)
+        runtime.take_held_events(record)
 
 
 async def _drive(
@@ -309,5 +311,7 @@ def _end(
 ) -> None:
     """The session's last event and its end, in one transaction."""
     runtime.publish(
-        runtime.store.end_session(record.id, status, text, [*runtime.held(record), last])
+        runtime.store.end_session(
+            record.id, status, text, [*runtime.take_held_events(record), last]
+        )
     )

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Any, TypedDict
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Annotated, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
+from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
+from aah.tools.calls import CallChecker, arguments_models, ask_human_schema, openai_tool
 from aah.tools.http import Executor
-from aah.tools.spec import EndpointSpec
+from aah.tools.spec import EndpointSpec, ParameterSpec
 
 DEFAULT_STEP_LIMIT = 10
 
@@ -26,10 +29,35 @@ class AgentState(TypedDict, total=False):
 
     messages: Annotated[list[AnyMessage], add_messages]
     skipped: bool
-    skip_reason: str
     steps: int
-    step_limit_hit: bool
     seen_calls: list[str]
+
+
+class SessionTools:
+    """The tools one session offers, in the forms its graph nodes need.
+
+    Built once per session: the model's schemas, the parameters each offered
+    name takes (``ask_human`` included when the session may ask) and their
+    argument models.
+    """
+
+    def __init__(self, specs: Sequence[EndpointSpec], aah: bool) -> None:
+        """Offer ``specs``, and ``ask_human`` when ``aah`` is on."""
+        self.specs = {spec.qualified_name: spec for spec in specs}
+        schemas = [openai_tool(spec) for spec in specs]
+        offered: dict[str, Sequence[ParameterSpec]] = {
+            name: spec.parameters for name, spec in self.specs.items()
+        }
+        if aah:
+            schemas.append(ask_human_schema())
+            offered[ASK_HUMAN] = ASK_HUMAN_PARAMETERS
+        self.schemas = schemas
+        self.offered = offered
+        self.models = arguments_models(offered)
+
+    def checker(self, seen: list[str]) -> CallChecker:
+        """A checker for this session's calls, given the calls already made."""
+        return CallChecker(self.offered, seen=seen, models=self.models)
 
 
 @dataclass
@@ -47,4 +75,8 @@ class SessionContext:
     awareness: AwarenessMode = "both"
     step_limit: int = DEFAULT_STEP_LIMIT
     http_mode: str = "mock"
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def tools(self) -> SessionTools:
+        """The session's tools, built on the first step that needs them."""
+        return SessionTools(self.specs, self.aah)
