@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -329,6 +329,43 @@ def test_grades_keep_every_vote(store: SessionStore) -> None:
     grade = store.add_grade(session.id, "g", "v1", ["Pass", "Fail", "Pass"], "pass")
     assert store.grades(session.id) == [grade]
     assert grade.votes == ["Pass", "Fail", "Pass"] and not grade.flagged
+
+
+# Every write that names a session or request refuses a missing one, and writes nothing.
+MISSING_TARGETS = [
+    ("event", lambda store: store.append_event(ErrorEvent(session_id="nope", message="x"))),
+    ("status", lambda store: store.set_status("nope", "waiting")),
+    ("finish", lambda store: store.finish_session("nope")),
+    ("end", lambda store: store.end_session("nope", "error", None)),
+    ("grade", lambda store: store.add_grade("nope", "g", "v1", [], "pass")),
+    ("request", lambda store: store.create_human_request("nope", "Which city?")),
+    ("answer", lambda store: store.answer_human_request("nope", "ann", "x")),
+]
+
+
+@pytest.mark.parametrize(
+    "write", [write for _, write in MISSING_TARGETS], ids=[name for name, _ in MISSING_TARGETS]
+)
+def test_writes_naming_a_missing_session_or_request_are_refused(
+    store: SessionStore, write: Callable[[SessionStore], object]
+) -> None:
+    with pytest.raises(KeyError, match="'nope'"):
+        write(store)
+    with store.queries() as read:
+        assert read.session_summaries(outside_runs=True) == []
+        assert read.grade_verdicts(outside_runs=True) == []
+    assert store.pending_human_requests() == []
+    assert not store.expire_human_request("nope")
+    assert store.get_human_request("nope") is None
+
+
+def test_a_closed_store_reopens_its_connections(store: SessionStore) -> None:
+    session = store.open_session("q")
+    request = store.create_human_request(session.id, "Which city?")
+    store.close()
+    assert store.answer_human_request(request.id, "ann", "Oslo")
+    assert store.get_session(session.id) is not None
+    assert [a.annotator for a in store.human_answers(request.id)] == ["ann"]
 
 
 def test_scrub_replaces_secrets_at_any_depth() -> None:

@@ -2,35 +2,32 @@
 
 A runner writes a pending request; any process (the web page, the terminal
 app) answers it; the first answer settles it and later ones are kept for
-agreement. ``SessionStore`` inherits these methods; they use its connection
-and write-transaction helpers.
+agreement. ``SessionStore`` holds one ``HumanRequests`` on its connection and
+offers these methods as its own.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aah.store import schema as schema
-from aah.store.schema import HumanAnswerRecord, HumanRequestRecord, SessionRecord
+from aah.store.connection import StoreConnection
+from aah.store.schema import HumanAnswerRecord, HumanRequestRecord
 
 _now = schema.now_text
 
 
-class HumanRequestsMixin:
-    """Human requests and answers; mixed into ``SessionStore``."""
+class HumanRequests:
+    """Human requests and their answers in one session database.
 
-    if TYPE_CHECKING:
-        # Provided by SessionStore.
-        def _write(self) -> AbstractContextManager[Any]: ...
+    Args:
+        connection: The database's connections, shared with the rest of the store.
+    """
 
-        def _rows(
-            self, sql: str, params: list[Any] | dict[str, Any] | None = None
-        ) -> list[dict[str, Any]]: ...
-
-        def _session(self, session_id: str) -> SessionRecord: ...
+    def __init__(self, connection: StoreConnection) -> None:
+        self._connection = connection
 
     def create_human_request(
         self,
@@ -54,8 +51,8 @@ class HumanRequestsMixin:
             KeyError: No such session.
         """
         new_id = request_id or uuid.uuid4().hex
-        with self._write() as db:
-            self._session(session_id)
+        with self._connection.write() as db:
+            schema.require_session(db, session_id)
             db.execute(
                 "INSERT INTO human_requests (id, session_id, question, context, created, k)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -101,7 +98,7 @@ class HumanRequestsMixin:
             KeyError: No such request.
         """
         answer = schema.scrub_text(answer) or ""
-        with self._write() as db:
+        with self._connection.write() as db:
             request = self._human_request(request_id)
             inserted = db.execute(
                 "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
@@ -119,13 +116,13 @@ class HumanRequestsMixin:
 
     def expire_human_request(self, request_id: str) -> bool:
         """Give up waiting on a pending request; True if it was still pending."""
-        with self._write() as db:
+        with self._connection.write() as db:
             sql = "UPDATE human_requests SET status = 'expired' WHERE id = ? AND status = 'pending'"
             return bool(db.execute(sql, [request_id]).rowcount)
 
     def get_human_request(self, request_id: str) -> HumanRequestRecord | None:
         """The request with this id, if there is one."""
-        rows = self._rows("SELECT * FROM human_requests WHERE id = ?", [request_id])
+        rows = self._connection.rows("SELECT * FROM human_requests WHERE id = ?", [request_id])
         return schema.request_from_row(rows[0]) if rows else None
 
     def _human_request(self, request_id: str) -> HumanRequestRecord:
@@ -136,7 +133,7 @@ class HumanRequestsMixin:
 
     def pending_human_requests(self) -> list[HumanRequestRecord]:
         """Requests nobody has answered yet, oldest first."""
-        rows = self._rows(
+        rows = self._connection.rows(
             "SELECT * FROM human_requests WHERE status = 'pending' ORDER BY created, rowid"
         )
         return [schema.request_from_row(row) for row in rows]
@@ -147,7 +144,7 @@ class HumanRequestsMixin:
         A request wants answers, for agreement, until it has ``k`` of them,
         even once the first has settled it; an expired one wants none.
         """
-        rows = self._rows(
+        rows = self._connection.rows(
             "SELECT * FROM human_requests AS r WHERE r.status != 'expired'"
             " AND (SELECT count(*) FROM human_answers WHERE request_id = r.id) < r.k"
             " AND NOT EXISTS (SELECT 1 FROM human_answers"
@@ -159,7 +156,7 @@ class HumanRequestsMixin:
 
     def human_answers(self, request_id: str) -> list[HumanAnswerRecord]:
         """Every answer to a request, first one first."""
-        rows = self._rows(
+        rows = self._connection.rows(
             "SELECT * FROM human_answers WHERE request_id = ? ORDER BY id", [request_id]
         )
         return [HumanAnswerRecord.model_validate(row) for row in rows]

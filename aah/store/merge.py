@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aah.errors import AahError
+from aah.store.manifest import pinned_difference
 from aah.store.sessions import SessionStore
-
-# Manifest fields that must agree when two databases hold the same run.
-_PINNED = ("model", "aah", "human", "http", "unavailable", "step_limit", "registry_hash")
 
 
 @dataclass
@@ -100,13 +98,12 @@ def _merge_runs(conn: sqlite3.Connection) -> int:
             conn.execute("INSERT INTO main.runs SELECT * FROM src.runs WHERE name = ?", (name,))
             added += 1
             continue
-        ours, theirs = json.loads(row[0]), json.loads(manifest_text)
-        for key in _PINNED:
-            if key in ours and key in theirs and ours[key] != theirs[key]:
-                raise AahError(
-                    f"run {name!r} differs between the databases ({key}: "
-                    f"{ours[key]!r} vs {theirs[key]!r}): merge only shards of one run"
-                )
+        differs = pinned_difference(json.loads(row[0]), json.loads(manifest_text))
+        if differs is not None:
+            raise AahError(
+                f"run {name!r} differs between the databases ({differs.field}: "
+                f"{differs.ours!r} vs {differs.theirs!r}): merge only shards of one run"
+            )
     return added
 
 

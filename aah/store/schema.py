@@ -311,6 +311,16 @@ def grade_from_row(row: dict[str, Any]) -> GradeRecord:
     return GradeRecord.model_validate(decode_json_columns(row, "votes"))
 
 
+def require_session(db: Database, session_id: str) -> None:
+    """Check that the session ``session_id`` exists.
+
+    Raises:
+        KeyError: No such session.
+    """
+    if db.execute("SELECT 1 FROM sessions WHERE id = ?", [session_id]).fetchone() is None:
+        raise KeyError(f"no session {session_id!r}")
+
+
 # The columns every event has; the payload holds only the kind's own fields.
 EVENT_COLUMNS = frozenset({"session_id", "seq", "kind", "ts"})
 

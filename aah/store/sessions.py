@@ -6,17 +6,15 @@ reads them and writes answers. Hence WAL mode (readers never wait for the
 writer), a busy timeout, and write transactions that take SQLite's write
 lock up front (``BEGIN IMMEDIATE``) so that writers queue instead of failing.
 
-Each thread gets its own connection, because a sqlite3 connection must not
-be used by two threads at once. Within one process, writes to a file also
-take one Python lock: handing a lock between threads takes microseconds,
-while SQLite's busy handler polls with sleeps of a millisecond and more.
+The store is composed of parts that share one ``StoreConnection`` (a
+connection per thread, one write at a time): runs, sessions, events and
+grades are written here, human requests by ``HumanRequests``; scoring reads
+many sessions at once through ``SessionQueries`` (``queries()``).
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +24,9 @@ from typing import Any
 from aah.config import get_settings
 from aah.events import Event
 from aah.store import schema as schema
-from aah.store.humans import HumanRequestsMixin
+from aah.store.connection import StoreConnection
+from aah.store.humans import HumanRequests
+from aah.store.queries import SessionQueries
 from aah.store.schema import (
     REDACTED,
     GradeRecord,
@@ -39,7 +39,7 @@ from aah.store.schema import (
     scrub,
 )
 from aah.store.sqlite_db import Database
-from aah.store.writes import insert_events, write_lock, write_transaction
+from aah.store.writes import insert_events
 
 __all__ = [
     "REDACTED",
@@ -57,7 +57,7 @@ __all__ = [
 _now = schema.now_text
 
 
-class SessionStore(HumanRequestsMixin):
+class SessionStore:
     """Runs, sessions, their events, human requests and grades in one SQLite file.
 
     Safe to share across threads and asyncio tasks, and to use from several
@@ -75,16 +75,8 @@ class SessionStore(HumanRequestsMixin):
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else get_settings().db
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._open: weakref.WeakSet[Database] = weakref.WeakSet()
-        self._open_guard = threading.Lock()
-        self._lock = write_lock(self.path)
-        # Only a new file takes the write lock, so that readers never need it.
-        if schema.needs_schema(self._db(), self.path):
-            self._db().enable_wal()
-            with self._write() as db:
-                if schema.needs_schema(db, self.path):  # another process may have won
-                    schema.create_schema(db)
+        self._connection = StoreConnection(self.path)
+        self._humans = HumanRequests(self._connection)
 
     def __enter__(self) -> SessionStore:
         return self
@@ -99,31 +91,25 @@ class SessionStore(HumanRequestsMixin):
 
     def close(self) -> None:
         """Close the connections this store opened, in every thread."""
-        with self._open_guard:
-            for db in list(self._open):
-                db.close()
-            self._open.clear()
-        self._local = threading.local()
+        self._connection.close()
 
-    def _db(self) -> Database:
-        db: Database | None = getattr(self._local, "db", None)
-        if db is None:
-            db = schema.connect(self.path)
-            self._local.db = db
-            with self._open_guard:
-                self._open.add(db)
-        return db
+    def queries(self) -> SessionQueries:
+        """Read-only bulk queries over this file, on a connection of their own.
+
+        Use it as a context manager; it closes its connection on exit.
+        """
+        return SessionQueries(self.path)
 
     @contextmanager
     def _write(self) -> Iterator[Database]:
         """One write transaction of this thread's connection (``write_transaction``)."""
-        with write_transaction(self._db(), self._lock) as db:
+        with self._connection.write() as db:
             yield db
 
     def _rows(
         self, sql: str, params: list[Any] | dict[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        return list(self._db().query(sql, params))
+        return self._connection.rows(sql, params)
 
     # -- runs and sessions ------------------------------------------------
 
@@ -325,7 +311,7 @@ class SessionStore(HumanRequestsMixin):
     ) -> GradeRecord:
         """Record a grader's verdict on a session and every vote behind it."""
         with self._write() as db:
-            self._session(session_id)
+            schema.require_session(db, session_id)
             grade_id = db.execute(
                 "INSERT INTO grades (session_id, grader_model, prompt_version, votes, verdict,"
                 " flagged, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -342,3 +328,64 @@ class SessionStore(HumanRequestsMixin):
             "SELECT * FROM grades WHERE session_id = ? ORDER BY created, id", [session_id]
         )
         return [schema.grade_from_row(row) for row in rows]
+
+    # -- human requests (``HumanRequests``) ---------------------------------
+
+    def create_human_request(
+        self,
+        session_id: str,
+        question: str,
+        context: Mapping[str, Any] | None = None,
+        *,
+        k: int = 1,
+        request_id: str | None = None,
+    ) -> HumanRequestRecord:
+        """Put a question to people (``HumanRequests.create_human_request``).
+
+        Raises:
+            KeyError: No such session.
+        """
+        return self._humans.create_human_request(
+            session_id, question, context, k=k, request_id=request_id
+        )
+
+    def answer_human_request(
+        self,
+        request_id: str,
+        annotator: str,
+        answer: str,
+        declined: bool = False,
+        rating: int | None = None,
+        seconds: float | None = None,
+    ) -> bool:
+        """Store one annotator's answer (``HumanRequests.answer_human_request``).
+
+        Returns:
+            True when this answer settled the request.
+
+        Raises:
+            KeyError: No such request.
+        """
+        return self._humans.answer_human_request(
+            request_id, annotator, answer, declined, rating, seconds
+        )
+
+    def expire_human_request(self, request_id: str) -> bool:
+        """Give up waiting on a pending request; True if it was still pending."""
+        return self._humans.expire_human_request(request_id)
+
+    def get_human_request(self, request_id: str) -> HumanRequestRecord | None:
+        """The request with this id, if there is one."""
+        return self._humans.get_human_request(request_id)
+
+    def pending_human_requests(self) -> list[HumanRequestRecord]:
+        """Requests nobody has answered yet, oldest first."""
+        return self._humans.pending_human_requests()
+
+    def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
+        """Requests that still want ``annotator``'s answer (``HumanRequests.requests_for``)."""
+        return self._humans.requests_for(annotator)
+
+    def human_answers(self, request_id: str) -> list[HumanAnswerRecord]:
+        """Every answer to a request, first one first."""
+        return self._humans.human_answers(request_id)

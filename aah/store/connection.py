@@ -1,0 +1,76 @@
+"""The session database's connections: one per thread, and writes one at a time.
+
+Each thread gets its own connection, because a sqlite3 connection must not
+be used by two threads at once. Writes take SQLite's write lock up front
+(``write_transaction``) and, within one process, one Python lock per file.
+The store's parts (sessions, human requests) share one ``StoreConnection``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from aah.store import schema as schema
+from aah.store.sqlite_db import Database
+from aah.store.writes import write_lock, write_transaction
+
+
+class StoreConnection:
+    """Per-thread connections to one session database, and its write transactions.
+
+    Opening a file that has no tables yet creates them (WAL mode first).
+
+    Args:
+        path: The database file; its parent folder must exist.
+
+    Raises:
+        AahError: The file was written by a newer aah.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._open: weakref.WeakSet[Database] = weakref.WeakSet()
+        self._open_guard = threading.Lock()
+        self._lock = write_lock(path)
+        # Only a new file takes the write lock, so that readers never need it.
+        if schema.needs_schema(self.db(), path):
+            self.db().enable_wal()
+            with self.write() as db:
+                if schema.needs_schema(db, path):  # another process may have won
+                    schema.create_schema(db)
+
+    def db(self) -> Database:
+        """This thread's connection, opened on first use."""
+        db: Database | None = getattr(self._local, "db", None)
+        if db is None:
+            db = schema.connect(self.path)
+            self._local.db = db
+            with self._open_guard:
+                self._open.add(db)
+        return db
+
+    @contextmanager
+    def write(self) -> Iterator[Database]:
+        """One write transaction of this thread's connection (``write_transaction``)."""
+        with write_transaction(self.db(), self._lock) as db:
+            yield db
+
+    def rows(
+        self, sql: str, params: list[Any] | dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """The rows ``sql`` selects, as dicts by column name."""
+        return list(self.db().query(sql, params))
+
+    def close(self) -> None:
+        """Close the connections opened here, in every thread."""
+        with self._open_guard:
+            for db in list(self._open):
+                db.close()
+            self._open.clear()
+        self._local = threading.local()

@@ -1,0 +1,281 @@
+"""Read-only questions about many sessions at once, each answered by a few set-wide queries.
+
+Scoring reads thousands of sessions per report. Building one pydantic record
+per row, or one query per session, would cost more than a whole report may
+take; so these queries read only the columns and payload fields scoring
+uses, for a whole selection of sessions at once, into light typed rows
+(NamedTuples). Only this package knows where those fields live on disk.
+
+A selection is the sessions of the named ``runs`` (every session of any run
+when None), plus those outside any run (interactive ones) when
+``outside_runs``.
+
+Each ``SessionQueries`` reads through its own read-only connection, so
+reading never queues behind the store's writers (WAL), and each query reads
+one snapshot of the file, even where it takes several statements.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, NamedTuple
+
+from aah.events import AwarenessAnswer, CheckResult
+from aah.store.schema import SessionStatus, Verdict
+
+
+class SessionSummary(NamedTuple):
+    """One session as scoring counts it: its row, its event totals and its questions.
+
+    Attributes:
+        aah: Whether the agent could ask a human.
+        human_questions: Questions the agent put to people.
+        tool_calls: Tool calls made (ask_human included).
+        tokens: Prompt plus completion tokens of every model call.
+        agent_calls: Model calls made for the agent (awareness calls and
+            others not counted).
+        latency_ms: Wall time of every model call, summed.
+        human_seconds: Time people took to answer, summed.
+        questions: The texts of the questions put to people, in order.
+    """
+
+    id: str
+    run: str | None
+    task_id: str | None
+    setting: str | None
+    aah: bool
+    model: str | None
+    status: SessionStatus
+    query: str
+    final_answer: str | None
+    info_awareness: AwarenessAnswer | None
+    tool_awareness: AwarenessAnswer | None
+    human_questions: int
+    tool_calls: int
+    tokens: int
+    agent_calls: int
+    latency_ms: float
+    human_seconds: float
+    questions: tuple[str, ...]
+
+
+StepKind = Literal["model_call", "tool_call", "human_question"]
+
+
+class Step(NamedTuple):
+    """A model call, a tool call or a question to a person, with what scoring needs of it.
+
+    Fields that do not belong to the step's kind are None.
+
+    Attributes:
+        purpose: A model call's purpose (agent, awareness, human, grader).
+        n_tool_calls: How many tool calls a model call asked for.
+        text: A model call's text, only when it asked for no tool call.
+        tool: A tool call's tool.
+        status_code: A tool call's HTTP status, if a request was sent.
+        check: A tool call's check result (``ok`` or the pattern that stopped it).
+    """
+
+    session_id: str
+    seq: int
+    kind: StepKind
+    purpose: str | None
+    n_tool_calls: int | None
+    text: str | None
+    tool: str | None
+    status_code: int | None
+    check: CheckResult | None
+
+
+class GradeVerdict(NamedTuple):
+    """One stored grade: which session, who graded it (``human:<name>`` for people), the verdict."""
+
+    session_id: str
+    grader_model: str
+    verdict: Verdict
+
+
+class AnnotatorAnswer(NamedTuple):
+    """One annotator's answer to a human request.
+
+    Attributes:
+        rating: The annotator's 0/1 rating of the question, if asked for.
+    """
+
+    request_id: str
+    annotator: str
+    declined: bool
+    rating: int | None
+
+
+_SESSIONS_SQL = """
+SELECT s.id, s.run, s.task_id, s.setting, s.aah, s.model, s.status, s.query, s.final_answer,
+       s.info_awareness, s.tool_awareness, s.n_human_questions, s.n_tool_calls,
+       s.prompt_tokens + s.completion_tokens
+FROM sessions AS s WHERE {where} ORDER BY s.run, s.started, s.id
+"""
+_EVENT_TOTALS_SQL = """
+SELECT e.session_id,
+       sum(e.kind = 'model_call' AND json_extract(e.payload, '$.purpose') = 'agent'),
+       total(CASE WHEN e.kind = 'model_call' THEN json_extract(e.payload, '$.latency_ms') END),
+       total(CASE WHEN e.kind = 'human_answer' THEN json_extract(e.payload, '$.seconds') END)
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind IN ('model_call', 'human_answer') AND {where}
+GROUP BY e.session_id
+"""
+_QUESTIONS_SQL = """
+SELECT e.session_id, json_extract(e.payload, '$.question')
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind = 'human_question' AND {where} ORDER BY e.session_id, e.seq
+"""
+# Each json_extract parses the payload, so a row extracts only its kind's fields.
+_STEPS_SQL = """
+SELECT e.session_id, e.seq, e.kind,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.purpose') END,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.n_tool_calls') END,
+       CASE e.kind WHEN 'model_call' THEN
+           CASE WHEN json_extract(e.payload, '$.n_tool_calls') = 0
+                THEN json_extract(e.payload, '$.text') END END,
+       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.tool') END,
+       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.status_code') END,
+       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check') END
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind IN ('model_call', 'tool_call', 'human_question') AND {where}
+ORDER BY e.session_id, e.seq
+"""
+_TASK_IDS_SQL = "SELECT s.id, s.task_id FROM sessions AS s WHERE {where} AND s.task_id IS NOT NULL"
+_GRADES_SQL = """
+SELECT g.session_id, g.grader_model, g.verdict
+FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
+WHERE {where} ORDER BY g.created, g.id
+"""
+_ANSWERS_SQL = """
+SELECT a.request_id, a.annotator, a.declined, a.rating
+FROM human_answers AS a JOIN human_requests AS r ON r.id = a.request_id
+JOIN sessions AS s ON s.id = r.session_id
+WHERE {where} ORDER BY a.request_id, a.id
+"""
+
+
+def _selection(runs: Sequence[str] | None, outside_runs: bool) -> tuple[str, list[str]]:
+    """The WHERE clause over ``sessions AS s`` for a selection, and its parameters."""
+    if isinstance(runs, str):
+        raise TypeError("runs is a sequence of run names, not one name")
+    if runs is None:
+        return ("TRUE" if outside_runs else "s.run IS NOT NULL"), []
+    names = list(dict.fromkeys(runs))
+    named = f"s.run IN ({', '.join('?' * len(names))})" if names else "FALSE"
+    return (f"({named} OR s.run IS NULL)" if outside_runs else named), names
+
+
+class SessionQueries:
+    """Bulk, read-only queries over one session database (see the module docstring).
+
+    Get one from ``SessionStore.queries()`` and use it as a context manager.
+
+    Args:
+        path: The database file, which must exist.
+    """
+
+    def __init__(self, path: Path) -> None:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        # Transactions are begun explicitly, so that one query's parts share a snapshot.
+        self._conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+
+    def __enter__(self) -> SessionQueries:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the read-only connection."""
+        self._conn.close()
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._conn.execute("COMMIT")
+
+    def _select(self, sql: str, runs: Sequence[str] | None, outside_runs: bool) -> sqlite3.Cursor:
+        where, params = _selection(runs, outside_runs)
+        return self._conn.execute(sql.format(where=where), params)
+
+    def session_summaries(
+        self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
+    ) -> list[SessionSummary]:
+        """Every selected session with its event totals and questions, by run, then start."""
+        with self._snapshot():
+            rows = self._select(_SESSIONS_SQL, runs, outside_runs).fetchall()
+            totals: dict[str, tuple[Any, ...]] = {
+                row[0]: row[1:] for row in self._select(_EVENT_TOTALS_SQL, runs, outside_runs)
+            }
+            questions: dict[str, list[str]] = {}
+            for session_id, text in self._select(_QUESTIONS_SQL, runs, outside_runs):
+                questions.setdefault(session_id, []).append(text or "")
+        no_events = (0, 0.0, 0.0)
+        summaries: list[SessionSummary] = []
+        for session_id, run, task_id, setting, aah, *columns in rows:
+            model, status, query, final_answer, info, tool, asked, tool_calls, tokens = columns
+            agent_calls, latency_ms, human_seconds = totals.get(session_id, no_events)
+            summaries.append(
+                SessionSummary(
+                    id=session_id,
+                    run=run,
+                    task_id=task_id,
+                    setting=setting,
+                    aah=bool(aah),
+                    model=model,
+                    status=status,
+                    query=query,
+                    final_answer=final_answer,
+                    info_awareness=info,
+                    tool_awareness=tool,
+                    human_questions=asked,
+                    tool_calls=tool_calls,
+                    tokens=tokens,
+                    agent_calls=int(agent_calls or 0),
+                    latency_ms=float(latency_ms or 0.0),
+                    human_seconds=float(human_seconds or 0.0),
+                    questions=tuple(questions.get(session_id, ())),
+                )
+            )
+        return summaries
+
+    def steps(self, runs: Sequence[str] | None = None, *, outside_runs: bool = False) -> list[Step]:
+        """Every model call, tool call and question of the selected sessions, by session and seq."""
+        return list(map(Step._make, self._select(_STEPS_SQL, runs, outside_runs)))
+
+    def task_ids(
+        self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
+    ) -> dict[str, str]:
+        """Each selected session's task id, by session id, for the sessions that have one."""
+        return dict(self._select(_TASK_IDS_SQL, runs, outside_runs).fetchall())
+
+    def grade_verdicts(
+        self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
+    ) -> list[GradeVerdict]:
+        """Every grade of the selected sessions, people's labels included, oldest first."""
+        return list(map(GradeVerdict._make, self._select(_GRADES_SQL, runs, outside_runs)))
+
+    def annotator_answers(
+        self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
+    ) -> list[AnnotatorAnswer]:
+        """Every answer to the selected sessions' human requests, by request, first one first."""
+        rows = self._select(_ANSWERS_SQL, runs, outside_runs).fetchall()
+        return [
+            AnnotatorAnswer(request_id, annotator, bool(declined), rating)
+            for request_id, annotator, declined, rating in rows
+        ]
