@@ -1,5 +1,6 @@
 """The command line, run as a user runs it: a subprocess, the fake model, no network."""
 
+import io
 import json
 import os
 import subprocess
@@ -142,3 +143,94 @@ def test_demo_runs_offline_without_a_key(registry: Path, tmp_path: Path) -> None
     statuses = {s.query[:20]: s.status for s in SessionStore(db).list_sessions()}
     assert sorted(statuses.values()) == ["finished", "finished", "finished", "skipped"]
     assert "agent asks" in result.stdout and "✗ Ronswanson__get_quote" in result.stdout
+
+
+# A corpus of wrong invocations: each must give one `error:` line naming what
+# was wrong and the --help to read, with exit status 2 and no boxed panel.
+USAGE_ERRORS = [
+    (("bench", "run", "--foo"), "no such option: --foo; see `python -m aah bench run --help`"),
+    (("bench", "run", "--run", "r", "--limit", "x"), "invalid value for '--limit'"),
+    (("grade",), "missing option '--run'; see `python -m aah grade --help`"),
+    (("tools", "show"), "missing argument 'name'"),
+    (("nosuch",), "no such command 'nosuch'; see `python -m aah --help`"),
+    (("sessions", "list", "--db", "a.db", "extra"), "unexpected extra argument"),
+    (("web", "--port", "0"), "invalid value for '--port'"),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), USAGE_ERRORS)
+def test_usage_errors_are_one_line_that_says_where_help_is(
+    args: tuple[str, ...], expected: str
+) -> None:
+    result = aah(*args, env={"COLUMNS": "40"})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert expected in result.stderr
+    assert "╭" not in result.stderr and result.stdout == ""
+
+
+def test_errors_and_notes_stay_one_line_in_a_narrow_terminal(
+    registry: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    narrow = {"COLUMNS": "40"}
+    unknown = aah(
+        "tools",
+        "show",
+        "openmeteo__get_weather_forcast",
+        env={**narrow, "AAH_REGISTRY": str(registry)},
+    )
+    no_data = aah(
+        "tools",
+        "search",
+        "x",
+        env={**narrow, "AAH_REGISTRY": str(tmp_path / "no.db"), "AAH_DATA_DIR": str(tmp_path)},
+    )
+    no_model = aah("run", "Hi", "--db", str(tmp_path / "a.db"), env=narrow)
+    for result in (unknown, no_data, no_model):
+        assert result.returncode == 2
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+        assert len(result.stderr) > 40, "the message must be long enough to have wrapped"
+    shown = aah(
+        "bench",
+        "data",
+        "--data",
+        str(shared_data),
+        "--show",
+        "underspecified-12",
+        "--json",
+        env={**narrow, "AAH_REGISTRY": str(tmp_path / "absent.db")},
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.count("\n") == 1 and "endpoint names not checked" in shown.stderr
+
+
+# Messages that rich would fold, read as markup, or that span lines.
+ONE_LINE_MESSAGES = [
+    ("x" * 150, "x" * 150),
+    ("no tool registry at /a/very/long/path/" + "d" * 60 + "/registry.db", "d" * 60),
+    ("a [bold]tag[/bold] and [link=x]", "a [bold]tag[/bold] and [link=x]"),
+    ("first line\nsecond line", "first line second line"),
+    ("ünïcödé — ✓ 日本語 " * 5, "日本語 ünïcödé"),
+]
+
+
+@pytest.mark.parametrize(("message", "expected"), ONE_LINE_MESSAGES)
+@pytest.mark.parametrize("label", ["error", "warning", None])
+def test_messages_print_as_one_unfolded_line(
+    message: str, expected: str, label: str | None
+) -> None:
+    from rich.console import Console
+
+    from aah.cli.output import print_error, print_line, print_warning
+
+    out = io.StringIO()
+    narrow = Console(file=out, width=40, color_system=None)
+    if label == "error":
+        print_error(message, to=narrow)
+    elif label == "warning":
+        print_warning(message, to=narrow)
+    else:
+        print_line(message, to=narrow)
+    text = out.getvalue()
+    assert text.count("\n") == 1 and text.startswith(f"{label}: " if label else message[:5])
+    assert expected in text

@@ -5,7 +5,10 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.markup import escape
+
+# Typer vendors its own click (pinned below 0.30 in pyproject); its usage
+# errors are these classes, not the ones of a separately installed click.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from aah import __version__
 from aah.cli import bench, data, db, importing, sessions, tools
@@ -14,7 +17,7 @@ from aah.cli.classify import classify
 from aah.cli.demo import demo
 from aah.cli.fake_llm import fake_llm
 from aah.cli.grade import grade
-from aah.cli.output import err_console
+from aah.cli.output import print_error
 from aah.cli.report import report
 from aah.cli.run import run
 from aah.cli.tui import tui
@@ -67,10 +70,29 @@ def root(
 def main() -> None:
     """Entry point: run the app; a user-fixable error is one line, exit status 2."""
     try:
-        app()
+        # Not standalone: usage errors come back here instead of being drawn
+        # as a boxed panel; --help and typer.Exit come back as an exit status.
+        status = app(standalone_mode=False)
     except AahError as exc:
-        # soft_wrap: the error stays one line whatever the terminal's width.
-        err_console.print(
-            f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True
-        )
+        print_error(str(exc))
         sys.exit(2)
+    except UsageError as exc:
+        if isinstance(exc, NoArgsIsHelpError):
+            sys.exit(exc.exit_code)  # the help is already printed
+        print_error(usage_error_message(exc))
+        sys.exit(exc.exit_code)
+    except ClickException as exc:
+        print_error(exc.format_message())
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print_error("aborted")
+        sys.exit(1)
+    sys.exit(status if isinstance(status, int) else 0)
+
+
+def usage_error_message(exc: UsageError) -> str:
+    """A usage error as one line: what was wrong, then where to read the usage."""
+    what = exc.format_message().strip().rstrip(".")
+    what = what[:1].lower() + what[1:]
+    command = exc.ctx.command_path if exc.ctx is not None else "aah"
+    return f"{what}; see `{command} --help`"

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
-from rich.markup import escape
 
 from aah.benchmark.settings import SETTINGS
-from aah.cli.output import console, err_console, print_json, table
+from aah.cli.output import console, err_console, print_json, print_line, table
 from aah.config import get_settings
 from aah.errors import AahError
 
@@ -84,7 +83,7 @@ def _registry_or_note(*, quiet_stdout: bool) -> Registry | None:
     if path.is_file():
         return Registry(path)
     note = f"no tool registry at {path}: endpoint names not checked (run `aah tools build`)"
-    (err_console if quiet_stdout else console).print(escape(note), highlight=False)
+    print_line(note, to=err_console if quiet_stdout else console)
     return None
 
 

@@ -18,7 +18,7 @@ from rich.progress import (
 )
 
 from aah.benchmark.settings import SETTINGS
-from aah.cli.output import console, table
+from aah.cli.output import console, print_error, print_line, table
 from aah.cli.tools import open_registry
 from aah.config import get_settings
 from aah.errors import AahError
@@ -198,14 +198,14 @@ def _print_summary(run: str, summary: RunSummary, db: Path) -> None:
     ]
     console.print(table(f"Run {run}", ["", "count"], rows))
     for message in summary.error_messages[:5]:
-        console.print(f"[red]error:[/] {message}", highlight=False)
+        print_error(message, to=console)
     console.print(
         f"[dim]stored in {db}; next: `aah grade --run {run}` then `aah report --run {run}`[/]",
         highlight=False,
     )
     if summary.errors:
-        console.print(
-            f"[yellow]{summary.errors} task(s) failed; run the same command again to "
-            "retry them (finished tasks are kept).[/]",
-            highlight=False,
+        print_line(
+            f"{summary.errors} task(s) failed; run the same command again to "
+            "retry them (finished tasks are kept).",
+            style="yellow",
         )

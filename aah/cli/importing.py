@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from aah.cli.output import console, err_console, print_json
+from aah.cli.output import console, err_console, print_json, print_warning
 from aah.config import get_settings
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def failtalms_outputs(
     with SessionStore(db or get_settings().db) as store, _progress_bar(not as_json) as progress:
         summary = import_failtalms_outputs(folder, store, progress)
     for warning in summary.warnings:
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        print_warning(warning)
     if as_json:
         print_json(
             {

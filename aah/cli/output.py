@@ -1,4 +1,4 @@
-"""Shared output helpers for the commands: one console, JSON, tables."""
+"""Shared output helpers for the commands: one console, one-line messages, JSON, tables."""
 
 from __future__ import annotations
 
@@ -7,9 +7,43 @@ from collections.abc import Iterable, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def print_line(text: str, *, to: Console | None = None, style: str = "") -> None:
+    """Print ``text`` as one line that the terminal's width never wraps.
+
+    The text is shown as written (never read as markup); line breaks inside
+    it become spaces, so a script can read one message per line.
+    """
+    _print_one_line(Text(_one_line(text), style=style), to or console)
+
+
+def print_error(message: str, *, to: Console | None = None) -> None:
+    """Print ``error: <message>`` as one line, to stderr unless told otherwise."""
+    _print_labelled("error:", "bold red", message, to or err_console)
+
+
+def print_warning(message: str, *, to: Console | None = None) -> None:
+    """Print ``warning: <message>`` as one line, to stderr unless told otherwise."""
+    _print_labelled("warning:", "yellow", message, to or err_console)
+
+
+def _print_labelled(label: str, style: str, message: str, to: Console) -> None:
+    _print_one_line(Text.assemble((label, style), " ", _one_line(message)), to)
+
+
+def _print_one_line(text: Text, to: Console) -> None:
+    # soft_wrap leaves long lines to the terminal, which a pipe or a test
+    # capture never folds: a phrase a script searches for stays whole.
+    to.print(text, soft_wrap=True, highlight=False)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.splitlines())
 
 
 def print_json(data: object) -> None:

@@ -80,4 +80,6 @@ class TracePrinter:
         """Print one event."""
         line = render_event(event)
         if line is not None:
-            self.console.print(line, highlight=False)
+            # An error stays one line (see aah.cli.output); other steps may fold.
+            soft_wrap = isinstance(event, ErrorEvent)
+            self.console.print(line, highlight=False, soft_wrap=soft_wrap)

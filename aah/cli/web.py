@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console
+from aah.cli.output import console, print_warning
 from aah.config import get_settings
 from aah.errors import AahError
 
@@ -52,10 +52,9 @@ def web(
     module = _web_module()
     app = module.build_app(db or get_settings().db)
     if host not in LOCAL_HOSTS and not os.environ.get(TOKEN_ENV):
-        console.print(
-            f"[yellow]warning:[/] serving on {host} without {TOKEN_ENV}: anyone who can "
-            f"reach it may answer; set {TOKEN_ENV} to require a token",
-            highlight=False,
+        print_warning(
+            f"serving on {host} without {TOKEN_ENV}: anyone who can "
+            f"reach it may answer; set {TOKEN_ENV} to require a token"
         )
     console.print(f"aah web on http://{host}:{port} (Ctrl-C stops it)", highlight=False)
     try:
