@@ -1,11 +1,13 @@
 # Two entry points: `make demo` (the main job, offline, no API key) and
 # `make test` (the whole suite). Both create .venv and install what they need.
+# `make screenshots` refreshes the README's images in docs/screenshots (tests
+# never write there).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,12 +21,15 @@ demo: $(STAMP)
 	$(BIN)/aah demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check aah tests perf
-	$(BIN)/ruff format --check aah tests perf
+	$(BIN)/ruff check aah tests perf scripts
+	$(BIN)/ruff format --check aah tests perf scripts
 	$(BIN)/mypy
 
 test: lint
 	$(BIN)/pytest -q
+
+screenshots: $(STAMP)
+	$(BIN)/python scripts/screenshots.py
 
 clean:
 	rm -rf $(VENV) tool_registry/registry.db

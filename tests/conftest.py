@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 # The read-only data copy beside the checkout (../shared/datasets).
 SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+# `make screenshots` names docs/screenshots here; a plain test run never writes there.
+SCREENSHOTS_ENV = "AAH_SCREENSHOTS_DIR"
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +19,12 @@ def shared_data() -> Path:
     if not SHARED_DATASETS.is_dir():
         pytest.skip(f"shared data folder {SHARED_DATASETS} is absent")
     return SHARED_DATASETS
+
+
+@pytest.fixture
+def screenshots_dir(tmp_path: Path) -> Path:
+    """Where a test saves its screenshots: a temporary folder unless $AAH_SCREENSHOTS_DIR is set."""
+    named = os.environ.get(SCREENSHOTS_ENV)
+    folder = Path(named) if named else tmp_path / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -35,7 +35,6 @@ from aah.ui.tui.tasks import generic_script, placeholder_arguments
 from aah.ui.tui.widgets import EntryView, Timeline
 
 SIZE = (120, 40)
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -246,14 +245,13 @@ async def test_free_text_finds_tools_and_runs_without_aah(app: AahApp) -> None:
 
 
 async def test_main_screen_snapshot_for_the_readme(
-    registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    registry: Registry, tmp_path: Path, screenshots_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     monkeypatch.chdir(tmp_path)  # the header shows the default, relative database path
     app = AahApp(registry, Path("sessions/aah.db"))
 
     def snapshot(name: str) -> Path:
-        return Path(app.save_screenshot(filename=name, path=str(SCREENSHOTS)))
+        return Path(app.save_screenshot(filename=name, path=str(screenshots_dir)))
 
     shots: list[Path] = []
     async with app.run_test(size=SIZE) as pilot:

@@ -3,7 +3,7 @@
 A runner process asks through the queue; the page, opened in chromium, signs
 in, opens the question, answers it, and the session resumes and finishes.
 Every request the page makes must stay on 127.0.0.1: the app is offline.
-Screenshots for the README go to ``docs/screenshots/``.
+Screenshots for the README are saved where ``screenshots_dir`` says (``make screenshots``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from aah.store.sessions import HumanRequestRecord, SessionStore  # noqa: E402
 from aah.testing.fake_llm import FakeLLMServer  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -80,9 +79,10 @@ def _open_first_question(page: Page) -> None:
     expect(page.locator("#answer-question textarea")).to_have_value(AGENT_QUESTION)
 
 
-def test_a_question_from_a_runner_is_answered_in_the_browser(tmp_path: Path) -> None:
+def test_a_question_from_a_runner_is_answered_in_the_browser(
+    tmp_path: Path, screenshots_dir: Path
+) -> None:
     db = tmp_path / "s.db"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     left_loopback: list[str] = []
     with FakeLLMServer(weather_script()) as llm, serve_app(db) as url:
         runner = start_runner(db, llm.base_url)
@@ -107,7 +107,7 @@ def test_a_question_from_a_runner_is_answered_in_the_browser(tmp_path: Path) -> 
                 _sign_in(page, "alice")
                 expect(page.locator("#queue-summary")).to_contain_text("1 question waits")
                 expect(page.locator("#queue-table")).to_contain_text(AGENT_QUESTION)
-                page.screenshot(path=str(SCREENSHOTS / "web-queue.png"), full_page=True)
+                page.screenshot(path=str(screenshots_dir / "web-queue.png"), full_page=True)
 
                 _open_first_question(page)
                 expect(page.get_by_label("You are this user: your full request")).to_have_value(
@@ -117,7 +117,7 @@ def test_a_question_from_a_runner_is_answered_in_the_browser(tmp_path: Path) -> 
                 assert page.locator("b", has_text="city").count() == 0
                 page.locator("#answer-text textarea").fill("Porto, in Portugal.")
                 page.get_by_label("Yes: a fair question to ask").check()
-                page.screenshot(path=str(SCREENSHOTS / "web-answer.png"), full_page=True)
+                page.screenshot(path=str(screenshots_dir / "web-answer.png"), full_page=True)
 
                 page.locator("#answer-send").click()
                 expect(page.locator("#answer-status")).to_contain_text("the agent goes on")
@@ -134,3 +134,5 @@ def test_a_question_from_a_runner_is_answered_in_the_browser(tmp_path: Path) -> 
     assert stored is not None and stored.answered_by == "alice"
     assert stored.answer == "Porto, in Portugal."
     assert left_loopback == []
+    for name in ("web-queue.png", "web-answer.png"):
+        assert (screenshots_dir / name).stat().st_size > 10_000
