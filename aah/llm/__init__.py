@@ -14,10 +14,9 @@ if TYPE_CHECKING:
         model_config,
         model_error,
         raw_client,
-        recover_text_tool_calls,
     )
     from aah.llm.reasoning import Reasoned, split_reasoning
-    from aah.llm.text_calls import parse_text_tool_calls
+    from aah.llm.text_calls import parse_text_tool_calls, recover_text_tool_calls
 
 __all__ = [
     "Reasoned",
@@ -42,7 +41,7 @@ _WHERE = {
     "model_error": "aah.llm.config",
     "parse_text_tool_calls": "aah.llm.text_calls",
     "raw_client": "aah.llm.config",
-    "recover_text_tool_calls": "aah.llm.config",
+    "recover_text_tool_calls": "aah.llm.text_calls",
 }
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

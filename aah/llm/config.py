@@ -10,18 +10,14 @@ agent's (``AAH_BASE_URL``, ``AAH_MODEL``, ``AAH_API_KEY``, then
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Collection
 from typing import Any, Literal
 
 import openai
-from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, SecretStr
 
 from aah.config import Settings, get_settings
 from aah.errors import AahError
-from aah.llm.text_calls import parse_text_tool_calls
 
 Role = Literal["agent", "human", "grader"]
 
@@ -145,38 +141,3 @@ def model_error(exc: BaseException, config: ModelConfig) -> AahError | None:
             f"{config.retries} retries: try again later"
         )
     return None
-
-
-def recover_text_tool_calls(message: AIMessage, tool_names: Collection[str]) -> AIMessage:
-    """Move tool calls written as text into ``tool_calls``; mark broken attempts.
-
-    A broken attempt becomes an ``invalid_tool_calls`` entry (never a final
-    answer), which the runtime answers with corrective feedback.
-    """
-    if message.tool_calls or message.invalid_tool_calls or not isinstance(message.content, str):
-        return message
-    parsed = parse_text_tool_calls(message.content, tool_names)
-    if not parsed.attempted:
-        return message
-    update: dict[str, Any] = {"content": ""}
-    if parsed.calls:
-        update["tool_calls"] = [
-            {
-                "name": c.name,
-                "args": c.arguments,
-                "id": f"text_{uuid.uuid4().hex[:12]}",
-                "type": "tool_call",
-            }
-            for c in parsed.calls
-        ]
-    else:
-        update["invalid_tool_calls"] = [
-            {
-                "name": None,
-                "args": message.content,
-                "id": f"text_{uuid.uuid4().hex[:12]}",
-                "error": parsed.invalid,
-                "type": "invalid_tool_call",
-            }
-        ]
-    return message.model_copy(update=update)

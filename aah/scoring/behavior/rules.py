@@ -4,19 +4,14 @@ Intent comes before format. The rules are tried in this order, and the first
 that fires names the class (its name is the ``rule`` of the result):
 
 1. **Tool call** (``tool_call``): native calls (``native_call``); or text
-   that tries to call a tool in any shape, well formed or not: a call the
-   shared text-call parser reads (``text_call``) or sees broken
-   (``malformed_call``), a call tag such as ``<function=...>`` or
-   ``[TOOL_CALLS]`` (``call_tag``), a ReAct ``Action:`` block
-   (``react_action``), JSON-like name and arguments keys anywhere
-   (``name_arguments_pair``), ``name(...)`` syntax naming an offered tool, or
-   a whole reply that is one ``f(key=value)`` call (``call_syntax``).
-   Fenced code is code the user asked for and is not a call, unless the block
-   is a call to an offered tool or the reply is nothing but the block
-   (``fenced_call``). A bare JSON object with a ``name`` but no arguments
-   that names no offered tool is a record, not a call. A call whose every
-   target is ``ask_human`` asks the user, so it is a follow-up question
-   (``ask_human_call``).
+   that tries to call a tool, in any format a model family writes, well
+   formed or not: the decision is ``parse_text_tool_calls``, the same one the
+   runtime uses to recover calls from text, so a reply the runtime runs as a
+   call (``text_call``) or answers with feedback as a broken call
+   (``malformed_call``) is a tool call here, and a reply it takes as the
+   answer is not. Code the user asked for, in a fenced block among prose,
+   is not a call. A call whose every target is ``ask_human`` asks the user,
+   so it is a follow-up question (``ask_human_call``).
 2. **Follow-up question** (``request_for_info``): a question that addresses
    the user ("Could you…?"), asks "Which…?", or that no statement follows
    (``question``), or a request such as "please provide the date" or "once
@@ -41,12 +36,11 @@ limit.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection, Sequence
 from typing import Literal, NamedTuple
 
-from aah.llm import parse_text_tool_calls
+from aah.llm import parse_text_tool_calls, split_reasoning
 from aah.tools.builtin import ASK_HUMAN
 
 BehaviorClass = Literal["tool_call", "request_for_info", "cannot_answer", "direct"]
@@ -68,17 +62,6 @@ class Classification(NamedTuple):
 
 _I = re.IGNORECASE
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
-_CALL_TAG = re.compile(
-    r"</?(?:tool_call|tool_calls|function_call|tool_use|invoke)\b|<function=|"
-    r"<\|(?:python_tag|tool_call|plugin)\|>|\[TOOL_CALLS\]",
-    _I,
-)
-_NAME_KEY = r"[\"'](?:name|function|tool|tool_name)[\"']\s*:\s*[\"'][^\"']+[\"']"
-_ARGS_KEY = r"[\"'](?:arguments|parameters|args|input)[\"']\s*:"
-_NAME_ARGUMENTS = re.compile(rf"{_NAME_KEY}\s*,\s*{_ARGS_KEY}|{_ARGS_KEY}.*?{_NAME_KEY}", re.DOTALL)
-_HAS_ARGS_KEY = re.compile(_ARGS_KEY)
-_KWARGS_CALL = re.compile(r"^[A-Za-z_][\w.]*\(\s*\w+\s*=.*\)\s*;?$", re.DOTALL)
-_REACT = re.compile(r"^\s*Action\s*:\s*\S+.*?^\s*Action Input\s*:", _I | re.DOTALL | re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+|\n+")
 
 _WHICH = re.compile(r"(?:\w+[,!]\s*)?which\b", _I)
@@ -160,12 +143,11 @@ def classify_reply(
     """
     if tool_calls > 0:
         return Classification("tool_call", "native_call")
-    text = text.replace("\u2019", "'")
-    prose = _FENCE.sub("\n", text)
-    blocks = [block.strip() for block in _FENCE.findall(text)]
-    attempt = _call_attempt(prose, blocks, tool_names)
+    text = split_reasoning(text).answer.replace("\u2019", "'")
+    attempt = _call_attempt(text, tool_names)
     if attempt is not None:
         return attempt
+    prose = _FENCE.sub("\n", text)
     sentences = _sentences(prose)
     asks = _asks_for_information(sentences)
     refuses = any(_REFUSAL.search(sentence) for sentence in sentences)
@@ -180,30 +162,13 @@ def classify_reply(
     return Classification("direct", "plain_answer" if text.strip() else "empty_reply")
 
 
-def _call_attempt(
-    prose: str, blocks: Sequence[str], tool_names: Collection[str]
-) -> Classification | None:
-    """The tool-call rule that fires on the reply, if any."""
-    only_code = not prose.strip()
-    found = _parsed_call(prose, tool_names, only_offered=False)
-    if found is not None:
-        return _call_class("text_call" if found else "malformed_call", found)
-    for block in blocks:
-        found = _parsed_call(block, tool_names, only_offered=not only_code)
-        if found is not None:
-            return _call_class("fenced_call" if found else "malformed_call", found)
-    if only_code and any(_KWARGS_CALL.match(block) for block in blocks):
-        return _call_class("call_syntax", ())
-    for rule, pattern in (("call_tag", _CALL_TAG), ("react_action", _REACT)):
-        if pattern.search(prose):
-            return _call_class(rule, ())
-    if _NAME_ARGUMENTS.search(prose):
-        return _call_class("name_arguments_pair", _named_in(prose, tool_names))
-    named = _offered_calls(prose, tool_names)
-    if named:
-        return _call_class("call_syntax", named)
-    if _KWARGS_CALL.match(prose.strip()):
-        return _call_class("call_syntax", ())
+def _call_attempt(text: str, tool_names: Collection[str]) -> Classification | None:
+    """The tool-call rule that fires on the reply, if any: the runtime's own reading."""
+    parsed = parse_text_tool_calls(text, tool_names)
+    if parsed.calls:
+        return _call_class("text_call", [call.name for call in parsed.calls])
+    if parsed.invalid is not None:
+        return _call_class("malformed_call", ())
     return None
 
 
@@ -222,54 +187,10 @@ def _announces_call(sentences: Sequence[str], tool_names: Collection[str]) -> bo
     return intent is not None and any(name in last for name in tool_names if name != ASK_HUMAN)
 
 
-def _parsed_call(
-    text: str, tool_names: Collection[str], only_offered: bool
-) -> tuple[str, ...] | None:
-    """The names called when the shared text-call parser sees an attempt, else None.
-
-    An empty tuple is a malformed attempt. A JSON object that merely has a
-    ``name`` key (a record the user asked for) is not a call unless it also
-    has arguments or names an offered tool; with ``only_offered`` (a code
-    block among prose) only calls to offered tools count.
-    """
-    parsed = parse_text_tool_calls(text, tool_names)
-    if parsed.invalid is not None:
-        return None if only_offered else ()
-    names = tuple(call.name for call in parsed.calls)
-    offered = bool(names) and all(name in tool_names for name in names)
-    if not names or (only_offered and not offered):
-        return None
-    if not offered and not _HAS_ARGS_KEY.search(text) and _is_json(text):
-        return None
-    return names
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return True
-
-
 def _call_class(rule: str, names: Collection[str]) -> Classification:
     if names and all(name == ASK_HUMAN for name in names):
         return Classification("request_for_info", "ask_human_call")
     return Classification("tool_call", rule)
-
-
-def _offered_calls(prose: str, tool_names: Collection[str]) -> tuple[str, ...]:
-    """Offered tools written as calls with arguments: ``name(x=1)``, ``name("a")``, ``name()``."""
-    return tuple(
-        name
-        for name in tool_names
-        if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(\s*(?:\w+\s*=|[\"'{{\[\d]|\))", prose)
-    )
-
-
-def _named_in(prose: str, tool_names: Collection[str]) -> tuple[str, ...]:
-    found = re.findall(r"[\"'](?:name|function|tool|tool_name)[\"']\s*:\s*[\"']([^\"']+)", prose)
-    return tuple(found) if found and all(name in tool_names for name in found) else ()
 
 
 def _sentences(prose: str) -> list[str]:
