@@ -255,7 +255,9 @@ def test_mini_folder_repairs_and_rejections() -> None:
     assert _param(submit, "ratio").default == 0.5
     reasons = {(r.source.file, r.name): r.reason for r in result.rejections}
     assert reasons == {
-        ("tools/Demo/broken.json", ""): "not a tool description (unreadable JSON or no api_list)",
+        ("tools/Demo/broken.json", ""): (
+            "not valid JSON (Expecting value: line 2 column 1 (char 38))"
+        ),
         (
             "tools/Demo/demo.json",
             "ftp_only",

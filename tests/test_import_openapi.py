@@ -254,3 +254,28 @@ def test_ref_helpers() -> None:
         deref(loop, loop["x"])
     deep = {"type": "object", "properties": {"p": {"type": "object", "properties": {}}}}
     assert inline({}, deep, max_depth=1) == {"type": "object", "properties": {}}
+
+
+def test_host_and_hop_by_hop_headers_are_left_out_with_a_note() -> None:
+    result = import_openapi_file(
+        Path(__file__).parent / "fixtures" / "bad_specs" / "good" / "openapi" / "good__1.yaml"
+    )
+    (spec,) = result.endpoints
+    assert [(p.name, p.location) for p in spec.parameters] == [
+        ("id", ParamLocation.PATH),
+        ("X-Trace", ParamLocation.HEADER),
+    ]
+    note = "left out: the host and connection headers are the HTTP layer's"
+    assert f"header 'Host' {note}" in spec.repairs
+    assert f"header 'Transfer-Encoding' {note}" in spec.repairs
+
+
+def test_odd_media_type_keys_are_read_as_text() -> None:
+    spec_file = "bad_specs/good/openapi/media_type_not_text__1.yaml"
+    result = import_openapi_file(Path(__file__).parent / "fixtures" / spec_file)
+    (spec,) = result.endpoints
+    assert (spec.response.kind, spec.response.media_type, spec.response.content) == (
+        "example",
+        "1",
+        1,
+    )

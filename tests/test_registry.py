@@ -166,3 +166,72 @@ def test_form_encoded_endpoints_are_marked(registry: Registry) -> None:
     assert registry.get("urlhaus__query_url_info").body_encoding == "form"
     assert registry.get("wikimedia_org__post_media_math_check_type").body_encoding == "form"
     assert registry.get("postcodes__bulk_lookup_postcodes").body_encoding == "json"
+
+
+def _clash_data(root: Path) -> Path:
+    spec = (
+        "openapi: 3.0.0\ninfo: {title: t, version: '1'}\n"
+        "servers: [{url: 'https://%s.example.org'}]\n"
+        "paths:\n  /thing: {get: {operationId: get_thing}}\n  /other: {get: {operationId: other}}\n"
+    )
+    tools = root / "fail-talms" / "tools" / "Demo"
+    tools.mkdir(parents=True)
+    (tools / "clash.json").write_text(
+        json.dumps(
+            {
+                "tool_name": "clash",
+                "api_list": [{"name": "get_thing", "url": "https://clash.example.org/thing"}],
+            }
+        )
+    )
+    (root / "openapi").mkdir()
+    (root / "openapi" / "clash__1.yaml").write_text(spec % "one")
+    (root / "openapi" / "clash__2.yaml").write_text(spec % "two")
+    return root
+
+
+def test_name_clashes_are_rejected_per_endpoint_not_for_the_build(tmp_path: Path) -> None:
+    report = build_registry(_clash_data(tmp_path / "data"), tmp_path / "r.db")
+    registry = Registry(report.path)
+    # Fail-TaLMs names (the ones benchmark tasks call) win; the first
+    # OpenAPI file keeps the names no one held before it.
+    assert registry.get("clash__get_thing").source.kind == "fail-talms"
+    assert registry.get("clash__other").source.file == "clash__1.yaml"
+    reasons = {(r.source.file, r.name): r.reason for r in report.rejections}
+    assert reasons == {
+        ("clash__1.yaml", "get_thing"): (
+            "name 'clash__get_thing' is already the fail-talms endpoint from "
+            "tools/Demo/clash.json: left out (rename the tool or the operation)"
+        ),
+        ("clash__2.yaml", "get_thing"): (
+            "name 'clash__get_thing' is already the fail-talms endpoint from "
+            "tools/Demo/clash.json: left out (rename the tool or the operation)"
+        ),
+        ("clash__2.yaml", "other"): (
+            "name 'clash__other' is already the openapi endpoint from "
+            "clash__1.yaml: left out (rename the tool or the operation)"
+        ),
+    }
+    assert report.endpoints == 2
+
+
+def test_cli_prints_one_whole_line_per_rejection(shared_data: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from aah.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        ["tools", "build", "--data", str(shared_data), "--max-spec-mb", "0.05"],
+        env={"AAH_REGISTRY": str(tmp_path / "r.db"), "COLUMNS": "60"},
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert (
+        "  openapi:parliament.uk_members__v1.yaml: is 80,391 bytes, over the 50,000-byte cap "
+        "on a spec file (raise it with `aah tools build --max-spec-mb`)"
+    ) in lines
+    assert (
+        "  fail-talms:tools/HumanInteract/humaninteract.json interact_with_human: the paper's "
+        "ask-the-human tool, not an HTTP endpoint: aah's built-in ask_human replaces it"
+    ) in lines

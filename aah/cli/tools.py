@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, err_console, print_json, table
+from aah.cli.output import console, err_console, print_json, print_line, table
 from aah.config import get_settings, project_root
 
 if TYPE_CHECKING:
@@ -43,15 +43,29 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
 def build(
     data: Path | None = DataOption,
     strict: bool = typer.Option(False, "--strict", help="Fail if any endpoint is rejected."),
+    max_spec_mb: float = typer.Option(
+        20.0,
+        "--max-spec-mb",
+        min=0.001,
+        help="Reject, unread, any spec or tool file larger than this many MB.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Import every spec source and compile the registry (SQLite + FTS5)."""
+    """Import every spec source and compile the registry (SQLite + FTS5).
+
+    A source file that cannot be read (over the size cap, not UTF-8,
+    malformed, nesting or expanding out of bounds) is one rejected entry
+    naming it; the rest still build.
+    """
     from aah.data.locate import find_data_dir
     from aah.tools.registry import build_registry
 
     data_dir = find_data_dir(data)
     fixes = project_root() / "tool_registry" / "fixes.yaml"
-    report = build_registry(data_dir, get_settings().registry_path(), fixes)
+    max_bytes = int(max_spec_mb * 1_000_000)
+    report = build_registry(
+        data_dir, get_settings().registry_path(), fixes, max_spec_bytes=max_bytes
+    )
     if as_json:
         print_json(_report_json(report))
     else:
@@ -83,8 +97,14 @@ def _print_report(report: BuildReport) -> None:
     )
     if report.fixes_applied:
         console.print(table("Project fixes applied", ["fix"], ([f] for f in report.fixes_applied)))
-    rows = ([r.source.kind, r.source.file, r.name, r.reason] for r in report.rejections)
-    console.print(table("Rejected entries", ["source", "file", "entry", "reason"], rows))
+    if report.rejections:
+        # One whole line per rejection, never a table cell that cuts the
+        # file name: a script or a person can grep for the file.
+        console.print("[bold]Rejected entries[/] (source:file entry: reason)")
+    for rejection in report.rejections:
+        entry = f" {rejection.name}" if rejection.name else ""
+        where = f"{rejection.source.kind}:{rejection.source.file}{entry}"
+        print_line(f"  {where}: {rejection.reason}")
     console.print(
         f"[bold]{report.endpoints}[/] endpoints ({report.repairs} source defects repaired, "
         f"{len(report.rejections)} rejected) in {report.seconds:.2f} s → {report.path}"

@@ -19,6 +19,23 @@ BodyEncoding = Literal["json", "form"]
 MAX_NAME_LENGTH = 64
 NAME_SEPARATOR = "__"
 _UNSAFE_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
+# Headers only the HTTP layer may decide: the host a request goes to, and the
+# hop-by-hop headers that govern one connection (RFC 9110 section 7.6.1).
+# An argument that set them could send the request to another virtual host
+# or smuggle a second request.
+_UNSENDABLE_HEADERS = frozenset(
+    {
+        "host",
+        "connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+    }
+)
 
 
 class ParamLocation(StrEnum):
@@ -135,3 +152,13 @@ def qualified_name(tool: str, endpoint: str) -> str:
         return full
     digest = hashlib.sha1(full.encode()).hexdigest()[:8]
     return f"{full[: MAX_NAME_LENGTH - 9]}_{digest}"
+
+
+def header_is_sendable(name: str) -> bool:
+    """Whether a tool call may set the header ``name``.
+
+    ``Host``, ``Content-Length``, the hop-by-hop headers and every
+    ``Proxy-*`` header are the HTTP layer's alone.
+    """
+    lowered = name.strip().lower()
+    return lowered not in _UNSENDABLE_HEADERS and not lowered.startswith("proxy-")

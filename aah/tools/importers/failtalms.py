@@ -21,7 +21,9 @@ document (SpaceX ``query``/``options``, usaspending ``filters``, postcodes
 them reads its arguments from the query string.
 
 An entry that cannot be called over HTTP becomes a ``Rejection`` with its
-reason; nothing is dropped silently.
+reason; nothing is dropped silently. A tool file is read within the bounds of
+:mod:`aah.tools.importers.loading`; one that cannot be read, or whose shape
+the importer cannot follow, is rejected as a whole and the rest still import.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 
 from aah.errors import AahError
 from aah.tools.importers.failtalms_repairs import read_default, read_type, repair_url
+from aah.tools.importers.loading import DEFAULT_MAX_SPEC_BYTES, SpecFileError, load_json
 from aah.tools.importers.naming import unique_endpoint
 from aah.tools.spec import (
     EndpointSource,
@@ -72,6 +75,9 @@ _METHODS: dict[str, HttpMethod] = {
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _METHOD_CHOICES = re.compile(r"\s*(?:\bOR\b|/|,|\|)\s*")
 _HTTP_URL = re.compile(r"https?://[^/\s?#]+", re.IGNORECASE)
+# What a hostile file's odd shapes raise deep inside the importer; caught per
+# file, so one file never stops the build.
+_SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -97,11 +103,12 @@ def benchmark_endpoint_name(tool_name: str, api_name: str) -> str:
     return qualified_name(_BENCHMARK_TOOL_ALIASES.get(tool_name, tool_name), api_name)
 
 
-def import_failtalms(root: Path) -> ImportResult:
+def import_failtalms(root: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> ImportResult:
     """Import every endpoint of a Fail-TaLMs data folder.
 
     Args:
         root: the folder holding ``tools/`` and ``benchmark/``.
+        max_bytes: a larger tool or benchmark file is not read.
 
     Returns:
         One endpoint per callable ``api_list`` entry, one rejection (with its
@@ -113,15 +120,34 @@ def import_failtalms(root: Path) -> ImportResult:
     tools_dir = root / "tools"
     if not tools_dir.is_dir():
         raise AahError(f"no Fail-TaLMs tools folder at {tools_dir}: pass the Fail-TaLMs folder")
-    templates = benchmark_templates(root)
+    templates = benchmark_templates(root, max_bytes)
     result = ImportResult()
     taken: set[str] = set()
     for path in sorted(tools_dir.glob("*/*.json")):
-        result.extend(_import_tool_file(root, path, templates, taken))
+        file = path.relative_to(root).as_posix()
+        try:
+            data = load_json(path, max_bytes)
+        except SpecFileError as error:
+            result.rejections.append(_file_rejection(file, path.stem, str(error)))
+            continue
+        # Names already taken stay taken only if the whole file imports.
+        taken_before = set(taken)
+        try:
+            result.extend(_import_tool_file(data, file, path, templates, taken))
+        except _SHAPE_ERRORS as error:
+            taken.clear()
+            taken.update(taken_before)
+            reason = f"has a shape aah cannot read ({type(error).__name__}: {error})"
+            result.rejections.append(_file_rejection(file, path.stem, reason[:300]))
     return result
 
 
-def benchmark_templates(root: Path) -> dict[str, Any]:
+def _file_rejection(file: str, tool: str, reason: str) -> Rejection:
+    source = EndpointSource(kind=SOURCE_KIND, file=file)
+    return Rejection(source=source, tool=tool, name="", reason=reason)
+
+
+def benchmark_templates(root: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> dict[str, Any]:
     """The ``template_response`` the benchmark files give per endpoint.
 
     The same endpoint appears in many queries, not always with the same
@@ -132,7 +158,7 @@ def benchmark_templates(root: Path) -> dict[str, Any]:
     """
     counts: dict[str, Counter[str]] = {}
     for path in sorted((root / "benchmark").glob("*/all_*_queries.json")):
-        queries = _read_json(path)
+        queries = _read_json(path, max_bytes)
         for query in queries if isinstance(queries, list) else []:
             items = query.get("api_list") if isinstance(query, dict) else None
             for item in items if isinstance(items, list) else []:
@@ -144,23 +170,26 @@ def benchmark_templates(root: Path) -> dict[str, Any]:
     return {key: json.loads(c.most_common(1)[0][0]) for key, c in counts.items()}
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, max_bytes: int) -> Any:
+    # A benchmark file only lends response templates: one that cannot be
+    # read lends none.
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return load_json(path, max_bytes)
+    except SpecFileError:
         return None
 
 
 def _import_tool_file(
-    root: Path, path: Path, templates: dict[str, Any], taken: set[str]
+    data: Any, file: str, path: Path, templates: dict[str, Any], taken: set[str]
 ) -> ImportResult:
     result = ImportResult()
-    data = _read_json(path)
-    file = path.relative_to(root).as_posix()
     if not isinstance(data, dict) or not isinstance(data.get("api_list"), list):
-        source = EndpointSource(kind=SOURCE_KIND, file=file)
-        reason = "not a tool description (unreadable JSON or no api_list)"
-        result.rejections.append(Rejection(source=source, tool=path.stem, name="", reason=reason))
+        reason = (
+            "not a tool description (no api_list list)"
+            if isinstance(data, dict)
+            else "not a tool description (no JSON object at the top)"
+        )
+        result.rejections.append(_file_rejection(file, path.stem, reason))
         return result
     tool_name = data.get("tool_name")
     tool = tool_name.strip() if isinstance(tool_name, str) and tool_name.strip() else path.stem

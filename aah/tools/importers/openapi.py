@@ -14,6 +14,12 @@ parameters are merged with the operation's; object request bodies become
 body parameters. An operation that requires auth (an effective non-empty
 ``security``; ``security: []`` or an empty requirement means none) is
 rejected, as is a file that cannot be read as a spec.
+
+A spec file is untrusted: it is read within the bounds of
+:mod:`aah.tools.importers.loading` (size cap, UTF-8, nesting, alias
+expansion), ``$ref`` is followed only inside the file and only so far, the
+base URL must be http(s) with a host, and whatever a file does wrong becomes
+a rejection naming it, never an exception that stops the build.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from urllib.parse import urljoin, urlsplit
 import yaml
 
 from aah.errors import AahError
+from aah.tools.importers.loading import DEFAULT_MAX_SPEC_BYTES, SpecFileError, load_json, load_yaml
 from aah.tools.importers.naming import unique_endpoint
 from aah.tools.importers.openapi_params import OperationError, body_encoding, operation_parameters
 from aah.tools.importers.openapi_refs import RefError, deref, inline
@@ -54,6 +61,10 @@ _METHODS: dict[str, HttpMethod] = {
 }
 _OTHER_METHODS = ("head", "options", "trace")
 _WORD = re.compile(r"[A-Za-z0-9]+")
+_WEB_SCHEMES = ("http", "https")
+# What a hostile file's odd shapes raise deep inside the importer; caught at
+# the file and the operation, so one file never stops the build.
+_SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError)
 _SUCCESS = re.compile(r"2(\d\d|XX)", re.IGNORECASE)
 
 
@@ -95,11 +106,12 @@ def tool_name_for(path: Path) -> str:
     return safe_name(path.stem.split("__", 1)[0])
 
 
-def import_openapi(root: Path) -> ImportResult:
+def import_openapi(root: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> ImportResult:
     """Import every spec file (``.yaml``, ``.yml``, ``.json``) in a folder.
 
     Args:
         root: the folder holding the spec files.
+        max_bytes: a larger file is rejected unread.
 
     Returns:
         The endpoints of all files, and one rejection per operation or file
@@ -112,51 +124,93 @@ def import_openapi(root: Path) -> ImportResult:
         raise AahError(f"no OpenAPI folder at {root}: pass the folder holding the spec files")
     result = ImportResult()
     for path in sorted(p for p in root.iterdir() if p.is_file() and p.suffix in SPEC_SUFFIXES):
-        result.extend(import_openapi_file(path))
+        result.extend(import_openapi_file(path, max_bytes))
     return result
 
 
-def import_openapi_file(path: Path) -> ImportResult:
+def import_openapi_file(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> ImportResult:
     """Import one OpenAPI 3 or Swagger 2 file.
 
     Args:
         path: the spec file (YAML or JSON).
+        max_bytes: a larger file is rejected unread.
 
     Returns:
         Its endpoints and rejections; a file that cannot be read as a spec
         gives one rejection and no endpoints.
     """
     try:
-        document = load_document(path)
-    except SpecError as error:
-        source = EndpointSource(kind=SOURCE_KIND, file=path.name)
-        rejection = Rejection(source=source, tool=tool_name_for(path), name="", reason=str(error))
-        return ImportResult(rejections=[rejection])
-    result = ImportResult()
-    taken: set[str] = set()
-    for route, method, operation, path_item in _operations(document.raw):
-        made = _endpoint(document, route, method, operation, path_item)
-        if isinstance(made, EndpointSpec):
-            result.endpoints.append(unique_endpoint(made, taken))
-        else:
-            result.rejections.append(made)
+        document = load_document(path, max_bytes)
+        result = _import_document(document)
+    except (SpecError, SpecFileError) as error:
+        return _file_rejection(path, str(error))
+    except _SHAPE_ERRORS as error:
+        return _file_rejection(path, f"has a shape aah cannot read ({_error_line(error)})")
+    if not result.endpoints and not result.rejections:
+        return _file_rejection(path, "has no operations under 'paths'")
     return result
 
 
-def load_document(path: Path) -> SpecDocument:
+def _file_rejection(path: Path, reason: str) -> ImportResult:
+    source = EndpointSource(kind=SOURCE_KIND, file=path.name)
+    rejection = Rejection(source=source, tool=tool_name_for(path), name="", reason=reason)
+    return ImportResult(rejections=[rejection])
+
+
+def _error_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:200]}" if lines else type(error).__name__
+
+
+def _import_document(document: SpecDocument) -> ImportResult:
+    result = ImportResult()
+    taken: set[str] = set()
+    for route, path_item in document.raw["paths"].items():
+        route = str(route)
+        try:
+            item = deref(document.raw, path_item)
+        except RefError as error:
+            result.rejections.append(_path_rejection(document, route, f"path item: {error}"))
+            continue
+        if not isinstance(item, dict):
+            result.rejections.append(_path_rejection(document, route, "path item is not a mapping"))
+            continue
+        for method, operation in item.items():
+            if method not in _METHODS and method not in _OTHER_METHODS:
+                continue
+            try:
+                made = _endpoint(document, route, method, operation, item)
+            except _SHAPE_ERRORS as error:
+                reason = f"has a shape aah cannot read ({_error_line(error)})"
+                made = _path_rejection(document, route, reason, method)
+            if isinstance(made, EndpointSpec):
+                result.endpoints.append(unique_endpoint(made, taken))
+            else:
+                result.rejections.append(made)
+    return result
+
+
+def _path_rejection(document: SpecDocument, route: str, reason: str, method: str = "") -> Rejection:
+    source_id = f"{method.upper()} {route}".strip()
+    source = EndpointSource(kind=SOURCE_KIND, file=document.file, id=source_id)
+    name = _route_name(method or "path", route)
+    return Rejection(source=source, tool=document.tool, name=name, reason=reason)
+
+
+def load_document(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> SpecDocument:
     """Parse a spec file and work out its tool, category and base URL.
 
     Raises:
-        SpecError: the file is unreadable, not YAML/JSON, not OpenAPI 3 or
-            Swagger 2, has no paths, or gives no way to find its base URL.
+        SpecFileError: the file is unreadable, too large, not UTF-8, not
+            YAML/JSON, or nests or expands out of bounds.
+        SpecError: the file is not OpenAPI 3 or Swagger 2, has no paths, or
+            gives no http(s) base URL.
     """
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_SpecLoader)
-    except OSError as error:
-        raise SpecError(f"cannot be read ({error.strerror})") from error
-    except yaml.YAMLError as error:
-        first = str(error).strip().splitlines()[0]
-        raise SpecError(f"not valid YAML ({first})") from error
+    # JSON is YAML too, but the JSON parser is exact and many times faster.
+    if path.suffix == ".json":
+        raw = load_json(path, max_bytes)
+    else:
+        raw = load_yaml(path, _SpecLoader, max_bytes)
     if not isinstance(raw, dict):
         raise SpecError("not an OpenAPI document (no mapping at the top)")
     swagger2 = str(raw.get("swagger", "")) == "2.0"
@@ -165,6 +219,9 @@ def load_document(path: Path) -> SpecDocument:
     if not isinstance(raw.get("paths"), dict):
         raise SpecError("has no 'paths' mapping")
     base_url = _swagger2_base_url(raw) if swagger2 else _openapi3_base_url(raw)
+    parts = urlsplit(base_url)
+    if parts.scheme.lower() not in _WEB_SCHEMES or not parts.hostname:
+        raise SpecError(f"base URL {base_url!r} is not an http(s) URL with a host")
     return SpecDocument(raw, path.name, tool_name_for(path), _category(raw), base_url, swagger2)
 
 
@@ -213,22 +270,14 @@ def _swagger2_base_url(raw: dict[str, Any]) -> str:
     host = raw.get("host") if isinstance(raw.get("host"), str) else origin.netloc
     if not host:
         raise SpecError("no host and no x-origin URL: the base URL is unknown")
-    schemes = [s for s in raw.get("schemes") or [] if isinstance(s, str)]
+    listed = raw.get("schemes")
+    # A lone scheme is sometimes written as a string rather than a list.
+    listed = [listed] if isinstance(listed, str) else listed
+    schemes = [s for s in listed if isinstance(s, str)] if isinstance(listed, list) else []
     fallback = schemes[0] if schemes else origin.scheme or "https"
     scheme = "https" if "https" in schemes else fallback
     base_path = raw.get("basePath") if isinstance(raw.get("basePath"), str) else ""
     return f"{scheme}://{host}{base_path}".rstrip("/")
-
-
-def _operations(raw: dict[str, Any]) -> list[tuple[str, str, Any, dict[str, Any]]]:
-    found: list[tuple[str, str, Any, dict[str, Any]]] = []
-    for route, path_item in raw["paths"].items():
-        if not isinstance(path_item, dict):
-            continue
-        for method, operation in path_item.items():
-            if method in _METHODS or method in _OTHER_METHODS:
-                found.append((str(route), method, operation, path_item))
-    return found
 
 
 def _endpoint(
@@ -318,8 +367,10 @@ def _response_sketch(document: SpecDocument, operation: dict[str, Any]) -> Respo
     content = response.get("content")
     if not isinstance(content, dict) or not content:
         return ResponseSketch(status=status)
-    media_type = _json_media_type(list(content))
-    entry = deref(document.raw, content[media_type])
+    # YAML reads an unquoted key as whatever scalar it looks like.
+    by_type = {str(key): value for key, value in content.items()}
+    media_type = _json_media_type(list(by_type))
+    entry = deref(document.raw, by_type[media_type])
     entry = entry if isinstance(entry, dict) else {}
     if entry.get("schema"):
         schema = inline(document.raw, entry["schema"])
@@ -334,15 +385,17 @@ def _swagger2_sketch(
     document: SpecDocument, operation: dict[str, Any], response: dict[str, Any], status: int
 ) -> ResponseSketch:
     produces = operation.get("produces") or document.raw.get("produces") or ["application/json"]
+    produces = [produces] if isinstance(produces, str) else produces
     media_type = _json_media_type([str(m) for m in produces])
     if response.get("schema"):
         schema = inline(document.raw, response["schema"])
         return ResponseSketch(kind="schema", content=schema, status=status, media_type=media_type)
     examples = response.get("examples")
     if isinstance(examples, dict) and examples:
-        media_type = _json_media_type([str(m) for m in examples])
+        by_type = {str(key): value for key, value in examples.items()}
+        media_type = _json_media_type(list(by_type))
         return ResponseSketch(
-            kind="example", content=examples[media_type], status=status, media_type=media_type
+            kind="example", content=by_type[media_type], status=status, media_type=media_type
         )
     return ResponseSketch(status=status, media_type=media_type)
 

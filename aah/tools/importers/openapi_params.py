@@ -5,8 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from aah.tools.importers.openapi_refs import deref
-from aah.tools.spec import BodyEncoding, JsonType, ParameterSpec, ParamLocation
+from aah.tools.importers.openapi_refs import RefError, deref
+from aah.tools.spec import (
+    BodyEncoding,
+    JsonType,
+    ParameterSpec,
+    ParamLocation,
+    header_is_sendable,
+)
 
 _LOCATIONS = {
     "path": ParamLocation.PATH,
@@ -87,8 +93,15 @@ def _merged(
     # An operation's parameter replaces the path-level one with the same
     # name and location.
     merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for listed in (path_item.get("parameters"), operation.get("parameters")):
-        for item in listed if isinstance(listed, list) else []:
+    for where, listed in (
+        ("path", path_item.get("parameters")),
+        ("operation", operation.get("parameters")),
+    ):
+        if listed is None:
+            continue
+        if not isinstance(listed, list):
+            raise OperationError(f"the {where}'s 'parameters' is not a list")
+        for item in listed:
             param = deref(raw, item)
             if not isinstance(param, dict) or not isinstance(param.get("name"), str):
                 raise OperationError("a parameter has no name")
@@ -102,6 +115,11 @@ def _from_parameter(
     name, where = param["name"], param.get("in")
     if where == "body":
         return _object_properties(raw, param.get("schema"), "body parameter")
+    if where == "header" and not header_is_sendable(name):
+        repairs.append(
+            f"header {name!r} left out: the host and connection headers are the HTTP layer's"
+        )
+        return []
     if where == "header" and name.lower() in _RESERVED_HEADERS | secret_headers:
         repairs.append(f"header {name!r} left out: aah sets it or it carries credentials")
         return []
@@ -153,7 +171,19 @@ def typed_parameter(
 
 
 def schema_type(raw: dict[str, Any], schema: dict[str, Any]) -> JsonType:
-    """The JSON type a schema describes, guessed from its shape when untyped."""
+    """The JSON type a schema describes, guessed from its shape when untyped.
+
+    Raises:
+        RefError: an untyped schema's first ``allOf``/``oneOf``/``anyOf``
+            member leads back to the schema itself.
+    """
+    return _schema_type(raw, schema, set())
+
+
+def _schema_type(raw: dict[str, Any], schema: dict[str, Any], seen: set[int]) -> JsonType:
+    if id(schema) in seen:
+        raise RefError("a schema's allOf/oneOf/anyOf refers back to the schema itself")
+    seen.add(id(schema))
     declared = schema.get("type")
     if isinstance(declared, list):
         declared = next((t for t in declared if t != "null"), None)
@@ -167,7 +197,7 @@ def schema_type(raw: dict[str, Any], schema: dict[str, Any]) -> JsonType:
         members = schema.get(combined)
         if isinstance(members, list) and members:
             first = deref(raw, members[0])
-            return schema_type(raw, first) if isinstance(first, dict) else "string"
+            return _schema_type(raw, first, seen) if isinstance(first, dict) else "string"
     return "string"
 
 

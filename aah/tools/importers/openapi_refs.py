@@ -13,6 +13,10 @@ from urllib.parse import unquote
 # Dict levels kept when a schema is inlined for a response sketch; a schema
 # level is about two dict levels (``properties`` -> name -> schema).
 DEFAULT_INLINE_DEPTH = 12
+# Nodes one inlined schema may hold. References can fan out (ten ``allOf``
+# members naming a schema with ten more...), so depth alone does not bound
+# the copy; the real specs' largest inlined schema holds about 400.
+DEFAULT_INLINE_NODES = 20_000
 
 
 class RefError(ValueError):
@@ -55,31 +59,53 @@ def deref(document: Any, node: Any) -> Any:
     return node
 
 
-def inline(document: Any, node: Any, max_depth: int = DEFAULT_INLINE_DEPTH) -> Any:
+def inline(
+    document: Any,
+    node: Any,
+    max_depth: int = DEFAULT_INLINE_DEPTH,
+    max_nodes: int = DEFAULT_INLINE_NODES,
+) -> Any:
     """A copy of ``node`` with every ``$ref`` replaced by what it names.
 
     A reference back into its own chain (a recursive schema) and anything
     deeper than ``max_depth`` dict levels is cut to a short placeholder, so
     the result is always finite and small enough to show.
+
+    Raises:
+        RefError: the copy would hold more than ``max_nodes`` nodes.
     """
-    return _inline(document, node, max_depth, ())
+    return _Inliner(document, max_nodes).copy(node, max_depth, ())
 
 
-def _inline(document: Any, node: Any, depth: int, trail: tuple[str, ...]) -> Any:
-    if isinstance(node, list):
-        return [_inline(document, item, depth, trail) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        if ref in trail:
-            return {"description": f"(recursive: {ref})"}
-        try:
-            target = resolve_pointer(document, ref)
-        except RefError as error:
-            return {"description": f"(unresolved: {error})"}
-        return _inline(document, target, depth, (*trail, ref))
-    if depth <= 0:
-        # Keep what describes this level (type, format, description).
-        return {key: value for key, value in node.items() if not isinstance(value, dict | list)}
-    return {key: _inline(document, value, depth - 1, trail) for key, value in node.items()}
+class _Inliner:
+    """One inlining pass, counting the nodes it has made."""
+
+    def __init__(self, document: Any, max_nodes: int) -> None:
+        self.document = document
+        self.left = max_nodes
+        self.max_nodes = max_nodes
+
+    def copy(self, node: Any, depth: int, trail: tuple[str, ...]) -> Any:
+        self.left -= 1
+        if self.left < 0:
+            raise RefError(
+                f"a schema expands past {self.max_nodes:,} nodes through $ref "
+                "(references that fan out)"
+            )
+        if isinstance(node, list):
+            return [self.copy(item, depth, trail) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            if ref in trail:
+                return {"description": f"(recursive: {ref})"}
+            try:
+                target = resolve_pointer(self.document, ref)
+            except RefError as error:
+                return {"description": f"(unresolved: {error})"}
+            return self.copy(target, depth, (*trail, ref))
+        if depth <= 0:
+            # Keep what describes this level (type, format, description).
+            return {key: value for key, value in node.items() if not isinstance(value, dict | list)}
+        return {key: self.copy(value, depth - 1, trail) for key, value in node.items()}

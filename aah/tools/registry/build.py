@@ -2,6 +2,12 @@
 
 Building reads all sources once (about a second) and writes the database
 beside its target, renaming it into place, so readers never see half of one.
+
+No source file can stop a build: a file that cannot be read (too large,
+not UTF-8, malformed, nesting or expanding out of bounds) is one rejection
+naming it, and an endpoint whose qualified name another source already holds
+is rejected on its own. Fail-TaLMs is imported first, so its names (the ones
+the benchmark tasks call) are always the ones kept.
 """
 
 from __future__ import annotations
@@ -17,7 +23,13 @@ import sqlite_utils
 
 from aah import __version__
 from aah.errors import AahError
-from aah.tools.importers import apply_fixes, import_failtalms, import_openapi, load_fixes
+from aah.tools.importers import (
+    DEFAULT_MAX_SPEC_BYTES,
+    apply_fixes,
+    import_failtalms,
+    import_openapi,
+    load_fixes,
+)
 from aah.tools.registry.read import name_words
 from aah.tools.spec import EndpointSpec, ImportResult, Rejection
 
@@ -40,19 +52,32 @@ class BuildReport:
     repairs: int = field(default=0)
 
 
-def build_registry(data_dir: Path, path: Path, fixes_path: Path | None = None) -> BuildReport:
+def build_registry(
+    data_dir: Path,
+    path: Path,
+    fixes_path: Path | None = None,
+    *,
+    max_spec_bytes: int = DEFAULT_MAX_SPEC_BYTES,
+) -> BuildReport:
     """Import every source under ``data_dir`` and compile it into ``path``.
 
     The database is written beside the target and renamed into place, so a
     reader never sees a half-built registry.
 
+    Args:
+        data_dir: the folder holding ``fail-talms/`` and ``openapi/``.
+        path: where the registry database goes.
+        fixes_path: the project's fixes file, if any.
+        max_spec_bytes: a source file larger than this is rejected unread.
+
     Raises:
-        AahError: a source folder is missing, or two endpoints share a name.
+        AahError: the Fail-TaLMs folder is missing, or the fixes file is
+            invalid or names an unknown endpoint.
     """
     started = time.perf_counter()
-    result = _import_all(data_dir)
+    result = _import_all(data_dir, max_spec_bytes)
+    result = _without_clashes(result)
     fixes_applied = apply_fixes(result.endpoints, load_fixes(fixes_path)) if fixes_path else []
-    _check_unique(result.endpoints)
     registry_hash = _hash_specs(result.endpoints)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
@@ -72,21 +97,33 @@ def build_registry(data_dir: Path, path: Path, fixes_path: Path | None = None) -
     )
 
 
-def _import_all(data_dir: Path) -> ImportResult:
+def _import_all(data_dir: Path, max_bytes: int) -> ImportResult:
     failtalms, openapi = data_dir / "fail-talms", data_dir / "openapi"
     if not (failtalms / "tools").is_dir():
         raise AahError(f"no Fail-TaLMs tools under {data_dir}: run `aah data fetch` or pass --data")
-    result = import_failtalms(failtalms)
+    result = import_failtalms(failtalms, max_bytes)
     if openapi.is_dir():
-        result.extend(import_openapi(openapi))
+        result.extend(import_openapi(openapi, max_bytes))
     return result
 
 
-def _check_unique(endpoints: list[EndpointSpec]) -> None:
-    counts = Counter(spec.qualified_name for spec in endpoints)
-    clashes = sorted(name for name, count in counts.items() if count > 1)
-    if clashes:
-        raise AahError(f"endpoint names clash after import: {', '.join(clashes[:5])}")
+def _without_clashes(result: ImportResult) -> ImportResult:
+    """The endpoints with each qualified name's first holder kept, later ones rejected."""
+    kept: dict[str, EndpointSpec] = {}
+    rejections = list(result.rejections)
+    for spec in result.endpoints:
+        holder = kept.get(spec.qualified_name)
+        if holder is None:
+            kept[spec.qualified_name] = spec
+            continue
+        reason = (
+            f"name {spec.qualified_name!r} is already the {holder.source.kind} endpoint "
+            f"from {holder.source.file}: left out (rename the tool or the operation)"
+        )
+        rejections.append(
+            Rejection(source=spec.source, tool=spec.tool, name=spec.name, reason=reason)
+        )
+    return ImportResult(endpoints=list(kept.values()), rejections=rejections)
 
 
 def _hash_specs(endpoints: list[EndpointSpec]) -> str:

@@ -1,0 +1,138 @@
+"""Reading a source file into plain data, within bounds a hostile file cannot push.
+
+A spec file is untrusted input: the registry build must survive any file and
+name the one it could not read. So, before anything else looks at the data:
+
+- a file larger than ``max_bytes`` (20 MB unless the build says otherwise) is
+  not read at all;
+- text must be UTF-8 (a leading byte-order mark is allowed);
+- YAML aliases are shared, not copied, while loading, so an 800-byte file
+  can describe a billion nodes ("billion laughs"); every later step walks the
+  expanded tree, so the tree is measured as if expanded, without expanding
+  it, and refused past ``MAX_EXPANDED_NODES``; an alias inside itself (a
+  cycle, which JSON cannot express) is refused too;
+- nesting deeper than ``MAX_NESTING`` levels is refused, so no later step
+  runs out of Python's recursion limit (a parser that does is caught too).
+
+Each refusal is a :class:`SpecFileError` whose message is the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_MAX_SPEC_BYTES = 20_000_000
+# The real specs nest 13 levels at most and hold a few thousand nodes.
+MAX_NESTING = 100
+MAX_EXPANDED_NODES = 2_000_000
+
+
+class SpecFileError(ValueError):
+    """A file that cannot be read as data within bounds; the message says why."""
+
+
+def read_text(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> str:
+    """The UTF-8 text of ``path``, refused when the file is over ``max_bytes``.
+
+    Raises:
+        SpecFileError: the file cannot be read, is too large or is not UTF-8.
+    """
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise SpecFileError(
+                f"is {size:,} bytes, over the {max_bytes:,}-byte cap on a spec file "
+                "(raise it with `aah tools build --max-spec-mb`)"
+            )
+        data = path.read_bytes()
+    except OSError as error:
+        raise SpecFileError(f"cannot be read ({error.strerror})") from error
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        byte = data[error.start]
+        raise SpecFileError(
+            f"is not UTF-8 text (byte 0x{byte:02x} at offset {error.start}): save it as UTF-8"
+        ) from error
+
+
+def load_json(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> Any:
+    """The JSON value in ``path``, checked by :func:`check_bounds`.
+
+    Raises:
+        SpecFileError: the file is unreadable, not JSON, or out of bounds.
+    """
+    text = read_text(path, max_bytes)
+    try:
+        data = json.loads(text)
+    except RecursionError as error:
+        raise SpecFileError(f"nests deeper than {MAX_NESTING} levels") from error
+    except ValueError as error:
+        raise SpecFileError(f"not valid JSON ({error})") from error
+    check_bounds(data)
+    return data
+
+
+def load_yaml(path: Path, loader: type[yaml.SafeLoader], max_bytes: int) -> Any:
+    """The YAML (or JSON) value in ``path``, read with ``loader`` and checked.
+
+    Raises:
+        SpecFileError: the file is unreadable, not YAML, or out of bounds.
+    """
+    text = read_text(path, max_bytes)
+    try:
+        data = yaml.load(text, Loader=loader)
+    except RecursionError as error:
+        raise SpecFileError(f"nests deeper than {MAX_NESTING} levels") from error
+    except yaml.YAMLError as error:
+        first = str(error).strip().splitlines()[0]
+        raise SpecFileError(f"not valid YAML ({first})") from error
+    check_bounds(data)
+    return data
+
+
+def check_bounds(data: Any) -> None:
+    """Refuse data that nests too deep, holds a cycle, or expands too large.
+
+    The walk visits each distinct container once (aliases share containers),
+    so it costs time in proportion to the file, not to its expansion.
+
+    Raises:
+        SpecFileError: the data is out of bounds; the message says which.
+    """
+    measured: dict[int, tuple[int, int]] = {}
+    open_now: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, finished = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        children = list(node.values()) if isinstance(node, dict) else node
+        key = id(node)
+        if finished:
+            open_now.discard(key)
+            size, height = 1, 1
+            for child in children:
+                child_size, child_height = measured.get(id(child), (1, 0))
+                size += child_size
+                height = max(height, child_height + 1)
+            if height > MAX_NESTING:
+                raise SpecFileError(f"nests deeper than {MAX_NESTING} levels")
+            if size > MAX_EXPANDED_NODES:
+                raise SpecFileError(
+                    f"expands past {MAX_EXPANDED_NODES:,} nodes through YAML aliases "
+                    "(an alias bomb?): write the repeated parts out or use $ref"
+                )
+            measured[key] = (size, height)
+            continue
+        if key in measured:
+            continue
+        if key in open_now:
+            raise SpecFileError("a YAML alias is used inside itself (a cycle JSON cannot hold)")
+        open_now.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if isinstance(child, dict | list))
