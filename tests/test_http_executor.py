@@ -239,3 +239,40 @@ def test_form_encoded_bodies_are_sent_as_form_fields() -> None:
     assert "url=http%3A%2F%2Fx.test%2Fa%3Fb%3D1" in echoed["body"]
     assert "tags=p&tags=q" in echoed["body"]
     assert "application/x-www-form-urlencoded" in str(echoed["headers"]).lower()
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("Host", "evil.example"),
+        ("host", "evil.example"),
+        ("Transfer-Encoding", "chunked"),
+        ("Content-Length", "0"),
+        ("Connection", "close"),
+        ("Proxy-Authorization", "Basic eA=="),
+    ],
+)
+def test_declared_host_and_hop_by_hop_headers_are_never_sent(
+    server: LocalServer, executor: HttpExecutor, header: str, value: str
+) -> None:
+    # A registry built before the importer dropped such headers, or a
+    # project fix, may still declare one: the request is refused, not sent.
+    param = ParameterSpec(name=header, location=ParamLocation.HEADER)
+    spec = make_spec(server.url("/echo/x"), params=[param])
+    result = executor.call(spec, {header: value})
+    assert not result.ok
+    assert result.error == f"header {header!r} is set by the HTTP layer, never by a tool call"
+    assert server.count() == 0
+
+
+def test_a_header_value_cannot_smuggle_another_header(
+    server: LocalServer, executor: HttpExecutor
+) -> None:
+    spec = make_spec(
+        server.url("/echo/x"), params=[ParameterSpec(name="X-Lang", location=ParamLocation.HEADER)]
+    )
+    result = executor.call(spec, {"X-Lang": "en\r\nHost: evil.example"})
+    assert not result.ok and result.error == "header 'X-Lang' cannot hold a line break"
+    assert server.count() == 0
+    sent = executor.call(spec, {"X-Lang": "en"})
+    assert sent.ok and sent.data["headers"]["host"] == server.host

@@ -13,6 +13,11 @@ Rules, the same in every HTTP mode:
 - An argument the spec does not declare, or a missing path argument, makes
   the call impossible: :class:`RequestError`, and no request is sent. So does
   a path value of ``.`` or ``..``.
+- ``Host``, ``Content-Length``, the hop-by-hop headers and ``Proxy-*`` are
+  never set from an argument, even when a spec declares them (the importer
+  leaves them out; a registry built before that, or a project fix, could
+  still hold one), and a header value cannot hold a line break, so no
+  argument can redirect the request or smuggle another one.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
-from aah.tools.spec import EndpointSpec, ParamLocation
+from aah.tools.spec import EndpointSpec, ParamLocation, header_is_sendable
 
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+_LINE_BREAKS = re.compile(r"[\r\n\x00]")
 
 
 class RequestError(ValueError):
@@ -54,7 +60,8 @@ def build_request(spec: EndpointSpec, arguments: Mapping[str, Any]) -> HttpReque
         The request to send.
 
     Raises:
-        RequestError: An argument is unknown, or a path argument is missing.
+        RequestError: An argument is unknown, a path argument is missing, or
+            a header argument names a header only the HTTP layer may set.
     """
     given = {name: value for name, value in arguments.items() if value is not None}
     unknown = sorted(name for name in given if spec.parameter(name) is None)
@@ -76,7 +83,7 @@ def build_request(spec: EndpointSpec, arguments: Mapping[str, Any]) -> HttpReque
         elif parameter.location is ParamLocation.QUERY:
             params.extend(query_pairs(parameter.name, value))
         elif parameter.location is ParamLocation.HEADER:
-            headers[parameter.name] = scalar_text(value)
+            headers[parameter.name] = header_value(parameter.name, value)
         else:
             body[parameter.name] = value
     url = fill_template(spec, path_values)
@@ -107,6 +114,21 @@ def path_segment(value: Any) -> str:
     if text in (".", ".."):
         raise RequestError(f"a path argument cannot be {text!r}")
     return quote(text, safe="")
+
+
+def header_value(name: str, value: Any) -> str:
+    """The text of a header argument, refused where no argument may set it.
+
+    Raises:
+        RequestError: ``name`` is the host, a length or a hop-by-hop header,
+            or the value holds a line break.
+    """
+    if not header_is_sendable(name):
+        raise RequestError(f"header {name!r} is set by the HTTP layer, never by a tool call")
+    text = scalar_text(value)
+    if _LINE_BREAKS.search(text):
+        raise RequestError(f"header {name!r} cannot hold a line break")
+    return text
 
 
 def query_pairs(name: str, value: Any) -> list[tuple[str, str]]:
