@@ -102,6 +102,12 @@ def prompt_of(request: dict[str, Any]) -> str:
         ("Passable", None),
         ("", None),
         ("I cannot decide.", None),
+        # Misreads the one reply grammar fixed (the full set: test_reply_grammar.py).
+        ("Pass/Fail: Fail", "fail"),
+        ("Verdict: Pass", "pass"),
+        ("Passed", "pass"),
+        ("Pass or Fail", None),
+        ("<think>Pass?</think>Fail", "fail"),
     ],
 )
 def test_votes_must_begin_with_pass_or_fail(text: str, vote: str | None) -> None:
@@ -143,6 +149,19 @@ async def test_unparseable_votes_are_asked_for_again(store: SessionStore) -> Non
     assert result.grade is not None and result.grade.verdict == "pass"
     assert [v["round"] for v in result.grade.votes] == [0] * 5 + [1] * 2
     assert [v["vote"] for v in result.grade.votes].count(None) == 2
+
+
+async def test_an_echoed_option_list_is_no_vote_and_is_asked_for_again(
+    store: SessionStore,
+) -> None:
+    session_id = add_session(store, "Weather in Oslo?")
+    replies = ["Pass/Fail", "Pass or Fail: Fail", "Pass and fail", "Fail", "Fail"]
+    with FakeLLMServer(replies) as llm:
+        result = await grade_session(store, session_id, fake_config(llm), votes=3)
+        assert [r.get("n", 1) for r in llm.requests] == [3, 2]
+    assert result.grade is not None
+    assert [v["vote"] for v in result.grade.votes] == [None, "fail", None, "fail", "fail"]
+    assert (result.grade.verdict, result.grade.flagged) == ("fail", False)
 
 
 async def test_a_tie_after_dropped_votes_is_a_flagged_fail(store: SessionStore) -> None:
