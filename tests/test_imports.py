@@ -305,25 +305,28 @@ def _counts(store: SessionStore) -> dict[str, int]:
         return {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
 
 
-def test_malformed_files_stop_with_one_line_naming_them(
+def test_a_malformed_file_is_named_and_the_others_import(
     tmp_path: Path, store: SessionStore
 ) -> None:
     broken = tmp_path / "outputs" / "Original" / "m"
     broken.mkdir(parents=True)
+    shutil.copytree(FIXTURES / "Original" / "alpha", tmp_path / "outputs" / "Original" / "alpha")
     (broken / "answers.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(AahError) as error:
-        import_failtalms_outputs(tmp_path / "outputs", store)
-    assert str(broken / "answers.json") in str(error.value) and "\n" not in str(error.value)
+    summary = import_failtalms_outputs(tmp_path / "outputs", store)
+    ((path, reason),) = summary.unreadable
+    assert path == broken / "answers.json" and str(path) in reason and "\n" not in reason
+    assert summary.runs == ["published:alpha"] and summary.sessions_added == 4
 
     (broken / "answers.json").write_text(json.dumps({"query_id": 1}), encoding="utf-8")
-    with pytest.raises(AahError, match="no list of answers"):
-        import_failtalms_outputs(tmp_path / "outputs", store)
+    summary = import_failtalms_outputs(tmp_path / "outputs", store)
+    assert "not a list of answers" in summary.unreadable[0].reason
 
+    # A record without its query is imported all the same, and counted as odd.
     entries = [{"query_id": 1, "query": "ok"}, {"query_id": 2, "skipped": False}]
     (broken / "answers.json").write_text(json.dumps(entries), encoding="utf-8")
-    with pytest.raises(AahError, match=r"answer 1 is malformed \(query"):
-        import_failtalms_outputs(tmp_path, store)  # the repository root is accepted too
-    assert store.list_sessions() == []  # nothing is written before every file is read
+    summary = import_failtalms_outputs(tmp_path, store)  # the repository root is accepted too
+    assert summary.unreadable == [] and summary.sessions_added == 2
+    assert summary.counts["published:m"].anomalies == {"answer_missing": 2, "query_missing": 1}
 
 
 def test_a_folder_without_answers_is_an_error(tmp_path: Path, store: SessionStore) -> None:
@@ -363,7 +366,7 @@ def test_cli_imports_and_reports(tmp_path: Path) -> None:
     assert data["sessions_added"] == 0 and data["sessions_present"] == 46
 
 
-def test_cli_error_is_an_aah_error(tmp_path: Path) -> None:
+def test_cli_names_an_unreadable_file_and_exits_with_an_error(tmp_path: Path) -> None:
     copy = tmp_path / "outputs"
     shutil.copytree(FIXTURES / "Original", copy / "Original")
     (copy / "Original" / "alpha" / "answers.json").write_text("[1]", encoding="utf-8")
@@ -371,4 +374,7 @@ def test_cli_error_is_an_aah_error(tmp_path: Path) -> None:
         _cli(), ["import", "failtalms-outputs", str(copy), "--db", str(tmp_path / "e.db")]
     )
     assert isinstance(result.exception, AahError)
-    assert "Original/alpha/answers.json: answer 0 is malformed" in str(result.exception)
+    assert "1 of 3 answer files could not be read" in str(result.exception)
+    assert "Original/alpha/answers.json: record 0 is a JSON number" in result.stderr
+    assert "7 sessions imported" in result.stdout  # the other files still import
+    assert "published:beta: 3 records, 0 with a repeated query_id, 1 odd" in result.stdout

@@ -11,11 +11,12 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from aah.cli.output import console, err_console, print_json, print_warning
+from aah.cli.output import console, err_console, print_error, print_json, print_warning
 from aah.config import get_settings
+from aah.errors import AahError
 
 if TYPE_CHECKING:
-    from aah.scoring.imports import ImportProgress
+    from aah.scoring.imports import ImportProgress, ImportSummary
 
 app = typer.Typer(
     help="Import results made elsewhere (the Fail-TaLMs paper's outputs).",
@@ -36,6 +37,8 @@ def failtalms_outputs(
 ) -> None:
     """Import the paper's published answers as runs named published:<model folder>.
 
+    Every record is imported and counted, odd ones too (see the warnings);
+    a file that cannot be read is named, and the others still import.
     Importing again adds nothing; `aah report` then shows them beside your runs.
     """
     from aah.scoring.imports import import_failtalms_outputs
@@ -53,9 +56,14 @@ def failtalms_outputs(
                 "files": summary.files,
                 "sessions_added": summary.sessions_added,
                 "sessions_present": summary.sessions_present,
+                "counts": {run: counts.to_json() for run, counts in summary.counts.items()},
+                "unreadable": [
+                    {"path": str(file.path), "reason": file.reason} for file in summary.unreadable
+                ],
                 "warnings": summary.warnings,
             }
         )
+        _fail_on_unreadable(summary)
         return
     console.print(
         f"{summary.sessions_added} sessions imported, {summary.sessions_present} already "
@@ -64,7 +72,25 @@ def failtalms_outputs(
         highlight=False,
     )
     for run in summary.runs:
-        console.print(f"  {escape(run)}", highlight=False)
+        counts = summary.counts[run]
+        console.print(
+            f"  {escape(run)}: {counts.records} records, {counts.duplicates} with a repeated "
+            f"query_id, {counts.anomalous} odd (every record counts)",
+            highlight=False,
+        )
+    _fail_on_unreadable(summary)
+
+
+def _fail_on_unreadable(summary: ImportSummary) -> None:
+    """Name each file that could not be read, then fail so that scripts notice."""
+    for file in summary.unreadable:
+        print_error(file.reason)
+    if summary.unreadable:
+        count = len(summary.unreadable)
+        raise AahError(
+            f"{count} of {count + summary.files} answer files could not be read (named above): "
+            "fix or remove them and import again; the other files are imported"
+        )
 
 
 @contextmanager

@@ -11,48 +11,60 @@ Decisions:
   ``published:gpt_4o_auto_eval_qaq``; it spans every setting that folder
   appears in. A ``_qaq`` folder is a run with Aah on; the session's model is
   the folder name without ``_qaq``. The run's manifest records that it was
-  imported, from which folder and files.
-- **Sessions.** One per answer, task id ``<setting>-<query_id>`` (setting as
-  stored: ``perfect``, ``underspecified``...). Each gets an awareness event
-  per annotation (the annotation is the answer, the awareness text its
-  reason; without an annotation the answer is read from the start of the
-  text, as the runtime reads a live reply), a question and an answer event
-  per interaction score (its human request's answer carries the score as
-  the 0/1 rating), the final answer, status ``skipped`` or ``finished``,
-  and, unless skipped (like the grader, which grades finished sessions
-  only), a grade by grader ``published`` whose one vote is the published
-  score (``win_rate`` where No-tools has it, else ``pass_rate``; pass when
-  >= 1). An answer with neither score stays ungraded.
-- **Idempotent.** Sessions are unique per (run, task id) and a session is
-  closed only once all its records are in, so importing again adds nothing,
-  and an import cut short resumes where it stopped. A run keeps the manifest
-  of its first import.
-- Every file is read and checked before anything is written: a malformed
-  file stops the import with one line naming it. Folders that are not one
-  of the five settings are skipped with a warning.
+  imported, from which folder and files, and what the import counted
+  (``import_counts``: records, duplicates, anomalies by kind).
+- **Every record counts**, as in the paper's figures. One session per
+  record, task id ``<setting>-<query_id>`` (setting as stored: ``perfect``,
+  ``underspecified``...). A ``query_id`` seen before in the same file (a
+  task run and appended again) is its own session keyed by its position in
+  the file's list (from 0): ``<setting>-<query_id>@<position>``; a record
+  without ``query_id`` is ``<setting>-@<position>``.
+- **Odd records are imported, not refused.** A ``model_answer`` that is
+  absent or null is imported as empty, one that is not a string (a model
+  that returned a structure) as its JSON text; a field of another wrong
+  type is ignored. Each such record is counted by kind in the manifest and
+  named in the summary's warnings, one line per file and kind.
+- **Unreadable files are skipped, not fatal.** A file that is not JSON, not
+  a list, or holds a record that is not an object is reported by name with
+  the reason; the other files still import.
+- **Sessions' contents.** An awareness event per annotation (the
+  annotation is the answer, the awareness text its reason; without an
+  annotation the answer is read from the text, by the reply grammar the
+  runtime uses), a question and an answer event per interaction score (its
+  human request's answer carries the score as the 0/1 rating), the final
+  answer, status ``skipped`` or ``finished``, and, unless skipped (like the
+  grader, which grades finished sessions only), a grade by grader
+  ``published`` whose one vote is the published score (``win_rate`` where
+  No-tools has it, else ``pass_rate``; pass when >= 1). A record with
+  neither score stays ungraded.
+- **Idempotent.** Sessions are unique per (run, task id), task ids depend
+  only on the file's contents, and a session is closed only once all its
+  records are in, so importing again adds nothing, and an import cut short
+  resumes where it stopped. A run keeps the manifest of its first import.
+- Folders that are not one of the five settings are skipped with a warning.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any, NamedTuple
 
 from aah.errors import AahError
 from aah.events import (
-    AwarenessAnswer,
     AwarenessEvent,
-    AwarenessQuestion,
     Event,
     FinalAnswerEvent,
     HumanAnswerEvent,
     HumanQuestionEvent,
 )
-from aah.runtime.awareness import parse_awareness
+from aah.scoring.published import (
+    InteractionScore,
+    PublishedAnswer,
+    odd_record_warnings,
+    read_answers,
+)
 from aah.store import SessionRecord, SessionStore, Verdict
 
 SETTING_FOLDERS = {
@@ -68,36 +80,9 @@ AAH_SUFFIX = "_qaq"
 PUBLISHED = "published"
 PROMPT_VERSION = "failtalms-outputs"
 ANSWERS_FILE = "answers.json"
+COUNTS_KEY = "import_counts"
 
 ImportProgress = Callable[[int, int], None]
-
-
-class InteractionScore(BaseModel):
-    """One question the model asked a person, the reply, and its 0/1 score."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    question: str
-    user_response: str = ""
-    score: int | str | None = None
-
-
-class PublishedAnswer(BaseModel):
-    """One entry of a published ``answers.json`` (unknown keys are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    query_id: int | str
-    query: str
-    skipped: bool = False
-    pass_rate: float | None = None
-    win_rate: float | None = None
-    model_answer: str | None = None
-    tool_annotation: str | None = None
-    info_annotation: str | None = None
-    tool_awareness: str | None = None
-    info_awareness: str | None = None
-    interaction_scores: list[InteractionScore] = Field(default_factory=list)
 
 
 class AnswerFile(NamedTuple):
@@ -108,17 +93,61 @@ class AnswerFile(NamedTuple):
     folder: str
 
 
+class UnreadableFile(NamedTuple):
+    """An answers file that could not be imported, and why (one line)."""
+
+    path: Path
+    reason: str
+
+
+@dataclass
+class ImportCounts:
+    """What one run's files held: every record is imported and counted.
+
+    Attributes:
+        records: Records read (each one a session).
+        duplicates: Records whose ``query_id`` appeared earlier in their file.
+        anomalous: Records with at least one anomaly.
+        anomalies: Records per anomaly kind (keys of ``ANOMALIES``).
+    """
+
+    records: int = 0
+    duplicates: int = 0
+    anomalous: int = 0
+    anomalies: dict[str, int] = field(default_factory=dict)
+
+    def add(self, answers: Sequence[PublishedAnswer]) -> None:
+        """Count one file's records."""
+        self.records += len(answers)
+        self.duplicates += sum(a.first_position is not None for a in answers)
+        self.anomalous += sum(bool(a.anomalies) for a in answers)
+        for answer in answers:
+            for kind in answer.anomalies:
+                self.anomalies[kind] = self.anomalies.get(kind, 0) + 1
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts as stored in the run's manifest."""
+        return {
+            "records": self.records,
+            "duplicates": self.duplicates,
+            "anomalous": self.anomalous,
+            "anomalies": dict(sorted(self.anomalies.items())),
+        }
+
+
 @dataclass
 class ImportSummary:
     """What an import did.
 
     Attributes:
-        runs: Every run the files belong to, by name.
+        runs: Every run the readable files belong to, by name.
         runs_added: Those that did not exist before.
         files: Answer files read.
         sessions_added: Sessions written now.
-        sessions_present: Answers whose session was already imported.
-        warnings: One line per folder skipped or value read leniently.
+        sessions_present: Records whose session was already imported.
+        counts: Per run, the records, duplicates and anomalies of its files.
+        unreadable: Files skipped because they could not be read.
+        warnings: One line per folder skipped, or per file and kind of odd record.
     """
 
     runs: list[str] = field(default_factory=list)
@@ -126,6 +155,8 @@ class ImportSummary:
     files: int = 0
     sessions_added: int = 0
     sessions_present: int = 0
+    counts: dict[str, ImportCounts] = field(default_factory=dict)
+    unreadable: list[UnreadableFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -175,64 +206,69 @@ def find_answer_files(folder: Path) -> tuple[list[AnswerFile], list[str]]:
     return files, warnings
 
 
-def read_answers(path: Path) -> list[PublishedAnswer]:
-    """The entries of one published answers file.
-
-    Raises:
-        AahError: The file is not JSON, not a list, or an entry lacks a field
-            or has one of the wrong type.
-    """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AahError(f"{path} is not readable JSON ({exc}): fix or remove it") from exc
-    if not isinstance(data, list):
-        raise AahError(f"{path} holds no list of answers: fix or remove it")
-    answers = []
-    for index, entry in enumerate(data):
-        try:
-            answers.append(PublishedAnswer.model_validate(entry))
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"]) or "entry"
-            raise AahError(
-                f"{path}: answer {index} is malformed ({where}: {problem['msg']}): "
-                "fix or remove the file"
-            ) from exc
-    return answers
-
-
 def import_failtalms_outputs(
     folder: Path, store: SessionStore, progress: ImportProgress | None = None
 ) -> ImportSummary:
     """Import every published answers file under ``folder`` into ``store``.
 
+    Files that cannot be read are listed in ``unreadable``; the rest import.
+
     Args:
         folder: The Fail-TaLMs ``outputs`` folder (or the repository holding it).
         store: Where the runs and sessions go.
-        progress: Called with (answers done, answers in all) after each answer.
+        progress: Called with (records done, records in all) after each record.
 
     Raises:
-        AahError: No answers file found, or one is malformed (nothing is
-            written then).
+        AahError: ``folder`` is missing or holds no answers file.
     """
-    files, warnings = find_answer_files(folder)
-    parsed = [(file, read_answers(file.path)) for file in files]
-    summary = ImportSummary(files=len(files), warnings=warnings)
+    found, warnings = find_answer_files(folder)
+    summary = ImportSummary(warnings=warnings)
+    parsed: list[tuple[AnswerFile, list[PublishedAnswer]]] = []
+    for file in found:
+        try:
+            answers = read_answers(file.path)
+        except AahError as exc:
+            summary.unreadable.append(UnreadableFile(file.path, str(exc)))
+            continue
+        parsed.append((file, answers))
+        summary.counts.setdefault(run_name(file.folder), ImportCounts()).add(answers)
+        summary.warnings += odd_record_warnings(file.path, answers)
+    summary.files = len(parsed)
     total = sum(len(answers) for _, answers in parsed)
     done = 0
-    for run in _create_runs(folder, files, store, summary):
+    for run in _create_runs(folder, [file for file, _ in parsed], store, summary):
         for file, answers in parsed:
             if run_name(file.folder) != run:
                 continue
             for answer in answers:
-                added = _import_answer(store, file, answer, summary.warnings)
+                added = _import_answer(store, file, answer)
                 summary.sessions_added += added
                 summary.sessions_present += not added
                 done += 1
                 if progress is not None:
                     progress(done, total)
     return summary
+
+
+def import_notes(run: str, manifest: Mapping[str, Any]) -> list[str]:
+    """The report's note on an imported run's duplicates and anomalies (none if neither)."""
+    counts = manifest.get(COUNTS_KEY)
+    if not isinstance(counts, dict):
+        return []
+    duplicates, anomalous = int(counts.get("duplicates", 0)), int(counts.get("anomalous", 0))
+    if not duplicates and not anomalous:
+        return []
+    parts = [f"run {run} was imported from {counts.get('records', 0)} records, each counted"]
+    if duplicates:
+        parts.append(f"{duplicates} repeat a query_id of their file and are sessions of their own")
+    if anomalous:
+        kinds = counts.get("anomalies") or {}
+        detail = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+        parts.append(f"{anomalous} are odd records ({detail}); see `aah import` warnings")
+    return ["; ".join(parts)]
+
+
+# -- writing ------------------------------------------------------------------------
 
 
 def _create_runs(
@@ -255,31 +291,34 @@ def _create_runs(
                 "model": model,
                 "aah": aah,
                 "settings": [f.setting for f in run_files],
+                COUNTS_KEY: summary.counts[name].to_json(),
             },
         )
     summary.runs = list(by_run)
     return summary.runs
 
 
-def _import_answer(
-    store: SessionStore, file: AnswerFile, answer: PublishedAnswer, warnings: list[str]
-) -> bool:
-    """Write one answer's session; False when it was already imported."""
+def _import_answer(store: SessionStore, file: AnswerFile, answer: PublishedAnswer) -> bool:
+    """Write one record's session; False when it was already imported."""
     model, aah = model_of(file.folder)
     session = store.open_session(
         answer.query,
         run=run_name(file.folder),
-        task_id=f"{file.setting}-{answer.query_id}",
+        task_id=answer.task_id(file.setting),
         setting=file.setting,
         aah=aah,
         model=model,
     )
     if session.status != "running":
         return False
-    planned = _awareness_events(session.id, answer, file, warnings)
+    planned: list[Event] = [
+        AwarenessEvent(
+            session_id=session.id, question=a.question, answer=a.answer, reason=a.text, raw=a.text
+        )
+        for a in answer.awareness
+    ]
     planned += _interaction_events(session.id, answer)
-    final = answer.model_answer or ""
-    planned.append(FinalAnswerEvent(session_id=session.id, text=final))
+    planned.append(FinalAnswerEvent(session_id=session.id, text=answer.model_answer))
     ratings = {
         f"{session.id}-q{index}": _rating(item)
         for index, item in enumerate(answer.interaction_scores)
@@ -294,7 +333,9 @@ def _import_answer(
         verdict: Verdict = "pass" if score >= 1 else "fail"
         store.add_grade(session.id, PUBLISHED, PROMPT_VERSION, [score], verdict)
     # Closing the session last marks it whole, which makes the import idempotent.
-    store.finish_session(session.id, "skipped" if answer.skipped else "finished", final)
+    store.finish_session(
+        session.id, "skipped" if answer.skipped else "finished", answer.model_answer
+    )
     return True
 
 
@@ -313,39 +354,6 @@ def _record(
         rating = ratings.get(event.request_id)
         store.answer_human_request(event.request_id, PUBLISHED, event.answer, rating=rating)
     store.append_event(event)
-
-
-def _awareness_events(
-    session_id: str, answer: PublishedAnswer, file: AnswerFile, warnings: list[str]
-) -> list[Event]:
-    events: list[Event] = []
-    questions: tuple[tuple[AwarenessQuestion, str | None, str | None], ...] = (
-        ("information", answer.info_annotation, answer.info_awareness),
-        ("tool", answer.tool_annotation, answer.tool_awareness),
-    )
-    for question, annotation, reason in questions:
-        if annotation is None and reason is None:
-            continue
-        parsed = _awareness_answer(annotation, reason)
-        if parsed == "none":
-            warnings.append(
-                f"{file.path}: query {answer.query_id} has no yes/idk/no {question} "
-                "annotation: recorded as none"
-            )
-        text = reason or annotation or ""
-        events.append(
-            AwarenessEvent(
-                session_id=session_id, question=question, answer=parsed, reason=text, raw=text
-            )
-        )
-    return events
-
-
-def _awareness_answer(annotation: str | None, reason: str | None) -> AwarenessAnswer:
-    # An annotation decides; only without one is the reason text read, from its start.
-    text = annotation if annotation is not None else reason
-    parsed = parse_awareness(text) if text else None
-    return parsed[0] if parsed is not None else "none"
 
 
 def _interaction_events(session_id: str, answer: PublishedAnswer) -> list[Event]:

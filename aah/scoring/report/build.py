@@ -64,6 +64,7 @@ from aah.events import excerpt
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.errors import ErrorPatternReport
+from aah.scoring.imports import import_notes
 from aah.scoring.metrics import (
     CellMetrics,
     TaskOutcome,
@@ -257,6 +258,8 @@ def _notes(
                 f"run {run.name}: {_sessions(unfinished, 'session')} still running or "
                 "waiting, so its figures may change"
             )
+        if run.name in imported:
+            notes += import_notes(run.name, run.manifest)
     if imported:
         notes.append(
             "imported published outputs hold no agent turns or tool calls, so behaviour and "
