@@ -57,6 +57,16 @@ class Settings(BaseSettings):
     grader_base_url: str | None = None
     grader_model: str | None = None
     grader_api_key: str | None = None
+    judge_base_url: str | None = None  # the behaviour judge; unset: the grader's, then the agent's
+    judge_model: str | None = None
+    judge_api_key: str | None = None
+    # Reply limits per role; None takes the role's default (aah/llm/config.py says why).
+    max_tokens: int | None = None
+    awareness_max_tokens: int = 256
+    human_max_tokens: int | None = None
+    grader_max_tokens: int | None = None
+    judge_max_tokens: int | None = None
+    max_reply_bytes: int = 1_000_000
 
     def registry_path(self) -> Path:
         """Where the compiled tool registry lives."""

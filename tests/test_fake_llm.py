@@ -1,7 +1,8 @@
-"""The fake OpenAI-compatible server, driven by the real openai and langchain clients."""
+"""The fake OpenAI-compatible server, driven by the real openai client and aah's own."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -19,11 +20,11 @@ import openai
 import pytest
 import typer
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_openai import ChatOpenAI
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from typer.testing import CliRunner
 
 from aah.errors import AahError
+from aah.llm import ChatClient, ModelConfig
 from aah.testing import (
     FakeLLMServer,
     Reply,
@@ -337,44 +338,42 @@ def test_streaming_sends_chunks_that_add_up_to_the_reply(connect: Connect) -> No
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
 
 
-def test_langchain_bind_tools_gets_tool_calls_and_final_text(
-    agent_server: FakeLLMServer, http: httpx.Client
-) -> None:
-    model = ChatOpenAI(
-        base_url=agent_server.base_url,
-        api_key="x",
-        model="fake-model",
-        max_retries=0,
-        http_client=http,
+def test_aahs_client_gets_tool_calls_and_final_text(agent_server: FakeLLMServer) -> None:
+    config = ModelConfig(
+        base_url=agent_server.base_url, model="fake-model", api_key=SecretStr("x"), retries=0
     )
+    tools = [WEATHER_TOOL, ASK_HUMAN_TOOL]
 
-    def get_weather(city: str, days: int = 1) -> str:
-        """Weather forecast for a city."""
-        return "sunny"
+    async def conversation() -> tuple[AIMessage, AIMessage, AIMessage]:
+        client = ChatClient(config)
+        try:
+            history: list[Any] = [HumanMessage("What is the weather?")]
+            first = await client.complete(history, tools)
+            history += [first, ToolMessage("Paris", tool_call_id=first.tool_calls[0]["id"])]
+            second = await client.complete(history, tools)
+            history += [second, ToolMessage("sunny", tool_call_id=second.tool_calls[0]["id"])]
+            return first, second, await client.complete(history, tools)
+        finally:
+            await client.aclose()
 
-    def ask_human(question: str) -> str:
-        """Ask the user a question."""
-        return "Paris"
-
-    agent = model.bind_tools([get_weather, ask_human])
-    history: list[Any] = [HumanMessage("What is the weather?")]
-    first = agent.invoke(history)
-    assert isinstance(first, AIMessage)
+    first, second, final = asyncio.run(conversation())
     assert [c["name"] for c in first.tool_calls] == ["ask_human"]
-    history += [first, ToolMessage("Paris", tool_call_id=first.tool_calls[0]["id"])]
-
-    # Streaming must assemble the same tool call from its argument pieces.
-    streamed = None
-    for chunk in agent.stream(history):
-        streamed = chunk if streamed is None else streamed + chunk
-    assert streamed is not None
-    [call] = streamed.tool_calls
+    [call] = second.tool_calls
     assert (call["name"], call["args"]) == ("get_weather", {"city": "Paris", "days": 1})
-    history += [streamed, ToolMessage("sunny", tool_call_id=call["id"])]
-
-    final = agent.invoke(history)
     assert final.content == "It is sunny in Paris."
     assert final.usage_metadata is not None and final.usage_metadata["total_tokens"] > 0
+
+
+def test_streamed_tool_call_pieces_add_up_to_the_call(connect: Connect) -> None:
+    script = [tool_reply("get_weather", {"city": "Paris", "days": 1})]
+    with FakeLLMServer(script) as server:
+        stream = ask(connect(server), "weather?", tools=[WEATHER_TOOL], stream=True)
+        pieces = [
+            d.function for c in stream if c.choices for d in c.choices[0].delta.tool_calls or []
+        ]
+    name = "".join(p.name or "" for p in pieces if p is not None)
+    arguments = "".join(p.arguments or "" for p in pieces if p is not None)
+    assert (name, json.loads(arguments)) == ("get_weather", {"city": "Paris", "days": 1})
 
 
 # --- scripts -------------------------------------------------------------------------

@@ -34,8 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-import openai
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from aah.benchmark.fact_fit import (
     TaskFacts,
@@ -46,7 +45,7 @@ from aah.benchmark.fact_fit import (
 from aah.benchmark.leak_check import leak_flags
 from aah.errors import AahError
 from aah.events import ModelCallEvent
-from aah.llm import ModelConfig, chat_model, model_config, model_error
+from aah.llm import ChatClient, ModelConfig, ModelError, TextReplies, model_config
 from aah.runtime.humans import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
 from aah.runtime.prompts import Prompt, read_prompt
 from aah.store import SessionStore
@@ -151,20 +150,24 @@ class SimulatedHuman:
         self.store = store
         self.system_prompt = simulated_human_prompt(facts)
         self.calls: list[ModelCallEvent] = []
-        self._model = chat_model(config, temperature=temperature)
+        self._model = shared_client(config, temperature)
 
     async def ask(self, request: HumanRequest) -> HumanReply:
-        """Ask the model for the user's reply; flag it if it leaks."""
+        """Ask the model for the user's reply; flag it if it leaks.
+
+        Raises:
+            AahError: the simulated user's model failed (one line, saying so).
+        """
         messages = [SystemMessage(self.system_prompt), HumanMessage(request.question)]
         started = time.perf_counter()
         try:
-            message = await self._model.ainvoke(messages)
-        except openai.OpenAIError as exc:
-            error = model_error(exc, self.config) or AahError(str(exc).splitlines()[0])
-            raise AahError(f"simulated human: {error}") from exc
+            replies = await self._model.reply_texts(messages)
+        except ModelError as exc:
+            raise AahError(f"simulated human: {exc}") from exc
         seconds = time.perf_counter() - started
-        text = message.content if isinstance(message.content, str) else ""
-        await self._record(request, message, text, seconds)
+        # Reasoning a reasoning model sent is not what the user says.
+        text = replies.texts[0] if replies.choices else ""
+        await self._record(request, replies, text, seconds)
         return HumanReply(
             text=text.strip(),
             answered_by=self.answered_by,
@@ -173,21 +176,35 @@ class SimulatedHuman:
         )
 
     async def _record(
-        self, request: HumanRequest, message: AIMessage, text: str, seconds: float
+        self, request: HumanRequest, replies: TextReplies, text: str, seconds: float
     ) -> None:
-        usage = message.usage_metadata
         event = ModelCallEvent(
             session_id=request.session_id,
             model=self.config.model,
             purpose="human",
-            prompt_tokens=usage["input_tokens"] if usage else None,
-            completion_tokens=usage["output_tokens"] if usage else None,
+            prompt_tokens=replies.prompt_tokens,
+            completion_tokens=replies.completion_tokens,
             latency_ms=seconds * 1000,
             text=text,
         )
         self.calls.append(event)
         if self.store is not None:
             await asyncio.to_thread(self.store.append_event, event)
+
+
+# One client per simulated-user model (and temperature) for the whole process:
+# a run asks thousands of questions, one per task would open as many
+# connection pools. The client closes its connections when its loop ends.
+_SHARED_CLIENTS: dict[tuple[int, float], tuple[ModelConfig, ChatClient]] = {}
+
+
+def shared_client(config: ModelConfig, temperature: float) -> ChatClient:
+    """The one client that every simulated user on ``config`` shares."""
+    # The config is kept beside its client, so its id cannot be reused.
+    key = (id(config), temperature)
+    if key not in _SHARED_CLIENTS:
+        _SHARED_CLIENTS[key] = (config, ChatClient(config, temperature=temperature))
+    return _SHARED_CLIENTS[key][1]
 
 
 def _load_prompt(name: str) -> Prompt:

@@ -8,7 +8,6 @@ added, so labels and ids travel along; a summary goes to stderr.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -19,7 +18,6 @@ import typer
 
 from aah.cli.output import err_console
 from aah.errors import AahError
-from aah.runtime.loop import run_async
 
 if TYPE_CHECKING:
     from aah.llm import ModelConfig
@@ -43,7 +41,9 @@ def classify(
     out: Path | None = typer.Option(None, "--out", help="Write the JSONL here, not to stdout."),
     judge: str = typer.Option("rule", "--judge", help="rule (offline rules) or llm (a judge)."),
     model: str | None = typer.Option(
-        None, "--model", help="Judge model for --judge llm (default AAH_GRADER_MODEL)."
+        None,
+        "--model",
+        help="Judge model for --judge llm (default AAH_JUDGE_MODEL, else AAH_GRADER_MODEL).",
     ),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Judge requests at once."),
 ) -> None:
@@ -53,8 +53,9 @@ def classify(
     lines = read_reply_lines(file)
     if judge == "llm":
         from aah.llm import model_config
+        from aah.runtime.loop import run_async
 
-        results = run_async(judge_lines(lines, model_config("grader", model=model), concurrency))
+        results = run_async(judge_lines(lines, model_config("judge", model=model), concurrency))
     else:
         from aah.scoring.behavior import classify_reply
 
@@ -111,13 +112,16 @@ async def judge_lines(
     lines: Sequence[ReplyLine], config: ModelConfig, concurrency: int = 8
 ) -> list[Classification]:
     """Classify ``lines`` with the LLM judge, ``concurrency`` at a time, with a progress bar."""
+    import asyncio
+
     from rich.progress import Progress
 
-    from aah.llm import raw_client
+    from aah.llm import ChatClient
     from aah.scoring.behavior import classify_with_llm
 
     gate = asyncio.Semaphore(concurrency)
-    async with raw_client(config) as client:
+    client = ChatClient(config)
+    try:
         with Progress(console=err_console, transient=True) as progress:
             task = progress.add_task("judging replies", total=len(lines))
 
@@ -130,6 +134,8 @@ async def judge_lines(
                 return result
 
             return list(await asyncio.gather(*(one(line) for line in lines)))
+    finally:
+        await client.aclose()
 
 
 def summary(rows: Sequence[dict[str, Any]]) -> str:

@@ -7,61 +7,50 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.llm.answers import (
-        AwarenessWord,
-        Choice,
-        ReplyGrammar,
-        VerdictWord,
-        parse_awareness_reply,
-        parse_verdict_reply,
-    )
-    from aah.llm.client import ChatClient
-    from aah.llm.config import (
-        ModelConfig,
-        chat_model,
-        model_config,
-        model_error,
-        raw_client,
+    from aah.llm.client import ChatClient, TextReplies
+    from aah.llm.config import ModelConfig, Role, model_config
+    from aah.llm.errors import (
+        ModelConnectionError,
+        ModelError,
+        ModelReplyError,
+        ModelStatusError,
+        ModelTimeoutError,
     )
     from aah.llm.reasoning import Reasoned, split_reasoning
     from aah.llm.text_calls import parse_text_tool_calls, recover_text_tool_calls
 
 __all__ = [
-    "AwarenessWord",
-    "Choice",
-    "ReplyGrammar",
-    "VerdictWord",
-    "parse_awareness_reply",
-    "parse_verdict_reply",
-    "Reasoned",
-    "split_reasoning",
     "ChatClient",
     "ModelConfig",
-    "chat_model",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelReplyError",
+    "ModelStatusError",
+    "ModelTimeoutError",
+    "Reasoned",
+    "Role",
+    "TextReplies",
     "model_config",
-    "model_error",
     "parse_text_tool_calls",
-    "raw_client",
     "recover_text_tool_calls",
+    "split_reasoning",
 ]
 
 _WHERE = {
-    "AwarenessWord": "aah.llm.answers",
-    "Choice": "aah.llm.answers",
-    "ReplyGrammar": "aah.llm.answers",
-    "VerdictWord": "aah.llm.answers",
-    "parse_awareness_reply": "aah.llm.answers",
-    "parse_verdict_reply": "aah.llm.answers",
+    "ChatClient": "aah.llm.client",
+    "TextReplies": "aah.llm.client",
+    "ModelConfig": "aah.llm.config",
+    "Role": "aah.llm.config",
+    "model_config": "aah.llm.config",
+    "recover_text_tool_calls": "aah.llm.text_calls",
+    "ModelConnectionError": "aah.llm.errors",
+    "ModelError": "aah.llm.errors",
+    "ModelReplyError": "aah.llm.errors",
+    "ModelStatusError": "aah.llm.errors",
+    "ModelTimeoutError": "aah.llm.errors",
     "Reasoned": "aah.llm.reasoning",
     "split_reasoning": "aah.llm.reasoning",
-    "ChatClient": "aah.llm.client",
-    "ModelConfig": "aah.llm.config",
-    "chat_model": "aah.llm.config",
-    "model_config": "aah.llm.config",
-    "model_error": "aah.llm.config",
     "parse_text_tool_calls": "aah.llm.text_calls",
-    "raw_client": "aah.llm.config",
-    "recover_text_tool_calls": "aah.llm.text_calls",
 }
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

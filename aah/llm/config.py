@@ -1,42 +1,124 @@
-"""OpenAI-compatible chat models, one setting per role, with clear failures.
+"""OpenAI-compatible chat models, one setting per role.
 
-Every model aah talks to (the agent, the simulated human, the grader) is an
-OpenAI-compatible chat endpoint: OpenAI itself, a vLLM server, a llama.cpp
-server or Ollama. A role's own settings win; unset ones fall back to the
-agent's (``AAH_BASE_URL``, ``AAH_MODEL``, ``AAH_API_KEY``, then
-``OPENAI_API_KEY``).
+Every model aah talks to (the agent, the simulated human, the grader, the
+behaviour judge) is an OpenAI-compatible chat endpoint: OpenAI itself, a vLLM
+server, a llama.cpp server or Ollama. A role's own settings win; unset ones
+fall back: the judge to the grader's, then every role to the agent's
+(``AAH_BASE_URL``, ``AAH_MODEL``, ``AAH_API_KEY``, then ``OPENAI_API_KEY``).
+
+Each role also has its own ``max_tokens``, sized for its job, so that no
+reply runs on until the timeout (a small server given no limit wrote 1,637
+tokens for one awareness answer):
+
+- agent turns 1,024 (``AAH_MAX_TOKENS``): a tool call or a final answer
+  that summarises tool results;
+- awareness 256 (``AAH_AWARENESS_MAX_TOKENS``): Yes/IDK/No and one reason;
+- simulated human 300 (``AAH_HUMAN_MAX_TOKENS``): a user's short reply;
+- grader votes 512 (``AAH_GRADER_MAX_TOKENS``): Pass/Fail and a short
+  justification;
+- behaviour judge 256 (``AAH_JUDGE_MAX_TOKENS``): one class name.
+
+A reasoning model thinks inside these limits: raise them for one.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-import openai
-from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, model_validator
 
 from aah.config import Settings, get_settings
 from aah.errors import AahError
 
-Role = Literal["agent", "human", "grader"]
+Role = Literal["agent", "human", "grader", "judge"]
 
-# Local servers (vLLM, llama.cpp, Ollama) accept any key, but the client needs one.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MAX_TOKENS: dict[Role, int] = {"agent": 1024, "human": 300, "grader": 512, "judge": 256}
+DEFAULT_AWARENESS_MAX_TOKENS = 256
+DEFAULT_MAX_REPLY_BYTES = 1_000_000
+# Where an unset role setting is read from next, in order.
+_FALLBACK: dict[Role, tuple[Role, ...]] = {
+    "agent": (),
+    "human": ("agent",),
+    "grader": ("agent",),
+    "judge": ("grader", "agent"),
+}
+
+# Local servers (vLLM, llama.cpp, Ollama) accept any key, but a header needs one.
 _PLACEHOLDER_KEY = "not-needed"
 
 
 class ModelConfig(BaseModel):
-    """Where one role's model lives. The key is a secret: never logged or stored."""
+    """Where one role's model lives, and the limits of its requests.
+
+    The key and a password given in the base URL are secrets: never logged
+    or stored. A base URL like ``http://user:pw@host/v1`` is kept without its
+    credentials, which become basic auth (``username``/``password``).
+    """
 
     base_url: str | None
     model: str
     api_key: SecretStr
     timeout: float = 60.0
     retries: int = 3
+    role: Role = "agent"
+    max_tokens: int | None = None
+    awareness_max_tokens: int = DEFAULT_AWARENESS_MAX_TOKENS
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    username: str | None = None
+    password: SecretStr | None = None
 
-    def describe(self) -> dict[str, str]:
-        """A loggable description: no secret in it."""
-        return {"model": self.model, "base_url": self.base_url or "https://api.openai.com/v1"}
+    @model_validator(mode="before")
+    @classmethod
+    def _credentials_out_of_the_url(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("base_url"), str):
+            return data
+        parts = urlsplit(data["base_url"])
+        if "@" not in parts.netloc:
+            return data
+        userinfo, _, host = parts.netloc.rpartition("@")
+        user, has_password, password = userinfo.partition(":")
+        clean = urlunsplit(parts._replace(netloc=host))
+        return {
+            **data,
+            "base_url": clean,
+            "username": unquote(user),
+            "password": SecretStr(unquote(password)) if has_password else None,
+        }
+
+    @model_validator(mode="after")
+    def _role_max_tokens(self) -> ModelConfig:
+        if self.max_tokens is None:
+            self.max_tokens = DEFAULT_MAX_TOKENS[self.role]
+        return self
+
+    @property
+    def reply_tokens(self) -> int:
+        """The ``max_tokens`` sent with this role's requests."""
+        return self.max_tokens or DEFAULT_MAX_TOKENS[self.role]
+
+    def setting_name(self, field: str) -> str:
+        """The environment variable that sets ``field`` (``BASE_URL``...) for this role."""
+        return f"AAH_{field}" if self.role == "agent" else f"AAH_{self.role.upper()}_{field}"
+
+    def describe(self) -> dict[str, Any]:
+        """A loggable description for manifests and messages: no secret in it."""
+        described: dict[str, Any] = {
+            "role": self.role,
+            "model": self.model,
+            "base_url": self.base_url or DEFAULT_BASE_URL,
+            "max_tokens": self.reply_tokens,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "max_reply_bytes": self.max_reply_bytes,
+        }
+        if self.role == "agent":
+            described["awareness_max_tokens"] = self.awareness_max_tokens
+        if self.username is not None or self.password is not None:
+            described["auth"] = f"basic ({self.username or 'no user name'})"
+        return described
 
 
 def model_config(
@@ -48,96 +130,57 @@ def model_config(
         AahError: no model name is configured for the role.
     """
     s = settings or get_settings()
-    own = _role_settings(s, role)
-    name = model or own.get("model") or s.model
+    chain = [_role_settings(s, r) for r in (role, *_FALLBACK[role])]
+
+    def first(field: str) -> Any:
+        return next((own[field] for own in chain if own.get(field)), None)
+
+    name = model or first("model")
     if not name:
         prefix = "AAH_" if role == "agent" else f"AAH_{role.upper()}_"
         raise AahError(
             f"no model configured for the {role}: set {prefix}MODEL and AAH_BASE_URL "
             "(see README, 'Pointing aah at a model')"
         )
-    key = own.get("api_key") or s.api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+    key = first("api_key") or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
     return ModelConfig(
-        base_url=own.get("base_url") or s.base_url,
+        base_url=first("base_url"),
         model=name,
         api_key=SecretStr(key),
         timeout=s.llm_timeout,
         retries=s.llm_retries,
+        role=role,
+        max_tokens=_role_settings(s, role)["max_tokens"],
+        awareness_max_tokens=s.awareness_max_tokens,
+        max_reply_bytes=s.max_reply_bytes,
     )
 
 
-def _role_settings(s: Settings, role: Role) -> dict[str, str | None]:
+def _role_settings(s: Settings, role: Role) -> dict[str, Any]:
     if role == "human":
-        return {"base_url": s.human_base_url, "model": s.human_model, "api_key": s.human_api_key}
+        return {
+            "base_url": s.human_base_url,
+            "model": s.human_model,
+            "api_key": s.human_api_key,
+            "max_tokens": s.human_max_tokens,
+        }
     if role == "grader":
-        return {"base_url": s.grader_base_url, "model": s.grader_model, "api_key": s.grader_api_key}
-    return {}
-
-
-def chat_model(
-    config: ModelConfig,
-    *,
-    temperature: float | None = None,
-    n: int | None = None,
-    seed: int | None = None,
-) -> ChatOpenAI:
-    """A LangChain chat model on ``config``'s endpoint with native tool calling.
-
-    The openai client retries 429, 5xx and connection errors with exponential
-    backoff (``config.retries`` times) and gives up after ``config.timeout``.
-    """
-    kwargs: dict[str, Any] = {}
-    if temperature is not None:
-        kwargs["temperature"] = temperature
-    if n is not None:
-        kwargs["n"] = n
-    if seed is not None:
-        kwargs["seed"] = seed
-    return ChatOpenAI(
-        model=config.model,
-        base_url=config.base_url,
-        api_key=config.api_key,
-        # An httpx Timeout (unhashable) makes langchain build a client for this
-        # model instead of reusing a process-wide one bound to the first event
-        # loop; each asyncio.run (each CLI call, each test) needs its own.
-        timeout=openai.Timeout(config.timeout),
-        max_retries=config.retries,
-        **kwargs,
-    )
-
-
-def raw_client(config: ModelConfig) -> openai.AsyncOpenAI:
-    """The plain async openai client, for calls LangChain does not model well (``n > 1``)."""
-    return openai.AsyncOpenAI(
-        base_url=config.base_url,
-        api_key=config.api_key.get_secret_value(),
-        timeout=config.timeout,
-        max_retries=config.retries,
-    )
-
-
-def model_error(exc: BaseException, config: ModelConfig) -> AahError | None:
-    """A one-line, actionable error for a failure to reach or use the model."""
-    where = config.describe()["base_url"]
-    if isinstance(exc, openai.APITimeoutError):
-        return AahError(
-            f"the model at {where} did not answer within {config.timeout:.0f} s: "
-            "check the server or raise AAH_LLM_TIMEOUT"
-        )
-    if isinstance(exc, openai.APIConnectionError):
-        return AahError(
-            f"cannot reach the model endpoint {where}: start the server or fix AAH_BASE_URL"
-        )
-    if isinstance(exc, openai.NotFoundError):
-        return AahError(
-            f"model {config.model!r} not found at {where}: check AAH_MODEL "
-            "(the server lists its models at /v1/models)"
-        )
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return AahError(f"the model endpoint {where} refused the API key: set AAH_API_KEY")
-    if isinstance(exc, openai.APIStatusError):
-        return AahError(
-            f"the model endpoint {where} failed with HTTP {exc.status_code} after "
-            f"{config.retries} retries: try again later"
-        )
-    return None
+        return {
+            "base_url": s.grader_base_url,
+            "model": s.grader_model,
+            "api_key": s.grader_api_key,
+            "max_tokens": s.grader_max_tokens,
+        }
+    if role == "judge":
+        return {
+            "base_url": s.judge_base_url,
+            "model": s.judge_model,
+            "api_key": s.judge_api_key,
+            "max_tokens": s.judge_max_tokens,
+        }
+    return {
+        "base_url": s.base_url,
+        "model": s.model,
+        "api_key": s.api_key,
+        "max_tokens": s.max_tokens,
+    }

@@ -8,25 +8,23 @@ the version goes into the rule of every result, so labels say what made them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aah.errors import AahError
-from aah.llm import ReplyGrammar
 from aah.runtime.prompts import Prompt, read_prompt
 from aah.scoring.behavior.rules import BehaviorClass, Classification, classify_reply
 
 # Reports import this module for its names only; the client loads when judging.
 if TYPE_CHECKING:
-    import openai
-    from openai.types.chat import ChatCompletionMessageParam
-
-    from aah.llm import ModelConfig
+    from aah.llm import ChatClient, ModelConfig
 
 PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "behavior.md"
 JUDGE_RETRIES = 2
 _RETRY_TEXT = "Start with one word: TOOL_CALL, QUESTION, CANNOT_ANSWER or DIRECT."
+_FIRST_WORD = re.compile(r"[\s*_\"'`#>\-\[(]*([A-Za-z][A-Za-z_\-]*)")
 _JUDGE_WORDS: dict[str, BehaviorClass] = {
     "tool_call": "tool_call",
     "tool": "tool_call",
@@ -51,20 +49,10 @@ def load_judge_prompt() -> JudgePrompt:
     return read_prompt(PROMPT_PATH)
 
 
-# The same reply grammar as votes and awareness answers: labels, markdown and
-# an echoed list of the classes are peeled, two classes at once are no answer.
-_JUDGE_REPLIES = ReplyGrammar(_JUDGE_WORDS)
-
-
-def parse_judge_reply(text: str, reasoning: str | None = None) -> BehaviorClass | None:
-    """The class a judge's reply begins with, or None.
-
-    Args:
-        text: The reply's content.
-        reasoning: Its separate reasoning field, if the server sent one.
-    """
-    choice = _JUDGE_REPLIES.read(text, reasoning)
-    return choice.value if choice is not None else None
+def parse_judge_reply(text: str) -> BehaviorClass | None:
+    """The class named by the first word of a judge's reply, or None."""
+    match = _FIRST_WORD.match(text)
+    return _JUDGE_WORDS.get(match.group(1).lower().replace("-", "_")) if match else None
 
 
 async def classify_with_llm(
@@ -73,7 +61,7 @@ async def classify_with_llm(
     config: ModelConfig,
     *,
     tool_calls: int = 0,
-    client: openai.AsyncOpenAI | None = None,
+    client: ChatClient | None = None,
     retries: int = JUDGE_RETRIES,
 ) -> Classification:
     """The behaviour class of one reply, as an LLM judge sees it.
@@ -93,35 +81,29 @@ async def classify_with_llm(
     Raises:
         AahError: The judge model cannot be reached or refuses the request.
     """
-    import openai
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-    from aah.llm import model_error, raw_client
+    from aah.llm import ChatClient, ModelError
 
     if tool_calls > 0:
         return Classification("tool_call", "native_call")
     prompt = load_judge_prompt()
     tools = ", ".join(sorted(tool_names)) or "(none)"
-    messages: list[ChatCompletionMessageParam] = [
-        {"role": "user", "content": prompt.template.format(tools=tools, reply=text)}
-    ]
-    judge = client or raw_client(config)
+    messages: list[BaseMessage] = [HumanMessage(prompt.template.format(tools=tools, reply=text))]
+    judge = client or ChatClient(config)
     try:
         for _ in range(retries + 1):
-            reply = await judge.chat.completions.create(
-                model=config.model, messages=messages, temperature=0
-            )
-            answer = (reply.choices[0].message.content or "") if reply.choices else ""
+            replies = await judge.reply_texts(messages, temperature=0)
+            answer = replies.texts[0] if replies.choices else ""
             label = parse_judge_reply(answer)
             if label is not None:
                 return Classification(label, f"llm:{prompt.version}")
-            messages.append({"role": "assistant", "content": answer})
-            messages.append({"role": "user", "content": _RETRY_TEXT})
-    except openai.OpenAIError as exc:
-        first_line = (str(exc).splitlines() or ["unknown error"])[0]
-        error = model_error(exc, config) or AahError(f"the judge model failed: {first_line}")
-        raise error from exc
+            messages.append(AIMessage(answer))
+            messages.append(HumanMessage(_RETRY_TEXT))
+    except ModelError as exc:
+        raise AahError(f"the behaviour judge failed: {exc}") from exc
     finally:
         if client is None:
-            await judge.close()
+            await judge.aclose()
     fallback = classify_reply(text, tool_names)
     return Classification(fallback.label, f"llm_unparsed:{fallback.rule}")

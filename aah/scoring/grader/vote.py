@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, NamedTuple
 
-import openai
+from langchain_core.messages import HumanMessage
 from rich.progress import Progress
 
 from aah.errors import AahError
 from aah.events import excerpt
-from aah.llm import ModelConfig, model_error, parse_verdict_reply, raw_client
+from aah.llm import ChatClient, ModelConfig, ModelStatusError
 from aah.scoring.grader.case import load_case, load_grader_prompt, render_prompt
 from aah.store import GradeRecord, SessionRecord, SessionStore, Verdict
 
@@ -47,24 +47,21 @@ RAW_VOTE_CHARS = 2_000
 Vote = Literal["pass", "fail"]
 GradeOutcome = Literal["graded", "cached", "skipped", "unfinished"]
 
+_LEADING_NOISE = r"[\s*_\"'`#>\-\[(]*"
+_VOTE = re.compile(_LEADING_NOISE + r"(pass|fail)\b", re.IGNORECASE)
 # How servers that refuse n > 1 word it: OpenAI names the param, llama.cpp
 # says "Only one completion choice is allowed".
 _N_REJECTED = re.compile(r"['\"`]n['\"`]|\bn\b|\bchoices?\b", re.IGNORECASE)
 
 
-def parse_vote(text: str, reasoning: str | None = None) -> Vote | None:
-    """``pass`` or ``fail`` when the grader's reply begins with that verdict, else None.
+def parse_vote(text: str) -> Vote | None:
+    """``pass`` or ``fail`` when ``text`` begins with that word, else None.
 
-    The reply is read by the one reply grammar (``aah.llm.parse_verdict_reply``):
-    reasoning, markdown, quotes and a leading label such as ``Verdict:`` are
-    peeled first; an echoed ``Pass/Fail`` is no vote, and a reply that only
-    mentions the word later, or names both, is None.
-
-    Args:
-        text: The reply's content.
-        reasoning: Its separate reasoning field, if the server sent one.
+    Case is ignored, and leading markdown or quotes (``**Pass**``, ``> Fail``)
+    are allowed; a reply that only mentions the word later does not count.
     """
-    return parse_verdict_reply(text, reasoning)
+    match = _VOTE.match(text)
+    return match.group(1).lower() if match else None  # type: ignore[return-value]
 
 
 class MajorityVerdict(NamedTuple):
@@ -123,8 +120,8 @@ class SessionGrade(NamedTuple):
 class MajorityVoteGrader:
     """Samples votes from the grader model and stores them as grades.
 
-    An async context manager: it owns an openai client, and remembers for
-    its lifetime whether the server honours ``n``.
+    An async context manager: it owns one model client for all its requests,
+    and remembers for its lifetime whether the server honours ``n``.
 
     Args:
         config: The grader model (``model_config("grader")``).
@@ -155,7 +152,7 @@ class MajorityVoteGrader:
         # None until a reply shows whether the server honours n.
         self.n_supported: bool | None = None
         self._n_probe = asyncio.Lock()
-        self._client = raw_client(config)
+        self._client = ChatClient(config)
 
     async def __aenter__(self) -> MajorityVoteGrader:
         return self
@@ -166,7 +163,7 @@ class MajorityVoteGrader:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._client.close()
+        await self._client.aclose()
 
     def cache_key(self, prompt_text: str) -> str:
         """The key a grade of ``prompt_text`` by this grader is stored under."""
@@ -241,34 +238,32 @@ class MajorityVoteGrader:
     async def _try_n(self, prompt_text: str, count: int) -> list[str]:
         try:
             texts = (await self._request(prompt_text, count))[:count]
-        except openai.BadRequestError:  # only a refusal of n gets through _request
+        except ModelStatusError as exc:
+            if not _rejects_n(exc):
+                raise
             self.n_supported = False
             return []
         self.n_supported = len(texts) == count
         return texts
 
     async def _request(self, prompt_text: str, n: int) -> list[str]:
+        """The answers of one request for ``n`` votes, reasoning split off.
+
+        Raises:
+            ModelError: the grader model failed (one line, from the client).
+        """
         self.requests_sent += 1
-        extra: dict[str, Any] = {"n": n} if n > 1 else {}
-        try:
-            response = await self._client.chat.completions.create(
-                model=self.config.model,
-                messages=[{"role": "user", "content": prompt_text}],
-                temperature=self.temperature,
-                **extra,
-            )
-        except openai.BadRequestError as exc:
-            if n > 1 and _rejects_n(exc):
-                raise  # the caller falls back to single requests
-            raise model_error(exc, self.config) or exc from exc
-        except openai.OpenAIError as exc:
-            raise model_error(exc, self.config) or exc from exc
-        return [choice.message.content or "" for choice in response.choices]
+        replies = await self._client.reply_texts(
+            [HumanMessage(prompt_text)], n=n, temperature=self.temperature
+        )
+        return replies.texts
 
 
-def _rejects_n(exc: openai.BadRequestError) -> bool:
-    param = exc.body.get("param") if isinstance(exc.body, dict) else None
-    return param == "n" or bool(_N_REJECTED.search(exc.message))
+def _rejects_n(exc: ModelStatusError) -> bool:
+    """Whether a failed request for several votes was refused because of ``n``."""
+    if exc.status != 400:
+        return False
+    return exc.param == "n" or bool(_N_REJECTED.search(exc.server_message))
 
 
 def find_cached_grade(store: SessionStore, session_id: str, key: str) -> GradeRecord | None:
