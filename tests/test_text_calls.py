@@ -276,6 +276,16 @@ CALLS = [
     Row("Llama 3.2 chatty", 'Let me check the weather.\nget_weather(city="Paris")', [W]),
     Row("Llama 3.2 chatty", 'Sure: [get_weather(city="Paris")]', [W]),
     Row(
+        "small models (keys reordered)",
+        'Checking: {"arguments": {"city": "Paris"}, "name": "get_weather"}',
+        [W],
+    ),
+    Row(
+        "Qwen2.5 (opening tag dropped)",
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        [W],
+    ),
+    Row(
         "ReAct prompting",
         'Thought: I need the weather.\nAction: get_weather\nAction Input: {"city": "Paris"}',
         [W],
@@ -482,6 +492,10 @@ HOSTILE = {
     "many think tags": "<think>" * 29_000,
     "many actions": "Action: x\n" * 20_000 + "Action Input: {",
     "whitespace": "Sure " + " " * LARGE + '{"name"',
+    "fences on one line": "```" * (LARGE // 3),
+    "one long hyphenated word": "get-" * (LARGE // 4) + "(",
+    "one long dotted word": "get." * (LARGE // 4) + "(",
+    "many quotes": "'\"" * (LARGE // 2),
 }
 
 

@@ -49,9 +49,15 @@ from aah.llm.text_calls.values import (
 _CALL_FENCES = ("tool_code", "tool_call", "tool_calls", "function_call")
 _DATA_FENCES = ("", "json", "jsonc", "json5")
 _FENCE_LANGUAGE = re.compile(r"[\w+.-]*")
-# Where a JSON call may start inside prose; at most this many are tried, so a
-# reply full of braces costs a few passes, not one per brace.
-_JSON_CALL_START = re.compile(r"(?:\[\s*)?\{\s*[\"'](?:name|function|tool|tool_name|type)[\"']\s*:")
+_MAX_LANGUAGE_LINE = 40
+# Where a JSON call may start inside prose. A start that never closes costs a
+# pass to the end of the reply, so only this many are tried; a value that
+# closes costs only its own length.
+_JSON_CALL_START = re.compile(
+    r"(?:\[\s*)?\{\s*[\"'](?:name|function|tool|tool_name|type|arguments|parameters)[\"']\s*:"
+)
+_MAX_FAILED_STARTS = 8
+# Offered tools written as calls in prose that are tried as the reply's last words.
 _MAX_CANDIDATES = 8
 _NAME_VALUE = re.compile(
     r"[\"'](?:name|function|tool|tool_name)[\"']\s*:\s*[\"']([^\"'\n]{1,200})[\"']"
@@ -59,7 +65,7 @@ _NAME_VALUE = re.compile(
 _ARGUMENTS_KEY = re.compile(r"[\"'](?:arguments|parameters|args|input)[\"']\s*:")
 _PYTHON_START = re.compile(r"\[?\s*([A-Za-z_][\w.\-]*)\s*\(")
 # A name written as a call: ``f(x=1)``, ``f("a")``, ``f()``.
-_WRITTEN_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w.\-]*)\s*\(\s*(?:\w+\s*=|[\"'{\[\d]|\))")
+_WRITTEN_CALL = re.compile(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)\s*\(\s*(?:\w+\s*=|[\"'{\[\d]|\))")
 _REACT_ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(\S[^\n]*)$", re.MULTILINE | re.IGNORECASE)
 _REACT_INPUT = re.compile(r"^[ \t]*Action[ \t]+Input[ \t]*:", re.MULTILINE | re.IGNORECASE)
 
@@ -106,11 +112,12 @@ def split_fences(text: str) -> tuple[str, list[Fence]]:
     position = 0
     while (start := text.find("```", position)) != -1:
         prose.append(text[position:start])
-        line_end = text.find("\n", start)
-        line_end = len(text) if line_end == -1 else line_end
-        language = text[start + 3 : line_end].strip()
+        # A language tag is short: looking further for the line's end would
+        # make a line of many fences quadratic.
+        line_end = text.find("\n", start, start + _MAX_LANGUAGE_LINE)
+        language = text[start + 3 : line_end].strip() if line_end != -1 else ""
         body_start = line_end + 1
-        if not _FENCE_LANGUAGE.fullmatch(language):  # a one-line block: ```{"a": 1}```
+        if line_end == -1 or not _FENCE_LANGUAGE.fullmatch(language):  # ```{"a": 1}```
             language, body_start = "", start + 3
         close = text.find("```", body_start)
         body_end = len(text) if close == -1 else close
@@ -188,16 +195,18 @@ def _json_calls_in_prose(text: str, tool_names: Collection[str]) -> TextCallPars
     calls: list[TextCall] = []
     broken_call = False
     after = 0
-    for number, start in enumerate(_JSON_CALL_START.finditer(text)):
-        if number >= _MAX_CANDIDATES:
-            break
+    failures = 0
+    for start in _JSON_CALL_START.finditer(text):
         if start.start() < after:
-            continue
+            continue  # inside a value already read
         values = read_values(text, start.start())
         readable = [value for value in values.values if not isinstance(value, Unreadable)]
         if values.unclosed or len(readable) < len(values.values) or not readable:
             window = text[start.start() : start.start() + 4000]
             broken_call = broken_call or _looks_like_json_call(window, tool_names)
+            failures += 1
+            if failures >= _MAX_FAILED_STARTS:
+                break
             continue
         after = values.end
         parsed = _json_calls(call_items(readable), tool_names, "prose_json")
