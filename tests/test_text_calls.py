@@ -492,7 +492,7 @@ HOSTILE = {
     "many think tags": "<think>" * 29_000,
     "many actions": "Action: x\n" * 20_000 + "Action Input: {",
     "whitespace": "Sure " + " " * LARGE + '{"name"',
-    "fences on one line": "```" * (LARGE // 3),
+    "fences on one line": "```" * (LARGE // 3 + 1),
     "one long hyphenated word": "get-" * (LARGE // 4) + "(",
     "one long dotted word": "get." * (LARGE // 4) + "(",
     "many quotes": "'\"" * (LARGE // 2),
