@@ -31,8 +31,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from aah.benchmark.dataset import Task, load_tasks
-from aah.benchmark.runner import BatchRunner, RunOptions
-from aah.cli.bench_run import batch_human_factory
+from aah.benchmark.runner import BatchRunner, RunOptions, batch_human_factory
 from aah.data.locate import find_data_dir
 from aah.llm.config import ModelConfig
 from aah.runtime.loop import run_async
@@ -128,7 +127,7 @@ def run(
 CATEGORIES = (
     (
         "model client",
-        ("aah/chat_", "/openai/", "/aiohttp/", "/yarl/", "/multidict/", "/httpx", "/anyio/"),
+        ("aah/llm/", "/openai/", "/aiohttp/", "/yarl/", "/multidict/", "/httpx", "/anyio/"),
     ),
     ("checkpointer", ("langgraph/checkpoint", "aah/runtime/checkpoints", "ormsgpack")),
     ("graph", ("langgraph/", "langchain_core/", "aah/runtime/graph", "aah/runtime/awareness")),

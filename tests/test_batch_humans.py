@@ -256,8 +256,10 @@ def test_make_batch_human_builds_each_kind(crypto: TaskFacts, tmp_path: Path) ->
         assert isinstance(simulated, SimulatedHuman) and simulated.store is store
     queue = make_batch_human("queue", crypto, store, deadline_seconds=5)
     assert isinstance(queue, QueueHuman) and queue.deadline_seconds == 5
-    with pytest.raises(AahError, match="use oracle, simulated or queue"):
-        make_batch_human("nobody", crypto, store)  # type: ignore[arg-type]
+    with pytest.raises(
+        AahError, match="^unknown human 'nobody': use one of oracle, simulated, queue$"
+    ):
+        make_batch_human("nobody", crypto, store)
     store.close()
 
 

@@ -118,7 +118,7 @@ def test_run_with_a_console_human(registry: Path, tmp_path: Path) -> None:
     for expected in (
         "awareness (tool): IDK",
         "agent asks: Which city?",
-        "console: Paris",
+        "console answers: Paris",
         f"✓ {WEATHER}",
         "final answer: Done: the forecast is above.",
     ):

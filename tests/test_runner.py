@@ -12,8 +12,14 @@ import pytest
 from runtime_support import fake_config
 
 from aah.benchmark.dataset import load_tasks
-from aah.benchmark.runner import BatchRunner, RunOptions, parse_shard, select_shard
-from aah.cli.bench_run import batch_human_factory, choose_tasks
+from aah.benchmark.runner import (
+    BatchRunner,
+    RunOptions,
+    batch_human_factory,
+    parse_shard,
+    select_shard,
+)
+from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.store.merge import merge_databases
 from aah.store.sessions import SessionStore

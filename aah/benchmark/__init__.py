@@ -15,12 +15,21 @@ if TYPE_CHECKING:
     from aah.benchmark.dataset import Task, load_tasks
     from aah.benchmark.demo import DemoTask, load_demo_tasks
     from aah.benchmark.fact_fit import TaskFacts
-    from aah.benchmark.humans import OracleHuman, SimulatedHuman, make_batch_human
+    from aah.benchmark.humans import (
+        BATCH_HUMANS,
+        BatchHumanOptions,
+        OracleHuman,
+        SimulatedHuman,
+        make_batch_human,
+        task_human_factory,
+    )
     from aah.benchmark.leak_check import leak_flags
-    from aah.benchmark.runner import BatchRunner, RunOptions, RunSummary
+    from aah.benchmark.runner import BatchRunner, RunOptions, RunSummary, batch_human_factory
     from aah.benchmark.settings import SETTINGS, Setting
 
 __all__ = [
+    "BATCH_HUMANS",
+    "BatchHumanOptions",
     "BatchRunner",
     "DemoTask",
     "OracleHuman",
@@ -31,14 +40,18 @@ __all__ = [
     "SimulatedHuman",
     "Task",
     "TaskFacts",
+    "batch_human_factory",
     "coverage",
     "leak_flags",
     "load_demo_tasks",
     "load_tasks",
     "make_batch_human",
+    "task_human_factory",
 ]
 
 _WHERE = {
+    "BATCH_HUMANS": "aah.benchmark.humans",
+    "BatchHumanOptions": "aah.benchmark.humans",
     "BatchRunner": "aah.benchmark.runner",
     "DemoTask": "aah.benchmark.demo",
     "OracleHuman": "aah.benchmark.humans",
@@ -49,11 +62,13 @@ _WHERE = {
     "SimulatedHuman": "aah.benchmark.humans",
     "Task": "aah.benchmark.dataset",
     "TaskFacts": "aah.benchmark.fact_fit",
+    "batch_human_factory": "aah.benchmark.runner",
     "coverage": "aah.benchmark.coverage",
     "leak_flags": "aah.benchmark.leak_check",
     "load_demo_tasks": "aah.benchmark.demo",
     "load_tasks": "aah.benchmark.dataset",
     "make_batch_human": "aah.benchmark.humans",
+    "task_human_factory": "aah.benchmark.humans",
 }
 
 

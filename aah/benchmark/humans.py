@@ -32,9 +32,10 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import NamedTuple
 
-from langchain_core.messages import HumanMessage, SystemMessage
+import openai
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from aah.benchmark.fact_fit import (
     TaskFacts,
@@ -45,12 +46,11 @@ from aah.benchmark.fact_fit import (
 from aah.benchmark.leak_check import leak_flags
 from aah.errors import AahError
 from aah.events import ModelCallEvent
-from aah.llm import ChatClient, ModelConfig, ModelError, TextReplies, model_config
+from aah.extensions import BatchHumanName, choose
+from aah.llm import ModelConfig, chat_model, model_config, model_error
 from aah.runtime.humans import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
 from aah.runtime.prompts import Prompt, read_prompt
 from aah.store import SessionStore
-
-BatchHumanKind = Literal["oracle", "simulated", "queue"]
 
 CANNOT_HELP = "I can't look that up myself."
 JOKE = "Why did the developer go broke? Because he used up all his cache."
@@ -150,24 +150,20 @@ class SimulatedHuman:
         self.store = store
         self.system_prompt = simulated_human_prompt(facts)
         self.calls: list[ModelCallEvent] = []
-        self._model = shared_client(config, temperature)
+        self._model = chat_model(config, temperature=temperature)
 
     async def ask(self, request: HumanRequest) -> HumanReply:
-        """Ask the model for the user's reply; flag it if it leaks.
-
-        Raises:
-            AahError: the simulated user's model failed (one line, saying so).
-        """
+        """Ask the model for the user's reply; flag it if it leaks."""
         messages = [SystemMessage(self.system_prompt), HumanMessage(request.question)]
         started = time.perf_counter()
         try:
-            replies = await self._model.reply_texts(messages)
-        except ModelError as exc:
-            raise AahError(f"simulated human: {exc}") from exc
+            message = await self._model.ainvoke(messages)
+        except openai.OpenAIError as exc:
+            error = model_error(exc, self.config) or AahError(str(exc).splitlines()[0])
+            raise AahError(f"simulated human: {error}") from exc
         seconds = time.perf_counter() - started
-        # Reasoning a reasoning model sent is not what the user says.
-        text = replies.texts[0] if replies.choices else ""
-        await self._record(request, replies, text, seconds)
+        text = message.content if isinstance(message.content, str) else ""
+        await self._record(request, message, text, seconds)
         return HumanReply(
             text=text.strip(),
             answered_by=self.answered_by,
@@ -176,35 +172,21 @@ class SimulatedHuman:
         )
 
     async def _record(
-        self, request: HumanRequest, replies: TextReplies, text: str, seconds: float
+        self, request: HumanRequest, message: AIMessage, text: str, seconds: float
     ) -> None:
+        usage = message.usage_metadata
         event = ModelCallEvent(
             session_id=request.session_id,
             model=self.config.model,
             purpose="human",
-            prompt_tokens=replies.prompt_tokens,
-            completion_tokens=replies.completion_tokens,
+            prompt_tokens=usage["input_tokens"] if usage else None,
+            completion_tokens=usage["output_tokens"] if usage else None,
             latency_ms=seconds * 1000,
             text=text,
         )
         self.calls.append(event)
         if self.store is not None:
             await asyncio.to_thread(self.store.append_event, event)
-
-
-# One client per simulated-user model (and temperature) for the whole process:
-# a run asks thousands of questions, one per task would open as many
-# connection pools. The client closes its connections when its loop ends.
-_SHARED_CLIENTS: dict[tuple[int, float], tuple[ModelConfig, ChatClient]] = {}
-
-
-def shared_client(config: ModelConfig, temperature: float) -> ChatClient:
-    """The one client that every simulated user on ``config`` shares."""
-    # The config is kept beside its client, so its id cannot be reused.
-    key = (id(config), temperature)
-    if key not in _SHARED_CLIENTS:
-        _SHARED_CLIENTS[key] = (config, ChatClient(config, temperature=temperature))
-    return _SHARED_CLIENTS[key][1]
 
 
 def _load_prompt(name: str) -> Prompt:
@@ -252,8 +234,57 @@ def _with_descriptions(facts: TaskFacts) -> list[tuple[str, str]]:
     return list(zip(facts.unavailable, descriptions, strict=False))
 
 
+class BatchHumanOptions(NamedTuple):
+    """What a batch human's factory may need, the same for every task of a run.
+
+    Attributes:
+        config: The simulated user's model; default ``model_config("human")``.
+        deadline_seconds: How long the queue waits for a person before it
+            replies "I don't know."; None waits forever.
+    """
+
+    config: ModelConfig | None = None
+    deadline_seconds: float | None = None
+
+
+# Given what a batch human knows of one task and the run's store, that task's human.
+TaskHumanFactory = Callable[[TaskFacts, SessionStore], HumanChannel]
+# Prepared once a run (a missing model fails before the first task), then per task.
+BatchHumanFactory = Callable[[BatchHumanOptions], TaskHumanFactory]
+
+
+def _oracle(options: BatchHumanOptions) -> TaskHumanFactory:
+    return lambda facts, store: OracleHuman(facts)
+
+
+def _simulated(options: BatchHumanOptions) -> TaskHumanFactory:
+    config = options.config or model_config("human")
+    return lambda facts, store: SimulatedHuman(facts, config, store=store)
+
+
+def _queue(options: BatchHumanOptions) -> TaskHumanFactory:
+    return lambda facts, store: QueueHuman(store, deadline_seconds=options.deadline_seconds)
+
+
+# Who answers a benchmark task (``aah bench run --human``), by name.
+BATCH_HUMANS: dict[BatchHumanName, BatchHumanFactory] = {
+    "oracle": _oracle,
+    "simulated": _simulated,
+    "queue": _queue,
+}
+
+
+def task_human_factory(kind: str, options: BatchHumanOptions) -> TaskHumanFactory:
+    """The per-task factory of the batch human called ``kind``.
+
+    Raises:
+        AahError: ``kind`` is unknown, or no model is configured for the simulated user.
+    """
+    return choose(BATCH_HUMANS, kind, "human")(options)
+
+
 def make_batch_human(
-    kind: BatchHumanKind,
+    kind: str,
     facts: TaskFacts,
     store: SessionStore,
     config: ModelConfig | None = None,
@@ -265,7 +296,7 @@ def make_batch_human(
     Args:
         kind: ``oracle`` (rules over the hidden facts), ``simulated`` (an LLM
             playing the user) or ``queue`` (people answering from the web or
-            terminal app).
+            terminal app): a key of :data:`BATCH_HUMANS`.
         facts: What the oracle or simulated user knows about the task.
         store: The session store (the queue, and the simulated user's call log).
         config: The simulated user's model; default ``model_config("human")``.
@@ -275,10 +306,5 @@ def make_batch_human(
     Raises:
         AahError: ``kind`` is unknown, or no model is configured for the simulated user.
     """
-    if kind == "oracle":
-        return OracleHuman(facts)
-    if kind == "simulated":
-        return SimulatedHuman(facts, config or model_config("human"), store=store)
-    if kind == "queue":
-        return QueueHuman(store, deadline_seconds=deadline_seconds)
-    raise AahError(f"unknown human {kind!r}: use oracle, simulated or queue")
+    options = BatchHumanOptions(config, deadline_seconds)
+    return task_human_factory(kind, options)(facts, store)

@@ -17,27 +17,34 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aah import __version__
 from aah.benchmark.fact_fit import TaskFacts
-from aah.benchmark.humans import simulated_human_prompt_version
+from aah.benchmark.humans import (
+    BatchHumanOptions,
+    simulated_human_prompt_version,
+    task_human_factory,
+)
 from aah.errors import AahError
-from aah.events import ErrorEvent
+from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
 from aah.runtime.awareness import SETTING_AWARENESS
 from aah.runtime.environment import open_runtime
 from aah.runtime.humans import HumanChannel, ScriptedHuman
-from aah.runtime.loop import fewer_gc_pauses
+from aah.runtime.loop import fewer_gc_pauses, worker_threads
 from aah.runtime.prompts import prompt_versions
-from aah.runtime.session import Runtime, SessionOutcome, SessionRequest, run_session
+from aah.runtime.session import (
+    Runtime,
+    SessionOutcome,
+    SessionRequest,
+    record_failure,
+    run_session,
+)
+from aah.store import pinned_difference
 from aah.tools.http import Executor, make_executor
 
 if TYPE_CHECKING:
     from aah.benchmark.dataset import Task
     from aah.tools.registry import Registry
 
-HumanKind = Literal["oracle", "simulated", "queue"]
 UnavailableMode = Literal["hidden", "broken"]
-# Manifest fields that must match when a run is resumed: changing any of them
-# would mix two experiments under one name.
-PINNED = ("model", "aah", "human", "http", "unavailable", "step_limit", "registry_hash")
 
 
 @dataclass
@@ -46,9 +53,9 @@ class RunOptions:
 
     run: str
     aah: bool = True
-    human: HumanKind = "oracle"
+    human: BatchHumanName = "oracle"
     concurrency: int = 8
-    http: str = "mock"
+    http: BaseHttpModeName = "mock"
     unavailable: UnavailableMode = "hidden"
     broken_as: str = "404"
     step_limit: int = 10
@@ -128,17 +135,17 @@ def run_manifest(
 
 
 def check_manifest(existing: dict[str, Any], wanted: dict[str, Any], run: str) -> None:
-    """Refuse to resume a run under a different setup.
+    """Refuse to resume a run under a different setup (``aah.store.PINNED_FIELDS``).
 
     Raises:
         AahError: a pinned field differs.
     """
-    for key in PINNED:
-        if key in existing and existing[key] != wanted[key]:
-            raise AahError(
-                f"run {run!r} was made with {key}={existing[key]!r}, not {wanted[key]!r}: "
-                "use the same flags to resume it, or another --run name"
-            )
+    differs = pinned_difference(existing, wanted)
+    if differs is not None:
+        raise AahError(
+            f"run {run!r} was made with {differs.field}={differs.ours!r}, "
+            f"not {differs.theirs!r}: use the same flags to resume it, or another --run name"
+        )
 
 
 def task_facts(task: Task, registry: Registry) -> TaskFacts:
@@ -154,6 +161,23 @@ def task_facts(task: Task, registry: Registry) -> TaskFacts:
     )
 
 
+def batch_human_factory(
+    kind: str, registry: Registry, deadline: float | None = None
+) -> Callable[[Task, Runtime], HumanChannel]:
+    """A function giving each task its own batch human called ``kind``.
+
+    Raises:
+        AahError: ``kind`` names no batch human, or it needs a model that is
+            not configured.
+    """
+    make = task_human_factory(kind, BatchHumanOptions(deadline_seconds=deadline))
+
+    def factory(task: Task, runtime: Runtime) -> HumanChannel:
+        return make(task_facts(task, registry), runtime.store)
+
+    return factory
+
+
 class BatchRunner:
     """Runs tasks as sessions of one named run, ``concurrency`` at a time."""
 
@@ -162,13 +186,27 @@ class BatchRunner:
         options: RunOptions,
         registry: Registry,
         model: ModelConfig,
-        human_factory: Callable[[Task, Runtime], HumanChannel],
+        human_factory: Callable[[Task, Runtime], HumanChannel] | None = None,
     ) -> None:
-        """Prepare a run; nothing starts until :meth:`run`."""
+        """Prepare a run; nothing starts until :meth:`run`.
+
+        Args:
+            options: What defines the run.
+            registry: The tools the tasks name.
+            model: The agent's model.
+            human_factory: Each task's human channel; default: the batch human
+                ``options.human`` names (see ``aah.benchmark.humans.BATCH_HUMANS``).
+
+        Raises:
+            AahError: ``options.human`` names no batch human, or it needs a model
+                that is not configured.
+        """
         self.options = options
         self.registry = registry
         self.model = model
-        self.human_factory = human_factory
+        self.human_factory = human_factory or batch_human_factory(
+            options.human, registry, options.human_deadline
+        )
 
     async def run(
         self, tasks: Sequence[Task], db: Path, on_done: ProgressHook | None = None
@@ -204,8 +242,9 @@ class BatchRunner:
                 if on_done is not None:
                     on_done(task.id, outcome)
 
-            with fewer_gc_pauses():
-                await asyncio.gather(*(one(task) for task in todo))
+            async with worker_threads(options.concurrency):
+                with fewer_gc_pauses():
+                    await asyncio.gather(*(one(task) for task in todo))
         summary.seconds = time.perf_counter() - started
         return summary
 
@@ -258,18 +297,7 @@ class BatchRunner:
 async def _record_failure(
     runtime: Runtime, request: SessionRequest, message: str
 ) -> SessionOutcome:
-    record = await asyncio.to_thread(
-        runtime.store.open_session,
-        request.query,
-        run=request.run,
-        task_id=request.task_id,
-        setting=request.setting,
-        aah=request.aah,
-        model=runtime.model_config.model,
-    )
-    error = ErrorEvent(session_id=record.id, message=message, where="runner")
-    await asyncio.to_thread(runtime.store.end_session, record.id, "error", None, [error])
-    return SessionOutcome(record.id, "error", "", error=message)
+    return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
 
 
 def _count(summary: RunSummary, outcome: SessionOutcome) -> None:

@@ -3,33 +3,21 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from aah.benchmark.settings import SETTINGS
 from aah.cli.output import console, print_error, print_line, table
 from aah.cli.tools import open_registry
-from aah.config import get_settings
 from aah.errors import AahError
-from aah.runtime.loop import run_async
+from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
 
 if TYPE_CHECKING:
     from aah.benchmark.dataset import Setting, Task
-    from aah.benchmark.runner import BatchRunner, HumanKind, RunSummary, UnavailableMode
-    from aah.runtime.humans import HumanChannel
-    from aah.runtime.session import Runtime, SessionOutcome
-    from aah.tools.registry import Registry
+    from aah.benchmark.runner import BatchRunner, RunSummary, UnavailableMode
+    from aah.runtime.session import SessionOutcome
 
 
 def parse_settings(value: str) -> list[Setting]:
@@ -72,11 +60,11 @@ def bench_run(
     run: str = typer.Option(..., "--run", help="Run name; the same name resumes the run."),
     setting: str = typer.Option("all", "--setting", help="A setting, a comma list, or all."),
     aah: bool = typer.Option(True, "--aah/--no-aah", help="Offer the ask_human tool."),
-    human: str = typer.Option("oracle", "--human", help="oracle, simulated or queue."),
+    human: str = typer.Option("oracle", "--human", help=f"{listed(BATCH_HUMAN_NAMES)}."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most N tasks per setting."),
     ids: list[str] = typer.Option([], "--ids", help="Only these task ids (repeatable)."),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Sessions at once."),
-    http: str = typer.Option("mock", "--http", help="mock, replay, live or record."),
+    http: str = typer.Option("mock", "--http", help=f"{listed(BASE_HTTP_MODE_NAMES)}."),
     unavailable: str = typer.Option("hidden", "--unavailable", help="hidden or broken."),
     shard: str | None = typer.Option(None, "--shard", help="Run shard i of n, e.g. 1/4."),
     model: str | None = typer.Option(None, "--model", help="Agent model (default AAH_MODEL)."),
@@ -92,15 +80,14 @@ def bench_run(
     """Run benchmark tasks as sessions of one named, resumable run."""
     from aah.benchmark.dataset import load_tasks
     from aah.benchmark.runner import BatchRunner, RunOptions, parse_shard, select_shard
+    from aah.config import get_settings
     from aah.data.locate import find_data_dir
     from aah.llm import model_config
 
-    if human not in ("oracle", "simulated", "queue"):
-        raise AahError(f"unknown --human {human!r}: use oracle, simulated or queue")
+    human_name = known_name(BATCH_HUMAN_NAMES, human, "--human")
+    http_mode = known_name(BASE_HTTP_MODE_NAMES, http, "--http")
     if unavailable not in ("hidden", "broken"):
         raise AahError(f"unknown --unavailable {unavailable!r}: use hidden or broken")
-    if http not in ("mock", "replay", "live", "record"):
-        raise AahError(f"unknown --http {http!r}: use mock, replay, live or record")
     data_dir = find_data_dir(data, need_benchmark=True)
     registry = open_registry(data, build_if_missing=True)
     tasks = choose_tasks(load_tasks(data_dir, parse_settings(setting)), limit, ids)
@@ -109,18 +96,16 @@ def bench_run(
     options = RunOptions(
         run=run,
         aah=aah,
-        human=cast("HumanKind", human),
+        human=human_name,
         concurrency=concurrency,
-        http=http,
+        http=http_mode,
         unavailable=cast("UnavailableMode", unavailable),
         step_limit=step_limit,
         task_timeout=task_timeout,
         seed=seed,
         human_deadline=human_deadline,
     )
-    runner = BatchRunner(
-        options, registry, config, batch_human_factory(human, registry, human_deadline)
-    )
+    runner = BatchRunner(options, registry, config)
     db_path = db or get_settings().db
     console.print(
         f"run [bold]{run}[/]: {len(tasks)} tasks, model {config.model}, "
@@ -131,26 +116,18 @@ def bench_run(
     _print_summary(run, summary, db_path)
 
 
-def batch_human_factory(
-    kind: str, registry: Registry, deadline: float | None = None
-) -> Callable[[Task, Runtime], HumanChannel]:
-    """A function giving each task its own human channel of ``kind``."""
-    from aah.benchmark.humans import make_batch_human
-    from aah.benchmark.runner import task_facts
-    from aah.llm import model_config
-
-    config = model_config("human") if kind == "simulated" else None
-
-    def factory(task: Task, runtime: Runtime) -> HumanChannel:
-        facts = task_facts(task, registry)
-        return make_batch_human(
-            cast("HumanKind", kind), facts, runtime.store, config, deadline_seconds=deadline
-        )
-
-    return factory
-
-
 def _run_with_progress(runner: BatchRunner, tasks: list[Task], db: Path) -> RunSummary:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from aah.runtime.loop import run_async
+
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -9,9 +9,8 @@ import typer
 
 from aah.cli.output import console
 from aah.cli.tools import open_registry
-from aah.config import get_settings
 from aah.errors import AahError
-from aah.runtime.loop import run_async
+from aah.extensions import HTTP_MODE_NAMES, HUMAN_CHANNEL_NAMES, listed
 
 # Heavy modules (LangChain, LangGraph, openai) load when a command runs, so
 # `aah --help` and the light commands start fast.
@@ -37,26 +36,16 @@ def select_tools(registry: Registry, names: list[str], auto: int, query: str) ->
     return specs
 
 
-def make_human(kind: str, db: Path, deadline: float | None) -> HumanChannel:
-    """The human channel called ``kind``."""
-    from aah.runtime.humans import ConsoleHuman, QueueHuman
-    from aah.store import SessionStore
-
-    if kind == "console":
-        return ConsoleHuman()
-    if kind == "queue":
-        return QueueHuman(SessionStore(db), deadline_seconds=deadline)
-    raise AahError(f"unknown human channel {kind!r}: use console or queue")
-
-
 def run(
     query: str = typer.Argument(..., help="The user's request."),
     tool: list[str] = typer.Option([], "--tool", help="Offer this endpoint (repeatable)."),
     auto_tools: int = typer.Option(0, "--auto-tools", help="Also offer the K best search hits."),
     aah: bool = typer.Option(True, "--aah/--no-aah", help="Offer the ask_human tool."),
-    human: str = typer.Option("console", "--human", help="Who answers: console or queue."),
+    human: str = typer.Option(
+        "console", "--human", help=f"Who answers: {listed(HUMAN_CHANNEL_NAMES)}."
+    ),
     awareness: str = typer.Option("both", "--awareness", help="info, tool, both or none."),
-    http: str = typer.Option("live", "--http", help="live, record, replay, mock or fault."),
+    http: str = typer.Option("live", "--http", help=f"{listed(HTTP_MODE_NAMES)}."),
     fault: list[str] = typer.Option([], "--fault", help="Fault plan, e.g. TOOL=404 (fault mode)."),
     model: str | None = typer.Option(None, "--model", help="Model name (default AAH_MODEL)."),
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
@@ -65,14 +54,17 @@ def run(
     data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
+    from aah.config import get_settings
     from aah.llm import model_config
+    from aah.runtime.humans import ChannelOptions, make_human_channel
+    from aah.runtime.loop import run_async
     from aah.runtime.session import SessionRequest
 
     db_path = db or get_settings().db
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
     config = model_config("agent", model=model)
-    channel = make_human(human, db_path, deadline)
+    channel = make_human_channel(human, ChannelOptions(db_path, deadline))
     request = SessionRequest(
         query=query,
         specs=specs,

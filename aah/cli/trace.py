@@ -2,71 +2,42 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console
 from rich.markup import escape
 
-from aah.events import (
-    AwarenessEvent,
-    ErrorEvent,
-    Event,
-    FinalAnswerEvent,
-    HumanAnswerEvent,
-    HumanQuestionEvent,
-    ModelCallEvent,
-    ToolCallEvent,
-)
+from aah.event_text import Tone, describe_event
+from aah.events import ErrorEvent, Event
 
-_ANSWER_STYLE = {"yes": "green", "idk": "yellow", "no": "red", "none": "red"}
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
+# rich styles for the tones of ``aah.event_text``.
+TONE_STYLE: dict[Tone, str] = {
+    "info": "dim",
+    "ok": "bold green",
+    "fail": "bold red",
+    "warn": "yellow",
+    "ask": "bold magenta",
+    "answer": "magenta",
+    "final": "bold cyan",
+}
 
 
 def render_event(event: Event) -> str | None:
-    """One event as a line of rich markup (model text escaped), or None to hide it."""
-    if isinstance(event, AwarenessEvent):
-        style = _ANSWER_STYLE[event.answer]
-        return (
-            f"[bold]awareness[/] ({event.question}): [{style}]{event.answer.upper()}[/] "
-            f"{_short(event.reason)}"
-        )
-    if isinstance(event, ModelCallEvent):
-        if event.purpose != "agent":
-            return None
-        tokens = f"{event.prompt_tokens or 0}+{event.completion_tokens or 0} tokens"
-        said = f" “{_short(event.text, 120)}”" if event.text and event.n_tool_calls else ""
-        timing = f"{tokens}, {event.latency_ms:.0f} ms"
-        return f"[dim]model step: {event.n_tool_calls} call(s), {timing}{said}[/]"
-    if isinstance(event, ToolCallEvent):
-        args = _short(json.dumps(event.arguments, ensure_ascii=False), 160)
-        if event.check != "ok":
-            return (
-                f"[bold red]✗ {escape(event.tool)}[/] {args} — rejected before running "
-                f"([red]{event.check}[/]): {_short(event.feedback, 200)}"
-            )
-        mark, style = ("✓", "green") if event.ok else ("✗", "red")
-        status = event.status_code if event.status_code is not None else "no response"
-        return (
-            f"[bold {style}]{mark} {escape(event.tool)}[/] {args} → {status}, "
-            f"{event.latency_ms:.0f} ms [{event.http_mode}]"
-            f"\n    [dim]{_short(event.result, 200)}[/]"
-        )
-    if isinstance(event, HumanQuestionEvent):
-        return f"[bold magenta]? agent asks:[/] {_short(event.question)}"
-    if isinstance(event, HumanAnswerEvent):
-        if event.declined:
-            return f"[magenta]  ↳ {escape(event.answered_by)} declined to answer[/]"
-        return f"[magenta]  ↳ {escape(event.answered_by)}:[/] {_short(event.answer)}"
-    if isinstance(event, FinalAnswerEvent):
-        flag = " [red](step limit reached)[/]" if event.step_limit_hit else ""
-        return f"[bold cyan]final answer{flag}:[/] {escape(event.text)}"
-    if isinstance(event, ErrorEvent):
-        return f"[bold red]error ({escape(event.where)}):[/] {escape(event.message)}"
-    return None
+    """One event as rich markup (every text escaped), or None to hide it.
+
+    The label and the text share a line; what goes with the label (a tool
+    call's arguments) follows it, and then the text goes on its own line.
+    """
+    description = describe_event(event)
+    if description is None:
+        return None
+    label = f"[{TONE_STYLE[description.tone]}]{escape(description.label)}[/]"
+    if description.detail:
+        line = f"{label} {escape(description.detail)}"
+        return f"{line}\n    [dim]{escape(description.text)}[/]" if description.text else line
+    if not description.text:
+        return label
+    # "awareness (tool): IDK <reason>" reads on; "final answer" needs its colon.
+    joiner = " " if ":" in description.label else ": "
+    return f"{label}{joiner}{escape(description.text)}"
 
 
 class TracePrinter:

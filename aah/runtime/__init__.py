@@ -15,19 +15,33 @@ if TYPE_CHECKING:
     from aah.runtime.environment import open_runtime
     from aah.runtime.graph import build_graph
     from aah.runtime.humans import (
+        HUMAN_CHANNELS,
+        ChannelOptions,
         ConsoleHuman,
         HumanChannel,
+        HumanChannelFactory,
         HumanReply,
         HumanRequest,
         QueueHuman,
         ScriptedHuman,
+        make_human_channel,
     )
-    from aah.runtime.loop import run_async
-    from aah.runtime.session import Runtime, SessionOutcome, SessionRequest, run_session
+    from aah.runtime.loop import run_async, worker_threads
+    from aah.runtime.prompts import prompt_versions
+    from aah.runtime.session import (
+        Runtime,
+        SessionOutcome,
+        SessionRequest,
+        record_failure,
+        run_session,
+    )
 
 __all__ = [
+    "HUMAN_CHANNELS",
+    "ChannelOptions",
     "ConsoleHuman",
     "HumanChannel",
+    "HumanChannelFactory",
     "HumanReply",
     "HumanRequest",
     "QueueHuman",
@@ -37,15 +51,22 @@ __all__ = [
     "SessionRequest",
     "ask_awareness",
     "build_graph",
+    "make_human_channel",
     "open_runtime",
     "parse_awareness",
+    "prompt_versions",
+    "record_failure",
     "run_async",
     "run_session",
+    "worker_threads",
 ]
 
 _WHERE = {
+    "HUMAN_CHANNELS": "aah.runtime.humans",
+    "ChannelOptions": "aah.runtime.humans",
     "ConsoleHuman": "aah.runtime.humans",
     "HumanChannel": "aah.runtime.humans",
+    "HumanChannelFactory": "aah.runtime.humans",
     "HumanReply": "aah.runtime.humans",
     "HumanRequest": "aah.runtime.humans",
     "QueueHuman": "aah.runtime.humans",
@@ -55,10 +76,14 @@ _WHERE = {
     "SessionRequest": "aah.runtime.session",
     "ask_awareness": "aah.runtime.awareness",
     "build_graph": "aah.runtime.graph",
+    "make_human_channel": "aah.runtime.humans",
     "open_runtime": "aah.runtime.environment",
     "parse_awareness": "aah.runtime.awareness",
+    "prompt_versions": "aah.runtime.prompts",
+    "record_failure": "aah.runtime.session",
     "run_async": "aah.runtime.loop",
     "run_session": "aah.runtime.session",
+    "worker_threads": "aah.runtime.loop",
 }
 
 

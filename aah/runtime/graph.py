@@ -25,6 +25,7 @@ from aah.llm import recover_text_tool_calls
 from aah.runtime.awareness import ask_awareness, awareness_questions, describe_tools
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
+from aah.tools import tool_prompt
 from aah.tools.builtin import ASK_HUMAN
 from aah.tools.calls import CheckResult, canonical_call
 
@@ -161,12 +162,8 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     runs: list[tuple[str, str, dict[str, Any]]] = []
     seen = list(state.get("seen_calls", []))
     for bad in reply.invalid_tool_calls:
-        feedback = (
-            f"Your tool call could not be read ({bad.get('error') or 'malformed call'}). "
-            'Call a tool with a JSON object of arguments, e.g. {"name": ..., '
-            '"arguments": {...}}, or answer in plain text.'
-        )
-        verdict = CheckResult("IFE", feedback)
+        error = bad.get("error") or "malformed call"
+        verdict = CheckResult("IFE", tool_prompt("unreadable_call").render(error=error))
         call_id, name = bad.get("id") or "invalid", bad.get("name") or ""
         messages.append(_rejected(ctx, call_id, name, {}, verdict))
     for call in reply.tool_calls:
@@ -227,7 +224,7 @@ async def _ask_human(state: AgentState) -> dict[str, Any]:
     text = str(reply.get("text", "")) if isinstance(reply, dict) else str(reply)
     declined = bool(reply.get("declined")) if isinstance(reply, dict) else False
     if declined or not text.strip():
-        text = "The user declined to answer this question."
+        text = load_prompt("declined_answer").render()
     answer = ToolMessage(text, tool_call_id=call["id"], name=ASK_HUMAN)
     # A question that came straight from the agent is remembered here (the
     # tools step remembers those it passed on), so that a repeat is caught.

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, Field
 
+from aah.extensions import HumanChannelName, choose
 from aah.store import SessionStore
 
 IDK_REPLY = "I don't know."
@@ -185,3 +187,35 @@ def _seconds_between(start: Any, end: Any) -> float:
         return max(0.0, float((end - start).total_seconds()))
     except TypeError:
         return 0.0
+
+
+class ChannelOptions(NamedTuple):
+    """What an interactive human channel's factory may need.
+
+    Attributes:
+        db: The session database whose queue the web and terminal apps watch.
+        deadline_seconds: How long the queue waits for a person; None waits forever.
+    """
+
+    db: Path
+    deadline_seconds: float | None = None
+
+
+HumanChannelFactory = Callable[[ChannelOptions], HumanChannel]
+
+# Who answers an interactive session (``aah run --human``), by name.
+HUMAN_CHANNELS: dict[HumanChannelName, HumanChannelFactory] = {
+    "console": lambda options: ConsoleHuman(),
+    "queue": lambda options: QueueHuman(
+        SessionStore(options.db), deadline_seconds=options.deadline_seconds
+    ),
+}
+
+
+def make_human_channel(name: str, options: ChannelOptions) -> HumanChannel:
+    """The interactive human channel called ``name`` (a key of :data:`HUMAN_CHANNELS`).
+
+    Raises:
+        AahError: No channel has that name; the message lists those that do.
+    """
+    return choose(HUMAN_CHANNELS, name, "human channel")(options)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+import os
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -54,3 +56,34 @@ def fewer_gc_pauses() -> Iterator[None]:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def worker_count(concurrency: int) -> int:
+    """Worker threads for ``concurrency`` sessions at once.
+
+    Two a session: a step may run several tool calls at once, and a store
+    write or a queue poll may wait beside them. Never fewer than Python's
+    own default (threads start only when needed, so extra ones cost nothing).
+    """
+    return max(2 * concurrency, min(32, (os.cpu_count() or 1) + 4))
+
+
+@asynccontextmanager
+async def worker_threads(concurrency: int) -> AsyncIterator[ThreadPoolExecutor]:
+    """Make the running loop's default executor a pool sized for ``concurrency``.
+
+    Blocking work (tool calls over ``requests``, store writes, queue polls)
+    goes through ``asyncio.to_thread``, whose default pool has
+    ``min(32, cores + 4)`` threads: on a small machine, 64 sessions would
+    queue behind 6 threads. At exit an unstarted pool of the default size
+    takes its place, so the loop stays usable, and this one is shut down
+    without waiting: a call a timed-out session left behind ends on its own.
+    """
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(worker_count(concurrency), thread_name_prefix="aah-worker")
+    loop.set_default_executor(pool)
+    try:
+        yield pool
+    finally:
+        loop.set_default_executor(ThreadPoolExecutor())
+        pool.shutdown(wait=False, cancel_futures=True)

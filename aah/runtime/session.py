@@ -12,12 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+import openai
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from aah.errors import AahError
+from aah.event_text import conversation_lines
 from aah.events import (
     AwarenessMode,
     ErrorEvent,
@@ -25,10 +27,8 @@ from aah.events import (
     FinalAnswerEvent,
     HumanAnswerEvent,
     HumanQuestionEvent,
-    ModelCallEvent,
-    ToolCallEvent,
 )
-from aah.llm import ChatClient, ModelConfig, ModelError
+from aah.llm import ChatClient, ModelConfig, model_error
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
@@ -124,14 +124,7 @@ class SessionOutcome:
 async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
     """Run (or resume) one session to its end and record everything in the store."""
     store = runtime.store
-    record = store.open_session(
-        request.query,
-        run=request.run,
-        task_id=request.task_id,
-        setting=request.setting,
-        aah=request.aah,
-        model=runtime.model_config.model,
-    )
+    record = _open_record(request, runtime)
     if record.status in _DONE and not (request.retry_errors and record.status == "error"):
         return SessionOutcome(record.id, record.status, record.final_answer or "")
 
@@ -161,14 +154,38 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return await _drive(ctx, record, request, runtime)
     except SkipTask as exc:
         return _close(ctx, runtime, record, "skipped", f"Skipped: {exc}.")
-    except ModelError as exc:
-        return _fail(ctx, runtime, record, str(exc), "model")
+    except openai.OpenAIError as exc:
+        error = model_error(exc, runtime.model_config) or AahError(str(exc).splitlines()[0])
+        return _fail(ctx, runtime, record, str(error), "model")
     except AahError as exc:
         return _fail(ctx, runtime, record, str(exc), "runtime")
     finally:
         # Events of steps no checkpoint saved (a cancelled task) are dropped
         # with those steps: a rerun starts again from the last checkpoint.
         runtime.take_held_events(record)
+
+
+def record_failure(
+    request: SessionRequest, runtime: Runtime, message: str, where: str
+) -> SessionOutcome:
+    """End ``request``'s session in error when it failed outside the driver.
+
+    For failures :func:`run_session` cannot catch itself (a timeout that
+    cancelled it, a crash in the code that called it), so that every failed
+    session is recorded the same way: an ``ErrorEvent`` and the ``error`` status.
+    """
+    return _end_in_error(runtime, _open_record(request, runtime), message, where)
+
+
+def _open_record(request: SessionRequest, runtime: Runtime) -> SessionRecord:
+    return runtime.store.open_session(
+        request.query,
+        run=request.run,
+        task_id=request.task_id,
+        setting=request.setting,
+        aah=request.aah,
+        model=runtime.model_config.model,
+    )
 
 
 async def _drive(
@@ -254,19 +271,12 @@ async def _ask(
 
 
 def conversation_so_far(events: Sequence[Event]) -> list[dict[str, str]]:
-    """The session's steps as short lines a person can read before answering."""
-    lines: list[dict[str, str]] = []
-    for event in events:
-        if isinstance(event, ModelCallEvent) and event.purpose == "agent" and event.text:
-            lines.append({"role": "agent", "text": event.text})
-        elif isinstance(event, ToolCallEvent):
-            status = event.status_code if event.check == "ok" else f"rejected ({event.check})"
-            lines.append({"role": "tool", "text": f"{event.tool} → {status}"})
-        elif isinstance(event, HumanQuestionEvent):
-            lines.append({"role": "agent asks", "text": event.question})
-        elif isinstance(event, HumanAnswerEvent):
-            lines.append({"role": "user", "text": event.answer})
-    return lines
+    """The session's steps as short lines a person can read before answering.
+
+    Stored with the human request as ``{"role", "text"}`` objects, which the
+    web and terminal apps show (see ``aah.event_text``).
+    """
+    return [dict(line._asdict()) for line in conversation_lines(events)]
 
 
 def _finish(
@@ -299,9 +309,15 @@ def _close(
 def _fail(
     ctx: SessionContext, runtime: Runtime, record: SessionRecord, message: str, where: str
 ) -> SessionOutcome:
-    error = ErrorEvent(session_id=ctx.session_id, message=message, where=where)
+    return _end_in_error(runtime, record, message, where)
+
+
+def _end_in_error(
+    runtime: Runtime, record: SessionRecord, message: str, where: str
+) -> SessionOutcome:
+    error = ErrorEvent(session_id=record.id, message=message, where=where)
     _end(runtime, record, "error", None, error)
-    return SessionOutcome(ctx.session_id, "error", "", error=message)
+    return SessionOutcome(record.id, "error", "", error=message)
 
 
 def _end(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         make_executor,
     )
     from aah.tools.importers import benchmark_endpoint_name, import_failtalms, import_openapi
+    from aah.tools.prompts import tool_prompt, tool_prompt_versions
     from aah.tools.registry import Registry, SearchHit, build_registry
     from aah.tools.spec import (
         EndpointSource,
@@ -56,6 +57,8 @@ __all__ = [
     "import_openapi",
     "make_executor",
     "qualified_name",
+    "tool_prompt",
+    "tool_prompt_versions",
     "wrap_endpoint",
 ]
 
@@ -82,6 +85,8 @@ _WHERE = {
     "ParamLocation": "spec",
     "Rejection": "spec",
     "ResponseSketch": "spec",
+    "tool_prompt": "prompts",
+    "tool_prompt_versions": "prompts",
     "qualified_name": "spec",
     "wrap_endpoint": "wrap",
 }

@@ -1,7 +1,8 @@
 """Checks a tool call passes before it runs (ToolScan patterns, science.md §4).
 
 A call that fails a check sends no request. The agent instead gets feedback
-that names the problem and the valid choices, so it can correct itself.
+that names the problem and the valid choices, so it can correct itself; the
+feedback texts are prompt files (``aah/tools/prompts/check_*.md``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from aah.tools.calls.arguments import arguments_model
+from aah.tools.prompts import tool_prompt
 from aah.tools.spec import ParameterSpec
 
 CheckCode = Literal["ok", "IFE", "IFN", "IAN", "IAT", "IAV", "RAC"]
@@ -87,11 +89,7 @@ class CallChecker:
         """Judge one call; an ``ok`` call is remembered for repeat detection."""
         parsed = _parse_arguments(arguments)
         if parsed is None:
-            return CheckResult(
-                "IFE",
-                f"The arguments of your call to {name!r} are not a JSON object. "
-                "Send the arguments as a JSON object of named values.",
-            )
+            return CheckResult("IFE", tool_prompt("check_ife").render(name=name))
         if name not in self._tools:
             return CheckResult("IFN", self._unknown_tool(name))
         params = self._tools[name]
@@ -100,11 +98,7 @@ class CallChecker:
             return verdict
         key = canonical_call(name, parsed)
         if key in self._seen:
-            return CheckResult(
-                "RAC",
-                f"You already called {name} with exactly these arguments in this session; "
-                "its result is above. Use that result, change the arguments, or answer.",
-            )
+            return CheckResult("RAC", tool_prompt("check_rac").render(name=name))
         self._seen.add(key)
         return CheckResult("ok")
 
@@ -114,7 +108,7 @@ class CallChecker:
         more = (
             f" and {len(names) - _MAX_LISTED_TOOLS} more" if len(names) > _MAX_LISTED_TOOLS else ""
         )
-        return f"There is no tool named {name!r}. Available tools: {listed}{more}."
+        return tool_prompt("check_ifn").render(name=name, tools=f"{listed}{more}")
 
     def _check_arguments(
         self, name: str, params: list[ParameterSpec], arguments: dict[str, Any]
@@ -123,10 +117,9 @@ class CallChecker:
         known = {p.name for p in params}
         unknown = sorted(set(arguments) - known)
         if unknown:
+            named = ", ".join(map(repr, unknown))
             return CheckResult(
-                "IAN",
-                f"{name} has no argument named {', '.join(map(repr, unknown))}. "
-                f"Valid arguments: {valid}.",
+                "IAN", tool_prompt("check_ian").render(name=name, unknown=named, valid=valid)
             )
         try:
             self._models[name].model_validate(arguments)
@@ -138,16 +131,13 @@ class CallChecker:
 def _validation_feedback(name: str, exc: ValidationError, valid: str) -> CheckResult:
     missing = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing"]
     if missing:
+        left_out = ", ".join(missing)
         return CheckResult(
-            "IAV",
-            f"{name} needs the argument(s) {', '.join(missing)}, which your call left out. "
-            f"Valid arguments: {valid}. If you do not know a value, ask the user.",
+            "IAV", tool_prompt("check_iav").render(name=name, missing=left_out, valid=valid)
         )
     wrong = [f"{e['loc'][0]} ({e['msg']})" for e in exc.errors() if e["loc"]]
-    return CheckResult(
-        "IAT",
-        f"{name} got argument(s) of the wrong type: {'; '.join(wrong)}. Valid arguments: {valid}.",
-    )
+    feedback = tool_prompt("check_iat").render(name=name, wrong="; ".join(wrong), valid=valid)
+    return CheckResult("IAT", feedback)
 
 
 def _parse_arguments(arguments: Any) -> dict[str, Any] | None:

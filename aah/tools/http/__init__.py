@@ -10,11 +10,25 @@ if TYPE_CHECKING:
     from aah.tools.http.executor import HttpExecutor
     from aah.tools.http.faults import FAULT_KINDS, FaultKind, FaultPlan
     from aah.tools.http.live_faults import LiveFaultExecutor, live_fault_executor
-    from aah.tools.http.modes import Executor, HttpMode, make_executor
+    from aah.tools.http.modes import (
+        BASE_HTTP_MODES,
+        HTTP_MODES,
+        BaseHttpMode,
+        Executor,
+        ExecutorFactory,
+        ExecutorOptions,
+        HttpMode,
+        make_executor,
+    )
     from aah.tools.http.results import ToolResult
 
 __all__ = [
+    "BASE_HTTP_MODES",
+    "HTTP_MODES",
+    "BaseHttpMode",
     "Executor",
+    "ExecutorFactory",
+    "ExecutorOptions",
     "FAULT_KINDS",
     "FaultKind",
     "FaultPlan",
@@ -27,7 +41,12 @@ __all__ = [
 ]
 
 _WHERE = {
+    "BASE_HTTP_MODES": "aah.tools.http.modes",
+    "HTTP_MODES": "aah.tools.http.modes",
+    "BaseHttpMode": "aah.tools.http.modes",
     "Executor": "aah.tools.http.modes",
+    "ExecutorFactory": "aah.tools.http.modes",
+    "ExecutorOptions": "aah.tools.http.modes",
     "FAULT_KINDS": "aah.tools.http.faults",
     "FaultKind": "aah.tools.http.faults",
     "FaultPlan": "aah.tools.http.faults",

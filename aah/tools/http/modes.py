@@ -17,9 +17,9 @@ follows the same chain.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol, get_args
+from typing import Any, NamedTuple, Protocol
 
 import requests
 from requests.adapters import BaseAdapter
@@ -28,14 +28,16 @@ from requests_cache.backends.sqlite import SQLiteCache
 
 from aah.config import get_settings
 from aah.errors import AahError
+from aah.extensions import BASE_HTTP_MODE_NAMES, BaseHttpModeName, HttpModeName, choose, listed
 from aah.tools.http.executor import RETRY_STATUSES, HttpExecutor, mount_pool
 from aah.tools.http.faults import FaultExecutor, FaultPlan
 from aah.tools.http.mock import MockExecutor
 from aah.tools.http.results import ToolResult
 from aah.tools.spec import EndpointSpec
 
-HttpMode = Literal["live", "record", "replay", "mock", "fault"]
-HTTP_MODES: tuple[str, ...] = get_args(HttpMode)
+# Modes that answer every call themselves; ``fault`` wraps one of them.
+BaseHttpMode = BaseHttpModeName
+HttpMode = HttpModeName
 CACHE_FILE_NAME = "http_cache.sqlite"
 
 # Answers worth replaying: final ones. Transient failures (408, 429, 5xx) are
@@ -154,6 +156,27 @@ class ReplayExecutor(HttpExecutor):
         return None
 
 
+class HttpLimits(NamedTuple):
+    """Timeout, retries, size cap and backoff shared by the executors of one run."""
+
+    timeout: float
+    retries: int
+    max_bytes: int
+    backoff: float
+
+
+class ExecutorOptions(NamedTuple):
+    """What an HTTP mode's factory may need besides its name."""
+
+    limits: HttpLimits
+    cache_path: Path | None = None
+    fault_plan: FaultPlan | str | Sequence[str] | None = None
+    base_mode: str = "mock"
+
+
+ExecutorFactory = Callable[[ExecutorOptions], Executor]
+
+
 def make_executor(
     mode: str,
     *,
@@ -165,7 +188,7 @@ def make_executor(
     max_bytes: int | None = None,
     backoff: float = 0.5,
 ) -> Executor:
-    """The executor for an HTTP mode.
+    """The executor for an HTTP mode (a name in :data:`HTTP_MODES`).
 
     Args:
         mode: One of ``live``, ``record``, ``replay``, ``mock``, ``fault``.
@@ -184,6 +207,7 @@ def make_executor(
     Raises:
         AahError: Unknown mode, missing fault plan, or nothing recorded to replay.
     """
+    factory = choose(HTTP_MODES, mode, "HTTP mode")
     settings = get_settings()
     limits = HttpLimits(
         timeout=settings.http_timeout if timeout is None else timeout,
@@ -191,44 +215,72 @@ def make_executor(
         max_bytes=settings.http_max_bytes if max_bytes is None else max_bytes,
         backoff=backoff,
     )
-    if mode == "live":
-        return _http_executor("live", limits)
-    if mode == "record":
-        path = _cache_path(cache_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Always ask the API again and overwrite: a recording is a fresh snapshot.
-        return _http_executor(
-            "record",
-            limits,
-            session=open_cache_session(path, replay=False),
-            request_options={"force_refresh": True},
+    return factory(ExecutorOptions(limits, cache_path, fault_plan, base_mode))
+
+
+def _live_executor(options: ExecutorOptions) -> Executor:
+    return _http_executor("live", options.limits)
+
+
+def _record_executor(options: ExecutorOptions) -> Executor:
+    path = _cache_path(options.cache_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Always ask the API again and overwrite: a recording is a fresh snapshot.
+    return _http_executor(
+        "record",
+        options.limits,
+        session=open_cache_session(path, replay=False),
+        request_options={"force_refresh": True},
+    )
+
+
+def _replay_executor(options: ExecutorOptions) -> Executor:
+    path = _cache_path(options.cache_path)
+    if not path.is_file():
+        raise AahError(f"no recorded responses at {path}: record first with `--http record`")
+    return ReplayExecutor(
+        mode="replay",
+        session=open_cache_session(path, replay=True),
+        timeout=options.limits.timeout,
+        retries=0,
+        max_bytes=options.limits.max_bytes,
+    )
+
+
+def _mock_executor(options: ExecutorOptions) -> Executor:
+    return MockExecutor(max_bytes=options.limits.max_bytes)
+
+
+def _fault_executor(options: ExecutorOptions) -> Executor:
+    if options.fault_plan is None:
+        raise AahError("fault mode needs a fault plan: pass --fault TOOL=KIND (e.g. '*=404')")
+    base_factory = next(
+        (make for name, make in BASE_HTTP_MODES.items() if name == options.base_mode), None
+    )
+    if base_factory is None:
+        raise AahError(
+            f"bad base mode {options.base_mode!r} for fault mode: "
+            f"use one of {listed(BASE_HTTP_MODES)}"
         )
-    if mode == "replay":
-        path = _cache_path(cache_path)
-        if not path.is_file():
-            raise AahError(f"no recorded responses at {path}: record first with `--http record`")
-        session = open_cache_session(path, replay=True)
-        return ReplayExecutor(
-            mode="replay",
-            session=session,
-            timeout=limits.timeout,
-            retries=0,
-            max_bytes=limits.max_bytes,
-        )
-    if mode == "mock":
-        return MockExecutor(max_bytes=limits.max_bytes)
-    if mode == "fault":
-        return _fault_executor(fault_plan, base_mode, cache_path, limits)
-    raise AahError(f"unknown HTTP mode {mode!r}: use one of {', '.join(HTTP_MODES)}")
+    plan = options.fault_plan
+    fault_plan = plan if isinstance(plan, FaultPlan) else FaultPlan.parse(plan)
+    base = base_factory(options._replace(fault_plan=None))
+    limits = options.limits
+    return FaultExecutor(fault_plan, base, timeout=limits.timeout, max_bytes=limits.max_bytes)
 
 
-class HttpLimits(NamedTuple):
-    """Timeout, retries, size cap and backoff shared by the executors of one run."""
-
-    timeout: float
-    retries: int
-    max_bytes: int
-    backoff: float
+# Every HTTP mode by name: the one place a mode is added.
+HTTP_MODES: dict[HttpMode, ExecutorFactory] = {
+    "live": _live_executor,
+    "record": _record_executor,
+    "replay": _replay_executor,
+    "mock": _mock_executor,
+    "fault": _fault_executor,
+}
+# The modes a fault plan can fall back on for the tools it leaves alone.
+BASE_HTTP_MODES: dict[BaseHttpMode, ExecutorFactory] = {
+    name: HTTP_MODES[name] for name in BASE_HTTP_MODE_NAMES
+}
 
 
 def _http_executor(
@@ -247,29 +299,6 @@ def _http_executor(
         max_bytes=limits.max_bytes,
         backoff=limits.backoff,
     )
-
-
-def _fault_executor(
-    plan: FaultPlan | str | Sequence[str] | None,
-    base_mode: str,
-    cache_path: Path | None,
-    limits: HttpLimits,
-) -> Executor:
-    if plan is None:
-        raise AahError("fault mode needs a fault plan: pass --fault TOOL=KIND (e.g. '*=404')")
-    if base_mode == "fault" or base_mode not in HTTP_MODES:
-        others = ", ".join(m for m in HTTP_MODES if m != "fault")
-        raise AahError(f"bad base mode {base_mode!r} for fault mode: use one of {others}")
-    fault_plan = plan if isinstance(plan, FaultPlan) else FaultPlan.parse(plan)
-    base = make_executor(
-        base_mode,
-        cache_path=cache_path,
-        timeout=limits.timeout,
-        retries=limits.retries,
-        max_bytes=limits.max_bytes,
-        backoff=limits.backoff,
-    )
-    return FaultExecutor(fault_plan, base, timeout=limits.timeout, max_bytes=limits.max_bytes)
 
 
 def _cache_path(cache_path: Path | None) -> Path:

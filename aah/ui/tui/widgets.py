@@ -7,7 +7,6 @@ colours live in ``tui.tcss`` and failures stand out by one rule there.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
@@ -18,19 +17,19 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from aah.event_text import Tone as EventTone
+from aah.event_text import clip, describe_event
 from aah.events import (
-    AwarenessEvent,
     ErrorEvent,
     Event,
-    FinalAnswerEvent,
     HumanAnswerEvent,
     HumanQuestionEvent,
     ModelCallEvent,
     ToolCallEvent,
 )
 
-Tone = Literal["info", "ok", "fail", "warn", "ask", "answer", "final", "header"]
-_AWARENESS_TONE: dict[str, Tone] = {"yes": "ok", "idk": "warn", "no": "fail", "none": "fail"}
+# An event's tone, or the tone of a heading of the app's own.
+Tone = Literal[EventTone, "header"]
 
 
 class SessionEvent(Message):
@@ -58,55 +57,13 @@ class EntryView(NamedTuple):
     tone: Tone
 
 
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def describe_event(event: Event) -> EntryView | None:
+def entry_view(event: Event) -> EntryView | None:
     """The timeline entry for ``event``, or None for steps not worth a line."""
-    if isinstance(event, AwarenessEvent):
-        heading = f"awareness ({event.question}): {event.answer.upper()}"
-        return EntryView(heading, event.reason, _AWARENESS_TONE[event.answer])
-    if isinstance(event, ModelCallEvent):
-        return _describe_model_call(event)
-    if isinstance(event, ToolCallEvent):
-        return _describe_tool_call(event)
-    if isinstance(event, HumanQuestionEvent):
-        return EntryView("? the agent asks", event.question, "ask")
-    if isinstance(event, HumanAnswerEvent):
-        if event.declined:
-            return EntryView(f"↳ {event.answered_by} declined to answer", "", "warn")
-        return EntryView(f"↳ {event.answered_by} answers", event.answer, "answer")
-    if isinstance(event, FinalAnswerEvent):
-        limit = " (step limit reached)" if event.step_limit_hit else ""
-        return EntryView(f"final answer{limit}", event.text, "warn" if limit else "final")
-    if isinstance(event, ErrorEvent):
-        return EntryView(f"✗ error in {event.where or 'the runtime'}", event.message, "fail")
-    return None
-
-
-def _describe_model_call(event: ModelCallEvent) -> EntryView | None:
-    if event.purpose != "agent":
+    description = describe_event(event)
+    if description is None:
         return None
-    tokens = (event.prompt_tokens or 0) + (event.completion_tokens or 0)
-    did = f"{event.n_tool_calls} tool call(s)" if event.n_tool_calls else "a reply"
-    heading = f"model step: {did}, {tokens} tokens, {event.latency_ms:.0f} ms"
-    # A reply without tool calls is the final answer, shown in its own entry.
-    body = _short(event.text, 200) if event.n_tool_calls else ""
-    return EntryView(heading, body, "info")
-
-
-def _describe_tool_call(event: ToolCallEvent) -> EntryView:
-    arguments = _short(json.dumps(event.arguments, ensure_ascii=False), 120)
-    if event.check != "ok":
-        heading = f"✗ {event.tool} rejected before running ({event.check})"
-        return EntryView(heading, f"{arguments}\n{_short(event.feedback, 240)}", "fail")
-    status = event.status_code if event.status_code is not None else "no response"
-    mark = "✓" if event.ok else "✗"
-    heading = f"{mark} {event.tool} → {status}, {event.latency_ms:.0f} ms [{event.http_mode}]"
-    body = f"{arguments}\n{_short(event.result, 240)}"
-    return EntryView(heading, body, "ok" if event.ok else "fail")
+    body = "\n".join(part for part in (description.detail, description.text) if part)
+    return EntryView(description.label, body, description.tone)
 
 
 class TimelineEntry(Static):
@@ -133,7 +90,7 @@ class Timeline(VerticalScroll):
 
     def add_event(self, event: Event) -> TimelineEntry | None:
         """Append the entry for ``event``, if it has one."""
-        view = describe_event(event)
+        view = entry_view(event)
         return self.add_view(view) if view is not None else None
 
     def add_note(self, heading: str, body: str = "", tone: Tone = "info") -> TimelineEntry:
@@ -219,7 +176,7 @@ def render_stats(stats: SessionStats) -> Table:
     for label, value in rows:
         grid.add_row(label, value)
     if stats.model:
-        grid.add_row("model", Text(_short(stats.model, 40), style="italic"))
+        grid.add_row("model", Text(clip(stats.model, 40), style="italic"))
     if stats.session:
         grid.add_row("session", Text(stats.session, style="dim"))
     return grid

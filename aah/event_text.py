@@ -1,0 +1,151 @@
+"""How an event reads: one description that every face renders its own way.
+
+The console trace, the terminal app's timeline and the conversation shown to
+people who answer the agent's questions all read events through
+:func:`describe_event`. It says what an event is in words (a label and a
+text), what goes with it (``detail``, e.g. a tool call's arguments), how it
+went (``tone``, a style hint) and, for steps a person answering the agent
+should see, the line of the conversation it makes. A face chooses only
+layout and colour.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Literal, NamedTuple
+
+from aah.events import (
+    AwarenessEvent,
+    ErrorEvent,
+    Event,
+    EventKind,
+    FinalAnswerEvent,
+    HumanAnswerEvent,
+    HumanQuestionEvent,
+    ModelCallEvent,
+    ToolCallEvent,
+)
+
+# How a step went, as a style hint: faces map each tone to a colour.
+Tone = Literal["info", "ok", "fail", "warn", "ask", "answer", "final"]
+# Who speaks a line of the conversation shown to a person.
+Speaker = Literal["agent", "tool", "agent asks", "user"]
+
+_AWARENESS_TONE: dict[str, Tone] = {"yes": "ok", "idk": "warn", "no": "fail", "none": "fail"}
+# Model text, tool arguments and tool results are cut to these lengths: a
+# description is read at a glance, the event keeps the whole text.
+SAID_CHARS = 200
+ARGUMENT_CHARS = 120
+RESULT_CHARS = 240
+
+
+class ConversationLine(NamedTuple):
+    """One line of the conversation a person reads before answering the agent."""
+
+    role: Speaker
+    text: str
+
+
+class EventDescription(NamedTuple):
+    """What one event says, for a face to lay out.
+
+    Attributes:
+        kind: The event's kind.
+        label: A one-line heading, e.g. ``✓ weather__forecast → 200, 12 ms [mock]``.
+        text: The main text under it (a reason, a question, an answer, a result).
+        detail: What goes with the label (a tool call's arguments), or "".
+        tone: How the step went, as a style hint.
+        conversation: The line the step adds to the conversation shown to a
+            person answering the agent, or None when it adds none.
+    """
+
+    kind: EventKind
+    label: str
+    text: str = ""
+    detail: str = ""
+    tone: Tone = "info"
+    conversation: ConversationLine | None = None
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_event(event: Event) -> EventDescription | None:
+    """The description of ``event``, or None for steps no face shows.
+
+    Model calls other than the agent's (awareness, a simulated user, a grader)
+    are shown through the events they lead to, so they get no description.
+    """
+    if isinstance(event, AwarenessEvent):
+        label = f"awareness ({event.question}): {event.answer.upper()}"
+        return EventDescription(event.kind, label, event.reason, tone=_AWARENESS_TONE[event.answer])
+    if isinstance(event, ModelCallEvent):
+        return _describe_model_call(event)
+    if isinstance(event, ToolCallEvent):
+        return _describe_tool_call(event)
+    if isinstance(event, HumanQuestionEvent):
+        line = ConversationLine("agent asks", event.question)
+        return EventDescription(
+            event.kind, "? the agent asks", event.question, tone="ask", conversation=line
+        )
+    if isinstance(event, HumanAnswerEvent):
+        line = ConversationLine("user", event.answer)
+        if event.declined:
+            label = f"↳ {event.answered_by} declined to answer"
+            return EventDescription(event.kind, label, tone="warn", conversation=line)
+        label = f"↳ {event.answered_by} answers"
+        return EventDescription(event.kind, label, event.answer, tone="answer", conversation=line)
+    if isinstance(event, FinalAnswerEvent):
+        if event.step_limit_hit:
+            return EventDescription(
+                event.kind, "final answer (step limit reached)", event.text, tone="warn"
+            )
+        return EventDescription(event.kind, "final answer", event.text, tone="final")
+    if isinstance(event, ErrorEvent):
+        label = f"✗ error in {event.where or 'the runtime'}"
+        return EventDescription(event.kind, label, event.message, tone="fail")
+    return None
+
+
+def _describe_model_call(event: ModelCallEvent) -> EventDescription | None:
+    if event.purpose != "agent":
+        return None
+    tokens = (event.prompt_tokens or 0) + (event.completion_tokens or 0)
+    did = f"{event.n_tool_calls} tool call(s)" if event.n_tool_calls else "a reply"
+    label = f"model step: {did}, {tokens} tokens, {event.latency_ms:.0f} ms"
+    # A reply without tool calls is the final answer, described by its own event.
+    said = clip(event.text, SAID_CHARS) if event.n_tool_calls else ""
+    line = ConversationLine("agent", event.text) if event.text else None
+    return EventDescription(event.kind, label, said, conversation=line)
+
+
+def _describe_tool_call(event: ToolCallEvent) -> EventDescription:
+    arguments = clip(json.dumps(event.arguments, ensure_ascii=False), ARGUMENT_CHARS)
+    if event.check != "ok":
+        label = f"✗ {event.tool} rejected before running ({event.check})"
+        line = ConversationLine("tool", f"{event.tool} → rejected ({event.check})")
+        feedback = clip(event.feedback, RESULT_CHARS)
+        return EventDescription(event.kind, label, feedback, arguments, "fail", line)
+    status = event.status_code if event.status_code is not None else "no response"
+    mark = "✓" if event.ok else "✗"
+    label = f"{mark} {event.tool} → {status}, {event.latency_ms:.0f} ms [{event.http_mode}]"
+    # The conversation keeps what a person needs: which tool, and what came back.
+    line = ConversationLine("tool", f"{event.tool} → {event.status_code}")
+    result = clip(event.result, RESULT_CHARS)
+    return EventDescription(
+        event.kind, label, result, arguments, "ok" if event.ok else "fail", line
+    )
+
+
+def conversation_lines(events: Iterable[Event]) -> list[ConversationLine]:
+    """The conversation a person reads before answering the agent, from a session's events."""
+    lines: list[ConversationLine] = []
+    for event in events:
+        description = describe_event(event)
+        if description is not None and description.conversation is not None:
+            lines.append(description.conversation)
+    return lines
