@@ -206,6 +206,7 @@ def test_counts_of_repeats_and_odd_records_per_run(
     assert "5 records with model_answer absent or null" in warnings
     assert "(query 4, query 6, query 18, query 41, query 61)" in warnings
     assert "2 records with model_answer not a string: kept as its JSON text" in warnings
+    assert "1 record repeats a query_id of the file (query 12 x2)" in warnings
 
 
 def test_a_repeated_query_id_is_its_own_session_with_its_own_outcome(
@@ -357,8 +358,10 @@ def test_cli_prints_counts_names_unreadable_files_and_fails(
     assert isinstance(result.exception, AahError)
     assert "3 of 6 answer files could not be read" in str(result.exception)
     assert "266 sessions imported, 0 already present, from 3 files into 2 runs" in result.stdout
-    assert "published:gamma: 190 records, 2 with a repeated query_id, 7 odd" in result.stdout
-    assert "published:gamma_qaq: 76 records, 1 with a repeated query_id, 0 odd" in result.stdout
+    assert "published:gamma: 190 records, all counted; repeated query_id 2, odd 7" in result.stdout
+    assert (
+        "published:gamma_qaq: 76 records, all counted; repeated query_id 1, odd 0" in result.stdout
+    )
     assert "error:" in result.stderr and "Replaceable/gamma/answers.json" in result.stderr
     again = CliRunner().invoke(
         _cli(), ["import", "failtalms-outputs", str(root), "--db", str(db), "--json"]

@@ -377,4 +377,4 @@ def test_cli_names_an_unreadable_file_and_exits_with_an_error(tmp_path: Path) ->
     assert "1 of 3 answer files could not be read" in str(result.exception)
     assert "Original/alpha/answers.json: record 0 is a JSON number" in result.stderr
     assert "7 sessions imported" in result.stdout  # the other files still import
-    assert "published:beta: 3 records, 0 with a repeated query_id, 1 odd" in result.stdout
+    assert "published:beta: 3 records, all counted; repeated query_id 0, odd 1" in result.stdout

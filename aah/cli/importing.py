@@ -8,10 +8,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from aah.cli.output import console, err_console, print_error, print_json, print_warning
+from aah.cli.output import (
+    console,
+    err_console,
+    print_error,
+    print_json,
+    print_line,
+    print_warning,
+)
 from aah.config import get_settings
 from aah.errors import AahError
 
@@ -73,10 +79,9 @@ def failtalms_outputs(
     )
     for run in summary.runs:
         counts = summary.counts[run]
-        console.print(
-            f"  {escape(run)}: {counts.records} records, {counts.duplicates} with a repeated "
-            f"query_id, {counts.anomalous} odd (every record counts)",
-            highlight=False,
+        print_line(
+            f"  {run}: {counts.records} records, all counted; repeated query_id "
+            f"{counts.duplicates}, odd {counts.anomalous}"
         )
     _fail_on_unreadable(summary)
 

@@ -248,8 +248,9 @@ def odd_record_warnings(path: Path, answers: Sequence[PublishedAnswer]) -> list[
     if repeats:
         ids = Counter(a.query_id for a in repeats)
         named = _listed([f"query {qid} x{n + 1}" for qid, n in ids.items()])
+        verb = "record repeats" if len(repeats) == 1 else "records repeat"
         lines.append(
-            f"{path}: {len(repeats)} records repeat a query_id of the file ({named}): "
+            f"{path}: {len(repeats)} {verb} a query_id of the file ({named}): "
             "each is imported as a session of its own and counted"
         )
     for kind, description in ANOMALIES.items():
