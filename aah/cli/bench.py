@@ -9,7 +9,6 @@ import typer
 
 from aah.benchmark.settings import SETTINGS
 from aah.cli.output import console, err_console, print_json, print_line, table
-from aah.config import get_settings
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -77,6 +76,7 @@ def _settings(names: list[str]) -> list[Setting]:
 
 def _registry_or_note(*, quiet_stdout: bool) -> Registry | None:
     """The registry, or None after one line saying the endpoint check is skipped."""
+    from aah.config import get_settings
     from aah.tools.registry import Registry
 
     path = get_settings().registry_path()

@@ -5,26 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.filesize import decimal
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from aah.cli.output import console, err_console, print_json
-from aah.data.fetch import (
-    MANIFEST_PATH,
-    FileOutcome,
-    Manifest,
-    ManifestFile,
-    ProgressCallback,
-    build_manifest,
-    fetch_data,
-    manifest_json,
-    packaged_manifest,
-)
-from aah.data.locate import count_present, locate_data_dir
+
+if TYPE_CHECKING:
+    from aah.data.fetch import FileOutcome, Manifest, ManifestFile, ProgressCallback
 
 app = typer.Typer(
     help="Get the benchmark data and tool specs, and see where aah finds them.",
@@ -52,6 +42,8 @@ def fetch(
     AAH_DATA_MIRROR to a base URL serving <owner>/<repo>/<commit>/<path> to
     download from a mirror.
     """
+    from aah.data.fetch import fetch_data, packaged_manifest
+
     manifest = packaged_manifest()
     with _progress_bar(manifest, enabled=not as_json) as on_file:
         report = fetch_data(dest, source_dir=from_dir, manifest=manifest, progress=on_file)
@@ -73,6 +65,9 @@ def where(
     as_json: JsonFlag = False,
 ) -> None:
     """Show which data directory aah reads, and why it picked that one."""
+    from aah.data.fetch import packaged_manifest
+    from aah.data.locate import count_present, locate_data_dir
+
     location = locate_data_dir(data)
     manifest = packaged_manifest()
     present = count_present(location.path, manifest)
@@ -95,12 +90,18 @@ def where(
 @app.command("manifest")
 def write_manifest(
     from_dir: Annotated[Path, typer.Option("--from", help="A local copy of the data.")],
-    out: Annotated[Path, typer.Option(help="Where to write the manifest.")] = MANIFEST_PATH,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Where to write the manifest (default: the one aah ships)."),
+    ] = None,
 ) -> None:
     """Maintainers: hash a local copy of the data into the manifest aah ships.
 
     Each top-level folder needs a SOURCE.md naming its GitHub origin.
     """
+    from aah.data.fetch import MANIFEST_PATH, build_manifest, manifest_json
+
+    out = out or MANIFEST_PATH
     manifest = build_manifest(from_dir)
     out.write_text(manifest_json(manifest), encoding="utf-8")
     console.print(
@@ -113,6 +114,8 @@ def write_manifest(
 @contextmanager
 def _progress_bar(manifest: Manifest, *, enabled: bool) -> Iterator[ProgressCallback]:
     """A rich bar on stderr (bytes, and files done/total) fed by fetch's callback."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
     total_files = len(manifest.files)
     bar = Progress(
         TextColumn("fetching data"),

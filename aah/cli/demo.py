@@ -15,9 +15,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.cli.output import console, table
-from aah.cli.tools import open_registry
-from aah.config import get_settings
-from aah.runtime.loop import run_async
 
 if TYPE_CHECKING:
     from aah.benchmark.demo import DemoTask
@@ -48,7 +45,10 @@ def demo(
     from pydantic import SecretStr
 
     from aah.benchmark.demo import SCRIPTED_LABEL, demo_task, load_demo_tasks
+    from aah.cli.tools import open_registry
+    from aah.config import get_settings
     from aah.llm import ModelConfig, model_config
+    from aah.runtime.loop import run_async
     from aah.testing.fake_llm import FakeLLMServer
 
     tasks = [demo_task(name) for name in task] if task else list(load_demo_tasks())

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from aah.errors import AahError
-from aah.testing import FakeLLMServer, load_script
 
 
 def fake_llm(
@@ -27,6 +26,8 @@ def fake_llm(
 
     Point any OpenAI client at the printed URL to run aah offline.
     """
+    from aah.testing import FakeLLMServer, load_script
+
     server = FakeLLMServer(load_script(script), host=host, port=port, latency_ms=latency_ms)
     try:
         server.start()

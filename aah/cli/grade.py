@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from aah.cli.output import console, table
 from aah.cli.sessions import open_store
-from aah.runtime.loop import run_async
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from aah.scoring.grader import GradeSummary
 
 
@@ -28,6 +28,7 @@ def grade(
 ) -> None:
     """Grade a run's finished sessions by majority vote; graded ones are not sent again."""
     from aah.llm import model_config
+    from aah.runtime.loop import run_async
     from aah.scoring.grader import check_vote_settings, grade_run
 
     # Bad flags are reported before anything is opened or configured.

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from aah.cli.output import (
     console,
@@ -18,7 +17,6 @@ from aah.cli.output import (
     print_line,
     print_warning,
 )
-from aah.config import get_settings
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -47,6 +45,7 @@ def failtalms_outputs(
     a file that cannot be read is named, and the others still import.
     Importing again adds nothing; `aah report` then shows them beside your runs.
     """
+    from aah.config import get_settings
     from aah.scoring.imports import import_failtalms_outputs
     from aah.store import SessionStore
 
@@ -101,6 +100,14 @@ def _fail_on_unreadable(summary: ImportSummary) -> None:
 @contextmanager
 def _progress_bar(enabled: bool) -> Iterator[ImportProgress]:
     """A rich bar on stderr, fed with (answers done, answers in all)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     bar = Progress(
         TextColumn("importing answers"),
         BarColumn(),

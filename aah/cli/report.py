@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console, RenderableType
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.console import Console
 
 from aah.cli.output import console, err_console
 from aah.cli.sessions import open_store
 from aah.errors import AahError
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+
     from aah.scoring.report import Report
 
 FORMATS = ("table", "md", "html", "json")
@@ -95,6 +96,8 @@ def _write(text: str, path: Path) -> None:
 
 @contextmanager
 def _steps() -> Iterator[Callable[[str], None]]:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     # Transient: on a terminal it shows the step under way, then leaves no trace.
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as progress:

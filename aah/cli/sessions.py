@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.cli.output import console, print_json, table
-from aah.config import get_settings
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -21,6 +20,7 @@ DbOption = typer.Option(None, "--db", help="Session database (default AAH_DB).")
 
 def open_store(db: Path | None) -> SessionStore:
     """The session store at ``db`` (or the configured one); it must exist."""
+    from aah.config import get_settings
     from aah.store import SessionStore
 
     path = db or get_settings().db

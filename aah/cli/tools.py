@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.cli.output import console, err_console, print_json, print_line, table
-from aah.config import get_settings, project_root
 
 if TYPE_CHECKING:
     from aah.tools.registry import BuildReport, Registry
@@ -26,6 +25,7 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
     With ``build_if_missing`` a missing registry is built first from the
     discovered data (or ``data``), so a first run needs no separate step.
     """
+    from aah.config import get_settings, project_root
     from aah.tools.registry import Registry
 
     path = get_settings().registry_path()
@@ -57,6 +57,7 @@ def build(
     malformed, nesting or expanding out of bounds) is one rejected entry
     naming it; the rest still build.
     """
+    from aah.config import get_settings, project_root
     from aah.data.locate import find_data_dir
     from aah.tools.registry import build_registry
 

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.tools import open_registry
-from aah.config import get_settings
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -46,6 +44,8 @@ def build_app(db: Path | None, data: Path | None, task_id: str | None = None) ->
     except ImportError as exc:
         raise AahError(UI_EXTRA_MISSING) from exc
     from aah.benchmark.demo import demo_task
+    from aah.cli.tools import open_registry
+    from aah.config import get_settings
     from aah.ui.tui import AahApp
 
     if task_id is not None:

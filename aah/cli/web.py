@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.cli.output import console, print_warning
-from aah.config import get_settings
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -49,6 +48,8 @@ def web(
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
 ) -> None:
     """Serve the annotators' web page: the question queue, grading, results, launching runs."""
+    from aah.config import get_settings
+
     module = _web_module()
     app = module.build_app(db or get_settings().db)
     if host not in LOCAL_HOSTS and not os.environ.get(TOKEN_ENV):
