@@ -73,7 +73,7 @@ _APOSTROPHES = str.maketrans(dict.fromkeys("\u2018\u2019\u201b\u02bc\u2032\u00b4
 _LABEL_NOUN = (
     r"verdict|answer|awareness|decision|response|reply|result|grade|grading|judge?ment"
     r"|evaluation|assessment|output|conclusion|label|rating|vote|outcome|classification"
-    r"|class|category|behaviou?r|choice"
+    r"|class|category|behaviou?r|choice|a"  # "A: Yes", as in Q/A
 )
 _LABEL_PREFIX = r"final|my|the|overall|short|tool|information|info|awareness"
 _LABEL = (
@@ -89,6 +89,7 @@ _PEELS = (
     re.compile(r"\[[ xX]?\]"),  # a task-list box: - [x]
     re.compile(rf"{_LABEL}[\s\"'*_`\])]*(?:[:=>\-\u2013\u2014]|\n)", re.IGNORECASE),
     re.compile(rf"{_LABEL}\s+(?:is|would\s+be|will\s+be)(?!\w)\s*:?", re.IGNORECASE),
+    re.compile(rf"{_LABEL}[\"'*_`\])]+\s", re.IGNORECASE),  # [Verdict] Pass, **Answer** Yes
     re.compile(rf"{_LABEL}[ \t*_#]*$", re.IGNORECASE | re.MULTILINE),  # a heading line
     re.compile(r"(?:[^\w\s]|_)+"),  # emphasis, quotes, brackets, bullets, >, #
 )
