@@ -10,7 +10,6 @@ import typer
 # errors are these classes, not the ones of a separately installed click.
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
-from aah import __version__
 from aah.cli import bench, data, db, importing, sessions, tools
 from aah.cli.bench_run import bench_run
 from aah.cli.classify import classify
@@ -54,6 +53,8 @@ app.command("fake-llm")(fake_llm)
 
 def _version(value: bool) -> None:
     if value:
+        from aah import __version__
+
         print(f"aah {__version__}")
         raise typer.Exit()
 
