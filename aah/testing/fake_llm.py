@@ -221,10 +221,13 @@ class _ChatHandler(BaseHTTPRequestHandler):
         """Stay quiet: test output should show test failures, not access logs."""
 
     def do_GET(self) -> None:
-        """Serve ``/v1/models`` and ``/v1/models/{id}``."""
+        """Serve ``/v1/models``, ``/v1/models/{id}`` and ``/health``."""
         names = self.server.owner.model_names
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/v1/models":
+        if path == "/health":
+            # vLLM's readiness check, so the fake can stand in for a starting vLLM.
+            self._send_json(200, {})
+        elif path == "/v1/models":
             self._send_json(200, {"object": "list", "data": [model_entry(n) for n in names]})
         elif path.startswith("/v1/models/") and path.removeprefix("/v1/models/") in names:
             self._send_json(200, model_entry(path.removeprefix("/v1/models/")))

@@ -1,0 +1,56 @@
+"""``aah models check``: what the configured model server does with aah's requests."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, cast
+
+import typer
+
+from aah.cli.output import console, print_json, print_line, print_warning, table
+from aah.config import get_settings
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.llm import Role
+
+app = typer.Typer(no_args_is_help=True)
+
+ROLES = ("agent", "grader", "human", "judge")
+
+
+@app.command("check")
+def check(
+    role: str = typer.Option("agent", "--role", help="agent, grader, human or judge."),
+    model: str | None = typer.Option(None, "--model", help="Model name (default: the role's)."),
+    overflow: bool | None = typer.Option(
+        None,
+        "--overflow-probe/--no-overflow-probe",
+        help="Send a too-long prompt to learn the context length "
+        "(default: only for a server on this machine or network).",
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Probe the role's model server and say what aah will do about what it finds.
+
+    Exits 1 when the server cannot be reached, or when the agent's model
+    never sees its tools (a run would fail, or measure a model without tools).
+    """
+    from aah.llm import model_config
+    from aah.llm.probe import probe_server
+
+    if role not in ROLES:
+        raise AahError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
+    config = model_config(cast("Role", role), get_settings(), model)
+    report = asyncio.run(probe_server(config, overflow_probe=overflow))
+    if json_output:
+        print_json(report.model_dump())
+    else:
+        print_line(f"{role} model {report.model} at {report.base_url}")
+        rows = [(line.check, line.result, line.action) for line in report.lines()]
+        console.print(table(None, ("check", "result", "what aah does"), rows))
+        for line in report.lines():
+            if line.warning:
+                print_warning(f"{line.check}: {line.result}; {line.action}")
+    if not report.reachable or (role == "agent" and not report.tools_usable):
+        raise typer.Exit(1)

@@ -1,0 +1,505 @@
+"""What a model server does with aah's requests, found out before a run.
+
+Servers that all call themselves OpenAI-compatible differ in ways that
+decide whether a run measures anything: some never show the model its tools
+(llama.cpp's plain chat formats), some return calls as text, some ignore
+``n``, some serve one request at a time, some think aloud before answering.
+``probe_server`` sends a handful of small requests through aah's own client
+and returns a ``ProbeReport``: what was seen, and what aah will do about it.
+A run can store the report in its manifest (it holds no secret).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ipaddress
+import re
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import aiohttp
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel
+
+from aah.llm.client import ChatClient
+from aah.llm.config import DEFAULT_BASE_URL, ModelConfig
+from aah.llm.errors import ModelError, ModelStatusError, ModelTimeoutError
+from aah.llm.text_calls import parse_text_tool_calls
+
+PROBE_TOOL_NAME = "get_weather"
+PROBE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": PROBE_TOOL_NAME,
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+        },
+    },
+}
+N_ASKED = 3
+# Words enough to overflow any context a server on this machine is likely
+# to have, yet rejected at once by a server that checks the prompt's length.
+OVERFLOW_WORDS = 40_000
+OVERFLOW_TIMEOUT = 20.0
+# Two requests at once that end by 1.5x one request's time ran side by side.
+CONCURRENT_RATIO = 1.5
+TOO_FAST_TO_TELL = 0.02
+_CONTEXT_SAID = re.compile(
+    r"(?:maximum context length|context length|context window|n_ctx)\D{0,40}?(\d[\d,]*)",
+    re.IGNORECASE,
+)
+_CONTEXT_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length")
+
+ToolCallMode = Literal["native", "text", "ignored", "failed"]
+
+
+class ProbeLine(BaseModel):
+    """One row of the table: the check, what the server did, what aah will do."""
+
+    check: str
+    result: str
+    action: str
+    warning: bool = False
+
+
+class ProbeReport(BaseModel):
+    """What one server did with aah's probe requests (no secret in it).
+
+    Attributes:
+        role: The role whose endpoint was probed.
+        base_url: The configured base URL, without credentials.
+        model: The configured model name.
+        reachable: Whether the server answered at all.
+        missing_v1: The base URL lacks ``/v1`` (``/v1/models`` answered instead).
+        error: Why probing stopped early, if it did.
+        served_models: The ids ``/models`` lists.
+        tool_calls: native ``tool_calls``; calls written as ``text``; tools
+            ``ignored``; or the request ``failed``.
+        tool_call_form: The text format of the calls (``hermes``, ``pythonic`` ...).
+        tool_detail: The reply or error behind ``tool_calls``, shortened.
+        n_returned: Choices returned when ``n=3`` was asked for (None: failed).
+        reasoning: Whether reasoning text came with a reply (field or think tags).
+        context_length: The context in tokens, when the server says it.
+        context_source: Where ``context_length`` came from.
+        concurrent: Whether two requests ran side by side (None: could not tell).
+        single_seconds: One request's time in the concurrency check.
+        pair_seconds: When the later of two simultaneous requests ended.
+        latency_seconds: Time of a short (8-token) request.
+        checked_at: When the probe ran (UTC, ISO 8601).
+    """
+
+    role: str
+    base_url: str
+    model: str
+    reachable: bool
+    missing_v1: bool = False
+    error: str | None = None
+    served_models: list[str] = []
+    tool_calls: ToolCallMode | None = None
+    tool_call_form: str | None = None
+    tool_detail: str | None = None
+    n_returned: int | None = None
+    reasoning: bool = False
+    context_length: int | None = None
+    context_source: Literal["models", "overflow"] | None = None
+    concurrent: bool | None = None
+    single_seconds: float | None = None
+    pair_seconds: float | None = None
+    latency_seconds: float | None = None
+    checked_at: str = ""
+
+    @property
+    def n_honoured(self) -> bool | None:
+        """Whether the server sent as many choices as ``n`` asked for."""
+        return None if self.n_returned is None else self.n_returned == N_ASKED
+
+    @property
+    def tools_usable(self) -> bool:
+        """Whether the model saw its tools (native or text calls came back)."""
+        return self.tool_calls in ("native", "text")
+
+    def lines(self) -> list[ProbeLine]:
+        """The table rows, in the order the checks ran."""
+        return probe_lines(self)
+
+
+async def probe_server(config: ModelConfig, *, overflow_probe: bool | None = None) -> ProbeReport:
+    """Probe ``config``'s server with small requests through aah's own client.
+
+    Args:
+        config: The role's model settings.
+        overflow_probe: Send a prompt too long for the context to read the
+            server's limit from its refusal, when ``/models`` does not say it.
+            Default: only for a server on this machine or a private network
+            (a hosted API is not sent 40,000 words).
+    """
+    base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+    report = ProbeReport(
+        role=config.role,
+        base_url=base,
+        model=config.model,
+        reachable=False,
+        checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    async with aiohttp.ClientSession(
+        headers=_headers(config), timeout=aiohttp.ClientTimeout(total=config.timeout)
+    ) as session:
+        listing = await _list_models(session, base, report)
+        if not report.reachable:
+            return report
+        if report.missing_v1:
+            base += "/v1"
+            config = config.model_copy(update={"base_url": base})
+        if listing is not None:
+            _read_listing(listing, report)
+        client = ChatClient(config, temperature=0.0)
+        try:
+            await _probe_tools(client, report)
+            await _probe_latency(client, report)
+            await _probe_n(client, report)
+            await _probe_concurrency(session, base, config, report)
+            if report.context_length is None and (
+                overflow_probe if overflow_probe is not None else _nearby(base)
+            ):
+                await _probe_overflow(config, report)
+        finally:
+            await client.aclose()
+    return report
+
+
+def _headers(config: ModelConfig) -> dict[str, str]:
+    if config.username is not None or config.password is not None:
+        password = config.password.get_secret_value() if config.password else ""
+        pair = f"{config.username or ''}:{password}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+    return {"Authorization": f"Bearer {config.api_key.get_secret_value()}"}
+
+
+async def _list_models(
+    session: aiohttp.ClientSession, base: str, report: ProbeReport
+) -> dict[str, Any] | None:
+    """GET ``/models`` (then ``/v1/models`` if the base URL lacks it)."""
+    candidates = [base + "/models"]
+    if not base.endswith("/v1"):
+        candidates.append(base + "/v1/models")
+    for index, url in enumerate(candidates):
+        try:
+            async with session.get(url) as response:
+                status = response.status
+                body = await response.json(content_type=None) if status == 200 else None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            report.error = f"cannot reach {url} ({_said(exc)})"
+            return None
+        except ValueError:
+            status, body = 200, None
+        report.reachable = True
+        if status == 200:
+            report.missing_v1 = index == 1
+            report.error = None
+            return body if isinstance(body, dict) else None
+        report.error = f"GET {url} answered HTTP {status}"
+        if status in (401, 403):
+            return None
+    return None
+
+
+def _read_listing(listing: dict[str, Any], report: ProbeReport) -> None:
+    entries = [e for e in listing.get("data") or [] if isinstance(e, dict)]
+    report.served_models = [str(e["id"]) for e in entries if "id" in e]
+    chosen = next(
+        (e for e in entries if e.get("id") == report.model), entries[0] if entries else {}
+    )
+    meta = chosen.get("meta")
+    for source in (chosen, meta if isinstance(meta, dict) else {}):
+        for field in (*_CONTEXT_FIELDS, "n_ctx"):
+            value = source.get(field)
+            if isinstance(value, int) and value > 0:
+                report.context_length, report.context_source = value, "models"
+                return
+
+
+def _probe_messages() -> list[BaseMessage]:
+    # llama.cpp's chatml-function-calling shows the tools only inside a system message.
+    return [
+        SystemMessage("You are a helpful assistant. Use a tool when one can answer."),
+        HumanMessage("What is the weather in Paris right now? Use the tool."),
+    ]
+
+
+async def _probe_tools(client: ChatClient, report: ProbeReport) -> None:
+    try:
+        reply = await client.complete(_probe_messages(), [PROBE_TOOL], max_tokens=64)
+    except ModelError as exc:
+        report.tool_calls, report.tool_detail = "failed", _said(exc)
+        return
+    report.reasoning = report.reasoning or bool(reply.additional_kwargs.get("reasoning"))
+    if reply.tool_calls or reply.invalid_tool_calls:
+        report.tool_calls = "native"
+        names = [c["name"] for c in reply.tool_calls] + [
+            str(c["name"]) for c in reply.invalid_tool_calls
+        ]
+        report.tool_detail = ", ".join(names)
+        return
+    text = reply.text
+    parsed = parse_text_tool_calls(text, [PROBE_TOOL_NAME])
+    report.tool_detail = _short(text)
+    if parsed.attempted:
+        report.tool_calls, report.tool_call_form = "text", parsed.form or "unknown"
+    else:
+        report.tool_calls = "ignored"
+
+
+async def _probe_latency(client: ChatClient, report: ProbeReport) -> None:
+    started = time.perf_counter()
+    try:
+        replies = await client.reply_texts([HumanMessage("Say OK.")], max_tokens=8)
+    except ModelError:
+        return
+    report.latency_seconds = round(time.perf_counter() - started, 3)
+    report.reasoning = report.reasoning or any(c.reasoning for c in replies.choices)
+
+
+async def _probe_n(client: ChatClient, report: ProbeReport) -> None:
+    try:
+        replies = await client.reply_texts(
+            [HumanMessage("Name a colour.")], n=N_ASKED, temperature=1.0, max_tokens=8
+        )
+    except ModelError:
+        return
+    report.n_returned = len(replies.choices)
+
+
+async def _probe_concurrency(
+    session: aiohttp.ClientSession, base: str, config: ModelConfig, report: ProbeReport
+) -> None:
+    """Time one request, then two at once: side by side, both end in about one's time.
+
+    Sent outside the model client, whose connection cap must not decide
+    what the server itself can do.
+    """
+    body = {
+        "model": config.model,
+        "messages": [{"role": "user", "content": "Count from 1 to 50."}],
+        "max_tokens": 24,
+        "temperature": 0,
+    }
+
+    async def timed() -> float:
+        started = time.perf_counter()
+        async with session.post(base + "/chat/completions", json=body) as response:
+            await response.read()
+            if response.status != 200:
+                raise aiohttp.ClientResponseError(response.request_info, (), status=response.status)
+        return time.perf_counter() - started
+
+    try:
+        single = min([await timed(), await timed()])
+        pair_started = time.perf_counter()
+        await asyncio.gather(timed(), timed())
+        pair = time.perf_counter() - pair_started
+    except (aiohttp.ClientError, TimeoutError):
+        return
+    report.single_seconds, report.pair_seconds = round(single, 3), round(pair, 3)
+    if single >= TOO_FAST_TO_TELL:
+        report.concurrent = pair < CONCURRENT_RATIO * single
+
+
+async def _probe_overflow(config: ModelConfig, report: ProbeReport) -> None:
+    quick = config.model_copy(update={"retries": 0, "timeout": OVERFLOW_TIMEOUT})
+    client = ChatClient(quick, temperature=0.0)
+    try:
+        await client.reply_texts([HumanMessage("word " * OVERFLOW_WORDS)], max_tokens=1)
+    except ModelStatusError as exc:
+        found = _CONTEXT_SAID.search(exc.server_message)
+        if found:
+            report.context_length = int(found.group(1).replace(",", ""))
+            report.context_source = "overflow"
+    except (ModelTimeoutError, ModelError):
+        pass
+    finally:
+        await client.aclose()
+
+
+def _nearby(base: str) -> bool:
+    host = urlsplit(base).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
+
+
+def _said(exc: BaseException) -> str:
+    return _short(str(exc) or type(exc).__name__)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def probe_lines(report: ProbeReport) -> list[ProbeLine]:
+    """What each check found and what aah will do about it."""
+    setting = "AAH_BASE_URL" if report.role == "agent" else f"AAH_{report.role.upper()}_BASE_URL"
+    if not report.reachable:
+        return [
+            ProbeLine(
+                check="reachable",
+                result=f"no: {report.error}",
+                action=f"start the server or fix {setting}",
+                warning=True,
+            )
+        ]
+    rows = [_reachable_line(report, setting), _model_line(report)]
+    rows += [_tools_line(report), _n_line(report), _reasoning_line(report)]
+    rows += [_context_line(report), _concurrency_line(report), _latency_line(report)]
+    return rows
+
+
+def _reachable_line(report: ProbeReport, setting: str) -> ProbeLine:
+    if report.missing_v1:
+        return ProbeLine(
+            check="reachable",
+            result=f"yes, but the base URL lacks /v1 ({report.base_url}/v1/models answered)",
+            action=f"set {setting}={report.base_url}/v1",
+            warning=True,
+        )
+    if report.error:
+        return ProbeLine(
+            check="reachable",
+            result=f"yes; {report.error}",
+            action="check the key and the URL",
+            warning=True,
+        )
+    return ProbeLine(check="reachable", result="yes", action="none needed")
+
+
+def _model_line(report: ProbeReport) -> ProbeLine:
+    listed = ", ".join(report.served_models[:3]) or "none listed"
+    if report.served_models and report.model not in report.served_models:
+        return ProbeLine(
+            check="model",
+            result=f"{report.model} is not listed (server lists {listed})",
+            action="aah sends the configured name; set AAH_MODEL to a listed id",
+            warning=True,
+        )
+    return ProbeLine(check="model", result=f"{report.model} ({listed})", action="none needed")
+
+
+def _tools_line(report: ProbeReport) -> ProbeLine:
+    if report.tool_calls == "native":
+        return ProbeLine(
+            check="tool calls",
+            result=f"native tool_calls ({report.tool_detail})",
+            action="aah reads the native calls",
+        )
+    if report.tool_calls == "text":
+        return ProbeLine(
+            check="tool calls",
+            result=f"written as text, {report.tool_call_form} format",
+            action="aah reads the calls from the text (one parser for every format)",
+        )
+    if report.tool_calls == "ignored":
+        return ProbeLine(
+            check="tool calls",
+            result=f"TOOLS IGNORED: no call, answered {report.tool_detail!r}",
+            action="a run would measure a model that never saw its tools: serve it with a "
+            "chat format that renders tools (aah serve llamacpp/vllm)",
+            warning=True,
+        )
+    return ProbeLine(
+        check="tool calls",
+        result=f"request failed: {report.tool_detail}",
+        action="agent turns with tools will fail the same way: fix the server's tool setup",
+        warning=True,
+    )
+
+
+def _n_line(report: ProbeReport) -> ProbeLine:
+    if report.n_returned is None:
+        return ProbeLine(
+            check="n (several choices)",
+            result="request failed",
+            action="the grader sends one request per vote",
+        )
+    if report.n_honoured:
+        return ProbeLine(
+            check="n (several choices)",
+            result=f"honoured ({report.n_returned} of {N_ASKED})",
+            action="the grader asks for all votes in one request",
+        )
+    return ProbeLine(
+        check="n (several choices)",
+        result=f"ignored ({report.n_returned} of {N_ASKED})",
+        action="the grader sends one request per vote",
+    )
+
+
+def _reasoning_line(report: ProbeReport) -> ProbeLine:
+    if report.reasoning:
+        return ProbeLine(
+            check="reasoning",
+            result="reasoning text (field or think tags) came with replies",
+            action="aah splits it off every reply; raise the roles' max_tokens for thinking",
+        )
+    return ProbeLine(check="reasoning", result="none seen", action="none needed")
+
+
+def _context_line(report: ProbeReport) -> ProbeLine:
+    if report.context_length is None:
+        return ProbeLine(
+            check="context length",
+            result="not reported",
+            action="a prompt over the limit fails with the server's own message",
+        )
+    source = "/models" if report.context_source == "models" else "its overflow error"
+    return ProbeLine(
+        check="context length",
+        result=f"{report.context_length:,} tokens (from {source})",
+        action="a prompt over the limit fails with the server's own message",
+    )
+
+
+def _concurrency_line(report: ProbeReport) -> ProbeLine:
+    timing = (
+        f" (one {report.single_seconds:.2f} s, two at once {report.pair_seconds:.2f} s)"
+        if report.single_seconds is not None and report.pair_seconds is not None
+        else ""
+    )
+    if report.concurrent is None:
+        reason = "too fast to tell" if report.single_seconds is not None else "request failed"
+        return ProbeLine(
+            check="concurrent requests",
+            result=f"unknown, {reason}{timing}",
+            action="none needed",
+        )
+    if report.concurrent:
+        return ProbeLine(
+            check="concurrent requests",
+            result=f"served side by side{timing}",
+            action="aah may send requests in parallel (--concurrency)",
+        )
+    return ProbeLine(
+        check="concurrent requests",
+        result=f"one at a time{timing}",
+        action="set AAH_MAX_CONNECTIONS=1 so requests are not piled up and timed out",
+        warning=True,
+    )
+
+
+def _latency_line(report: ProbeReport) -> ProbeLine:
+    if report.latency_seconds is None:
+        return ProbeLine(check="latency", result="request failed", action="check the server's log")
+    return ProbeLine(
+        check="latency",
+        result=f"{report.latency_seconds:.2f} s for 8 tokens",
+        action="none needed",
+    )
