@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from aah.tools.importers import loading
 from aah.tools.importers.failtalms import import_failtalms
 from aah.tools.importers.loading import (
     DEFAULT_MAX_SPEC_BYTES,
@@ -34,6 +35,8 @@ from aah.tools.spec import ImportResult
 BAD_SPECS = Path(__file__).parent / "fixtures" / "bad_specs"
 GOOD = BAD_SPECS / "good"
 LEVELS = 10_000
+# libyaml's composer recurses in C: at this depth it crashes the process.
+YAML_LEVELS = 200_000
 
 # Each bad file (relative to bad_specs/) and words its one rejection must hold.
 BAD_FILES = {
@@ -79,7 +82,7 @@ def _deep_json(path: Path) -> None:
 
 def _deep_yaml(path: Path) -> None:
     head = "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {/x: {get: {}}}\nx-deep: "
-    path.write_text(head + "{a: " * LEVELS + "1" + "}" * LEVELS + "\n")
+    path.write_text(head + "{a: " * YAML_LEVELS + "1" + "}" * YAML_LEVELS + "\n")
 
 
 def _huge_yaml(path: Path) -> None:
@@ -251,3 +254,36 @@ def test_ref_fan_out_is_bounded_by_total_size() -> None:
     assert inline(document, {"$ref": "#/s/L7"}, max_nodes=500) == {
         "allOf": [{"type": "string"}] * 10
     }
+
+
+@pytest.mark.parametrize("parser", ["libyaml", "python"])
+@pytest.mark.parametrize(
+    ("relative", "reason"),
+    [
+        ("openapi/billion_laughs__1.yaml", "expands past"),
+        ("openapi/yaml_alias_cycle__1.yaml", "used inside itself"),
+        ("openapi/not_utf8__1.yaml", "is not UTF-8 text"),
+    ],
+)
+def test_both_yaml_parsers_hold_the_bounds(
+    parser: str, relative: str, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PyYAML without libyaml falls back to its pure-Python parser.
+    if parser == "python":
+        monkeypatch.setattr(loading, "_FastSpecLoader", None)
+    elif loading._FastSpecLoader is None:
+        pytest.skip("this PyYAML has no libyaml")
+    _one_rejection(import_openapi_file(BAD_SPECS / relative), Path(relative).name, reason)
+    deep = tmp_path / "deep__1.yaml"
+    _deep_yaml(deep)
+    _one_rejection(import_openapi_file(deep), deep.name, "nests deeper than 100 levels")
+    good = import_openapi_file(GOOD / "openapi" / "good__1.yaml")
+    assert [spec.qualified_name for spec in good.endpoints] == ["good__getThing"]
+
+
+def test_a_pipe_named_like_a_spec_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    pipe = tmp_path / "pipe__1.yaml"
+    os.mkfifo(pipe)
+    _one_rejection(import_openapi_file(pipe), pipe.name, "is not a regular file")

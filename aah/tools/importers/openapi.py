@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-import yaml
-
 from aah.errors import AahError
 from aah.tools.importers.loading import DEFAULT_MAX_SPEC_BYTES, SpecFileError, load_json, load_yaml
 from aah.tools.importers.naming import unique_endpoint
@@ -66,23 +64,6 @@ _WEB_SCHEMES = ("http", "https")
 # the file and the operation, so one file never stops the build.
 _SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError)
 _SUCCESS = re.compile(r"2(\d\d|XX)", re.IGNORECASE)
-
-
-class _SpecLoader(yaml.SafeLoader):
-    """A safe loader that reads scalars the way JSON would.
-
-    Dates stay text and only true/false are booleans (YAML 1.1 would read a
-    country code ``NO`` as False).
-    """
-
-
-_SpecLoader.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if not tag.endswith(("timestamp", "bool"))]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_SpecLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
 
 
 class SpecError(ValueError):
@@ -210,7 +191,7 @@ def load_document(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> SpecDo
     if path.suffix == ".json":
         raw = load_json(path, max_bytes)
     else:
-        raw = load_yaml(path, _SpecLoader, max_bytes)
+        raw = load_yaml(path, max_bytes)
     if not isinstance(raw, dict):
         raise SpecError("not an OpenAPI document (no mapping at the top)")
     swagger2 = str(raw.get("swagger", "")) == "2.0"
