@@ -7,8 +7,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from pydantic import SecretStr
 from runtime_support import fake_config
 
 from aah.benchmark.dataset import load_tasks
@@ -16,11 +18,16 @@ from aah.benchmark.runner import (
     BatchRunner,
     RunOptions,
     batch_human_factory,
+    check_manifest,
     parse_shard,
     select_shard,
 )
 from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
+from aah.llm import ModelConfig
+from aah.runtime.humans import QueueHuman
+from aah.runtime.loop import worker_count, worker_threads
+from aah.store import PINNED_FIELDS, pinned_difference
 from aah.store.merge import merge_databases
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
@@ -111,6 +118,97 @@ def test_resuming_with_other_flags_is_refused(
         _run(tasks, tmp_path / "a.db", llm, registry_path)
         with pytest.raises(AahError, match="was made with aah=True"):
             _run(tasks, tmp_path / "a.db", llm, registry_path, aah=False)
+
+
+def test_a_timed_out_task_is_recorded_as_the_runtime_records_a_failure(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    tasks = _tasks(shared_data, 1)[:2]
+    db = tmp_path / "slow.db"
+    with FakeLLMServer(AGENT, latency_ms=1200) as llm:
+        runner = BatchRunner(
+            RunOptions(run="slow", concurrency=2, task_timeout=0.3),
+            Registry(registry_path),
+            fake_config(llm),
+        )
+        summary = asyncio.run(runner.run(tasks, db))
+    assert summary.errors == 2 and summary.error_messages[0].startswith("task timed out after")
+    store = SessionStore(db)
+    for session in store.list_sessions(run="slow"):
+        assert session.status == "error"
+        last = store.events(session.id)[-1]
+        assert last.kind == "error" and last.where == "runner"  # type: ignore[union-attr]
+        assert last.message.startswith("task timed out after")  # type: ignore[union-attr]
+    store.close()
+
+
+def test_a_runner_without_a_human_factory_uses_the_named_batch_human(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    config = ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key=SecretStr("k"))
+    runner = BatchRunner(
+        RunOptions(run="r", human="queue", human_deadline=4), Registry(registry_path), config
+    )
+    task = _tasks(shared_data, 1)[0]
+    store = SessionStore(tmp_path / "q.db")
+    human = runner.human_factory(task, SimpleNamespace(store=store))  # type: ignore[arg-type]
+    assert isinstance(human, QueueHuman) and human.deadline_seconds == 4 and human.store is store
+    store.close()
+    with pytest.raises(AahError, match="^unknown human 'nobody': use one of oracle, simulated"):
+        BatchRunner(
+            RunOptions(run="r", human="nobody"),  # type: ignore[arg-type]
+            Registry(registry_path),
+            config,
+        )
+
+
+# Two manifests of one run, and the pinned field they disagree on (None: they agree).
+MANIFEST_PAIRS = [
+    ({"model": "a", "seed": 1}, {"model": "a", "seed": 2}, None),
+    ({"model": "a"}, {"model": "b"}, ("model", "a", "b")),
+    (
+        {"http": "mock", "human": "oracle"},
+        {"http": "live", "human": "queue"},
+        ("human", "oracle", "queue"),
+    ),
+    ({"registry_hash": "x"}, {}, None),
+    ({"step_limit": 10, "aah": True}, {"step_limit": 10, "aah": False}, ("aah", True, False)),
+    ({"unavailable": "hidden"}, {"unavailable": "broken"}, ("unavailable", "hidden", "broken")),
+    ({"prompt_versions": {"a": "1"}}, {"prompt_versions": {"a": "2"}}, None),
+]
+
+
+@pytest.mark.parametrize(("ours", "theirs", "expected"), MANIFEST_PAIRS)
+def test_the_pinned_fields_are_one_list_for_resume_and_merge(
+    ours: dict[str, object], theirs: dict[str, object], expected: tuple[object, ...] | None
+) -> None:
+    assert pinned_difference(ours, theirs) == expected
+    if expected is None:
+        check_manifest(ours, theirs, "r")
+    else:
+        with pytest.raises(AahError, match=f"^run 'r' was made with {expected[0]}="):
+            check_manifest(ours, theirs, "r")
+    # Resume and merge refuse on the same fields, and only on those.
+    assert set(PINNED_FIELDS) == {"model", "aah", "human", "http", "unavailable"} | {
+        "step_limit",
+        "registry_hash",
+    }
+
+
+def test_worker_threads_are_sized_for_the_run_and_leave_the_loop_usable() -> None:
+    async def main() -> tuple[float, list[int]]:
+        async with worker_threads(8):
+            started = time.perf_counter()
+            await asyncio.gather(*(asyncio.to_thread(time.sleep, 0.2) for _ in range(16)))
+            elapsed = time.perf_counter() - started
+        # The default-sized pool that replaced it still runs work.
+        after = await asyncio.gather(*(asyncio.to_thread(lambda: 1) for _ in range(3)))
+        return elapsed, after
+
+    elapsed, after = asyncio.run(main())
+    # 16 sleeps on 16 threads take one round; Python's default pool (6 here) takes three.
+    assert elapsed < 0.5 and after == [1, 1, 1]
+    assert worker_count(8) == 16 and worker_count(64) == 128 and worker_count(1) >= 5
 
 
 def test_broken_mode_offers_the_unavailable_tool_and_it_fails(

@@ -1,0 +1,240 @@
+"""describe_event: one description of every kind of event, rendered by each face."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from rich.console import Console
+
+from aah.cli.trace import render_event
+from aah.event_text import (
+    ConversationLine,
+    EventDescription,
+    conversation_lines,
+    describe_event,
+)
+from aah.events import (
+    AwarenessEvent,
+    ErrorEvent,
+    Event,
+    EventKind,
+    FinalAnswerEvent,
+    HumanAnswerEvent,
+    HumanQuestionEvent,
+    ModelCallEvent,
+    ToolCallEvent,
+)
+from aah.runtime.session import conversation_so_far
+from aah.ui.tui.widgets import EntryView, entry_view
+
+S = "s1"
+LONG = "word " * 200
+
+# Every kind of event, in its variants, and the description it must get.
+CASES: list[tuple[Event, EventDescription | None]] = [
+    (
+        AwarenessEvent(session_id=S, question="tool", answer="idk", reason="no city given"),
+        EventDescription("awareness", "awareness (tool): IDK", "no city given", tone="warn"),
+    ),
+    (
+        AwarenessEvent(session_id=S, question="information", answer="yes"),
+        EventDescription("awareness", "awareness (information): YES", "", tone="ok"),
+    ),
+    (
+        AwarenessEvent(session_id=S, question="tool", answer="none", reason="?"),
+        EventDescription("awareness", "awareness (tool): NONE", "?", tone="fail"),
+    ),
+    (
+        ModelCallEvent(
+            session_id=S,
+            model="m",
+            prompt_tokens=10,
+            completion_tokens=5,
+            latency_ms=30.4,
+            n_tool_calls=2,
+            text="Let me check.",
+        ),
+        EventDescription(
+            "model_call",
+            "model step: 2 tool call(s), 15 tokens, 30 ms",
+            "Let me check.",
+            conversation=ConversationLine("agent", "Let me check."),
+        ),
+    ),
+    (
+        # A reply without calls is the final answer: its text shows there.
+        ModelCallEvent(session_id=S, model="m", text="Done."),
+        EventDescription(
+            "model_call",
+            "model step: a reply, 0 tokens, 0 ms",
+            "",
+            conversation=ConversationLine("agent", "Done."),
+        ),
+    ),
+    (ModelCallEvent(session_id=S, model="m", purpose="awareness", text="IDK"), None),
+    (ModelCallEvent(session_id=S, model="m", purpose="human", text="Paris"), None),
+    (
+        ToolCallEvent(
+            session_id=S,
+            call_id="c1",
+            tool="weather__get",
+            arguments={"city": "Oslo"},
+            status_code=200,
+            ok=True,
+            latency_ms=12.0,
+            result='{"temp": 21}',
+            http_mode="mock",
+        ),
+        EventDescription(
+            "tool_call",
+            "✓ weather__get → 200, 12 ms [mock]",
+            '{"temp": 21}',
+            '{"city": "Oslo"}',
+            "ok",
+            ConversationLine("tool", "weather__get → 200"),
+        ),
+    ),
+    (
+        ToolCallEvent(
+            session_id=S,
+            call_id="c2",
+            tool="weather__get",
+            ok=False,
+            result="timeout",
+            http_mode="fault",
+        ),
+        EventDescription(
+            "tool_call",
+            "✗ weather__get → no response, 0 ms [fault]",
+            "timeout",
+            "{}",
+            "fail",
+            ConversationLine("tool", "weather__get → None"),
+        ),
+    ),
+    (
+        ToolCallEvent(
+            session_id=S,
+            call_id="c3",
+            tool="weather__get",
+            arguments={"town": "Oslo"},
+            ok=False,
+            check="IAN",
+            feedback="weather__get has no argument named 'town'.",
+        ),
+        EventDescription(
+            "tool_call",
+            "✗ weather__get rejected before running (IAN)",
+            "weather__get has no argument named 'town'.",
+            '{"town": "Oslo"}',
+            "fail",
+            ConversationLine("tool", "weather__get → rejected (IAN)"),
+        ),
+    ),
+    (
+        HumanQuestionEvent(session_id=S, request_id="r", question="Which city?"),
+        EventDescription(
+            "human_question",
+            "? the agent asks",
+            "Which city?",
+            tone="ask",
+            conversation=ConversationLine("agent asks", "Which city?"),
+        ),
+    ),
+    (
+        HumanAnswerEvent(session_id=S, request_id="r", answer="Paris", answered_by="console"),
+        EventDescription(
+            "human_answer",
+            "↳ console answers",
+            "Paris",
+            tone="answer",
+            conversation=ConversationLine("user", "Paris"),
+        ),
+    ),
+    (
+        HumanAnswerEvent(session_id=S, request_id="r", answer="", answered_by="ann", declined=True),
+        EventDescription(
+            "human_answer",
+            "↳ ann declined to answer",
+            tone="warn",
+            conversation=ConversationLine("user", ""),
+        ),
+    ),
+    (
+        FinalAnswerEvent(session_id=S, text="It is 21 degrees."),
+        EventDescription("final_answer", "final answer", "It is 21 degrees.", tone="final"),
+    ),
+    (
+        FinalAnswerEvent(session_id=S, text="(stopped)", step_limit_hit=True),
+        EventDescription(
+            "final_answer", "final answer (step limit reached)", "(stopped)", tone="warn"
+        ),
+    ),
+    (
+        ErrorEvent(session_id=S, message="model down", where="model"),
+        EventDescription("error", "✗ error in model", "model down", tone="fail"),
+    ),
+    (
+        ErrorEvent(session_id=S, message="boom"),
+        EventDescription("error", "✗ error in the runtime", "boom", tone="fail"),
+    ),
+]
+
+
+def test_the_cases_cover_every_kind_of_event() -> None:
+    assert {event.kind for event, _ in CASES} == set(get_args(EventKind))
+
+
+@pytest.mark.parametrize(("event", "expected"), CASES)
+def test_describe_event(event: Event, expected: EventDescription | None) -> None:
+    assert describe_event(event) == expected
+
+
+@pytest.mark.parametrize(("event", "expected"), CASES)
+def test_every_face_renders_the_same_description(
+    event: Event, expected: EventDescription | None
+) -> None:
+    line = render_event(event)
+    view = entry_view(event)
+    if expected is None:
+        assert line is None and view is None
+        return
+    console = Console(width=400, record=True, color_system=None)
+    assert line is not None
+    console.print(line)
+    shown = console.export_text()
+    assert expected.label in shown and expected.text in shown and expected.detail in shown
+    body = "\n".join(part for part in (expected.detail, expected.text) if part)
+    assert view == EntryView(expected.label, body, expected.tone)
+
+
+def test_long_texts_are_clipped_and_markup_is_shown_as_written() -> None:
+    event = ToolCallEvent(
+        session_id=S,
+        call_id="c",
+        tool="t__[bold]x",
+        arguments={"q": LONG},
+        status_code=200,
+        ok=True,
+        result=LONG,
+    )
+    described = describe_event(event)
+    assert described is not None
+    assert len(described.text) == 240 and described.text.endswith("…")
+    assert len(described.detail) == 120
+    console = Console(width=400, record=True, color_system=None)
+    console.print(render_event(event))
+    assert "t__[bold]x" in console.export_text()
+
+
+def test_the_conversation_is_the_described_lines_in_order() -> None:
+    events = [event for event, _ in CASES]
+    lines = conversation_lines(events)
+    assert lines == [d.conversation for _, d in CASES if d is not None and d.conversation]
+    assert conversation_so_far(events) == [{"role": line.role, "text": line.text} for line in lines]
+    assert conversation_so_far(events)[:3] == [
+        {"role": "agent", "text": "Let me check."},
+        {"role": "agent", "text": "Done."},
+        {"role": "tool", "text": "weather__get → 200"},
+    ]
