@@ -279,3 +279,10 @@ def test_odd_media_type_keys_are_read_as_text() -> None:
         "1",
         1,
     )
+
+
+def test_a_long_ref_is_cut_in_its_rejection_reason() -> None:
+    with pytest.raises(RefError) as raised:
+        deref({}, {"$ref": "http://evil.example/" + "a" * 5000})
+    assert len(str(raised.value)) < 200
+    assert str(raised.value).endswith("...' points outside the document")

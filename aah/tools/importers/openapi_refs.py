@@ -30,7 +30,7 @@ def resolve_pointer(document: Any, ref: str) -> Any:
         RefError: the reference is not local or names nothing.
     """
     if not ref.startswith("#"):
-        raise RefError(f"$ref {ref!r} points outside the document")
+        raise RefError(f"$ref {_shown(ref)} points outside the document")
     node = document
     for raw_token in ref[1:].split("/")[1:]:
         token = unquote(raw_token).replace("~1", "/").replace("~0", "~")
@@ -39,8 +39,13 @@ def resolve_pointer(document: Any, ref: str) -> Any:
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
         else:
-            raise RefError(f"$ref {ref!r} points at nothing")
+            raise RefError(f"$ref {_shown(ref)} points at nothing")
     return node
+
+
+def _shown(ref: str) -> str:
+    # A reference is the file's text: keep a rejection line short.
+    return repr(ref if len(ref) <= 120 else ref[:117] + "...")
 
 
 def deref(document: Any, node: Any) -> Any:
@@ -53,7 +58,7 @@ def deref(document: Any, node: Any) -> Any:
     while isinstance(node, dict) and isinstance(node.get("$ref"), str):
         ref = node["$ref"]
         if ref in seen:
-            raise RefError(f"$ref {ref!r} refers back to itself")
+            raise RefError(f"$ref {_shown(ref)} refers back to itself")
         seen.add(ref)
         node = resolve_pointer(document, ref)
     return node
