@@ -1,7 +1,8 @@
 """The rules that put one agent reply in a When2Call behaviour class (science.md §3).
 
-Intent comes before format. The rules are tried in this order, and the first
-that fires names the class (its name is the ``rule`` of the result):
+Intent comes before format. Reasoning (``<think>`` blocks) is split off
+first and never read. The rules are tried in this order, and the first that
+fires names the class (its name is the ``rule`` of the result):
 
 1. **Tool call** (``tool_call``): native calls (``native_call``); or text
    that tries to call a tool, in any format a model family writes, well
@@ -9,7 +10,8 @@ that fires names the class (its name is the ``rule`` of the result):
    runtime uses to recover calls from text, so a reply the runtime runs as a
    call (``text_call``) or answers with feedback as a broken call
    (``malformed_call``) is a tool call here, and a reply it takes as the
-   answer is not. Code the user asked for, in a fenced block among prose,
+   answer is not (save ``announced_call`` below, which writes no call for
+   the runtime to run). Code the user asked for, in a fenced block among prose,
    is not a call. A call whose every target is ``ask_human`` asks the user,
    so it is a follow-up question (``ask_human_call``).
 2. **Follow-up question** (``request_for_info``): a question that addresses
