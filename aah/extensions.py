@@ -5,7 +5,8 @@ Each extension point keeps a table from a name to a factory beside the
 
 - ``HUMAN_CHANNELS`` (``aah.runtime.humans``): who answers an interactive session;
 - ``BATCH_HUMANS`` (``aah.benchmark.humans``): who answers a benchmark task;
-- ``HTTP_MODES`` (``aah.tools.http.modes``): how tool calls are answered.
+- ``HTTP_MODES`` (``aah.tools.http.modes``): how tool calls are answered;
+- ``BEHAVIOUR_JUDGES`` (``aah.cli.classify``): who puts replies in When2Call classes.
 
 The names live here, in a module that loads nothing, so the command line can
 list them in its help without importing the implementations; each table is
@@ -23,11 +24,13 @@ HumanChannelName = Literal["console", "queue"]
 BatchHumanName = Literal["oracle", "simulated", "queue"]
 BaseHttpModeName = Literal["live", "record", "replay", "mock"]
 HttpModeName = Literal[BaseHttpModeName, "fault"]
+BehaviourJudgeName = Literal["rule", "llm"]
 
 HUMAN_CHANNEL_NAMES: tuple[HumanChannelName, ...] = get_args(HumanChannelName)
 BATCH_HUMAN_NAMES: tuple[BatchHumanName, ...] = get_args(BatchHumanName)
 BASE_HTTP_MODE_NAMES: tuple[BaseHttpModeName, ...] = get_args(BaseHttpModeName)
 HTTP_MODE_NAMES: tuple[HttpModeName, ...] = get_args(HttpModeName)
+BEHAVIOUR_JUDGE_NAMES: tuple[BehaviourJudgeName, ...] = get_args(BehaviourJudgeName)
 
 Factory = TypeVar("Factory")
 Name = TypeVar("Name", bound=str)

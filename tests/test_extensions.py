@@ -18,13 +18,16 @@ from aah.benchmark.humans import (
     OracleHuman,
     task_human_factory,
 )
+from aah.cli.classify import BEHAVIOUR_JUDGES, choose_judge
 from aah.errors import AahError
 from aah.extensions import (
     BASE_HTTP_MODE_NAMES,
     BATCH_HUMAN_NAMES,
+    BEHAVIOUR_JUDGE_NAMES,
     HTTP_MODE_NAMES,
     HUMAN_CHANNEL_NAMES,
     BatchHumanName,
+    BehaviourJudgeName,
     HttpModeName,
     HumanChannelName,
     choose,
@@ -73,6 +76,15 @@ def test_an_unknown_name_is_one_line_listing_the_valid_ones(
     with pytest.raises(AahError, match="^unknown") as typed:
         known_name(names, name, what)
     assert str(typed.value) == message
+
+
+@pytest.mark.parametrize("name", UNKNOWN_NAMES)
+def test_an_unknown_judge_names_the_valid_flags_in_one_line(name: str) -> None:
+    assert tuple(BEHAVIOUR_JUDGES) == BEHAVIOUR_JUDGE_NAMES == get_args(BehaviourJudgeName)
+    with pytest.raises(AahError) as caught:
+        choose_judge(name)
+    assert str(caught.value) == f"unknown judge {name!r}: use --judge rule or --judge llm"
+    assert choose_judge("rule") is BEHAVIOUR_JUDGES["rule"]
 
 
 def test_known_names_come_back_typed() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -18,12 +18,11 @@ import typer
 
 from aah.cli.output import err_console
 from aah.errors import AahError
+from aah.extensions import BEHAVIOUR_JUDGE_NAMES, BehaviourJudgeName
 
 if TYPE_CHECKING:
     from aah.llm import ModelConfig
     from aah.scoring.behavior import Classification
-
-JUDGES = ("rule", "llm")
 
 
 class ReplyLine(NamedTuple):
@@ -39,7 +38,9 @@ class ReplyLine(NamedTuple):
 def classify(
     file: Path = typer.Argument(..., help="JSONL file: objects with 'reply' and optional 'tools'."),
     out: Path | None = typer.Option(None, "--out", help="Write the JSONL here, not to stdout."),
-    judge: str = typer.Option("rule", "--judge", help="rule (offline rules) or llm (a judge)."),
+    judge: str = typer.Option(
+        "rule", "--judge", help=f"{' or '.join(BEHAVIOUR_JUDGE_NAMES)}: offline rules or an LLM."
+    ),
     model: str | None = typer.Option(
         None,
         "--model",
@@ -48,18 +49,9 @@ def classify(
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Judge requests at once."),
 ) -> None:
     """Classify replies as tool_call, request_for_info, cannot_answer or direct."""
-    if judge not in JUDGES:
-        raise AahError(f"unknown judge {judge!r}: use --judge rule or --judge llm")
+    judge_replies = choose_judge(judge)
     lines = read_reply_lines(file)
-    if judge == "llm":
-        from aah.llm import model_config
-        from aah.runtime.loop import run_async
-
-        results = run_async(judge_lines(lines, model_config("judge", model=model), concurrency))
-    else:
-        from aah.scoring.behavior import classify_reply
-
-        results = [classify_reply(x.reply, x.tools, x.tool_calls) for x in lines]
+    results = judge_replies(lines, JudgeOptions(model, concurrency))
     pairs = zip(lines, results, strict=True)
     rows = [{**line.data, "class": r.label, "rule": r.rule} for line, r in pairs]
     text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
@@ -71,6 +63,48 @@ def classify(
         except OSError as exc:
             raise AahError(f"cannot write {out}: {exc.strerror}; pass another --out") from exc
     err_console.print(summary(rows), highlight=False, markup=False, soft_wrap=True)
+
+
+class JudgeOptions(NamedTuple):
+    """What a judge of replies may need: the judge model (LLM), and requests at once."""
+
+    model: str | None = None
+    concurrency: int = 8
+
+
+# Puts each reply line in a When2Call behaviour class.
+ReplyJudge = Callable[[Sequence[ReplyLine], JudgeOptions], "list[Classification]"]
+
+
+def _rule_judge(lines: Sequence[ReplyLine], options: JudgeOptions) -> list[Classification]:
+    from aah.scoring.behavior import classify_reply
+
+    return [classify_reply(line.reply, line.tools, line.tool_calls) for line in lines]
+
+
+def _llm_judge(lines: Sequence[ReplyLine], options: JudgeOptions) -> list[Classification]:
+    from aah.llm import model_config
+    from aah.runtime.loop import run_async
+
+    config = model_config("judge", model=options.model)
+    return run_async(judge_lines(lines, config, options.concurrency))
+
+
+# Who classifies replies (``aah classify --judge``), by name.
+BEHAVIOUR_JUDGES: dict[BehaviourJudgeName, ReplyJudge] = {"rule": _rule_judge, "llm": _llm_judge}
+
+
+def choose_judge(name: str) -> ReplyJudge:
+    """The judge called ``name`` (a key of :data:`BEHAVIOUR_JUDGES`).
+
+    Raises:
+        AahError: No judge has that name; the message names the valid flags.
+    """
+    for key, judge in BEHAVIOUR_JUDGES.items():
+        if key == name:
+            return judge
+    flags = " or ".join(f"--judge {key}" for key in BEHAVIOUR_JUDGES)
+    raise AahError(f"unknown judge {name!r}: use {flags}")
 
 
 def read_reply_lines(file: Path) -> list[ReplyLine]:
