@@ -64,6 +64,10 @@ BAD_FILES = {
     "openapi/swagger2_scheme_string__1.yaml": "base URL 'ftp://api.example.org' is not an http(s)",
     "openapi/swagger2_body_without_schema__1.yaml": "body parameter is not an object",
     "openapi/clash__1.yaml": "name 'clash__get_thing' is already the fail-talms endpoint",
+    "openapi/path_item_not_mapping__1.yaml": "path item is not a mapping",
+    "openapi/required_not_list__1.yaml": (
+        "has a shape aah cannot read (TypeError: 'int' object is not iterable)"
+    ),
     "fail-talms/tools/Bad/api_list_object.json": "not a tool description (no api_list list)",
     "fail-talms/tools/Bad/entry_not_object.json": "entry is not an object with a name",
     "fail-talms/tools/Bad/not_json.json": "not valid JSON (Expecting value",
