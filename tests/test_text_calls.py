@@ -276,6 +276,11 @@ CALLS = [
     Row("Llama 3.2 chatty", 'Let me check the weather.\nget_weather(city="Paris")', [W]),
     Row("Llama 3.2 chatty", 'Sure: [get_weather(city="Paris")]', [W]),
     Row(
+        "Llama 3.2 chatty",
+        'Checking now.\n[get_weather(city="Paris")]\nI will report back.',
+        [W],
+    ),
+    Row(
         "small models (keys reordered)",
         'Checking: {"arguments": {"city": "Paris"}, "name": "get_weather"}',
         [W],
@@ -344,6 +349,7 @@ BROKEN = [
     Row("chatty", 'Which city? {"name": "weather__forecast", "arguments": {"city": ', INVALID),
     Row("chatty", 'I will now call get_weather(city="Paris") to find out.', INVALID),
     Row("chatty", 'Let me check: get_weather("Paris")', INVALID),
+    Row("chatty", 'Result of get_weather(city="Paris"):\n20 degrees.', INVALID),
     Row("ReAct prompting", "Action: get_weather\nAction Input: city=Paris", INVALID),
     Row("Claude-style XML", "<tool_use>look up the weather</tool_use>", INVALID),
     Row("Qwen3", "<think>plan</think><tool_call>{oops</tool_call>", INVALID),

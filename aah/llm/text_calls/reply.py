@@ -239,23 +239,28 @@ def _react(text: str) -> TextCallParse:
 
 
 def _python_calls_in_prose(text: str, tool_names: Collection[str]) -> TextCallParse:
-    """Prose that ends with Python calls to offered tools; an offered tool written mid-sentence."""
+    """Python calls to offered tools that end the reply or their line; others mid-sentence.
+
+    "Let me check: get_weather(city="Paris")" is a call; "I will call
+    get_weather(city="Paris") to see" tries one in a form the runtime cannot
+    run, so it is a broken attempt.
+    """
     written = [
         match
         for match in _WRITTEN_CALL.finditer(text)
         if match.group(1) in tool_names or match.group(1).rsplit(".", 1)[-1] in tool_names
     ]
     for match in written[:_MAX_CANDIDATES]:
-        start = match.start()
-        opening = text.rfind("[", 0, start)
-        if opening != -1 and not text[opening + 1 : start].strip():
-            start = opening
-        tail = text[start:].rstrip().rstrip(".")
-        parsed = pythonic_calls(tail, tool_names, tagged=False)
-        if parsed.calls and all(call.name in tool_names for call in parsed.calls):
-            return parsed._replace(form="prose_pythonic")
-        if parsed.invalid is not None:
-            return parsed
+        start = _list_start(text, match.start())
+        line_end = text.find("\n", start)
+        ends = (len(text), line_end) if line_end != -1 else (len(text),)
+        for end in ends:
+            source = text[start:end].rstrip().rstrip(".")
+            parsed = pythonic_calls(source, tool_names, tagged=False)
+            if parsed.calls and all(call.name in tool_names for call in parsed.calls):
+                return parsed._replace(form="prose_pythonic")
+            if parsed.invalid is not None:
+                return parsed
     if written:
         name = written[0].group(1)
         return broken(
@@ -264,3 +269,11 @@ def _python_calls_in_prose(text: str, tool_names: Collection[str]) -> TextCallPa
             "the call alone",
         )
     return NO_CALL
+
+
+def _list_start(text: str, start: int) -> int:
+    """Where a call starts, taking in the ``[`` of a pythonic list just before it."""
+    before = start
+    while before > 0 and text[before - 1] in " \t":
+        before -= 1
+    return before - 1 if before > 0 and text[before - 1] == "[" else start
