@@ -9,9 +9,11 @@ import pytest
 from pydantic import SecretStr
 
 import aah
+from aah.benchmark.humans import CANNOT_HELP, JOKE, benchmark_prompt_versions
 from aah.benchmark.runner import RunOptions, run_manifest
 from aah.llm import ModelConfig
 from aah.prompts import PromptFolder, read_prompt
+from aah.runtime.humans import IDK_REPLY
 from aah.runtime.prompts import PROMPT_DIR, load_prompt, prompt_versions
 from aah.tools import tool_prompt, tool_prompt_versions
 from aah.tools.builtin import ASK_HUMAN_DESCRIPTION, ASK_HUMAN_PARAMETERS
@@ -53,7 +55,17 @@ def test_the_run_manifest_records_every_prompt_version() -> None:
     assert versions["check_ifn"] == tool_prompt("check_ifn").version == "check-ifn/1"
     assert versions["declined_answer"] == load_prompt("declined_answer").version
     assert versions["simulated_human"].startswith("simulated-human/")
-    assert set(prompt_versions()) < set(versions)
+    assert versions["idk_reply"] == "idk-reply/1"
+    assert versions["oracle_cannot_help"] == "oracle-cannot-help/1"
+    assert versions["oracle_joke"] == "oracle-joke/1"
+    assert set(prompt_versions()) | set(benchmark_prompt_versions()) == set(versions)
+    assert not set(prompt_versions()) & set(benchmark_prompt_versions())
+
+
+def test_the_fixed_human_replies_read_their_prompt_files() -> None:
+    assert IDK_REPLY == "I don't know." == load_prompt("idk_reply").render()
+    assert CANNOT_HELP == "I can't look that up myself."
+    assert JOKE.startswith("Why did the developer go broke?")
 
 
 def test_a_folder_reports_a_changed_version(tmp_path: Path) -> None:

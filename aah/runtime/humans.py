@@ -17,9 +17,12 @@ from typing import Any, Literal, NamedTuple, Protocol
 from pydantic import BaseModel, Field
 
 from aah.extensions import HumanChannelName, choose
+from aah.runtime.prompts import load_prompt
 from aah.store import SessionStore
 
-IDK_REPLY = "I don't know."
+# What a person "says" when no one answers in time, or a script runs out:
+# the model reads it, so it is a prompt file with a version.
+IDK_REPLY = load_prompt("idk_reply").render()
 Fallback = Literal["idk", "skip"]
 
 
