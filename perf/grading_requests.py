@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from aah.events import FinalAnswerEvent, ToolCallEvent
-from aah.llm.config import ModelConfig
+from aah.llm import ModelConfig
 from aah.runtime.loop import run_async
 from aah.scoring.grader.vote import grade_run
 from aah.store.sessions import SessionStore

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from aah.llm.config import ModelConfig
+from aah.llm import ModelConfig
 from aah.runtime.environment import open_runtime
 from aah.runtime.humans import ScriptedHuman
 from aah.runtime.loop import run_async
@@ -78,7 +78,7 @@ async def client_only_calls(config: ModelConfig, tasks: int, concurrency: int) -
     """The model client's share: the same 4 chat requests per task, nothing else."""
     from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 
-    from aah.llm.client import ChatClient
+    from aah.llm import ChatClient
     from aah.tools.calls.wrap import openai_tool
 
     client = ChatClient(config)

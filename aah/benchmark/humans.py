@@ -34,8 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-import openai
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from aah.benchmark.fact_fit import (
     TaskFacts,
@@ -47,16 +46,14 @@ from aah.benchmark.leak_check import leak_flags
 from aah.errors import AahError
 from aah.events import ModelCallEvent
 from aah.extensions import BatchHumanName, choose
-from aah.llm import ModelConfig, chat_model, model_config, model_error
-from aah.prompts import Prompt, PromptFolder
+from aah.llm import ChatClient, ModelConfig, ModelError, TextReplies, model_config
 from aah.runtime.humans import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
+from aah.runtime.prompts import Prompt, read_prompt
 from aah.store import SessionStore
 
+CANNOT_HELP = "I can't look that up myself."
+JOKE = "Why did the developer go broke? Because he used up all his cache."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-BENCHMARK_PROMPTS = PromptFolder(PROMPT_DIR)
-# The oracle's fixed replies are text the model reads: prompt files, with versions.
-CANNOT_HELP = BENCHMARK_PROMPTS.load("oracle_cannot_help").render()
-JOKE = BENCHMARK_PROMPTS.load("oracle_joke").render()
 
 _OPERATORS: dict[str, Callable[[float, float], float]] = {
     "+": operator.add,
@@ -152,20 +149,24 @@ class SimulatedHuman:
         self.store = store
         self.system_prompt = simulated_human_prompt(facts)
         self.calls: list[ModelCallEvent] = []
-        self._model = chat_model(config, temperature=temperature)
+        self._model = shared_client(config, temperature)
 
     async def ask(self, request: HumanRequest) -> HumanReply:
-        """Ask the model for the user's reply; flag it if it leaks."""
+        """Ask the model for the user's reply; flag it if it leaks.
+
+        Raises:
+            AahError: the simulated user's model failed (one line, saying so).
+        """
         messages = [SystemMessage(self.system_prompt), HumanMessage(request.question)]
         started = time.perf_counter()
         try:
-            message = await self._model.ainvoke(messages)
-        except openai.OpenAIError as exc:
-            error = model_error(exc, self.config) or AahError(str(exc).splitlines()[0])
-            raise AahError(f"simulated human: {error}") from exc
+            replies = await self._model.reply_texts(messages)
+        except ModelError as exc:
+            raise AahError(f"simulated human: {exc}") from exc
         seconds = time.perf_counter() - started
-        text = message.content if isinstance(message.content, str) else ""
-        await self._record(request, message, text, seconds)
+        # Reasoning a reasoning model sent is not what the user says.
+        text = replies.texts[0] if replies.choices else ""
+        await self._record(request, replies, text, seconds)
         return HumanReply(
             text=text.strip(),
             answered_by=self.answered_by,
@@ -174,15 +175,14 @@ class SimulatedHuman:
         )
 
     async def _record(
-        self, request: HumanRequest, message: AIMessage, text: str, seconds: float
+        self, request: HumanRequest, replies: TextReplies, text: str, seconds: float
     ) -> None:
-        usage = message.usage_metadata
         event = ModelCallEvent(
             session_id=request.session_id,
             model=self.config.model,
             purpose="human",
-            prompt_tokens=usage["input_tokens"] if usage else None,
-            completion_tokens=usage["output_tokens"] if usage else None,
+            prompt_tokens=replies.prompt_tokens,
+            completion_tokens=replies.completion_tokens,
             latency_ms=seconds * 1000,
             text=text,
         )
@@ -191,9 +191,24 @@ class SimulatedHuman:
             await asyncio.to_thread(self.store.append_event, event)
 
 
+# One client per simulated-user model (and temperature) for the whole process:
+# a run asks thousands of questions, one per task would open as many
+# connection pools. The client closes its connections when its loop ends.
+_SHARED_CLIENTS: dict[tuple[int, float], tuple[ModelConfig, ChatClient]] = {}
+
+
+def shared_client(config: ModelConfig, temperature: float) -> ChatClient:
+    """The one client that every simulated user on ``config`` shares."""
+    # The config is kept beside its client, so its id cannot be reused.
+    key = (id(config), temperature)
+    if key not in _SHARED_CLIENTS:
+        _SHARED_CLIENTS[key] = (config, ChatClient(config, temperature=temperature))
+    return _SHARED_CLIENTS[key][1]
+
+
 def _load_prompt(name: str) -> Prompt:
     """The prompt ``prompts/<name>.md`` beside this module, with its front-matter version."""
-    return BENCHMARK_PROMPTS.load(name)
+    return read_prompt(PROMPT_DIR / f"{name}.md")
 
 
 def simulated_human_prompt(facts: TaskFacts) -> str:
@@ -218,11 +233,6 @@ def simulated_human_prompt(facts: TaskFacts) -> str:
 def simulated_human_prompt_version() -> str:
     """The version of the simulated user's prompt, for a run's manifest."""
     return _load_prompt("simulated_human").version
-
-
-def benchmark_prompt_versions() -> dict[str, str]:
-    """The version of every prompt of the benchmark package, for a run's manifest."""
-    return BENCHMARK_PROMPTS.versions()
 
 
 def _split_setting_notes(template: str) -> tuple[str, dict[str, str]]:

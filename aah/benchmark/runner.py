@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aah import __version__
 from aah.benchmark.fact_fit import TaskFacts
-from aah.benchmark.humans import BatchHumanOptions, benchmark_prompt_versions, task_human_factory
+from aah.benchmark.humans import (
+    BatchHumanOptions,
+    simulated_human_prompt_version,
+    task_human_factory,
+)
 from aah.errors import AahError
 from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
@@ -114,6 +118,8 @@ def run_manifest(
     return {
         "model": model.describe()["model"],
         "model_base_url": model.describe()["base_url"],
+        # Its reply limits, timeout and retries too: a run is read with them.
+        "model_settings": model.describe(),
         "aah": options.aah,
         "human": options.human,
         "http": options.http,
@@ -121,8 +127,10 @@ def run_manifest(
         "step_limit": options.step_limit,
         "seed": options.seed,
         "settings": list(settings),
-        # Every text a model reads in this run: the session's and the batch humans'.
-        "prompt_versions": {**prompt_versions(), **benchmark_prompt_versions()},
+        "prompt_versions": {
+            **prompt_versions(),
+            "simulated_human": simulated_human_prompt_version(),
+        },
         "registry_hash": registry_hash,
         "aah_version": __version__,
     }

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-import openai
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -28,7 +27,7 @@ from aah.events import (
     HumanAnswerEvent,
     HumanQuestionEvent,
 )
-from aah.llm import ChatClient, ModelConfig, model_error
+from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
@@ -154,9 +153,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return await _drive(ctx, record, request, runtime)
     except SkipTask as exc:
         return _close(ctx, runtime, record, "skipped", f"Skipped: {exc}.")
-    except openai.OpenAIError as exc:
-        error = model_error(exc, runtime.model_config) or AahError(str(exc).splitlines()[0])
-        return _fail(ctx, runtime, record, str(error), "model")
+    except ModelError as exc:
+        return _fail(ctx, runtime, record, str(exc), "model")
     except AahError as exc:
         return _fail(ctx, runtime, record, str(exc), "runtime")
     finally:
