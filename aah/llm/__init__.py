@@ -7,6 +7,14 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.llm.answers import (
+        AwarenessWord,
+        Choice,
+        ReplyGrammar,
+        VerdictWord,
+        parse_awareness_reply,
+        parse_verdict_reply,
+    )
     from aah.llm.client import ChatClient, TextReplies
     from aah.llm.config import ModelConfig, Role, model_config
     from aah.llm.errors import (
@@ -20,6 +28,12 @@ if TYPE_CHECKING:
     from aah.llm.text_calls import parse_text_tool_calls, recover_text_tool_calls
 
 __all__ = [
+    "AwarenessWord",
+    "Choice",
+    "ReplyGrammar",
+    "VerdictWord",
+    "parse_awareness_reply",
+    "parse_verdict_reply",
     "ChatClient",
     "ModelConfig",
     "ModelConnectionError",
@@ -37,6 +51,12 @@ __all__ = [
 ]
 
 _WHERE = {
+    "AwarenessWord": "aah.llm.answers",
+    "Choice": "aah.llm.answers",
+    "ReplyGrammar": "aah.llm.answers",
+    "VerdictWord": "aah.llm.answers",
+    "parse_awareness_reply": "aah.llm.answers",
+    "parse_verdict_reply": "aah.llm.answers",
     "ChatClient": "aah.llm.client",
     "TextReplies": "aah.llm.client",
     "ModelConfig": "aah.llm.config",

@@ -8,7 +8,6 @@ then recorded as ``none``.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -16,7 +15,7 @@ from typing import NamedTuple
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from aah.events import AwarenessAnswer, AwarenessMode, AwarenessQuestion, excerpt
-from aah.llm import ChatClient
+from aah.llm import ChatClient, parse_awareness_reply
 from aah.runtime.prompts import load_prompt
 from aah.tools.calls import describe_parameters
 from aah.tools.spec import EndpointSpec
@@ -35,11 +34,6 @@ _MODE_QUESTIONS: dict[AwarenessMode, tuple[AwarenessQuestion, ...]] = {
     "both": ("tool", "information"),
     "none": (),
 }
-_LEADING_NOISE = r"[\s*_\"'`#>\-\[(]*"
-_ANSWER = re.compile(
-    _LEADING_NOISE + r"(yes|idk|i\s+don'?t\s+know|no)\b[\s*_\"'`\])]*[:.,;!\-–—]?\s*(.*)",
-    re.IGNORECASE | re.DOTALL,
-)
 DEFAULT_RETRIES = 2
 # A re-ask quotes only the start of the unreadable reply: a rambling one sent
 # back whole can overflow a small server's context.
@@ -64,14 +58,19 @@ def awareness_questions(mode: AwarenessMode) -> tuple[AwarenessQuestion, ...]:
     return _MODE_QUESTIONS[mode]
 
 
-def parse_awareness(text: str) -> tuple[AwarenessAnswer, str] | None:
-    """``(answer, reason)`` when ``text`` starts with Yes, IDK or No, else None."""
-    match = _ANSWER.match(text)
-    if match is None:
-        return None
-    word = match.group(1).lower()
-    answer: AwarenessAnswer = "idk" if word.startswith(("idk", "i")) else word  # type: ignore[assignment]
-    return answer, match.group(2).strip(" \t\n\"'*`")
+def parse_awareness(text: str, reasoning: str | None = None) -> tuple[AwarenessAnswer, str] | None:
+    """``(answer, reason)`` when the reply begins with Yes, IDK or No, else None.
+
+    The reply is read by the one reply grammar (``aah.llm.parse_awareness_reply``):
+    reasoning, markdown, list markers, quotes and a leading label such as
+    ``Answer:`` are peeled first; an echoed ``Yes/IDK/No`` is no answer, and
+    neither is one that names two options.
+
+    Args:
+        text: The reply's content.
+        reasoning: Its separate reasoning field, if the server sent one.
+    """
+    return parse_awareness_reply(text, reasoning)
 
 
 def describe_tools(specs: Sequence[EndpointSpec], ask_human: bool) -> str:

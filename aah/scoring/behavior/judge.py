@@ -8,12 +8,12 @@ the version goes into the rule of every result, so labels say what made them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aah.errors import AahError
+from aah.llm import ReplyGrammar
 from aah.runtime.prompts import Prompt, read_prompt
 from aah.scoring.behavior.rules import BehaviorClass, Classification, classify_reply
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "behavior.md"
 JUDGE_RETRIES = 2
 _RETRY_TEXT = "Start with one word: TOOL_CALL, QUESTION, CANNOT_ANSWER or DIRECT."
-_FIRST_WORD = re.compile(r"[\s*_\"'`#>\-\[(]*([A-Za-z][A-Za-z_\-]*)")
 _JUDGE_WORDS: dict[str, BehaviorClass] = {
     "tool_call": "tool_call",
     "tool": "tool_call",
@@ -49,10 +48,20 @@ def load_judge_prompt() -> JudgePrompt:
     return read_prompt(PROMPT_PATH)
 
 
-def parse_judge_reply(text: str) -> BehaviorClass | None:
-    """The class named by the first word of a judge's reply, or None."""
-    match = _FIRST_WORD.match(text)
-    return _JUDGE_WORDS.get(match.group(1).lower().replace("-", "_")) if match else None
+# The same reply grammar as votes and awareness answers: labels, markdown and
+# an echoed list of the classes are peeled, two classes at once are no answer.
+_JUDGE_REPLIES = ReplyGrammar(_JUDGE_WORDS)
+
+
+def parse_judge_reply(text: str, reasoning: str | None = None) -> BehaviorClass | None:
+    """The class a judge's reply begins with, or None.
+
+    Args:
+        text: The reply's content.
+        reasoning: Its separate reasoning field, if the server sent one.
+    """
+    choice = _JUDGE_REPLIES.read(text, reasoning)
+    return choice.value if choice is not None else None
 
 
 async def classify_with_llm(

@@ -33,7 +33,7 @@ from rich.progress import Progress
 
 from aah.errors import AahError
 from aah.events import excerpt
-from aah.llm import ChatClient, ModelConfig, ModelStatusError
+from aah.llm import ChatClient, ModelConfig, ModelStatusError, parse_verdict_reply
 from aah.scoring.grader.case import load_case, load_grader_prompt, render_prompt
 from aah.store import GradeRecord, SessionRecord, SessionStore, Verdict
 
@@ -47,21 +47,24 @@ RAW_VOTE_CHARS = 2_000
 Vote = Literal["pass", "fail"]
 GradeOutcome = Literal["graded", "cached", "skipped", "unfinished"]
 
-_LEADING_NOISE = r"[\s*_\"'`#>\-\[(]*"
-_VOTE = re.compile(_LEADING_NOISE + r"(pass|fail)\b", re.IGNORECASE)
 # How servers that refuse n > 1 word it: OpenAI names the param, llama.cpp
 # says "Only one completion choice is allowed".
 _N_REJECTED = re.compile(r"['\"`]n['\"`]|\bn\b|\bchoices?\b", re.IGNORECASE)
 
 
-def parse_vote(text: str) -> Vote | None:
-    """``pass`` or ``fail`` when ``text`` begins with that word, else None.
+def parse_vote(text: str, reasoning: str | None = None) -> Vote | None:
+    """``pass`` or ``fail`` when the grader's reply begins with that verdict, else None.
 
-    Case is ignored, and leading markdown or quotes (``**Pass**``, ``> Fail``)
-    are allowed; a reply that only mentions the word later does not count.
+    The reply is read by the one reply grammar (``aah.llm.parse_verdict_reply``):
+    reasoning, markdown, quotes and a leading label such as ``Verdict:`` are
+    peeled first; an echoed ``Pass/Fail`` is no vote, and a reply that only
+    mentions the word later, or names both, is None.
+
+    Args:
+        text: The reply's content.
+        reasoning: Its separate reasoning field, if the server sent one.
     """
-    match = _VOTE.match(text)
-    return match.group(1).lower() if match else None  # type: ignore[return-value]
+    return parse_verdict_reply(text, reasoning)
 
 
 class MajorityVerdict(NamedTuple):
