@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -23,7 +24,9 @@ from aah.data.fetch import (
     SOURCE_NOTE,
     Manifest,
     ManifestFile,
+    Origin,
     build_manifest,
+    derive_bytes,
     fetch_data,
     file_sha256,
     load_manifest,
@@ -90,7 +93,7 @@ def test_packaged_manifest_loads_and_paths_are_unique() -> None:
     paths = [entry.path for entry in manifest.files]
     assert len(paths) == len(set(paths)) > 0
     assert paths == sorted(paths)
-    assert all(p.startswith(("fail-talms/", "openapi/")) for p in paths)
+    assert all(p.startswith(("fail-talms/", "openapi/", "when2call/")) for p in paths)
 
 
 @needs_shared
@@ -136,6 +139,18 @@ def test_manifest_command_rebuilds_the_packaged_manifest(tmp_path: Path) -> None
     assert out.read_text() == MANIFEST_PATH.read_text()
 
 
+@needs_shared
+def test_when2call_comes_from_the_published_file_without_its_answers() -> None:
+    by_path = {entry.path: entry for entry in packaged_manifest().files}
+    origin = by_path["when2call/when2call_test_questions.jsonl"].origin
+    assert (origin.repo, origin.commit, origin.path, origin.derive) == (
+        "NVIDIA/When2Call",
+        "ecc8d42388e91ab37e7e737d48e16e8ecea3d1dc",
+        "data/test/when2call_test_llm_judge.jsonl",
+        "drop-fields:answers",
+    )
+
+
 def test_manifest_needs_an_origin_for_every_file(tmp_path: Path) -> None:
     folder = tmp_path / "specs"
     folder.mkdir()
@@ -143,6 +158,42 @@ def test_manifest_needs_an_origin_for_every_file(tmp_path: Path) -> None:
     (folder / SOURCE_NOTE).write_text("From github.com/owner/repo, no commit given.\n")
     with pytest.raises(AahError, match="a.yaml"):
         build_manifest(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "rule", ["drop-fields:", "drop-fields:a,,b", "keep-fields:answers", "answers", ""]
+)
+def test_manifest_rejects_unknown_derivations(rule: str) -> None:
+    with pytest.raises(ValueError, match="unknown derivation"):
+        Origin(repo="o/r", commit="0" * 40, path="f.jsonl", derive=rule)
+
+
+@pytest.mark.parametrize(
+    ("published", "problem"),
+    [
+        (b"not json\n", "not JSON Lines"),
+        (b'["a list"]\n', "not a JSON object"),
+        (b"\xff\xfe\n", "not JSON Lines"),
+    ],
+)
+def test_derivation_of_a_file_that_is_not_json_lines_is_one_line(
+    published: bytes, problem: str
+) -> None:
+    with pytest.raises(AahError, match=problem) as caught:
+        derive_bytes("drop-fields:answers", published, "when2call/q.jsonl")
+    assert "\n" not in str(caught.value) and "--from DIR" in str(caught.value)
+
+
+def test_derivation_drops_fields_and_keeps_unicode_and_order() -> None:
+    published = (
+        b'{"uuid": "1", "question": "caf\\u00e9 \xc3\xa0?", "answers": {"x": 1}}\n'
+        b"\n"
+        b'{"question": "b", "answers": [], "tools": []}\n'
+    )
+    derived = derive_bytes("drop-fields:answers", published, "q.jsonl")
+    assert (
+        derived.decode() == '{"uuid": "1", "question": "café à?"}\n{"question": "b", "tools": []}\n'
+    )
 
 
 def test_manifest_rejects_paths_outside_the_data_dir() -> None:
@@ -361,6 +412,44 @@ def test_download_retries_busy_and_cut_responses_and_resumes(
     again = fetch_data(tmp_path, base_url=mirror.url, manifest=manifest)
     assert (again.fetched, again.skipped) == (0, 3)
     assert len(mirror.requests) == 5
+
+
+def test_download_derives_the_file_from_its_published_origin(
+    tmp_path: Path, mirror: Mirror
+) -> None:
+    records = [
+        {"uuid": "a", "question": "Où est la gare?", "correct_answer": "tool_call"},
+        {"uuid": "b", "question": "Cancel it", "correct_answer": "cannot_answer"},
+    ]
+    derived = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+    published = "".join(
+        json.dumps({**r, "answers": {"direct": "yes", "tool_call": "[f()]"}}) + "\n"
+        for r in records
+    ).encode()
+    origin = Origin(
+        repo="NVIDIA/When2Call",
+        commit="e" * 40,
+        path="data/test/q.jsonl",
+        derive="drop-fields:answers",
+    )
+    entry = ManifestFile(
+        path="when2call/q.jsonl",
+        sha256=hashlib.sha256(derived).hexdigest(),
+        size=len(derived),
+        origin=origin,
+    )
+    mirror.files[origin_url("", origin)] = published
+    report = fetch_data(tmp_path, base_url=mirror.url, manifest=Manifest(files=[entry]))
+    assert (report.fetched, report.bytes_fetched) == (1, len(derived))
+    assert (tmp_path / "when2call" / "q.jsonl").read_bytes() == derived
+    # A published file that no longer derives to the manifest's bytes is refused.
+    mirror.files[origin_url("", origin)] = published.replace(b"Cancel", b"Keep")
+    with pytest.raises(AahError, match="when2call/q.jsonl: sha256 mismatch"):
+        fetch_data(tmp_path / "again", base_url=mirror.url, manifest=Manifest(files=[entry]))
+    # A local copy holds the derived file already: it is copied as is.
+    copied = fetch_data(tmp_path / "copy", source_dir=tmp_path, manifest=Manifest(files=[entry]))
+    assert copied.fetched == 1
+    assert (tmp_path / "copy" / "when2call" / "q.jsonl").read_bytes() == derived
 
 
 @needs_shared

@@ -1,8 +1,10 @@
 """The data manifest, and fetching every file it lists with its sha256 checked.
 
 The manifest (``manifest.json`` beside this module) names each data file by its
-path in the local layout (``fail-talms/...``, ``openapi/...``), with its size,
-sha256 and origin: a file of a public GitHub repository at a pinned commit.
+path in the local layout (``fail-talms/...``, ``openapi/...``, ``when2call/...``),
+with its size, sha256 and origin: a file of a public GitHub repository at a
+pinned commit, sometimes with a derivation applied after download (the
+When2Call questions are the published file without its ``answers`` field).
 The data itself is never part of aah; ``fetch_data`` downloads it from the
 origins, or copies it from a local copy, into a data directory.
 """
@@ -43,13 +45,28 @@ FileOutcome = Literal["fetched", "skipped"]
 
 
 class Origin(BaseModel):
-    """Where a data file is published: one file of a GitHub repository at a commit."""
+    """Where a data file is published: one file of a GitHub repository at a commit.
+
+    Attributes:
+        derive: How the data file is made from the downloaded one, when it is
+            not the published file as is: ``drop-fields:<name>[,<name>...]``
+            reads JSON Lines and re-serializes each record without those
+            fields (see ``derive_bytes``). None: the file is kept as published.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     repo: str
     commit: str
     path: str
+    derive: str | None = None
+
+    @field_validator("derive")
+    @classmethod
+    def _known_derivation(cls, value: str | None) -> str | None:
+        if value is not None:
+            dropped_fields(value)  # raises ValueError for an unknown rule
+        return value
 
 
 class ManifestFile(BaseModel):
@@ -137,7 +154,9 @@ def packaged_manifest() -> Manifest:
 
 def manifest_json(manifest: Manifest) -> str:
     """Serialize a manifest with one file per line, so diffs stay readable."""
-    rows = ",\n    ".join(json.dumps(entry.model_dump()) for entry in manifest.files)
+    rows = ",\n    ".join(
+        json.dumps(entry.model_dump(exclude_none=True)) for entry in manifest.files
+    )
     return f'{{\n  "version": {manifest.version},\n  "files": [\n    {rows}\n  ]\n}}\n'
 
 
@@ -309,12 +328,81 @@ def _download_once(
                 f"{entry.path}: {url} answered HTTP {response.status_code}; "
                 "use `aah data fetch --from DIR` with a local copy"
             )
-        _write_verified(entry, response.iter_content(_CHUNK), target)
+        chunks: Iterable[bytes] = response.iter_content(_CHUNK)
+        if entry.origin.derive is not None:
+            published = _bounded(entry, chunks, _DERIVE_SOURCE_LIMIT)
+            chunks = [derive_bytes(entry.origin.derive, published, entry.path)]
+        _write_verified(entry, chunks, target)
+
+
+# The published file a derivation reads is held in memory whole: bound it.
+_DERIVE_SOURCE_LIMIT = 256 * 1024 * 1024
+_DROP_FIELDS = "drop-fields:"
+
+
+def _bounded(entry: ManifestFile, chunks: Iterable[bytes], limit: int) -> bytes:
+    body = bytearray()
+    for chunk in chunks:
+        body += chunk
+        if len(body) > limit:
+            raise AahError(f"{entry.path}: its published file is over {limit} bytes; not kept")
+    return bytes(body)
+
+
+def dropped_fields(rule: str) -> tuple[str, ...]:
+    """The fields a ``drop-fields:a,b`` derivation removes.
+
+    Raises:
+        ValueError: ``rule`` is not a derivation aah knows.
+    """
+    names = rule.removeprefix(_DROP_FIELDS).split(",")
+    if not rule.startswith(_DROP_FIELDS) or not all(name.strip() for name in names):
+        raise ValueError(f"unknown derivation {rule!r}: use drop-fields:<name>[,<name>...]")
+    return tuple(name.strip() for name in names)
+
+
+def derive_bytes(rule: str, published: bytes, label: str) -> bytes:
+    """The data file a derivation makes of the published bytes.
+
+    ``drop-fields``: each line of the JSON Lines file is parsed, the fields
+    are removed, and the record is written back with ``json.dumps(record,
+    ensure_ascii=False)`` and a newline, the serialization the data was
+    derived with, so the result hashes to the manifest's sha256.
+
+    Raises:
+        AahError: the published file is not JSON Lines of objects.
+    """
+    fields = dropped_fields(rule)
+    lines = []
+    try:
+        for number, line in enumerate(published.decode("utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError(f"line {number} is not a JSON object")
+            for name in fields:
+                record.pop(name, None)
+            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise AahError(
+            f"{label}: the published file is not JSON Lines ({exc}); "
+            "use `aah data fetch --from DIR` with a local copy"
+        ) from exc
+    return "".join(lines).encode("utf-8")
 
 
 # --- building the manifest from a local copy (maintainers) -------------------
 
 _REPO_RE = re.compile(r"github\.com/([\w.-]+/[\w.-]+)")
+# A note in prose about one published file: "Origin: <owner>/<repo> on GitHub,
+# commit <sha>, file `<path>`" (the When2Call note).
+_PROSE_ORIGIN_RE = re.compile(
+    r"Origin:\s*([\w.-]+/[\w.-]+)\s+on\s+GitHub,\s*commit\s+([0-9a-f]{40}),\s*file\s+`([^`]+)`"
+)
+# Folders whose files are derived from their origin rather than copied: the
+# derivation is code's knowledge (the notes say it in prose, which no rule reads).
+_FOLDER_DERIVATIONS = {"when2call": "drop-fields:answers"}
 _COMMIT_RE = re.compile(r"\bcommit\s+([0-9a-f]{40})\b")
 # A table row naming a file, then somewhere later "`<path>` (<commit>)".
 _ROW_RE = re.compile(r"^\|\s*`([^`]+)`.*?`([^`]+)`\s*\(([0-9a-f]{40})\)", re.MULTILINE)
@@ -328,11 +416,14 @@ class _FolderOrigins:
     repo: str
     commit: str | None  # set when the folder mirrors the repository root
     rows: dict[str, tuple[str, str]]  # file in folder -> (path in repo, commit)
+    single: Origin | None = None  # the one published file every file is made from
 
     def origin_of(self, relative: str) -> Origin:
         if relative in self.rows:
             path, commit = self.rows[relative]
             return Origin(repo=self.repo, commit=commit, path=path)
+        if self.single is not None:
+            return self.single
         if self.commit is not None:
             return Origin(repo=self.repo, commit=self.commit, path=relative)
         raise AahError(f"{self.folder / relative}: its {SOURCE_NOTE} gives no origin for it")
@@ -343,6 +434,12 @@ def _read_origins(folder: Path) -> _FolderOrigins:
     if not note.is_file():
         raise AahError(f"{folder} has no {SOURCE_NOTE} naming where its files come from")
     text = note.read_text(encoding="utf-8")
+    prose = _PROSE_ORIGIN_RE.search(text)
+    if prose is not None:
+        repo_name, commit_sha, path = prose[1], prose[2], prose[3]
+        derive = _FOLDER_DERIVATIONS.get(folder.name)
+        single = Origin(repo=repo_name, commit=commit_sha, path=path, derive=derive)
+        return _FolderOrigins(folder, repo_name, None, {}, single)
     repo = _REPO_RE.search(text)
     if repo is None:
         raise AahError(f"{note} names no github.com/<owner>/<repo>")
@@ -357,7 +454,10 @@ def build_manifest(source_dir: Path) -> Manifest:
     Each top-level folder of ``source_dir`` must hold a SOURCE.md naming its
     GitHub repository (``github.com/<owner>/<repo>``) and either one
     ``commit <sha>`` (the folder mirrors the repository root at that commit)
-    or a table row per file: ``| `<file>` | ... `<path in repo>` (<sha>) |``.
+    or a table row per file: ``| `<file>` | ... `<path in repo>` (<sha>) |``;
+    or, in prose, ``Origin: <owner>/<repo> on GitHub, commit <sha>, file
+    `<path>``` (every file of the folder is made from that one file, with the
+    folder's derivation, if code knows one, e.g. When2Call's dropped answers).
     SOURCE.md files and hidden files are not data and are left out.
 
     Raises:
