@@ -46,6 +46,32 @@ def test_help_lists_the_command_groups() -> None:
         assert group in result.stdout
 
 
+# What `aah --help` and the light commands must not load: each costs tens of
+# milliseconds of start-up CPU (perf/startup.py); commands import them when they run.
+HEAVY_AT_START_UP = [
+    "aah.config",  # pydantic-settings
+    "aah.testing",
+    "aiohttp",
+    "asyncio",
+    "importlib.metadata",
+    "langchain_core",
+    "langgraph",
+    "pydantic",
+    "requests",
+    "rich.progress",
+    "sqlite_utils",
+    "yaml",
+]
+
+
+def test_the_command_table_loads_no_heavy_module() -> None:
+    code = "import sys, aah.cli; print(*sorted(sys.modules), sep='\\n')"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert [name for name in HEAVY_AT_START_UP if name in loaded] == []
+
+
 def test_tools_search_json_puts_weather_first(registry: Path) -> None:
     result = aah(
         "tools", "search", "weather forecast", "--json", env={"AAH_REGISTRY": str(registry)}

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, cast
 
 import typer
 
 from aah.cli.output import console, print_json, print_line, print_warning, table
-from aah.config import get_settings
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -36,6 +34,9 @@ def check(
     Exits 1 when the server cannot be reached, or when the agent's model
     never sees its tools (a run would fail, or measure a model without tools).
     """
+    import asyncio
+
+    from aah.config import get_settings
     from aah.llm import model_config
     from aah.llm.probe import probe_server
 

@@ -1,0 +1,145 @@
+"""Start-up CPU of the commands a user runs most, as whole processes.
+
+Each command runs as its own ``python -m aah`` process (``--repeat`` times
+after one warm-up) and the CPU seconds (user + system) the kernel accounts to
+it are printed as min / median / max. The commands do almost no work, so the
+figure is their fixed cost: imports, settings, opening the store.
+
+- ``aah --version``: the floor (interpreter, Typer, aah's command table).
+- ``aah report`` on an empty database.
+- ``aah grade`` of a run with nothing to grade.
+- ``aah bench run --limit 1`` of one setting: one task (a few ms of its own)
+  against the fake model at zero latency, so nearly all of it is the cost
+  before the first task.
+
+The fake model serves from this process, so its CPU is not counted.
+Budget: every command but the floor under 1 s.
+Run: .venv/bin/python perf/startup.py [--repeat 5] [--importtime]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from aah.data.locate import find_data_dir
+from aah.testing import FakeLLMServer
+from aah.tools.registry import build_registry
+
+# The agent asks once, then answers: one task in a few model calls.
+AGENT = {
+    "rules": [
+        {"when": {"has_tools": False}, "reply": "IDK: a detail may be missing."},
+        {"when": {"last_tool_name": "ask_human"}, "reply": "Done: here is the answer."},
+        {
+            "when": {"has_tools": True},
+            "reply": {
+                "tool_calls": [
+                    {"name": "ask_human", "arguments": {"question": "Which one do you mean?"}}
+                ]
+            },
+        },
+    ]
+}
+
+BUDGET_SECONDS = 1.0
+
+
+def cpu_seconds(args: Sequence[str], env: Mapping[str, str]) -> float:
+    """User + system CPU seconds of one ``python -m aah`` process."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aah", *args],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    if process.returncode not in (0, 2):
+        raise SystemExit(f"aah {' '.join(args)} failed ({process.returncode}): {stderr}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def import_report(args: Sequence[str], env: Mapping[str, str], top: int = 12) -> str:
+    """The modules that cost most to import in one run of ``args`` (``-X importtime``)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "aah", *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+    )
+    rows: list[tuple[int, str]] = []
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        _, cumulative, name = line.removeprefix("import time:").split("|")
+        if not name.startswith("  "):  # top-level imports only: cumulative is theirs alone
+            rows.append((int(cumulative), name.strip()))
+    rows.sort(reverse=True)
+    total = sum(us for us, _ in rows)
+    lines = [f"  {us / 1e6:6.3f} s  {name}" for us, name in rows[:top]]
+    return "\n".join([f"  {total / 1e6:6.3f} s  all imports", *lines])
+
+
+def main() -> None:
+    """Print the start-up CPU of each command."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="Counted runs per command.")
+    parser.add_argument("--importtime", action="store_true", help="Also show the top imports.")
+    options = parser.parse_args()
+
+    data = find_data_dir(None, need_benchmark=True)
+    with tempfile.TemporaryDirectory() as folder, FakeLLMServer(AGENT) as llm:
+        tmp = Path(folder)
+        registry = tmp / "registry.db"
+        build_registry(data, registry)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+        env.update(
+            {
+                "AAH_REGISTRY": str(registry),
+                "AAH_DATA_DIR": str(data),
+                "AAH_BASE_URL": llm.base_url,
+                "AAH_MODEL": "fake-model",
+                "AAH_API_KEY": "x",
+                "NO_COLOR": "1",
+            }
+        )
+        db = str(tmp / "empty.db")
+        bench_db = str(tmp / "bench.db")
+        # "{n}" becomes the run's number: each bench run is a fresh run, not a resume.
+        commands: dict[str, list[str]] = {
+            "aah --version": ["--version"],
+            "aah report (empty db)": ["report", "--db", db],
+            "aah grade (nothing to grade)": ["grade", "--run", "none", "--db", db],
+            "aah bench run --limit 1": [
+                *("bench", "run", "--setting", "underspecified", "--limit", "1"),
+                *("--db", bench_db, "--run", "startup-{n}"),
+            ],
+        }
+        print(f"CPU seconds (user + system) per process, {options.repeat} runs after a warm-up")
+        print(f"{'command':30} {'min':>6} {'median':>6} {'max':>6}")
+        count = 0
+        for label, template in commands.items():
+            figures = []
+            for index in range(options.repeat + 1):
+                count += 1
+                seconds = cpu_seconds([arg.format(n=count) for arg in template], env)
+                if index:  # the first run warms the disk cache
+                    figures.append(seconds)
+            low, mid, high = min(figures), statistics.median(figures), max(figures)
+            over = label != "aah --version" and mid >= BUDGET_SECONDS
+            print(f"{label:30} {low:6.3f} {mid:6.3f} {high:6.3f}{'  over budget' if over else ''}")
+            if options.importtime:
+                count += 1
+                print(import_report([arg.format(n=count) for arg in template], env))
+
+
+if __name__ == "__main__":
+    main()
