@@ -353,7 +353,7 @@ def test_writes_naming_a_missing_session_or_request_are_refused(
         write(store)
     with store.queries() as read:
         assert read.session_summaries(outside_runs=True) == []
-        assert read.grade_verdicts(outside_runs=True) == []
+        assert list(read.grade_verdicts(outside_runs=True)) == []
     assert store.pending_human_requests() == []
     assert not store.expire_human_request("nope")
     assert store.get_human_request("nope") is None

@@ -230,7 +230,7 @@ def step(session_id: str, seq: int, kind: str, **fields: object) -> Step:
 
 S1_STEPS = [
     step("s1", 2, "model_call", purpose="awareness", n_tool_calls=0, text=""),
-    step("s1", 3, "model_call", purpose="agent", n_tool_calls=2),
+    step("s1", 3, "model_call", purpose="agent", n_tool_calls=2, text="calling"),
     step("s1", 4, "tool_call", tool="weather__current", status_code=200, check="ok"),
     step("s1", 5, "tool_call", tool="nope__x", check="IFN"),
     step("s1", 6, "model_call", purpose="agent", n_tool_calls=0, text="Which city?"),
@@ -254,7 +254,7 @@ def test_steps_carry_only_their_kinds_fields(
     store: SessionStore, runs: Sequence[str] | None, outside_runs: bool, expected: list[Step]
 ) -> None:
     with store.queries() as read:
-        assert read.steps(runs, outside_runs=outside_runs) == expected
+        assert list(read.steps(runs, outside_runs=outside_runs)) == expected
 
 
 def test_task_ids_leave_out_sessions_without_one(store: SessionStore) -> None:
@@ -271,9 +271,9 @@ def test_grade_verdicts_are_every_grade_oldest_first(store: SessionStore) -> Non
         GradeVerdict("s1", "grader", "pass"),
     ]
     with store.queries() as read:
-        assert read.grade_verdicts() == s1_grades
-        assert read.grade_verdicts(["r2"]) == []
-        assert read.grade_verdicts(outside_runs=True) == [
+        assert list(read.grade_verdicts()) == s1_grades
+        assert list(read.grade_verdicts(["r2"])) == []
+        assert list(read.grade_verdicts(outside_runs=True)) == [
             *s1_grades,
             GradeVerdict("s4", "human:bob", "fail"),
         ]
@@ -293,7 +293,7 @@ def test_annotator_answers_by_request_first_first(store: SessionStore) -> None:
 def test_queries_see_writes_made_after_they_opened(store: SessionStore) -> None:
     with store.queries() as read:
         store.add_grade("s2", "grader", "v1", [], "fail")
-        assert read.grade_verdicts(["r1"])[-1] == GradeVerdict("s2", "grader", "fail")
+        assert list(read.grade_verdicts(["r1"]))[-1] == GradeVerdict("s2", "grader", "fail")
 
 
 def test_queries_do_not_wait_for_a_writer(store: SessionStore) -> None:

@@ -26,10 +26,8 @@ or both raters always gave the one same label).
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from contextlib import closing
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, NamedTuple
@@ -294,19 +292,6 @@ class Agreement:
     human_vs_simulated: list[HumanVsSimulated]
 
 
-_GRADES_SQL = """
-SELECT g.session_id, g.grader_model, g.verdict
-FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
-WHERE {where} ORDER BY g.created, g.id
-"""
-_ANSWERS_SQL = """
-SELECT a.request_id, a.annotator, a.declined, a.rating
-FROM human_answers AS a JOIN human_requests AS r ON r.id = a.request_id
-JOIN sessions AS s ON s.id = r.session_id
-WHERE {where} ORDER BY a.request_id, a.id
-"""
-
-
 def load_agreement(
     store: SessionStore,
     runs: Sequence[RunRecord],
@@ -324,17 +309,11 @@ def load_agreement(
         everything: Read every session's grades and answers, those outside
             any run included, instead of only those of ``runs``.
     """
-    names = [run.name for run in runs]
-    where = "TRUE" if everything else f"s.run IN ({', '.join('?' * len(names))})"
-    if not (everything or names):
-        where = "FALSE"
-    params = [] if everything else names
-    uri = f"{store.path.resolve().as_uri()}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as conn:
-        grades = [GradeRow(*row) for row in conn.execute(_GRADES_SQL.format(where=where), params)]
+    names = None if everything else [run.name for run in runs]
+    with store.queries() as read:
+        grades = [GradeRow(*grade) for grade in read.grade_verdicts(names, outside_runs=everything)]
         answers = [
-            AnswerRow(rid, who, bool(declined), rating)
-            for rid, who, declined, rating in conn.execute(_ANSWERS_SQL.format(where=where), params)
+            AnswerRow(*answer) for answer in read.annotator_answers(names, outside_runs=everything)
         ]
     return Agreement(
         grader_human=grader_human_agreement(grades),

@@ -54,9 +54,7 @@ null when the cell's sessions disagree. Means are null when N is 0.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import closing
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -66,7 +64,7 @@ from aah.benchmark.settings import SETTINGS
 from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question
-from aah.store import SessionStore
+from aah.store import SessionStore, SessionSummary
 
 # How the paper's folders and common spellings map onto the stored names.
 _SETTING_ALIASES = {"original": "perfect", "notool": "notools"}
@@ -139,55 +137,27 @@ class TaskOutcome:
 
 # -- loading ------------------------------------------------------------------
 
-_SESSIONS_SQL = """
-SELECT s.id, s.run, s.setting, s.aah, s.status, s.info_awareness, s.tool_awareness,
-       s.n_human_questions, s.n_tool_calls, s.prompt_tokens + s.completion_tokens,
-       s.final_answer, s.query, s.model
-FROM sessions AS s WHERE {where} ORDER BY s.run, s.started, s.id
-"""
-_EVENT_TOTALS_SQL = """
-SELECT e.session_id,
-       sum(e.kind = 'model_call' AND json_extract(e.payload, '$.purpose') = 'agent'),
-       total(CASE WHEN e.kind = 'model_call' THEN json_extract(e.payload, '$.latency_ms') END),
-       total(CASE WHEN e.kind = 'human_answer' THEN json_extract(e.payload, '$.seconds') END)
-FROM events AS e JOIN sessions AS s ON s.id = e.session_id
-WHERE e.kind IN ('model_call', 'human_answer') AND {where}
-GROUP BY e.session_id
-"""
-_QUESTIONS_SQL = """
-SELECT e.session_id, json_extract(e.payload, '$.question')
-FROM events AS e JOIN sessions AS s ON s.id = e.session_id
-WHERE e.kind = 'human_question' AND {where} ORDER BY e.session_id, e.seq
-"""
 # The pass verdict is the grader's (or the published one); annotators' labels
 # (grader_model "human:<name>") are compared with it in the report, never used as it.
-_GRADES_SQL = """
-SELECT g.session_id, g.verdict FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
-WHERE {where} AND g.grader_model NOT LIKE 'human:%' ORDER BY g.session_id, g.created, g.id
-"""
+_HUMAN_GRADER_PREFIX = "human:"
 
 
 def load_outcomes(store: SessionStore, runs: Sequence[str] | None = None) -> list[TaskOutcome]:
     """One outcome per session of ``runs`` (every run when None), in run order.
 
-    Sessions outside any run (interactive ones) are left out. The file is
-    read through its own read-only connection with four set-wide queries,
-    so 10,000 sessions load in a fraction of a second.
+    Sessions outside any run (interactive ones) are left out. The store's
+    bulk queries read every session at once, never one per session, so
+    10,000 sessions load in a fraction of a second.
     """
-    where, params = _run_filter(runs)
-    with _read_only(store) as conn:
-        sessions = conn.execute(_SESSIONS_SQL.format(where=where), params).fetchall()
-        totals = {
-            row[0]: row[1:] for row in conn.execute(_EVENT_TOTALS_SQL.format(where=where), params)
+    with store.queries() as read:
+        sessions = read.session_summaries(runs)
+        # Oldest first, so the last verdict seen is the latest grade.
+        verdicts = {
+            grade.session_id: grade.verdict
+            for grade in read.grade_verdicts(runs)
+            if not grade.grader_model.startswith(_HUMAN_GRADER_PREFIX)
         }
-        questions: dict[str, list[str]] = {}
-        for session_id, text in conn.execute(_QUESTIONS_SQL.format(where=where), params):
-            questions.setdefault(session_id, []).append(text or "")
-        # Ordered oldest first, so the last verdict seen is the latest grade.
-        verdicts = dict(conn.execute(_GRADES_SQL.format(where=where), params).fetchall())
-    return [
-        _outcome(row, totals.get(row[0], (0, 0.0, 0.0)), questions, verdicts) for row in sessions
-    ]
+    return [_outcome(session, verdicts.get(session.id)) for session in sessions]
 
 
 def _verdict(status: str, verdict: str | None) -> bool | None:
@@ -197,52 +167,30 @@ def _verdict(status: str, verdict: str | None) -> bool | None:
     return None if verdict is None else verdict == "pass"
 
 
-def _run_filter(runs: Sequence[str] | None) -> tuple[str, list[str]]:
-    if runs is None:
-        return "s.run IS NOT NULL", []
-    names = list(dict.fromkeys(runs))
-    if not names:
-        return "FALSE", []
-    return f"s.run IN ({', '.join('?' * len(names))})", names
-
-
-def _read_only(store: SessionStore) -> closing[sqlite3.Connection]:
-    # Its own connection: reading never queues behind the store's writers (WAL).
-    uri = f"{store.path.resolve().as_uri()}?mode=ro"
-    return closing(sqlite3.connect(uri, uri=True))
-
-
-def _outcome(
-    row: Sequence[Any],
-    totals: Sequence[Any],
-    questions: dict[str, list[str]],
-    verdicts: dict[str, str],
-) -> TaskOutcome:
-    session_id, run, raw_setting, aah, status, info, tool = row[:7]
-    asked, tool_calls, tokens, final_answer, query, model = row[7:]
-    setting = canonical_setting(raw_setting)
-    skipped = status == "skipped"
+def _outcome(session: SessionSummary, verdict: str | None) -> TaskOutcome:
+    setting = canonical_setting(session.setting)
+    info, tool = session.info_awareness, session.tool_awareness
     return TaskOutcome(
-        session_id=session_id,
-        run=run,
+        session_id=session.id,
+        run=session.run,
         setting=setting,
-        aah=bool(aah),
-        status=status,
-        skipped=skipped,
-        passed=_verdict(status, verdicts.get(session_id)),
+        aah=session.aah,
+        status=session.status,
+        skipped=session.status == "skipped",
+        passed=_verdict(session.status, verdict),
         info_awareness=info,
         tool_awareness=tool,
         awareness=resolve_awareness(setting, info, tool),
-        asked=asked,
-        steps=int(totals[0] or 0),
-        tool_calls=tool_calls,
-        human_seconds=float(totals[2] or 0.0),
-        tokens=tokens,
-        latency_ms=float(totals[1] or 0.0),
-        final_answer=final_answer or "",
-        query=query,
-        model=model,
-        questions=tuple(questions.get(session_id, ())),
+        asked=session.human_questions,
+        steps=session.agent_calls,
+        tool_calls=session.tool_calls,
+        human_seconds=session.human_seconds,
+        tokens=session.tokens,
+        latency_ms=session.latency_ms,
+        final_answer=session.final_answer or "",
+        query=session.query,
+        model=session.model,
+        questions=session.questions,
     )
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from aah.events import AwarenessAnswer, CheckResult
 from aah.store.schema import SessionStatus, Verdict
@@ -74,7 +75,7 @@ class Step(NamedTuple):
     Attributes:
         purpose: A model call's purpose (agent, awareness, human, grader).
         n_tool_calls: How many tool calls a model call asked for.
-        text: A model call's text, only when it asked for no tool call.
+        text: A model call's text.
         tool: A tool call's tool.
         status_code: A tool call's HTTP status, if a request was sent.
         check: A tool call's check result (``ok`` or the pattern that stopped it).
@@ -112,20 +113,19 @@ class AnnotatorAnswer(NamedTuple):
     rating: int | None
 
 
+# One row per session in SessionSummary's field order, bar the questions; each
+# total reads only that session's events (through their (session_id, seq) index).
 _SESSIONS_SQL = """
 SELECT s.id, s.run, s.task_id, s.setting, s.aah, s.model, s.status, s.query, s.final_answer,
        s.info_awareness, s.tool_awareness, s.n_human_questions, s.n_tool_calls,
-       s.prompt_tokens + s.completion_tokens
+       s.prompt_tokens + s.completion_tokens,
+       (SELECT count(*) FROM events AS e WHERE e.session_id = s.id AND e.kind = 'model_call'
+            AND json_extract(e.payload, '$.purpose') = 'agent'),
+       (SELECT total(json_extract(e.payload, '$.latency_ms')) FROM events AS e
+            WHERE e.session_id = s.id AND e.kind = 'model_call'),
+       (SELECT total(json_extract(e.payload, '$.seconds')) FROM events AS e
+            WHERE e.session_id = s.id AND e.kind = 'human_answer')
 FROM sessions AS s WHERE {where} ORDER BY s.run, s.started, s.id
-"""
-_EVENT_TOTALS_SQL = """
-SELECT e.session_id,
-       sum(e.kind = 'model_call' AND json_extract(e.payload, '$.purpose') = 'agent'),
-       total(CASE WHEN e.kind = 'model_call' THEN json_extract(e.payload, '$.latency_ms') END),
-       total(CASE WHEN e.kind = 'human_answer' THEN json_extract(e.payload, '$.seconds') END)
-FROM events AS e JOIN sessions AS s ON s.id = e.session_id
-WHERE e.kind IN ('model_call', 'human_answer') AND {where}
-GROUP BY e.session_id
 """
 _QUESTIONS_SQL = """
 SELECT e.session_id, json_extract(e.payload, '$.question')
@@ -137,9 +137,7 @@ _STEPS_SQL = """
 SELECT e.session_id, e.seq, e.kind,
        CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.purpose') END,
        CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.n_tool_calls') END,
-       CASE e.kind WHEN 'model_call' THEN
-           CASE WHEN json_extract(e.payload, '$.n_tool_calls') = 0
-                THEN json_extract(e.payload, '$.text') END END,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.text') END,
        CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.tool') END,
        CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.status_code') END,
        CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check') END
@@ -159,6 +157,12 @@ FROM human_answers AS a JOIN human_requests AS r ON r.id = a.request_id
 JOIN sessions AS s ON s.id = r.session_id
 WHERE {where} ORDER BY a.request_id, a.id
 """
+
+
+# ``_make`` without its Python frame, for rows that hold exactly the fields, in order.
+_as_step = partial(tuple.__new__, Step)
+_as_summary = partial(tuple.__new__, SessionSummary)
+_as_grade = partial(tuple.__new__, GradeVerdict)
 
 
 def _selection(runs: Sequence[str] | None, outside_runs: bool) -> tuple[str, list[str]]:
@@ -217,46 +221,25 @@ class SessionQueries:
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
     ) -> list[SessionSummary]:
         """Every selected session with its event totals and questions, by run, then start."""
+        questions: dict[str, list[str]] = {}
         with self._snapshot():
-            rows = self._select(_SESSIONS_SQL, runs, outside_runs).fetchall()
-            totals: dict[str, tuple[Any, ...]] = {
-                row[0]: row[1:] for row in self._select(_EVENT_TOTALS_SQL, runs, outside_runs)
-            }
-            questions: dict[str, list[str]] = {}
             for session_id, text in self._select(_QUESTIONS_SQL, runs, outside_runs):
                 questions.setdefault(session_id, []).append(text or "")
-        no_events = (0, 0.0, 0.0)
-        summaries: list[SessionSummary] = []
-        for session_id, run, task_id, setting, aah, *columns in rows:
-            model, status, query, final_answer, info, tool, asked, tool_calls, tokens = columns
-            agent_calls, latency_ms, human_seconds = totals.get(session_id, no_events)
-            summaries.append(
-                SessionSummary(
-                    id=session_id,
-                    run=run,
-                    task_id=task_id,
-                    setting=setting,
-                    aah=bool(aah),
-                    model=model,
-                    status=status,
-                    query=query,
-                    final_answer=final_answer,
-                    info_awareness=info,
-                    tool_awareness=tool,
-                    human_questions=asked,
-                    tool_calls=tool_calls,
-                    tokens=tokens,
-                    agent_calls=int(agent_calls or 0),
-                    latency_ms=float(latency_ms or 0.0),
-                    human_seconds=float(human_seconds or 0.0),
-                    questions=tuple(questions.get(session_id, ())),
-                )
-            )
-        return summaries
+            # Built straight from the cursor, positionally: a report reads thousands.
+            return [
+                _as_summary((*row[:4], bool(row[4]), *row[5:], tuple(questions.get(row[0], ()))))
+                for row in self._select(_SESSIONS_SQL, runs, outside_runs)
+            ]
 
-    def steps(self, runs: Sequence[str] | None = None, *, outside_runs: bool = False) -> list[Step]:
-        """Every model call, tool call and question of the selected sessions, by session and seq."""
-        return list(map(Step._make, self._select(_STEPS_SQL, runs, outside_runs)))
+    def steps(
+        self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
+    ) -> Iterator[Step]:
+        """Every model call, tool call and question of the selected sessions, by session and seq.
+
+        The steps stream from the file as they are consumed (there may be
+        hundreds of thousands): consume them before this object is closed.
+        """
+        return map(_as_step, self._select(_STEPS_SQL, runs, outside_runs))
 
     def task_ids(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
@@ -266,9 +249,12 @@ class SessionQueries:
 
     def grade_verdicts(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
-    ) -> list[GradeVerdict]:
-        """Every grade of the selected sessions, people's labels included, oldest first."""
-        return list(map(GradeVerdict._make, self._select(_GRADES_SQL, runs, outside_runs)))
+    ) -> Iterator[GradeVerdict]:
+        """Every grade of the selected sessions, people's labels included, oldest first.
+
+        The grades stream from the file: consume them before this object is closed.
+        """
+        return map(_as_grade, self._select(_GRADES_SQL, runs, outside_runs))
 
     def annotator_answers(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False

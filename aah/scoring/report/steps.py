@@ -1,8 +1,8 @@
 """Agent turns and tool calls of many sessions, read in bulk, and their per-run scores.
 
-One set-wide query reads every model call, tool call and human question of
-the runs reported on; each row is classified as light data by the same rules
-as ``behavior.classify_turns`` and ``errors.call_patterns``. Building one
+The store's bulk ``steps`` query reads every model call, tool call and human
+question of the runs reported on; each step is classified as light data by
+the same rules as ``behavior.classify_turns`` and ``errors.call_patterns``. Building one
 pydantic event per row would cost more than a whole report may take (over a
 second for 100,000 rows). The scores themselves are the shared ones:
 ``hallucination_rates``, ``gold_pairs`` and ``confusion`` of the behaviour
@@ -11,13 +11,10 @@ module, and ToolScan's share of calls (tasks, for IAC) free of each pattern.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import closing
 from dataclasses import dataclass
 from itertools import groupby
-from operator import itemgetter
-from typing import Any
+from operator import attrgetter
 
 from aah.scoring.behavior import (
     BEHAVIOR_CLASSES,
@@ -34,7 +31,7 @@ from aah.scoring.behavior import (
 from aah.scoring.errors import CALL_PATTERNS, ErrorPattern, ErrorPatternReport, patterns_of
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.metrics import TaskOutcome
-from aah.store import SessionStore
+from aah.store import SessionStore, Step
 from aah.tools.builtin import ASK_HUMAN
 
 
@@ -67,41 +64,18 @@ class SessionSteps:
     called: set[str]
 
 
-# One row per step, with only what its kind needs (each json_extract parses the payload):
-# model call: purpose, tool calls made, text when it made none; tool call: name,
-# HTTP status, check; human question: nothing.
-_STEPS_SQL = """
-SELECT e.session_id, e.seq, e.kind,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.purpose')
-                   WHEN 'tool_call' THEN json_extract(e.payload, '$.tool') END,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.n_tool_calls')
-                   WHEN 'tool_call' THEN json_extract(e.payload, '$.status_code') END,
-       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check')
-                   WHEN 'model_call' THEN
-                       CASE WHEN json_extract(e.payload, '$.n_tool_calls') = 0
-                            THEN json_extract(e.payload, '$.text') END END
-FROM events AS e JOIN sessions AS s ON s.id = e.session_id
-WHERE e.kind IN ('model_call', 'tool_call', 'human_question') AND s.run IN ({marks})
-ORDER BY e.session_id, e.seq
-"""
-StepRow = tuple[str, int, str, Any, Any, Any]
 _CLEAN: frozenset[ErrorPattern] = frozenset()
-
-
-def _read_only(store: SessionStore) -> closing[sqlite3.Connection]:
-    # Its own connection: reading never queues behind the store's writers (WAL).
-    return closing(sqlite3.connect(f"{store.path.resolve().as_uri()}?mode=ro", uri=True))
 
 
 def load_steps(store: SessionStore, runs: Sequence[str]) -> dict[str, SessionSteps]:
     """The classified turns and calls of every session of ``runs`` that has any, by id."""
-    with _read_only(store) as conn:
-        rows = conn.execute(_STEPS_SQL.format(marks=", ".join("?" * len(runs))), list(runs))
-        return {sid: session_steps(sid, found) for sid, found in groupby(rows, itemgetter(0))}
+    with store.queries() as read:
+        by_session = groupby(read.steps(runs), attrgetter("session_id"))
+        return {sid: session_steps(sid, found) for sid, found in by_session}
 
 
-def session_steps(session_id: str, rows: Iterable[StepRow]) -> SessionSteps:
-    """One session's turns and calls from its step rows, in seq order.
+def session_steps(session_id: str, steps: Iterable[Step]) -> SessionSteps:
+    """One session's turns and calls from its steps, in seq order.
 
     A turn's calls are the tool calls and questions after its model call, up
     to the next model call of any purpose, as in ``behavior.classify_turns``.
@@ -109,13 +83,15 @@ def session_steps(session_id: str, rows: Iterable[StepRow]) -> SessionSteps:
     found = SessionSteps([], [], set())
     turn: tuple[int, int, str] | None = None  # the open agent turn: seq, calls made, text
     calls: list[str] = []
-    for _, seq, kind, name, number, detail in rows:
+    # Unpacked rather than read by attribute: this loop runs once per stored step.
+    for _, seq, kind, purpose, n_tool_calls, text, tool, status_code, check in steps:
         if kind == "model_call":
             _end_turn(session_id, found, turn, calls)
-            turn = (seq, int(number or 0), detail or "") if name == "agent" else None
+            turn = (seq, n_tool_calls or 0, text or "") if purpose == "agent" else None
             calls = []
         elif kind == "tool_call":
-            found.call_patterns.append(patterns_of(detail, number))
+            name = tool or ""
+            found.call_patterns.append(patterns_of(check, status_code))
             found.called.add(name)
             calls.append(name)
         else:  # a valid ask_human call leaves only its question behind
@@ -137,9 +113,8 @@ def _end_turn(
 
 def task_ids(store: SessionStore, runs: Sequence[str]) -> dict[str, str]:
     """Each session's task id, by session id, for the sessions of ``runs`` that have one."""
-    sql = f"SELECT id, task_id FROM sessions WHERE run IN ({', '.join('?' * len(runs))})"
-    with _read_only(store) as conn:
-        return {sid: task for sid, task in conn.execute(sql, list(runs)) if task is not None}
+    with store.queries() as read:
+        return read.task_ids(runs)
 
 
 def group_by_run(outcomes: Iterable[TaskOutcome]) -> dict[str, list[TaskOutcome]]:
