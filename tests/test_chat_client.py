@@ -218,7 +218,8 @@ def test_the_key_goes_in_the_authorization_header_only() -> None:
 
 def test_credentials_in_the_base_url_become_basic_auth_and_stay_secret() -> None:
     expected = "Basic " + base64.b64encode(b"alice:s3cr3t-pw").decode()
-    refusal = planned_json({"error": {"message": "bad password s3cr3t-pw"}}, status=401)
+    echoed = f"bad password s3cr3t-pw in {expected}"
+    refusal = planned_json({"error": {"message": echoed}}, status=401)
     with RawModelServer([Planned(completion({"content": "hello"})), refusal]) as server:
         url = server.base_url.replace("http://", "http://alice:s3cr3t-pw@")
         cfg = config(url)
@@ -230,6 +231,8 @@ def test_credentials_in_the_base_url_become_basic_auth_and_stay_secret() -> None
     assert "s3cr3t-pw" not in json.dumps(cfg.describe()) and "s3cr3t-pw" not in str(cfg.base_url)
     assert cfg.describe()["auth"] == "basic (alice)"
     assert "s3cr3t-pw" not in str(error) and "refused the credentials" in str(error)
+    assert expected.split()[1] not in str(error) and "bad password [redacted]" in str(error)
+    assert "check AAH_BASE_URL's user name and password" in str(error)
 
 
 def test_failures_are_retried_until_the_model_answers() -> None:

@@ -51,6 +51,7 @@ MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 READ_CHUNK = 64 * 1024
+MIN_SECRET_CHARS = 8
 
 
 class _Retry(Exception):
@@ -70,13 +71,15 @@ class ChatTransport:
         self.config = config
         self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.where = config.describe()["base_url"]
-        self._secrets = [
-            s.get_secret_value()
-            for s in (config.api_key, config.password)
-            if s is not None and len(s.get_secret_value()) >= 4
-        ]
+        credentials = authorization(config)
+        # Values a server may echo in an error: the key, the password, and the
+        # encoded basic-auth pair. Short ones are placeholders ("x", "fake")
+        # that would garble ordinary words.
+        candidates = [s.get_secret_value() for s in (config.api_key, config.password) if s]
+        candidates.append(credentials.split(" ", 1)[1])
+        self._secrets = sorted({c for c in candidates if len(c) >= MIN_SECRET_CHARS}, key=len)[::-1]
         self._headers = {
-            "Authorization": authorization(config),
+            "Authorization": credentials,
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": f"aah/{__version__}",
@@ -212,7 +215,9 @@ class ChatTransport:
         reason = f": {said.rstrip('.')}" if said else ""
         retried = should_retry(status, headers)
         if status in (401, 403):
-            fix = f"check {self.config.setting_name('API_KEY')}"
+            basic = self.config.username is not None or self.config.password is not None
+            fix = f"check {self.config.setting_name('BASE_URL' if basic else 'API_KEY')}"
+            fix += "'s user name and password" if basic else ""
             head = f"the model server at {self.where} refused the credentials (HTTP {status})"
         elif status == 404 and not self.base_url.rstrip("/").endswith("/v1"):
             fix = f"the base URL may be missing /v1 (try {self.where.rstrip('/')}/v1)"
