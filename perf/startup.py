@@ -6,7 +6,8 @@ it are printed as min / median / max. The commands do almost no work, so the
 figure is their fixed cost: imports, settings, opening the store.
 
 - ``aah --version``: the floor (interpreter, Typer, aah's command table).
-- ``aah report`` on an empty database.
+- ``aah report`` on an empty database (it stops at "no runs"), and on the
+  one-session runs the bench runs below leave.
 - ``aah grade`` of a run with nothing to grade.
 - ``aah bench run --limit 1`` of one setting: one task (a few ms of its own)
   against the fake model at zero latency, so nearly all of it is the cost
@@ -29,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aah.data.locate import find_data_dir
+from aah.store import SessionStore
 from aah.testing import FakeLLMServer
 from aah.tools.registry import build_registry
 
@@ -51,18 +53,19 @@ AGENT = {
 BUDGET_SECONDS = 1.0
 
 
-def cpu_seconds(args: Sequence[str], env: Mapping[str, str]) -> float:
-    """User + system CPU seconds of one ``python -m aah`` process."""
+def cpu_seconds(args: Sequence[str], env: Mapping[str, str], status: int = 0) -> float:
+    """User + system CPU seconds of one ``python -m aah`` process that exits with ``status``."""
     process = subprocess.Popen(
         [sys.executable, "-m", "aah", *args],
         env=dict(env),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
+    _, wait_status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(wait_status)
     stderr = process.stderr.read().decode() if process.stderr else ""
-    if process.returncode not in (0, 2):
+    # An unexpected error would time only the way out, not the command.
+    if process.returncode != status:
         raise SystemExit(f"aah {' '.join(args)} failed ({process.returncode}): {stderr}")
     return usage.ru_utime + usage.ru_stime
 
@@ -112,25 +115,35 @@ def main() -> None:
             }
         )
         db = str(tmp / "empty.db")
+        SessionStore(db).close()  # a database with no sessions, not a missing one
         bench_db = str(tmp / "bench.db")
-        # "{n}" becomes the run's number: each bench run is a fresh run, not a resume.
-        commands: dict[str, list[str]] = {
-            "aah --version": ["--version"],
-            "aah report (empty db)": ["report", "--db", db],
-            "aah grade (nothing to grade)": ["grade", "--run", "none", "--db", db],
-            "aah bench run --limit 1": [
-                *("bench", "run", "--setting", "underspecified", "--limit", "1"),
-                *("--db", bench_db, "--run", "startup-{n}"),
-            ],
-        }
+        bench = ["bench", "run", "--setting", "underspecified", "--limit", "1", "--db", bench_db]
+        cpu_seconds([*bench, "--run", "graded"], env)
+        # Label, arguments ("{n}" becomes a fresh run name: a bench run that
+        # resumed would do nothing) and the exit status the command must give.
+        commands: list[tuple[str, list[str], int]] = [
+            ("aah --version", ["--version"], 0),
+            # Builds the report's inputs, then stops: "no runs in ...".
+            ("aah report (empty db)", ["report", "--db", db], 2),
+            # Its one session was graded by the warm-up run: nothing is sent.
+            ("aah grade (nothing to grade)", ["grade", "--run", "graded", "--db", bench_db], 0),
+            (
+                "aah bench run --limit 1",
+                [*bench, "--run", "startup-{n}"],
+                0,
+            ),
+            # The runs the bench runs above left: one session each.
+            ("aah report (1-session runs)", ["report", "--db", bench_db], 0),
+        ]
         print(f"CPU seconds (user + system) per process, {options.repeat} runs after a warm-up")
         print(f"{'command':30} {'min':>6} {'median':>6} {'max':>6}")
         count = 0
-        for label, template in commands.items():
+        for label, template, status in commands:
             figures = []
             for index in range(options.repeat + 1):
                 count += 1
-                seconds = cpu_seconds([arg.format(n=count) for arg in template], env)
+                args = [arg.format(n=count) for arg in template]
+                seconds = cpu_seconds(args, env, status)
                 if index:  # the first run warms the disk cache
                     figures.append(seconds)
             low, mid, high = min(figures), statistics.median(figures), max(figures)
