@@ -64,20 +64,20 @@ __all__ = [
 
 
 _WHERE = {
-    "CallChecker": "checks",
-    "CheckResult": "checks",
-    "benchmark_endpoint_name": "failtalms",
-    "import_failtalms": "failtalms",
-    "FaultPlan": "faults",
+    "CallChecker": "calls",
+    "CheckResult": "calls",
+    "benchmark_endpoint_name": "importers",
+    "import_failtalms": "importers",
+    "FaultPlan": "http",
     "HttpExecutor": "http",
     "ToolResult": "http",
-    "Executor": "modes",
-    "HttpMode": "modes",
-    "make_executor": "modes",
-    "import_openapi": "openapi",
+    "Executor": "http",
+    "HttpMode": "http",
+    "make_executor": "http",
+    "import_openapi": "importers",
     "Registry": "registry",
     "SearchHit": "registry",
-    "build_registry": "registry_build",
+    "build_registry": "registry",
     "EndpointSource": "spec",
     "EndpointSpec": "spec",
     "ImportResult": "spec",
@@ -88,7 +88,7 @@ _WHERE = {
     "tool_prompt": "prompts",
     "tool_prompt_versions": "prompts",
     "qualified_name": "spec",
-    "wrap_endpoint": "wrap",
+    "wrap_endpoint": "calls",
 }
 
 
