@@ -158,7 +158,7 @@ def test_a_template_that_would_drop_tools_is_refused(template: str | None, messa
 def test_llamacpp_command(tmp_path: Path) -> None:
     plan = plan_llamacpp(smol_like(tmp_path), port=8123, context=4096, threads=3)
     command = plan.command
-    assert command[:3] == [sys.executable, "-m", "llama_cpp.server"]
+    assert command[:3] == [sys.executable, "-m", "aah.serve.llamacpp_server"]
     flags = dict(zip(command[3::2], command[4::2], strict=True))
     assert flags["--chat_format"] == "chatml-function-calling"
     assert flags["--n_ctx"] == "4096"
@@ -514,3 +514,67 @@ def test_missing_vllm_executable_is_one_line(tmp_path: Path) -> None:
 def test_env_file_that_cannot_be_written(tmp_path: Path) -> None:
     with pytest.raises(AahError, match="pass another --env-file"):
         ServedModel("http://x/v1", "m").write_env_file(tmp_path / "missing" / "x.env")
+
+
+# --- the llama.cpp server entry point's fixes (no llama_cpp needed) ---------------
+
+
+def test_tool_results_reach_the_model_as_user_messages() -> None:
+    from aah.serve.llamacpp_server import tool_results_as_user_messages
+
+    messages = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "18C and sunny"},
+        {"role": "tool", "tool_call_id": "unknown", "content": None},
+    ]
+    shown = tool_results_as_user_messages(messages)
+    assert shown[:2] == messages[:2]
+    assert shown[2] == {
+        "role": "user",
+        "content": "Result of functions.get_weather:\n18C and sunny",
+    }
+    assert shown[3] == {"role": "user", "content": "Result of functions.the tool:\n"}
+
+
+class _RecordingLlama:
+    """Stands in for llama_cpp.Llama: records the limits the chat handler asks for."""
+
+    verbose = False
+
+    def __init__(self) -> None:
+        self.limits: list[int | None] = []
+
+    def create_completion(self, **kwargs: Any) -> dict[str, Any]:
+        self.limits.append(kwargs.get("max_tokens"))
+        return {"choices": [{"text": "x"}]}
+
+
+@pytest.mark.parametrize(("asked", "expected"), [(48, [48, 48, 7]), (None, [None, None, 7])])
+def test_inner_completions_are_capped_at_the_request_limit(
+    asked: int | None, expected: list[int | None]
+) -> None:
+    from aah.serve.llamacpp_server import capped_handler
+
+    def like_chatml_function_calling(
+        *, llama: Any, messages: list[dict[str, Any]], max_tokens: int | None, **kw: Any
+    ) -> Any:
+        llama.create_completion(prompt="p", max_tokens=None)  # the tool choice
+        llama.create_completion(prompt="p", max_tokens=None)  # the arguments
+        llama.create_completion(prompt="p", max_tokens=7)
+        assert llama.verbose is False  # other attributes pass through
+        return messages
+
+    llama = _RecordingLlama()
+    capped_handler(like_chatml_function_calling)(llama=llama, messages=[], max_tokens=asked)
+    assert llama.limits == expected

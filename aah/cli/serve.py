@@ -56,7 +56,8 @@ def llamacpp(
     chosen = plan.chat.chat_format or "the GGUF's own template"
     print_line(
         f"starting llama.cpp: {plan.model_path.name}, chat format {chosen} "
-        f"({plan.chat.reason}), context {plan.context}, {plan.threads} threads"
+        f"({plan.chat.reason}), context {plan.context}, "
+        f"{plan.threads} thread{'' if plan.threads == 1 else 's'}"
     )
     server = ServerProcess(plan.command, name="llama.cpp server")
     serve_until_stopped(server, plan.ready_url, plan.served, timeout, env_file)

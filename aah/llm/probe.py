@@ -236,7 +236,9 @@ async def _probe_tools(client: ChatClient, report: ProbeReport) -> None:
     try:
         reply = await client.complete(_probe_messages(), [PROBE_TOOL], max_tokens=64)
     except ModelError as exc:
-        report.tool_calls, report.tool_detail = "failed", _said(exc)
+        said = exc.server_message if isinstance(exc, ModelStatusError) else ""
+        report.tool_calls = "failed"
+        report.tool_detail = _short(said or str(exc), 160)
         return
     report.reasoning = report.reasoning or bool(reply.additional_kwargs.get("reasoning"))
     if reply.tool_calls or reply.invalid_tool_calls:

