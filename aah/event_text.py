@@ -41,10 +41,15 @@ RESULT_CHARS = 240
 
 
 class ConversationLine(NamedTuple):
-    """One line of the conversation a person reads before answering the agent."""
+    """One line of the conversation a person reads before answering the agent.
+
+    ``reasoning_chars`` is the length of the reasoning the agent's reply came
+    with: a person is told it exists, not shown it.
+    """
 
     role: Speaker
     text: str
+    reasoning_chars: int = 0
 
 
 class EventDescription(NamedTuple):
@@ -58,6 +63,8 @@ class EventDescription(NamedTuple):
         tone: How the step went, as a style hint.
         conversation: The line the step adds to the conversation shown to a
             person answering the agent, or None when it adds none.
+        reasoning: The reasoning the model's reply came with, or "": faces
+            show it collapsed (see :func:`reasoning_summary`), never as the text.
     """
 
     kind: EventKind
@@ -66,6 +73,12 @@ class EventDescription(NamedTuple):
     detail: str = ""
     tone: Tone = "info"
     conversation: ConversationLine | None = None
+    reasoning: str = ""
+
+
+def reasoning_summary(reasoning: str) -> str:
+    """The one line a face shows in place of a reply's reasoning."""
+    return f"reasoning ({len(reasoning):,} chars)"
 
 
 def clip(text: str, limit: int) -> str:
@@ -82,7 +95,10 @@ def describe_event(event: Event) -> EventDescription | None:
     """
     if isinstance(event, AwarenessEvent):
         label = f"awareness ({event.question}): {event.answer.upper()}"
-        return EventDescription(event.kind, label, event.reason, tone=_AWARENESS_TONE[event.answer])
+        tone = _AWARENESS_TONE[event.answer]
+        return EventDescription(
+            event.kind, label, event.reason, tone=tone, reasoning=event.reasoning or ""
+        )
     if isinstance(event, ModelCallEvent):
         return _describe_model_call(event)
     if isinstance(event, ToolCallEvent):
@@ -100,11 +116,13 @@ def describe_event(event: Event) -> EventDescription | None:
         label = f"↳ {event.answered_by} answers"
         return EventDescription(event.kind, label, event.answer, tone="answer", conversation=line)
     if isinstance(event, FinalAnswerEvent):
+        reasoning = event.reasoning or ""
         if event.step_limit_hit:
-            return EventDescription(
-                event.kind, "final answer (step limit reached)", event.text, tone="warn"
-            )
-        return EventDescription(event.kind, "final answer", event.text, tone="final")
+            label = "final answer (step limit reached)"
+            return EventDescription(event.kind, label, event.text, tone="warn", reasoning=reasoning)
+        return EventDescription(
+            event.kind, "final answer", event.text, tone="final", reasoning=reasoning
+        )
     if isinstance(event, ErrorEvent):
         label = f"✗ error in {event.where or 'the runtime'}"
         return EventDescription(event.kind, label, event.message, tone="fail")
@@ -119,8 +137,9 @@ def _describe_model_call(event: ModelCallEvent) -> EventDescription | None:
     label = f"model step: {did}, {tokens} tokens, {event.latency_ms:.0f} ms"
     # A reply without tool calls is the final answer, described by its own event.
     said = clip(event.text, SAID_CHARS) if event.n_tool_calls else ""
-    line = ConversationLine("agent", event.text) if event.text else None
-    return EventDescription(event.kind, label, said, conversation=line)
+    reasoning = event.reasoning or ""
+    line = ConversationLine("agent", event.text, len(reasoning)) if event.text else None
+    return EventDescription(event.kind, label, said, conversation=line, reasoning=reasoning)
 
 
 def _describe_tool_call(event: ToolCallEvent) -> EventDescription:

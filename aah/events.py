@@ -55,6 +55,18 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 # A text field that is cut on validation, so callers may pass whole texts.
 Excerpt = Annotated[str, AfterValidator(excerpt)]
 
+REASONING_CHARS = 8_000
+
+
+def _reasoning_excerpt(text: str | None) -> str | None:
+    return excerpt(text, REASONING_CHARS) if text else None
+
+
+# What a reasoning model thought before it answered (``<think>`` blocks or a
+# ``reasoning_content`` field): kept beside the answer, never read as it.
+# None when the reply had none, and in events stored before it was recorded.
+Reasoning = Annotated[str | None, AfterValidator(_reasoning_excerpt)]
+
 
 class EventBase(BaseModel):
     """Fields every event has.
@@ -79,8 +91,9 @@ class AwarenessEvent(EventBase):
         question: Which question: do I have the information, or the tools?
         answer: The parsed answer; ``none`` when no reply could be parsed.
         reason: The short reason that followed the answer.
-        raw: The model's reply as received (of the last attempt).
+        raw: The model's reply as received (of the last attempt), reasoning removed.
         attempts: How many replies were needed (1 when the first parsed).
+        reasoning: The reasoning that came with the last reply, if any.
     """
 
     kind: Literal["awareness"] = "awareness"
@@ -89,6 +102,7 @@ class AwarenessEvent(EventBase):
     reason: str = ""
     raw: Excerpt = ""
     attempts: int = Field(default=1, ge=1)
+    reasoning: Reasoning = None
 
 
 class ModelCallEvent(EventBase):
@@ -100,7 +114,8 @@ class ModelCallEvent(EventBase):
         completion_tokens: Output tokens, when the server reports usage.
         latency_ms: Wall time of the request.
         n_tool_calls: Tool calls in the reply (parsed ones, whatever their format).
-        text: The reply's text content.
+        text: The reply's text content, reasoning removed.
+        reasoning: The reasoning the reply came with, if any.
     """
 
     kind: Literal["model_call"] = "model_call"
@@ -111,6 +126,7 @@ class ModelCallEvent(EventBase):
     latency_ms: float = 0.0
     n_tool_calls: int = 0
     text: Excerpt = ""
+    reasoning: Reasoning = None
 
 
 class ToolCallEvent(EventBase):
@@ -182,13 +198,15 @@ class FinalAnswerEvent(EventBase):
     """The agent's final answer to the user.
 
     Attributes:
-        text: The answer.
+        text: The answer, reasoning removed.
         step_limit_hit: True when the session stopped at its step limit.
+        reasoning: The reasoning of the reply that gave the answer, if any.
     """
 
     kind: Literal["final_answer"] = "final_answer"
     text: str
     step_limit_hit: bool = False
+    reasoning: Reasoning = None
 
 
 class ErrorEvent(EventBase):

@@ -185,6 +185,7 @@ class SimulatedHuman:
             completion_tokens=replies.completion_tokens,
             latency_ms=seconds * 1000,
             text=text,
+            reasoning=replies.choices[0].reasoning or None if replies.choices else None,
         )
         self.calls.append(event)
         if self.store is not None:

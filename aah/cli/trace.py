@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from aah.event_text import Tone, describe_event
+from aah.event_text import EventDescription, Tone, describe_event, reasoning_summary
 from aah.events import ErrorEvent, Event
 
 # rich styles for the tones of ``aah.event_text``.
@@ -25,10 +25,18 @@ def render_event(event: Event) -> str | None:
 
     The label and the text share a line; what goes with the label (a tool
     call's arguments) follows it, and then the text goes on its own line.
+    A reply's reasoning is one dim line saying how long it was.
     """
     description = describe_event(event)
     if description is None:
         return None
+    line = _render_description(description)
+    if description.reasoning:
+        line += f"\n    [dim]{reasoning_summary(description.reasoning)}[/]"
+    return line
+
+
+def _render_description(description: EventDescription) -> str:
     label = f"[{TONE_STYLE[description.tone]}]{escape(description.label)}[/]"
     if description.detail:
         line = f"{label} {escape(description.detail)}"

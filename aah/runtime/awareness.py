@@ -51,6 +51,7 @@ class AwarenessResult(NamedTuple):
     latency_ms: float
     prompt_tokens: int
     completion_tokens: int
+    reasoning: str | None = None
 
 
 def awareness_questions(mode: AwarenessMode) -> tuple[AwarenessQuestion, ...]:
@@ -101,9 +102,12 @@ async def ask_awareness(
     started = time.perf_counter()
     prompt_tokens = completion_tokens = 0
     raw = ""
+    reasoning: str | None = None
     for attempt in range(1, retries + 2):
         reply = await model.complete(messages, max_tokens=model.config.awareness_max_tokens)
+        # The client split any reasoning off the content: only the answer is parsed.
         raw = reply.text if isinstance(reply.text, str) else str(reply.content)
+        reasoning = reasoning_of(reply)
         usage = reply.usage_metadata
         if usage:
             prompt_tokens += usage["input_tokens"]
@@ -119,12 +123,27 @@ async def ask_awareness(
                 _ms(started),
                 prompt_tokens,
                 completion_tokens,
+                reasoning,
             )
         quoted = AIMessage(excerpt(raw, RETRY_QUOTE_CHARS))
         messages += [quoted, HumanMessage(load_prompt("awareness_retry").render())]
     return AwarenessResult(
-        question, "none", "", raw, retries + 1, _ms(started), prompt_tokens, completion_tokens
+        question,
+        "none",
+        "",
+        raw,
+        retries + 1,
+        _ms(started),
+        prompt_tokens,
+        completion_tokens,
+        reasoning,
     )
+
+
+def reasoning_of(reply: AIMessage) -> str | None:
+    """The reasoning the client split off ``reply`` (``additional_kwargs``), if any."""
+    value = reply.additional_kwargs.get("reasoning")
+    return value if isinstance(value, str) and value else None
 
 
 def _ms(started: float) -> float:

@@ -22,7 +22,12 @@ from langgraph.types import interrupt
 
 from aah.events import AwarenessEvent, ModelCallEvent, ToolCallEvent
 from aah.llm import recover_text_tool_calls
-from aah.runtime.awareness import ask_awareness, awareness_questions, describe_tools
+from aah.runtime.awareness import (
+    ask_awareness,
+    awareness_questions,
+    describe_tools,
+    reasoning_of,
+)
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.tools import tool_prompt
@@ -92,6 +97,7 @@ async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -
                 prompt_tokens=result.prompt_tokens,
                 completion_tokens=result.completion_tokens,
                 text=result.raw,
+                reasoning=result.reasoning,
                 purpose="awareness",
             )
         )
@@ -103,6 +109,7 @@ async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -
                 reason=result.reason,
                 raw=result.raw,
                 attempts=result.attempts,
+                reasoning=result.reasoning,
             )
         )
         if result.answer == "no":
@@ -127,6 +134,7 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
             completion_tokens=usage["output_tokens"] if usage else None,
             n_tool_calls=len(reply.tool_calls) + len(reply.invalid_tool_calls),
             text=reply.text if isinstance(reply.text, str) else "",
+            reasoning=reasoning_of(reply),
             purpose="agent",
         )
     )

@@ -28,6 +28,7 @@ from aah.events import (
     HumanQuestionEvent,
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
+from aah.runtime.awareness import reasoning_of
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
@@ -268,13 +269,18 @@ async def _ask(
     return reply.model_dump()
 
 
-def conversation_so_far(events: Sequence[Event]) -> list[dict[str, str]]:
+def conversation_so_far(events: Sequence[Event]) -> list[dict[str, str | int]]:
     """The session's steps as short lines a person can read before answering.
 
     Stored with the human request as ``{"role", "text"}`` objects, which the
-    web and terminal apps show (see ``aah.event_text``).
+    web and terminal apps show (see ``aah.event_text``); a reply that came
+    with reasoning adds its length as ``reasoning_chars``.
     """
-    return [dict(line._asdict()) for line in conversation_lines(events)]
+    return [
+        {"role": line.role, "text": line.text}
+        | ({"reasoning_chars": line.reasoning_chars} if line.reasoning_chars else {})
+        for line in conversation_lines(events)
+    ]
 
 
 def _finish(
@@ -288,7 +294,8 @@ def _finish(
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
     if limit_hit and not text:
         text = f"(stopped after {ctx.step_limit} steps without a final answer)"
-    return _close(ctx, runtime, record, "finished", text, limit_hit)
+    reasoning = reasoning_of(last) if last is not None and not limit_hit else None
+    return _close(ctx, runtime, record, "finished", text, limit_hit, reasoning)
 
 
 def _close(
@@ -298,8 +305,11 @@ def _close(
     status: SessionStatus,
     text: str,
     limit_hit: bool = False,
+    reasoning: str | None = None,
 ) -> SessionOutcome:
-    final = FinalAnswerEvent(session_id=ctx.session_id, text=text, step_limit_hit=limit_hit)
+    final = FinalAnswerEvent(
+        session_id=ctx.session_id, text=text, step_limit_hit=limit_hit, reasoning=reasoning
+    )
     _end(runtime, record, status, text, final)
     return SessionOutcome(ctx.session_id, status, text, limit_hit)
 

@@ -68,6 +68,8 @@ class Reply(BaseModel):
 
     text: str | None = None
     tool_calls: list[ScriptedToolCall] | None = None
+    # Sent as ``reasoning_content``, as vLLM's and llama.cpp's reasoning parsers do.
+    reasoning: str | None = None
     error: ScriptedError | None = None
     choices: list[Reply] | None = None
     finish_reason: str | None = None

@@ -43,6 +43,8 @@ def _choice(index: int, reply: Reply) -> JsonDict:
     message: JsonDict = {"role": "assistant", "content": reply.text, "refusal": None}
     if calls:
         message["tool_calls"] = calls
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
     default_finish = "tool_calls" if calls else "stop"
     return {
         "index": index,

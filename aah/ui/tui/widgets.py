@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from aah.event_text import Tone as EventTone
-from aah.event_text import clip, describe_event
+from aah.event_text import clip, describe_event, reasoning_summary
 from aah.events import (
     ErrorEvent,
     Event,
@@ -55,6 +55,8 @@ class EntryView(NamedTuple):
     heading: str
     body: str
     tone: Tone
+    # "reasoning (N chars)" when the reply came with reasoning: shown dim, folded.
+    reasoning: str = ""
 
 
 def entry_view(event: Event) -> EntryView | None:
@@ -63,7 +65,8 @@ def entry_view(event: Event) -> EntryView | None:
     if description is None:
         return None
     body = "\n".join(part for part in (description.detail, description.text) if part)
-    return EntryView(description.label, body, description.tone)
+    folded = reasoning_summary(description.reasoning) if description.reasoning else ""
+    return EntryView(description.label, body, description.tone, folded)
 
 
 class TimelineEntry(Static):
@@ -73,6 +76,8 @@ class TimelineEntry(Static):
         text = Text(view.heading, style="bold")
         if view.body:
             text.append("\n" + view.body, style="")
+        if view.reasoning:
+            text.append("\n▸ " + view.reasoning, style="dim italic")
         super().__init__(text, classes=f"entry {view.tone}")
         self.view = view
 

@@ -45,7 +45,17 @@ def waited(since: datetime, now: datetime | None = None) -> str:
     return f"{hours // 24}d {hours % 24}h"
 
 
+def _reasoning_note(line: Mapping[str, Any]) -> str:
+    chars = line.get("reasoning_chars")
+    return f"\n(reasoning: {chars:,} chars, not shown)" if isinstance(chars, int) and chars else ""
+
+
 def conversation_text(lines: Iterable[Mapping[str, Any]]) -> str:
-    """A request's ``conversation`` context as ``role: text`` paragraphs."""
-    paragraphs = [f"{line.get('role', '?')}: {line.get('text', '')}" for line in lines]
+    """A request's ``conversation`` context as ``role: text`` paragraphs.
+
+    A reply's reasoning is not the conversation: a line only says how long it was.
+    """
+    paragraphs = [
+        f"{line.get('role', '?')}: {line.get('text', '')}{_reasoning_note(line)}" for line in lines
+    ]
     return "\n\n".join(paragraphs) if paragraphs else "(nothing yet: this is the first step)"
