@@ -137,7 +137,9 @@ def test_json_of_the_published_fixtures_gives_the_hand_computed_figures(
         "examples",
         "notes",
         "runs",
+        "when2call",
     }
+    assert data["when2call"] == []  # no When2Call run among them
     assert [r["name"] for r in data["runs"]] == [
         "published:alpha",
         "published:alpha_qaq",

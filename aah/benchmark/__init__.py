@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.benchmark.batch import run_batch, shard_tasks
     from aah.benchmark.coverage import coverage
     from aah.benchmark.dataset import Task, load_tasks
     from aah.benchmark.demo import DemoTask, load_demo_tasks
@@ -24,7 +25,13 @@ if TYPE_CHECKING:
         task_human_factory,
     )
     from aah.benchmark.leak_check import leak_flags
-    from aah.benchmark.runner import BatchRunner, RunOptions, RunSummary, batch_human_factory
+    from aah.benchmark.runner import (
+        BatchRunner,
+        RunOptions,
+        RunSummary,
+        batch_human_factory,
+        parse_shard,
+    )
     from aah.benchmark.settings import SETTINGS, Setting
 
 __all__ = [
@@ -46,6 +53,9 @@ __all__ = [
     "load_demo_tasks",
     "load_tasks",
     "make_batch_human",
+    "parse_shard",
+    "run_batch",
+    "shard_tasks",
     "task_human_factory",
 ]
 
@@ -69,6 +79,9 @@ _WHERE = {
     "load_tasks": "aah.benchmark.dataset",
     "make_batch_human": "aah.benchmark.humans",
     "task_human_factory": "aah.benchmark.humans",
+    "parse_shard": "aah.benchmark.runner",
+    "run_batch": "aah.benchmark.batch",
+    "shard_tasks": "aah.benchmark.batch",
 }
 
 

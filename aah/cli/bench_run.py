@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
@@ -14,9 +15,11 @@ from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
 
+BENCHMARKS = ("fail-talms", "when2call")
+
 if TYPE_CHECKING:
     from aah.benchmark.dataset import Setting, Task
-    from aah.benchmark.runner import BatchRunner, RunSummary, UnavailableMode
+    from aah.benchmark.runner import ProgressHook, RunSummary, UnavailableMode
     from aah.runtime.session import SessionOutcome
 
 
@@ -76,8 +79,32 @@ def bench_run(
     ),
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
     data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+    benchmark: str = typer.Option("fail-talms", "--benchmark", help=f"{listed(BENCHMARKS)}."),
+    turns: int = typer.Option(
+        1, "--turns", min=1, help="When2Call: model turns per question (the first is scored)."
+    ),
+    awareness: bool = typer.Option(
+        False, "--awareness", help="When2Call: ask the awareness question first (off by default)."
+    ),
+    judge: bool = typer.Option(
+        False, "--judge", help="When2Call: label first turns with the LLM judge too."
+    ),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="When2Call judge model (default AAH_JUDGE_MODEL)."
+    ),
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
+    if benchmark not in BENCHMARKS:
+        raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
+    if benchmark == "when2call":
+        from aah.cli.bench_when2call import When2CallFlags, run_when2call
+
+        flags = When2CallFlags(
+            run, aah, limit, ids, concurrency, shard, model, seed, task_timeout, turns,
+            awareness, judge, judge_model, db, data,
+        )  # fmt: skip
+        run_when2call(flags)
+        return
     from aah.benchmark.dataset import load_tasks
     from aah.benchmark.runner import BatchRunner, RunOptions, parse_shard, select_shard
     from aah.config import get_settings
@@ -112,11 +139,16 @@ def bench_run(
         f"aah {'on' if aah else 'off'}, human {human}, http {http}",
         highlight=False,
     )
-    summary = _run_with_progress(runner, tasks, db_path)
-    _print_summary(run, summary, db_path)
+    summary = run_with_progress(
+        run, len(tasks), lambda on_done: runner.run(tasks, db_path, on_done)
+    )
+    print_summary(run, summary, db_path)
 
 
-def _run_with_progress(runner: BatchRunner, tasks: list[Task], db: Path) -> RunSummary:
+def run_with_progress(
+    name: str, total: int, start: Callable[[ProgressHook], Coroutine[Any, Any, RunSummary]]
+) -> RunSummary:
+    """Run ``start(on_done)`` to its end under a progress bar of ``total`` tasks."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -144,7 +176,7 @@ def _run_with_progress(runner: BatchRunner, tasks: list[Task], db: Path) -> RunS
     counts = {"skipped": 0, "error": 0}
     started = time.perf_counter()
     with progress:
-        bar = progress.add_task(runner.options.run, total=len(tasks), skipped=0, errors=0, rate=0.0)
+        bar = progress.add_task(name, total=total, skipped=0, errors=0, rate=0.0)
 
         def on_done(task_id: str, outcome: SessionOutcome) -> None:
             if outcome.status in counts:
@@ -158,12 +190,13 @@ def _run_with_progress(runner: BatchRunner, tasks: list[Task], db: Path) -> RunS
                 rate=done / max(time.perf_counter() - started, 1e-9),
             )
 
-        summary = run_async(runner.run(tasks, db, on_done))
-        progress.update(bar, completed=len(tasks))
+        summary = run_async(start(on_done))
+        progress.update(bar, completed=total)
     return summary
 
 
-def _print_summary(run: str, summary: RunSummary, db: Path) -> None:
+def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None = None) -> None:
+    """The run's counts as a table, its first errors, and what to do next."""
     rows: list[list[object]] = [
         ["tasks", summary.total],
         ["already done (resumed)", summary.already_done],
@@ -177,7 +210,8 @@ def _print_summary(run: str, summary: RunSummary, db: Path) -> None:
     for message in summary.error_messages[:5]:
         print_error(message, to=console)
     console.print(
-        f"[dim]stored in {db}; next: `aah grade --run {run}` then `aah report --run {run}`[/]",
+        f"[dim]stored in {db}; next: "
+        f"`{next_step or f'aah grade --run {run}` then `aah report --run {run}'}`[/]",
         highlight=False,
     )
     if summary.errors:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         ScriptedHuman,
         make_human_channel,
     )
-    from aah.runtime.loop import run_async, worker_threads
+    from aah.runtime.loop import fewer_gc_pauses, run_async, worker_threads
     from aah.runtime.prompts import prompt_versions
     from aah.runtime.session import (
         Runtime,
@@ -51,6 +51,7 @@ __all__ = [
     "SessionRequest",
     "ask_awareness",
     "build_graph",
+    "fewer_gc_pauses",
     "make_human_channel",
     "open_runtime",
     "parse_awareness",
@@ -84,6 +85,7 @@ _WHERE = {
     "run_async": "aah.runtime.loop",
     "run_session": "aah.runtime.session",
     "worker_threads": "aah.runtime.loop",
+    "fewer_gc_pauses": "aah.runtime.loop",
 }
 
 

@@ -53,8 +53,8 @@ def build_graph(
     graph.add_edge(START, "awareness")
     graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
     graph.add_conditional_edges("agent", _after_agent, ["tools", "ask_human", END])
-    graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent"])
-    graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent"])
+    graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent", END])
+    graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent", END])
     return graph.compile(checkpointer=checkpointer)
 
 
@@ -62,8 +62,11 @@ def _after_awareness(state: AgentState) -> Route:
     return END if state.get("skipped") else "agent"
 
 
-def _after_tools(state: AgentState) -> Route:
-    return "ask_human" if _pending_questions(state["messages"]) else "agent"
+def _after_tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+    if _pending_questions(state["messages"]):
+        return "ask_human"
+    # Reached at the limit only when the last turn's calls were still to be answered.
+    return END if state.get("steps", 0) >= runtime.context.step_limit else "agent"
 
 
 def _last_ai(messages: list[AnyMessage]) -> AIMessage:
@@ -145,7 +148,8 @@ def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
     reply = _last_ai(state["messages"])
     if not (reply.tool_calls or reply.invalid_tool_calls):
         return END
-    if state.get("steps", 0) >= runtime.context.step_limit:
+    at_limit = state.get("steps", 0) >= runtime.context.step_limit
+    if at_limit and not runtime.context.answer_calls_at_limit:
         return END
     return "ask_human" if _only_good_questions(reply, state, runtime.context) else "tools"
 

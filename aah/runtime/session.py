@@ -62,6 +62,7 @@ class SessionRequest:
     aah: bool = True
     awareness: AwarenessMode = "both"
     step_limit: int = DEFAULT_STEP_LIMIT
+    answer_calls_at_limit: bool = False
     run: str | None = None
     task_id: str | None = None
     setting: str | None = None
@@ -149,6 +150,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         awareness=request.awareness,
         step_limit=request.step_limit,
         http_mode=runtime.http_mode,
+        answer_calls_at_limit=request.answer_calls_at_limit,
     )
     try:
         return await _drive(ctx, record, request, runtime)

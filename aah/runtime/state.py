@@ -75,6 +75,10 @@ class SessionContext:
     awareness: AwarenessMode = "both"
     step_limit: int = DEFAULT_STEP_LIMIT
     http_mode: str = "mock"
+    # At the step limit, still answer the last turn's calls (tools run, the
+    # person is asked) before ending: a benchmark that scores the calls of a
+    # turn (When2Call) needs them recorded.
+    answer_calls_at_limit: bool = False
 
     @cached_property
     def tools(self) -> SessionTools:

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
         load_outcomes,
     )
     from aah.scoring.report import build_report, render_html, render_json
+    from aah.scoring.when2call import (
+        When2CallScores,
+        label_run_with_judge,
+        label_run_with_rules,
+        run_scores,
+    )
 
 __all__ = [
     "CellMetrics",
@@ -39,6 +45,7 @@ __all__ = [
     "MajorityVoteGrader",
     "Proportion",
     "TaskOutcome",
+    "When2CallScores",
     "behavior_report",
     "build_report",
     "cell_to_json",
@@ -48,11 +55,14 @@ __all__ = [
     "grade_run",
     "grade_session",
     "import_failtalms_outputs",
+    "label_run_with_judge",
+    "label_run_with_rules",
     "load_outcomes",
     "majority_vote",
     "parse_vote",
     "render_html",
     "render_json",
+    "run_scores",
     "wilson",
 ]
 
@@ -78,6 +88,10 @@ _WHERE = {
     "render_html": "aah.scoring.report.html",
     "render_json": "aah.scoring.report.build",
     "wilson": "aah.scoring.intervals",
+    "When2CallScores": "aah.scoring.when2call",
+    "label_run_with_judge": "aah.scoring.when2call",
+    "label_run_with_rules": "aah.scoring.when2call",
+    "run_scores": "aah.scoring.when2call",
 }
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         confusion,
         gold_pairs,
         hallucination_rates,
+        load_judge_prompt,
         turn_class,
     )
     from aah.scoring.behavior.rules import classify_reply
@@ -38,6 +39,7 @@ __all__ = [
     "confusion",
     "gold_pairs",
     "hallucination_rates",
+    "load_judge_prompt",
     "turn_class",
 ]
 
@@ -55,6 +57,7 @@ _WHERE = {
     "confusion": "aah.scoring.behavior.classes",
     "gold_pairs": "aah.scoring.behavior.classes",
     "hallucination_rates": "aah.scoring.behavior.classes",
+    "load_judge_prompt": "aah.scoring.behavior.classes",
     "turn_class": "aah.scoring.behavior.classes",
 }
 

@@ -37,6 +37,7 @@ paper order)::
                                 "simulated_kind": str, "tasks": int,
                                 "pass_rate": {"human": P, "simulated": P},
                                 "interaction": {"human": P, "simulated": P}}]},
+     "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
      "examples": [{"run": str, "session_id": str, "task_id": str | null,
                    "setting": str | null, "status": str,
                    "awareness": str | null, "query": str, "final_answer": str}],
@@ -53,7 +54,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,7 @@ from aah.scoring.report.steps import (
     run_error_patterns,
     task_ids,
 )
+from aah.scoring.when2call import When2CallScores, run_scores, scores_to_json
 from aah.store import RunRecord, SessionStore
 
 EXAMPLES_PER_RUN = 3
@@ -116,6 +118,7 @@ class Report:
     agreement: Agreement
     examples: list[Example]
     notes: list[str]
+    when2call: list[When2CallScores] = field(default_factory=list)
 
 
 def select_runs(store: SessionStore, names: Sequence[str] | None) -> list[RunRecord]:
@@ -187,7 +190,14 @@ def build_report(
     agreement = load_agreement(store, chosen, outcomes, task_of, everything=not runs)
     notes = _notes(chosen, cells, by_run, imported) + notes
     examples = _examples(names, by_run, task_of)
-    return Report(chosen, cells, behavior, patterns, agreement, examples, notes)
+    step("When2Call")
+    when2call = [
+        scores
+        for run in chosen
+        if run.manifest.get("benchmark") == "when2call"
+        for scores in run_scores(store, run.name, run.manifest.get("aah"))
+    ]
+    return Report(chosen, cells, behavior, patterns, agreement, examples, notes, when2call)
 
 
 # -- IAC's needed endpoints -----------------------------------------------------
@@ -206,7 +216,12 @@ def _needed_endpoints(
     from aah.benchmark.dataset import load_tasks
     from aah.data.locate import find_data_dir
 
-    own = {run.name for run in runs if not run.manifest.get("imported")}
+    # When2Call tasks name no endpoints: IAC is a Fail-TaLMs figure.
+    own = {
+        run.name
+        for run in runs
+        if not run.manifest.get("imported") and run.manifest.get("benchmark") != "when2call"
+    }
     mine = [o for o in outcomes if o.run in own and o.session_id in task_of]
     if not mine:
         return None
@@ -315,6 +330,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "agreement": _agreement_json(report.agreement),
         "examples": [asdict(example) for example in report.examples],
         "notes": list(report.notes),
+        "when2call": [scores_to_json(scores) for scores in report.when2call],
     }
 
 

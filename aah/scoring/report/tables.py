@@ -379,12 +379,16 @@ def example_table(report: Report) -> ReportTable:
 
 def report_tables(report: Report) -> list[ReportTable]:
     """Every table of the report, in reading order."""
+    # Imported here: the When2Call tables build on this module's helpers.
+    from aah.scoring.report.when2call_tables import when2call_tables
+
     return [
         *paper_tables(report),
         extra_table(report),
         *behavior_tables(report),
         confusion_table(report),
         error_table(report),
+        *when2call_tables(report),
         *agreement_tables(report),
         example_table(report),
     ]

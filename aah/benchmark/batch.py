@@ -1,0 +1,141 @@
+"""The session loop every benchmark runner shares: resume, concurrency, one summary.
+
+A benchmark says how a run is described (its manifest) and what session each
+task is (``SessionRequest``); this loop does the rest the same way for all of
+them: refuse to resume a run under another setup, skip the tasks the run
+finished, run the others ``concurrency`` at a time with a timeout each, and
+record a task that failed outside its session as failed, never lose the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from aah.benchmark.runner import ProgressHook, RunOptions, RunSummary, check_manifest
+from aah.llm import ModelConfig
+from aah.runtime import (
+    Runtime,
+    ScriptedHuman,
+    SessionOutcome,
+    SessionRequest,
+    fewer_gc_pauses,
+    open_runtime,
+    record_failure,
+    run_session,
+    worker_threads,
+)
+
+
+class BatchTask(Protocol):
+    """What the loop needs of a task: an id, unique within the run."""
+
+    @property
+    def id(self) -> str:
+        """The task's id."""
+        ...
+
+
+TaskT = TypeVar("TaskT", bound=BatchTask)
+
+
+async def run_batch(
+    tasks: Sequence[TaskT],
+    *,
+    db: Path,
+    model: ModelConfig,
+    options: RunOptions,
+    manifest: dict[str, Any],
+    request_for: Callable[[TaskT, Runtime], SessionRequest],
+    on_done: ProgressHook | None = None,
+) -> RunSummary:
+    """Run every task of ``tasks`` the run ``options.run`` has not finished.
+
+    Args:
+        tasks: The tasks, in the order to start them.
+        db: The session database.
+        model: The agent's model.
+        options: The run's options (name, concurrency, HTTP mode, seed, timeout).
+        manifest: What the run is made of; a stored run must match its pinned fields.
+        request_for: The session of one task.
+        on_done: Told each task's id and outcome as it ends.
+
+    Raises:
+        AahError: the run exists with a different setup.
+    """
+    summary = RunSummary(total=len(tasks))
+    started = time.perf_counter()
+    async with open_runtime(
+        db=db,
+        model=model,
+        human=ScriptedHuman([]),
+        http_mode=options.http,
+        seed=options.seed,
+        # Checkpoint when a session pauses or ends: a batch has no live view,
+        # and a crash re-runs at most the steps since the pause.
+        durability="exit",
+    ) as runtime:
+        existing = runtime.store.get_run(options.run)
+        if existing is not None:
+            check_manifest(existing.manifest, manifest, options.run)
+        runtime.store.create_run(options.run, manifest)
+        done = {
+            s.task_id
+            for s in runtime.store.list_sessions(run=options.run)
+            if s.status in ("finished", "skipped")
+        }
+        summary.already_done = sum(task.id in done for task in tasks)
+        todo = [task for task in tasks if task.id not in done]
+        limit = asyncio.Semaphore(options.concurrency)
+
+        async def one(task: TaskT) -> None:
+            async with limit:
+                request = request_for(task, runtime)
+                outcome = await run_request(request, runtime, options.task_timeout)
+            count_outcome(summary, outcome)
+            if on_done is not None:
+                on_done(task.id, outcome)
+
+        async with worker_threads(options.concurrency):
+            with fewer_gc_pauses():
+                await asyncio.gather(*(one(task) for task in todo))
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+async def run_request(request: SessionRequest, runtime: Runtime, timeout: float) -> SessionOutcome:
+    """One task's session, recorded as failed when it times out or crashes."""
+    try:
+        return await asyncio.wait_for(run_session(request, runtime), timeout)
+    except TimeoutError:
+        message = f"task timed out after {timeout:.0f} s"
+        return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
+    except Exception as exc:  # one task's failure must not end the run
+        message = f"{type(exc).__name__}: {exc}"
+        return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
+    finally:
+        if request.executor is not None:
+            request.executor.close()
+
+
+def count_outcome(summary: RunSummary, outcome: SessionOutcome) -> None:
+    """Add one session's outcome to a run's summary."""
+    if outcome.status == "finished":
+        summary.finished += 1
+    elif outcome.status == "skipped":
+        summary.skipped += 1
+    else:
+        summary.errors += 1
+        if outcome.error and len(summary.error_messages) < 20:
+            summary.error_messages.append(outcome.error)
+
+
+def shard_tasks(tasks: Sequence[TaskT], shard: tuple[int, int] | None) -> list[TaskT]:
+    """Every n-th task from the i-th (``shard = (i, n)``): shards are disjoint and cover all."""
+    if shard is None:
+        return list(tasks)
+    index, count = shard
+    return [task for position, task in enumerate(tasks) if position % count == index - 1]

@@ -1,0 +1,135 @@
+"""``aah bench run --benchmark when2call``: the When2Call questions as one resumable run.
+
+The same run machinery as Fail-TaLMs (names, resume, shards, progress bar,
+store); afterwards every first turn is labelled by the rules, and by the LLM
+judge with ``--judge``, and the labels are stored for ``aah report``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from aah.cli.output import console
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.benchmark.when2call import When2CallTask
+    from aah.llm import ModelConfig
+    from aah.store import SessionStore
+
+
+class When2CallFlags(NamedTuple):
+    """The ``aah bench run`` flags a When2Call run reads."""
+
+    run: str
+    aah: bool
+    limit: int | None
+    ids: list[str]
+    concurrency: int
+    shard: str | None
+    model: str | None
+    seed: int | None
+    task_timeout: float
+    turns: int
+    awareness: bool
+    judge: bool
+    judge_model: str | None
+    db: Path | None
+    data: Path | None
+
+
+def choose_questions(
+    tasks: list[When2CallTask], limit: int | None, ids: list[str]
+) -> list[When2CallTask]:
+    """Questions named by ``--ids``, else at most ``limit`` per gold behaviour, in data order.
+
+    Raises:
+        AahError: an id names no question.
+    """
+    if ids:
+        wanted = set(ids)
+        chosen = [task for task in tasks if task.id in wanted]
+        missing = wanted - {task.id for task in chosen}
+        if missing:
+            raise AahError(
+                f"no When2Call question with id {sorted(missing)[0]!r}: "
+                "ids look like when2call-276e4475"
+            )
+        return chosen
+    if limit is None:
+        return tasks
+    taken: dict[str, int] = {}
+    chosen = []
+    for task in tasks:
+        if taken.get(task.gold, 0) < limit:
+            taken[task.gold] = taken.get(task.gold, 0) + 1
+            chosen.append(task)
+    return chosen
+
+
+def run_when2call(flags: When2CallFlags) -> None:
+    """Run (or resume) a When2Call run, then label its first turns; print a summary.
+
+    Raises:
+        AahError: no data, a bad flag, an unreachable model, or a run made otherwise.
+    """
+    from aah.benchmark import RunOptions, parse_shard, shard_tasks
+    from aah.benchmark.when2call import When2CallRunner, load_when2call, questions_file
+    from aah.cli.bench_run import print_summary, run_with_progress
+    from aah.config import get_settings
+    from aah.data import find_data_dir
+    from aah.llm import model_config
+    from aah.scoring import label_run_with_rules
+    from aah.store import SessionStore
+
+    data_dir = find_data_dir(flags.data)
+    all_tasks = load_when2call(data_dir)
+    tasks = choose_questions(all_tasks, flags.limit, flags.ids)
+    tasks = shard_tasks(tasks, parse_shard(flags.shard))
+    config = model_config("agent", model=flags.model)
+    judge_config = model_config("judge", model=flags.judge_model) if flags.judge else None
+    options = RunOptions(
+        run=flags.run,
+        aah=flags.aah,
+        concurrency=flags.concurrency,
+        task_timeout=flags.task_timeout,
+        seed=flags.seed,
+        step_limit=flags.turns,
+    )
+    runner = When2CallRunner(options, config, turns=flags.turns, awareness=flags.awareness)
+    db_path = flags.db or get_settings().db
+    console.print(
+        f"run [bold]{flags.run}[/]: {len(tasks)} When2Call questions, model {config.model}, "
+        f"aah {'on' if flags.aah else 'off'}, awareness {'on' if flags.awareness else 'off'}, "
+        f"turns {flags.turns}",
+        highlight=False,
+    )
+    data_sha256 = hashlib.sha256(questions_file(data_dir).read_bytes()).hexdigest()
+    summary = run_with_progress(
+        flags.run,
+        len(tasks),
+        lambda on_done: runner.run(tasks, db_path, on_done, data_sha256=data_sha256),
+    )
+    with SessionStore(db_path) as store:
+        labelled = label_run_with_rules(store, flags.run, all_tasks)
+        judged = _judge(store, flags, all_tasks, judge_config) if judge_config else 0
+    print_summary(flags.run, summary, db_path, next_step=f"aah report --run {flags.run}")
+    console.print(
+        f"[dim]first turns labelled now: {labelled} by the rules"
+        + (f", {judged} by the judge {judge_config.model}" if judge_config else "")
+        + "[/]",
+        highlight=False,
+    )
+
+
+def _judge(
+    store: SessionStore, flags: When2CallFlags, tasks: list[When2CallTask], config: ModelConfig
+) -> int:
+    from aah.runtime import run_async
+    from aah.scoring import label_run_with_judge
+
+    return run_async(
+        label_run_with_judge(store, flags.run, tasks, config, concurrency=flags.concurrency)
+    )
