@@ -161,9 +161,13 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     except AahError as exc:
         return _fail(ctx, runtime, record, str(exc), "runtime")
     finally:
-        # Events of steps no checkpoint saved (a cancelled task) are dropped
-        # with those steps: a rerun starts again from the last checkpoint.
-        runtime.take_held_events(record)
+        # A session cancelled mid-step (a task timeout) or failed outside the
+        # handlers above has events no checkpoint saved: they are stored now,
+        # since the calls they record did happen (an API was called, a person
+        # asked). A rerun from the last checkpoint logs its own steps after them.
+        held = runtime.take_held_events(record)
+        if held:
+            runtime.publish(runtime.store.append_events(held))
 
 
 def record_failure(
