@@ -67,6 +67,11 @@ class Settings(BaseSettings):
     grader_max_tokens: int | None = None
     judge_max_tokens: int | None = None
     max_reply_bytes: int = 1_000_000
+    # Requests in flight at once to one model endpoint (every role that uses
+    # it); None: no cap. 1 for single-slot servers (llama.cpp's default).
+    max_connections: int | None = Field(default=None, ge=1)
+    # Each tool result reaches the model cut to about this many tokens.
+    tool_result_tokens: int = Field(default=2_000, ge=1)
 
     def registry_path(self) -> Path:
         """Where the compiled tool registry lives."""

@@ -69,6 +69,7 @@ class ModelConfig(BaseModel):
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     username: str | None = None
     password: SecretStr | None = None
+    max_connections: int | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -116,6 +117,8 @@ class ModelConfig(BaseModel):
         }
         if self.role == "agent":
             described["awareness_max_tokens"] = self.awareness_max_tokens
+        if self.max_connections is not None:
+            described["max_connections"] = self.max_connections
         if self.username is not None or self.password is not None:
             described["auth"] = f"basic ({self.username or 'no user name'})"
         return described
@@ -153,6 +156,7 @@ def model_config(
         max_tokens=_role_settings(s, role)["max_tokens"],
         awareness_max_tokens=s.awareness_max_tokens,
         max_reply_bytes=s.max_reply_bytes,
+        max_connections=s.max_connections,
     )
 
 

@@ -17,6 +17,11 @@ again would only be refused again.
 Each attempt has a total deadline (connect, send, and the whole reply), so a
 server trickling bytes cannot hold a request longer than the timeout, and a
 reply is read up to a size cap.
+
+``max_connections`` caps the requests in flight to one endpoint, across every
+client of the process that uses it. At 1 (a single-slot server such as
+llama.cpp's default) a timed-out request is not sent again: the server is
+most likely still working on it, and a copy would only queue behind it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ import base64
 import json
 import random
 import time
+import weakref
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -51,7 +58,20 @@ MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 READ_CHUNK = 64 * 1024
+
 MIN_SECRET_CHARS = 8
+
+# The request slots of each endpoint, per event loop (a semaphore belongs to one loop).
+_SLOTS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, int], asyncio.Semaphore]
+]
+_SLOTS = weakref.WeakKeyDictionary()
+
+
+def endpoint_slots(base_url: str, limit: int) -> asyncio.Semaphore:
+    """The semaphore shared by every request to ``base_url`` in the running loop."""
+    per_loop = _SLOTS.setdefault(asyncio.get_running_loop(), {})
+    return per_loop.setdefault((base_url, limit), asyncio.Semaphore(limit))
 
 
 class _Retry(Exception):
@@ -107,13 +127,18 @@ class ChatTransport:
         attempts = self.config.retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                return await self._attempt(url, data, attempt)
+                async with self._slot():
+                    return await self._attempt(url, data, attempt)
             except _Retry as failure:
                 if attempt == attempts:
                     raise failure.error from None
                 delay = failure.delay if failure.delay is not None else backoff(attempt - 1)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt raises")
+
+    def _slot(self) -> AbstractAsyncContextManager[object]:
+        limit = self.config.max_connections
+        return nullcontext() if limit is None else endpoint_slots(self.base_url, limit)
 
     async def _client(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -144,6 +169,8 @@ class ChatTransport:
                     status, headers = response.status, response.headers
                     raw = await self._read(response, status)
         except TimeoutError:
+            if self.config.max_connections == 1:
+                raise self._timeout_error(attempt) from None
             raise _Retry(self._timeout_error(attempt)) from None
         except aiohttp.ClientError as exc:
             raise _Retry(self._connection_error(exc, attempt)) from None
@@ -190,8 +217,8 @@ class ChatTransport:
     def _timeout_error(self, attempt: int) -> ModelTimeoutError:
         return ModelTimeoutError(
             f"the model server at {self.where} did not answer within "
-            f"{self.config.timeout:g} s{_tries(attempt)}: check the server, lower the role's "
-            "max_tokens or raise AAH_LLM_TIMEOUT",
+            f"{self.config.timeout:g} s{_tries(attempt)}{_not_resent(self.config)}: check the "
+            "server, lower the role's max_tokens or raise AAH_LLM_TIMEOUT",
             url=self.where,
             attempts=attempt,
         )
@@ -257,6 +284,12 @@ async def _close_at_loop_end(session: aiohttp.ClientSession) -> AsyncIterator[No
         yield
     finally:
         await session.close()
+
+
+def _not_resent(config: ModelConfig) -> str:
+    if config.max_connections == 1 and config.retries > 0:
+        return " (not sent again: AAH_MAX_CONNECTIONS=1, the server may still be on it)"
+    return ""
 
 
 def _tries(attempt: int) -> str:
