@@ -22,8 +22,7 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
-from aah.llm import ModelConfig
-from aah.llm.probe import ProbeReport, probe_server
+from aah.llm import ModelConfig, ProbeReport, probe_server
 from aah.testing import FakeLLMServer, Script
 
 HERMES_CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'

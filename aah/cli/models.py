@@ -37,8 +37,7 @@ def check(
     import asyncio
 
     from aah.config import get_settings
-    from aah.llm import model_config
-    from aah.llm.probe import probe_server
+    from aah.llm import model_config, probe_server
 
     if role not in ROLES:
         raise AahError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
         ModelStatusError,
         ModelTimeoutError,
     )
+    from aah.llm.probe import probe_server
+    from aah.llm.probe_report import ProbeLine, ProbeReport
     from aah.llm.reasoning import Reasoned, split_reasoning
     from aah.llm.text_calls import parse_text_tool_calls, recover_text_tool_calls
 
@@ -41,11 +43,14 @@ __all__ = [
     "ModelReplyError",
     "ModelStatusError",
     "ModelTimeoutError",
+    "ProbeLine",
+    "ProbeReport",
     "Reasoned",
     "Role",
     "TextReplies",
     "model_config",
     "parse_text_tool_calls",
+    "probe_server",
     "recover_text_tool_calls",
     "split_reasoning",
 ]
@@ -68,6 +73,9 @@ _WHERE = {
     "ModelReplyError": "aah.llm.errors",
     "ModelStatusError": "aah.llm.errors",
     "ModelTimeoutError": "aah.llm.errors",
+    "ProbeLine": "aah.llm.probe_report",
+    "ProbeReport": "aah.llm.probe_report",
+    "probe_server": "aah.llm.probe",
     "Reasoned": "aah.llm.reasoning",
     "split_reasoning": "aah.llm.reasoning",
     "parse_text_tool_calls": "aah.llm.text_calls",

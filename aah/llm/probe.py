@@ -17,16 +17,16 @@ import ipaddress
 import re
 import time
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel
 
 from aah.llm.client import ChatClient
 from aah.llm.config import DEFAULT_BASE_URL, ModelConfig
 from aah.llm.errors import ModelError, ModelStatusError, ModelTimeoutError
+from aah.llm.probe_report import N_ASKED, ProbeReport
 from aah.llm.text_calls import parse_text_tool_calls
 
 PROBE_TOOL_NAME = "get_weather"
@@ -42,7 +42,6 @@ PROBE_TOOL: dict[str, Any] = {
         },
     },
 }
-N_ASKED = 3
 # Words enough to overflow any context a server on this machine is likely
 # to have, yet rejected at once by a server that checks the prompt's length.
 OVERFLOW_WORDS = 40_000
@@ -55,78 +54,6 @@ _CONTEXT_SAID = re.compile(
     re.IGNORECASE,
 )
 _CONTEXT_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length")
-
-ToolCallMode = Literal["native", "text", "ignored", "failed"]
-
-
-class ProbeLine(BaseModel):
-    """One row of the table: the check, what the server did, what aah will do."""
-
-    check: str
-    result: str
-    action: str
-    warning: bool = False
-
-
-class ProbeReport(BaseModel):
-    """What one server did with aah's probe requests (no secret in it).
-
-    Attributes:
-        role: The role whose endpoint was probed.
-        base_url: The configured base URL, without credentials.
-        model: The configured model name.
-        reachable: Whether the server answered at all.
-        missing_v1: The base URL lacks ``/v1`` (``/v1/models`` answered instead).
-        error: Why probing stopped early, if it did.
-        served_models: The ids ``/models`` lists.
-        tool_calls: native ``tool_calls``; calls written as ``text``; tools
-            ``ignored``; or the request ``failed``.
-        tool_call_form: The text format of the calls (``hermes``, ``pythonic`` ...).
-        tool_detail: The reply or error behind ``tool_calls``, shortened.
-        n_returned: Choices returned when ``n=3`` was asked for (None: failed).
-        reasoning: Whether reasoning text came with a reply (field or think tags).
-        context_length: The context in tokens, when the server says it.
-        context_source: Where ``context_length`` came from.
-        concurrent: Whether two requests ran side by side (None: could not tell).
-        single_seconds: One request's time in the concurrency check.
-        pair_seconds: When the later of two simultaneous requests ended.
-        latency_seconds: Time of a short (8-token) request.
-        checked_at: When the probe ran (UTC, ISO 8601).
-    """
-
-    role: str
-    base_url: str
-    model: str
-    reachable: bool
-    missing_v1: bool = False
-    error: str | None = None
-    served_models: list[str] = []
-    tool_calls: ToolCallMode | None = None
-    tool_call_form: str | None = None
-    tool_detail: str | None = None
-    n_returned: int | None = None
-    reasoning: bool = False
-    context_length: int | None = None
-    context_source: Literal["models", "overflow"] | None = None
-    concurrent: bool | None = None
-    single_seconds: float | None = None
-    pair_seconds: float | None = None
-    latency_seconds: float | None = None
-    checked_at: str = ""
-
-    @property
-    def n_honoured(self) -> bool | None:
-        """Whether the server sent as many choices as ``n`` asked for."""
-        return None if self.n_returned is None else self.n_returned == N_ASKED
-
-    @property
-    def tools_usable(self) -> bool:
-        """Whether the model saw its tools (native or text calls came back)."""
-        return self.tool_calls in ("native", "text")
-
-    def lines(self) -> list[ProbeLine]:
-        """The table rows, in the order the checks ran."""
-        return probe_lines(self)
 
 
 async def probe_server(config: ModelConfig, *, overflow_probe: bool | None = None) -> ProbeReport:
@@ -346,162 +273,3 @@ def _said(exc: BaseException) -> str:
 def _short(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def probe_lines(report: ProbeReport) -> list[ProbeLine]:
-    """What each check found and what aah will do about it."""
-    setting = "AAH_BASE_URL" if report.role == "agent" else f"AAH_{report.role.upper()}_BASE_URL"
-    if not report.reachable:
-        return [
-            ProbeLine(
-                check="reachable",
-                result=f"no: {report.error}",
-                action=f"start the server or fix {setting}",
-                warning=True,
-            )
-        ]
-    rows = [_reachable_line(report, setting), _model_line(report)]
-    rows += [_tools_line(report), _n_line(report), _reasoning_line(report)]
-    rows += [_context_line(report), _concurrency_line(report), _latency_line(report)]
-    return rows
-
-
-def _reachable_line(report: ProbeReport, setting: str) -> ProbeLine:
-    if report.missing_v1:
-        return ProbeLine(
-            check="reachable",
-            result=f"yes, but the base URL lacks /v1 ({report.base_url}/v1/models answered)",
-            action=f"set {setting}={report.base_url}/v1",
-            warning=True,
-        )
-    if report.error:
-        return ProbeLine(
-            check="reachable",
-            result=f"yes; {report.error}",
-            action="check the key and the URL",
-            warning=True,
-        )
-    return ProbeLine(check="reachable", result="yes", action="none needed")
-
-
-def _model_line(report: ProbeReport) -> ProbeLine:
-    listed = ", ".join(report.served_models[:3]) or "none listed"
-    if report.served_models and report.model not in report.served_models:
-        return ProbeLine(
-            check="model",
-            result=f"{report.model} is not listed (server lists {listed})",
-            action="aah sends the configured name; set AAH_MODEL to a listed id",
-            warning=True,
-        )
-    return ProbeLine(check="model", result=f"{report.model} ({listed})", action="none needed")
-
-
-def _tools_line(report: ProbeReport) -> ProbeLine:
-    if report.tool_calls == "native":
-        return ProbeLine(
-            check="tool calls",
-            result=f"native tool_calls ({report.tool_detail})",
-            action="aah reads the native calls",
-        )
-    if report.tool_calls == "text":
-        return ProbeLine(
-            check="tool calls",
-            result=f"written as text, {report.tool_call_form} format",
-            action="aah reads the calls from the text (one parser for every format)",
-        )
-    if report.tool_calls == "ignored":
-        return ProbeLine(
-            check="tool calls",
-            result=f"TOOLS IGNORED: no call, answered {report.tool_detail!r}",
-            action="a run would measure a model that never saw its tools: serve it with a "
-            "chat format that renders tools (aah serve llamacpp/vllm)",
-            warning=True,
-        )
-    return ProbeLine(
-        check="tool calls",
-        result=f"request failed: {report.tool_detail}",
-        action="agent turns with tools will fail the same way: fix the server's tool setup",
-        warning=True,
-    )
-
-
-def _n_line(report: ProbeReport) -> ProbeLine:
-    if report.n_returned is None:
-        return ProbeLine(
-            check="n (several choices)",
-            result="request failed",
-            action="the grader sends one request per vote",
-        )
-    if report.n_honoured:
-        return ProbeLine(
-            check="n (several choices)",
-            result=f"honoured ({report.n_returned} of {N_ASKED})",
-            action="the grader asks for all votes in one request",
-        )
-    return ProbeLine(
-        check="n (several choices)",
-        result=f"ignored ({report.n_returned} of {N_ASKED})",
-        action="the grader sends one request per vote",
-    )
-
-
-def _reasoning_line(report: ProbeReport) -> ProbeLine:
-    if report.reasoning:
-        return ProbeLine(
-            check="reasoning",
-            result="reasoning text (field or think tags) came with replies",
-            action="aah splits it off every reply; raise the roles' max_tokens for thinking",
-        )
-    return ProbeLine(check="reasoning", result="none seen", action="none needed")
-
-
-def _context_line(report: ProbeReport) -> ProbeLine:
-    if report.context_length is None:
-        return ProbeLine(
-            check="context length",
-            result="not reported",
-            action="a prompt over the limit fails with the server's own message",
-        )
-    source = "/models" if report.context_source == "models" else "its overflow error"
-    return ProbeLine(
-        check="context length",
-        result=f"{report.context_length:,} tokens (from {source})",
-        action="a prompt over the limit fails with the server's own message",
-    )
-
-
-def _concurrency_line(report: ProbeReport) -> ProbeLine:
-    timing = (
-        f" (one {report.single_seconds:.2f} s, two at once {report.pair_seconds:.2f} s)"
-        if report.single_seconds is not None and report.pair_seconds is not None
-        else ""
-    )
-    if report.concurrent is None:
-        reason = "too fast to tell" if report.single_seconds is not None else "request failed"
-        return ProbeLine(
-            check="concurrent requests",
-            result=f"unknown, {reason}{timing}",
-            action="none needed",
-        )
-    if report.concurrent:
-        return ProbeLine(
-            check="concurrent requests",
-            result=f"served side by side{timing}",
-            action="aah may send requests in parallel (--concurrency)",
-        )
-    return ProbeLine(
-        check="concurrent requests",
-        result=f"one at a time{timing}",
-        action="set AAH_MAX_CONNECTIONS=1 so requests are not piled up and timed out",
-        warning=True,
-    )
-
-
-def _latency_line(report: ProbeReport) -> ProbeLine:
-    if report.latency_seconds is None:
-        return ProbeLine(check="latency", result="request failed", action="check the server's log")
-    return ProbeLine(
-        check="latency",
-        result=f"{report.latency_seconds:.2f} s for 8 tokens",
-        action="none needed",
-    )

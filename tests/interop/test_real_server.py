@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from aah.llm.probe import ProbeReport
+from aah.llm import ProbeReport
 from aah.store import SessionStore
 
 pytestmark = pytest.mark.interop
