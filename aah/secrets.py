@@ -1,13 +1,32 @@
-"""What counts as a secret, for every place that writes to disk or echoes values.
+"""What counts as a secret, and the one scrubber every disk write and console line uses.
 
-Names: values under credential-like keys (``api_key``, ``token``,
-``authorization``, ``password``...). Text: OpenAI-style keys (``sk-...``)
-and bearer tokens inside any string.
+A secret is found three ways:
+
+- By value: the keys aah is configured with (any environment variable with a
+  credential-like name: ``AAH_API_KEY``, ``AAH_HUMAN_API_KEY``,
+  ``AAH_GRADER_API_KEY``, ``AAH_JUDGE_API_KEY``, ``OPENAI_API_KEY``,
+  ``AAH_WEB_TOKEN``...), passwords inside ``*_URL`` settings, and any value
+  once seen under a credential-like name (a tool argument ``api_key``, a
+  header ``X-Auth-Token``). Each is matched raw, URL-encoded and base64-encoded,
+  so an endpoint that echoes the key in an error page, a redirect URL or a
+  ``Basic`` header is scrubbed too.
+- By shape: OpenAI- and Hugging Face-style keys (``sk-...``, ``sk-proj-...``,
+  ``hf_...``), ``Bearer``/``Basic``/``Token`` credentials (also ``Bearer+TOKEN``
+  and ``Bearer%20TOKEN`` in URLs), and credential-named query values
+  (``?api_key=...``) or JSON members (``"token": "..."``) inside any text.
+- By name: values under credential-like keys (``api_key``, ``token``,
+  ``authorization``, ``password``...) at any depth of a mapping.
 """
 
 from __future__ import annotations
 
+import base64
+import os
 import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TextIO
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 REDACTED = "[redacted]"
 # Key names whose values are credentials, after lowercasing and turning
@@ -15,9 +34,42 @@ REDACTED = "[redacted]"
 # Bare "key", "appid" and "auth" are how many public APIs name their key.
 _SECRET_KEY = re.compile(
     r"api_?key|secret|passw(or)?d|authorization|credential|private_?key|access_?key"
-    r"|cookie|(^|_)token$|^(key|app_?id|app_?key|auth)$"
+    r"|cookie|(^|_)token$|^(key|app_?id|app_?key|auth)$|_auth$|^auth_"
 )
-_SECRET_TEXT = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|(?<=[Bb]earer )[A-Za-z0-9._~+/\-]{16,}=*")
+# Values shorter than this are never matched by value: scrubbing every "abc"
+# in every text would mangle it, and so short a value protects nothing.
+MIN_SECRET_LENGTH = 6
+# Values seen under credential names are remembered up to this many (oldest
+# forgotten first), so a long run's memory stays bounded.
+_MAX_REMEMBERED = 4096
+
+# A credential after its scheme word may already be cut in part (a known
+# key inside a Basic pair), so "[redacted]" counts as part of it.
+_CUT = re.escape(REDACTED)
+_TOKEN = rf"(?:[A-Za-z0-9._~+/\-]|{_CUT})"
+_URL_TOKEN = rf"(?:[A-Za-z0-9._~/\-]|{_CUT})"
+# At least 8 (16) characters and a digit, "+", "/" or "=" among them: a
+# credential, not the next word of a sentence ("Basic authentication").
+_LONG = r"(?=\S{8})(?=[A-Za-z._~\-]*[0-9+/=%\[])"
+_LONGER = r"(?=\S{16})(?=[A-Za-z._~\-]*[0-9+/=%\[])"
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{16,})"
+    # The scheme word stays, so "Bearer [redacted]" still says what was there.
+    rf"|(?<=[Bb]earer ){_LONG}{_TOKEN}+=*"
+    rf"|(?<=[Bb]asic ){_LONG}{_TOKEN}+=*"
+    rf"|(?<=[Tt]oken ){_LONGER}{_TOKEN}+=*"
+    rf"|(?<=[Bb]earer\+){_LONG}{_URL_TOKEN}+(?:=|%3[Dd])*"
+    rf"|(?<=[Bb]earer%20){_LONG}{_URL_TOKEN}+(?:=|%3[Dd])*"
+    rf"|(?<=[Bb]asic\+){_LONG}{_URL_TOKEN}+(?:=|%3[Dd])*"
+    rf"|(?<=[Bb]asic%20){_LONG}{_URL_TOKEN}+(?:=|%3[Dd])*"
+)
+# name=value in a query string or a form body; the name decides.
+_NAMED_QUERY_VALUE = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]*)=([^&\s\"'#<>;,]+)")
+# "name": "value" in JSON text (an error body that repeats the request).
+_NAMED_JSON_VALUE = re.compile(r"\"([A-Za-z][A-Za-z0-9_\- ]*)\"\s*:\s*\"((?:[^\"\\]|\\.)+)\"")
+# Cheap substring tests that decide whether a text can hold a shaped secret.
+_SHAPE_HINTS = ("sk-", "hf_", "earer", "asic", "oken ", "=", '":')
+_URL_NAME = re.compile(r"(^|_)(URL|ENDPOINT|DSN|PROXY)$", re.IGNORECASE)
 
 
 def is_secret_name(key: str) -> bool:
@@ -25,9 +77,230 @@ def is_secret_name(key: str) -> bool:
     return bool(_SECRET_KEY.search(key.lower().replace("-", "_").replace(" ", "_")))
 
 
+def encoded_forms(value: str) -> list[str]:
+    """``value`` as it may be written: raw, URL-encoded, and base64 at any alignment.
+
+    Base64 text of a value embedded in a longer string (``user:key`` in a
+    ``Basic`` header) depends on where the value starts, so the part of each
+    of the three alignments that only the value decides is listed.
+    """
+    forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
+    data = value.encode()
+    for pad in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * pad + data).decode()
+            first = 1 if pad else 0
+            last = (pad + len(data)) // 3
+            if last - first >= 2:
+                forms.add(text[4 * first : 4 * last])
+    return sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=len, reverse=True)
+
+
+class _KnownSecrets:
+    """The secret values aah knows, from the environment and from what it saw."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._remembered: dict[str, None] = {}
+        self._env_names: tuple[str, ...] = ()
+        self._env_key: tuple[Any, ...] = ()
+        self._forms: tuple[str, ...] = ()
+        self._pattern: re.Pattern[str] | None = None
+
+    def remember(self, value: str) -> None:
+        """Match ``value`` (and its encodings) from now on."""
+        if len(value) < MIN_SECRET_LENGTH or value in self._remembered:
+            return
+        with self._lock:
+            self._remembered[value] = None
+            while len(self._remembered) > _MAX_REMEMBERED:
+                del self._remembered[next(iter(self._remembered))]
+            self._pattern = None
+
+    def forms(self) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+        """Every form of every known value, longest first, and one pattern of them."""
+        # Reading the known names is cheap; a new or removed variable changes
+        # the count, which sends us back to scan the whole environment.
+        key = (len(os.environ), *(os.environ.get(name) for name in self._env_names))
+        if key != self._env_key or self._pattern is None:
+            with self._lock:
+                self._rebuild()
+        return self._forms, self._pattern
+
+    def _rebuild(self) -> None:
+        names = sorted(n for n in os.environ if is_secret_name(n) or _URL_NAME.search(n))
+        values = [*_secret_env_values(names), *self._remembered]
+        forms = {form for value in values for form in encoded_forms(value)}
+        self._forms = tuple(sorted(forms, key=len, reverse=True))
+        self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
+        self._env_names = tuple(names)
+        self._env_key = (len(os.environ), *(os.environ.get(name) for name in names))
+
+
+def _secret_env_values(names: Iterable[str]) -> list[str]:
+    values = []
+    for name in names:
+        value = os.environ.get(name) or ""
+        if is_secret_name(name):
+            values.append(value)
+        else:
+            # A password in a base URL (https://user:pass@host/v1).
+            try:
+                password = urlsplit(value).password
+            except ValueError:
+                password = None
+            if password:
+                values += [password, unquote(password)]
+    return [v for v in values if len(v) >= MIN_SECRET_LENGTH]
+
+
+_KNOWN = _KnownSecrets()
+
+
+def remember_secret(value: str) -> None:
+    """Treat ``value`` as a secret from now on, wherever it shows up (raw or encoded)."""
+    _KNOWN.remember(value)
+
+
+def _redact_named(match: re.Match[str]) -> str:
+    name, value = match.group(1), match.group(2)
+    if not is_secret_name(name) or value == REDACTED:
+        return match.group(0)
+    start, end = match.span(2)
+    whole = match.group(0)
+    base = match.start(0)
+    return whole[: start - base] + REDACTED + whole[end - base :]
+
+
 def scrub_text(text: str | None) -> str | None:
-    """``text`` with any key-like substring replaced; None stays None."""
-    # Plain substring tests are far cheaper than the regex on long texts.
-    if text is None or ("sk-" not in text and "earer " not in text):
+    """``text`` with every known secret and key-like substring replaced; None stays None."""
+    if not text:
         return text
-    return _SECRET_TEXT.sub(REDACTED, text)
+    forms, pattern = _KNOWN.forms()
+    if pattern is not None and any(form in text for form in forms):
+        text = pattern.sub(REDACTED, text)
+    if not any(hint in text for hint in _SHAPE_HINTS):
+        return text
+    text = _KEY_SHAPES.sub(REDACTED, text)
+    if "=" in text:
+        text = _NAMED_QUERY_VALUE.sub(_redact_named, text)
+    if '":' in text or '" :' in text:
+        text = _NAMED_JSON_VALUE.sub(_redact_named, text)
+    return text
+
+
+def scrub(value: Any) -> Any:
+    """A copy of JSON-like ``value`` with every secret replaced by ``[redacted]``.
+
+    Values under credential-like keys (at any depth, any case) are replaced
+    unless None, and remembered, so the same value is cut wherever else it
+    appears (a URL path, an echoing response). Strings go through
+    :func:`scrub_text`. Other leaves that JSON cannot hold (paths, enums)
+    become text.
+    """
+    if isinstance(value, Mapping):
+        remember_named(value)
+        return {
+            str(key): REDACTED if item is not None and is_secret_name(str(key)) else scrub(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [scrub(item) for item in value]
+    if isinstance(value, str):
+        return scrub_text(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return scrub(str(value))
+
+
+def scrub_tree(value: Any) -> Any:
+    """:func:`scrub` that keeps every type: for data that must load back as it was.
+
+    Dicts, lists and tuples keep their type, credential-named values become
+    ``[redacted]`` (bytes stay bytes), strings and UTF-8 bytes are scrubbed,
+    and any other leaf is returned as it is.
+    """
+    if isinstance(value, dict):
+        remember_named(value)
+        return {
+            key: _redacted_like(item) if _is_named_secret(key, item) else scrub_tree(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(scrub_tree(item) for item in value)
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, bytes):
+        try:
+            text = value.decode()
+        except UnicodeDecodeError:
+            return scrub_bytes(value)
+        return (scrub_text(text) or "").encode()
+    return value
+
+
+def _is_named_secret(key: Any, item: Any) -> bool:
+    return isinstance(key, str) and isinstance(item, str | bytes) and is_secret_name(key)
+
+
+def _redacted_like(item: str | bytes) -> str | bytes:
+    return REDACTED.encode() if isinstance(item, bytes) else REDACTED
+
+
+def remember_named(values: Mapping[Any, Any]) -> None:
+    """Remember the text values of ``values`` that sit under credential-like names."""
+    for key, item in values.items():
+        if isinstance(item, str | int) and not isinstance(item, bool) and is_secret_name(str(key)):
+            remember_secret(str(item))
+
+
+def scrub_bytes(data: bytes) -> bytes:
+    """``data`` with every known secret's forms masked, keeping its length.
+
+    For serialized data whose framing counts bytes (msgpack, pickle): the
+    object-level scrub has already run; this catches a known value that
+    survived inside an object it cannot walk.
+    """
+    forms, pattern = _KNOWN.forms()
+    if pattern is None:
+        return data
+    for form in forms:
+        raw = form.encode()
+        if raw in data:
+            data = data.replace(raw, b"*" * len(raw))
+    return data
+
+
+class ScrubbingStream:
+    """A text stream that writes to ``target`` what :func:`scrub_text` leaves.
+
+    The command line wraps stdout and stderr in one, so every console line,
+    whatever printed it, is scrubbed.
+    """
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        """Write ``text``, scrubbed; returns the length given, as callers expect."""
+        self._target.write(scrub_text(text) or "")
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+def scrub_console() -> Callable[[], None]:
+    """Route ``sys.stdout`` and ``sys.stderr`` through the scrubber; returns the undo."""
+    import sys
+
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, ScrubbingStream):
+        sys.stdout = ScrubbingStream(sys.stdout)
+    if not isinstance(sys.stderr, ScrubbingStream):
+        sys.stderr = ScrubbingStream(sys.stderr)
+
+    def undo() -> None:
+        sys.stdout, sys.stderr = saved
+
+    return undo

@@ -22,6 +22,7 @@ from aah.cli.run import run
 from aah.cli.tui import tui
 from aah.cli.web import web
 from aah.errors import AahError
+from aah.secrets import scrub_console
 
 app = typer.Typer(
     name="aah",
@@ -71,7 +72,13 @@ def root(
 
 
 def main() -> None:
-    """Entry point: run the app; a user-fixable error is one line, exit status 2."""
+    """Entry point: run the app; a user-fixable error is one line, exit status 2.
+
+    Everything the command prints, whoever prints it (a trace, an error
+    message that quotes a server's reply, a progress line), goes through the
+    one scrubber of ``aah.secrets`` on its way to the terminal.
+    """
+    scrub_console()
     try:
         # Not standalone: usage errors come back here instead of being drawn
         # as a boxed panel; --help and typer.Exit come back as an exit status.

@@ -19,6 +19,7 @@ import typer
 from aah.cli.output import err_console
 from aah.errors import AahError
 from aah.extensions import BEHAVIOUR_JUDGE_NAMES, BehaviourJudgeName
+from aah.secrets import scrub_text
 
 if TYPE_CHECKING:
     from aah.llm import ModelConfig
@@ -59,7 +60,7 @@ def classify(
         print(text, end="")
     else:
         try:
-            out.write_text(text, encoding="utf-8")
+            out.write_text(scrub_text(text) or "", encoding="utf-8")
         except OSError as exc:
             raise AahError(f"cannot write {out}: {exc.strerror}; pass another --out") from exc
     err_console.print(summary(rows), highlight=False, markup=False, soft_wrap=True)

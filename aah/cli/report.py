@@ -15,6 +15,7 @@ from rich.console import Console
 from aah.cli.output import console, err_console
 from aah.cli.sessions import open_store
 from aah.errors import AahError
+from aah.secrets import scrub_text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -88,7 +89,7 @@ def _terminal_tables(built: Report) -> list[RenderableType]:
 
 def _write(text: str, path: Path) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
+        path.write_text(scrub_text(text) or "", encoding="utf-8")
     except OSError as exc:
         raise AahError(f"cannot write {path} ({exc.strerror}): pass another --out") from exc
     err_console.print(f"wrote the report to {path.resolve()}", highlight=False, markup=False)

@@ -1,12 +1,15 @@
 """Checkpoint serialization that keeps secrets out of the session database.
 
 Checkpoints hold whole conversations: the user's request, the agent's tool
-calls and their results, the person's answers. Before a checkpoint is
-written, every message passes through the same scrubbing as the event log
-(``store_schema.scrub``): credential-like arguments (``api_key``, ``token``...)
-and key-like text (``sk-...``, bearer tokens) become ``[redacted]``. A
-session resumed from disk therefore sees ``[redacted]`` where a secret was;
-the live session, in memory, is unaffected.
+calls and their results, the person's answers, and a failed step's exception
+(LangGraph keeps it in the ``writes`` table as its ``repr``, which for an
+HTTP error holds the server's reply). Before anything is written, it passes
+through the one scrubber of ``aah.secrets``: credential-like arguments, known
+keys by value and key-like text become ``[redacted]``; the serialized bytes
+are then masked once more for known keys inside objects the walk does not
+open (LangGraph's ``Interrupt``, ``Send``). A session resumed from disk
+therefore sees ``[redacted]`` where a secret was; the live session, in
+memory, is unaffected.
 """
 
 from __future__ import annotations
@@ -16,16 +19,16 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from aah.secrets import scrub_text
-from aah.store import scrub
+from aah.secrets import scrub, scrub_bytes, scrub_text
 
 
 class ScrubbingSerializer(JsonPlusSerializer):
     """LangGraph's serializer, applied to a scrubbed copy of the value."""
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        """Serialize ``obj`` with its messages and texts scrubbed of secrets."""
-        return super().dumps_typed(scrub_state(obj))
+        """Serialize ``obj`` with its messages, texts and exceptions scrubbed of secrets."""
+        kind, data = super().dumps_typed(scrub_state(obj))
+        return kind, scrub_bytes(data)
 
 
 def scrub_state(value: Any) -> Any:
@@ -45,6 +48,9 @@ def scrub_state(value: Any) -> Any:
         return tuple(scrub_state(item) for item in value)
     if isinstance(value, str):
         return scrub_text(value)
+    if isinstance(value, BaseException):
+        # What LangGraph's serializer makes of an exception anyway: its repr.
+        return scrub_text(repr(value))
     return value
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from aah import secrets as secrets
 from aah.errors import AahError
 from aah.events import (
     AwarenessAnswer,
@@ -30,7 +30,6 @@ from aah.events import (
     utc_now,
 )
 from aah.secrets import REDACTED as REDACTED
-from aah.secrets import is_secret_name
 from aah.secrets import scrub_text as scrub_text
 from aah.store.sqlite_db import Database
 
@@ -174,23 +173,10 @@ def create_schema(db: Database) -> None:
 def scrub(value: Any) -> Any:
     """A copy of JSON-like ``value`` with every secret replaced by ``[redacted]``.
 
-    Values under credential-like keys (api_key, token, authorization,
-    password, secret..., at any depth, any case) are replaced unless None,
-    and OpenAI-style keys (``sk-...``) or bearer tokens inside any string are
-    cut out. Other leaves that JSON cannot hold (paths, enums) become text.
+    The one scrubber of ``aah.secrets``: credential-named values at any
+    depth, known keys by value (raw or encoded) and key-shaped text.
     """
-    if isinstance(value, Mapping):
-        return {
-            str(key): REDACTED if item is not None and is_secret_name(str(key)) else scrub(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple | set | frozenset):
-        return [scrub(item) for item in value]
-    if isinstance(value, str):
-        return scrub_text(value)
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return scrub(str(value))
+    return secrets.scrub(value)
 
 
 def to_json(value: Any) -> str:

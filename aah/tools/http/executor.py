@@ -25,6 +25,7 @@ from requests.adapters import HTTPAdapter
 
 from aah import __version__
 from aah.config import get_settings
+from aah.secrets import remember_named
 from aah.tools.http.request import HttpRequest, RequestError, build_request, full_url, same_host
 from aah.tools.http.results import (
     ToolResult,
@@ -180,6 +181,9 @@ class HttpExecutor:
             The result, ``ok=False`` with an ``error`` when the call failed.
         """
         started = time.perf_counter()
+        # A credential argument's value is a secret wherever it shows up next:
+        # in the URL path, a recorded request, a response that echoes it.
+        remember_named(arguments)
         try:
             request = build_request(spec, arguments)
         except RequestError as exc:

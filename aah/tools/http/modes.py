@@ -10,12 +10,16 @@
 Record and replay use requests-cache's SQLite backend. The cache key covers
 the method, the URL with its query, the JSON body and the headers the call
 set itself (auth headers and key-like query parameters are left out of both
-the key and the stored copy). Redirect hops are stored one by one, so a replay
-follows the same chain.
+the key and the stored copy). Every stored response, with its request, passes
+through the one scrubber of ``aah.secrets`` before it is written, so no
+credential (a key in a URL path, a custom auth header, a token the API echoes)
+reaches the file. Redirect hops are stored one by one, so a replay follows the
+same chain.
 """
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,10 +29,13 @@ import requests
 from requests.adapters import BaseAdapter
 from requests_cache import DEFAULT_IGNORED_PARAMS, NEVER_EXPIRE, CachedSession, create_key
 from requests_cache.backends.sqlite import SQLiteCache
+from requests_cache.serializers import SerializerPipeline, Stage
+from requests_cache.serializers.preconf import base_stage
 
 from aah.config import get_settings
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BaseHttpModeName, HttpModeName, choose, listed
+from aah.secrets import scrub_tree
 from aah.tools.http.executor import RETRY_STATUSES, HttpExecutor, mount_pool
 from aah.tools.http.faults import FaultExecutor, FaultPlan
 from aah.tools.http.mock import MockExecutor
@@ -93,6 +100,15 @@ def cache_key(request: Any, **kwargs: Any) -> str:
     return str(create_key(request, **kwargs))
 
 
+# requests-cache's pickle serializer with a scrubbing stage between turning a
+# response into plain data and pickling it; loading needs no stage back.
+SCRUBBING_SERIALIZER = SerializerPipeline(
+    [base_stage, Stage(dumps=scrub_tree, loads=lambda value: value), Stage(pickle)],
+    name="scrubbed-pickle",
+    is_binary=True,
+)
+
+
 class _OfflineAdapter(BaseAdapter):
     """Refuses every request: replay must never reach the network."""
 
@@ -115,7 +131,7 @@ def open_cache_session(path: Path, *, replay: bool) -> CachedSession:
         The session; responses never expire.
     """
     session = CachedSession(
-        backend=SQLiteCache(path),
+        backend=SQLiteCache(path, serializer=SCRUBBING_SERIALIZER),
         expire_after=NEVER_EXPIRE,
         allowable_codes=RECORDABLE_STATUSES,
         allowable_methods=("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"),

@@ -1,0 +1,111 @@
+"""The one scrubber: known keys by value and encoding, key shapes, credential names."""
+
+from __future__ import annotations
+
+import base64
+import io
+import pickle
+from urllib.parse import quote, quote_plus
+
+import pytest
+
+from aah.secrets import (
+    REDACTED,
+    ScrubbingStream,
+    encoded_forms,
+    remember_secret,
+    scrub,
+    scrub_bytes,
+    scrub_text,
+    scrub_tree,
+)
+
+KEY = "Zq7/vK2+unit=4Lw9"
+
+# (environment, text, what must be gone); every text must change.
+SHAPES: list[tuple[dict[str, str], str, str]] = [
+    ({"AAH_API_KEY": KEY}, f"bad key {KEY}", KEY),
+    ({"AAH_HUMAN_API_KEY": KEY}, f"bad key {quote(KEY, safe='')}", quote(KEY, safe="")),
+    ({"AAH_GRADER_API_KEY": KEY}, f"bad key {quote_plus(KEY)}", quote_plus(KEY)),
+    ({"AAH_JUDGE_API_KEY": KEY}, f"b64 {base64.b64encode(KEY.encode()).decode()}", KEY[:4]),
+    ({"OPENAI_API_KEY": KEY}, "Basic " + base64.b64encode(f"u:{KEY}".encode()).decode(), "dTp"),
+    ({"AAH_WEB_TOKEN": KEY}, f"token {KEY}", KEY),
+    ({"AAH_WEB_ADMIN_TOKEN": KEY}, f"admin {KEY}", KEY),
+    ({"AAH_BASE_URL": "http://me:pa55word-x@h/v1"}, "password pa55word-x", "pa55word-x"),
+    ({}, "key sk-proj-abcdefghijklmnop1234", "abcdefghijklmnop"),
+    ({}, "key sk-abcdefghijklmnop1234", "abcdefghijklmnop"),
+    ({}, "token hf_abcdefghijklmnopqrst", "abcdefghijklmnop"),
+    ({}, "Authorization: Bearer abcdefgh12345678", "abcdefgh12345678"),
+    ({}, "https://h/x?q=Bearer+abcdefgh12345678&page=2", "abcdefgh12345678"),
+    ({}, "https://h/x?q=Bearer%20abcdefgh12345678", "abcdefgh12345678"),
+    ({}, "Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA"),
+    ({}, "https://h/x?api_key=abc123&page=2", "abc123"),
+    ({}, "https://h/x?access_token=zz99zz&x=1", "zz99zz"),
+    ({}, '{"error": {"api_key": "abc123", "msg": "no"}}', "abc123"),
+    ({}, "Authorization: Token abcdefghijklmnop1234", "abcdefghijklmnop1234"),
+]
+
+
+@pytest.mark.parametrize(("env", "text", "gone"), SHAPES)
+def test_each_secret_form_is_scrubbed(
+    env: dict[str, str], text: str, gone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    scrubbed = scrub_text(text) or ""
+    assert gone not in scrubbed
+    assert REDACTED in scrubbed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens=100 and page=2",
+        "The weather in Oslo is 21 degrees.",
+        '{"max_tokens": "100", "city": "Oslo"}',
+        "sort_key=date",
+        "Basic authentication is fine. Bearer authentication too.",
+        "Token budget exhausted after the long conversation.",
+    ],
+)
+def test_ordinary_text_is_kept(text: str) -> None:
+    assert scrub_text(text) == text
+
+
+def test_a_value_seen_under_a_credential_name_is_cut_everywhere_after() -> None:
+    value = "Pv8-remembered-9Kx"
+    assert scrub({"X-Acme-Auth": value}) == {"X-Acme-Auth": REDACTED}
+    assert scrub_text(f"/echo/{quote(value, safe='')}/items") == f"/echo/{REDACTED}/items"
+    assert scrub_text("short abc") == "short abc"  # too short to be matched by value
+    remember_secret("abc")
+    assert scrub_text("short abc") == "short abc"
+
+
+def test_bytes_keep_their_length_and_trees_their_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AAH_API_KEY", KEY)
+    data = pickle.dumps({"said": f"key {KEY}"})
+    masked = scrub_bytes(data)
+    assert len(masked) == len(data) and KEY.encode() not in masked
+    assert pickle.loads(masked)["said"].startswith("key *")
+    tree = {"url": f"https://h/{KEY}", "body": f"k={KEY}".encode(), "n": 3, "t": (KEY,)}
+    assert scrub_tree(tree) == {
+        "url": f"https://h/{REDACTED}",
+        "body": f"k={REDACTED}".encode(),
+        "n": 3,
+        "t": (REDACTED,),
+    }
+
+
+def test_the_console_stream_scrubs_what_it_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AAH_WEB_TOKEN", KEY)
+    sink = io.StringIO()
+    stream = ScrubbingStream(sink)
+    assert stream.write(f"token {KEY}\n") == len(f"token {KEY}\n")
+    assert sink.getvalue() == f"token {REDACTED}\n"
+
+
+def test_encoded_forms_cover_every_base64_alignment() -> None:
+    forms = encoded_forms(KEY)
+    for prefix in (b"", b"u:", b"us:", b"use:"):
+        text = base64.b64encode(prefix + KEY.encode()).decode()
+        assert any(form in text for form in forms), prefix
