@@ -64,7 +64,9 @@ def bench_run(
     setting: str = typer.Option("all", "--setting", help="A setting, a comma list, or all."),
     aah: bool = typer.Option(True, "--aah/--no-aah", help="Offer the ask_human tool."),
     human: str = typer.Option("oracle", "--human", help=f"{listed(BATCH_HUMAN_NAMES)}."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N tasks per setting."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="At most N tasks per setting (When2Call: per gold behaviour)."
+    ),
     ids: list[str] = typer.Option([], "--ids", help="Only these task ids (repeatable)."),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Sessions at once."),
     http: str = typer.Option("mock", "--http", help=f"{listed(BASE_HTTP_MODE_NAMES)}."),

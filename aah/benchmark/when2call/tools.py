@@ -139,8 +139,12 @@ def parse_tool(text: str, where: str) -> When2CallTool:
     parameters = json_schema(raw.get("parameters") or {"type": "dict"}, f"{where}:{name}")
     parameters.setdefault("type", "object")
     parameters.setdefault("properties", {})
+    try:
+        valid = tool_name(name)
+    except AahError as exc:
+        raise AahError(f"{where}: {exc}") from exc
     return When2CallTool(
-        name=tool_name(name),
+        name=valid,
         original=name,
         description=str(raw.get("description") or ""),
         parameters=parameters,

@@ -191,12 +191,16 @@ def build_report(
     notes = _notes(chosen, cells, by_run, imported) + notes
     examples = _examples(names, by_run, task_of)
     step("When2Call")
-    when2call = [
-        scores
-        for run in chosen
-        if run.manifest.get("benchmark") == "when2call"
-        for scores in run_scores(store, run.name, run.manifest.get("aah"))
-    ]
+    when2call: list[When2CallScores] = []
+    for run in chosen:
+        if run.manifest.get("benchmark") == "when2call":
+            scores = run_scores(store, run.name, run.manifest.get("aah"))
+            if not scores and by_run.get(run.name):
+                notes.append(
+                    f"run {run.name}: no When2Call first turn is labelled yet (its sessions "
+                    "ended in error): run the same `aah bench run --benchmark when2call` again"
+                )
+            when2call += scores
     return Report(chosen, cells, behavior, patterns, agreement, examples, notes, when2call)
 
 
