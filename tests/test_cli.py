@@ -260,3 +260,34 @@ def test_messages_print_as_one_unfolded_line(
     text = out.getvalue()
     assert text.count("\n") == 1 and text.startswith(f"{label}: " if label else message[:5])
     assert expected in text
+
+
+# Tables that rich would cut to "5…" in a narrow terminal: every cell must
+# come out whole (a line may be wider than the terminal, which wraps it).
+WHOLE_TABLES = [
+    (["setting", "tasks", "exact", "unmatched", "with facts"], [["notools", 575, 572, 0, "-"]]),
+    (["name", "description"], [["openmeteo__get_weather_forecast", "Weather forecast " * 12]]),
+    (["score", "name"], [[0.98765, "x" * 70], [12, "[not] markup"]]),
+]
+
+
+@pytest.mark.parametrize(("columns", "rows"), WHOLE_TABLES)
+@pytest.mark.parametrize("width", [20, 40, 80])
+@pytest.mark.parametrize("compact", [True, False])
+def test_tables_never_cut_a_word(
+    columns: list[str], rows: list[list[object]], width: int, compact: bool
+) -> None:
+    from rich.console import Console
+
+    from aah.cli.output import print_table, table
+
+    out = io.StringIO()
+    print_table(
+        table("t", columns, rows, compact=compact),
+        to=Console(file=out, width=width, color_system=None),
+    )
+    text = out.getvalue()
+    assert "…" not in text
+    for cell in [*columns, *(str(cell) for row in rows for cell in row)]:
+        for word in cell.split():
+            assert word in text, (word, text)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from aah.benchmark.settings import SETTINGS
-from aah.cli.output import console, err_console, print_json, print_line, table
+from aah.cli.output import console, err_console, print_json, print_line, print_table, table
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def _show(task: Task, as_json: bool) -> None:
         (name, "\n".join(value) if isinstance(value, list) else value)
         for name, value in task.model_dump().items()
     ]
-    console.print(table(task.id, ["field", "value"], rows))
+    print_table(table(task.id, ["field", "value"], rows))
 
 
 def _print_coverage(report: CoverageReport, stats: bool) -> None:
@@ -137,7 +137,7 @@ def _print_coverage(report: CoverageReport, stats: bool) -> None:
         f"sim<{LOW_SIMILARITY}",
         "with facts",
     ]
-    console.print(table("Originals found per setting", columns, rows, compact=True))
+    print_table(table("Originals found per setting", columns, rows, compact=True))
     missing = sorted({name for row in report.settings for name in row.missing_endpoints})
     console.print(f"Endpoints the registry lacks: {', '.join(missing) or 'none'}")
     for row in report.settings:
@@ -154,6 +154,6 @@ def _print_coverage(report: CoverageReport, stats: bool) -> None:
     if stats:
         cases = ((c.id, "; ".join(c.reasons), c.query, c.original) for c in report.hard_cases)
         columns = ["task", "why", "query", "original"]
-        console.print(table(f"Hard cases ({len(report.hard_cases)})", columns, cases, compact=True))
+        print_table(table(f"Hard cases ({len(report.hard_cases)})", columns, cases, compact=True))
     else:
         console.print(f"{len(report.hard_cases)} hard cases: see them with --stats")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from aah.benchmark.settings import SETTINGS
-from aah.cli.output import console, print_error, print_line, table
+from aah.cli.output import console, print_error, print_line, print_table, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
@@ -208,7 +208,7 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
         ["seconds", f"{summary.seconds:.1f}"],
         ["tasks/s", f"{summary.tasks_per_second:.2f}"],
     ]
-    console.print(table(f"Run {run}", ["", "count"], rows))
+    print_table(table(f"Run {run}", ["", "count"], rows))
     for message in summary.error_messages[:5]:
         print_error(message, to=console)
     console.print(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from aah.cli.output import console, table
+from aah.cli.output import print_table, table
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -25,4 +25,4 @@ def merge(
         for s in summaries
     )
     columns = ["source", "runs", "sessions", "events", "questions", "grades", "conflicts"]
-    console.print(table(f"Merged into {into}", columns, rows))
+    print_table(table(f"Merged into {into}", columns, rows))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, table
+from aah.cli.output import console, print_table, table
 
 if TYPE_CHECKING:
     from aah.benchmark.demo import DemoTask
@@ -69,7 +69,7 @@ def demo(
     rows = (
         [t.id, t.shows, o.status, o.final_answer[:70]] for t, o in zip(tasks, outcomes, strict=True)
     )
-    console.print(table("Demo summary", ["task", "shows", "status", "final answer"], rows))
+    print_table(table("Demo summary", ["task", "shows", "status", "final answer"], rows))
     console.print(
         f"[dim]Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.[/]"
     )

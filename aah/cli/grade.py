@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, table
+from aah.cli.output import print_table, table
 from aah.cli.sessions import open_store
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def grade(
                 temperature=temperature,
             )
         )
-    console.print(summary_table(run, config.model, votes, summary))
+    print_table(summary_table(run, config.model, votes, summary))
 
 
 def summary_table(run: str, model: str, votes: int, summary: GradeSummary) -> Table:

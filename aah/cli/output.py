@@ -11,6 +11,8 @@ from rich.text import Text
 
 console = Console()
 err_console = Console(stderr=True)
+# Wider than any table: measuring at this width finds what a table needs.
+_UNBOUNDED_WIDTH = 100_000
 
 
 def print_line(text: str, *, to: Console | None = None, style: str = "") -> None:
@@ -49,6 +51,29 @@ def _one_line(text: str) -> str:
 def print_json(data: object) -> None:
     """Print ``data`` as JSON for scripts: stable key order, UTF-8 kept."""
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def print_table(table: Table, *, to: Console | None = None) -> None:
+    """Print ``table`` so that no word in it is ever cut short, however narrow the terminal.
+
+    rich folds a table's text to fit the terminal, and where its words do not
+    fit it cuts cells to "5…". Here each column is at least as wide as its
+    longest word, so a table too wide for the terminal is printed whole and
+    the terminal wraps its lines: every figure stays readable, and whole for
+    a script that reads the output.
+    """
+    from rich.measure import Measurement
+
+    target = to or console
+    unbounded = target.options.update_width(_UNBOUNDED_WIDTH)
+    for column in table.columns:
+        cells = [column.header, *column.cells]
+        column.min_width = max(Measurement.get(target, unbounded, cell).minimum for cell in cells)
+    # Narrower than its longest words, rich would drop columns: draw it at that width.
+    needed = Measurement.get(target, unbounded, table).minimum
+    if needed > target.width:
+        table.width = needed
+    target.print(table, crop=False)
 
 
 def table(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, print_json, table
+from aah.cli.output import console, print_json, print_table, table
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def list_sessions(
         for s in sessions
     )
     columns = ["id", "run", "task", "status", "info", "tool", "calls", "asked", "query"]
-    console.print(table(f"{len(sessions)} sessions", columns, rows))
+    print_table(table(f"{len(sessions)} sessions", columns, rows))
 
 
 @app.command()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, err_console, print_json, print_line, table
+from aah.cli.output import console, err_console, print_json, print_line, print_table, table
 
 if TYPE_CHECKING:
     from aah.tools.registry import BuildReport, Registry
@@ -97,7 +97,7 @@ def _print_report(report: BuildReport) -> None:
         table("Endpoints per category", ["category", "endpoints"], report.by_category.items())
     )
     if report.fixes_applied:
-        console.print(table("Project fixes applied", ["fix"], ([f] for f in report.fixes_applied)))
+        print_table(table("Project fixes applied", ["fix"], ([f] for f in report.fixes_applied)))
     if report.rejections:
         # One whole line per rejection, never a table cell that cuts the
         # file name: a script or a person can grep for the file.
@@ -121,7 +121,7 @@ def list_tools(
     """List endpoints, or the categories with counts when none is chosen."""
     registry = open_registry(data, build_if_missing=True)
     if category is None and not as_json:
-        console.print(table("Categories", ["category", "endpoints"], registry.categories().items()))
+        print_table(table("Categories", ["category", "endpoints"], registry.categories().items()))
         console.print("Use --category NAME to list one category's endpoints.")
         return
     specs = registry.endpoints(category)
@@ -129,7 +129,7 @@ def list_tools(
         print_json([_summary(spec) for spec in specs])
         return
     rows = ([s.qualified_name, s.method, s.description[:80]] for s in specs)
-    console.print(table(f"{category} ({len(specs)})", ["name", "method", "description"], rows))
+    print_table(table(f"{category} ({len(specs)})", ["name", "method", "description"], rows))
 
 
 @app.command()
@@ -153,9 +153,9 @@ def show(
         [p.name, p.type, p.location.value, "yes" if p.required else "", p.default, p.description]
         for p in spec.parameters
     )
-    console.print(table("Parameters", ["name", "type", "in", "required", "default", "about"], rows))
+    print_table(table("Parameters", ["name", "type", "in", "required", "default", "about"], rows))
     if spec.repairs:
-        console.print(table("Repairs", ["repair"], ([r] for r in spec.repairs)))
+        print_table(table("Repairs", ["repair"], ([r] for r in spec.repairs)))
     console.print(f"source: {spec.source.kind} {spec.source.file} ({spec.source.id})", markup=False)
 
 
@@ -172,7 +172,7 @@ def search(
         print_json([{**_summary(h.spec), "score": round(h.score, 3)} for h in hits])
         return
     rows = ([f"{h.score:.2f}", h.spec.qualified_name, h.spec.description[:80]] for h in hits)
-    console.print(table(f"Best matches for {query!r}", ["score", "name", "description"], rows))
+    print_table(table(f"Best matches for {query!r}", ["score", "name", "description"], rows))
 
 
 @app.command()
@@ -202,7 +202,7 @@ def check(
         [r.name, r.state, r.status or "", f"{r.latency_ms:.0f}" if r.latency_ms else "", r.detail]
         for r in results
     )
-    console.print(table("Endpoint health", ["name", "state", "status", "ms", "detail"], rows))
+    print_table(table("Endpoint health", ["name", "state", "status", "ms", "detail"], rows))
     counts: dict[str, int] = {}
     for r in results:
         counts[r.state] = counts.get(r.state, 0) + 1
