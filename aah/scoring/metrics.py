@@ -157,7 +157,12 @@ def load_outcomes(store: SessionStore, runs: Sequence[str] | None = None) -> lis
             for grade in read.grade_verdicts(runs)
             if not grade.grader_model.startswith(_HUMAN_GRADER_PREFIX)
         }
-    return [_outcome(session, verdicts.get(session.id)) for session in sessions]
+    # A handful of distinct settings over thousands of sessions: each is normalized once.
+    settings = {raw: canonical_setting(raw) for raw in {session.setting for session in sessions}}
+    return [
+        _outcome(session, settings[session.setting], verdicts.get(session.id))
+        for session in sessions
+    ]
 
 
 def _verdict(status: str, verdict: str | None) -> bool | None:
@@ -167,8 +172,7 @@ def _verdict(status: str, verdict: str | None) -> bool | None:
     return None if verdict is None else verdict == "pass"
 
 
-def _outcome(session: SessionSummary, verdict: str | None) -> TaskOutcome:
-    setting = canonical_setting(session.setting)
+def _outcome(session: SessionSummary, setting: str | None, verdict: str | None) -> TaskOutcome:
     info, tool = session.info_awareness, session.tool_awareness
     return TaskOutcome(
         session_id=session.id,
