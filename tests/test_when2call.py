@@ -328,8 +328,12 @@ def test_a_rerun_does_nothing_new(data_dir: Path, tmp_path: Path) -> None:
         assert len(store.list_sessions(run="w")) == 9
         assert all(len(store.grades(s.id)) == 1 for s in store.list_sessions(run="w"))
         assert label_run_with_rules(store, "w", tasks) == 0
-    with FakeLLMServer(SCRIPT) as llm, pytest.raises(AahError, match="turns|step_limit"):
-        run(tasks, db, llm, turns=2)
+    for change, problem in (
+        ({"turns": 2}, "made with turns=1, not 2"),
+        ({"awareness": True}, "made with awareness=False, not True"),
+    ):
+        with FakeLLMServer(SCRIPT) as llm, pytest.raises(AahError, match=problem):
+            run(tasks, db, llm, **change)
 
 
 def test_shards_merged_equal_an_unsharded_run(data_dir: Path, tmp_path: Path) -> None:

@@ -19,8 +19,10 @@ from aah.benchmark.batch import run_batch
 from aah.benchmark.runner import ProgressHook, RunOptions, RunSummary, run_manifest
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
 from aah.benchmark.when2call.tools import endpoint_spec
+from aah.errors import AahError
 from aah.llm import ModelConfig
 from aah.runtime import HumanChannel, Runtime, ScriptedHuman, SessionRequest
+from aah.store import SessionStore
 from aah.tools import EndpointSpec, ToolResult
 
 BENCHMARK = "when2call"
@@ -126,13 +128,40 @@ class When2CallRunner:
         *,
         data_sha256: str | None = None,
     ) -> RunSummary:
-        """Run every question the run has not finished; return what happened."""
+        """Run every question the run has not finished; return what happened.
+
+        Raises:
+            AahError: the run exists with another setup (a pinned field, or
+                another benchmark, awareness choice, turn count or tool result).
+        """
+        manifest = self.manifest(data_sha256)
+        _check_setup(db, self.options.run, manifest)
         return await run_batch(
             tasks,
             db=db,
             model=self.model,
             options=self.options,
-            manifest=self.manifest(data_sha256),
+            manifest=manifest,
             request_for=self.request_for,
             on_done=on_done,
         )
+
+
+# Besides the store's pinned fields, what makes a When2Call run another run.
+WHEN2CALL_PINNED = ("benchmark", "awareness", "turns", "tool_result")
+
+
+def _check_setup(db: Path, run: str, wanted: Mapping[str, Any]) -> None:
+    if not db.is_file():
+        return
+    with SessionStore(db) as store:
+        existing = store.get_run(run)
+    if existing is None:
+        return
+    for name in WHEN2CALL_PINNED:
+        ours, theirs = existing.manifest.get(name), wanted.get(name)
+        if ours != theirs:
+            raise AahError(
+                f"run {run!r} was made with {name}={ours!r}, not {theirs!r}: "
+                "use the same flags to resume it, or another --run name"
+            )
