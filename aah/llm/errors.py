@@ -9,7 +9,20 @@ server refuses ``n``) without reading message text.
 
 from __future__ import annotations
 
+import re
+
 from aah.errors import AahError
+
+# How servers say a request does not fit the model's context: OpenAI and vLLM
+# ("maximum context length is 8192 tokens", code context_length_exceeded),
+# llama.cpp ("exceeds the available context size"), llama-cpp-python
+# ("Requested tokens (N) exceed context window of M"), TGI and others
+# ("too many tokens", "prompt is too long").
+_CONTEXT_OVERFLOW = re.compile(
+    r"maximum context length|context[_ ]length[_ ]exceeded|context (?:size|window)"
+    r"|too many tokens|prompt is too long|input is too long",
+    re.IGNORECASE,
+)
 
 
 class ModelError(AahError):
@@ -57,6 +70,11 @@ class ModelStatusError(ModelError):
         self.status = status
         self.server_message = server_message
         self.param = param
+
+    @property
+    def context_overflow(self) -> bool:
+        """Whether the server refused the request for not fitting the model's context."""
+        return 400 <= self.status < 500 and bool(_CONTEXT_OVERFLOW.search(self.server_message))
 
 
 class ModelReplyError(ModelError):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -28,8 +29,10 @@ from aah.runtime.awareness import (
     describe_tools,
     reasoning_of,
 )
+from aah.runtime.budget import complete_within_context, cut_tool_result
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
+from aah.runtime.tool_mode import prompted_conversation
 from aah.tools import tool_prompt
 from aah.tools.builtin import ASK_HUMAN
 from aah.tools.calls import CheckResult, canonical_call
@@ -125,7 +128,14 @@ async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -
 async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     ctx = runtime.context
     started = time.perf_counter()
-    reply = await ctx.model.complete(state["messages"], ctx.tools.schemas)
+
+    async def complete(messages: Sequence[BaseMessage]) -> AIMessage:
+        if ctx.tool_mode == "prompt":
+            return await ctx.model.complete(prompted_conversation(messages, ctx.tools.prompt_text))
+        return await ctx.model.complete(messages, ctx.tools.schemas)
+
+    # Results compacted to fit the context replace theirs in the state (same ids).
+    reply, compacted = await complete_within_context(complete, state["messages"])
     reply = recover_text_tool_calls(reply, ctx.tools.offered)
     usage = reply.usage_metadata
     ctx.emit(
@@ -141,7 +151,7 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
             purpose="agent",
         )
     )
-    return {"messages": [reply], "steps": state.get("steps", 0) + 1}
+    return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
 
 
 def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
@@ -226,7 +236,8 @@ async def _run(
         )
     )
     status = "success" if result.ok else "error"
-    return ToolMessage(result.text, tool_call_id=call_id, name=name, status=status)
+    text = cut_tool_result(result.text, ctx.tool_result_tokens)
+    return ToolMessage(text, tool_call_id=call_id, name=name, status=status)
 
 
 async def _ask_human(state: AgentState) -> dict[str, Any]:

@@ -29,11 +29,13 @@ from aah.events import (
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.runtime.awareness import reasoning_of
+from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
+from aah.runtime.tool_mode import ToolMode
 from aah.store import SessionRecord, SessionStatus, SessionStore
 from aah.tools.http import Executor
 from aah.tools.spec import EndpointSpec
@@ -63,6 +65,8 @@ class SessionRequest:
     awareness: AwarenessMode = "both"
     step_limit: int = DEFAULT_STEP_LIMIT
     answer_calls_at_limit: bool = False
+    tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
+    tool_mode: ToolMode = "native"
     run: str | None = None
     task_id: str | None = None
     setting: str | None = None
@@ -151,6 +155,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         step_limit=request.step_limit,
         http_mode=runtime.http_mode,
         answer_calls_at_limit=request.answer_calls_at_limit,
+        tool_result_tokens=request.tool_result_tokens,
+        tool_mode=request.tool_mode,
     )
     try:
         return await _drive(ctx, record, request, runtime)

@@ -12,6 +12,8 @@ from langgraph.graph.message import add_messages
 
 from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
+from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
+from aah.runtime.tool_mode import ToolMode, tools_prompt
 from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
 from aah.tools.calls import CallChecker, arguments_models, ask_human_schema, openai_tool
 from aah.tools.http import Executor
@@ -55,6 +57,11 @@ class SessionTools:
         self.offered = offered
         self.models = arguments_models(offered)
 
+    @cached_property
+    def prompt_text(self) -> str:
+        """The tools described for the system prompt (``prompt`` tool mode)."""
+        return tools_prompt(self.schemas)
+
     def checker(self, seen: list[str]) -> CallChecker:
         """A checker for this session's calls, given the calls already made."""
         return CallChecker(self.offered, seen=seen, models=self.models)
@@ -79,6 +86,9 @@ class SessionContext:
     # person is asked) before ending: a benchmark that scores the calls of a
     # turn (When2Call) needs them recorded.
     answer_calls_at_limit: bool = False
+    # Each tool result reaches the model cut to about this many tokens.
+    tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
+    tool_mode: ToolMode = "native"
 
     @cached_property
     def tools(self) -> SessionTools:
