@@ -8,8 +8,6 @@ task twice (the store keeps one session per run and task).
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,17 +24,9 @@ from aah.errors import AahError
 from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
 from aah.runtime.awareness import SETTING_AWARENESS
-from aah.runtime.environment import open_runtime
-from aah.runtime.humans import HumanChannel, ScriptedHuman
-from aah.runtime.loop import fewer_gc_pauses, worker_threads
+from aah.runtime.humans import HumanChannel
 from aah.runtime.prompts import prompt_versions
-from aah.runtime.session import (
-    Runtime,
-    SessionOutcome,
-    SessionRequest,
-    record_failure,
-    run_session,
-)
+from aah.runtime.session import Runtime, SessionOutcome, SessionRequest
 from aah.store import pinned_difference
 from aah.tools.http import Executor, make_executor
 
@@ -108,7 +98,9 @@ def select_shard(tasks: Sequence[Task], shard: tuple[int, int] | None) -> list[T
     if shard is None:
         return list(tasks)
     index, count = shard
-    return [task for position, task in enumerate(tasks) if position % count == index - 1]
+    return [
+        task for position, task in enumerate(tasks) if position % count == index - 1
+    ]
 
 
 def run_manifest(
@@ -152,7 +144,9 @@ def check_manifest(existing: dict[str, Any], wanted: dict[str, Any], run: str) -
 
 def task_facts(task: Task, registry: Registry) -> TaskFacts:
     """What a batch human knows about a task: the original request and hidden facts."""
-    descriptions = [registry.get(name).description for name in task.unavailable if name in registry]
+    descriptions = [
+        registry.get(name).description for name in task.unavailable if name in registry
+    ]
     return TaskFacts(
         query=task.query,
         original_query=task.original_query,
@@ -213,50 +207,27 @@ class BatchRunner:
     async def run(
         self, tasks: Sequence[Task], db: Path, on_done: ProgressHook | None = None
     ) -> RunSummary:
-        """Run every task not finished yet; return what happened."""
-        options = self.options
-        summary = RunSummary(total=len(tasks))
-        started = time.perf_counter()
-        async with open_runtime(
+        """Run every task not finished yet; return what happened.
+
+        The loop is the one every benchmark shares (``aah.benchmark.batch``):
+        resume, concurrency, a timeout per task, failures recorded.
+        """
+        # Imported here: the shared loop builds on this module's types.
+        from aah.benchmark.batch import run_batch
+
+        settings = sorted({task.setting for task in tasks})
+        manifest = run_manifest(
+            self.options, self.model, self.registry.registry_hash, settings
+        )
+        return await run_batch(
+            tasks,
             db=db,
             model=self.model,
-            human=ScriptedHuman([]),
-            http_mode=options.http,
-            seed=options.seed,
-            # Checkpoint when a session pauses or ends: a batch has no live
-            # view, and a crash re-runs at most the steps since the pause.
-            durability="exit",
-        ) as runtime:
-            self._open_run(runtime, tasks)
-            done = {
-                s.task_id
-                for s in runtime.store.list_sessions(run=options.run)
-                if s.status in ("finished", "skipped")
-            }
-            summary.already_done = sum(task.id in done for task in tasks)
-            todo = [task for task in tasks if task.id not in done]
-            limit = asyncio.Semaphore(options.concurrency)
-
-            async def one(task: Task) -> None:
-                async with limit:
-                    outcome = await self._run_task(task, runtime)
-                _count(summary, outcome)
-                if on_done is not None:
-                    on_done(task.id, outcome)
-
-            async with worker_threads(options.concurrency):
-                with fewer_gc_pauses():
-                    await asyncio.gather(*(one(task) for task in todo))
-        summary.seconds = time.perf_counter() - started
-        return summary
-
-    def _open_run(self, runtime: Runtime, tasks: Sequence[Task]) -> None:
-        settings = sorted({task.setting for task in tasks})
-        wanted = run_manifest(self.options, self.model, self.registry.registry_hash, settings)
-        existing = runtime.store.get_run(self.options.run)
-        if existing is not None:
-            check_manifest(existing.manifest, wanted, self.options.run)
-        runtime.store.create_run(self.options.run, wanted)
+            options=self.options,
+            manifest=manifest,
+            request_for=self.request_for,
+            on_done=on_done,
+        )
 
     def request_for(self, task: Task, runtime: Runtime) -> SessionRequest:
         """The session request for one task, with its own human and tools."""
@@ -266,7 +237,9 @@ class BatchRunner:
         if self.options.unavailable == "broken" and unavailable:
             offered += [n for n in unavailable if n not in offered]
             plan = [f"{name}={self.options.broken_as}" for name in unavailable]
-            executor = make_executor("fault", fault_plan=plan, base_mode=self.options.http)
+            executor = make_executor(
+                "fault", fault_plan=plan, base_mode=self.options.http
+            )
         return SessionRequest(
             query=task.query,
             specs=[self.registry.get(name) for name in offered],
@@ -281,33 +254,3 @@ class BatchRunner:
             executor=executor,
             retry_errors=True,
         )
-
-    async def _run_task(self, task: Task, runtime: Runtime) -> SessionOutcome:
-        request = self.request_for(task, runtime)
-        try:
-            return await asyncio.wait_for(run_session(request, runtime), self.options.task_timeout)
-        except TimeoutError:
-            message = f"task timed out after {self.options.task_timeout:.0f} s"
-            return await _record_failure(runtime, request, message)
-        except Exception as exc:  # one task's failure must not end the run
-            return await _record_failure(runtime, request, f"{type(exc).__name__}: {exc}")
-        finally:
-            if request.executor is not None:
-                request.executor.close()
-
-
-async def _record_failure(
-    runtime: Runtime, request: SessionRequest, message: str
-) -> SessionOutcome:
-    return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
-
-
-def _count(summary: RunSummary, outcome: SessionOutcome) -> None:
-    if outcome.status == "finished":
-        summary.finished += 1
-    elif outcome.status == "skipped":
-        summary.skipped += 1
-    else:
-        summary.errors += 1
-        if outcome.error and len(summary.error_messages) < 20:
-            summary.error_messages.append(outcome.error)
