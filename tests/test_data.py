@@ -151,6 +151,27 @@ def test_when2call_comes_from_the_published_file_without_its_answers() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("folder", "derive"), [("when2call", "drop-fields:answers"), ("other", None)]
+)
+def test_a_prose_source_note_names_the_one_published_file(
+    tmp_path: Path, folder: str, derive: str | None
+) -> None:
+    data = tmp_path / folder
+    data.mkdir()
+    (data / "q.jsonl").write_text('{"question": "a"}\n')
+    (data / SOURCE_NOTE).write_text(
+        "# Questions (derived)\n\nOrigin: NVIDIA/When2Call on GitHub, commit "
+        + "a" * 40
+        + ",\nfile `data/test/q.jsonl` (Apache License 2.0).\n"
+    )
+    [entry] = build_manifest(tmp_path).files
+    assert entry.path == f"{folder}/q.jsonl"
+    assert entry.origin == Origin(
+        repo="NVIDIA/When2Call", commit="a" * 40, path="data/test/q.jsonl", derive=derive
+    )
+
+
 def test_manifest_needs_an_origin_for_every_file(tmp_path: Path) -> None:
     folder = tmp_path / "specs"
     folder.mkdir()

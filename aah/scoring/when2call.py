@@ -315,7 +315,15 @@ def _scores(
 
 
 def scores_to_json(scores: When2CallScores) -> dict[str, Any]:
-    """One run's When2Call figures as plain JSON values (proportions as k/n/value/low/high)."""
+    """One run's When2Call figures as plain JSON values.
+
+    Shape: ``{"run": str, "labeller": "rules" | "judge <model>", "aah": bool | null,
+    "labelled": int, "unlabelled": int, "accuracy": P, "macro_f1": float | null,
+    "scores": {<class>: {"precision", "recall", "f1": float | null, "support": int}},
+    "confusion": {"labels": [<class>, ...], "counts": [[int, ...], ...]},  # rows gold
+    "tool_hallucination": P, "answer_hallucination": P, "target_tool": P}``, where
+    ``P`` is ``{"k", "n", "value", "low", "high"}`` (a Wilson proportion).
+    """
     matrix = scores.matrix
     return {
         "run": scores.run,
