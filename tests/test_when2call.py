@@ -466,3 +466,20 @@ def test_bench_run_then_report_through_the_cli(data_dir: Path, tmp_path: Path) -
     assert bad.stderr.strip().splitlines() == [
         "error: unknown --benchmark 'bfcl': use fail-talms or when2call"
     ]
+
+
+def test_a_question_the_awareness_gate_skips_counts_as_cannot_answer(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    tasks = load_when2call(data_dir)[:3]
+    declines = {"when": {"last_message_contains": "Before anything is done"}, "reply": "No: none."}
+    with FakeLLMServer({"rules": [declines, *SCRIPT["rules"]]}) as llm:
+        summary = run(tasks, tmp_path / "s.db", llm, awareness=True)
+    assert summary.skipped == 3
+    with SessionStore(tmp_path / "s.db") as store:
+        [scores] = run_scores(store, "w")
+        rules = {
+            g.votes[0]["rule"] for s in store.list_sessions(run="w") for g in store.grades(s.id)
+        }
+    assert [list(row) for row in scores.matrix.counts][0] == [0, 0, 3, 0]
+    assert rules == {"awareness_no"}

@@ -61,7 +61,8 @@ def _score_table(runs: list[When2CallScores]) -> ReportTable:
         f"{RATE_NOTE}; macro F1 in percent over the classes present as gold or predicted; "
         "tool hallucination: a tool call on a question offering no tools (17 in the full "
         "split); answer hallucination: a direct answer (never right here); target tool: "
-        f"tool calls on tool_call questions that called the target tool. {ASK_HUMAN_NOTE}"
+        f"tool calls on tool_call questions that called the target tool. {ASK_HUMAN_NOTE} "
+        "A question the awareness gate skipped (only with --awareness) counts as cannot answer."
     )
     unlabelled = sum(s.unlabelled for s in runs)
     if unlabelled:
