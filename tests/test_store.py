@@ -173,6 +173,24 @@ def test_appending_events_keeps_session_counters(store: SessionStore) -> None:
     assert (done.n_human_questions, done.prompt_tokens, done.completion_tokens) == (1, 10, 5)
 
 
+def test_a_question_and_its_answer_are_logged_once_per_request(store: SessionStore) -> None:
+    session = store.open_session("q")
+    asked = HumanQuestionEvent(session_id=session.id, request_id="r1", question="Which?")
+    answered = HumanAnswerEvent(
+        session_id=session.id, request_id="r1", answer="Oslo", answered_by="oracle"
+    )
+    other = HumanAnswerEvent(
+        session_id=session.id, request_id="r2", answer="Bergen", answered_by="oracle"
+    )
+    assert [e.seq for e in store.append_events([asked, answered])] == [1, 2]
+    # A replay after a crash logs the same question and answer again.
+    assert store.append_events([asked, answered, other]) == [other.model_copy(update={"seq": 3})]
+    assert store.append_event(answered).seq == 0
+    kinds = [(e.kind, getattr(e, "request_id", None)) for e in store.events(session.id)]
+    assert kinds == [("human_question", "r1"), ("human_answer", "r1"), ("human_answer", "r2")]
+    assert store.get_session(session.id).n_human_questions == 1  # type: ignore[union-attr]
+
+
 def test_event_for_unknown_session_is_refused(store: SessionStore) -> None:
     with pytest.raises(KeyError):
         store.append_event(ErrorEvent(session_id="nope", message="x"))

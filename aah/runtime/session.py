@@ -32,7 +32,7 @@ from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
-from aah.runtime.humans import HumanChannel, HumanRequest, SkipTask
+from aah.runtime.humans import HumanChannel, HumanReply, HumanRequest, SkipTask
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
 from aah.runtime.tool_mode import ToolMode
@@ -259,6 +259,14 @@ async def _ask(
         "run": record.run,
         "conversation": conversation_so_far(known),
     }
+    logged = next(
+        (e for e in known if isinstance(e, HumanAnswerEvent) and e.request_id == request_id), None
+    )
+    if logged is not None:
+        # Answered before a crash that came ahead of the next checkpoint: the
+        # agent resumes with that answer; the person is not asked again.
+        runtime.record(record, [], "running")
+        return _reply_of(logged).model_dump()
     human = request.human or runtime.human
     reply = await human.ask(
         HumanRequest(
@@ -279,6 +287,16 @@ async def _ask(
     )
     runtime.record(record, [answer], "running")
     return reply.model_dump()
+
+
+def _reply_of(answer: HumanAnswerEvent) -> HumanReply:
+    return HumanReply(
+        text=answer.answer,
+        answered_by=answer.answered_by,
+        seconds=answer.seconds,
+        declined=answer.declined,
+        flags=list(answer.flags),
+    )
 
 
 def conversation_so_far(events: Sequence[Event]) -> list[dict[str, str | int]]:

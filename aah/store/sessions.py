@@ -275,13 +275,17 @@ class SessionStore:
     def append_event(self, event: Event) -> Event:
         """Log ``event`` as its session's next step; return it with its ``seq``.
 
+        A question or answer whose human request already has one logged is
+        not logged again; it comes back as given (``seq`` 0).
+
         Raises:
             KeyError: The event's session does not exist.
         """
-        return self.append_events([event])[0]
+        stored = self.append_events([event])
+        return stored[0] if stored else event
 
     def append_events(self, events: Sequence[Event]) -> list[Event]:
-        """Log ``events`` in order, in one transaction; return them with their seqs.
+        """Log ``events`` in order, in one transaction; return those logged, with their seqs.
 
         Raises:
             KeyError: A session does not exist.

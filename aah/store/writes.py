@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
 
-from aah.events import Event
+from aah.events import Event, HumanAnswerEvent, HumanQuestionEvent
 from aah.store import schema as schema
 from aah.store.sqlite_db import Database
 
@@ -79,12 +79,19 @@ def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
 
     Each event takes its session's next seq from the session row it bumps,
     so events from many threads or processes never share or skip a number.
+    A question or an answer is logged once per human request: one whose
+    request already has its question (or answer) in the log is left out and
+    not returned. A process killed after logging an answer and before the
+    next checkpoint replays that step on restart, and the replay must not
+    log the answer twice.
 
     Raises:
         KeyError: An event's session does not exist.
     """
     stored: list[Event] = []
     for event in events:
+        if _already_logged(db, event):
+            continue
         row = db.execute(schema.BUMP_SESSION_SQL, schema.session_bump(event)).fetchone()
         if row is None:
             raise KeyError(f"no session {event.session_id!r}")
@@ -100,3 +107,15 @@ def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
         )
         stored.append(event.model_copy(update={"seq": row[0]}))
     return stored
+
+
+def _already_logged(db: Database, event: Event) -> bool:
+    """Whether ``event`` is a question or answer its human request already has logged."""
+    if not isinstance(event, HumanQuestionEvent | HumanAnswerEvent):
+        return False
+    found = db.execute(
+        "SELECT 1 FROM events WHERE session_id = ? AND kind = ?"
+        " AND json_extract(payload, '$.request_id') = ? LIMIT 1",
+        [event.session_id, event.kind, event.request_id],
+    ).fetchone()
+    return found is not None
