@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group
+from rich.table import Table
 
-from aah.cli.output import console, err_console
+from aah.cli.output import console, err_console, print_table
 from aah.cli.sessions import open_store
 from aah.errors import AahError
 from aah.secrets import scrub_text
@@ -53,7 +54,7 @@ def report(
         text = "" if to_terminal else _render(built, format)
     if to_terminal:
         for item in _terminal_tables(built):
-            console.print(item)
+            _print_whole(item, console)
     elif out is not None or format == "html":
         _write(text, out or DEFAULT_HTML)
     else:
@@ -77,8 +78,19 @@ def _render(built: Report, format: str) -> str:
     sink = io.StringIO()
     printer = Console(file=sink, width=FILE_WIDTH, color_system=None)
     for item in _terminal_tables(built):
-        printer.print(item)
+        _print_whole(item, printer)
     return sink.getvalue()
+
+
+def _print_whole(item: RenderableType, to: Console) -> None:
+    # A table narrower than its words would lose figures to "…" (see print_table).
+    if isinstance(item, Group):
+        for part in item.renderables:
+            _print_whole(part, to)
+    elif isinstance(item, Table):
+        print_table(item, to=to)
+    else:
+        to.print(item)
 
 
 def _terminal_tables(built: Report) -> list[RenderableType]:
