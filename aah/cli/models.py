@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
-from aah.cli.output import console, print_json, print_line, print_warning, table
+from aah.cli.output import print_json, print_line, print_table, print_warning, table
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def check(
     else:
         print_line(f"{role} model {report.model} at {report.base_url}")
         rows = [(line.check, line.result, line.action) for line in report.lines()]
-        console.print(table(None, ("check", "result", "what aah does"), rows))
+        print_table(table(None, ("check", "result", "what aah does"), rows))
         for line in report.lines():
             if line.warning:
                 print_warning(f"{line.check}: {line.result}; {line.action}")
