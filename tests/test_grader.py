@@ -264,8 +264,11 @@ async def test_bad_settings_and_unknown_runs_are_one_line_errors(store: SessionS
         await grade_run(store, "nope", config, progress=False)
 
 
-async def test_an_unreachable_grader_is_a_one_line_error(store: SessionStore) -> None:
+async def test_an_unreachable_grader_is_a_one_line_failure_per_session(
+    store: SessionStore,
+) -> None:
     add_session(store, "Weather in Oslo?")
+    add_session(store, "Weather in Bergen?")
     config = ModelConfig(
         base_url=f"http://127.0.0.1:{closed_port()}/v1",
         model="fake-model",
@@ -273,8 +276,10 @@ async def test_an_unreachable_grader_is_a_one_line_error(store: SessionStore) ->
         timeout=5,
         retries=0,
     )
-    with pytest.raises(AahError, match="cannot reach"):
-        await grade_run(store, RUN, config, progress=False)
+    summary = await grade_run(store, RUN, config, progress=False)
+    assert summary.failed == 2 and summary.graded == 0
+    ((message, count),) = summary.failures.items()
+    assert count == 2 and message.startswith("cannot reach") and "\n" not in message
 
 
 def test_the_grade_command_prints_a_summary(

@@ -129,6 +129,7 @@ def count_outcome(summary: RunSummary, outcome: SessionOutcome) -> None:
         summary.skipped += 1
     else:
         summary.errors += 1
+        summary.error_counts[outcome.error or "no error message"] += 1
         if outcome.error and len(summary.error_messages) < 20:
             summary.error_messages.append(outcome.error)
 

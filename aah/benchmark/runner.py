@@ -8,6 +8,7 @@ task twice (the store keeps one session per run and task).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +25,11 @@ from aah.errors import AahError
 from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
 from aah.runtime.awareness import SETTING_AWARENESS
+from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.humans import HumanChannel
 from aah.runtime.prompts import prompt_versions
 from aah.runtime.session import Runtime, SessionOutcome, SessionRequest
+from aah.runtime.tool_mode import ToolMode
 from aah.store import pinned_difference
 from aah.tools.http import Executor, make_executor
 
@@ -52,6 +55,8 @@ class RunOptions:
     task_timeout: float = 600.0
     seed: int | None = None
     human_deadline: float | None = None
+    tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
+    tool_mode: ToolMode = "native"
 
 
 @dataclass
@@ -65,12 +70,24 @@ class RunSummary:
     already_done: int = 0
     seconds: float = 0.0
     error_messages: list[str] = field(default_factory=list)
+    # Every failed task's error, counted by message.
+    error_counts: Counter[str] = field(default_factory=Counter)
 
     @property
     def tasks_per_second(self) -> float:
         """Tasks completed per wall-clock second."""
         done = self.finished + self.skipped + self.errors
         return done / self.seconds if self.seconds > 0 else 0.0
+
+    def failures(self, kinds: int = 3) -> str:
+        """The failed tasks in one line, grouped by error, the ``kinds`` most frequent."""
+        common = self.error_counts.most_common()
+        groups = [f"{n} × {error.rstrip('.')}" for error, n in common[:kinds]]
+        if len(common) > kinds:
+            groups.append(
+                f"{sum(n for _, n in common[kinds:])} × {len(common) - kinds} other errors"
+            )
+        return f"{self.errors} of {self.total} task(s) failed ({'; '.join(groups)})"
 
 
 ProgressHook = Callable[[str, SessionOutcome], None]
@@ -119,6 +136,9 @@ def run_manifest(
         "step_limit": options.step_limit,
         "seed": options.seed,
         "settings": list(settings),
+        # How much of each tool result the model reads, and how it is told of tools.
+        "tool_result_tokens": options.tool_result_tokens,
+        "tool_mode": options.tool_mode,
         "prompt_versions": {
             **prompt_versions(),
             "simulated_human": simulated_human_prompt_version(),
@@ -246,6 +266,8 @@ class BatchRunner:
             aah=self.options.aah,
             awareness=SETTING_AWARENESS[task.setting],
             step_limit=self.options.step_limit,
+            tool_result_tokens=self.options.tool_result_tokens,
+            tool_mode=self.options.tool_mode,
             run=self.options.run,
             task_id=task.id,
             setting=task.setting,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from aah.benchmark.settings import SETTINGS
-from aah.cli.output import console, print_error, print_line, print_table, table
+from aah.cli.output import console, print_table, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
@@ -94,6 +94,15 @@ def bench_run(
     judge_model: str | None = typer.Option(
         None, "--judge-model", help="When2Call judge model (default AAH_JUDGE_MODEL)."
     ),
+    tool_result_tokens: int | None = typer.Option(
+        None,
+        "--tool-result-tokens",
+        min=1,
+        help="Tokens of each tool result the model reads (default AAH_TOOL_RESULT_TOKENS, 2000).",
+    ),
+    tool_mode: str = typer.Option(
+        "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
+    ),
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
     if benchmark not in BENCHMARKS:
@@ -112,8 +121,10 @@ def bench_run(
     from aah.config import get_settings
     from aah.data.locate import find_data_dir
     from aah.llm import model_config
+    from aah.runtime.tool_mode import resolve_tool_mode, tool_mode_choice
 
     human_name = known_name(BATCH_HUMAN_NAMES, human, "--human")
+    mode = resolve_tool_mode(tool_mode_choice(tool_mode))
     http_mode = known_name(BASE_HTTP_MODE_NAMES, http, "--http")
     if unavailable not in ("hidden", "broken"):
         raise AahError(f"unknown --unavailable {unavailable!r}: use hidden or broken")
@@ -133,12 +144,15 @@ def bench_run(
         task_timeout=task_timeout,
         seed=seed,
         human_deadline=human_deadline,
+        tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
+        tool_mode=mode,
     )
     runner = BatchRunner(options, registry, config)
     db_path = db or get_settings().db
     console.print(
         f"run [bold]{run}[/]: {len(tasks)} tasks, model {config.model}, "
-        f"aah {'on' if aah else 'off'}, human {human}, http {http}",
+        f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode}"
+        + (" (auto: native until the server probe is consulted)" if tool_mode == "auto" else ""),
         highlight=False,
     )
     summary = run_with_progress(
@@ -209,16 +223,14 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
         ["tasks/s", f"{summary.tasks_per_second:.2f}"],
     ]
     print_table(table(f"Run {run}", ["", "count"], rows))
-    for message in summary.error_messages[:5]:
-        print_error(message, to=console)
     console.print(
         f"[dim]stored in {db}; next: "
         f"`{next_step or f'aah grade --run {run}` then `aah report --run {run}'}`[/]",
         highlight=False,
     )
     if summary.errors:
-        print_line(
-            f"{summary.errors} task(s) failed; run the same command again to "
-            "retry them (finished tasks are kept).",
-            style="yellow",
+        # A run with failed tasks is not a clean run: the exit status says so.
+        raise AahError(
+            f"{summary.failures()}: run the same command again to retry them "
+            "(finished tasks are kept)"
         )

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import print_table, table
+from aah.cli.output import print_error, print_table, table
 from aah.cli.sessions import open_store
+from aah.errors import AahError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -46,6 +47,15 @@ def grade(
             )
         )
     print_table(summary_table(run, config.model, votes, summary))
+    if summary.failed:
+        # One line per kind of failure, then the exit status says the run is incomplete.
+        for message, count in summary.failures.most_common():
+            print_error(f"{count} session(s): {message}")
+        flagged = f"; {summary.flagged} verdict(s) flagged" if summary.flagged else ""
+        raise AahError(
+            f"{summary.failed} of {summary.sessions} session(s) could not be graded{flagged}: "
+            f"run `aah grade --run {run}` again to grade them (verdicts made are kept)"
+        )
 
 
 def summary_table(run: str, model: str, votes: int, summary: GradeSummary) -> Table:
@@ -59,6 +69,7 @@ def summary_table(run: str, model: str, votes: int, summary: GradeSummary) -> Ta
         ("error or unfinished (not sent, fail)", summary.unfinished),
         ("pass", f"{summary.passed} of {judged} graded"),
         ("flagged (tie or no valid vote)", summary.flagged),
+        ("could not be graded (grader failed)", summary.failed),
         ("grader requests sent", summary.requests),
     ]
     return table(f"grades of {run}: {model}, {votes} votes", ["", "count"], rows)

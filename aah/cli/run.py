@@ -52,6 +52,15 @@ def run(
     step_limit: int = typer.Option(10, "--step-limit", min=1, help="Most model steps."),
     deadline: float | None = typer.Option(None, "--deadline", help="Queue: seconds to wait."),
     data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+    tool_result_tokens: int | None = typer.Option(
+        None,
+        "--tool-result-tokens",
+        min=1,
+        help="Tokens of each tool result the model reads (default AAH_TOOL_RESULT_TOKENS, 2000).",
+    ),
+    tool_mode: str = typer.Option(
+        "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
+    ),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
@@ -59,7 +68,9 @@ def run(
     from aah.runtime.humans import ChannelOptions, make_human_channel
     from aah.runtime.loop import run_async
     from aah.runtime.session import SessionRequest
+    from aah.runtime.tool_mode import resolve_tool_mode, tool_mode_choice
 
+    mode = resolve_tool_mode(tool_mode_choice(tool_mode))
     db_path = db or get_settings().db
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
@@ -71,10 +82,12 @@ def run(
         aah=aah,
         awareness=awareness_mode(awareness),
         step_limit=step_limit,
+        tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
+        tool_mode=mode,
     )
     offered = ", ".join(s.qualified_name for s in specs) or "none"
     console.print(
-        f"[bold]query:[/] {query}\n[dim]tools: {offered}; model: {config.model}[/]",
+        f"[bold]query:[/] {query}\n[dim]tools: {offered} ({mode}); model: {config.model}[/]",
         markup=True,
         highlight=False,
     )

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, NamedTuple
 
@@ -307,6 +308,8 @@ class GradeSummary:
     ``graded`` were sent now, ``cached`` had a grade with the same key;
     ``skipped`` (awareness no) and ``unfinished`` (error, still running) were
     not sent and count as fails. ``passed`` and ``flagged`` count verdicts.
+    ``failed`` sessions got no verdict (the grader model failed for them):
+    ``failures`` counts their errors by message; a rerun grades them.
     """
 
     sessions: int = 0
@@ -317,6 +320,13 @@ class GradeSummary:
     passed: int = 0
     flagged: int = 0
     requests: int = 0
+    failed: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+
+    def fail(self, message: str) -> None:
+        """Count one session that got no verdict, and why."""
+        self.failed += 1
+        self.failures[message] += 1
 
     def add(self, result: SessionGrade) -> None:
         """Count one session's outcome."""
@@ -340,10 +350,11 @@ async def grade_run(
     """Grade every finished session of ``run``, ``concurrency`` at a time.
 
     Sessions already graded with the same key are not sent again, so an
-    interrupted run resumes where it stopped.
+    interrupted run resumes where it stopped. A session the grader model fails
+    on is counted in ``failed`` and the others go on.
 
     Raises:
-        AahError: Unknown run, bad vote settings, or the grader model failed.
+        AahError: Unknown run, or bad vote settings.
     """
     check_vote_settings(votes, temperature)
     await asyncio.to_thread(_require_run, store, run)
@@ -357,17 +368,16 @@ async def grade_run(
             bar_task = bar.add_task(f"grading {run}", total=len(sessions))
 
             async def grade_one(session: SessionRecord) -> None:
+                # One session's failure never cancels the others: each verdict
+                # is stored as it is made, and a rerun grades the failed ones.
                 async with limit:
-                    summary.add(await grader.grade(store, session))
+                    try:
+                        summary.add(await grader.grade(store, session))
+                    except AahError as exc:
+                        summary.fail(str(exc))
                 bar.advance(bar_task)
 
-            # A failure cancels the other sessions; it is raised alone, as one line.
-            try:
-                async with asyncio.TaskGroup() as group:
-                    for session in sessions:
-                        group.create_task(grade_one(session))
-            except ExceptionGroup as failures:
-                raise failures.exceptions[0] from None
+            await asyncio.gather(*(grade_one(session) for session in sessions))
         summary.requests = grader.requests_sent
     return summary
 

@@ -14,7 +14,7 @@ from html import escape
 
 from aah.scoring.report.build import Report
 from aah.scoring.report.charts import png_data_uri, report_charts
-from aah.scoring.report.tables import ReportTable, report_tables
+from aah.scoring.report.tables import ReportTable, report_tables, run_label
 
 # No script, no remote fetch: only inline style and data: images.
 CONTENT_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -56,7 +56,7 @@ def html_chart(title: str, png: bytes) -> str:
 
 def render_html(report: Report) -> str:
     """The whole report as one HTML document (UTF-8 text)."""
-    runs = ", ".join(run.name for run in report.runs)
+    runs = ", ".join(run_label(run) for run in report.runs)
     charts = "\n".join(html_chart(title, png) for title, png in report_charts(report))
     tables = "\n".join(html_table(item) for item in report_tables(report))
     notes = "".join(f"<li>{escape(note)}</li>" for note in report.notes)

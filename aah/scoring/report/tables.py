@@ -88,6 +88,16 @@ def format_number(value: float | None, digits: int = 1) -> str:
     return NO_DATA if value is None else f"{value:.{digits}f}"
 
 
+def run_label(run: RunRecord) -> str:
+    """A run's name, with how its model was told of the tools when not natively.
+
+    A run in ``prompt`` tool mode measured a model that read its tools in the
+    system prompt: the report says so wherever it names the run.
+    """
+    mode = run.manifest.get("tool_mode")
+    return f"{run.name} (tools in the prompt)" if mode == "prompt" else run.name
+
+
 def pair_runs(runs: Sequence[RunRecord], cells: Sequence[CellMetrics]) -> list[RunPair]:
     """Pair runs of one model and setup that differ in Aah; others stand alone."""
     groups: dict[tuple[Any, ...], tuple[list[str], list[str]]] = {}

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from aah.scoring.report.build import Report
-from aah.scoring.report.tables import ReportTable, report_tables
+from aah.scoring.report.tables import ReportTable, report_tables, run_label
 
 
 def rich_tables(report: Report) -> list[RenderableType]:
@@ -68,7 +68,7 @@ def markdown_table(item: ReportTable) -> str:
 
 def render_markdown(report: Report) -> str:
     """The whole report as one Markdown document."""
-    runs = ", ".join(run.name for run in report.runs)
+    runs = ", ".join(run_label(run) for run in report.runs)
     parts = [f"# aah report\n\nRuns: {escape_markdown(runs)}\n"]
     parts += [markdown_table(item) for item in report_tables(report)]
     if report.notes:
