@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 
+import gradio as gr  # noqa: E402
 import typer  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
@@ -21,7 +22,7 @@ from web_support import ORIGINAL_QUERY, seed_request, serve_app  # noqa: E402
 from aah.errors import AahError  # noqa: E402
 from aah.events import FinalAnswerEvent, ToolCallEvent  # noqa: E402
 from aah.store.sessions import SessionStore  # noqa: E402
-from aah.ui.web.auth import WebAuth  # noqa: E402
+from aah.ui.web.auth import SignInLimiter, WebAuth  # noqa: E402
 from aah.ui.web.format import plain  # noqa: E402
 
 HOSTILE = "<img src=x onerror=alert(1)> [click](http://example.org) ![i](http://example.org/i.png)"
@@ -126,6 +127,52 @@ def test_token_rules() -> None:
     assert not WebAuth(admin_token="x").sign_in("a", "").admin
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_wrong_tokens_are_limited_per_client() -> None:
+    clock = _Clock()
+    auth = WebAuth(token="team-token", limiter=SignInLimiter(clock=clock))
+    for _ in range(5):
+        with pytest.raises(gr.Error, match="wrong access token"):
+            auth.sign_in("alice", "guess", "10.0.0.1")
+    # The right token too must wait: the limit is on attempts, not on luck.
+    with pytest.raises(gr.Error, match=r"try again in 60 s'?$"):
+        auth.sign_in("alice", "team-token", "10.0.0.1")
+    assert auth.sign_in("bob", "team-token", "10.0.0.2").name == "bob"  # another client
+    clock.now += 30
+    with pytest.raises(gr.Error, match=r"try again in 30 s'?$"):
+        auth.sign_in("alice", "guess", "10.0.0.1")
+    clock.now += 30
+    assert auth.sign_in("alice", "team-token", "10.0.0.1").name == "alice"
+    # A bad name is not a guess at the token and never counts.
+    for _ in range(10):
+        with pytest.raises(gr.Error, match="reserved"):
+            auth.sign_in("oracle", "team-token", "10.0.0.3")
+    assert auth.sign_in("carol", "team-token", "10.0.0.3").name == "carol"
+
+
+def test_a_burst_of_wrong_tokens_over_the_api_is_throttled(db: Path) -> None:
+    with serve_app(db, WebAuth(token="team-token")) as url:
+        api = client(url)
+        messages = []
+        started = time.monotonic()
+        for attempt in range(20):
+            with pytest.raises(AppError) as raised:
+                api.predict("alice", f"guess-{attempt}", api_name="/sign_in")
+            messages.append(str(raised.value))
+        assert time.monotonic() - started < 30
+        assert all("wrong access token" in m for m in messages[:5])
+        assert all("too many failed sign-ins" in m for m in messages[5:]), messages
+        with pytest.raises(AppError, match="try again in"):
+            api.predict("alice", "team-token", api_name="/sign_in")
+
+
 def test_overlap_keeps_later_answers_for_agreement(db: Path, served: str) -> None:
     request = seed_request(db, k=2)
     alice, _ = signed_in(served, "alice")
@@ -159,6 +206,36 @@ def test_plain_makes_markdown_inert() -> None:
     assert plain("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
     assert plain("[a](http://e.org)") == "\\[a\\]\\(http\\://e\\.org\\)"
     assert plain("line\n# heading") == "line \\# heading"
+
+
+# Status lines go through plain() into gr.Markdown: each must read as written.
+STATUS_TEXTS = [
+    "it's Bob's run",
+    'say "hi"',
+    "a < b > c & d",
+    "<img src=x onerror=alert(1)>",
+    "[click](http://example.org)",
+    "![i](http://example.org/i.png)",
+    "# heading",
+    "> quoted",
+    "**bold** _it_ `code`",
+    "&#x27; and &amp; as typed",
+    "back\\slash \\' mixed",
+    "1. list",
+    "- item",
+    "table | cell",
+]
+
+
+@pytest.mark.parametrize("text", STATUS_TEXTS)
+def test_status_lines_show_text_as_written(text: str) -> None:
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(plain(text))
+    assert rendered.startswith("<p>") and rendered.endswith("</p>\n")
+    inner = rendered[3:-5]
+    assert "<" not in inner  # no element of its own
+    assert html.unescape(inner) == text
 
 
 def _finished_session(db: Path) -> str:

@@ -115,8 +115,11 @@ def _wire_sign_in(
     signed_outputs = [user, sign_in.signed_in, sign_in.row, sign_in.sign_out, main, launch_tab]
     signed_outputs += [timer, *queue.refresh_outputs()]
 
-    def on_sign_in(name: str, token: str, ids: list[str]) -> tuple[Any, ...]:
-        who = checks.sign_in(name, token)
+    def on_sign_in(
+        name: str, token: str, ids: list[str], request: gr.Request | None = None
+    ) -> tuple[Any, ...]:
+        client = request.client.host if request is not None and request.client else ""
+        who = checks.sign_in(name, token, client)
         role = " (admin: you may launch runs)" if who.admin else ""
         return (
             who,

@@ -12,14 +12,24 @@ The rules, kept simple on purpose:
 
 Only admins may launch batch runs. Every page action checks the signed-in
 user held in the page's server-side state; nothing is done anonymously.
+
+Sign-in attempts are limited per client address: after
+``MAX_FAILED_SIGN_INS`` failures within ``SIGN_IN_WINDOW_S`` seconds, the
+address may not try again until the oldest of them is that old, so guessing
+a token runs at a few tries a minute.
 """
 
 from __future__ import annotations
 
 import hmac
+import math
 import os
+import threading
+import time
 import unicodedata
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import gradio as gr
 
@@ -32,6 +42,53 @@ RESERVED_NAMES = frozenset(
     {"oracle", "simulated", "scripted", "console", "unknown", "deadline-fallback"}
 )
 _NAME_PUNCTUATION = frozenset(" ._-@")
+MAX_FAILED_SIGN_INS = 5
+SIGN_IN_WINDOW_S = 60.0
+
+
+class SignInLimiter:
+    """Failed sign-ins per client address, and whether that address may try again.
+
+    Args:
+        limit: Failures allowed within ``window`` seconds.
+        window: The sliding window, in seconds.
+        clock: Monotonic seconds (a test can move time).
+    """
+
+    def __init__(
+        self,
+        limit: int = MAX_FAILED_SIGN_INS,
+        window: float = SIGN_IN_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = limit
+        self.window = window
+        self._clock = clock
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def wait_seconds(self, client: str) -> float:
+        """How long ``client`` must wait before its next attempt (0: it may try now)."""
+        with self._lock:
+            recent = self._recent(client)
+            if len(recent) < self.limit:
+                return 0.0
+            return max(0.0, recent[0] + self.window - self._clock())
+
+    def failed(self, client: str) -> None:
+        """Count one failed attempt by ``client``."""
+        with self._lock:
+            self._recent(client).append(self._clock())
+
+    def _recent(self, client: str) -> deque[float]:
+        now = self._clock()
+        recent = self._failures.setdefault(client, deque())
+        while recent and recent[0] <= now - self.window:
+            recent.popleft()
+        # Forget idle clients, so a scan of many addresses does not grow the map for good.
+        for other in [c for c, times in self._failures.items() if not times and c != client]:
+            del self._failures[other]
+        return recent
 
 
 @dataclass(frozen=True)
@@ -48,6 +105,7 @@ class WebAuth:
 
     token: str | None = None
     admin_token: str | None = None
+    limiter: SignInLimiter = field(default_factory=SignInLimiter, compare=False, repr=False)
 
     @classmethod
     def from_env(cls) -> WebAuth:
@@ -59,15 +117,22 @@ class WebAuth:
         """Whether signing in asks for a token."""
         return self.token is not None
 
-    def sign_in(self, name: str, token: str) -> Annotator:
-        """The annotator ``name`` signs in as with ``token``.
+    def sign_in(self, name: str, token: str, client: str = "") -> Annotator:
+        """The annotator ``name`` signs in as with ``token``, from address ``client``.
 
         Raises:
-            gr.Error: The name is not usable or the token is wrong.
+            gr.Error: The client gave a wrong token too often lately, the
+                name is not usable, or the token is wrong.
         """
+        wait = self.limiter.wait_seconds(client)
+        if wait > 0:
+            raise gr.Error(
+                f"too many failed sign-ins from this address: try again in {math.ceil(wait)} s"
+            )
         clean = check_name(name)
         is_admin_token = _same(token, self.admin_token)
         if self.token is not None and not (_same(token, self.token) or is_admin_token):
+            self.limiter.failed(client)
             raise gr.Error("wrong access token: ask the admin for the current AAH_WEB_TOKEN")
         admin = is_admin_token if self.admin_token is not None else self.token is None
         return Annotator(name=clean, admin=admin)

@@ -14,14 +14,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 # Every character Markdown gives a meaning to, so that a name or a question
-# shown in a status line can neither format nor link nor load an image.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>:])")
+# shown in a status line can neither format nor link nor load an image. "<",
+# ">", "&" and quotes are left to HTML escaping, whose entities a backslash
+# would break.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:])")
 
 
 def plain(text: str) -> str:
     """``text`` made inert for ``gr.Markdown``: no HTML, no Markdown, one line."""
     one_line = " ".join(text.split())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(one_line, quote=True))
+    # Markdown first: escaping after HTML would put a backslash inside the
+    # entities ("&\\#x27;"), which then show literally.
+    return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", one_line), quote=True)
 
 
 def clip(text: str, limit: int) -> str:
