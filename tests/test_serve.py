@@ -173,6 +173,15 @@ def test_llamacpp_command(tmp_path: Path) -> None:
     }
 
 
+def test_llamacpp_context_beyond_training_is_a_note(tmp_path: Path) -> None:
+    plan = plan_llamacpp(smol_like(tmp_path), port=1, context=16384)
+    assert plan.notes == [
+        "--ctx 16384 is more than the 8192 tokens Tiny-1M-Instruct.Q4_0.gguf was trained for: "
+        "replies may degrade past that"
+    ]
+    assert plan_llamacpp(smol_like(tmp_path), port=1, context=8192).notes == []
+
+
 def test_llamacpp_chat_format_flag_wins_over_a_missing_template(tmp_path: Path) -> None:
     plan = plan_llamacpp(smol_like(tmp_path, None), port=1, chat_format="functionary-v2")
     assert plan.command[plan.command.index("--chat_format") + 1] == "functionary-v2"

@@ -59,6 +59,8 @@ def llamacpp(
         f"({plan.chat.reason}), context {plan.context}, "
         f"{plan.threads} thread{'' if plan.threads == 1 else 's'}"
     )
+    for note in plan.notes:
+        print_warning(note)
     server = ServerProcess(plan.command, name="llama.cpp server")
     serve_until_stopped(server, plan.ready_url, plan.served, timeout, env_file)
 

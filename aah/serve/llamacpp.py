@@ -62,6 +62,7 @@ class LlamaCppPlan(NamedTuple):
     chat: ChatFormatChoice
     context: int
     threads: int
+    notes: list[str]
 
 
 def require_llama_cpp() -> None:
@@ -152,6 +153,12 @@ def plan_llamacpp(
     )
     if context < 512:
         raise AahError(f"--ctx {context} is too small for aah's prompts: use 4096 or more")
+    notes = []
+    if info.context_length is not None and context > info.context_length:
+        notes.append(
+            f"--ctx {context} is more than the {info.context_length} tokens "
+            f"{path.name} was trained for: replies may degrade past that"
+        )
     thread_count = threads or physical_cores()
     alias = model_alias(path)
     command = [
@@ -183,4 +190,5 @@ def plan_llamacpp(
         chat=chat,
         context=context,
         threads=thread_count,
+        notes=notes,
     )

@@ -24,6 +24,8 @@ pytestmark = pytest.mark.interop
 
 WEATHER = "openmeteo__get_weather_forecast"
 COMMAND_TIMEOUT = 420
+# Ten tasks (five settings, two each) on a CPU shared with the aah processes.
+BENCH_TIMEOUT = 900
 ENDED = {"finished", "skipped", "error"}
 AWARENESS_ANSWERS = {"yes", "idk", "no", "none"}
 
@@ -144,16 +146,19 @@ def bench_db(
         "oracle",
         "--http",
         "mock",
+        # One session at a time: the server runs one request at a time, and
+        # consecutive requests of one session reuse its cached prompt prefix.
         "--concurrency",
-        "2",
+        "1",
         "--step-limit",
-        "4",
+        "3",
         "--task-timeout",
-        "240",
+        "180",
         "--data",
         str(shared_data),
         "--db",
         str(db),
+        timeout=BENCH_TIMEOUT,
     )
     # A run with failed tasks may exit 1 (a summary, not an error line).
     assert_clean_exit(done, allowed=(0, 1))
@@ -223,3 +228,19 @@ def test_classify_with_the_llm_judge(interop_env: dict[str, str], tmp_path: Path
         rows = [json.loads(line) for line in out.read_text().splitlines()]
         assert len(rows) == len(lines)
         print(f"[interop] classify: {[{k: v for k, v in r.items() if k != 'reply'} for r in rows]}")
+
+
+def test_serve_a_model_the_server_cannot_load(interop_env: dict[str, str], tmp_path: Path) -> None:
+    # A GGUF header with a chat template but no tensors: aah accepts it, llama.cpp does not.
+    from test_serve import smol_like
+
+    model = smol_like(tmp_path)
+    done = aah(
+        interop_env, "serve", "llamacpp", "--model", str(model), "--timeout", "60", timeout=120
+    )
+    assert done.returncode == 2
+    error = done.stderr.strip()
+    assert error.startswith("error: the llama.cpp server exited (status 1) before it answered: "), (
+        error
+    )
+    assert "\n" not in error and "Traceback" not in done.stdout
