@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from http_server import LocalServer, make_spec
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from runtime_support import runtime_on
+from runtime_support import fake_config, runtime_on
 
 from aah.errors import AahError
 from aah.events import ToolCallEvent
 from aah.runtime.prompts import prompt_versions
 from aah.runtime.session import SessionRequest, run_session
 from aah.runtime.tool_mode import (
+    choose_tool_mode,
     prompted_conversation,
-    resolve_tool_mode,
     tool_mode_choice,
     tools_prompt,
 )
@@ -115,11 +115,32 @@ def test_the_tools_prompt_is_versioned_and_lists_every_tool() -> None:
     assert versions["tool_output_message"].startswith("tool-output-message/")
 
 
+NATIVE_CALL = {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
+TEXT_CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+REFUSED = {
+    "error": {"status": 400, "message": '"auto" tool choice requires --enable-auto-tool-choice'}
+}
+
+
 @pytest.mark.parametrize(
-    ("value", "mode"), [("native", "native"), ("prompt", "prompt"), ("auto", "native")]
+    ("choice", "reply_to_tools", "mode"),
+    [
+        ("native", "It is sunny.", "native"),  # as asked: no probe
+        ("prompt", NATIVE_CALL, "prompt"),
+        ("auto", NATIVE_CALL, "native"),
+        ("auto", TEXT_CALL, "native"),  # calls in text are read in either mode
+        ("auto", "It is sunny.", "prompt"),  # tools ignored
+        ("auto", REFUSED, "prompt"),  # a server that refuses requests with tools
+    ],
 )
-def test_tool_mode_choices(value: str, mode: str) -> None:
-    assert resolve_tool_mode(tool_mode_choice(value)) == mode
+async def test_tool_mode_choices(choice: str, reply_to_tools: object, mode: str) -> None:
+    script = {"rules": [{"when": {"has_tools": True}, "reply": reply_to_tools}, {"reply": "OK"}]}
+    with FakeLLMServer(script) as llm:
+        chosen, why = await choose_tool_mode(tool_mode_choice(choice), fake_config(llm))
+        probed = bool(llm.requests)
+    assert chosen == mode
+    assert probed is (choice == "auto")
+    assert why == "as asked" or why.startswith("auto: the server's tool calls are ")
 
 
 @pytest.mark.parametrize("value", ["", "Prompt", "text", "native "])

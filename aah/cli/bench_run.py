@@ -121,10 +121,11 @@ def bench_run(
     from aah.config import get_settings
     from aah.data.locate import find_data_dir
     from aah.llm import model_config
-    from aah.runtime.tool_mode import resolve_tool_mode, tool_mode_choice
+    from aah.runtime.loop import run_async
+    from aah.runtime.tool_mode import choose_tool_mode, tool_mode_choice
 
     human_name = known_name(BATCH_HUMAN_NAMES, human, "--human")
-    mode = resolve_tool_mode(tool_mode_choice(tool_mode))
+    choice = tool_mode_choice(tool_mode)
     http_mode = known_name(BASE_HTTP_MODE_NAMES, http, "--http")
     if unavailable not in ("hidden", "broken"):
         raise AahError(f"unknown --unavailable {unavailable!r}: use hidden or broken")
@@ -133,6 +134,7 @@ def bench_run(
     tasks = choose_tasks(load_tasks(data_dir, parse_settings(setting)), limit, ids)
     tasks = select_shard(tasks, parse_shard(shard))
     config = model_config("agent", model=model)
+    mode, why = run_async(choose_tool_mode(choice, config))
     options = RunOptions(
         run=run,
         aah=aah,
@@ -151,8 +153,7 @@ def bench_run(
     db_path = db or get_settings().db
     console.print(
         f"run [bold]{run}[/]: {len(tasks)} tasks, model {config.model}, "
-        f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode}"
-        + (" (auto: native until the server probe is consulted)" if tool_mode == "auto" else ""),
+        f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})",
         highlight=False,
     )
     summary = run_with_progress(

@@ -68,13 +68,14 @@ def run(
     from aah.runtime.humans import ChannelOptions, make_human_channel
     from aah.runtime.loop import run_async
     from aah.runtime.session import SessionRequest
-    from aah.runtime.tool_mode import resolve_tool_mode, tool_mode_choice
+    from aah.runtime.tool_mode import choose_tool_mode, tool_mode_choice
 
-    mode = resolve_tool_mode(tool_mode_choice(tool_mode))
+    choice = tool_mode_choice(tool_mode)
     db_path = db or get_settings().db
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
     config = model_config("agent", model=model)
+    mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, deadline))
     request = SessionRequest(
         query=query,

@@ -28,6 +28,7 @@ from langchain_core.messages import (
 )
 
 from aah.errors import AahError
+from aah.llm import ModelConfig, probe_server
 from aah.runtime.prompts import load_prompt
 
 ToolMode = Literal["native", "prompt"]
@@ -46,13 +47,24 @@ def tool_mode_choice(value: str) -> ToolModeChoice:
     return value
 
 
-def resolve_tool_mode(choice: ToolModeChoice) -> ToolMode:
-    """The mode a run uses for ``choice``.
+def mode_for_probe(tool_calls: str | None) -> ToolMode:
+    """``auto``'s choice from the probe's finding about a dummy tool.
 
-    ``auto`` is native: the server probe (``aah models check``) reports
-    whether a server honours ``tools``, but a run does not consult it yet.
+    A server that ignored the tool (a chat template without tools) or refused
+    the request that offered it (vLLM without a tool-call parser) gets the
+    tools in the prompt; one that called it, natively or in text, keeps them
+    in the API.
     """
-    return "prompt" if choice == "prompt" else "native"
+    return "prompt" if tool_calls in ("ignored", "failed") else "native"
+
+
+async def choose_tool_mode(choice: ToolModeChoice, config: ModelConfig) -> tuple[ToolMode, str]:
+    """The mode a run uses for ``choice``, and why, probing the server for ``auto``."""
+    if choice != "auto":
+        return choice, "as asked"
+    report = await probe_server(config, overflow_probe=False)
+    mode = mode_for_probe(report.tool_calls)
+    return mode, f"auto: the server's tool calls are {report.tool_calls or 'unknown'}"
 
 
 def tools_prompt(schemas: Sequence[dict[str, Any]]) -> str:
