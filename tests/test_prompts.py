@@ -43,7 +43,15 @@ def test_the_session_prompts_gather_runtime_and_tools_without_clashes() -> None:
     assert prompt_versions() == {**runtime, **tools}
     for name in ("declined_answer", "skip_message", "agent_system"):
         assert name in runtime
-    for name in ("check_ifn", "check_ian", "check_iat", "check_iav", "check_ife", "check_rac"):
+    for name in (
+        "check_ifn",
+        "check_ian",
+        "check_iat",
+        "check_iav",
+        "check_ife",
+        "check_rac",
+        "check_blank",
+    ):
         assert name in tools
     assert {"unreadable_call", "ask_human_tool", "ask_human_question"} <= set(tools)
 

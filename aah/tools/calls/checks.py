@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -125,7 +126,26 @@ class CallChecker:
             self._models[name].model_validate(arguments)
         except ValidationError as exc:
             return _validation_feedback(name, exc, valid)
+        # A required text given as spaces only says nothing: an ask_human
+        # question of "   " would reach a person who cannot answer it.
+        blank = [
+            p.name
+            for p in params
+            if p.required and p.type == "string" and _is_blank(arguments.get(p.name))
+        ]
+        if blank:
+            feedback = tool_prompt("check_blank").render(
+                name=name, blank=", ".join(blank), valid=valid
+            )
+            return CheckResult("IAV", feedback)
         return CheckResult("ok")
+
+
+def _is_blank(value: Any) -> bool:
+    # Zero-width characters (format controls) show nothing either.
+    return isinstance(value, str) and all(
+        char.isspace() or unicodedata.category(char) == "Cf" for char in value
+    )
 
 
 def _validation_feedback(name: str, exc: ValidationError, valid: str) -> CheckResult:
