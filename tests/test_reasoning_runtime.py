@@ -146,3 +146,21 @@ def test_a_long_reasoning_is_cut_in_the_event() -> None:
     assert event.reasoning is not None and len(event.reasoning) <= 8_000
     assert event.reasoning.endswith("chars]")
     assert ModelCallEvent(session_id="s", model="m", reasoning="").reasoning is None
+
+
+async def test_an_awareness_re_ask_quotes_only_the_start_of_the_unread_reply(
+    tmp_path: Path,
+) -> None:
+    rambling = "Well, let me consider every angle of this request. " * 100  # ~5,000 chars
+    script = {"rules": [{"reply": {"text": rambling, "reasoning": THOUGHT}}]}
+    with FakeLLMServer(script) as llm:
+        async with runtime_on(llm, tmp_path / "s.db") as rt:
+            outcome = await run_session(SessionRequest("Hi", [], awareness="tool"), rt)
+            events = rt.store.events(outcome.session_id)
+        requests = llm.requests
+    (awareness,) = [e for e in events if isinstance(e, AwarenessEvent)]
+    assert awareness.answer == "none" and awareness.attempts == 3
+    assert awareness.reasoning == THOUGHT
+    quoted = [m["content"] for m in requests[1]["messages"] if m["role"] == "assistant"]
+    assert len(quoted) == 1 and len(quoted[0]) <= 400 and quoted[0].endswith("chars]")
+    assert THOUGHT not in str(requests[2]["messages"])
