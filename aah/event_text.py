@@ -26,6 +26,7 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
 )
+from aah.secrets import scrub
 
 # How a step went, as a style hint: faces map each tone to a colour.
 Tone = Literal["info", "ok", "fail", "warn", "ask", "answer", "final"]
@@ -87,12 +88,20 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _without_secrets(event: Event) -> Event:
+    update = {name: scrub(value) for name, value in event if isinstance(value, str | dict | list)}
+    return event.model_copy(update=update)
+
+
 def describe_event(event: Event) -> EventDescription | None:
     """The description of ``event``, or None for steps no face shows.
 
     Model calls other than the agent's (awareness, a simulated user, a grader)
     are shown through the events they lead to, so they get no description.
+    A live event still holds what its session saw, secrets included; the
+    description is made from a copy scrubbed by ``aah.secrets``, as the log is.
     """
+    event = _without_secrets(event)
     if isinstance(event, AwarenessEvent):
         label = f"awareness ({event.question}): {event.answer.upper()}"
         tone = _AWARENESS_TONE[event.answer]

@@ -109,3 +109,23 @@ def test_encoded_forms_cover_every_base64_alignment() -> None:
     for prefix in (b"", b"u:", b"us:", b"use:"):
         text = base64.b64encode(prefix + KEY.encode()).decode()
         assert any(form in text for form in forms), prefix
+
+
+def test_every_face_describes_events_without_their_secrets() -> None:
+    from aah.event_text import describe_event
+    from aah.events import ToolCallEvent
+
+    value = "Fc4-described-7Yq"
+    event = ToolCallEvent(
+        session_id="s",
+        call_id="c",
+        tool="t__e",
+        arguments={"city": "Oslo", "api_key": value},
+        ok=True,
+        result=f"/echo/{quote(value, safe='')}/items",
+    )
+    description = describe_event(event)
+    assert description is not None
+    shown = repr(description)
+    assert "Oslo" in shown and value not in shown and quote(value, safe="") not in shown
+    assert event.arguments["api_key"] == value  # the live event is left as it was
