@@ -248,10 +248,26 @@ def _redacted_like(item: str | bytes) -> str | bytes:
 
 
 def remember_named(values: Mapping[Any, Any]) -> None:
-    """Remember the text values of ``values`` that sit under credential-like names."""
+    """Remember the key-like values of ``values`` that sit under credential-like names.
+
+    A name alone is weak evidence (an API's ``key`` parameter may be a sort
+    key such as ``temperature``), and a remembered value is cut from every
+    later text, so only values shaped like a credential are remembered.
+    """
     for key, item in values.items():
         if isinstance(item, str | int) and not isinstance(item, bool) and is_secret_name(str(key)):
-            remember_secret(str(item))
+            text = str(item)
+            if _looks_like_a_credential(text):
+                remember_secret(text)
+
+
+def _looks_like_a_credential(text: str) -> bool:
+    """Eight characters or more, no spaces, and not one plain word or number."""
+    if len(text) < 8 or any(char.isspace() for char in text):
+        return False
+    if text.isdigit() or text.isalpha() and (text.islower() or text.isupper()):
+        return False
+    return True
 
 
 def scrub_bytes(data: bytes) -> bytes:

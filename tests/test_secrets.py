@@ -129,3 +129,42 @@ def test_every_face_describes_events_without_their_secrets() -> None:
     shown = repr(description)
     assert "Oslo" in shown and value not in shown and quote(value, safe="") not in shown
     assert event.arguments["api_key"] == value  # the live event is left as it was
+
+
+@pytest.mark.parametrize(
+    ("value", "remembered"),
+    [
+        ("temperature", False),  # a sort key, not a credential
+        ("TEMPERATURE", False),
+        ("12345678901", False),
+        ("two words here", False),
+        ("Ab3-x", False),  # too short
+        ("Kz9-recalled-2Wm", True),
+        ("mixedCaseLettersOnly", True),
+    ],
+)
+def test_only_key_like_values_under_credential_names_are_remembered(
+    value: str, remembered: bool
+) -> None:
+    scrub({"key": value})
+    assert (scrub_text(f"text {value} text") != f"text {value} text") is remembered
+
+
+def test_checkpoints_keep_no_known_key_in_exceptions_or_interrupts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langgraph.types import Interrupt
+
+    from aah.runtime.checkpoint_serde import ScrubbingSerializer
+
+    monkeypatch.setenv("AAH_API_KEY", KEY)
+    serde = ScrubbingSerializer()
+    values = [
+        ValueError(f"the server said: bad key {KEY}"),
+        {"error": RuntimeError(f"see ?k={quote(KEY, safe='')}")},
+        [Interrupt(value={"question": f"is {KEY} yours?"})],
+    ]
+    for value in values:
+        kind, data = serde.dumps_typed(value)
+        assert not [form for form in encoded_forms(KEY) if form.encode() in data], value
+        serde.loads_typed((kind, data))
