@@ -471,3 +471,78 @@ def test_classify_command_with_the_llm_judge(
     assert result.exit_code == 0, result.output
     classes = [json.loads(x)["class"] for x in result.stdout.splitlines() if x.startswith("{")]
     assert classes == ["request_for_info", "direct"] * 3
+
+
+# -- the rules against the LLM judge ---------------------------------------------------
+
+# The judge's verdict per reply, by a word only that reply holds.
+JUDGE_SCRIPT = {
+    "rules": [
+        {"when": {"any_message_contains": "Kayak"}, "reply": "CANNOT_ANSWER"},
+        {"when": {"any_message_contains": "Paris, Texas"}, "reply": "QUESTION"},
+        {"when": {"any_message_contains": "Oslo forecast"}, "reply": "QUESTION"},
+        {"when": {"any_message_contains": "mumble"}, "reply": "no idea"},
+        {"reply": "DIRECT"},
+    ]
+}
+COMPARED = [
+    # rules: cannot_answer; judge: cannot answer
+    "Sorry, I'm not able to check live flight prices. Sites like Google Flights or Kayak help.",
+    # rules: request_for_info; judge: question
+    "To proceed, I need to confirm if you mean Paris, France or Paris, Texas.",
+    # rules: direct; judge: question (the one disagreement)
+    "Here is the Oslo forecast: sunny, 18 °C.",
+    # rules: direct; judge: direct
+    "Paris is the capital of France.",
+    # the judge never answers plainly: left out of the comparison
+    "mumble",
+]
+
+
+def test_compare_judge_reports_accuracy_and_f1_of_the_rules_against_the_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "replies.jsonl"
+    source.write_text("".join(json.dumps({"reply": r}) + "\n" for r in COMPARED), "utf-8")
+    with FakeLLMServer(JUDGE_SCRIPT) as llm:
+        monkeypatch.setenv("AAH_GRADER_BASE_URL", llm.base_url)
+        monkeypatch.setenv("AAH_GRADER_MODEL", "fake-model")
+        result = CliRunner().invoke(cli(), ["classify", str(source), "--compare-judge"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(x) for x in result.stdout.splitlines() if x.startswith("{")]
+    assert [row["class"] for row in rows] == [
+        "cannot_answer",
+        "request_for_info",
+        "direct",
+        "direct",
+        "direct",
+    ]
+    assert [row["judge_class"] for row in rows][:4] == [
+        "cannot_answer",
+        "request_for_info",
+        "request_for_info",
+        "direct",
+    ]
+    assert rows[4]["judge_rule"].startswith("llm_unparsed:")
+    report = result.stderr
+    # 3 of the 4 judged replies agree; Wilson 95% of 3/4 is [30.1–95.4].
+    assert "rules vs LLM judge on 4 replies: accuracy 75.0% [30.1–95.4] (3 agree)" in report
+    # request_for_info: judge 2, rules 1, hit 1 -> F1 2/3; direct: judge 1, rules 2 -> 2/3.
+    assert "F1 request_for_info: 0.667 (judge says request_for_info for 2)" in report
+    assert "F1 cannot_answer: 1.000" in report
+    assert "F1 direct: 0.667" in report
+    assert "F1 tool_call: no data" in report
+    assert "macro F1: 0.778" in report
+    assert "1 replies left out: the judge never answered them plainly" in report
+
+
+def test_statement_questions_and_polite_refusals_keep_their_class() -> None:
+    rows = labelled_rows()
+    shapes = Counter(
+        row["label"]
+        for row in rows
+        if row["reply"].lower().startswith(("to proceed", "before i", "in order to", "sorry"))
+        or "recommend" in row["reply"].lower()
+        or "apolog" in row["reply"].lower()
+    )
+    assert shapes["cannot_answer"] >= 8 and shapes["request_for_info"] >= 5

@@ -4,6 +4,11 @@ Each input line is a JSON object with ``reply`` (the text), optional ``tools``
 (the names offered) and optional ``tool_calls`` (how many native calls came
 with it). Each output line is the input object with ``class`` and ``rule``
 added, so labels and ids travel along; a summary goes to stderr.
+
+``--compare-judge`` classifies every reply twice, by the rules and by the LLM
+judge, adds ``judge_class`` and ``judge_rule`` to each line, and reports on
+stderr the rules' accuracy (with its Wilson interval), per-class F1 and macro
+F1 taking the judge's class as the reference.
 """
 
 from __future__ import annotations
@@ -48,13 +53,24 @@ def classify(
         help="Judge model for --judge llm (default AAH_JUDGE_MODEL, else AAH_GRADER_MODEL).",
     ),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Judge requests at once."),
+    compare_judge: bool = typer.Option(
+        False,
+        "--compare-judge",
+        help="Classify by the rules and by the LLM judge; report the rules' accuracy and "
+        "per-class F1 against the judge.",
+    ),
 ) -> None:
     """Classify replies as tool_call, request_for_info, cannot_answer or direct."""
-    judge_replies = choose_judge(judge)
+    judge_replies = choose_judge("rule" if compare_judge else judge)
     lines = read_reply_lines(file)
-    results = judge_replies(lines, JudgeOptions(model, concurrency))
+    options = JudgeOptions(model, concurrency)
+    results = judge_replies(lines, options)
     pairs = zip(lines, results, strict=True)
     rows = [{**line.data, "class": r.label, "rule": r.rule} for line, r in pairs]
+    if compare_judge:
+        verdicts = _llm_judge(lines, options)
+        for row, verdict in zip(rows, verdicts, strict=True):
+            row["judge_class"], row["judge_rule"] = verdict.label, verdict.rule
     text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     if out is None:
         print(text, end="")
@@ -64,6 +80,8 @@ def classify(
         except OSError as exc:
             raise AahError(f"cannot write {out}: {exc.strerror}; pass another --out") from exc
     err_console.print(summary(rows), highlight=False, markup=False, soft_wrap=True)
+    if compare_judge:
+        err_console.print(judge_comparison(rows), highlight=False, markup=False, soft_wrap=True)
 
 
 class JudgeOptions(NamedTuple):
@@ -171,6 +189,41 @@ async def judge_lines(
             return list(await asyncio.gather(*(one(line) for line in lines)))
     finally:
         await client.aclose()
+
+
+# The judge's rule when it never answered plainly and the rules' class stood in.
+_JUDGE_FELL_BACK = "llm_unparsed:"
+
+
+def judge_comparison(rows: Sequence[dict[str, Any]]) -> str:
+    """The rules' accuracy, per-class F1 and macro F1, with the LLM judge's class as reference.
+
+    Replies the judge never classified plainly (the rules' class stood in for
+    its verdict) would agree by construction: they are left out and counted.
+    """
+    from aah.scoring.behavior import BEHAVIOR_CLASSES, confusion
+
+    judged = [row for row in rows if not str(row["judge_rule"]).startswith(_JUDGE_FELL_BACK)]
+    matrix = confusion((row["judge_class"], row["class"]) for row in judged)
+    accuracy = matrix.accuracy
+    if accuracy.value is None or accuracy.low is None or accuracy.high is None:
+        head = "rules vs LLM judge: no reply the judge classified"
+    else:
+        head = (
+            f"rules vs LLM judge on {accuracy.n} replies: accuracy {100 * accuracy.value:.1f}% "
+            f"[{100 * accuracy.low:.1f}–{100 * accuracy.high:.1f}] ({accuracy.k} agree)"
+        )
+    lines = [head]
+    for label in BEHAVIOR_CLASSES:
+        scores = matrix.scores(label)
+        f1 = "no data" if scores.f1 is None else f"{scores.f1:.3f}"
+        lines.append(f"  F1 {label}: {f1} (judge says {label} for {scores.support})")
+    macro = matrix.macro_f1
+    lines.append(f"  macro F1: {'no data' if macro is None else f'{macro:.3f}'}")
+    left_out = len(rows) - len(judged)
+    if left_out:
+        lines.append(f"  {left_out} replies left out: the judge never answered them plainly")
+    return "\n".join(lines)
 
 
 def summary(rows: Sequence[dict[str, Any]]) -> str:

@@ -17,7 +17,9 @@ fires names the class (its name is the ``rule`` of the result):
 2. **Follow-up question** (``request_for_info``): a question that addresses
    the user ("Could you…?"), asks "Which…?", or that no statement follows
    (``question``), or a request such as "please provide the date" or "once
-   you tell me the city" (``info_request``). Offers to act ("Would you like me to…"), yes/no offers
+   you tell me the city" (``info_request``), also when put as a statement
+   ("To proceed, I need to confirm if ...", "Your request doesn't include the
+   date", "Kindly share the reference"). Offers to act ("Would you like me to…"), yes/no offers
    ("Would you like a summary?"; with alternatives in them they ask for a
    choice), polite closings ("Anything else?") and rhetorical questions
    answered in the reply do not count.
@@ -25,7 +27,9 @@ fires names the class (its name is the ``rule`` of the result):
    it, is a tool call that never came out (``tool_call``, ``announced_call``).
 3. **Cannot answer** (``cannot_answer``, ``refusal``): the reply says, in the
    first person, that it cannot do this with what it has ("I can't access
-   real-time data", "I don't have a tool for that", "I'm unable to").
+   real-time data", "I don't have a tool for that", "I'm unable to", "that's
+   not possible for me", "outside what I can do"), however politely it then
+   recommends another service or gives general advice.
 4. **Direct answer** (``direct``): everything else (``plain_answer``;
    ``empty_reply`` for no text at all).
 
@@ -96,7 +100,22 @@ _ASKS = re.compile(
     r"\b(?:once|when|if|as soon as) you (?:tell|give|provide|share|send|confirm)\b|"
     r"\byou (?:didn't|did not|haven't|have not|forgot to) (?:mention|specify|say|provide|"
     r"include|tell|give)\b|"
-    r"\bI(?:'ll| will| would|'d)? need (?:to know\b|you to\b|(?:the|your|a few|some|more)\b)",
+    r"\bI(?:'ll| will| would|'d)?(?: first| just| still| also)? need (?:to know\b|you to\b|"
+    r"(?:the|your|a few|some|more)\b)|"
+    # A clarifying question put as a statement: "To proceed, I need to confirm if ...".
+    r"\bI(?:'ll| will| would|'d)?(?: first| just| still| also)? (?:need|have|want) to "
+    r"(?:confirm|clarify|verify|double-check|check with you)\b|"
+    r"\bI (?:require|must know|must have|must confirm)\b|"
+    r"\b(?:just |only |still )?need (?:one|a|two|a few|some) (?:more )?(?:detail|details|"
+    r"thing|piece of information|pieces of information|bit of information)\b|"
+    r"\bkindly (?:provide|specify|tell|share|give|let me know|confirm|clarify|send)\b|"
+    r"\bit would help (?:to know|to have|if you)\b|"
+    r"\b(?:as soon as|once|when|after) I (?:have|get|know|receive) your\b|"
+    r"^(?:just |simply |now )?(?:tell|give|send|share|provide) me\b|"
+    r"\bsend (?:it|that|them|those) (?:over|along|to me)\b|"
+    r"\bmissing from your (?:request|message|query|question)\b|"
+    r"\b(?:your|the) (?:request|message|query|question) (?:doesn't|does not|didn't|did not) "
+    r"(?:include|mention|specify|say|contain|give)\b",
     _I,
 )
 # "I'd need the weather tool" is a refusal, not a request for a value.
@@ -113,7 +132,12 @@ _REFUSAL = re.compile(
     r"\b(?:no|none of the) (?:suitable |available |appropriate |provided )?tools?\b.{0,40}"
     r"\b(?:can|could|for|to|that|lets?|allows?|supports?)\b|"
     r"\b(?:beyond|outside) (?:my|the scope of my) (?:capabilit|abilit|scope)\w*|"
-    r"(?:\bnot|n't) something I can (?:do|help)\b|"
+    r"(?:\bnot|n't) something I(?:'m| am)? (?:can|able to) (?:do|help)\b|"
+    r"\b(?:not|n't) possible for me\b|"
+    r"\b(?:outside|beyond) (?:of )?what I (?:can|am able to|'m able to) do\b|"
+    r"\bI(?:'m| am) not in a position to\b|"
+    r"\b(?:can't|cannot|can not|couldn't|could not) be (?:done|completed|fulfilled|handled)"
+    r"\b.{0,30}\b(?:tools?|with what I have|here)\b|"
     r"\bno way (?:for me )?to (?:access|get|check|look)\b|"
     r"\bI(?:'d| would)? need (?:a|an|the) (?:[\w-]+ ){0,3}(?:tool|api|endpoint|service)\b|"
     r"\b(?:tool|api|endpoint|service)s? (?:[\w-]+ ){0,3}(?:is|are)(?:n't| not) "
