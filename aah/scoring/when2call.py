@@ -42,7 +42,7 @@ from aah.scoring.behavior import (
 )
 from aah.scoring.intervals import Proportion, wilson
 from aah.store import SessionRecord, SessionStore
-from aah.tools.builtin import ASK_HUMAN
+from aah.tools import ASK_HUMAN
 
 if TYPE_CHECKING:
     from aah.benchmark.when2call import When2CallTask

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.tools.builtin import ASK_HUMAN
     from aah.tools.calls import CallChecker, CheckResult, wrap_endpoint
     from aah.tools.http import (
         Executor,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ASK_HUMAN",
     "CallChecker",
     "CheckResult",
     "EndpointSource",
@@ -64,6 +66,7 @@ __all__ = [
 
 
 _WHERE = {
+    "ASK_HUMAN": "builtin",
     "CallChecker": "calls",
     "CheckResult": "calls",
     "benchmark_endpoint_name": "importers",
