@@ -298,9 +298,42 @@ class ScrubbingStream:
         self._target = target
 
     def write(self, text: str) -> int:
-        """Write ``text``, scrubbed; returns the length given, as callers expect."""
+        """Write ``text``, scrubbed; returns the length given, as callers expect.
+
+        Raises:
+            TypeError: ``text`` is not a string (as any text stream would say;
+                click tells text streams from binary ones this way).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         self._target.write(scrub_text(text) or "")
         return len(text)
+
+    @property
+    def buffer(self) -> _ScrubbingBuffer:
+        """The binary stream beneath, scrubbed as well."""
+        return _ScrubbingBuffer(self._target.buffer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+class _ScrubbingBuffer:
+    """A binary stream whose UTF-8 text goes through :func:`scrub_text`."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def write(self, data: bytes) -> int:
+        if not isinstance(data, bytes | bytearray):
+            raise TypeError(f"a bytes-like object is required, not {type(data).__name__!r}")
+        try:
+            text = bytes(data).decode()
+        except UnicodeDecodeError:
+            self._target.write(scrub_bytes(bytes(data)))
+        else:
+            self._target.write((scrub_text(text) or "").encode())
+        return len(data)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)

@@ -102,6 +102,14 @@ def test_the_console_stream_scrubs_what_it_writes(monkeypatch: pytest.MonkeyPatc
     stream = ScrubbingStream(sink)
     assert stream.write(f"token {KEY}\n") == len(f"token {KEY}\n")
     assert sink.getvalue() == f"token {REDACTED}\n"
+    # Bytes go to the binary buffer beneath, as with any text stream, scrubbed too.
+    with pytest.raises(TypeError):
+        stream.write(b"")  # type: ignore[arg-type]
+    binary = io.BytesIO()
+    text_stream = io.TextIOWrapper(binary)
+    ScrubbingStream(text_stream).buffer.write(f"raw {KEY}".encode())
+    assert binary.getvalue() == f"raw {REDACTED}".encode()
+    text_stream.detach()
 
 
 def test_encoded_forms_cover_every_base64_alignment() -> None:
