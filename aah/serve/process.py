@@ -116,9 +116,7 @@ class ServerProcess:
         """Prepare to run ``command``; ``name`` is how messages call the server."""
         self.command = list(command)
         self.name = name
-        self.log_path = log_path or Path(
-            tempfile.mkstemp(prefix=f"aah-{name.replace(' ', '-')}-", suffix=".log")[1]
-        )
+        self.log_path = log_path or _new_log_file(name)
         self.env = dict(env) if env is not None else None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -227,6 +225,12 @@ class ServerProcess:
     ) -> None:
         """Stop the server when the block ends."""
         self.stop()
+
+
+def _new_log_file(name: str) -> Path:
+    handle, path = tempfile.mkstemp(prefix=f"aah-{name.replace(' ', '-')}-", suffix=".log")
+    os.close(handle)
+    return Path(path)
 
 
 # A proxy set for the user's other traffic must not sit between aah and a
