@@ -137,6 +137,7 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     # Results compacted to fit the context replace theirs in the state (same ids).
     reply, compacted = await complete_within_context(complete, state["messages"])
     reply = recover_text_tool_calls(reply, ctx.tools.offered)
+    reply = with_unique_call_ids(reply, state["messages"], state.get("steps", 0) + 1)
     usage = reply.usage_metadata
     ctx.emit(
         ModelCallEvent(
@@ -152,6 +153,42 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
         )
     )
     return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
+
+
+def with_unique_call_ids(reply: AIMessage, history: Sequence[BaseMessage], step: int) -> AIMessage:
+    """``reply`` with every call id new to the session, ``history`` being what came before.
+
+    Servers number calls per turn (``call_0`` every turn) or repeat an id
+    within one turn; the session pairs each result with its call, and each
+    question with its request, by id. An id already used becomes
+    ``<id>-<step>.<n>``; an id that is new is kept, so servers that send
+    unique ids see their own ids back.
+    """
+    used = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
+    for message in history:
+        if isinstance(message, AIMessage):
+            used.update(c["id"] or "" for c in [*message.tool_calls, *message.invalid_tool_calls])
+    changed = False
+
+    def unique(call_id: str | None, index: int) -> str:
+        nonlocal changed
+        fresh = call_id or "call"
+        suffix = 0
+        while not fresh or fresh in used:
+            suffix += 1
+            fresh = f"{call_id or 'call'}-{step}.{index}" + (f".{suffix}" if suffix > 1 else "")
+        changed = changed or fresh != call_id
+        used.add(fresh)
+        return fresh
+
+    calls = [{**c, "id": unique(c["id"], i)} for i, c in enumerate(reply.tool_calls)]
+    offset = len(calls)
+    invalid = [
+        {**c, "id": unique(c["id"], offset + i)} for i, c in enumerate(reply.invalid_tool_calls)
+    ]
+    if not changed:
+        return reply
+    return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
 
 
 def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
