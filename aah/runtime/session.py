@@ -8,6 +8,7 @@ was answering) continues from its checkpoint; a finished one is left alone.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -40,6 +41,7 @@ from aah.store import SessionRecord, SessionStatus, SessionStore
 from aah.tools.http import Executor
 from aah.tools.spec import EndpointSpec
 
+_log = logging.getLogger(__name__)
 EventListener = Callable[[Event], None]
 # When the graph saves a checkpoint: after every step (live views see each
 # step as it ends), or only when a session pauses for a person or ends
@@ -95,8 +97,15 @@ class Runtime:
     def publish(self, events: Sequence[Event]) -> None:
         """Tell the listeners of events that are now stored."""
         for event in events:
-            for listener in self.listeners:
-                listener(event)
+            for listener in list(self.listeners):
+                try:
+                    listener(event)
+                except Exception as exc:
+                    # The event is stored; a face that cannot show it (a
+                    # terminal that cannot encode it, a closed window) must
+                    # not end the session. It is shown no more events.
+                    self.listeners.remove(listener)
+                    _log.warning("not showing the session's steps any more: %s", _one_line(exc))
 
     def take_held_events(self, record: SessionRecord) -> list[Event]:
         """The events the session's graph still holds for a checkpoint; they leave the outbox."""
@@ -166,6 +175,9 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return _fail(ctx, runtime, record, str(exc), "model")
     except AahError as exc:
         return _fail(ctx, runtime, record, str(exc), "runtime")
+    except Exception as exc:  # whatever broke, the session must not stay "running"
+        _log.debug("session %s failed", record.id, exc_info=True)
+        return _fail(ctx, runtime, record, unexpected_failure(exc), "runtime")
     finally:
         # A session cancelled mid-step (a task timeout) or failed outside the
         # handlers above has events no checkpoint saved: they are stored now,
@@ -174,6 +186,17 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         held = runtime.take_held_events(record)
         if held:
             runtime.publish(runtime.store.append_events(held))
+
+
+def unexpected_failure(exc: BaseException) -> str:
+    """One line for a failure no handler expected: what it was, and what to do."""
+    return f"the session failed unexpectedly ({_one_line(exc)}): please report it as a bug in aah"
+
+
+def _one_line(exc: BaseException) -> str:
+    what = " ".join(str(exc).split())
+    what = what if len(what) <= 300 else what[:299] + "…"
+    return f"{type(exc).__name__}: {what}" if what else type(exc).__name__
 
 
 def record_failure(
