@@ -391,6 +391,10 @@ def test_cell_json_shape_is_stable(tasks: Tasks) -> None:
         "latency_ms_per_task",
         "ungraded",
         "unfinished",
+        "errors",
+        "flagged",
+        "awareness_none",
+        "pass_rate_graded",
     ]
     assert data["pass_rate"] == {
         "k": 1,

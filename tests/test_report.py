@@ -183,7 +183,11 @@ def test_paper_tables_pair_runs_and_show_intervals(store: SessionStore) -> None:
     assert "0.0 \\[0.0–56.1\\] of 3" in markdown
     assert "share of no or idk" in markdown
     # No-tools shows only PR.
-    assert "| notools | with | 4 | 50.0 \\[15.0–85.0\\] | — | — | — | — | — |" in markdown
+    # One no-tools record has no score: PR is not shown, PR graded counts the other 3.
+    assert (
+        "| notools | with | 4\\* | — | 66.7 \\[20.8–93.9\\] of 3 | — | — | — | — | — |" in markdown
+    )
+    assert "| notools | without | 4 | 50.0 \\[15.0–85.0\\] | 50.0 \\[15.0–85.0\\] | — |" in markdown
     assert "83.2" in markdown and "paper" in markdown
 
 

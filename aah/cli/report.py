@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from aah.scoring.report import Report
 
-FORMATS = ("table", "md", "html", "json")
+FORMATS = ("table", "md", "html", "json", "csv")
 DEFAULT_HTML = Path("report.html")
 # Wide enough for the paper tables when a terminal table is written to a file.
 FILE_WIDTH = 160
@@ -33,13 +33,24 @@ def report(
     run: list[str] = typer.Option(
         [], "--run", help="A run to report on; repeat for more (default: every run)."
     ),
-    format: str = typer.Option("table", "--format", help="table, md, html or json."),
+    format: str = typer.Option("table", "--format", help="table, md, html, json or csv."),
     out: Path | None = typer.Option(
         None, "--out", help="Write to this file (html: report.html by default)."
     ),
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
     data: Path | None = typer.Option(
         None, "--data", help="Benchmark data, for IAC (default: found as `aah data` finds it)."
+    ),
+    wide: bool = typer.Option(
+        False,
+        "--wide",
+        help="Print each table whole, however wide (default: a table wider than the terminal "
+        "is split into parts that each repeat the row names).",
+    ),
+    charts: Path | None = typer.Option(
+        None,
+        "--charts",
+        help="Also write every chart to this folder as PNG (300 dpi), SVG and PDF.",
     ),
 ) -> None:
     """Report runs: paper metrics with intervals, behaviour, error patterns, agreement."""
@@ -51,9 +62,16 @@ def report(
     with open_store(db) as store, _steps() as step:
         built = build_report(store, run or None, data, progress=step)
         step("rendering")
-        text = "" if to_terminal else _render(built, format)
+        text = "" if to_terminal else _render(built, format, None if wide else FILE_WIDTH)
+        if charts is not None:
+            step("charts")
+            written = _write_charts(built, charts)
+    if charts is not None:
+        err_console.print(
+            f"wrote {len(written)} chart files to {charts.resolve()}", highlight=False, markup=False
+        )
     if to_terminal:
-        for item in _terminal_tables(built):
+        for item in _terminal_tables(built, None if wide else console.width):
             _print_whole(item, console)
     elif out is not None or format == "html":
         _write(text, out or DEFAULT_HTML)
@@ -61,7 +79,11 @@ def report(
         sys.stdout.write(text)
 
 
-def _render(built: Report, format: str) -> str:
+def _render(built: Report, format: str, width: int | None) -> str:
+    if format == "csv":
+        from aah.scoring.report import render_csv
+
+        return render_csv(built)
     if format == "json":
         from aah.scoring.report import render_json
 
@@ -77,7 +99,7 @@ def _render(built: Report, format: str) -> str:
     # A terminal table sent to a file is drawn there as plain text.
     sink = io.StringIO()
     printer = Console(file=sink, width=FILE_WIDTH, color_system=None)
-    for item in _terminal_tables(built):
+    for item in _terminal_tables(built, width):
         _print_whole(item, printer)
     return sink.getvalue()
 
@@ -93,10 +115,21 @@ def _print_whole(item: RenderableType, to: Console) -> None:
         to.print(item)
 
 
-def _terminal_tables(built: Report) -> list[RenderableType]:
+def _terminal_tables(built: Report, width: int | None) -> list[RenderableType]:
     from aah.scoring.report import rich_tables
 
-    return rich_tables(built)
+    return rich_tables(built, width)
+
+
+def _write_charts(built: Report, folder: Path) -> list[Path]:
+    from aah.scoring.report import write_charts
+
+    try:
+        return write_charts(built, folder)
+    except OSError as exc:
+        raise AahError(
+            f"cannot write charts to {folder} ({exc.strerror}): pass another --charts folder"
+        ) from exc
 
 
 def _write(text: str, path: Path) -> None:

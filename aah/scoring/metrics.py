@@ -30,7 +30,12 @@ so that pass rate + graceful + other failures = 1; ``redundant_questions``,
 redundant questions / all questions (see ``is_redundant_question``); means per
 task (over all N tasks) of agent steps, tool calls, human questions, human
 seconds, tokens and model latency; and the ``ungraded`` and ``unfinished``
-(running or waiting) counts.
+(running or waiting) counts; ``errors`` (sessions that ended in error),
+``flagged`` (finished sessions whose latest grade was a tie or had no valid
+vote) and ``awareness_none`` (an awareness reply never parsed); and
+``pass_rate_graded``, the pass rate over the sessions that have a verdict
+(ungraded and unfinished ones left out), which a report shows in place of PR
+where some are ungraded.
 
 JSON shape (``cell_to_json``), one object per run × setting, keys in this order::
 
@@ -42,7 +47,9 @@ JSON shape (``cell_to_json``), one object per run × setting, keys in this order
      "mean_steps": float | null, "mean_tool_calls": float | null,
      "mean_questions": float | null, "human_seconds_per_task": float | null,
      "tokens_per_task": float | null, "latency_ms_per_task": float | null,
-     "ungraded": int, "unfinished": int}
+     "ungraded": int, "unfinished": int,
+     "errors": int, "flagged": int, "awareness_none": int,
+     "pass_rate_graded": P}
 
     P = {"k": int, "n": int, "value": float | null, "low": float | null,
          "high": float | null}   # value and bounds are null when n is 0
@@ -111,6 +118,9 @@ class TaskOutcome:
         tokens: Prompt plus completion tokens of every model call.
         latency_ms: Wall time of every model call, summed.
         questions: The human questions' texts, in order.
+        flagged: The latest grade was a tie or had no valid vote (a flagged Fail).
+        error: The one-line error a session that ended in error gave, if recorded.
+        task_id: The benchmark task the session ran (repeats share it; see ``base_task_id``).
     """
 
     session_id: str
@@ -133,6 +143,9 @@ class TaskOutcome:
     query: str
     model: str | None = None
     questions: tuple[str, ...] = ()
+    flagged: bool = False
+    error: str | None = None
+    task_id: str | None = None
 
 
 # -- loading ------------------------------------------------------------------
@@ -157,10 +170,22 @@ def load_outcomes(store: SessionStore, runs: Sequence[str] | None = None) -> lis
             for grade in read.grade_verdicts(runs)
             if not grade.grader_model.startswith(_HUMAN_GRADER_PREFIX)
         }
+        flags = {
+            grade.session_id: grade.flagged
+            for grade in read.grade_flags(runs)
+            if not grade.grader_model.startswith(_HUMAN_GRADER_PREFIX)
+        }
+        errors = {sid: error.message for sid, error in read.session_errors(runs).items()}
     # A handful of distinct settings over thousands of sessions: each is normalized once.
     settings = {raw: canonical_setting(raw) for raw in {session.setting for session in sessions}}
     return [
-        _outcome(session, settings[session.setting], verdicts.get(session.id))
+        _outcome(
+            session,
+            settings[session.setting],
+            verdicts.get(session.id),
+            flagged=flags.get(session.id, False),
+            error=errors.get(session.id),
+        )
         for session in sessions
     ]
 
@@ -172,7 +197,14 @@ def _verdict(status: str, verdict: str | None) -> bool | None:
     return None if verdict is None else verdict == "pass"
 
 
-def _outcome(session: SessionSummary, setting: str | None, verdict: str | None) -> TaskOutcome:
+def _outcome(
+    session: SessionSummary,
+    setting: str | None,
+    verdict: str | None,
+    *,
+    flagged: bool = False,
+    error: str | None = None,
+) -> TaskOutcome:
     info, tool = session.info_awareness, session.tool_awareness
     return TaskOutcome(
         session_id=session.id,
@@ -195,6 +227,9 @@ def _outcome(session: SessionSummary, setting: str | None, verdict: str | None) 
         query=session.query,
         model=session.model,
         questions=session.questions,
+        flagged=flagged and session.status == "finished",
+        error=error,
+        task_id=session.task_id,
     )
 
 
@@ -226,6 +261,15 @@ class CellMetrics:
     latency_ms_per_task: float | None
     ungraded: int
     unfinished: int
+    errors: int = 0
+    flagged: int = 0
+    awareness_none: int = 0
+    pass_rate_graded: Proportion | None = None
+
+    @property
+    def troubles(self) -> int:
+        """Sessions in error, flagged, awareness none, ungraded or unfinished, added up."""
+        return self.errors + self.flagged + self.awareness_none + self.ungraded + self.unfinished
 
 
 Predicate = Callable[[TaskOutcome], bool]
@@ -320,7 +364,18 @@ def cell_metrics(run: str | None, setting: str | None, tasks: Sequence[TaskOutco
         latency_ms_per_task=_mean([task.latency_ms for task in tasks]),
         ungraded=sum(1 for task in tasks if task.status == "finished" and task.passed is None),
         unfinished=sum(1 for task in tasks if task.status in _NOT_DONE),
+        errors=sum(1 for task in tasks if task.status == "error"),
+        flagged=sum(1 for task in tasks if task.flagged),
+        awareness_none=sum(1 for task in tasks if task.awareness == "none"),
+        pass_rate_graded=_graded_pass_rate(tasks),
     )
+
+
+def _graded_pass_rate(tasks: Sequence[TaskOutcome]) -> Proportion:
+    # Over the sessions with a verdict (graded, skipped or failed): what PR would be
+    # if the ungraded and unfinished ones were left out rather than counted as fails.
+    judged = [task for task in tasks if task.passed is not None]
+    return wilson(sum(1 for task in judged if passes(task)), len(judged))
 
 
 def _shared(values: set[Any]) -> Any:

@@ -11,7 +11,9 @@ if TYPE_CHECKING:
     from aah.store.merge import merge_databases
     from aah.store.queries import (
         AnnotatorAnswer,
+        GradeFlag,
         GradeVerdict,
+        SessionError,
         SessionQueries,
         SessionSummary,
         Step,
@@ -22,12 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnnotatorAnswer",
+    "GradeFlag",
     "GradeRecord",
     "GradeVerdict",
     "HumanRequestRecord",
     "ManifestDifference",
     "PINNED_FIELDS",
     "RunRecord",
+    "SessionError",
     "SessionQueries",
     "SessionRecord",
     "SessionStatus",
@@ -45,12 +49,14 @@ __all__ = [
 
 _WHERE = {
     "AnnotatorAnswer": "aah.store.queries",
+    "GradeFlag": "aah.store.queries",
     "GradeRecord": "aah.store.sessions",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",
     "RunRecord": "aah.store.sessions",
+    "SessionError": "aah.store.queries",
     "SessionQueries": "aah.store.queries",
     "SessionRecord": "aah.store.schema",
     "SessionStatus": "aah.store.schema",

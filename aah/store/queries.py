@@ -100,6 +100,22 @@ class GradeVerdict(NamedTuple):
     verdict: Verdict
 
 
+class GradeFlag(NamedTuple):
+    """Whether one stored grade was flagged (a tie or no valid vote), with who made it."""
+
+    session_id: str
+    grader_model: str
+    flagged: bool
+
+
+class SessionError(NamedTuple):
+    """The error a session ended with: its one-line message and the part that failed."""
+
+    session_id: str
+    message: str
+    where: str
+
+
 class AnnotatorAnswer(NamedTuple):
     """One annotator's answer to a human request.
 
@@ -150,6 +166,16 @@ _GRADES_SQL = """
 SELECT g.session_id, g.grader_model, g.verdict
 FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
 WHERE {where} ORDER BY g.created, g.id
+"""
+_GRADE_FLAGS_SQL = """
+SELECT g.session_id, g.grader_model, g.flagged
+FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
+WHERE {where} ORDER BY g.created, g.id
+"""
+_ERRORS_SQL = """
+SELECT e.session_id, json_extract(e.payload, '$.message'), json_extract(e.payload, '$.where')
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind = 'error' AND s.status = 'error' AND {where} ORDER BY e.session_id, e.seq
 """
 _ANSWERS_SQL = """
 SELECT a.request_id, a.annotator, a.declined, a.rating
@@ -255,6 +281,29 @@ class SessionQueries:
         The grades stream from the file: consume them before this object is closed.
         """
         return map(_as_grade, self._select(_GRADES_SQL, runs, outside_runs))
+
+    def grade_flags(
+        self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
+    ) -> list[GradeFlag]:
+        """Every grade of the selected sessions with its flag, people's labels too, oldest first."""
+        rows = self._select(_GRADE_FLAGS_SQL, runs, outside_runs).fetchall()
+        return [
+            GradeFlag(session_id, grader, bool(flagged)) for session_id, grader, flagged in rows
+        ]
+
+    def session_errors(
+        self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
+    ) -> dict[str, SessionError]:
+        """The last error event of each selected session that ended in error, by session id.
+
+        A session that ended in error without an error event (an import, an
+        older store) is left out.
+        """
+        rows = self._select(_ERRORS_SQL, runs, outside_runs).fetchall()
+        return {
+            session_id: SessionError(session_id, message or "", where or "")
+            for session_id, message, where in rows
+        }
 
     def annotator_answers(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False

@@ -53,6 +53,7 @@ that did not pass (graded fail or ended in error), texts cut short.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -277,12 +278,56 @@ def _notes(
                 f"run {run.name}: {_sessions(unfinished, 'session')} still running or "
                 "waiting, so its figures may change"
             )
+        for cell in cells:
+            if cell.run == run.name:
+                notes += _cell_notes(cell, by_run.get(run.name, []))
         if run.name in imported:
             notes += import_notes(run.name, run.manifest)
     if imported:
         notes.append(
             "imported published outputs hold no agent turns or tool calls, so behaviour and "
             f"error patterns have no data for {', '.join(sorted(imported))}"
+        )
+    return notes
+
+
+# Distinct error messages a note lists before it says "and N more".
+LISTED_ERRORS = 3
+ERROR_CHARS = 120
+
+
+def _cell_notes(cell: CellMetrics, outcomes: Sequence[TaskOutcome]) -> list[str]:
+    """A note for each kind of trouble in one cell (errors grouped by message)."""
+    where = f"run {cell.run}, {cell.setting or '(no setting)'}"
+    notes: list[str] = []
+    if cell.errors:
+        mine = [o for o in outcomes if o.setting == cell.setting and o.status == "error"]
+        groups = Counter(excerpt(o.error or "no error recorded", ERROR_CHARS) for o in mine)
+        listed = "; ".join(
+            f"{count}× {message}" for message, count in groups.most_common(LISTED_ERRORS)
+        )
+        more = len(groups) - LISTED_ERRORS
+        listed += f"; and {more} other error(s)" if more > 0 else ""
+        notes.append(
+            f"{where}: {cell.errors} of {cell.n} sessions ended in error and count as not "
+            f"passed ({listed}): fix the cause, then run the same `aah bench run` again "
+            "(it retries sessions that ended in error)"
+        )
+    if cell.flagged:
+        notes.append(
+            f"{where}: {cell.flagged} of {cell.n} verdicts are flagged (a tie or no valid "
+            "vote) and count as Fail: run `aah grade` again with more --votes to settle them"
+        )
+    if cell.awareness_none:
+        notes.append(
+            f"{where}: {cell.awareness_none} of {cell.n} awareness replies were never parsed "
+            "(recorded as none): they count in no awareness figure's numerator"
+        )
+    if cell.ungraded or cell.unfinished:
+        judged = cell.pass_rate_graded.n if cell.pass_rate_graded else 0
+        notes.append(
+            f"{where}: PR not shown ({cell.ungraded} ungraded, {cell.unfinished} unfinished of "
+            f"{cell.n}); PR graded counts the {judged} sessions with a verdict"
         )
     return notes
 

@@ -1,11 +1,16 @@
-"""The report's charts as PNG images, drawn off-screen with matplotlib's Agg backend.
+"""The report's charts, drawn off-screen with matplotlib's Agg backend.
 
-Three charts: the pass rate with and without Aah per setting (grouped bars,
-95% Wilson interval whiskers), awareness against interaction per run (a
+Three charts: the pass rate per setting and run (grouped bars, 95% Wilson
+interval whiskers; titled "with and without Aah" only where some model has
+runs of both), awareness against interaction per run (a
 labelled scatter), and the behaviour confusion matrix (a heatmap). Each is a
 ``Figure`` drawn straight onto an Agg canvas: no pyplot, so no global figure
 state and no GUI backend, and charts can be drawn from any thread. A chart
 with nothing to draw still comes out, saying "no data".
+
+The HTML page embeds them as PNG at screen resolution; ``write_charts`` writes
+each for print: PNG at ``PRINT_DPI``, SVG and PDF (vector, fonts as paths so
+that they look the same everywhere).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from io import BytesIO
+from pathlib import Path
 
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -26,19 +32,32 @@ from aah.scoring.report.build import Report
 from aah.scoring.report.tables import CLASS_NAMES, pair_runs, pooled_matrix
 
 DPI = 100
+PRINT_DPI = 300
+PRINT_FORMATS = ("png", "svg", "pdf")
 WITH_AAH_COLOR = "#1f77b4"
 WITHOUT_AAH_COLOR = "#ff7f0e"
 OTHER_COLOR = "#7f7f7f"
 PAIR_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
 
-def png_bytes(figure: Figure) -> bytes:
-    """``figure`` rendered by the Agg backend as PNG bytes."""
+def figure_bytes(figure: Figure, format: str = "png", dpi: int = DPI) -> bytes:
+    """``figure`` rendered as ``format`` (png, svg or pdf) bytes, PNG at ``dpi``."""
     buffer = BytesIO()
     FigureCanvasAgg(figure)  # attaches itself: the figure now draws with Agg
-    # A tight box keeps a legend placed beside the axes inside the image.
-    figure.savefig(buffer, format="png", bbox_inches="tight")
+    # A tight box keeps a legend placed beside the axes inside the image; no date in
+    # the SVG or PDF, so that the same report writes the same files.
+    figure.savefig(
+        buffer, format=format, dpi=dpi, bbox_inches="tight", metadata=_NO_DATE.get(format)
+    )
     return buffer.getvalue()
+
+
+_NO_DATE: dict[str, dict[str, None]] = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}
+
+
+def png_bytes(figure: Figure) -> bytes:
+    """``figure`` rendered by the Agg backend as PNG bytes, at screen resolution."""
+    return figure_bytes(figure)
 
 
 def png_data_uri(png: bytes) -> str:
@@ -64,6 +83,17 @@ def _percent(value: Proportion) -> tuple[float, float, float]:
 
 def pass_rate_chart(report: Report) -> bytes:
     """Grouped bars: each setting's pass rate per run, runs without Aah hatched."""
+    return png_bytes(pass_rate_figure(report))
+
+
+def has_aah_pairs(report: Report) -> bool:
+    """Whether some model has a run without Aah and one with it in the report."""
+    pairs = pair_runs(report.runs, report.cells)
+    return any(pair.without is not None and pair.with_aah is not None for pair in pairs)
+
+
+def pass_rate_figure(report: Report) -> Figure:
+    """The pass-rate bars as a figure (see ``pass_rate_chart``)."""
     by_key = {(cell.run, cell.setting): cell for cell in report.cells}
     # Paired runs side by side, the one without Aah first; a pair shares a colour.
     runs = [
@@ -103,19 +133,26 @@ def pass_rate_chart(report: Report) -> bytes:
     axes.set_xticks(range(len(settings)), [plain_label(s or "(none)") for s in settings])
     axes.set_ylim(0, 100)
     axes.set_ylabel("pass rate (%), 95% Wilson interval")
-    axes.set_title("Pass rate with and without Aah")
+    paired = has_aah_pairs(report)
+    axes.set_title("Pass rate with and without Aah" if paired else "Pass rate per setting")
     if drawn:
         axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         _say_no_data(axes)
-    return png_bytes(figure)
+    return figure
 
 
 def awareness_interaction_chart(report: Report) -> bytes:
     """One point per run: awareness (pooled over settings) against interaction ratio."""
+    return png_bytes(awareness_interaction_figure(report))
+
+
+def awareness_interaction_figure(report: Report) -> Figure:
+    """The awareness scatter as a figure (see ``awareness_interaction_chart``)."""
     figure = Figure(figsize=(6.0, 4.8), dpi=DPI)
     axes = figure.add_subplot()
     drawn = False
+    kinds: set[bool | None] = set()
     for run in report.runs:
         cells = [cell for cell in report.cells if cell.run == run.name]
         awareness = _pooled([cell.awareness for cell in cells])
@@ -124,6 +161,7 @@ def awareness_interaction_chart(report: Report) -> bytes:
             continue
         drawn = True
         aah = _aah(report, run.name)
+        kinds.add(aah)
         axes.scatter([awareness], [interaction], color=_color(aah), zorder=3)
         # Labels of points on the right half go to their left, to stay inside the chart.
         right = awareness > 50
@@ -142,16 +180,26 @@ def awareness_interaction_chart(report: Report) -> bytes:
     axes.set_title("Awareness vs interaction per run")
     axes.grid(alpha=0.3)
     if drawn:
-        for aah in (True, False):
-            axes.scatter([], [], color=_color(aah), label="with Aah" if aah else "without Aah")
+        # The legend names only the kinds of run drawn.
+        for aah in (True, False, None):
+            if aah in kinds:
+                axes.scatter([], [], color=_color(aah), label=_KIND_LABELS[aah])
         axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         _say_no_data(axes)
-    return png_bytes(figure)
+    return figure
+
+
+_KIND_LABELS = {True: "with Aah", False: "without Aah", None: "Aah unknown"}
 
 
 def confusion_chart(matrix: ConfusionMatrix) -> bytes:
     """The confusion matrix as a heatmap, each cell labelled with its count."""
+    return png_bytes(confusion_figure(matrix))
+
+
+def confusion_figure(matrix: ConfusionMatrix) -> Figure:
+    """The confusion heatmap as a figure (see ``confusion_chart``)."""
     figure = Figure(figsize=(6.0, 5.0), dpi=DPI)
     axes = figure.add_subplot()
     axes.imshow([list(row) for row in matrix.counts], cmap="Blues")
@@ -168,16 +216,53 @@ def confusion_chart(matrix: ConfusionMatrix) -> bytes:
     title = "Behaviour of first turns (all runs)"
     axes.set_title(title if matrix.total else f"{title}: no data")
     figure.tight_layout()
-    return png_bytes(figure)
+    return figure
+
+
+def chart_figures(report: Report) -> list[tuple[str, str, Figure]]:
+    """Every chart of the report: a file name stem, its title, the figure."""
+    pass_title = (
+        "Pass rate with and without Aah, per setting"
+        if has_aah_pairs(report)
+        else "Pass rate per setting and run"
+    )
+    return [
+        ("pass_rate", pass_title, pass_rate_figure(report)),
+        (
+            "awareness_interaction",
+            "Awareness vs interaction ratio, per run",
+            awareness_interaction_figure(report),
+        ),
+        (
+            "behaviour_confusion",
+            "Behaviour confusion matrix (first turns)",
+            confusion_figure(pooled_matrix(report)),
+        ),
+    ]
 
 
 def report_charts(report: Report) -> list[tuple[str, bytes]]:
-    """Every chart of the report with its title, as PNG bytes."""
-    return [
-        ("Pass rate with and without Aah, per setting", pass_rate_chart(report)),
-        ("Awareness vs interaction ratio, per run", awareness_interaction_chart(report)),
-        ("Behaviour confusion matrix (first turns)", confusion_chart(pooled_matrix(report))),
-    ]
+    """Every chart of the report with its title, as PNG bytes at screen resolution."""
+    return [(title, png_bytes(figure)) for _, title, figure in chart_figures(report)]
+
+
+def write_charts(report: Report, folder: Path) -> list[Path]:
+    """Write every chart to ``folder`` (made if missing) as PNG at 300 dpi, SVG and PDF.
+
+    Returns:
+        The files written, three per chart: ``<stem>.png``, ``.svg``, ``.pdf``.
+
+    Raises:
+        OSError: The folder cannot be made or a file cannot be written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for stem, _, figure in chart_figures(report):
+        for format in PRINT_FORMATS:
+            path = folder / f"{stem}.{format}"
+            path.write_bytes(figure_bytes(figure, format, PRINT_DPI))
+            written.append(path)
+    return written
 
 
 def _settings(cells: Sequence[CellMetrics]) -> list[str | None]:

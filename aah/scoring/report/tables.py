@@ -37,6 +37,15 @@ CLASS_NAMES = {
     "direct": "direct answer",
 }
 RATE_NOTE = "percent [95% Wilson interval]"
+# Beside a cell's N when some of its sessions ended in error, hold a flagged or no
+# verdict, or never gave a readable awareness answer: the notes say how many.
+TROUBLE_MARK = "*"
+TROUBLE_NOTE = (
+    f"{TROUBLE_MARK} beside N: some sessions of the cell ended in error, hold a flagged "
+    "verdict (tie or no valid vote), gave no readable awareness answer, or are not graded "
+    "or not finished; the notes count each. PR shows — while sessions are ungraded or "
+    "unfinished; PR graded is the pass rate over the sessions that have a verdict."
+)
 AAH_PHRASES = {"without": "without Aah", "with": "with Aah", "unknown": "Aah unknown"}
 
 
@@ -48,12 +57,15 @@ class ReportTable(NamedTuple):
         columns: Column names.
         rows: Cells, one list per row.
         caption: One line under it saying how to read it.
+        keys: How many leading columns name a row: a terminal too narrow for
+            the whole table repeats them in each part it splits the table into.
     """
 
     title: str
     columns: list[str]
     rows: list[list[str]]
     caption: str = ""
+    keys: int = 1
 
 
 class RunPair(NamedTuple):
@@ -131,19 +143,22 @@ def _shared(run: RunRecord, cells: Sequence[CellMetrics], name: str) -> Any:
 
 def paper_tables(report: Report) -> list[ReportTable]:
     """One table per run pair: settings × PR, Aware, Unexp, Skip, Inter (science.md §2)."""
-    columns = ["setting", "Aah", "N", "PR", "Aware", "Unexp", "Skip", "Inter"]
-    columns.append("share of no or idk")
     by_key = {(cell.run, cell.setting): cell for cell in report.cells}
     tables = []
     for pair in pair_runs(report.runs, report.cells):
         present = pair.labelled()
         settings = _settings_of(report.cells, [name for name, _ in present])
-        rows = [
-            _paper_row(by_key[name, setting], label)
+        cells = [
+            (by_key[name, setting], label)
             for setting in settings
             for name, label in present
             if (name, setting) in by_key
         ]
+        # PR over the graded sessions only where PR itself cannot be shown.
+        graded = any(cell.ungraded or cell.unfinished for cell, _ in cells)
+        columns = ["setting", "Aah", "N", "PR", *(["PR graded"] if graded else [])]
+        columns += ["Aware", "Unexp", "Skip", "Inter", "share of no or idk"]
+        rows = [_paper_row(cell, label, graded) for cell, label in cells]
         title = "Paper metrics: " + " vs ".join(
             f"{name} ({AAH_PHRASES[label]})" for name, label in present
         )
@@ -154,7 +169,10 @@ def paper_tables(report: Report) -> list[ReportTable]:
             "Inter counts tasks not skipped; share of no or idk is the plain reading, the same "
             "in every setting. No-tools reports PR only."
         )
-        tables.append(ReportTable(title, columns, rows or [[NO_DATA] * len(columns)], caption))
+        if any(cell.troubles for cell, _ in cells):
+            caption += " " + TROUBLE_NOTE
+        rows = rows or [[NO_DATA] * len(columns)]
+        tables.append(ReportTable(title, columns, rows, caption, keys=2))
     return tables
 
 
@@ -164,17 +182,63 @@ def _settings_of(cells: Sequence[CellMetrics], runs: Sequence[str]) -> list[str 
     return [*known, *sorted((s for s in found if s not in SETTINGS), key=lambda s: s or "")]
 
 
-def _paper_row(cell: CellMetrics, aah: str) -> list[str]:
+def _paper_row(cell: CellMetrics, aah: str, graded: bool) -> list[str]:
     only_pr = cell.setting == "notools"
     rates = [cell.awareness, cell.unexpected, cell.skip, cell.interaction]
     return [
         cell.setting or "(no setting)",
         aah,
-        str(cell.n),
-        format_rate(cell.pass_rate, cell.n),
+        f"{cell.n}{TROUBLE_MARK}" if cell.troubles else str(cell.n),
+        headline_pass_rate(cell),
+        *([format_rate(cell.pass_rate_graded, cell.n)] if graded else []),
         *(format_rate(rate, cell.n) for rate in rates),
         NOT_REPORTED if only_pr else format_rate(cell.no_or_idk, cell.n),
     ]
+
+
+def headline_pass_rate(cell: CellMetrics) -> str:
+    """PR as the paper counts it, or ``—`` while some sessions have no verdict yet.
+
+    An ungraded or unfinished session would count as a fail in #pass / N, so
+    the figure would read lower than anything measured: it is not shown.
+    """
+    if cell.ungraded or cell.unfinished:
+        return NOT_REPORTED
+    return format_rate(cell.pass_rate, cell.n)
+
+
+def failure_table(report: Report) -> ReportTable:
+    """Per cell: sessions in error, flagged verdicts, awareness none, ungraded, unfinished."""
+    columns = ["run", "setting", "N", "error", "flagged", "aware none", "ungraded", "unfinished"]
+    rows = [
+        [
+            cell.run or "",
+            cell.setting or "(no setting)",
+            str(cell.n),
+            *(
+                str(count)
+                for count in (
+                    cell.errors,
+                    cell.flagged,
+                    cell.awareness_none,
+                    cell.ungraded,
+                    cell.unfinished,
+                )
+            ),
+        ]
+        for cell in report.cells
+        if cell.troubles
+    ]
+    if not rows:
+        rows = [["every cell", "", "", "0", "0", "0", "0", "0"]] if report.cells else []
+    caption = (
+        "Cells with any such session. Sessions per cell: ended in error; latest verdict "
+        "flagged (a tie or no valid vote, counted as Fail); awareness reply never "
+        "parsed (none); finished but not graded; "
+        "still running or waiting."
+    )
+    rows = rows or [[NO_DATA] * len(columns)]
+    return ReportTable("What failed underneath", columns, rows, caption, keys=2)
 
 
 def extra_table(report: Report) -> ReportTable:
@@ -202,7 +266,7 @@ def extra_table(report: Report) -> ReportTable:
         f"{RATE_NOTE}; means are per task. Graceful failure: not passed, and skipped, asked "
         "or said it cannot; redundant questions are over all questions asked."
     )
-    return ReportTable("More per-cell figures", columns, rows, caption)
+    return ReportTable("More per-cell figures", columns, rows, caption, keys=2)
 
 
 def behavior_tables(report: Report) -> list[ReportTable]:
@@ -394,6 +458,7 @@ def report_tables(report: Report) -> list[ReportTable]:
 
     return [
         *paper_tables(report),
+        failure_table(report),
         extra_table(report),
         *behavior_tables(report),
         confusion_table(report),

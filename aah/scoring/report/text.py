@@ -8,6 +8,7 @@ link, emphasis or a table cell is escaped.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.markup import escape as rich_escape
 from rich.table import Table
@@ -16,11 +17,78 @@ from rich.text import Text
 from aah.scoring.report.build import Report
 from aah.scoring.report.tables import ReportTable, report_tables, run_label
 
+# A rich table's cell adds one space each side and one rule: its column is 3 wider
+# than its longest word; the table adds its last rule.
+_CELL_EXTRA = 3
 
-def rich_tables(report: Report) -> list[RenderableType]:
-    """The report as rich renderables for a terminal; every text shown as written."""
+
+def column_widths(item: ReportTable, *, narrowest: bool = False) -> list[int]:
+    """Each column's width in a terminal, padding and rule included.
+
+    Its longest cell; or, ``narrowest``, its longest word (rich wraps the rest).
+    """
+
+    def width(cell: str) -> int:
+        words = cell.split() if narrowest else [cell]
+        return max((cell_len(word) for word in words), default=0)
+
+    return [
+        max(map(width, column)) + _CELL_EXTRA
+        for column in zip(item.columns, *item.rows, strict=True)
+    ]
+
+
+def split_to_width(item: ReportTable, width: int) -> list[ReportTable]:
+    """``item`` as tables no wider than ``width``, each repeating its key columns.
+
+    The columns after the keys are packed in order into as few parts as fit
+    at their full width, so that no cell needs wrapping (rich's folding of a
+    table to the terminal can leave it a column too wide); a column too wide
+    for that is packed at its longest word, which rich wraps to. No word is
+    ever cut; a part whose words alone are too wide is printed whole. The
+    caption goes under the last part.
+    """
+    widths = column_widths(item)
+    if sum(widths) + 1 > width:
+        narrow = column_widths(item, narrowest=True)
+        widths = [
+            full if sum(widths[: item.keys]) + full + 1 <= width else least
+            for full, least in zip(widths, narrow, strict=True)
+        ]
+    if sum(widths) + 1 <= width or len(item.columns) <= item.keys:
+        return [item]
+    keys = list(range(item.keys))
+    base = sum(widths[i] for i in keys) + 1
+    parts: list[list[int]] = [[]]
+    for index in range(item.keys, len(item.columns)):
+        if parts[-1] and base + sum(widths[i] for i in parts[-1]) + widths[index] > width:
+            parts.append([])
+        parts[-1].append(index)
+    return [
+        ReportTable(
+            f"{item.title} ({number} of {len(parts)})",
+            [item.columns[i] for i in [*keys, *part]],
+            [[row[i] for i in [*keys, *part]] for row in item.rows],
+            item.caption if number == len(parts) else "",
+            item.keys,
+        )
+        for number, part in enumerate(parts, start=1)
+    ]
+
+
+def rich_tables(report: Report, width: int | None = None) -> list[RenderableType]:
+    """The report as rich renderables for a terminal; every text shown as written.
+
+    Args:
+        report: The report.
+        width: The terminal's width: a table wider than that is split into
+            parts that fit (``split_to_width``); None keeps every table whole.
+    """
     shown: list[RenderableType] = []
-    for item in report_tables(report):
+    items = report_tables(report)
+    if width is not None:
+        items = [part for item in items for part in split_to_width(item, width)]
+    for item in items:
         table = Table(title=rich_escape(item.title), title_justify="left")
         for column in item.columns:
             table.add_column(rich_escape(column))
