@@ -27,6 +27,7 @@ from aah.events import (
     ToolCallEvent,
 )
 from aah.secrets import scrub
+from aah.terminal_text import printable_value
 
 # How a step went, as a style hint: faces map each tone to a colour.
 Tone = Literal["info", "ok", "fail", "warn", "ask", "answer", "final"]
@@ -88,8 +89,13 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _without_secrets(event: Event) -> Event:
-    update = {name: scrub(value) for name, value in event if isinstance(value, str | dict | list)}
+def _displayable(event: Event) -> Event:
+    """A copy of ``event`` without secrets or terminal control sequences in its texts."""
+    update = {
+        name: printable_value(scrub(value))
+        for name, value in event
+        if isinstance(value, str | dict | list)
+    }
     return event.model_copy(update=update)
 
 
@@ -99,9 +105,11 @@ def describe_event(event: Event) -> EventDescription | None:
     Model calls other than the agent's (awareness, a simulated user, a grader)
     are shown through the events they lead to, so they get no description.
     A live event still holds what its session saw, secrets included; the
-    description is made from a copy scrubbed by ``aah.secrets``, as the log is.
+    description is made from a copy scrubbed by ``aah.secrets``, as the log is,
+    and without the terminal control sequences that model, tool or human text
+    may hold (``aah.terminal_text``): every face shows it as text.
     """
-    event = _without_secrets(event)
+    event = _displayable(event)
     if isinstance(event, AwarenessEvent):
         label = f"awareness ({event.question}): {event.answer.upper()}"
         tone = _AWARENESS_TONE[event.answer]

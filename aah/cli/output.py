@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from aah.terminal_text import printable
+
 console = Console()
 err_console = Console(stderr=True)
 # Wider than any table: measuring at this width finds what a table needs.
@@ -45,7 +47,8 @@ def _print_one_line(text: Text, to: Console) -> None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.splitlines())
+    # Messages quote servers and models: their control sequences are not ours to send.
+    return " ".join(printable(text).splitlines())
 
 
 def print_json(data: object) -> None:

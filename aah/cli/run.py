@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from aah.cli.output import console
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import HTTP_MODE_NAMES, HUMAN_CHANNEL_NAMES, listed
+from aah.terminal_text import printable
 
 # Heavy modules (LangChain, LangGraph, openai) load when a command runs, so
 # `aah --help` and the light commands start fast.
@@ -88,7 +90,8 @@ def run(
     )
     offered = ", ".join(s.qualified_name for s in specs) or "none"
     console.print(
-        f"[bold]query:[/] {query}\n[dim]tools: {offered} ({mode}); model: {config.model}[/]",
+        f"[bold]query:[/] {escape(printable(query))}\n"
+        f"[dim]tools: {escape(offered)} ({mode}); model: {escape(config.model)}[/]",
         markup=True,
         highlight=False,
     )

@@ -104,8 +104,10 @@ def _rich_prompt(question: str) -> str:
     from rich.markup import escape
     from rich.prompt import Prompt
 
+    from aah.terminal_text import printable
+
     return Prompt.ask(
-        f"[bold magenta]agent asks[/] {escape(question)}\n[bold]your answer[/]",
+        f"[bold magenta]agent asks[/] {escape(printable(question))}\n[bold]your answer[/]",
         default="",
         show_default=False,
     )

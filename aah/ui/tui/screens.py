@@ -22,6 +22,7 @@ from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from aah.store import HumanRequestRecord
+from aah.terminal_text import printable
 
 _CONTEXT_LINES = 6  # recent conversation lines shown beside the question
 
@@ -69,7 +70,7 @@ class AskHumanScreen(ModalScreen[str | None]):
         """The question first, the context under it, the answer box last."""
         with Vertical(id="ask-dialog"):
             yield Label("The agent asks", id="ask-title")
-            yield Static(Text(self.request.question), id="ask-question")
+            yield Static(Text(printable(self.request.question)), id="ask-question")
             with VerticalScroll(id="ask-context"):
                 yield Static(describe_context(self.request.context))
             yield Input(placeholder="Your answer (Enter sends it)", id="ask-answer")
@@ -154,5 +155,5 @@ def _pending_label(request: HumanRequestRecord) -> Text:
     minutes, seconds = divmod(max(waited, 0), 60)
     label = Text(f"{minutes}:{seconds:02d} ", style="dim")
     label.append(f"session {request.session_id[:8]}  ", style="cyan")
-    label.append(" ".join(request.question.split())[:90])
+    label.append(" ".join(printable(request.question).split())[:90])
     return label
