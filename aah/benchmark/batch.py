@@ -26,6 +26,7 @@ from aah.runtime import (
     open_runtime,
     record_failure,
     run_session,
+    within_work_time,
     worker_threads,
 )
 
@@ -107,11 +108,17 @@ async def run_batch(
 
 
 async def run_request(request: SessionRequest, runtime: Runtime, timeout: float) -> SessionOutcome:
-    """One task's session, recorded as failed when it times out or crashes."""
+    """One task's session, recorded as failed when it times out or crashes.
+
+    The timeout counts the session's work only: while it waits for a person
+    (the queue), its clock stops, so a question outstanding keeps the task
+    alive until someone answers, the deadline's fallback does, or the
+    session is cancelled.
+    """
     try:
-        return await asyncio.wait_for(run_session(request, runtime), timeout)
+        return await within_work_time(run_session(request, runtime), timeout)
     except TimeoutError:
-        message = f"task timed out after {timeout:.0f} s"
+        message = f"task timed out after {timeout:.0f} s of model and tool work"
         return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
     except Exception as exc:  # one task's failure must not end the run
         message = f"{type(exc).__name__}: {exc}"

@@ -33,7 +33,7 @@ app = typer.Typer(
 )
 app.add_typer(data.app, name="data", help="Get and locate the benchmark data and tool specs.")
 app.add_typer(tools.app, name="tools", help="Build, search and probe the tool registry.")
-app.add_typer(sessions.app, name="sessions", help="List and inspect recorded sessions.")
+app.add_typer(sessions.app, name="sessions", help="List, show, resume, cancel and expire sessions.")
 bench.app.command("run")(bench_run)
 app.add_typer(bench.app, name="bench", help="Benchmark tasks and batch runs.")
 app.add_typer(db.app, name="db", help="Maintain session databases (merge shards).")

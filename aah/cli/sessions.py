@@ -1,7 +1,9 @@
-"""``aah sessions``: list recorded sessions and show one step by step."""
+"""``aah sessions``: list recorded sessions, show one, and resume, cancel or expire them."""
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +13,8 @@ from aah.cli.output import console, print_json, print_table, table
 from aah.errors import AahError
 
 if TYPE_CHECKING:
+    from aah.events import ErrorEvent
+    from aah.runtime import SessionOutcome
     from aah.store import SessionStore
 
 app = typer.Typer(no_args_is_help=True)
@@ -89,3 +93,96 @@ def show(
     printer = TracePrinter(console)
     for event in events:
         printer(event)
+
+
+@app.command()
+def resume(
+    session_id: str = typer.Argument(..., help="Session id (a unique prefix is enough)."),
+    db: Path | None = DbOption,
+    model: str | None = typer.Option(
+        None, "--model", help="Model name (default: the session's own)."
+    ),
+) -> None:
+    """Resume a waiting or unfinished session from its checkpoint.
+
+    An answer given while nothing ran is handed to the agent; a question still
+    unanswered goes back to waiting in the queue.
+    """
+    from aah.cli.run import _report
+    from aah.cli.trace import TracePrinter
+    from aah.llm import model_config
+    from aah.runtime import ScriptedHuman, open_runtime, resume_request, run_async, run_session
+
+    with open_store(db) as store:
+        resumable = resume_request(store, session_id)
+    config = model_config("agent", model=model or resumable.session.model)
+    console.print(f"[dim]resuming session {resumable.session.id}[/]", highlight=False)
+
+    async def go() -> SessionOutcome:
+        async with open_runtime(
+            db=store.path,
+            model=config,
+            # The request brings its own queue; the runtime's is never asked.
+            human=ScriptedHuman([]),
+            http_mode=resumable.http_mode,
+            listeners=[TracePrinter(console)],
+        ) as runtime:
+            return await run_session(resumable.request, runtime)
+
+    _report(run_async(go()))
+
+
+@app.command()
+def cancel(
+    session_id: str = typer.Argument(..., help="Session id (a unique prefix is enough)."),
+    db: Path | None = DbOption,
+) -> None:
+    """Cancel an unfinished session: its waiting question leaves the queue."""
+    from aah.runtime.resume import find_session
+
+    with open_store(db) as store:
+        session = find_session(store, session_id)
+        if not store.cancel_session(session.id, [_cancel_event(session.id, "aah sessions cancel")]):
+            raise AahError(f"session {session.id} is {session.status}: only unfinished ones cancel")
+    console.print(f"cancelled session {session.id}", highlight=False)
+
+
+@app.command()
+def expire(
+    older_than: str = typer.Option(..., "--older-than", help="Idle time, e.g. 90s, 30m, 2h or 1d."),
+    db: Path | None = DbOption,
+) -> None:
+    """Cancel the running or waiting sessions whose last step is older than ``--older-than``.
+
+    For runs that nobody will resume: their questions leave the queue.
+    """
+    cutoff = datetime.now(UTC) - parse_age(older_than)
+    cancelled = 0
+    with open_store(db) as store:
+        for session in store.idle_sessions(cutoff):
+            event = _cancel_event(session.id, f"aah sessions expire --older-than {older_than}")
+            cancelled += store.cancel_session(session.id, [event])
+    noun = "session" if cancelled == 1 else "sessions"
+    console.print(f"expired {cancelled} {noun} idle for more than {older_than}", highlight=False)
+
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_age(text: str) -> timedelta:
+    """``"2h"`` → two hours: a number and one of s, m, h, d.
+
+    Raises:
+        AahError: ``text`` is not such an age.
+    """
+    found = _AGE.match(text.lower())
+    if found is None:
+        raise AahError(f"--older-than {text!r}: give a number and a unit, e.g. 90s, 30m, 2h, 1d")
+    return timedelta(seconds=float(found[1]) * _UNIT_SECONDS[found[2]])
+
+
+def _cancel_event(session_id: str, by: str) -> ErrorEvent:
+    from aah.events import ErrorEvent
+
+    return ErrorEvent(session_id=session_id, message=f"cancelled by {by}", where="cancelled")

@@ -24,10 +24,12 @@ if TYPE_CHECKING:
         HumanRequest,
         QueueHuman,
         ScriptedHuman,
+        SessionEnded,
         make_human_channel,
     )
     from aah.runtime.loop import fewer_gc_pauses, run_async, worker_threads
     from aah.runtime.prompts import prompt_versions
+    from aah.runtime.resume import resume_request
     from aah.runtime.session import (
         Runtime,
         SessionOutcome,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
         record_failure,
         run_session,
     )
+    from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
     "HUMAN_CHANNELS",
@@ -47,6 +50,7 @@ __all__ = [
     "QueueHuman",
     "Runtime",
     "ScriptedHuman",
+    "SessionEnded",
     "SessionOutcome",
     "SessionRequest",
     "ask_awareness",
@@ -59,6 +63,10 @@ __all__ = [
     "record_failure",
     "run_async",
     "run_session",
+    "WorkClock",
+    "resume_request",
+    "waiting_for_person",
+    "within_work_time",
     "worker_threads",
 ]
 
@@ -86,6 +94,11 @@ _WHERE = {
     "run_session": "aah.runtime.session",
     "worker_threads": "aah.runtime.loop",
     "fewer_gc_pauses": "aah.runtime.loop",
+    "SessionEnded": "aah.runtime.humans",
+    "resume_request": "aah.runtime.resume",
+    "WorkClock": "aah.runtime.work_clock",
+    "waiting_for_person": "aah.runtime.work_clock",
+    "within_work_time": "aah.runtime.work_clock",
 }
 
 

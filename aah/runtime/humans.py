@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from aah.extensions import HumanChannelName, choose
 from aah.runtime.prompts import load_prompt
+from aah.runtime.work_clock import waiting_for_person
 from aah.store import SessionStore
 
 # What a person "says" when no one answers in time, or a script runs out:
@@ -50,6 +52,13 @@ class HumanReply(BaseModel):
 
 class SkipTask(Exception):  # noqa: N818 - a signal, not an error
     """Raised by a channel to end the session as skipped (no one will answer)."""
+
+
+class SessionEnded(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a channel whose session was ended elsewhere (cancelled) while it waited.
+
+    The session's status is already stored; the driver leaves it as it is.
+    """
 
 
 class HumanChannel(Protocol):
@@ -91,7 +100,8 @@ class ConsoleHuman:
     async def ask(self, request: HumanRequest) -> HumanReply:
         """Show the question and wait for a line; an empty line declines."""
         started = time.perf_counter()
-        text = await asyncio.to_thread(self._prompt, request.question)
+        with waiting_for_person():
+            text = await asyncio.to_thread(self._prompt, request.question)
         return HumanReply(
             text=text.strip(),
             answered_by="console",
@@ -119,7 +129,13 @@ class QueueHuman:
     The web and terminal apps answer from other processes. The request id is
     derived from the session and tool call, so a runner that restarts finds
     the request it wrote before, and an answer given meanwhile is not lost.
+    The deadline is stored with the request (the queue shows it), and a
+    restarted runner keeps the first deadline rather than starting a new one.
+    The wait does not count against a task's work time (``work_clock``).
     """
+
+    # How many polls between checks that the session still lives (cancelled elsewhere).
+    _LIVENESS_POLLS = 10
 
     def __init__(
         self,
@@ -146,10 +162,29 @@ class QueueHuman:
         self.fallback = fallback
         self.annotators = annotators
 
+    @property
+    def fallback_name(self) -> str:
+        """What answers at the deadline, as the queue shows it."""
+        if isinstance(self.fallback, str):
+            return self.fallback
+        return str(getattr(self.fallback, "name", None) or type(self.fallback).__name__)
+
     async def ask(self, request: HumanRequest) -> HumanReply:
-        """Enqueue ``request`` (once) and return the first answer or the fallback."""
+        """Enqueue ``request`` (once) and return the first answer or the fallback.
+
+        Raises:
+            SkipTask: The deadline passed and the fallback is ``skip``.
+            SessionEnded: The session was cancelled while it waited.
+        """
+        with waiting_for_person():
+            return await self._wait(request)
+
+    async def _wait(self, request: HumanRequest) -> HumanReply:
         record = await asyncio.to_thread(self.store.get_human_request, request.request_id)
         if record is None:
+            deadline = None
+            if self.deadline_seconds is not None:
+                deadline = datetime.now(UTC) + timedelta(seconds=self.deadline_seconds)
             record = await asyncio.to_thread(
                 self.store.create_human_request,
                 request.session_id,
@@ -157,12 +192,16 @@ class QueueHuman:
                 request.context,
                 k=self.annotators,
                 request_id=request.request_id,
+                deadline=deadline,
+                fallback=self.fallback_name if deadline is not None else None,
             )
-        started = time.monotonic()
+        polls = 0
         while record.status == "pending":
-            waited = time.monotonic() - started
-            if self.deadline_seconds is not None and waited >= self.deadline_seconds:
+            if record.deadline is not None and datetime.now(UTC) >= record.deadline:
                 return await self._give_up(request)
+            polls += 1
+            if polls % self._LIVENESS_POLLS == 0:
+                await self._check_session(request)
             await asyncio.sleep(self.poll_seconds)
             found = await asyncio.to_thread(self.store.get_human_request, request.request_id)
             assert found is not None
@@ -176,6 +215,11 @@ class QueueHuman:
             seconds=seconds,
             declined=record.status == "declined",
         )
+
+    async def _check_session(self, request: HumanRequest) -> None:
+        session = await asyncio.to_thread(self.store.get_session, request.session_id)
+        if session is not None and session.status not in ("running", "waiting"):
+            raise SessionEnded(f"session {request.session_id} is {session.status}")
 
     async def _give_up(self, request: HumanRequest, expire: bool = True) -> HumanReply:
         if expire:

@@ -33,7 +33,14 @@ from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
-from aah.runtime.humans import HumanChannel, HumanReply, HumanRequest, SkipTask
+from aah.runtime.humans import (
+    HumanChannel,
+    HumanReply,
+    HumanRequest,
+    QueueHuman,
+    SessionEnded,
+    SkipTask,
+)
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
 from aah.runtime.tool_mode import ToolMode
@@ -48,7 +55,7 @@ EventListener = Callable[[Event], None]
 # (batch runs: far fewer writes; a crash re-runs the steps since the pause).
 Durability = Literal["step", "exit"]
 _GRAPH_DURABILITY = {"step": "sync", "exit": "exit"}
-_DONE = ("finished", "skipped", "error")
+_DONE = ("finished", "skipped", "error", "cancelled")
 
 
 @dataclass
@@ -59,6 +66,7 @@ class SessionRequest:
     batch run gives each task its own oracle and its own broken tools).
     ``retry_errors`` runs a session that ended in error again, from its
     checkpoint; finished and skipped sessions are never run twice.
+    ``session_id`` reopens that stored session (``aah sessions resume``).
     """
 
     query: str
@@ -76,6 +84,7 @@ class SessionRequest:
     human: HumanChannel | None = None
     executor: Executor | None = None
     retry_errors: bool = False
+    session_id: str | None = None
 
 
 @dataclass
@@ -169,6 +178,11 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     )
     try:
         return await _drive(ctx, record, request, runtime)
+    except SessionEnded as exc:
+        # Ended elsewhere (``aah sessions cancel``): its stored status stands.
+        ended = store.get_session(record.id)
+        status = ended.status if ended is not None else "cancelled"
+        return SessionOutcome(record.id, status, "", error=str(exc))
     except SkipTask as exc:
         return _close(ctx, runtime, record, "skipped", f"Skipped: {exc}.")
     except ModelError as exc:
@@ -219,7 +233,38 @@ def _open_record(request: SessionRequest, runtime: Runtime) -> SessionRecord:
         setting=request.setting,
         aah=request.aah,
         model=runtime.model_config.model,
+        session_id=request.session_id,
+        recipe=session_recipe(request, runtime),
     )
+
+
+def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
+    """What another process needs to resume ``request``'s session (``aah sessions resume``).
+
+    The tools go in whole, so that resuming needs no registry; the human
+    channel goes in by kind, with a queue's deadline and fallback, since only
+    people answer through something another process can reopen.
+    """
+    human = request.human or runtime.human
+    who: dict[str, Any] = {"kind": type(human).__name__}
+    if isinstance(human, QueueHuman):
+        who = {
+            "kind": "queue",
+            "deadline_seconds": human.deadline_seconds,
+            "fallback": human.fallback if isinstance(human.fallback, str) else "idk",
+            "annotators": human.annotators,
+        }
+    return {
+        "tools": [spec.model_dump(mode="json") for spec in request.specs],
+        "awareness": request.awareness,
+        "step_limit": request.step_limit,
+        "answer_calls_at_limit": request.answer_calls_at_limit,
+        "tool_result_tokens": request.tool_result_tokens,
+        "tool_mode": request.tool_mode,
+        "context": request.context,
+        "http_mode": runtime.http_mode,
+        "human": who,
+    }
 
 
 async def _drive(

@@ -41,9 +41,15 @@ class StoreConnection:
         # Only a new file takes the write lock, so that readers never need it.
         if schema.needs_schema(self.db(), path):
             self.db().enable_wal()
-            with self.write() as db:
-                if schema.needs_schema(db, path):  # another process may have won
-                    schema.create_schema(db)
+            # Upgrading an older file rebuilds a table, which SQLite does
+            # with foreign keys off (they cannot change inside a transaction).
+            self.db().execute("PRAGMA foreign_keys = OFF")
+            try:
+                with self.write() as db:
+                    if schema.needs_schema(db, path):  # another process may have won
+                        schema.create_schema(db)
+            finally:
+                self.db().execute("PRAGMA foreign_keys = ON")
 
     def db(self) -> Database:
         """This thread's connection, opened on first use."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from aah.store import schema as schema
@@ -17,6 +18,15 @@ from aah.store.connection import StoreConnection
 from aah.store.schema import HumanAnswerRecord, HumanRequestRecord
 
 _now = schema.now_text
+
+# A pending request still wants an answer only while its session can use one
+# (running or waiting) and its deadline, if any, is ahead: every face lists
+# requests through this rule, so an ended session's question leaves them all.
+_USABLE = (
+    "r.status = 'pending' AND (r.deadline IS NULL OR r.deadline > :now)"
+    " AND EXISTS (SELECT 1 FROM sessions AS s WHERE s.id = r.session_id"
+    f" AND s.status IN {tuple(schema.LIVE_STATUSES)!r})"
+)
 
 
 class HumanRequests:
@@ -37,6 +47,8 @@ class HumanRequests:
         *,
         k: int = 1,
         request_id: str | None = None,
+        deadline: datetime | None = None,
+        fallback: str | None = None,
     ) -> HumanRequestRecord:
         """Put a question to people; it stays pending until someone answers.
 
@@ -46,6 +58,8 @@ class HumanRequests:
             context: What a person needs to answer (query, recent steps...).
             k: How many annotators should answer it; the first one decides.
             request_id: The id to use; random by default.
+            deadline: When the asker stops waiting; None waits forever.
+            fallback: Who answers at the deadline (``idk``, ``skip``, a channel).
 
         Raises:
             KeyError: No such session.
@@ -54,8 +68,8 @@ class HumanRequests:
         with self._connection.write() as db:
             schema.require_session(db, session_id)
             db.execute(
-                "INSERT INTO human_requests (id, session_id, question, context, created, k)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO human_requests (id, session_id, question, context, created, k,"
+                " deadline, fallback) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     new_id,
                     session_id,
@@ -63,6 +77,8 @@ class HumanRequests:
                     schema.to_json(context or {}),
                     _now(),
                     k,
+                    deadline.isoformat() if deadline is not None else None,
+                    fallback,
                 ],
             )
             return self._human_request(new_id)
@@ -81,7 +97,9 @@ class HumanRequests:
         The first answer to a pending request makes it ``answered`` (or
         ``declined``) and becomes the answer the agent gets; later answers,
         and answers to an expired request, are kept as extra answers for
-        agreement. A second answer from the same annotator is ignored.
+        agreement. A second answer from the same annotator is ignored, and
+        so is any answer to a pending request that nobody can use any more
+        (``closed_reason`` says why).
 
         Args:
             request_id: The request answered.
@@ -100,6 +118,8 @@ class HumanRequests:
         answer = schema.scrub_text(answer) or ""
         with self._connection.write() as db:
             request = self._human_request(request_id)
+            if request.status == "pending" and not self._usable(db, request_id):
+                return False
             inserted = db.execute(
                 "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
                 " seconds, created) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -120,6 +140,36 @@ class HumanRequests:
             sql = "UPDATE human_requests SET status = 'expired' WHERE id = ? AND status = 'pending'"
             return bool(db.execute(sql, [request_id]).rowcount)
 
+    def _usable(self, db: Any, request_id: str) -> bool:
+        sql = f"SELECT 1 FROM human_requests AS r WHERE r.id = :id AND {_USABLE}"
+        return db.execute(sql, {"id": request_id, "now": _now()}).fetchone() is not None
+
+    def closed_reason(self, request_id: str) -> str | None:
+        """Why an answer to this request can no longer reach its agent, or None.
+
+        None while the request is pending and usable, and once it has been
+        answered (later answers are kept for agreement). Otherwise one line:
+        the session ended (and how), or the deadline passed and its fallback
+        answered.
+
+        Raises:
+            KeyError: No such request.
+        """
+        request = self._human_request(request_id)
+        if request.status in ("answered", "declined"):
+            return None
+        rows = self._connection.rows(
+            "SELECT status FROM sessions WHERE id = ?", [request.session_id]
+        )
+        session_status = rows[0]["status"] if rows else "gone"
+        if session_status not in schema.LIVE_STATUSES:
+            return f"this question's session has ended ({session_status})"
+        past = request.deadline is not None and request.deadline.isoformat() <= _now()
+        if request.status == "expired" or past:
+            fallback = request.fallback or "idk"
+            return f"this question's deadline passed (the {fallback} fallback answered instead)"
+        return None
+
     def get_human_request(self, request_id: str) -> HumanRequestRecord | None:
         """The request with this id, if there is one."""
         rows = self._connection.rows("SELECT * FROM human_requests WHERE id = ?", [request_id])
@@ -132,9 +182,10 @@ class HumanRequests:
         return request
 
     def pending_human_requests(self) -> list[HumanRequestRecord]:
-        """Requests nobody has answered yet, oldest first."""
+        """Requests nobody has answered yet that an answer can still reach, oldest first."""
         rows = self._connection.rows(
-            "SELECT * FROM human_requests WHERE status = 'pending' ORDER BY created, rowid"
+            f"SELECT * FROM human_requests AS r WHERE {_USABLE} ORDER BY r.created, r.rowid",
+            {"now": _now()},
         )
         return [schema.request_from_row(row) for row in rows]
 
@@ -142,15 +193,17 @@ class HumanRequests:
         """Requests that still want ``annotator``'s answer, oldest first.
 
         A request wants answers, for agreement, until it has ``k`` of them,
-        even once the first has settled it; an expired one wants none.
+        even once the first has settled it; an expired one wants none, nor
+        does a pending one that nobody can use any more.
         """
         rows = self._connection.rows(
-            "SELECT * FROM human_requests AS r WHERE r.status != 'expired'"
+            "SELECT * FROM human_requests AS r WHERE (r.status IN ('answered', 'declined')"
+            f" OR ({_USABLE}))"
             " AND (SELECT count(*) FROM human_answers WHERE request_id = r.id) < r.k"
             " AND NOT EXISTS (SELECT 1 FROM human_answers"
-            "   WHERE request_id = r.id AND annotator = ?)"
+            "   WHERE request_id = r.id AND annotator = :annotator)"
             " ORDER BY r.created, r.rowid",
-            [annotator],
+            {"annotator": annotator, "now": _now()},
         )
         return [schema.request_from_row(row) for row in rows]
 

@@ -33,29 +33,25 @@ from aah.secrets import REDACTED as REDACTED
 from aah.secrets import scrub_text as scrub_text
 from aah.store.sqlite_db import Database
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-SessionStatus = Literal["running", "waiting", "finished", "skipped", "error"]
+SessionStatus = Literal["running", "waiting", "finished", "skipped", "error", "cancelled"]
+# The statuses of a session that can still use a person's answer.
+LIVE_STATUSES: tuple[SessionStatus, ...] = ("running", "waiting")
 RequestStatus = Literal["pending", "answered", "declined", "expired"]
 Verdict = Literal["pass", "fail"]
 
 # Times are ISO 8601 text in UTC: they sort as text and read as datetimes.
 # JSON columns hold text that has been scrubbed of secrets before writing.
-SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS runs (
-    name TEXT PRIMARY KEY,
-    created TEXT NOT NULL,
-    manifest TEXT NOT NULL DEFAULT '{}'
-);
-
-CREATE TABLE IF NOT EXISTS sessions (
+SESSIONS_TABLE_SQL = """
+CREATE TABLE IF NOT EXISTS NAME (
     id TEXT PRIMARY KEY,
     run TEXT REFERENCES runs(name),
     task_id TEXT,
     setting TEXT,
     query TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'running'
-        CHECK (status IN ('running', 'waiting', 'finished', 'skipped', 'error')),
+        CHECK (status IN ('running', 'waiting', 'finished', 'skipped', 'error', 'cancelled')),
     aah INTEGER NOT NULL CHECK (aah IN (0, 1)),
     model TEXT,
     thread_id TEXT NOT NULL,
@@ -71,10 +67,24 @@ CREATE TABLE IF NOT EXISTS sessions (
     n_human_questions INTEGER NOT NULL DEFAULT 0,
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
+    -- What resuming the session needs (tools, limits, who answers), as JSON.
+    recipe TEXT NOT NULL DEFAULT '{}',
     -- NULLs are distinct here, so sessions outside a run never collide.
     UNIQUE (run, task_id)
 );
-CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, started);
+"""
+
+SCHEMA_SQL = (
+    """
+CREATE TABLE IF NOT EXISTS runs (
+    name TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    manifest TEXT NOT NULL DEFAULT '{}'
+);
+
+"""
+    + SESSIONS_TABLE_SQL.replace("NAME", "sessions", 1)
+    + """CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, started);
 
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY,
@@ -97,7 +107,10 @@ CREATE TABLE IF NOT EXISTS human_requests (
     k INTEGER NOT NULL DEFAULT 1 CHECK (k >= 1),
     answer TEXT,
     answered_by TEXT,
-    answered_at TEXT
+    answered_at TEXT,
+    -- When the asker stops waiting, and who answers then (idk, skip, a channel).
+    deadline TEXT,
+    fallback TEXT
 );
 CREATE INDEX IF NOT EXISTS human_requests_by_status ON human_requests (status, created);
 CREATE INDEX IF NOT EXISTS human_requests_by_session ON human_requests (session_id);
@@ -127,6 +140,7 @@ CREATE TABLE IF NOT EXISTS grades (
 );
 CREATE INDEX IF NOT EXISTS grades_by_session ON grades (session_id, created);
 """
+)
 
 
 BUSY_TIMEOUT_S = 30.0
@@ -165,9 +179,43 @@ def needs_schema(db: Database, path: Path) -> bool:
 
 
 def create_schema(db: Database) -> None:
-    """Create every table and index (each only if missing), then mark the version."""
+    """Create every table and index (each only if missing), then mark the version.
+
+    A file of an older version is upgraded first (``upgrade_schema``); the
+    caller turns foreign keys off around this, as SQLite's table rebuild needs.
+    """
+    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if 0 < found < SCHEMA_VERSION:
+        upgrade_schema(db, found)
     db.executescript(SCHEMA_SQL)
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+# The columns version 1 gave ``sessions``, in their order.
+_V1_SESSION_COLUMNS = (
+    "id, run, task_id, setting, query, status, aah, model, thread_id, started, ended,"
+    " final_answer, info_awareness, tool_awareness, n_events, n_model_calls, n_tool_calls,"
+    " n_tool_errors, n_human_questions, prompt_tokens, completion_tokens"
+)
+
+
+def upgrade_schema(db: Database, found: int) -> None:
+    """Bring a version-1 file to version 2, inside the caller's transaction.
+
+    Version 2 lets a session be ``cancelled`` (a CHECK constraint, so the
+    table is rebuilt, SQLite's way), stores what resuming a session needs,
+    and gives each human request its deadline and fallback.
+    """
+    if found == 1:
+        db.execute(SESSIONS_TABLE_SQL.replace("NAME", "sessions_v2", 1))
+        db.execute(
+            f"INSERT INTO sessions_v2 ({_V1_SESSION_COLUMNS})"
+            f" SELECT {_V1_SESSION_COLUMNS} FROM sessions"
+        )
+        db.execute("DROP TABLE sessions")
+        db.execute("ALTER TABLE sessions_v2 RENAME TO sessions")
+        db.execute("ALTER TABLE human_requests ADD COLUMN deadline TEXT")
+        db.execute("ALTER TABLE human_requests ADD COLUMN fallback TEXT")
 
 
 def scrub(value: Any) -> Any:
@@ -239,6 +287,8 @@ class HumanRequestRecord(_Row):
     Attributes:
         k: How many annotators should answer it (for agreement); the first
             answer alone decides ``status`` and ``answer``.
+        deadline: When the asker stops waiting for a person, if ever.
+        fallback: Who answers at the deadline: ``idk``, ``skip`` or a channel's name.
     """
 
     id: str
@@ -251,6 +301,8 @@ class HumanRequestRecord(_Row):
     answer: str | None
     answered_by: str | None
     answered_at: datetime | None
+    deadline: datetime | None = None
+    fallback: str | None = None
 
 
 class HumanAnswerRecord(_Row):

@@ -14,9 +14,11 @@ many sessions at once through ``SessionQueries`` (``queries()``).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -154,6 +156,7 @@ class SessionStore:
         model: str | None = None,
         session_id: str | None = None,
         thread_id: str | None = None,
+        recipe: Mapping[str, Any] | None = None,
     ) -> SessionRecord:
         """Start a session, or return the one the run already has for the task.
 
@@ -166,6 +169,8 @@ class SessionStore:
             model: The agent's model.
             session_id: The id to give a new session; random by default.
             thread_id: The LangGraph checkpointer thread; the session id by default.
+            recipe: What resuming the session in another process needs (see
+                ``session_recipe``); stored when the session is new.
 
         Raises:
             KeyError: ``run`` names no run.
@@ -177,10 +182,10 @@ class SessionStore:
             # A (run, task) that exists already wins over the new row.
             db.execute(
                 "INSERT INTO sessions (id, run, task_id, setting, query, aah, model,"
-                " thread_id, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " thread_id, started, recipe) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT DO NOTHING",
                 [new_id, run, task_id, setting, schema.scrub_text(query), int(aah), model]
-                + [thread_id or new_id, _now()],
+                + [thread_id or new_id, _now(), schema.to_json(recipe or {})],
             )
             if run is not None and task_id is not None:
                 sql = "SELECT id FROM sessions WHERE run = ? AND task_id = ?"
@@ -244,6 +249,50 @@ class SessionStore:
             if cursor.rowcount == 0:
                 raise KeyError(f"no session {session_id!r}")
         return stored
+
+    def session_recipe(self, session_id: str) -> dict[str, Any]:
+        """What resuming the session needs, as its driver stored it (empty if nothing).
+
+        Raises:
+            KeyError: No such session.
+        """
+        rows = self._rows("SELECT recipe FROM sessions WHERE id = ?", [session_id])
+        if not rows:
+            raise KeyError(f"no session {session_id!r}")
+        recipe: dict[str, Any] = json.loads(rows[0]["recipe"])
+        return recipe
+
+    def cancel_session(self, session_id: str, events: Sequence[Event] = ()) -> bool:
+        """End an unfinished session as ``cancelled``, logging ``events`` with it.
+
+        Its pending questions leave every queue (they join on the session's
+        status). Returns False when the session had already finished,
+        been skipped or been cancelled; an ``error`` session can be cancelled.
+
+        Raises:
+            KeyError: No such session.
+        """
+        with self._write() as db:
+            schema.require_session(db, session_id)
+            cursor = db.execute(
+                "UPDATE sessions SET status = 'cancelled', ended = ? WHERE id = ?"
+                " AND status IN ('running', 'waiting', 'error')",
+                [_now(), session_id],
+            )
+            if cursor.rowcount == 0:
+                return False
+            insert_events(db, events)
+        return True
+
+    def idle_sessions(self, before: datetime) -> list[SessionRecord]:
+        """Running or waiting sessions whose last event (or start) is older than ``before``."""
+        rows = self._rows(
+            "SELECT * FROM sessions AS s WHERE s.status IN ('running', 'waiting')"
+            " AND COALESCE((SELECT max(ts) FROM events WHERE session_id = s.id), s.started) < ?"
+            " ORDER BY s.started, s.id",
+            [before.isoformat()],
+        )
+        return [SessionRecord.model_validate(row) for row in rows]
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session with this id, if there is one."""
@@ -343,6 +392,8 @@ class SessionStore:
         *,
         k: int = 1,
         request_id: str | None = None,
+        deadline: datetime | None = None,
+        fallback: str | None = None,
     ) -> HumanRequestRecord:
         """Put a question to people (``HumanRequests.create_human_request``).
 
@@ -350,8 +401,24 @@ class SessionStore:
             KeyError: No such session.
         """
         return self._humans.create_human_request(
-            session_id, question, context, k=k, request_id=request_id
+            session_id,
+            question,
+            context,
+            k=k,
+            request_id=request_id,
+            deadline=deadline,
+            fallback=fallback,
         )
+
+    def closed_reason(self, request_id: str) -> str | None:
+        """Why an answer to this request can no longer reach its agent, or None.
+
+        See ``HumanRequests.closed_reason``.
+
+        Raises:
+            KeyError: No such request.
+        """
+        return self._humans.closed_reason(request_id)
 
     def answer_human_request(
         self,
@@ -383,7 +450,7 @@ class SessionStore:
         return self._humans.get_human_request(request_id)
 
     def pending_human_requests(self) -> list[HumanRequestRecord]:
-        """Requests nobody has answered yet, oldest first."""
+        """Requests nobody has answered yet that an answer can still reach, oldest first."""
         return self._humans.pending_human_requests()
 
     def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
