@@ -138,8 +138,10 @@ def test_json_of_the_published_fixtures_gives_the_hand_computed_figures(
         "notes",
         "runs",
         "when2call",
+        "repeats",
     }
     assert data["when2call"] == []  # no When2Call run among them
+    assert data["repeats"] == []  # no run with epochs among them
     assert [r["name"] for r in data["runs"]] == [
         "published:alpha",
         "published:alpha_qaq",

@@ -57,6 +57,36 @@ class RunOptions:
     human_deadline: float | None = None
     tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
     tool_mode: ToolMode = "native"
+    epochs: int = 1
+
+
+# A repeat of a task is its own session, whose task id carries the epoch
+# (the store keeps one session per run and task id): "perfect-12#epoch2".
+# Epoch 1 keeps the plain id, so a run made before repeats reads as epoch 1.
+EPOCH_MARK = "#epoch"
+
+
+def epoch_task_id(task_id: str, epoch: int) -> str:
+    """The task id of ``task_id``'s ``epoch``-th run (numbered from 1)."""
+    return task_id if epoch == 1 else f"{task_id}{EPOCH_MARK}{epoch}"
+
+
+def epoch_tasks(tasks: Sequence[Task], epochs: int) -> list[Task]:
+    """Every task ``epochs`` times, epoch by epoch, each repeat under its own id.
+
+    Epoch by epoch, so that a run stopped midway has whole epochs done first,
+    and running it again with the same ``--epochs`` continues where it stopped.
+
+    Raises:
+        AahError: ``epochs`` is below 1.
+    """
+    if epochs < 1:
+        raise AahError(f"--epochs {epochs}: run each task at least once (1 or more)")
+    return [
+        task if epoch == 1 else task.model_copy(update={"id": epoch_task_id(task.id, epoch)})
+        for epoch in range(1, epochs + 1)
+        for task in tasks
+    ]
 
 
 @dataclass
@@ -139,6 +169,8 @@ def run_manifest(
         # How much of each tool result the model reads, and how it is told of tools.
         "tool_result_tokens": options.tool_result_tokens,
         "tool_mode": options.tool_mode,
+        # Not pinned: a run may be resumed with more epochs.
+        "epochs": options.epochs,
         "prompt_versions": {
             **prompt_versions(),
             "simulated_human": simulated_human_prompt_version(),
@@ -236,6 +268,7 @@ class BatchRunner:
         from aah.benchmark.batch import run_batch
 
         settings = sorted({task.setting for task in tasks})
+        tasks = epoch_tasks(tasks, self.options.epochs)
         manifest = run_manifest(
             self.options, self.model, self.registry.registry_hash, settings
         )

@@ -103,11 +103,22 @@ def bench_run(
     tool_mode: str = typer.Option(
         "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
     ),
+    epochs: int = typer.Option(
+        1,
+        "--epochs",
+        min=1,
+        help="Run each task this many times (epoch by epoch; the same name resumes; "
+        "the report adds pass@k and pass^k).",
+    ),
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
     if benchmark not in BENCHMARKS:
         raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
     if benchmark == "when2call":
+        if epochs != 1:
+            raise AahError(
+                "--epochs repeats Fail-TaLMs tasks: leave it out for --benchmark when2call"
+            )
         from aah.cli.bench_when2call import When2CallFlags, run_when2call
 
         flags = When2CallFlags(
@@ -148,16 +159,19 @@ def bench_run(
         human_deadline=human_deadline,
         tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
         tool_mode=mode,
+        epochs=epochs,
     )
     runner = BatchRunner(options, registry, config)
     db_path = db or get_settings().db
     console.print(
-        f"run [bold]{run}[/]: {len(tasks)} tasks, model {config.model}, "
+        f"run [bold]{run}[/]: {len(tasks)} tasks"
+        + (f" × {epochs} epochs" if epochs > 1 else "")
+        + f", model {config.model}, "
         f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})",
         highlight=False,
     )
     summary = run_with_progress(
-        run, len(tasks), lambda on_done: runner.run(tasks, db_path, on_done)
+        run, len(tasks) * epochs, lambda on_done: runner.run(tasks, db_path, on_done)
     )
     print_summary(run, summary, db_path)
 

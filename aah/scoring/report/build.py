@@ -38,6 +38,7 @@ paper order)::
                                 "pass_rate": {"human": P, "simulated": P},
                                 "interaction": {"human": P, "simulated": P}}]},
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
+     "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
      "examples": [{"run": str, "session_id": str, "task_id": str | null,
                    "setting": str | null, "status": str,
                    "awareness": str | null, "query": str, "final_answer": str}],
@@ -75,6 +76,7 @@ from aah.scoring.metrics import (
     load_outcomes,
     proportion_to_json,
 )
+from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
 from aah.scoring.report.steps import (
     RunBehavior,
     group_by_run,
@@ -120,6 +122,7 @@ class Report:
     examples: list[Example]
     notes: list[str]
     when2call: list[When2CallScores] = field(default_factory=list)
+    repeats: list[RepeatScores] = field(default_factory=list)
 
 
 def select_runs(store: SessionStore, names: Sequence[str] | None) -> list[RunRecord]:
@@ -202,7 +205,14 @@ def build_report(
                     "ended in error): run the same `aah bench run --benchmark when2call` again"
                 )
             when2call += scores
-    return Report(chosen, cells, behavior, patterns, agreement, examples, notes, when2call)
+    repeats = cells_with_repeats(outcomes)
+    for run_name in dict.fromkeys(scores.run for scores in repeats):
+        notes.append(
+            f"run {run_name} repeats its tasks (epochs): its PR and the other paper figures count "
+            "every epoch's session as a task, so their Wilson intervals are too narrow; pass@k "
+            "and pass^k average over tasks, with bootstrap intervals over tasks"
+        )
+    return Report(chosen, cells, behavior, patterns, agreement, examples, notes, when2call, repeats)
 
 
 # -- IAC's needed endpoints -----------------------------------------------------
@@ -243,10 +253,11 @@ def _needed_endpoints(
     present = {o.setting for o in mine}
     settings = [s for s in SETTINGS if s in present]
     endpoints = {task.id: task.needed for task in load_tasks(found, settings)}
+    # A repeat (epoch 2 and on) needs what its task needs.
     needed = {
-        o.session_id: endpoints[task_of[o.session_id]]
+        o.session_id: endpoints[base_task_id(task_of[o.session_id])]
         for o in mine
-        if task_of[o.session_id] in endpoints
+        if base_task_id(task_of[o.session_id]) in endpoints
     }
     if not needed:
         notes.append(f"IAC not scored: no session's task id is a benchmark task in {found}")
@@ -380,6 +391,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "examples": [asdict(example) for example in report.examples],
         "notes": list(report.notes),
         "when2call": [scores_to_json(scores) for scores in report.when2call],
+        "repeats": [repeat_to_json(scores) for scores in report.repeats],
     }
 
 

@@ -23,6 +23,7 @@ from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix, confusion
 from aah.scoring.errors import ERROR_PATTERNS
 from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics
+from aah.scoring.repeats import Estimate
 from aah.scoring.report.build import Report
 from aah.store import RunRecord
 
@@ -239,6 +240,50 @@ def failure_table(report: Report) -> ReportTable:
     )
     rows = rows or [[NO_DATA] * len(columns)]
     return ReportTable("What failed underneath", columns, rows, caption, keys=2)
+
+
+def format_estimate(value: Estimate) -> str:
+    """``62.5 [41.7–83.3]``: a mean over tasks and its bootstrap interval, in percent."""
+    if value.value is None or value.low is None or value.high is None:
+        return NO_DATA
+    return f"{100 * value.value:.1f} [{100 * value.low:.1f}–{100 * value.high:.1f}]"
+
+
+def repeat_tables(report: Report) -> list[ReportTable]:
+    """pass@k, pass^k and agreement across epochs, for runs with repeats (else none)."""
+    if not report.repeats:
+        return []
+    most = max(scores.epochs for scores in report.repeats)
+    ks = sorted({1, 2, most} & set(range(1, most + 1)))
+    columns = ["run", "setting", "tasks", "epochs"]
+    columns += [f"pass@{k}" for k in ks] + [f"pass^{k}" for k in ks]
+    columns += ["all epochs agree", "pair agreement"]
+    rows = [
+        [
+            scores.run or "",
+            scores.setting or "(no setting)",
+            str(scores.tasks),
+            str(scores.epochs)
+            if scores.least_trials == scores.epochs
+            else f"{scores.least_trials}–{scores.epochs}",
+            *(_estimate_at(scores.pass_at, k) for k in ks),
+            *(_estimate_at(scores.pass_hat, k) for k in ks),
+            format_rate(scores.unanimous, scores.tasks),
+            format_number(scores.pairwise, 3),
+        ]
+        for scores in report.repeats
+    ]
+    caption = (
+        "Mean over tasks, percent [95% percentile bootstrap over tasks]; a task with n judged "
+        "trials and c passes gives pass@k = 1 - C(n-c,k)/C(n,k) and pass^k = C(c,k)/C(n,k), "
+        "averaged over tasks with n ≥ k. All epochs agree: tasks whose trials all pass or all "
+        f"fail, {RATE_NOTE}; pair agreement: mean share of agreeing trial pairs per task."
+    )
+    return [ReportTable("Repeats: pass@k and pass^k", columns, rows, caption, keys=2)]
+
+
+def _estimate_at(values: dict[int, Estimate], k: int) -> str:
+    return format_estimate(values[k]) if k in values else NOT_REPORTED
 
 
 def extra_table(report: Report) -> ReportTable:
@@ -459,6 +504,7 @@ def report_tables(report: Report) -> list[ReportTable]:
     return [
         *paper_tables(report),
         failure_table(report),
+        *repeat_tables(report),
         extra_table(report),
         *behavior_tables(report),
         confusion_table(report),
