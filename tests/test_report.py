@@ -139,6 +139,7 @@ def test_json_of_the_published_fixtures_gives_the_hand_computed_figures(
         "runs",
         "when2call",
         "repeats",
+        "paper_comparison",
     }
     assert data["when2call"] == []  # no When2Call run among them
     assert data["repeats"] == []  # no run with epochs among them

@@ -52,15 +52,41 @@ def report(
         "--charts",
         help="Also write every chart to this folder as PNG (300 dpi), SVG and PDF.",
     ),
+    compare: str | None = typer.Option(
+        None, "--compare", help="paper: set the figures beside the Fail-TaLMs paper's."
+    ),
+    paper_table: Path | None = typer.Option(
+        None,
+        "--paper-table",
+        help="The paper's tables as JSON (format in aah.scoring.paper; default: shipped).",
+    ),
+    as_model: list[str] = typer.Option(
+        [],
+        "--as",
+        help="The paper's name of the runs' model: MODEL for every run, or RUN=MODEL (repeatable).",
+    ),
 ) -> None:
     """Report runs: paper metrics with intervals, behaviour, error patterns, agreement."""
     from aah.scoring.report import build_report
 
     if format not in FORMATS:
         raise AahError(f"unknown --format {format!r}: use one of {', '.join(FORMATS)}")
+    if compare not in (None, "paper"):
+        raise AahError(f"unknown --compare {compare!r}: use --compare paper")
+    if (paper_table is not None or as_model) and compare is None:
+        raise AahError("--paper-table and --as go with --compare paper: add it")
+    tables = None
+    if compare == "paper":
+        from aah.scoring.paper import load_paper_tables
+
+        tables = load_paper_tables(paper_table)
     to_terminal = format == "table" and out is None
     with open_store(db) as store, _steps() as step:
         built = build_report(store, run or None, data, progress=step)
+        if tables is not None:
+            from aah.scoring.report import compare_report_with_paper
+
+            built = compare_report_with_paper(built, tables, as_model)
         step("rendering")
         text = "" if to_terminal else _render(built, format, None if wide else FILE_WIDTH)
         if charts is not None:

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.scoring.report.build import Report, build_report, render_json
+    from aah.scoring.report.build import (
+        Report,
+        build_report,
+        compare_report_with_paper,
+        render_json,
+    )
     from aah.scoring.report.charts import write_charts
     from aah.scoring.report.html import render_html
     from aah.scoring.report.spreadsheet import render_csv
@@ -16,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Report",
     "build_report",
+    "compare_report_with_paper",
     "render_csv",
     "render_html",
     "render_json",
@@ -27,6 +33,7 @@ __all__ = [
 _WHERE = {
     "Report": "aah.scoring.report.build",
     "build_report": "aah.scoring.report.build",
+    "compare_report_with_paper": "aah.scoring.report.build",
     "render_csv": "aah.scoring.report.spreadsheet",
     "render_html": "aah.scoring.report.html",
     "render_json": "aah.scoring.report.build",

@@ -39,6 +39,11 @@ paper order)::
                                 "interaction": {"human": P, "simulated": P}}]},
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
+     "paper_comparison": null | {"source": str, "url": str,   # --compare paper
+                                 "rows": [{"run", "model", "setting", "aah", "metric",
+                                           "table", "computed": P, "published": float,
+                                           "difference": float | null,  # points
+                                           "inside": bool | null}]},
      "examples": [{"run": str, "session_id": str, "task_id": str | null,
                    "setting": str | null, "status": str,
                    "awareness": str | null, "query": str, "final_answer": str}],
@@ -56,7 +61,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +80,14 @@ from aah.scoring.metrics import (
     compute_metrics,
     load_outcomes,
     proportion_to_json,
+)
+from aah.scoring.paper import (
+    Comparison,
+    PaperTables,
+    compare_with_paper,
+    comparison_to_json,
+    parse_model_map,
+    unmatched_runs,
 )
 from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
 from aah.scoring.report.steps import (
@@ -123,6 +136,49 @@ class Report:
     notes: list[str]
     when2call: list[When2CallScores] = field(default_factory=list)
     repeats: list[RepeatScores] = field(default_factory=list)
+    paper: PaperComparison | None = None
+
+
+@dataclass(frozen=True)
+class PaperComparison:
+    """Computed figures beside the paper's (``aah report --compare paper``) and their source."""
+
+    source: str
+    url: str
+    rows: list[Comparison]
+
+
+def compare_report_with_paper(
+    report: Report, tables: PaperTables, model_map: Sequence[str] = ()
+) -> Report:
+    """``report`` with its figures set beside the paper's (see ``aah.scoring.paper``).
+
+    Args:
+        report: The built report.
+        tables: The paper's tables.
+        model_map: ``--as`` values: ``MODEL`` for every run, or ``RUN=MODEL``.
+
+    Raises:
+        AahError: A ``--as`` value names no run of the report.
+    """
+    model_of = parse_model_map(model_map, [run.name for run in report.runs])
+    rows = compare_with_paper(report.cells, tables, model_of)
+    notes = list(report.notes)
+    missing = unmatched_runs(report.cells, rows, model_of)
+    if missing:
+        notes.append(
+            "no published figure to compare for "
+            + ", ".join(missing)
+            + ": the paper's tables name no such model, setting and Aah; pass --as MODEL "
+            "(or RUN=MODEL) where the model is spelled otherwise"
+        )
+    outside = [row for row in rows if row.inside is False]
+    if rows:
+        notes.append(
+            f"compared with the paper: {len(rows) - len(outside)} of {len(rows)} published "
+            "values lie inside the computed 95% Wilson interval"
+        )
+    return replace(report, paper=PaperComparison(tables.source, tables.url, rows), notes=notes)
 
 
 def select_runs(store: SessionStore, names: Sequence[str] | None) -> list[RunRecord]:
@@ -392,6 +448,13 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "notes": list(report.notes),
         "when2call": [scores_to_json(scores) for scores in report.when2call],
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
+        "paper_comparison": None
+        if report.paper is None
+        else {
+            "source": report.paper.source,
+            "url": report.paper.url,
+            "rows": [comparison_to_json(row) for row in report.paper.rows],
+        },
     }
 
 

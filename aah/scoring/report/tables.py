@@ -286,6 +286,49 @@ def _estimate_at(values: dict[int, Estimate], k: int) -> str:
     return format_estimate(values[k]) if k in values else NOT_REPORTED
 
 
+PAPER_METRIC_NAMES = {
+    "pass_rate": "PR",
+    "awareness": "Aware",
+    "unexpected": "Unexp",
+    "skip": "Skip",
+    "interaction": "Inter",
+}
+
+
+def paper_comparison_table(report: Report) -> list[ReportTable]:
+    """Computed vs published, one row per figure (only with ``--compare paper``)."""
+    if report.paper is None:
+        return []
+    columns = ["run", "setting", "Aah", "metric", "computed", "published", "diff", "inside"]
+    rows = [
+        [
+            row.run or "",
+            row.setting,
+            "with" if row.aah else "without",
+            PAPER_METRIC_NAMES[row.metric],
+            format_rate(row.computed),
+            f"{100 * row.published:.1f}",
+            NO_DATA if row.difference is None else f"{row.difference:+.1f}",
+            NO_DATA if row.inside is None else ("yes" if row.inside else "NO"),
+        ]
+        for row in report.paper.rows
+    ]
+    caption = (
+        f"Computed: {RATE_NOTE}; published: {report.paper.source}; diff: computed minus "
+        "published, in percentage points; inside: the published value lies inside the "
+        "computed interval."
+    )
+    return [
+        ReportTable(
+            "Computed vs published (Fail-TaLMs paper)",
+            columns,
+            rows or [[NO_DATA] + [""] * (len(columns) - 1)],
+            caption,
+            keys=2,
+        )
+    ]
+
+
 def extra_table(report: Report) -> ReportTable:
     """Beyond the paper: graceful failure, redundant questions, cost per task."""
     columns = ["run", "setting", "N", "graceful failure", "redundant questions", "steps"]
@@ -503,6 +546,7 @@ def report_tables(report: Report) -> list[ReportTable]:
 
     return [
         *paper_tables(report),
+        *paper_comparison_table(report),
         failure_table(report),
         *repeat_tables(report),
         extra_table(report),
