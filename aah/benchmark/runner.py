@@ -304,8 +304,22 @@ class BatchRunner:
             run=self.options.run,
             task_id=task.id,
             setting=task.setting,
-            context={"original_query": task.original_query or task.query},
+            context={
+                "original_query": task.original_query or task.query,
+                # The endpoints the setting took away, for the person answering.
+                "unavailable": _unavailable_lines(self.registry, task.unavailable),
+            },
             human=self.human_factory(task, runtime),
             executor=executor,
             retry_errors=True,
         )
+
+
+def _unavailable_lines(registry: Registry, names: Sequence[str]) -> list[str]:
+    """``name: description`` of each endpoint a task's setting made unavailable."""
+    lines = []
+    for name in names:
+        description = registry.get(name).description if name in registry else ""
+        summary = " ".join(description.split())[:100]
+        lines.append(f"{name}: {summary}" if summary else name)
+    return lines

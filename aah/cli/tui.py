@@ -18,22 +18,37 @@ UI_EXTRA_MISSING = "the terminal app needs the ui extra: pip install 'aah[ui]'"
 def tui(
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
     data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+    annotator: str | None = typer.Option(
+        None, "--annotator", help="Your name, stored with every answer (default: $USER)."
+    ),
 ) -> None:
     """Open the terminal app: run a task live, answer the agent, break its tools."""
-    run_tui(db, data)
+    run_tui(db, data, annotator=annotator)
 
 
-def run_tui(db: Path | None, data: Path | None, task_id: str | None = None) -> None:
+def run_tui(
+    db: Path | None,
+    data: Path | None,
+    task_id: str | None = None,
+    *,
+    annotator: str | None = None,
+) -> None:
     """Open the terminal app; with ``task_id``, start that demo task at once.
 
     Raises:
         AahError: the ``ui`` extra is missing, the tools cannot be found, or
             ``task_id`` names no demo task.
     """
-    build_app(db, data, task_id).run()
+    build_app(db, data, task_id, annotator=annotator).run()
 
 
-def build_app(db: Path | None, data: Path | None, task_id: str | None = None) -> AahApp:
+def build_app(
+    db: Path | None,
+    data: Path | None,
+    task_id: str | None = None,
+    *,
+    annotator: str | None = None,
+) -> AahApp:
     """The app, ready to run (tests drive it headless).
 
     Raises:
@@ -51,4 +66,9 @@ def build_app(db: Path | None, data: Path | None, task_id: str | None = None) ->
     if task_id is not None:
         demo_task(task_id)  # an unknown name fails here, in one line, not inside the app
     registry = open_registry(data, build_if_missing=True)
-    return AahApp(registry, db or get_settings().db, data=data, task_id=task_id)
+    name = " ".join((annotator or "").split())
+    if annotator is not None and not name:
+        raise AahError("--annotator is empty: give your name, e.g. --annotator ana")
+    return AahApp(
+        registry, db or get_settings().db, data=data, task_id=task_id, annotator=name or None
+    )

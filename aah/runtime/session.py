@@ -326,6 +326,8 @@ async def _ask(
         "task_id": record.task_id,
         "run": record.run,
         "conversation": conversation_so_far(known),
+        # What the agent was given, one line a tool, for the person answering.
+        "tools": [_tool_line(spec) for spec in ctx.specs],
     }
     logged = next(
         (e for e in known if isinstance(e, HumanAnswerEvent) and e.request_id == request_id), None
@@ -355,6 +357,12 @@ async def _ask(
     )
     runtime.record(record, [answer], "running")
     return reply.model_dump()
+
+
+def _tool_line(spec: EndpointSpec) -> str:
+    summary = " ".join(spec.description.split())
+    summary = summary if len(summary) <= 100 else summary[:99] + "…"
+    return f"{spec.qualified_name}: {summary}" if summary else spec.qualified_name
 
 
 def _reply_of(answer: HumanAnswerEvent) -> HumanReply:

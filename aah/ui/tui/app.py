@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import time
 from dataclasses import replace
 from functools import partial
@@ -40,13 +41,19 @@ if TYPE_CHECKING:
     from aah.llm import ModelConfig
     from aah.tools.registry import Registry
 
-ANNOTATOR = "tui"  # how answers given in this app are signed in the store
+# Who answers are signed as when nobody says (``aah tui --annotator``).
+FALLBACK_ANNOTATOR = "tui"
 QUESTION_POLL_SECONDS = 0.1
 # The modules a session needs take seconds to import; the app loads them off
 # the event loop so the screen never freezes.
 _RUNTIME_MODULES = ("aah.runtime.environment", "aah.runtime.session", "aah.runtime.humans")
 # Actions that make no sense while a dialog is open over the main screen.
 _MAIN_SCREEN_ACTIONS = {"start", "break_tool", "fix_all", "pending", "toggle_aah"}
+
+
+def default_annotator() -> str:
+    """The name answers go under when none is given: the login name, else ``tui``."""
+    return os.environ.get("USER") or os.environ.get("USERNAME") or FALLBACK_ANNOTATOR
 
 
 def _import_runtime() -> None:
@@ -62,6 +69,7 @@ class AahApp(App[None]):
         db: The session database, shared with other processes.
         data: The data directory for benchmark tasks (discovered when None).
         task_id: A demo task to select and start at once.
+        annotator: The name this app's answers are stored under (default: $USER).
     """
 
     CSS_PATH = "app.tcss"
@@ -84,8 +92,10 @@ class AahApp(App[None]):
         db: Path,
         data: Path | None = None,
         task_id: str | None = None,
+        annotator: str | None = None,
     ) -> None:
         super().__init__()
+        self.annotator = annotator or default_annotator()
         self.registry = registry
         self.db = db
         self.data = data
@@ -345,10 +355,14 @@ class AahApp(App[None]):
     ) -> None:
         # A write may wait on another process's lock: never on the event loop.
         settled = self.store.answer_human_request(
-            request.id, ANNOTATOR, answer or "", declined=answer is None, seconds=seconds
+            request.id, self.annotator, answer or "", declined=answer is None, seconds=seconds
         )
         if not settled:
-            message = "Someone else answered this question first."
+            closed = self.store.closed_reason(request.id)
+            if closed is not None:
+                message = f"{closed[0].upper()}{closed[1:]}: your answer was not used."
+            else:
+                message = "Someone else answered this question first."
             self.call_from_thread(self.notify, message, severity="warning")
         elif request.session_id != self.session_id:
             self.call_from_thread(self.notify, f"Answer sent to session {request.session_id[:8]}.")

@@ -23,20 +23,39 @@ from textual.widgets.option_list import Option
 
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
+from aah.ui.briefing import briefing, deadline_note, word_diff
 
 _CONTEXT_LINES = 6  # recent conversation lines shown beside the question
 
 
 def describe_context(context: dict[str, Any]) -> Text:
-    """What a person needs beside the question: the request, the recent steps, a hint."""
+    """What a person needs beside the question, the setting's rule and the agent's tools.
+
+    Also the recent steps and a demo hint. Where the agent got less than the
+    full request, the words it was not told are highlighted (and the words it
+    got instead struck through).
+    """
     text = Text()
+    brief = briefing(context)
     request = context.get("original_query") or context.get("query")
     if context.get("original_query"):
         text.append("You are this user. Your full request:\n", style="bold")
     elif request:
         text.append("The user's request:\n", style="bold")
-    if request:
+    if brief.full_request:
+        _append_diff(text, brief.full_request, brief.given_request)
+    elif request:
         text.append(f"{request}\n")
+    if brief.rule:
+        text.append("You may: ", style="bold")
+        text.append(f"{printable(brief.rule)}\n")
+    if brief.tools or brief.unavailable:
+        text.append("The agent was given: ", style="bold")
+        text.append(", ".join(printable(line.split(":", 1)[0]) for line in brief.tools) or "none")
+        text.append("\n")
+    for line in brief.unavailable:
+        text.append("Taken away: ", style="bold")
+        text.append(f"{printable(line)}\n")
     conversation = context.get("conversation") or []
     if conversation:
         text.append("\nSo far:\n", style="bold")
@@ -149,11 +168,22 @@ class PendingQuestionsScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def _append_diff(text: Text, full: str, given: str) -> None:
+    styles = {"same": "", "changed": "bold black on yellow", "given": "dim strike"}
+    for kind, words in word_diff(full, given):
+        text.append(printable(words), style=styles[kind])
+        text.append(" ")
+    text.append("\n")
+
+
 def _pending_label(request: HumanRequestRecord) -> Text:
     created = request.created if request.created.tzinfo else request.created.replace(tzinfo=UTC)
     waited = int((datetime.now(UTC) - created).total_seconds())
     minutes, seconds = divmod(max(waited, 0), 60)
     label = Text(f"{minutes}:{seconds:02d} ", style="dim")
     label.append(f"session {request.session_id[:8]}  ", style="cyan")
+    fallback = deadline_note(request)
+    if fallback:
+        label.append(f"[fallback {fallback}] ", style="yellow")
     label.append(" ".join(printable(request.question).split())[:90])
     return label

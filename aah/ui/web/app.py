@@ -39,6 +39,9 @@ _WELCOME = (
 CSS = """
 #answer-form { padding: 0.75rem; }
 #signed-in p { margin: 0; }
+#answer-briefing mark.aah-diff { background: #ffe08a; padding: 0 0.15em; }
+#answer-briefing del.aah-diff { color: #888; }
+#answer-briefing .aah-rule { font-size: 1.05em; }
 """
 
 

@@ -9,14 +9,16 @@ A request is listed while it still wants this annotator's answer
 
 from __future__ import annotations
 
+import html
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from aah.store import HumanRequestRecord, SessionStore
+from aah.ui.briefing import briefing, deadline_note, word_diff_html
 from aah.ui.web.format import clip, conversation_text, plain, waited
 
-QUEUE_HEADERS = ["waited", "setting", "question", "status"]
+QUEUE_HEADERS = ["waited", "setting", "question", "status", "fallback"]
 ANSWERED_HEADERS = ["question", "your answer", "request", "session"]
 MAX_ANSWER_CHARS = 4_000
 _LABEL_CHARS = 90
@@ -32,6 +34,9 @@ class RequestView:
         query: The request the agent was given.
         conversation: The session so far, one ``role: text`` paragraph a step.
         question: The agent's question.
+        briefing: HTML, every text in it escaped: what the annotator may do,
+            the agent's tools, and the words of the full request the agent
+            did not get, marked.
     """
 
     meta: str
@@ -39,6 +44,7 @@ class RequestView:
     query: str
     conversation: str
     question: str
+    briefing: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ def queue_rows(requests: list[HumanRequestRecord], now: datetime | None = None) 
             _setting(request),
             clip(request.question, _LABEL_CHARS),
             _status_note(request),
+            deadline_note(request, now) or "none: waits for a person",
         ]
         for request in requests
     ]
@@ -111,6 +118,9 @@ def request_view(store: SessionStore, request_id: str) -> RequestView:
         f"run {plain(str(context.get('run') or '-'))}",
         f"waited {waited(request.created)}",
     ]
+    fallback = deadline_note(request)
+    if fallback:
+        where.append(f"fallback {plain(fallback)}")
     if request.status != "pending":
         where.append("already answered: yours is kept for agreement")
     conversation = context.get("conversation") or []
@@ -120,7 +130,33 @@ def request_view(store: SessionStore, request_id: str) -> RequestView:
         query=query,
         conversation=conversation_text(conversation if isinstance(conversation, list) else []),
         question=request.question,
+        briefing=briefing_html(context, query),
     )
+
+
+def briefing_html(context: dict[str, object], query: str) -> str:
+    """The annotator's briefing as HTML: the rule, the tools, the request's word diff.
+
+    Every text from the request's context is escaped here, and the diff
+    escapes each word (``word_diff_html``).
+    """
+    brief = briefing(context, query)
+    parts = []
+    if brief.rule:
+        parts.append(f'<p class="aah-rule"><b>You may:</b> {html.escape(brief.rule)}</p>')
+    tools = brief.tools or ["(no tools but ask_human)"]
+    items = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in tools)
+    parts.append(f'<p><b>The agent was given:</b></p><ul class="aah-tools">{items}</ul>')
+    if brief.unavailable:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in brief.unavailable)
+        parts.append(f'<p><b>Taken away from it:</b></p><ul class="aah-missing">{items}</ul>')
+    if brief.full_request:
+        diff = word_diff_html(brief.full_request, brief.given_request)
+        parts.append(
+            "<p><b>What the agent was not told</b> (marked; struck words are what it got"
+            f' instead):</p><p class="aah-request-diff">{diff}</p>'
+        )
+    return "\n".join(parts)
 
 
 def submit_answer(
@@ -148,6 +184,9 @@ def submit_answer(
     request = store.get_human_request(opened.request_id)
     if request is None:
         raise LookupError("that question is gone: refresh the queue")
+    closed = store.closed_reason(request.id)
+    if closed is not None:
+        return f"{plain(closed)}: your answer was not used."
     if any(given.annotator == annotator for given in store.human_answers(request.id)):
         return "You already answered this question; your first answer stands."
     settled = store.answer_human_request(
@@ -159,6 +198,9 @@ def submit_answer(
         seconds=max(0.0, time.time() - opened.opened_at),
     )
     verb = "Declined" if declined else "Answered"
+    closed = None if settled else store.closed_reason(request.id)
+    if closed is not None:  # it ended between the check above and the answer
+        return f"{plain(closed)}: your answer was not used."
     if settled:
         return f"{verb} **{plain(clip(request.question, 60))}**: the agent goes on with it."
     if request.status == "expired":

@@ -103,6 +103,7 @@ def build_queue_tab(store: SessionStore, user: gr.State) -> QueuePage:
             refresh_button = gr.Button("Refresh", size="sm", elem_id="queue-refresh")
     with gr.Group(visible=False, elem_id="answer-form") as form:
         meta = gr.Markdown(elem_id="answer-meta")
+        brief = gr.HTML(elem_id="answer-briefing")
         persona = gr.Textbox(
             label="You are this user: your full request", interactive=False, lines=2
         )
@@ -159,6 +160,7 @@ def build_queue_tab(store: SessionStore, user: gr.State) -> QueuePage:
             None,
             OpenedRequest(picked, time.time()),
             "",
+            view.briefing,
         )
 
     def on_submit(declined: bool) -> Callable[..., tuple[Any, ...]]:
@@ -194,7 +196,7 @@ def build_queue_tab(store: SessionStore, user: gr.State) -> QueuePage:
     open_button.click(
         on_open,
         [user, pick],
-        [form, meta, persona, query, conversation, question, answer, rating, opened, status],
+        [form, meta, persona, query, conversation, question, answer, rating, opened, status, brief],
         api_name="open_request",
     )
     submit_inputs = [user, opened, answer, rating, page.answered_ids, pick]
