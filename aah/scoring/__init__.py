@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         compute_metrics,
         load_outcomes,
     )
+    from aah.scoring.paper import compare_with_paper, load_paper_tables
+    from aah.scoring.repeats import pass_at_k, pass_hat_k, repeat_scores
     from aah.scoring.report import build_report, render_html, render_json
     from aah.scoring.when2call import (
         When2CallScores,
@@ -50,6 +52,7 @@ __all__ = [
     "build_report",
     "cell_to_json",
     "classify_reply",
+    "compare_with_paper",
     "compute_metrics",
     "error_patterns",
     "grade_run",
@@ -58,10 +61,14 @@ __all__ = [
     "label_run_with_judge",
     "label_run_with_rules",
     "load_outcomes",
+    "load_paper_tables",
     "majority_vote",
     "parse_vote",
+    "pass_at_k",
+    "pass_hat_k",
     "render_html",
     "render_json",
+    "repeat_scores",
     "run_scores",
     "wilson",
 ]
@@ -77,16 +84,21 @@ _WHERE = {
     "build_report": "aah.scoring.report.build",
     "cell_to_json": "aah.scoring.metrics",
     "classify_reply": "aah.scoring.behavior.classes",
+    "compare_with_paper": "aah.scoring.paper",
     "compute_metrics": "aah.scoring.metrics",
     "error_patterns": "aah.scoring.errors",
     "grade_run": "aah.scoring.grader.vote",
     "grade_session": "aah.scoring.grader.vote",
     "import_failtalms_outputs": "aah.scoring.imports",
     "load_outcomes": "aah.scoring.metrics",
+    "load_paper_tables": "aah.scoring.paper",
     "majority_vote": "aah.scoring.grader.vote",
     "parse_vote": "aah.scoring.grader.vote",
+    "pass_at_k": "aah.scoring.repeats",
+    "pass_hat_k": "aah.scoring.repeats",
     "render_html": "aah.scoring.report.html",
     "render_json": "aah.scoring.report.build",
+    "repeat_scores": "aah.scoring.repeats",
     "wilson": "aah.scoring.intervals",
     "When2CallScores": "aah.scoring.when2call",
     "label_run_with_judge": "aah.scoring.when2call",

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aah.benchmark.settings import SETTINGS
+from aah.benchmark import SETTINGS
 from aah.errors import AahError
 from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics, canonical_setting
