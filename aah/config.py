@@ -72,6 +72,13 @@ class Settings(BaseSettings):
     max_connections: int | None = Field(default=None, ge=1)
     # Each tool result reaches the model cut to about this many tokens.
     tool_result_tokens: int = Field(default=2_000, ge=1)
+    # Apprise URLs `aah web` notifies when questions wait longer than
+    # notify_after seconds, at most once per notify_interval seconds; the
+    # message links to web_url (default: the address `aah web` serves on).
+    notify: str | None = None
+    notify_after: float = Field(default=300.0, gt=0)
+    notify_interval: float = Field(default=1800.0, gt=0)
+    web_url: str | None = None
 
     def registry_path(self) -> Path:
         """Where the compiled tool registry lives."""

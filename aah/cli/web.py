@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import socket
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -57,6 +58,7 @@ def web(
             f"serving on {host} without {TOKEN_ENV}: anyone who can "
             f"reach it may answer; set {TOKEN_ENV} to require a token"
         )
+    _start_notifications(db or get_settings().db, host, port)
     console.print(f"aah web on http://{host}:{port} (Ctrl-C stops it)", highlight=False)
     try:
         module.launch_app(app, host, port, block=True)
@@ -65,3 +67,31 @@ def web(
             f"cannot serve on {host}:{port} (port taken, or not an address of this machine): "
             "pick another --port or --host"
         ) from None
+
+
+def _start_notifications(db: Path, host: str, port: int) -> None:
+    """Notify AAH_NOTIFY's URLs of questions that wait too long, if it is set.
+
+    Raises:
+        AahError: Apprise is missing (the notify extra) or cannot use a URL.
+    """
+    from aah.config import get_settings
+    from aah.store import SessionStore
+    from aah.ui.web import NotifySettings, parse_urls, start_notifier
+
+    settings = get_settings()
+    urls = parse_urls(settings.notify)
+    if not urls:
+        return
+    shown = socket.getfqdn() if host in ("0.0.0.0", "::") else host
+    notify = NotifySettings(
+        urls=urls,
+        queue_url=settings.web_url or f"http://{shown}:{port}/",
+        after_seconds=settings.notify_after,
+        interval_seconds=settings.notify_interval,
+    )
+    start_notifier(SessionStore(db), notify)
+    console.print(
+        f"notifying {len(urls)} address(es) when questions wait over {notify.after_seconds:g} s",
+        highlight=False,
+    )

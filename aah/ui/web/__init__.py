@@ -17,9 +17,21 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 if TYPE_CHECKING:
     from aah.ui.web.app import DEFAULT_HOST, DEFAULT_PORT, build_app, launch_app
+    from aah.ui.web.notify import NotifySettings, QueueNotifier, parse_urls, start_notifier
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "NotifySettings",
+    "QueueNotifier",
+    "build_app",
+    "launch_app",
+    "parse_urls",
+    "start_notifier",
+]
 
-_WHERE = {name: "aah.ui.web.app" for name in __all__}
+# Notifications need no Gradio: ``aah web`` starts them before the page.
+_NOTIFY = {"NotifySettings", "QueueNotifier", "parse_urls", "start_notifier"}
+_WHERE = {name: "aah.ui.web.notify" if name in _NOTIFY else "aah.ui.web.app" for name in __all__}
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

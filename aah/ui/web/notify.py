@@ -1,0 +1,178 @@
+"""Telling people that questions are waiting: Apprise notifications from ``aah web``.
+
+When questions have waited longer than ``AAH_NOTIFY_AFTER`` seconds, one
+message goes to every Apprise URL in ``AAH_NOTIFY`` (Slack, e-mail, Matrix,
+ntfy, a JSON webhook...), with how many wait and a link to the queue; then
+none for ``AAH_NOTIFY_INTERVAL`` seconds, however many more arrive.
+
+The web app sends, not the runners: it watches one database's whole queue
+(every runner's questions, whatever process asked them), so one message
+covers them all, and it knows the address the link must point to. Runners
+are many (shards, several machines), and each would have to agree with the
+others on who sends. Apprise is an optional extra (``aah[notify]``),
+imported only when ``AAH_NOTIFY`` is set.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aah.errors import AahError
+from aah.store import SessionStore
+
+NOTIFY_EXTRA_MISSING = "AAH_NOTIFY needs the notify extra: pip install 'aah[notify]'"
+_log = logging.getLogger(__name__)
+_URL_SEPARATORS = re.compile(r"[\s,]+")
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """Where and when to notify.
+
+    Attributes:
+        urls: Apprise URLs, e.g. ``json://127.0.0.1:8000/`` or ``ntfy://topic``.
+        queue_url: The link to the web queue put in each message.
+        after_seconds: How long a question waits before it is worth a message.
+        interval_seconds: The least time between two messages.
+    """
+
+    urls: tuple[str, ...]
+    queue_url: str
+    after_seconds: float = 300.0
+    interval_seconds: float = 1800.0
+
+    @property
+    def check_seconds(self) -> float:
+        """How often the queue is looked at: often enough for ``after_seconds``."""
+        return max(0.5, min(30.0, self.after_seconds / 4))
+
+
+def parse_urls(text: str | None) -> tuple[str, ...]:
+    """The Apprise URLs in ``AAH_NOTIFY`` (separated by commas or spaces)."""
+    return tuple(url for url in _URL_SEPARATORS.split(text or "") if url)
+
+
+def load_apprise() -> Any:
+    """The ``apprise`` module.
+
+    Raises:
+        AahError: It is not installed (the ``notify`` extra).
+    """
+    try:
+        return importlib.import_module("apprise")
+    except ImportError:
+        raise AahError(NOTIFY_EXTRA_MISSING) from None
+
+
+def apprise_sender(urls: tuple[str, ...]) -> Any:
+    """An ``apprise.Apprise`` that sends to every URL of ``urls``.
+
+    Raises:
+        AahError: Apprise is missing, or cannot use one of the URLs.
+    """
+    apprise = load_apprise()
+    sender = apprise.Apprise()
+    for url in urls:
+        if not sender.add(url):
+            raise AahError(
+                f"AAH_NOTIFY: Apprise cannot use {url!r}: "
+                "see https://github.com/caronc/apprise/wiki for URL forms"
+            )
+    return sender
+
+
+class QueueNotifier:
+    """Sends one message when questions wait too long, then waits an interval.
+
+    Args:
+        store: The session database whose queue is watched.
+        settings: Where and when to notify.
+        sender: What sends (``notify(title=..., body=...) -> bool``); by
+            default an ``apprise.Apprise`` on ``settings.urls``.
+
+    Raises:
+        AahError: Apprise is missing or cannot use a URL (when ``sender`` is None).
+    """
+
+    def __init__(self, store: SessionStore, settings: NotifySettings, sender: Any = None) -> None:
+        self.store = store
+        self.settings = settings
+        self._sender = sender if sender is not None else apprise_sender(settings.urls)
+        self.last_sent: datetime | None = None
+
+    def message(self, now: datetime | None = None) -> tuple[str, str] | None:
+        """The title and body to send now, or None when no question has waited long enough."""
+        moment = now or datetime.now(UTC)
+        cutoff = moment - timedelta(seconds=self.settings.after_seconds)
+        overdue = [r for r in self.store.pending_human_requests() if _aware(r.created) <= cutoff]
+        if not overdue:
+            return None
+        waiting = len(self.store.pending_human_requests())
+        oldest = int((moment - _aware(overdue[0].created)).total_seconds() // 60)
+        noun = "question waits" if waiting == 1 else "questions wait"
+        title = f"aah: {waiting} {noun} for an answer"
+        body = (
+            f"{waiting} {noun} for a person; {len(overdue)} for more than "
+            f"{_span(self.settings.after_seconds)} (the oldest {oldest} min). "
+            f"Answer at {self.settings.queue_url}"
+        )
+        return title, body
+
+    def check(self, now: datetime | None = None) -> bool:
+        """Send a message if questions wait too long and the interval has passed.
+
+        Returns:
+            True when a message was sent.
+        """
+        moment = now or datetime.now(UTC)
+        interval = timedelta(seconds=self.settings.interval_seconds)
+        if self.last_sent is not None and moment - self.last_sent < interval:
+            return False
+        found = self.message(moment)
+        if found is None:
+            return False
+        title, body = found
+        if not self._sender.notify(title=title, body=body):
+            _log.warning("aah web: could not send the waiting-questions notification")
+            return False
+        self.last_sent = moment
+        return True
+
+    def watch(self, stop: threading.Event) -> None:
+        """Check every ``check_seconds`` until ``stop`` is set (a thread's target)."""
+        while not stop.wait(self.settings.check_seconds):
+            try:
+                self.check()
+            except Exception as exc:  # a full disk or a locked file must not stop the web app
+                _log.warning("aah web: notification check failed: %s", exc)
+
+
+def start_notifier(store: SessionStore, settings: NotifySettings) -> threading.Event:
+    """Watch the queue in a daemon thread; set the returned event to stop it.
+
+    Raises:
+        AahError: Apprise is missing or cannot use a URL.
+    """
+    notifier = QueueNotifier(store, settings)
+    stop = threading.Event()
+    threading.Thread(target=notifier.watch, args=(stop,), name="aah-notify", daemon=True).start()
+    return stop
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _span(seconds: float) -> str:
+    whole = int(seconds)
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 7200:
+        return f"{whole // 60} min"
+    return f"{whole // 3600} h"
