@@ -103,17 +103,18 @@ def fill(store: SessionStore) -> None:
             ModelCallEvent(session_id="s4", model="n", latency_ms=1.0, text="hi"),
         ]
     )
+    # People answer while the sessions still run: an ended session takes no answers.
+    store.create_human_request("s1", "Which city?", k=2, request_id="q1")
+    store.answer_human_request("q1", "ann", "Oslo", rating=1, seconds=4.0)
+    store.answer_human_request("q1", "bob", "", declined=True, rating=0, seconds=9.0)
+    store.create_human_request("s4", "Which language?", request_id="q4")
+    store.answer_human_request("q4", "ann", "English")
     store.finish_session(s1.id, "finished", "Sunny.")
     store.finish_session("s2", "skipped")
     store.add_grade("s1", "grader", "v1", ["fail"], "fail")
     store.add_grade("s1", "human:ann", "label", [], "pass")
     store.add_grade("s1", "grader", "v2", ["pass", "pass"], "pass")
     store.add_grade("s4", "human:bob", "label", [], "fail")
-    store.create_human_request("s1", "Which city?", k=2, request_id="q1")
-    store.answer_human_request("q1", "ann", "Oslo", rating=1, seconds=4.0)
-    store.answer_human_request("q1", "bob", "", declined=True, rating=0, seconds=9.0)
-    store.create_human_request("s4", "Which language?", request_id="q4")
-    store.answer_human_request("q4", "ann", "English")
 
 
 S1 = SessionSummary(

@@ -33,7 +33,7 @@ from aah.scoring.errors import CALL_PATTERNS, ErrorPattern, ErrorPatternReport, 
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.metrics import TaskOutcome
 from aah.store import SessionStore, Step
-from aah.tools.builtin import ASK_HUMAN
+from aah.tools import ASK_HUMAN
 
 
 @dataclass(frozen=True)
