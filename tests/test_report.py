@@ -380,7 +380,8 @@ def test_cohen_kappa_of_a_known_two_by_two_table() -> None:
 
 def test_annotator_agreement_from_human_answers(store: SessionStore) -> None:
     store.create_run("people", {"human": "queue"})
-    sid = session(store, "people", "t1", [])
+    # People answer while the session runs: an ended session's questions take no answers.
+    sid = store.open_session("What is the weather?", run="people", task_id="t1", model="m").id
     answers = {
         "r1": [("ann1", 1, False), ("ann2", 1, False)],
         "r2": [("ann1", 0, False), ("ann2", 1, False)],
