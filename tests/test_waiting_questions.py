@@ -421,3 +421,31 @@ def test_a_finished_session_does_not_resume(tmp_path: Path) -> None:
     assert result.stderr.strip().endswith(
         f"session {session.id} is finished: there is nothing to resume"
     )
+
+
+def test_a_queue_stores_its_deadline_and_a_restarted_one_keeps_the_first(tmp_path: Path) -> None:
+    from aah.runtime import HumanRequest, QueueHuman
+    from aah.runtime.humans import IDK_REPLY
+
+    with SessionStore(tmp_path / "s.db") as store:
+        session = store.open_session("Weather?")
+        store.set_status(session.id, "waiting")
+        question = HumanRequest(request_id="r1", session_id=session.id, question="Which city?")
+        first = QueueHuman(store, poll_seconds=0.05, deadline_seconds=0.6, fallback="idk")
+
+        async def killed_while_waiting() -> None:
+            waiting = asyncio.ensure_future(first.ask(question))
+            await asyncio.sleep(0.2)
+            (pending,) = store.pending_human_requests()
+            assert pending.fallback == "idk" and pending.deadline is not None
+            assert 0 < (pending.deadline - datetime.now(UTC)).total_seconds() < 0.6
+            waiting.cancel()  # the runner dies before the deadline
+
+        asyncio.run(killed_while_waiting())
+        time.sleep(0.6)
+        # Restarted past the first deadline, a runner does not start a new one.
+        again = QueueHuman(store, poll_seconds=0.05, deadline_seconds=100, fallback="idk")
+        started = time.monotonic()
+        reply = asyncio.run(again.ask(question))
+        assert reply.text == IDK_REPLY and time.monotonic() - started < 1
+        assert store.get_human_request("r1").status == "expired"  # type: ignore[union-attr]

@@ -219,7 +219,8 @@ class QueueHuman:
     async def _check_session(self, request: HumanRequest) -> None:
         session = await asyncio.to_thread(self.store.get_session, request.session_id)
         if session is not None and session.status not in ("running", "waiting"):
-            raise SessionEnded(f"session {request.session_id} is {session.status}")
+            # No session id in the text: a batch run groups its failures by message.
+            raise SessionEnded(f"the session was {session.status} while it waited for a person")
 
     async def _give_up(self, request: HumanRequest, expire: bool = True) -> HumanReply:
         if expire:
