@@ -200,7 +200,10 @@ def test_grade_with_three_votes(interop_env: dict[str, str], bench_db: Path) -> 
     )
     assert grades, done.stdout[-2000:]
     for grade in grades:
-        assert grade.verdict in ("Pass", "Fail")
+        assert grade.verdict in ("pass", "fail")
+        # Every vote is parsed, or kept as the raw reply that did not parse.
+        for vote in grade.votes:
+            assert vote.get("vote") is not None or isinstance(vote.get("raw"), str), vote
 
 
 def test_classify_with_the_llm_judge(interop_env: dict[str, str], tmp_path: Path) -> None:
