@@ -24,12 +24,11 @@ from aah.benchmark.humans import (
 from aah.errors import AahError
 from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
+from aah.runtime import DEFAULT_TOOL_RESULT_TOKENS, ToolMode
 from aah.runtime.awareness import SETTING_AWARENESS
-from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.humans import HumanChannel
 from aah.runtime.prompts import prompt_versions
 from aah.runtime.session import Runtime, SessionOutcome, SessionRequest
-from aah.runtime.tool_mode import ToolMode
 from aah.store import pinned_difference
 from aah.tools.http import Executor, make_executor
 

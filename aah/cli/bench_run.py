@@ -132,8 +132,8 @@ def bench_run(
     from aah.config import get_settings
     from aah.data.locate import find_data_dir
     from aah.llm import model_config
+    from aah.runtime import choose_tool_mode, tool_mode_choice
     from aah.runtime.loop import run_async
-    from aah.runtime.tool_mode import choose_tool_mode, tool_mode_choice
 
     human_name = known_name(BATCH_HUMAN_NAMES, human, "--human")
     choice = tool_mode_choice(tool_mode)

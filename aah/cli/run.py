@@ -67,10 +67,10 @@ def run(
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
     from aah.llm import model_config
+    from aah.runtime import choose_tool_mode, tool_mode_choice
     from aah.runtime.humans import ChannelOptions, make_human_channel
     from aah.runtime.loop import run_async
     from aah.runtime.session import SessionRequest
-    from aah.runtime.tool_mode import choose_tool_mode, tool_mode_choice
 
     choice = tool_mode_choice(tool_mode)
     db_path = db or get_settings().db

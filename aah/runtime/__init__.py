@@ -12,6 +12,7 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.runtime.awareness import ask_awareness, parse_awareness
+    from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
     from aah.runtime.environment import open_runtime
     from aah.runtime.graph import build_graph
     from aah.runtime.humans import (
@@ -37,9 +38,16 @@ if TYPE_CHECKING:
         record_failure,
         run_session,
     )
+    from aah.runtime.tool_mode import ToolMode, ToolModeChoice, choose_tool_mode, tool_mode_choice
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
+    "DEFAULT_TOOL_RESULT_TOKENS",
+    "ContextOverflowError",
+    "ToolMode",
+    "ToolModeChoice",
+    "choose_tool_mode",
+    "tool_mode_choice",
     "HUMAN_CHANNELS",
     "ChannelOptions",
     "ConsoleHuman",
@@ -71,6 +79,12 @@ __all__ = [
 ]
 
 _WHERE = {
+    "DEFAULT_TOOL_RESULT_TOKENS": "aah.runtime.budget",
+    "ContextOverflowError": "aah.runtime.budget",
+    "ToolMode": "aah.runtime.tool_mode",
+    "ToolModeChoice": "aah.runtime.tool_mode",
+    "choose_tool_mode": "aah.runtime.tool_mode",
+    "tool_mode_choice": "aah.runtime.tool_mode",
     "HUMAN_CHANNELS": "aah.runtime.humans",
     "ChannelOptions": "aah.runtime.humans",
     "ConsoleHuman": "aah.runtime.humans",
