@@ -146,14 +146,16 @@ def _tools_line(report: ProbeReport) -> ProbeLine:
         return ProbeLine(
             check="tool calls",
             result=f"TOOLS IGNORED: no call, answered {report.tool_detail!r}",
-            action="a run would measure a model that never saw its tools: serve it with a "
-            "chat format that renders tools (aah serve llamacpp/vllm)",
+            action="a run would measure a model that never saw its tools: run with "
+            "--tool-mode prompt (or auto), or serve the model with a chat format that "
+            "renders tools (aah serve llamacpp/vllm)",
             warning=True,
         )
     return ProbeLine(
         check="tool calls",
         result=f"request failed: {report.tool_detail}",
-        action="agent turns with tools will fail the same way: fix the server's tool setup",
+        action="agent turns with tools fail the same way: fix the server's tool setup "
+        "or run with --tool-mode prompt (or auto)",
         warning=True,
     )
 
