@@ -57,6 +57,9 @@ __all__ = [
 ]
 
 _now = schema.now_text
+# Every column a SessionRecord holds: not the resume recipe (the session's
+# tools, whole), which only ``session_recipe`` reads.
+_SESSION_COLUMNS = ", ".join(SessionRecord.model_fields)
 
 
 class SessionStore:
@@ -287,7 +290,7 @@ class SessionStore:
     def idle_sessions(self, before: datetime) -> list[SessionRecord]:
         """Running or waiting sessions whose last event (or start) is older than ``before``."""
         rows = self._rows(
-            "SELECT * FROM sessions AS s WHERE s.status IN ('running', 'waiting')"
+            f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE s.status IN ('running', 'waiting')"
             " AND COALESCE((SELECT max(ts) FROM events WHERE session_id = s.id), s.started) < ?"
             " ORDER BY s.started, s.id",
             [before.isoformat()],
@@ -296,7 +299,7 @@ class SessionStore:
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session with this id, if there is one."""
-        rows = self._rows("SELECT * FROM sessions WHERE id = ?", [session_id])
+        rows = self._rows(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", [session_id])
         return SessionRecord.model_validate(rows[0]) if rows else None
 
     def _session(self, session_id: str) -> SessionRecord:
@@ -315,7 +318,8 @@ class SessionStore:
             f"{column} = :{column}" for column, v in filters.items() if v is not None
         )
         rows = self._rows(
-            f"SELECT * FROM sessions WHERE {where or 'TRUE'} ORDER BY started, id", filters
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where or 'TRUE'} ORDER BY started, id",
+            filters,
         )
         return [SessionRecord.model_validate(row) for row in rows]
 
