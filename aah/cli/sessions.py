@@ -138,7 +138,7 @@ def cancel(
     db: Path | None = DbOption,
 ) -> None:
     """Cancel an unfinished session: its waiting question leaves the queue."""
-    from aah.runtime.resume import find_session
+    from aah.runtime import find_session
 
     with open_store(db) as store:
         session = find_session(store, session_id)

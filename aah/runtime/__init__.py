@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     )
     from aah.runtime.loop import fewer_gc_pauses, run_async, worker_threads
     from aah.runtime.prompts import prompt_versions
-    from aah.runtime.resume import resume_request
+    from aah.runtime.resume import Resumable, find_session, resume_request
     from aah.runtime.session import (
         Runtime,
         SessionOutcome,
@@ -72,6 +72,8 @@ __all__ = [
     "run_async",
     "run_session",
     "WorkClock",
+    "Resumable",
+    "find_session",
     "resume_request",
     "waiting_for_person",
     "within_work_time",
@@ -110,6 +112,8 @@ _WHERE = {
     "fewer_gc_pauses": "aah.runtime.loop",
     "SessionEnded": "aah.runtime.humans",
     "resume_request": "aah.runtime.resume",
+    "Resumable": "aah.runtime.resume",
+    "find_session": "aah.runtime.resume",
     "WorkClock": "aah.runtime.work_clock",
     "waiting_for_person": "aah.runtime.work_clock",
     "within_work_time": "aah.runtime.work_clock",

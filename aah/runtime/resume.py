@@ -15,7 +15,7 @@ from aah.errors import AahError
 from aah.runtime.humans import QueueHuman
 from aah.runtime.session import SessionRequest
 from aah.store import SessionRecord, SessionStore
-from aah.tools.spec import EndpointSpec
+from aah.tools import EndpointSpec
 
 # Statuses a session never leaves: resuming one has nothing to do.
 _ENDED = ("finished", "skipped", "cancelled")
