@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from aah.benchmark.settings import SETTINGS
-from aah.cli.output import console, print_table, table
+from aah.cli.output import console, print_line, print_table, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
@@ -238,10 +238,10 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
         ["tasks/s", f"{summary.tasks_per_second:.2f}"],
     ]
     print_table(table(f"Run {run}", ["", "count"], rows))
-    console.print(
-        f"[dim]stored in {db}; next: "
-        f"`{next_step or f'aah grade --run {run}` then `aah report --run {run}'}`[/]",
-        highlight=False,
+    print_line(
+        f"stored in {db}; next: "
+        f"`{next_step or f'aah grade --run {run}` then `aah report --run {run}'}`",
+        style="dim",
     )
     if summary.errors:
         # A run with failed tasks is not a clean run: the exit status says so.

@@ -11,7 +11,7 @@ import typer
 from rich.filesize import decimal
 from rich.markup import escape
 
-from aah.cli.output import console, err_console, print_json
+from aah.cli.output import console, err_console, print_json, print_line
 
 if TYPE_CHECKING:
     from aah.data.fetch import FileOutcome, Manifest, ManifestFile, ProgressCallback
@@ -50,10 +50,9 @@ def fetch(
     if as_json:
         print_json(report.as_dict())
         return
-    console.print(
+    print_line(
         f"{report.fetched} files fetched ({decimal(report.bytes_fetched)}), "
-        f"{report.skipped} already present, into {escape(str(report.dest))}",
-        highlight=False,
+        f"{report.skipped} already present, into {report.dest}"
     )
 
 
@@ -104,11 +103,7 @@ def write_manifest(
     out = out or MANIFEST_PATH
     manifest = build_manifest(from_dir)
     out.write_text(manifest_json(manifest), encoding="utf-8")
-    console.print(
-        f"{len(manifest.files)} files ({decimal(manifest.total_bytes)}) "
-        f"written to {escape(str(out))}",
-        highlight=False,
-    )
+    print_line(f"{len(manifest.files)} files ({decimal(manifest.total_bytes)}) written to {out}")
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console, Group
 from rich.table import Table
 
-from aah.cli.output import console, err_console, print_table
+from aah.cli.output import console, err_console, print_line, print_table
 from aah.cli.sessions import open_store
 from aah.errors import AahError
 from aah.secrets import scrub_text
@@ -93,9 +93,7 @@ def report(
             step("charts")
             written = _write_charts(built, charts)
     if charts is not None:
-        err_console.print(
-            f"wrote {len(written)} chart files to {charts.resolve()}", highlight=False, markup=False
-        )
+        print_line(f"wrote {len(written)} chart files to {charts.resolve()}", to=err_console)
     if to_terminal:
         for item in _terminal_tables(built, None if wide else console.width):
             _print_whole(item, console)
@@ -163,7 +161,7 @@ def _write(text: str, path: Path) -> None:
         path.write_text(scrub_text(text) or "", encoding="utf-8")
     except OSError as exc:
         raise AahError(f"cannot write {path} ({exc.strerror}): pass another --out") from exc
-    err_console.print(f"wrote the report to {path.resolve()}", highlight=False, markup=False)
+    print_line(f"wrote the report to {path.resolve()}", to=err_console)
 
 
 @contextmanager

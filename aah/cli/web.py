@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, print_warning
+from aah.cli.output import console, print_line, print_warning
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def web(
             f"reach it may answer; set {TOKEN_ENV} to require a token"
         )
     _start_notifications(db or get_settings().db, host, port)
-    console.print(f"aah web on http://{host}:{port} (Ctrl-C stops it)", highlight=False)
+    print_line(f"aah web on http://{host}:{port} (Ctrl-C stops it)")
     try:
         module.launch_app(app, host, port, block=True)
     except OSError:
