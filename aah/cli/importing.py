@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from aah.cli.output import (
-    console,
     err_console,
     print_error,
     print_json,
@@ -70,11 +69,10 @@ def failtalms_outputs(
         )
         _fail_on_unreadable(summary)
         return
-    console.print(
+    print_line(
         f"{summary.sessions_added} sessions imported, {summary.sessions_present} already "
         f"present, from {summary.files} files into {len(summary.runs)} runs "
-        f"({len(summary.runs_added)} new)",
-        highlight=False,
+        f"({len(summary.runs_added)} new)"
     )
     for run in summary.runs:
         counts = summary.counts[run]
