@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     grader_max_tokens: int | None = None
     judge_max_tokens: int | None = None
     max_reply_bytes: int = 1_000_000
+    # An answer from a person or a simulated user reaches the agent and the
+    # log cut to this many characters, with a marker saying how much was cut.
+    max_answer_chars: int = Field(default=4_000, ge=1)
     # Requests in flight at once to one model endpoint (every role that uses
     # it); None: no cap. 1 for single-slot servers (llama.cpp's default).
     max_connections: int | None = Field(default=None, ge=1)

@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
+from aah.config import get_settings
 from aah.errors import AahError
 from aah.event_text import conversation_lines
 from aah.events import (
@@ -346,6 +347,7 @@ async def _ask(
             context=context,
         )
     )
+    reply = capped_answer(reply, get_settings().max_answer_chars)
     answer = HumanAnswerEvent(
         session_id=ctx.session_id,
         request_id=request_id,
@@ -363,6 +365,19 @@ def _tool_line(spec: EndpointSpec) -> str:
     summary = " ".join(spec.description.split())
     summary = summary if len(summary) <= 100 else summary[:99] + "…"
     return f"{spec.qualified_name}: {summary}" if summary else spec.qualified_name
+
+
+def capped_answer(reply: HumanReply, limit: int) -> HumanReply:
+    """``reply`` with its text cut to ``limit`` characters and a marker saying how much went.
+
+    A person may paste a whole file, and a simulated user's model may never
+    stop: the agent's context and the log take a bounded answer.
+    """
+    if len(reply.text) <= limit:
+        return reply
+    cut = len(reply.text) - limit
+    text = f"{reply.text[:limit]} … [answer cut: {cut:,} more characters]"
+    return reply.model_copy(update={"text": text})
 
 
 def _reply_of(answer: HumanAnswerEvent) -> HumanReply:
