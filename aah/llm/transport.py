@@ -165,7 +165,9 @@ class ChatTransport:
         session = await self._client()
         try:
             async with asyncio.timeout(self.config.timeout):
-                async with session.post(url, data=data) as response:
+                # A redirect is not followed: it would carry the credentials to
+                # wherever the server points, and a POST may turn into a GET.
+                async with session.post(url, data=data, allow_redirects=False) as response:
                     status, headers = response.status, response.headers
                     raw = await self._read(response, status)
         except TimeoutError:
@@ -180,6 +182,8 @@ class ChatTransport:
             if should_retry(status, headers):
                 raise _Retry(error, delay if delay is not None and delay > 0 else None)
             raise error
+        if 300 <= status < 400:
+            raise self._redirect_error(status, headers, attempt)
         if status == 204 or not raw:
             raise ModelReplyError(
                 f"the model server at {self.where} sent an empty reply (HTTP {status}): "
@@ -212,6 +216,18 @@ class ChatTransport:
             f"{self.config.max_reply_bytes:,} bytes ({size:,} or more): "
             "lower the role's max_tokens or raise AAH_MAX_REPLY_BYTES",
             url=self.where,
+        )
+
+    def _redirect_error(
+        self, status: int, headers: Mapping[str, str], attempt: int
+    ) -> ModelReplyError:
+        location = one_line(self._scrub(headers.get("Location", "")), 200) or "nowhere"
+        return ModelReplyError(
+            f"the model server at {self.where} redirected the request to {location!r} "
+            f"(HTTP {status}), which aah does not follow: set "
+            f"{self.config.setting_name('BASE_URL')} to the server's own address",
+            url=self.where,
+            attempts=attempt,
         )
 
     def _timeout_error(self, attempt: int) -> ModelTimeoutError:
