@@ -125,8 +125,13 @@ class HostileServer:
         requests: Every request's key and body text, in order.
     """
 
-    def __init__(self, shapes: list[tuple[str, Hostile]] | None = None) -> None:
+    def __init__(
+        self, shapes: list[tuple[str, Hostile]] | None = None, *, hold_until: int = 0
+    ) -> None:
+        """Serve ``shapes``; with ``hold_until``, no answer goes out before that many requests."""
         self.shapes = list(shapes or [])
+        self.hold_until = hold_until
+        self._arrived = threading.Condition()
         self.served: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []
         self._by_key: dict[str, tuple[str, Hostile]] = {}
@@ -185,6 +190,10 @@ class HostileServer:
             with self._lock:
                 self.requests.append((handler.path, text))
         chosen = self.shape_for(text) if self.shapes else None
+        with self._arrived:
+            self._arrived.notify_all()
+            # A client that stops at its first failure still sends every request.
+            self._arrived.wait_for(lambda: len(self.served) >= self.hold_until, timeout=10)
         planned = chosen[1] if chosen else Hostile(b'{"error": "no shape"}', status=404)
         send(handler, planned)
 

@@ -95,10 +95,14 @@ def problems_of(child: Any, db: Path | None, address: str) -> list[str]:
 
 
 @contextmanager
-def hostile() -> Iterator[tuple[HostileServer, HostileServer]]:
-    """The hostile server, and the other host its redirects point to."""
+def hostile(hold: bool = False) -> Iterator[tuple[HostileServer, HostileServer]]:
+    """The hostile server, and the other host its redirects point to.
+
+    ``hold`` keeps every answer until each shape has been asked for.
+    """
     with HostileServer() as elsewhere:
-        with HostileServer(all_shapes(elsewhere.base_url + "/chat/completions")) as server:
+        shapes = all_shapes(elsewhere.base_url + "/chat/completions")
+        with HostileServer(shapes, hold_until=len(shapes) if hold else 0) as server:
             yield server, elsewhere
 
 
@@ -185,11 +189,11 @@ def grade_run(tmp: Path) -> tuple[list[str], int, int]:
 def judge_run(tmp: Path) -> tuple[list[str], int, int]:
     """``aah classify --judge llm`` over one reply per shape."""
     replies = tmp / "replies.jsonl"
-    with hostile() as (server, elsewhere):
+    with hostile(hold=True) as (server, elsewhere):
         rows = [{"reply": f"I cannot do that. SHAPE-{i}"} for i in range(len(server.shapes))]
         replies.write_text("".join(json.dumps(row) + "\n" for row in rows))
-        # Every reply at once: the command ends at the first failure, after
-        # each shape has been sent (a crash in any of them still shows).
+        # Every reply at once, held by the server until all are in: the
+        # command ends at its first failure, after each shape has been met.
         args = ["classify", str(replies), "--judge", "llm", "--out", str(tmp / "out.jsonl")]
         args += ["--concurrency", str(len(rows))]
         child = aah(args, base_env(AAH_BASE_URL=server.base_url), timeout=300)
