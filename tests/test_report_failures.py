@@ -324,3 +324,24 @@ def test_cli_writes_charts_and_a_bad_folder_is_one_line(
     assert bad.returncode != 0
     (line,) = bad.stderr.strip().splitlines()
     assert line.startswith("error: cannot write charts to ") and "--charts" in line
+
+
+def test_the_store_answers_flags_and_errors_for_a_selection(store: SessionStore) -> None:
+    troubled_store(store)
+    store.create_run("other", {"model": "m"})
+    add(store, "x1", run="other", error="elsewhere")
+    with store.queries() as read:
+        flags = read.grade_flags([RUN])
+        errors = read.session_errors([RUN])
+        everyone = read.session_errors()
+    assert [flag.flagged for flag in flags].count(True) == 1 and len(flags) == 4
+    assert (
+        sorted(error.message for error in errors.values())
+        == ["the model server answered HTTP 500: upstream exploded"] * 2
+    )
+    assert {error.where for error in errors.values()} == {"agent"}
+    assert (
+        sorted(e.message for e in everyone.values())[-1]
+        == "the model server answered HTTP 500: upstream exploded"
+    )
+    assert "elsewhere" in {e.message for e in everyone.values()}
