@@ -126,11 +126,21 @@ class HostileServer:
     """
 
     def __init__(
-        self, shapes: list[tuple[str, Hostile]] | None = None, *, hold_until: int = 0
+        self,
+        shapes: list[tuple[str, Hostile]] | None = None,
+        *,
+        hold_until: int = 0,
+        untooled: bytes | None = None,
     ) -> None:
-        """Serve ``shapes``; with ``hold_until``, no answer goes out before that many requests."""
+        """Serve ``shapes``.
+
+        With ``hold_until``, no answer goes out before that many shapes are
+        asked for; with ``untooled``, a request offering no tools (the
+        awareness question) gets that body instead of a shape.
+        """
         self.shapes = list(shapes or [])
         self.hold_until = hold_until
+        self.untooled = untooled
         self._arrived = threading.Condition()
         self.served: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []
@@ -183,9 +193,13 @@ class HostileServer:
         size = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(size).decode("utf-8", "replace")
         try:
-            text = json.dumps(json.loads(raw).get("messages"), ensure_ascii=False)
+            body = json.loads(raw)
+            text = json.dumps(body.get("messages"), ensure_ascii=False)
         except (ValueError, AttributeError):
-            text = raw
+            body, text = {}, raw
+        if self.untooled is not None and not body.get("tools"):
+            send(handler, Hostile(self.untooled))
+            return
         if not self.shapes:
             with self._lock:
                 self.requests.append((handler.path, text))

@@ -1,15 +1,17 @@
 """Every role meets a corpus of hostile model replies through the command line, and nothing crashes.
 
-The agent (``aah run``, one subprocess per shape, the whole corpus), the
-awareness question and the simulated user (one ``aah bench run`` each, one
-shape per task), the grader (``aah grade``) and the behaviour judge
-(``aah classify --judge llm``) each talk to one small hostile server
-(``hostile_model_server``). For every run: no traceback on stdout or
-stderr, no session left ``running`` or ``waiting``, every error line one
-readable line naming the server, never raw Python exception text.
+The agent, the awareness question and the simulated user (one
+``aah bench run`` each, one shape per task), the grader (``aah grade``) and
+the behaviour judge (``aah classify --judge llm``) each meet the whole
+corpus from one small hostile server (``hostile_model_server``); ``aah run``
+meets one shape of each kind, one subprocess each. For every run: no
+traceback on stdout or stderr, no session left ``running`` or ``waiting``,
+every error line one readable line naming the server, never raw Python
+exception text, and no redirect followed.
 
-Run as a script (``python tests/test_hostile_replies_cli.py``) it prints how
-many shapes crashed something, per role: the counts quoted in the issue.
+Run as a script (``python tests/test_hostile_replies_cli.py``) it also puts
+every shape through its own ``aah run`` and prints how many shapes crashed
+something, per role: the counts quoted in the issue.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 
 import pytest
 from hostile_model_server import BENIGN, HostileServer, all_shapes
+from model_servers import completion
 
 from aah.events import ErrorEvent, FinalAnswerEvent
 from aah.store.sessions import SessionStore
@@ -95,19 +98,27 @@ def problems_of(child: Any, db: Path | None, address: str) -> list[str]:
 
 
 @contextmanager
-def hostile(hold: bool = False) -> Iterator[tuple[HostileServer, HostileServer]]:
+def hostile(
+    hold: bool = False, untooled: bytes | None = None
+) -> Iterator[tuple[HostileServer, HostileServer]]:
     """The hostile server, and the other host its redirects point to.
 
-    ``hold`` keeps every answer until each shape has been asked for.
+    ``hold`` keeps every answer until each shape has been asked for;
+    ``untooled`` answers the awareness question (see ``HostileServer``).
     """
     with HostileServer() as elsewhere:
         shapes = all_shapes(elsewhere.base_url + "/chat/completions")
-        with HostileServer(shapes, hold_until=len(shapes) if hold else 0) as server:
+        held = len(shapes) if hold else 0
+        with HostileServer(shapes, hold_until=held, untooled=untooled) as server:
             yield server, elsewhere
 
 
-def agent_runs(tmp: Path, awareness: str = "none") -> dict[str, list[str]]:
-    """Each shape through ``aah run``, one subprocess each; the problems found, by shape."""
+def agent_runs(tmp: Path, only: frozenset[str] | None = None) -> dict[str, list[str]]:
+    """Each shape (or those named ``only``) through ``aah run``, one subprocess each.
+
+    Returns the problems found, by shape.
+    """
+    awareness = "none"
     with hostile() as (server, elsewhere):
         env = base_env(AAH_BASE_URL=server.base_url)
 
@@ -124,13 +135,14 @@ def agent_runs(tmp: Path, awareness: str = "none") -> dict[str, list[str]]:
                 found.append(f"last line does not name the server: {child.stderr[-300:]}")
             return found
 
+        chosen = [i for i, (name, _) in enumerate(server.shapes) if only is None or name in only]
         with ThreadPoolExecutor(PARALLEL) as pool:
-            results = list(pool.map(one, range(len(server.shapes))))
-        return {name: found for (name, _), found in zip(server.shapes, results, strict=True)}
+            results = list(pool.map(one, chosen))
+        return {server.shapes[i][0]: found for i, found in zip(chosen, results, strict=True)}
 
 
 def bench_run(tmp: Path, registry: Path, role: str) -> tuple[list[str], int, int]:
-    """One ``aah bench run`` whose awareness or simulated user meets a shape per task.
+    """One ``aah bench run`` whose agent, awareness or simulated user meets a shape per task.
 
     Returns the problems, the shapes served and the shapes in the corpus.
     """
@@ -147,11 +159,13 @@ def bench_run(tmp: Path, registry: Path, role: str) -> tuple[list[str], int, int
         ]
     }
     db = tmp / f"bench-{role}.db"
-    with hostile() as (server, elsewhere), FakeLLMServer(agent_script) as agent:
+    ready = completion({"role": "assistant", "content": "Yes, all there."})
+    untooled = ready if role == "agent" else None
+    with hostile(untooled=untooled) as (server, elsewhere), FakeLLMServer(agent_script) as agent:
         limit = str(len(server.shapes) + 8)
         args = ["bench", "run", "--run", role, "--setting", "perfect", "--limit", limit]
         args += ["--db", str(db), "--concurrency", "8", "--task-timeout", "60"]
-        if role == "awareness":
+        if role in ("agent", "awareness"):
             env = base_env(AAH_BASE_URL=server.base_url, AAH_REGISTRY=str(registry))
         else:
             args += ["--human", "simulated"]
@@ -224,13 +238,38 @@ def test_the_corpus_holds_forty_named_shapes() -> None:
     assert BENIGN <= set(names)
 
 
-def test_the_agent_meets_every_shape_without_a_crash(tmp_path: Path) -> None:
-    crashed = {name: found for name, found in agent_runs(tmp_path).items() if found}
+# One shape of each kind, each through its own `aah run` (a subprocess costs
+# seconds; the script form of this module runs all of them).
+AAH_RUN_SHAPES = frozenset(
+    {
+        "choices null",
+        "message a string",
+        "tool_calls an object",
+        "integer id",
+        "NaN in usage",
+        "html page with 200",
+        "error object with 200",
+        "no content 204",
+        "200k-deep array",
+        "gzip lie",
+        "chunked then reset",
+        "10 MB reply",
+        "redirect 307 to another host",
+        "trickle past the deadline",
+        "call id reused every turn",
+    }
+)
+
+
+def test_aah_run_meets_one_shape_of_each_kind_without_a_crash(tmp_path: Path) -> None:
+    runs = agent_runs(tmp_path, AAH_RUN_SHAPES)
+    assert set(runs) == AAH_RUN_SHAPES
+    crashed = {name: found for name, found in runs.items() if found}
     assert not crashed, json.dumps(crashed, indent=1)[:4000]
 
 
-@pytest.mark.parametrize("role", ["awareness", "human"])
-def test_awareness_and_simulated_user_meet_every_shape(
+@pytest.mark.parametrize("role", ["agent", "awareness", "human"])
+def test_agent_awareness_and_simulated_user_meet_every_shape(
     role: str, registry: Path, tmp_path: Path
 ) -> None:
     found, served, corpus = bench_run(tmp_path, registry, role)
@@ -284,7 +323,7 @@ def main() -> None:
         print(f"agent (aah run): {len(crashed)} of {len(runs)} shapes crashed")
         for name, found in crashed.items():
             print(f"  {name}: {found[0][:160]}")
-        for role in ("awareness", "human"):
+        for role in ("agent", "awareness", "human"):
             found, served, corpus = bench_run(tmp, tmp / "registry.db", role)
             print(f"{role} (bench run): {len(found)} problems, {served} of {corpus} shapes served")
             for line in found[:8]:
