@@ -47,13 +47,15 @@ from aah.errors import AahError
 from aah.events import ModelCallEvent
 from aah.extensions import BatchHumanName, choose
 from aah.llm import ChatClient, ModelConfig, ModelError, TextReplies, model_config
+from aah.prompts import Prompt, PromptFolder
 from aah.runtime.humans import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
-from aah.runtime.prompts import Prompt, read_prompt
 from aah.store import SessionStore
 
-CANNOT_HELP = "I can't look that up myself."
-JOKE = "Why did the developer go broke? Because he used up all his cache."
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+BENCHMARK_PROMPTS = PromptFolder(PROMPT_DIR)
+# The oracle's fixed replies are text the model reads: prompt files, with versions.
+CANNOT_HELP = BENCHMARK_PROMPTS.load("oracle_cannot_help").render()
+JOKE = BENCHMARK_PROMPTS.load("oracle_joke").render()
 
 _OPERATORS: dict[str, Callable[[float, float], float]] = {
     "+": operator.add,
@@ -209,7 +211,7 @@ def shared_client(config: ModelConfig, temperature: float) -> ChatClient:
 
 def _load_prompt(name: str) -> Prompt:
     """The prompt ``prompts/<name>.md`` beside this module, with its front-matter version."""
-    return read_prompt(PROMPT_DIR / f"{name}.md")
+    return BENCHMARK_PROMPTS.load(name)
 
 
 def simulated_human_prompt(facts: TaskFacts) -> str:
@@ -234,6 +236,11 @@ def simulated_human_prompt(facts: TaskFacts) -> str:
 def simulated_human_prompt_version() -> str:
     """The version of the simulated user's prompt, for a run's manifest."""
     return _load_prompt("simulated_human").version
+
+
+def benchmark_prompt_versions() -> dict[str, str]:
+    """The version of every prompt of the benchmark package, for a run's manifest."""
+    return BENCHMARK_PROMPTS.versions()
 
 
 def _split_setting_notes(template: str) -> tuple[str, dict[str, str]]:

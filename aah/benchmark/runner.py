@@ -16,11 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aah import __version__
 from aah.benchmark.fact_fit import TaskFacts
-from aah.benchmark.humans import (
-    BatchHumanOptions,
-    simulated_human_prompt_version,
-    task_human_factory,
-)
+from aah.benchmark.humans import BatchHumanOptions, benchmark_prompt_versions, task_human_factory
 from aah.errors import AahError
 from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
@@ -170,10 +166,8 @@ def run_manifest(
         "tool_mode": options.tool_mode,
         # Not pinned: a run may be resumed with more epochs.
         "epochs": options.epochs,
-        "prompt_versions": {
-            **prompt_versions(),
-            "simulated_human": simulated_human_prompt_version(),
-        },
+        # Every text a model reads in this run: the session's and the batch humans'.
+        "prompt_versions": {**prompt_versions(), **benchmark_prompt_versions()},
         "registry_hash": registry_hash,
         "aah_version": __version__,
     }
