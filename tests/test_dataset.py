@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from aah.benchmark.coverage import coverage
+from aah.benchmark.coverage import measure_coverage
 from aah.benchmark.dataset import SETTINGS, Task, load_setting, load_tasks
 from aah.benchmark.derive import hidden_facts, similarity
 from aah.cli.bench import app
@@ -92,7 +92,7 @@ def test_endpoints_the_registry_lacks_are_reported(
     assert {task.id for task in flagged} >= {"perfect-1", "notools-1"}
     assert all(task.missing_endpoints == ["coinlore__get_all_exchanges"] for task in flagged)
     assert all("coinlore__get_all_exchanges" in task.needed for task in flagged)
-    report = coverage(tasks)
+    report = measure_coverage(tasks)
     assert all(row.missing_endpoints == ["coinlore__get_all_exchanges"] for row in report.settings)
 
 
@@ -201,7 +201,7 @@ def test_notools_originals(tasks: list[Task]) -> None:
 
 
 def test_coverage_counts_add_up(tasks: list[Task]) -> None:
-    report = coverage(tasks)
+    report = measure_coverage(tasks)
     rows = {row.setting: row for row in report.settings}
     for row in report.settings:
         kinds = row.self_matched + row.exact + row.fuzzy + row.ambiguous + row.unmatched

@@ -12,9 +12,10 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.benchmark.batch import run_batch, shard_tasks
-    from aah.benchmark.coverage import coverage
+    from aah.benchmark.coverage import CoverageReport, measure_coverage
     from aah.benchmark.dataset import Task, load_tasks
-    from aah.benchmark.demo import DemoTask, load_demo_tasks
+    from aah.benchmark.demo import SCRIPTED_LABEL, DemoTask, demo_task, load_demo_tasks
+    from aah.benchmark.derive import LOW_SIMILARITY
     from aah.benchmark.fact_fit import TaskFacts
     from aah.benchmark.humans import (
         BATCH_HUMANS,
@@ -27,14 +28,24 @@ if TYPE_CHECKING:
     from aah.benchmark.leak_check import leak_flags
     from aah.benchmark.runner import (
         BatchRunner,
+        ProgressHook,
         RunOptions,
         RunSummary,
+        UnavailableMode,
         batch_human_factory,
         parse_shard,
+        select_shard,
     )
     from aah.benchmark.settings import SETTINGS, Setting
 
 __all__ = [
+    "demo_task",
+    "SCRIPTED_LABEL",
+    "select_shard",
+    "UnavailableMode",
+    "ProgressHook",
+    "LOW_SIMILARITY",
+    "CoverageReport",
     "BATCH_HUMANS",
     "BatchHumanOptions",
     "BatchRunner",
@@ -48,7 +59,7 @@ __all__ = [
     "Task",
     "TaskFacts",
     "batch_human_factory",
-    "coverage",
+    "measure_coverage",
     "leak_flags",
     "load_demo_tasks",
     "load_tasks",
@@ -60,6 +71,13 @@ __all__ = [
 ]
 
 _WHERE = {
+    "demo_task": "aah.benchmark.demo",
+    "SCRIPTED_LABEL": "aah.benchmark.demo",
+    "select_shard": "aah.benchmark.runner",
+    "UnavailableMode": "aah.benchmark.runner",
+    "ProgressHook": "aah.benchmark.runner",
+    "LOW_SIMILARITY": "aah.benchmark.derive",
+    "CoverageReport": "aah.benchmark.coverage",
     "BATCH_HUMANS": "aah.benchmark.humans",
     "BatchHumanOptions": "aah.benchmark.humans",
     "BatchRunner": "aah.benchmark.runner",
@@ -73,7 +91,7 @@ _WHERE = {
     "Task": "aah.benchmark.dataset",
     "TaskFacts": "aah.benchmark.fact_fit",
     "batch_human_factory": "aah.benchmark.runner",
-    "coverage": "aah.benchmark.coverage",
+    "measure_coverage": "aah.benchmark.coverage",
     "leak_flags": "aah.benchmark.leak_check",
     "load_demo_tasks": "aah.benchmark.demo",
     "load_tasks": "aah.benchmark.dataset",

@@ -48,7 +48,7 @@ class CoverageReport(BaseModel):
     hard_cases: list[HardCase]
 
 
-def coverage(tasks: Sequence[Task]) -> CoverageReport:
+def measure_coverage(tasks: Sequence[Task]) -> CoverageReport:
     """Count how each setting's tasks were derived and list the hard cases.
 
     A hard case has a similarity below ``LOW_SIMILARITY``, an ambiguous or

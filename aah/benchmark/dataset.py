@@ -39,7 +39,7 @@ from aah.benchmark.settings import SETTING_FOLDERS as SETTING_FOLDERS
 from aah.benchmark.settings import SETTINGS as SETTINGS
 from aah.benchmark.settings import Setting as Setting
 from aah.config import get_settings
-from aah.data.locate import failtalms_dir
+from aah.data import failtalms_dir
 from aah.errors import AahError
 from aah.tools.importers import benchmark_endpoint_name
 from aah.tools.registry import Registry

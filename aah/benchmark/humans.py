@@ -48,7 +48,7 @@ from aah.events import ModelCallEvent
 from aah.extensions import BatchHumanName, choose
 from aah.llm import ChatClient, ModelConfig, ModelError, TextReplies, model_config
 from aah.prompts import Prompt, PromptFolder
-from aah.runtime.humans import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
+from aah.runtime import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
 from aah.store import SessionStore
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"

@@ -20,11 +20,16 @@ from aah.benchmark.humans import BatchHumanOptions, benchmark_prompt_versions, t
 from aah.errors import AahError
 from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
-from aah.runtime import DEFAULT_TOOL_RESULT_TOKENS, ToolMode
-from aah.runtime.awareness import SETTING_AWARENESS
-from aah.runtime.humans import HumanChannel
+from aah.runtime import (
+    DEFAULT_TOOL_RESULT_TOKENS,
+    SETTING_AWARENESS,
+    HumanChannel,
+    Runtime,
+    SessionOutcome,
+    SessionRequest,
+    ToolMode,
+)
 from aah.runtime.prompts import prompt_versions
-from aah.runtime.session import Runtime, SessionOutcome, SessionRequest
 from aah.store import pinned_difference
 from aah.tools.http import Executor, make_executor
 
@@ -140,9 +145,7 @@ def select_shard(tasks: Sequence[Task], shard: tuple[int, int] | None) -> list[T
     if shard is None:
         return list(tasks)
     index, count = shard
-    return [
-        task for position, task in enumerate(tasks) if position % count == index - 1
-    ]
+    return [task for position, task in enumerate(tasks) if position % count == index - 1]
 
 
 def run_manifest(
@@ -189,9 +192,7 @@ def check_manifest(existing: dict[str, Any], wanted: dict[str, Any], run: str) -
 
 def task_facts(task: Task, registry: Registry) -> TaskFacts:
     """What a batch human knows about a task: the original request and hidden facts."""
-    descriptions = [
-        registry.get(name).description for name in task.unavailable if name in registry
-    ]
+    descriptions = [registry.get(name).description for name in task.unavailable if name in registry]
     return TaskFacts(
         query=task.query,
         original_query=task.original_query,
@@ -262,9 +263,7 @@ class BatchRunner:
 
         settings = sorted({task.setting for task in tasks})
         tasks = epoch_tasks(tasks, self.options.epochs)
-        manifest = run_manifest(
-            self.options, self.model, self.registry.registry_hash, settings
-        )
+        manifest = run_manifest(self.options, self.model, self.registry.registry_hash, settings)
         return await run_batch(
             tasks,
             db=db,
@@ -283,9 +282,7 @@ class BatchRunner:
         if self.options.unavailable == "broken" and unavailable:
             offered += [n for n in unavailable if n not in offered]
             plan = [f"{name}={self.options.broken_as}" for name in unavailable]
-            executor = make_executor(
-                "fault", fault_plan=plan, base_mode=self.options.http
-            )
+            executor = make_executor("fault", fault_plan=plan, base_mode=self.options.http)
         return SessionRequest(
             query=task.query,
             specs=[self.registry.get(name) for name in offered],

@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from aah.benchmark.settings import SETTINGS
+from aah.benchmark import SETTINGS
 from aah.cli.output import console, err_console, print_json, print_line, print_table, table
 from aah.errors import AahError
 
 if TYPE_CHECKING:
-    from aah.benchmark.coverage import CoverageReport
-    from aah.benchmark.dataset import Setting, Task
+    from aah.benchmark import CoverageReport, Setting, Task
     from aah.tools.registry import Registry
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
@@ -42,9 +41,8 @@ def data_command(
     ] = None,
 ) -> None:
     """Load the five settings and show how each query's original was found."""
-    from aah.benchmark.coverage import coverage
-    from aah.benchmark.dataset import load_tasks
-    from aah.data.locate import find_data_dir
+    from aah.benchmark import load_tasks, measure_coverage
+    from aah.data import find_data_dir
 
     chosen = _settings(setting) if setting else None
     data_dir = find_data_dir(data, need_benchmark=True)
@@ -57,7 +55,7 @@ def data_command(
     if show is not None:
         _show(_find(tasks, show), as_json)
         return
-    report = coverage(tasks)
+    report = measure_coverage(tasks)
     if as_json:
         body = report.model_dump(mode="json")
         if not stats:
@@ -106,7 +104,7 @@ def _show(task: Task, as_json: bool) -> None:
 
 
 def _print_coverage(report: CoverageReport, stats: bool) -> None:
-    from aah.benchmark.derive import LOW_SIMILARITY
+    from aah.benchmark import LOW_SIMILARITY
 
     rows = []
     for row in report.settings:

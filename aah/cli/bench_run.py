@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
-from aah.benchmark.settings import SETTINGS
+from aah.benchmark import SETTINGS
 from aah.cli.output import console, print_line, print_table, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
@@ -18,9 +18,8 @@ from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, 
 BENCHMARKS = ("fail-talms", "when2call")
 
 if TYPE_CHECKING:
-    from aah.benchmark.dataset import Setting, Task
-    from aah.benchmark.runner import ProgressHook, RunSummary, UnavailableMode
-    from aah.runtime.session import SessionOutcome
+    from aah.benchmark import ProgressHook, RunSummary, Setting, Task, UnavailableMode
+    from aah.runtime import SessionOutcome
 
 
 def parse_settings(value: str) -> list[Setting]:
@@ -127,13 +126,11 @@ def bench_run(
         )  # fmt: skip
         run_when2call(flags)
         return
-    from aah.benchmark.dataset import load_tasks
-    from aah.benchmark.runner import BatchRunner, RunOptions, parse_shard, select_shard
+    from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, select_shard
     from aah.config import get_settings
-    from aah.data.locate import find_data_dir
+    from aah.data import find_data_dir
     from aah.llm import model_config
-    from aah.runtime import choose_tool_mode, tool_mode_choice
-    from aah.runtime.loop import run_async
+    from aah.runtime import choose_tool_mode, run_async, tool_mode_choice
 
     human_name = known_name(BATCH_HUMAN_NAMES, human, "--human")
     choice = tool_mode_choice(tool_mode)
@@ -189,7 +186,7 @@ def run_with_progress(
         TimeRemainingColumn,
     )
 
-    from aah.runtime.loop import run_async
+    from aah.runtime import run_async
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),

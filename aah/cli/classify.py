@@ -103,7 +103,7 @@ def _rule_judge(lines: Sequence[ReplyLine], options: JudgeOptions) -> list[Class
 
 def _llm_judge(lines: Sequence[ReplyLine], options: JudgeOptions) -> list[Classification]:
     from aah.llm import model_config
-    from aah.runtime.loop import run_async
+    from aah.runtime import run_async
 
     config = model_config("judge", model=options.model)
     return run_async(judge_lines(lines, config, options.concurrency))

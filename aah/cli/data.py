@@ -14,7 +14,7 @@ from rich.markup import escape
 from aah.cli.output import console, err_console, print_json, print_line
 
 if TYPE_CHECKING:
-    from aah.data.fetch import FileOutcome, Manifest, ManifestFile, ProgressCallback
+    from aah.data import FileOutcome, Manifest, ManifestFile, ProgressCallback
 
 app = typer.Typer(
     help="Get the benchmark data and tool specs, and see where aah finds them.",
@@ -42,7 +42,7 @@ def fetch(
     AAH_DATA_MIRROR to a base URL serving <owner>/<repo>/<commit>/<path> to
     download from a mirror.
     """
-    from aah.data.fetch import fetch_data, packaged_manifest
+    from aah.data import fetch_data, packaged_manifest
 
     manifest = packaged_manifest()
     with _progress_bar(manifest, enabled=not as_json) as on_file:
@@ -64,8 +64,7 @@ def where(
     as_json: JsonFlag = False,
 ) -> None:
     """Show which data directory aah reads, and why it picked that one."""
-    from aah.data.fetch import packaged_manifest
-    from aah.data.locate import count_present, locate_data_dir
+    from aah.data import count_present, locate_data_dir, packaged_manifest
 
     location = locate_data_dir(data)
     manifest = packaged_manifest()
@@ -98,7 +97,7 @@ def write_manifest(
 
     Each top-level folder needs a SOURCE.md naming its GitHub origin.
     """
-    from aah.data.fetch import MANIFEST_PATH, build_manifest, manifest_json
+    from aah.data import MANIFEST_PATH, build_manifest, manifest_json
 
     out = out or MANIFEST_PATH
     manifest = build_manifest(from_dir)

@@ -17,10 +17,10 @@ import typer
 from aah.cli.output import console, print_table, table
 
 if TYPE_CHECKING:
-    from aah.benchmark.demo import DemoTask
+    from aah.benchmark import DemoTask
     from aah.llm import ModelConfig
-    from aah.runtime.session import SessionOutcome
-    from aah.testing.fake_llm import FakeLLMServer
+    from aah.runtime import SessionOutcome
+    from aah.testing import FakeLLMServer
     from aah.tools.registry import Registry
 
 
@@ -44,12 +44,12 @@ def demo(
         return
     from pydantic import SecretStr
 
-    from aah.benchmark.demo import SCRIPTED_LABEL, demo_task, load_demo_tasks
+    from aah.benchmark import SCRIPTED_LABEL, demo_task, load_demo_tasks
     from aah.cli.tools import open_registry
     from aah.config import get_settings
     from aah.llm import ModelConfig, model_config
-    from aah.runtime.loop import run_async
-    from aah.testing.fake_llm import FakeLLMServer
+    from aah.runtime import run_async
+    from aah.testing import FakeLLMServer
 
     tasks = [demo_task(name) for name in task] if task else list(load_demo_tasks())
     registry = open_registry(data, build_if_missing=True)
@@ -94,9 +94,7 @@ async def _run_task(
     task: DemoTask, registry: Registry, db: Path, config: ModelConfig
 ) -> SessionOutcome:
     from aah.cli.trace import TracePrinter
-    from aah.runtime.environment import open_runtime
-    from aah.runtime.humans import ScriptedHuman
-    from aah.runtime.session import SessionRequest, run_session
+    from aah.runtime import ScriptedHuman, SessionRequest, open_runtime, run_session
 
     console.rule(f"[bold]{task.title}[/]")
     console.print(f"[bold]user:[/] {task.query}", highlight=False)

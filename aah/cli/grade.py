@@ -29,7 +29,7 @@ def grade(
 ) -> None:
     """Grade a run's finished sessions by majority vote; graded ones are not sent again."""
     from aah.llm import model_config
-    from aah.runtime.loop import run_async
+    from aah.runtime import run_async
     from aah.scoring.grader import check_vote_settings, grade_run
 
     # Bad flags are reported before anything is opened or configured.

@@ -19,10 +19,9 @@ from aah.terminal_text import printable
 if TYPE_CHECKING:
     from aah.events import AwarenessMode
     from aah.llm import ModelConfig
-    from aah.runtime.humans import HumanChannel
-    from aah.runtime.session import SessionOutcome, SessionRequest
+    from aah.runtime import HumanChannel, SessionOutcome, SessionRequest
+    from aah.tools import EndpointSpec
     from aah.tools.registry import Registry
-    from aah.tools.spec import EndpointSpec
 
 
 def select_tools(registry: Registry, names: list[str], auto: int, query: str) -> list[EndpointSpec]:
@@ -67,10 +66,14 @@ def run(
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
     from aah.llm import model_config
-    from aah.runtime import choose_tool_mode, tool_mode_choice
-    from aah.runtime.humans import ChannelOptions, make_human_channel
-    from aah.runtime.loop import run_async
-    from aah.runtime.session import SessionRequest
+    from aah.runtime import (
+        ChannelOptions,
+        SessionRequest,
+        choose_tool_mode,
+        make_human_channel,
+        run_async,
+        tool_mode_choice,
+    )
 
     choice = tool_mode_choice(tool_mode)
     db_path = db or get_settings().db
@@ -108,8 +111,7 @@ async def _run(
     fault: list[str],
 ) -> SessionOutcome:
     from aah.cli.trace import TracePrinter
-    from aah.runtime.environment import open_runtime
-    from aah.runtime.session import run_session
+    from aah.runtime import open_runtime, run_session
 
     async with open_runtime(
         db=db,

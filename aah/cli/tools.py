@@ -10,8 +10,8 @@ import typer
 from aah.cli.output import console, err_console, print_json, print_line, print_table, table
 
 if TYPE_CHECKING:
+    from aah.tools import EndpointSpec
     from aah.tools.registry import BuildReport, Registry
-    from aah.tools.spec import EndpointSpec
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -30,7 +30,7 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
 
     path = get_settings().registry_path()
     if build_if_missing and not path.is_file():
-        from aah.data.locate import find_data_dir
+        from aah.data import find_data_dir
         from aah.tools.registry import build_registry
 
         data_dir = find_data_dir(data)
@@ -58,7 +58,7 @@ def build(
     naming it; the rest still build.
     """
     from aah.config import get_settings, project_root
-    from aah.data.locate import find_data_dir
+    from aah.data import find_data_dir
     from aah.tools.registry import build_registry
 
     data_dir = find_data_dir(data)

@@ -58,7 +58,7 @@ def build_app(
         import textual  # noqa: F401  # only to learn whether the extra is installed
     except ImportError as exc:
         raise AahError(UI_EXTRA_MISSING) from exc
-    from aah.benchmark.demo import demo_task
+    from aah.benchmark import demo_task
     from aah.cli.tools import open_registry
     from aah.config import get_settings
     from aah.ui.tui import AahApp

@@ -1,23 +1,72 @@
 """Where the benchmark data and specs come from: discovery and fetching."""
 
-from aah.data.fetch import FetchReport, Manifest, fetch_data, load_manifest, packaged_manifest
-from aah.data.locate import (
-    DataLocation,
-    failtalms_dir,
-    find_data_dir,
-    locate_data_dir,
-    openapi_dir,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from aah.data.fetch import (
+        MANIFEST_PATH,
+        FetchReport,
+        FileOutcome,
+        Manifest,
+        ManifestFile,
+        ProgressCallback,
+        build_manifest,
+        fetch_data,
+        load_manifest,
+        manifest_json,
+        packaged_manifest,
+    )
+    from aah.data.locate import (
+        DataLocation,
+        count_present,
+        failtalms_dir,
+        find_data_dir,
+        locate_data_dir,
+        openapi_dir,
+    )
 
 __all__ = [
     "DataLocation",
     "FetchReport",
+    "FileOutcome",
+    "MANIFEST_PATH",
     "Manifest",
+    "ManifestFile",
+    "ProgressCallback",
+    "build_manifest",
+    "count_present",
     "failtalms_dir",
     "fetch_data",
     "find_data_dir",
     "load_manifest",
     "locate_data_dir",
+    "manifest_json",
     "openapi_dir",
     "packaged_manifest",
 ]
+
+_WHERE = {
+    "DataLocation": "aah.data.locate",
+    "FetchReport": "aah.data.fetch",
+    "FileOutcome": "aah.data.fetch",
+    "MANIFEST_PATH": "aah.data.fetch",
+    "Manifest": "aah.data.fetch",
+    "ManifestFile": "aah.data.fetch",
+    "ProgressCallback": "aah.data.fetch",
+    "build_manifest": "aah.data.fetch",
+    "count_present": "aah.data.locate",
+    "failtalms_dir": "aah.data.locate",
+    "fetch_data": "aah.data.fetch",
+    "find_data_dir": "aah.data.locate",
+    "load_manifest": "aah.data.fetch",
+    "locate_data_dir": "aah.data.locate",
+    "manifest_json": "aah.data.fetch",
+    "openapi_dir": "aah.data.locate",
+    "packaged_manifest": "aah.data.fetch",
+}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.runtime.awareness import ask_awareness, parse_awareness
+    from aah.runtime.awareness import SETTING_AWARENESS, ask_awareness, parse_awareness
     from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
     from aah.runtime.environment import open_runtime
     from aah.runtime.graph import build_graph
     from aah.runtime.humans import (
         HUMAN_CHANNELS,
+        IDK_REPLY,
         ChannelOptions,
         ConsoleHuman,
         HumanChannel,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
+    "SETTING_AWARENESS",
+    "IDK_REPLY",
     "DEFAULT_TOOL_RESULT_TOKENS",
     "ContextOverflowError",
     "ToolMode",
@@ -81,6 +84,8 @@ __all__ = [
 ]
 
 _WHERE = {
+    "SETTING_AWARENESS": "aah.runtime.awareness",
+    "IDK_REPLY": "aah.runtime.humans",
     "DEFAULT_TOOL_RESULT_TOKENS": "aah.runtime.budget",
     "ContextOverflowError": "aah.runtime.budget",
     "ToolMode": "aah.runtime.tool_mode",

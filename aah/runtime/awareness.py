@@ -17,8 +17,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from aah.events import AwarenessAnswer, AwarenessMode, AwarenessQuestion, excerpt
 from aah.llm import ChatClient, parse_awareness_reply
 from aah.runtime.prompts import load_prompt
+from aah.tools import EndpointSpec
 from aah.tools.calls import describe_parameters
-from aah.tools.spec import EndpointSpec
 
 # Which questions each benchmark setting asks (science.md §1).
 SETTING_AWARENESS: dict[str, AwarenessMode] = {

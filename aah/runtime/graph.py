@@ -33,8 +33,7 @@ from aah.runtime.budget import complete_within_context, cut_tool_result
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.runtime.tool_mode import prompted_conversation
-from aah.tools import tool_prompt
-from aah.tools.builtin import ASK_HUMAN
+from aah.tools import ASK_HUMAN, tool_prompt
 from aah.tools.calls import CheckResult, canonical_call
 
 Route = str  # a node name, or END

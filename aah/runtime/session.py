@@ -46,8 +46,8 @@ from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
 from aah.runtime.tool_mode import ToolMode
 from aah.store import SessionRecord, SessionStatus, SessionStore
+from aah.tools import EndpointSpec
 from aah.tools.http import Executor
-from aah.tools.spec import EndpointSpec
 
 _log = logging.getLogger(__name__)
 EventListener = Callable[[Event], None]

@@ -14,10 +14,9 @@ from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.tool_mode import ToolMode, tools_prompt
-from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
+from aah.tools import ASK_HUMAN, ASK_HUMAN_PARAMETERS, EndpointSpec, ParameterSpec
 from aah.tools.calls import CallChecker, arguments_models, ask_human_schema, openai_tool
 from aah.tools.http import Executor
-from aah.tools.spec import EndpointSpec, ParameterSpec
 
 DEFAULT_STEP_LIMIT = 10
 

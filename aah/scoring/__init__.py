@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.scoring.agreement import HUMAN_GRADER_PREFIX
     from aah.scoring.behavior import Classification, behavior_report, classify_reply
     from aah.scoring.errors import error_patterns
     from aah.scoring.grader import (
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
         majority_vote,
         parse_vote,
     )
-    from aah.scoring.imports import import_failtalms_outputs
+    from aah.scoring.imports import ImportProgress, ImportSummary, import_failtalms_outputs
     from aah.scoring.intervals import Proportion, wilson
     from aah.scoring.metrics import (
         CellMetrics,
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "HUMAN_GRADER_PREFIX",
+    "ImportSummary",
+    "ImportProgress",
     "CellMetrics",
     "Classification",
     "GradeSummary",
@@ -74,6 +78,9 @@ __all__ = [
 ]
 
 _WHERE = {
+    "HUMAN_GRADER_PREFIX": "aah.scoring.agreement",
+    "ImportSummary": "aah.scoring.imports",
+    "ImportProgress": "aah.scoring.imports",
     "CellMetrics": "aah.scoring.metrics",
     "Classification": "aah.scoring.behavior.classes",
     "GradeSummary": "aah.scoring.grader.vote",

@@ -36,7 +36,7 @@ from typing import Literal, get_args
 from aah.events import Event, HumanQuestionEvent, ToolCallEvent
 from aah.scoring.intervals import Proportion, wilson
 from aah.store import SessionStore
-from aah.tools.builtin import ASK_HUMAN
+from aah.tools import ASK_HUMAN
 
 ErrorPattern = Literal["IFN", "IAN", "IAT", "IFE", "RAC", "IAV", "IAC"]
 ERROR_PATTERNS: tuple[ErrorPattern, ...] = get_args(ErrorPattern)

@@ -67,7 +67,7 @@ from typing import Any
 
 # The rules module, not ``aah.scoring.behavior.classes``: that one loads the OpenAI client,
 # a second of start-up that a report over stored sessions never needs.
-from aah.benchmark.settings import SETTINGS
+from aah.benchmark import SETTINGS
 from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question

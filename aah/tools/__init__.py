@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.tools.builtin import ASK_HUMAN
+    from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
     from aah.tools.calls import CallChecker, CheckResult, wrap_endpoint
     from aah.tools.http import (
         Executor,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ASK_HUMAN_PARAMETERS",
     "ASK_HUMAN",
     "CallChecker",
     "CheckResult",
@@ -66,6 +67,7 @@ __all__ = [
 
 
 _WHERE = {
+    "ASK_HUMAN_PARAMETERS": "builtin",
     "ASK_HUMAN": "builtin",
     "CallChecker": "calls",
     "CheckResult": "calls",

@@ -46,7 +46,7 @@ from aah.scoring.behavior.rules import (
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.metrics import canonical_setting
 from aah.store import SessionStore
-from aah.tools.builtin import ASK_HUMAN
+from aah.tools import ASK_HUMAN
 
 __all__ = [
     "BEHAVIOR_CLASSES",

@@ -47,7 +47,7 @@ from collections.abc import Collection, Sequence
 from typing import Literal, NamedTuple
 
 from aah.llm import parse_text_tool_calls, split_reasoning
-from aah.tools.builtin import ASK_HUMAN
+from aah.tools import ASK_HUMAN
 
 BehaviorClass = Literal["tool_call", "request_for_info", "cannot_answer", "direct"]
 # The fixed order of rows and columns in a confusion matrix.

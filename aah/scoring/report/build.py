@@ -65,7 +65,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark.settings import SETTINGS
+from aah.benchmark import SETTINGS
 from aah.config import get_settings
 from aah.errors import AahError
 from aah.events import excerpt
@@ -284,8 +284,8 @@ def _needed_endpoints(
 ) -> dict[str, list[str]] | None:
     """Each session's needed endpoints by session id; None (with a note) without data."""
     # Imported here: the dataset loaders are needed only for runs that made tool calls.
-    from aah.benchmark.dataset import load_tasks
-    from aah.data.locate import find_data_dir
+    from aah.benchmark import load_tasks
+    from aah.data import find_data_dir
 
     # When2Call tasks name no endpoints: IAC is a Fail-TaLMs figure.
     own = {

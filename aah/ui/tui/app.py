@@ -166,9 +166,7 @@ class AahApp(App[None]):
         """Run one session to its end; its events come back as messages."""
         try:
             await asyncio.to_thread(_import_runtime)
-            from aah.runtime.environment import open_runtime
-            from aah.runtime.humans import QueueHuman
-            from aah.runtime.session import SessionRequest, run_session
+            from aah.runtime import QueueHuman, SessionRequest, open_runtime, run_session
 
             request = SessionRequest(
                 query=task.query,

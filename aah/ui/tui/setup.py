@@ -18,8 +18,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
-from aah.benchmark.demo import SCRIPTED_LABEL, demo_task, load_demo_tasks
-from aah.benchmark.settings import SETTINGS
+from aah.benchmark import SCRIPTED_LABEL, SETTINGS, demo_task, load_demo_tasks
 from aah.errors import AahError
 from aah.tools.http import FAULT_KINDS, FaultKind
 from aah.ui.tui.tasks import (
@@ -32,7 +31,7 @@ from aah.ui.tui.tasks import (
 )
 
 if TYPE_CHECKING:
-    from aah.benchmark.dataset import Task
+    from aah.benchmark import Task
     from aah.tools.registry import Registry
 
 _SOURCES: list[tuple[str, TaskSource]] = [

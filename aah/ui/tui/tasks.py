@@ -18,18 +18,16 @@ from pydantic import SecretStr
 
 from aah.config import get_settings
 from aah.errors import AahError
-from aah.tools.builtin import ASK_HUMAN
+from aah.tools import ASK_HUMAN, EndpointSpec, ParameterSpec
 from aah.tools.http import FaultKind, FaultPlan
-from aah.tools.spec import EndpointSpec, ParameterSpec
 
 # LangChain and openai take seconds to import: the app's first screen must
 # not wait for them, so they load where a session needs them.
 if TYPE_CHECKING:
-    from aah.benchmark.dataset import Task
-    from aah.benchmark.demo import DemoTask
+    from aah.benchmark import DemoTask, Task
     from aah.events import AwarenessMode
     from aah.llm import ModelConfig
-    from aah.testing.fake_llm import FakeLLMServer
+    from aah.testing import FakeLLMServer
     from aah.tools.registry import Registry
 
 TaskSource = Literal["demo", "benchmark", "free"]
@@ -100,7 +98,7 @@ class ScriptedModel:
     def config_for(self, script: dict[str, Any]) -> ModelConfig:
         """A model config whose answers follow ``script`` from its start."""
         from aah.llm import ModelConfig
-        from aah.testing.fake_llm import FakeLLMServer
+        from aah.testing import FakeLLMServer
 
         if self._server is None:
             self._server = FakeLLMServer(script).start()
@@ -144,7 +142,7 @@ def demo_choice(task: DemoTask, registry: Registry) -> TuiTask:
 
 def benchmark_choice(task: Task, registry: Registry) -> TuiTask:
     """A benchmark task: its offered endpoints (those the registry has) and setting."""
-    from aah.runtime.awareness import SETTING_AWARENESS
+    from aah.runtime import SETTING_AWARENESS
 
     specs = tuple(registry.get(name) for name in task.offered if name in registry)
     return TuiTask(
@@ -185,8 +183,8 @@ def load_benchmark(data: Path | None) -> tuple[list[Task], str]:
     The benchmark is optional for the app: without the data, that source says
     how to get it and the others still work.
     """
-    from aah.benchmark.dataset import load_tasks
-    from aah.data.locate import find_data_dir
+    from aah.benchmark import load_tasks
+    from aah.data import find_data_dir
 
     try:
         return load_tasks(find_data_dir(data, need_benchmark=True)), ""

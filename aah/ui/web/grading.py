@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aah.runtime.prompts import Prompt
-from aah.scoring.agreement import HUMAN_GRADER_PREFIX
+from aah.scoring import HUMAN_GRADER_PREFIX
 from aah.scoring.grader import load_case, render_prompt
 from aah.store import SessionRecord, SessionStore, Verdict
 from aah.ui.web.format import plain
