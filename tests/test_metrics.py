@@ -394,6 +394,7 @@ def test_cell_json_shape_is_stable(tasks: Tasks) -> None:
         "errors",
         "flagged",
         "awareness_none",
+        "cancelled",
         "pass_rate_graded",
     ]
     assert data["pass_rate"] == {

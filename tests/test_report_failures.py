@@ -106,7 +106,7 @@ def test_the_headline_marks_the_cell_hides_pr_and_the_notes_say_why(store: Sessi
     assert row[4].startswith("33.3 [") and row[4].endswith(" of 6")
     assert "* beside N" in paper.caption
     assert failures.title == "What failed underneath"
-    assert failures.rows == [[RUN, "perfect", "7", "2", "1", "1", "1", "0"]]
+    assert failures.rows == [[RUN, "perfect", "7", "2", "1", "1", "1", "0", "0"]]
     notes = "\n".join(report.notes)
     assert (
         f"run {RUN}, perfect: 2 of 7 sessions ended in error and count as not passed "
@@ -144,7 +144,7 @@ def test_a_clean_run_has_no_marker_and_no_trouble_notes(store: SessionStore) -> 
     assert paper.columns[3:5] == ["PR", "Aware"]  # no PR graded column
     assert paper.rows[0][2] == "2" and paper.rows[0][3].startswith("50.0 [")
     assert "* beside N" not in paper.caption
-    assert failures.rows == [["every cell", "", "", "0", "0", "0", "0", "0"]]
+    assert failures.rows == [["every cell", "", "", "0", "0", "0", "0", "0", "0"]]
     assert not [note for note in report.notes if RUN in note]
 
 
@@ -345,3 +345,20 @@ def test_the_store_answers_flags_and_errors_for_a_selection(store: SessionStore)
         == "the model server answered HTTP 500: upstream exploded"
     )
     assert "elsewhere" in {e.message for e in everyone.values()}
+
+
+def test_cancelled_sessions_count_as_not_passed_and_are_noted(tmp_path: Path) -> None:
+    from aah.scoring import build_report
+
+    store = SessionStore(tmp_path / "c.db")
+    store.create_run("rc", {"model": "m"})
+    done = store.open_session("q1", run="rc", task_id="t1", setting="perfect")
+    store.finish_session(done.id, "finished", "Done.")
+    store.add_grade(done.id, "grader", "v1", ["pass"], "pass", False)
+    gone = store.open_session("q2", run="rc", task_id="t2", setting="perfect")
+    assert store.cancel_session(gone.id)
+    report = build_report(store, ["rc"])
+    (cell,) = report.cells
+    assert (cell.n, cell.cancelled, cell.pass_rate.k) == (2, 1, 1)
+    assert cell.troubles == 1
+    assert any("1 of 2 sessions were cancelled" in note for note in report.notes)

@@ -31,6 +31,7 @@ redundant questions / all questions (see ``is_redundant_question``); means per
 task (over all N tasks) of agent steps, tool calls, human questions, human
 seconds, tokens and model latency; and the ``ungraded`` and ``unfinished``
 (running or waiting) counts; ``errors`` (sessions that ended in error),
+``cancelled`` (sessions cancelled or expired before they ended: no pass),
 ``flagged`` (finished sessions whose latest grade was a tie or had no valid
 vote) and ``awareness_none`` (an awareness reply never parsed); and
 ``pass_rate_graded``, the pass rate over the sessions that have a verdict
@@ -48,7 +49,7 @@ JSON shape (``cell_to_json``), one object per run × setting, keys in this order
      "mean_questions": float | null, "human_seconds_per_task": float | null,
      "tokens_per_task": float | null, "latency_ms_per_task": float | null,
      "ungraded": int, "unfinished": int,
-     "errors": int, "flagged": int, "awareness_none": int,
+     "errors": int, "flagged": int, "awareness_none": int, "cancelled": int,
      "pass_rate_graded": P}
 
     P = {"k": int, "n": int, "value": float | null, "low": float | null,
@@ -191,8 +192,9 @@ def load_outcomes(store: SessionStore, runs: Sequence[str] | None = None) -> lis
 
 
 def _verdict(status: str, verdict: str | None) -> bool | None:
-    # The grader grades finished sessions only: a skipped or failed one is no pass.
-    if status in ("skipped", "error"):
+    # The grader grades finished sessions only: a skipped, failed or cancelled one
+    # (nobody will resume it) is no pass.
+    if status in ("skipped", "error", "cancelled"):
         return False
     return None if verdict is None else verdict == "pass"
 
@@ -264,12 +266,20 @@ class CellMetrics:
     errors: int = 0
     flagged: int = 0
     awareness_none: int = 0
+    cancelled: int = 0
     pass_rate_graded: Proportion | None = None
 
     @property
     def troubles(self) -> int:
-        """Sessions in error, flagged, awareness none, ungraded or unfinished, added up."""
-        return self.errors + self.flagged + self.awareness_none + self.ungraded + self.unfinished
+        """Sessions in error, flagged, awareness none, ungraded, unfinished or cancelled."""
+        return (
+            self.errors
+            + self.flagged
+            + self.awareness_none
+            + self.ungraded
+            + self.unfinished
+            + self.cancelled
+        )
 
 
 Predicate = Callable[[TaskOutcome], bool]
@@ -367,6 +377,7 @@ def cell_metrics(run: str | None, setting: str | None, tasks: Sequence[TaskOutco
         errors=sum(1 for task in tasks if task.status == "error"),
         flagged=sum(1 for task in tasks if task.flagged),
         awareness_none=sum(1 for task in tasks if task.awareness == "none"),
+        cancelled=sum(1 for task in tasks if task.status == "cancelled"),
         pass_rate_graded=_graded_pass_rate(tasks),
     )
 

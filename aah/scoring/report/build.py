@@ -385,6 +385,11 @@ def _cell_notes(cell: CellMetrics, outcomes: Sequence[TaskOutcome]) -> list[str]
             f"{where}: {cell.flagged} of {cell.n} verdicts are flagged (a tie or no valid "
             "vote) and count as Fail: run `aah grade` again with more --votes to settle them"
         )
+    if cell.cancelled:
+        notes.append(
+            f"{where}: {cell.cancelled} of {cell.n} sessions were cancelled or expired "
+            "(`aah sessions cancel`/`expire`) before they ended and count as not passed"
+        )
     if cell.awareness_none:
         notes.append(
             f"{where}: {cell.awareness_none} of {cell.n} awareness replies were never parsed "

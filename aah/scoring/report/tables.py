@@ -209,8 +209,18 @@ def headline_pass_rate(cell: CellMetrics) -> str:
 
 
 def failure_table(report: Report) -> ReportTable:
-    """Per cell: sessions in error, flagged verdicts, awareness none, ungraded, unfinished."""
-    columns = ["run", "setting", "N", "error", "flagged", "aware none", "ungraded", "unfinished"]
+    """Per cell: sessions in error, flagged, awareness none, ungraded, unfinished, cancelled."""
+    columns = [
+        "run",
+        "setting",
+        "N",
+        "error",
+        "flagged",
+        "aware none",
+        "ungraded",
+        "unfinished",
+        "cancelled",
+    ]
     rows = [
         [
             cell.run or "",
@@ -224,6 +234,7 @@ def failure_table(report: Report) -> ReportTable:
                     cell.awareness_none,
                     cell.ungraded,
                     cell.unfinished,
+                    cell.cancelled,
                 )
             ),
         ]
@@ -231,7 +242,7 @@ def failure_table(report: Report) -> ReportTable:
         if cell.troubles
     ]
     if not rows:
-        rows = [["every cell", "", "", "0", "0", "0", "0", "0"]] if report.cells else []
+        rows = [["every cell", "", "", "0", "0", "0", "0", "0", "0"]] if report.cells else []
     caption = (
         "Cells with any such session. Sessions per cell: ended in error; latest verdict "
         "flagged (a tie or no valid vote, counted as Fail); awareness reply never "
