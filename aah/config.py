@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -33,7 +34,7 @@ def default_cache_dir() -> Path:
 class Settings(BaseSettings):
     """Everything aah can be configured with; each field is also ``AAH_<NAME>``."""
 
-    model_config = SettingsConfigDict(env_prefix="AAH_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="AAH_", extra="ignore", frozen=True)
 
     data_dir: Path | None = None
     cache_dir: Path = Field(default_factory=default_cache_dir)
@@ -90,6 +91,25 @@ class Settings(BaseSettings):
         return project_root() / "tool_registry" / "registry.db"
 
 
+_cached: tuple[tuple[tuple[Any, Any], ...], Settings] | None = None
+
+
 def get_settings() -> Settings:
-    """Settings as the environment says now (not cached: tests change it)."""
-    return Settings()
+    """Settings as the environment says now.
+
+    Built again only when the environment changed (tests and the web app's
+    launcher change it); reading it costs about a millisecond, and hot paths
+    (every tool call, every answer) ask for it.
+    """
+    global _cached
+    key = _environment_key()
+    if _cached is None or _cached[0] != key:
+        _cached = (key, Settings())
+    return _cached[1]
+
+
+def _environment_key() -> tuple[tuple[Any, Any], ...]:
+    # os.environ keeps its raw (bytes, on POSIX) mapping in ``_data``; reading
+    # it skips decoding every variable on each call.
+    raw = getattr(os.environ, "_data", None)
+    return tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items())

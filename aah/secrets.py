@@ -106,6 +106,9 @@ class _KnownSecrets:
         self._env_key: tuple[Any, ...] = ()
         self._forms: tuple[str, ...] = ()
         self._pattern: re.Pattern[str] | None = None
+        # No pattern is a valid state (no secret configured), so staleness
+        # needs its own flag: scrubbing runs on every write.
+        self._stale = True
 
     def remember(self, value: str) -> None:
         """Match ``value`` (and its encodings) from now on."""
@@ -115,14 +118,14 @@ class _KnownSecrets:
             self._remembered[value] = None
             while len(self._remembered) > _MAX_REMEMBERED:
                 del self._remembered[next(iter(self._remembered))]
-            self._pattern = None
+            self._stale = True
 
     def forms(self) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
         """Every form of every known value, longest first, and one pattern of them."""
         # Reading the known names is cheap; a new or removed variable changes
         # the count, which sends us back to scan the whole environment.
         key = (len(os.environ), *(os.environ.get(name) for name in self._env_names))
-        if key != self._env_key or self._pattern is None:
+        if key != self._env_key or self._stale:
             with self._lock:
                 self._rebuild()
         return self._forms, self._pattern
@@ -135,6 +138,7 @@ class _KnownSecrets:
         self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
         self._env_names = tuple(names)
         self._env_key = (len(os.environ), *(os.environ.get(name) for name in names))
+        self._stale = False
 
 
 def _secret_env_values(names: Iterable[str]) -> list[str]:

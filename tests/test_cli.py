@@ -291,3 +291,15 @@ def test_tables_never_cut_a_word(
     for cell in [*columns, *(str(cell) for row in rows for cell in row)]:
         for word in cell.split():
             assert word in text, (word, text)
+
+
+def test_settings_follow_the_environment_though_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aah.config import get_settings
+
+    monkeypatch.setenv("AAH_MODEL", "first")
+    assert get_settings() is get_settings()
+    assert get_settings().model == "first"
+    monkeypatch.setenv("AAH_MODEL", "second")
+    assert get_settings().model == "second"
+    monkeypatch.delenv("AAH_MODEL")
+    assert get_settings().model != "second"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import pickle
 from urllib.parse import quote, quote_plus
 
@@ -176,3 +177,30 @@ def test_checkpoints_keep_no_known_key_in_exceptions_or_interrupts(
         kind, data = serde.dumps_typed(value)
         assert not [form for form in encoded_forms(KEY) if form.encode() in data], value
         serde.loads_typed((kind, data))
+
+
+def test_known_secrets_are_not_rebuilt_on_every_scrub_when_none_is_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Scrubbing runs on every write: with no secret in the environment the
+    # known values must still be read once, not once per call.
+    from aah import secrets
+
+    for name in [n for n in os.environ if secrets.is_secret_name(n)]:
+        monkeypatch.delenv(name)
+    known = secrets._KnownSecrets()
+    rebuilds = 0
+    rebuild = known._rebuild
+
+    def counting() -> None:
+        nonlocal rebuilds
+        rebuilds += 1
+        rebuild()
+
+    monkeypatch.setattr(known, "_rebuild", counting)
+    for _ in range(5):
+        known.forms()
+    assert rebuilds == 1
+    monkeypatch.setenv("AAH_API_KEY", "sk-" + "x" * 30)
+    assert any("x" * 30 in form for form in known.forms()[0])
+    assert rebuilds == 2
