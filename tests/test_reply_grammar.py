@@ -106,9 +106,7 @@ async def test_every_verdict_reply_through_the_real_grader_over_http() -> None:
         texts.append("Pass")
         expected.append("pass")
     with FakeLLMServer(texts) as llm:
-        async with MajorityVoteGrader(
-            fake_config(llm), votes=len(texts), vote_retries=0
-        ) as grader:
+        async with MajorityVoteGrader(fake_config(llm), votes=len(texts), vote_retries=0) as grader:
             records = await grader.collect_votes("Grade this session.")
         assert len(llm.requests) == 1 and llm.requests[0]["n"] == len(texts)
     assert [record["vote"] for record in records] == expected
