@@ -250,11 +250,3 @@ def test_a_report_without_repeats_has_no_repeat_table(tmp_path: Path) -> None:
 def test_cli_epochs_flag(tmp_path: Path) -> None:
     bad = aah("bench", "run", "--run", "r", "--epochs", "0", "--db", str(tmp_path / "a.db"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    w2c = aah(
-        "bench", "run", "--run", "r", "--benchmark", "when2call", "--epochs", "2",
-        "--db", str(tmp_path / "a.db"),
-    )  # fmt: skip
-    assert w2c.returncode == 2
-    assert w2c.stderr.strip() == (
-        "error: --epochs repeats Fail-TaLMs tasks: leave it out for --benchmark when2call"
-    )

@@ -483,3 +483,34 @@ def test_a_question_the_awareness_gate_skips_counts_as_cannot_answer(
         }
     assert [list(row) for row in scores.matrix.counts][0] == [0, 0, 3, 0]
     assert rules == {"awareness_no"}
+
+
+def test_epochs_repeat_each_question_and_a_rerun_adds_epochs(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    tasks = load_when2call(data_dir)
+    db = tmp_path / "w.db"
+
+    def run_epochs(epochs: int, llm: FakeLLMServer) -> Any:
+        runner = When2CallRunner(
+            RunOptions(run="w", aah=True, concurrency=4, epochs=epochs), fake_config(llm)
+        )
+        summary = asyncio.run(runner.run(tasks, db))
+        with SessionStore(db) as store:
+            label_run_with_rules(store, "w", tasks)
+        return summary
+
+    with FakeLLMServer(SCRIPT) as llm:
+        first = run_epochs(2, llm)
+        more = run_epochs(3, llm)
+        assert len(llm.requests) == 27
+    assert (first.finished, more.finished, more.already_done) == (18, 9, 18)
+    with SessionStore(db) as store:
+        sessions = store.list_sessions(run="w")
+        [scores] = run_scores(store, "w")
+    assert len(sessions) == 27
+    assert sum(s.task_id.endswith("#epoch3") for s in sessions if s.task_id) == 9
+    # Every repeat is labelled against its own question's gold behaviour.
+    assert [list(row) for row in scores.matrix.counts] == [
+        [3 * count for count in row] for row in EXPECTED_MATRIX
+    ]

@@ -9,10 +9,10 @@ task twice (the store keeps one session per run and task).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar
 
 from aah import __version__
 from aah.benchmark.fact_fit import TaskFacts
@@ -60,6 +60,21 @@ class RunOptions:
     epochs: int = 1
 
 
+class RepeatableTask(Protocol):
+    """Any benchmark's task (Fail-TaLMs, When2Call): an id, and a copy with another."""
+
+    @property
+    def id(self) -> str:
+        """The task's id in the run."""
+        ...
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied (pydantic's)."""
+        ...
+
+
+TaskT = TypeVar("TaskT", bound=RepeatableTask)
+
 # A repeat of a task is its own session, whose task id carries the epoch
 # (the store keeps one session per run and task id): "perfect-12#epoch2".
 # Epoch 1 keeps the plain id, so a run made before repeats reads as epoch 1.
@@ -71,7 +86,7 @@ def epoch_task_id(task_id: str, epoch: int) -> str:
     return task_id if epoch == 1 else f"{task_id}{EPOCH_MARK}{epoch}"
 
 
-def epoch_tasks(tasks: Sequence[Task], epochs: int) -> list[Task]:
+def epoch_tasks(tasks: Sequence[TaskT], epochs: int) -> list[TaskT]:
     """Every task ``epochs`` times, epoch by epoch, each repeat under its own id.
 
     Epoch by epoch, so that a run stopped midway has whole epochs done first,

@@ -114,15 +114,11 @@ def bench_run(
     if benchmark not in BENCHMARKS:
         raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
     if benchmark == "when2call":
-        if epochs != 1:
-            raise AahError(
-                "--epochs repeats Fail-TaLMs tasks: leave it out for --benchmark when2call"
-            )
         from aah.cli.bench_when2call import When2CallFlags, run_when2call
 
         flags = When2CallFlags(
             run, aah, limit, ids, concurrency, shard, model, seed, task_timeout, turns,
-            awareness, judge, judge_model, db, data,
+            awareness, judge, judge_model, db, data, epochs,
         )  # fmt: skip
         run_when2call(flags)
         return

@@ -38,6 +38,7 @@ class When2CallFlags(NamedTuple):
     judge_model: str | None
     db: Path | None
     data: Path | None
+    epochs: int = 1
 
 
 def choose_questions(
@@ -97,19 +98,20 @@ def run_when2call(flags: When2CallFlags) -> None:
         task_timeout=flags.task_timeout,
         seed=flags.seed,
         step_limit=flags.turns,
+        epochs=flags.epochs,
     )
     runner = When2CallRunner(options, config, turns=flags.turns, awareness=flags.awareness)
     db_path = flags.db or get_settings().db
     console.print(
         f"run [bold]{flags.run}[/]: {len(tasks)} When2Call questions, model {config.model}, "
         f"aah {'on' if flags.aah else 'off'}, awareness {'on' if flags.awareness else 'off'}, "
-        f"turns {flags.turns}",
+        f"turns {flags.turns}" + (f" × {flags.epochs} epochs" if flags.epochs > 1 else ""),
         highlight=False,
     )
     data_sha256 = hashlib.sha256(questions_file(data_dir).read_bytes()).hexdigest()
     summary = run_with_progress(
         flags.run,
-        len(tasks),
+        len(tasks) * flags.epochs,
         lambda on_done: runner.run(tasks, db_path, on_done, data_sha256=data_sha256),
     )
     with SessionStore(db_path) as store:

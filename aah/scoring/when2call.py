@@ -41,6 +41,7 @@ from aah.scoring.behavior import (
     turn_class,
 )
 from aah.scoring.intervals import Proportion, wilson
+from aah.scoring.repeats import base_task_id
 from aah.store import SessionRecord, SessionStore
 from aah.tools import ASK_HUMAN
 
@@ -126,7 +127,7 @@ def _todo(
     by_id = {task.id: task for task in tasks}
     todo = []
     for session in store.list_sessions(run=run):
-        task = by_id.get(session.task_id or "")
+        task = by_id.get(base_task_id(session.task_id or ""))
         if task is None or session.status not in ("finished", "skipped"):
             continue
         if any(grade.grader_model == grader for grade in store.grades(session.id)):

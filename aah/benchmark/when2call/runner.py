@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from aah.benchmark.batch import run_batch
-from aah.benchmark.runner import ProgressHook, RunOptions, RunSummary, run_manifest
+from aah.benchmark.runner import (
+    ProgressHook,
+    RunOptions,
+    RunSummary,
+    epoch_tasks,
+    run_manifest,
+)
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
 from aah.benchmark.when2call.tools import endpoint_spec
 from aah.errors import AahError
@@ -136,6 +142,7 @@ class When2CallRunner:
         """
         manifest = self.manifest(data_sha256)
         _check_setup(db, self.options.run, manifest)
+        tasks = epoch_tasks(tasks, self.options.epochs)
         return await run_batch(
             tasks,
             db=db,
