@@ -100,7 +100,7 @@ def test_a_batch_run_with_failed_tasks_exits_non_zero_with_the_errors_grouped(
     with FakeLLMServer(script) as llm:
         result = aah(
             "bench", "run", "--run", "r", "--setting", "perfect", "--limit", "2",
-            "--tool-mode", "prompt", "--tool-result-tokens", "500", "--db", str(db),
+            "--tool-mode", "prompt", "--tool-result-tokens", "500", "--no-probe", "--db", str(db),
             env=_env(llm, AAH_REGISTRY=str(registry)),
         )  # fmt: skip
         requests = llm.requests
@@ -139,3 +139,28 @@ def test_the_report_names_runs_that_read_their_tools_in_the_prompt(
 ) -> None:
     run = RunRecord(name="a", created=datetime.now(UTC), manifest=manifest)
     assert run_label(run) == label
+
+
+def test_a_batch_run_probes_its_server_once_and_keeps_the_report_in_its_manifest(
+    registry: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "p.db"
+    script = {
+        "rules": [
+            {"when": {"has_tools": True}, "reply": {"tool_calls": [{"name": "get_weather"}]}},
+            {"reply": "Yes: all there."},
+        ]
+    }
+    with FakeLLMServer(script) as llm:
+        env = _env(llm, AAH_REGISTRY=str(registry))
+        base = ["bench", "run", "--setting", "perfect", "--limit", "1", "--db", str(db)]
+        probed = aah(*base, "--run", "probed", env=env)
+        skipped = aah(*base, "--run", "unprobed", "--no-probe", env=env)
+    assert "Traceback" not in probed.stderr + skipped.stderr
+    with SessionStore(db) as store:
+        probed_run, unprobed_run = store.get_run("probed"), store.get_run("unprobed")
+    assert probed_run is not None and unprobed_run is not None
+    report = probed_run.manifest["probe"]
+    assert report["reachable"] is True and report["tool_calls"] == "native"
+    assert report["base_url"] == llm.base_url.rstrip("/")
+    assert unprobed_run.manifest["probe"] is None

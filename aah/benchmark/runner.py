@@ -58,6 +58,9 @@ class RunOptions:
     tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
     tool_mode: ToolMode = "native"
     epochs: int = 1
+    # What ``aah models check``'s probe found about the agent's server before
+    # the run (``ProbeReport.model_dump()``); stored, never pinned.
+    probe: dict[str, Any] | None = None
 
 
 class RepeatableTask(Protocol):
@@ -182,6 +185,7 @@ def run_manifest(
         # How much of each tool result the model reads, and how it is told of tools.
         "tool_result_tokens": options.tool_result_tokens,
         "tool_mode": options.tool_mode,
+        "probe": options.probe,
         # Not pinned: a run may be resumed with more epochs.
         "epochs": options.epochs,
         # Every text a model reads in this run: the session's and the batch humans'.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from aah.benchmark import SETTINGS
-from aah.cli.output import console, print_line, print_table, table
+from aah.cli.output import console, print_line, print_table, print_warning, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
@@ -19,6 +19,7 @@ BENCHMARKS = ("fail-talms", "when2call")
 
 if TYPE_CHECKING:
     from aah.benchmark import ProgressHook, RunSummary, Setting, Task, UnavailableMode
+    from aah.llm import ProbeReport
     from aah.runtime import SessionOutcome
 
 
@@ -102,6 +103,12 @@ def bench_run(
     tool_mode: str = typer.Option(
         "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
     ),
+    probe: bool = typer.Option(
+        True,
+        "--probe/--no-probe",
+        help="Probe the agent's server once before the run (as `aah models check`) and "
+        "store what it found in the run's manifest.",
+    ),
     epochs: int = typer.Option(
         1,
         "--epochs",
@@ -125,7 +132,7 @@ def bench_run(
     from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, select_shard
     from aah.config import get_settings
     from aah.data import find_data_dir
-    from aah.llm import model_config
+    from aah.llm import model_config, probe_server
     from aah.runtime import choose_tool_mode, run_async, tool_mode_choice
 
     human_name = known_name(BATCH_HUMAN_NAMES, human, "--human")
@@ -138,7 +145,10 @@ def bench_run(
     tasks = choose_tasks(load_tasks(data_dir, parse_settings(setting)), limit, ids)
     tasks = select_shard(tasks, parse_shard(shard))
     config = model_config("agent", model=model)
-    mode, why = run_async(choose_tool_mode(choice, config))
+    report = run_async(probe_server(config, overflow_probe=False)) if probe else None
+    if report is not None:
+        warn_about_probe(report)
+    mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
         run=run,
         aah=aah,
@@ -153,6 +163,7 @@ def bench_run(
         tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
         tool_mode=mode,
         epochs=epochs,
+        probe=report.model_dump(mode="json") if report is not None else None,
     )
     runner = BatchRunner(options, registry, config)
     db_path = db or get_settings().db
@@ -167,6 +178,13 @@ def bench_run(
         run, len(tasks) * epochs, lambda on_done: runner.run(tasks, db_path, on_done)
     )
     print_summary(run, summary, db_path)
+
+
+def warn_about_probe(report: ProbeReport) -> None:
+    """One warning line for each finding of the probe that a run should not ignore."""
+    for line in report.lines():
+        if line.warning:
+            print_warning(f"model server: {line.check}: {line.result}; {line.action}")
 
 
 def run_with_progress(

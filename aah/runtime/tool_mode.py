@@ -28,7 +28,7 @@ from langchain_core.messages import (
 )
 
 from aah.errors import AahError
-from aah.llm import ModelConfig, probe_server
+from aah.llm import ModelConfig, ProbeReport, probe_server
 from aah.runtime.prompts import load_prompt
 
 ToolMode = Literal["native", "prompt"]
@@ -58,11 +58,16 @@ def mode_for_probe(tool_calls: str | None) -> ToolMode:
     return "prompt" if tool_calls in ("ignored", "failed") else "native"
 
 
-async def choose_tool_mode(choice: ToolModeChoice, config: ModelConfig) -> tuple[ToolMode, str]:
-    """The mode a run uses for ``choice``, and why, probing the server for ``auto``."""
+async def choose_tool_mode(
+    choice: ToolModeChoice, config: ModelConfig, report: ProbeReport | None = None
+) -> tuple[ToolMode, str]:
+    """The mode a run uses for ``choice``, and why, probing the server for ``auto``.
+
+    ``report`` is a probe already made of ``config``'s server (not sent again).
+    """
     if choice != "auto":
         return choice, "as asked"
-    report = await probe_server(config, overflow_probe=False)
+    report = report or await probe_server(config, overflow_probe=False)
     mode = mode_for_probe(report.tool_calls)
     return mode, f"auto: the server's tool calls are {report.tool_calls or 'unknown'}"
 
