@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from aah.benchmark.runner import (
         BatchRunner,
         ProgressHook,
+        RepeatableTask,
         RunOptions,
         RunSummary,
+        TaskT,
         UnavailableMode,
         batch_human_factory,
         parse_shard,
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from aah.benchmark.settings import SETTINGS, Setting
 
 __all__ = [
+    "RepeatableTask",
+    "TaskT",
     "demo_task",
     "SCRIPTED_LABEL",
     "select_shard",
@@ -71,6 +75,8 @@ __all__ = [
 ]
 
 _WHERE = {
+    "RepeatableTask": "aah.benchmark.runner",
+    "TaskT": "aah.benchmark.runner",
     "demo_task": "aah.benchmark.demo",
     "SCRIPTED_LABEL": "aah.benchmark.demo",
     "select_shard": "aah.benchmark.runner",

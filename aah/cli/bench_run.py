@@ -18,7 +18,7 @@ from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, 
 BENCHMARKS = ("fail-talms", "when2call")
 
 if TYPE_CHECKING:
-    from aah.benchmark import ProgressHook, RunSummary, Setting, Task, UnavailableMode
+    from aah.benchmark import ProgressHook, RunSummary, Setting, Task, TaskT, UnavailableMode
     from aah.llm import ProbeReport
     from aah.runtime import SessionOutcome
 
@@ -38,23 +38,42 @@ def parse_settings(value: str) -> list[Setting]:
 
 def choose_tasks(tasks: list[Task], limit: int | None, ids: list[str]) -> list[Task]:
     """Tasks named by ``--ids``, else at most ``limit`` per setting, in data order."""
+    return choose_by_group(
+        tasks,
+        limit,
+        ids,
+        lambda task: task.setting,
+        "underspecified-17 (see `aah bench data --show`)",
+    )
+
+
+def choose_by_group(
+    tasks: list[TaskT],
+    limit: int | None,
+    ids: list[str],
+    group: Callable[[TaskT], str],
+    id_example: str,
+) -> list[TaskT]:
+    """Tasks named by ``--ids``, else at most ``limit`` per ``group``, in data order.
+
+    Raises:
+        AahError: an id names no task (the message shows ``id_example``).
+    """
     if ids:
         wanted = set(ids)
         chosen = [task for task in tasks if task.id in wanted]
         missing = wanted - {task.id for task in chosen}
         if missing:
-            raise AahError(
-                f"no task with id {sorted(missing)[0]!r}: ids look like "
-                "underspecified-17 (see `aah bench data --show`)"
-            )
+            raise AahError(f"no task with id {sorted(missing)[0]!r}: ids look like {id_example}")
         return chosen
     if limit is None:
         return tasks
     taken: dict[str, int] = {}
     chosen = []
     for task in tasks:
-        if taken.get(task.setting, 0) < limit:
-            taken[task.setting] = taken.get(task.setting, 0) + 1
+        key = group(task)
+        if taken.get(key, 0) < limit:
+            taken[key] = taken.get(key, 0) + 1
             chosen.append(task)
     return chosen
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from aah.cli.output import console
-from aah.errors import AahError
 
 if TYPE_CHECKING:
     from aah.benchmark.when2call import When2CallTask
@@ -49,25 +48,9 @@ def choose_questions(
     Raises:
         AahError: an id names no question.
     """
-    if ids:
-        wanted = set(ids)
-        chosen = [task for task in tasks if task.id in wanted]
-        missing = wanted - {task.id for task in chosen}
-        if missing:
-            raise AahError(
-                f"no When2Call question with id {sorted(missing)[0]!r}: "
-                "ids look like when2call-276e4475"
-            )
-        return chosen
-    if limit is None:
-        return tasks
-    taken: dict[str, int] = {}
-    chosen = []
-    for task in tasks:
-        if taken.get(task.gold, 0) < limit:
-            taken[task.gold] = taken.get(task.gold, 0) + 1
-            chosen.append(task)
-    return chosen
+    from aah.cli.bench_run import choose_by_group
+
+    return choose_by_group(tasks, limit, ids, lambda task: task.gold, "when2call-276e4475")
 
 
 def run_when2call(flags: When2CallFlags) -> None:
