@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,ui]'
+	$(BIN)/pip install --quiet -e '.[dev,ui,notify]'
 	touch $(STAMP)
 
 install: $(STAMP)
