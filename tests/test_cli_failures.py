@@ -163,4 +163,23 @@ def test_a_batch_run_probes_its_server_once_and_keeps_the_report_in_its_manifest
     report = probed_run.manifest["probe"]
     assert report["reachable"] is True and report["tool_calls"] == "native"
     assert report["base_url"] == llm.base_url.rstrip("/")
+    # System prompt, query and tool schemas of the largest first request, about.
+    assert 200 < report["largest_prompt_tokens"] < 20_000
     assert unprobed_run.manifest["probe"] is None
+
+
+@pytest.mark.parametrize(
+    ("largest", "context", "reply", "warned"),
+    [(5_000, 4_096, 256, True), (3_800, 4_096, 512, True), (3_000, 4_096, 512, False),
+     (90_000, None, 512, False)],
+)  # fmt: skip
+def test_a_run_whose_largest_prompt_cannot_fit_is_warned_about(
+    largest: int, context: int | None, reply: int, warned: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aah.cli.bench_run import warn_if_too_long
+
+    warn_if_too_long(largest, context, reply)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == (1 if warned else 0)
+    if warned:
+        assert lines[0].startswith("warning: the largest first request of this run is about")

@@ -28,6 +28,7 @@ from aah.runtime import (
     SessionOutcome,
     SessionRequest,
     ToolMode,
+    first_prompt_tokens,
 )
 from aah.runtime.prompts import prompt_versions
 from aah.store import pinned_difference
@@ -291,6 +292,20 @@ class BatchRunner:
             manifest=manifest,
             request_for=self.request_for,
             on_done=on_done,
+        )
+
+    def largest_prompt_tokens(self, tasks: Sequence[Task]) -> int:
+        """About how many tokens the largest first request among ``tasks`` holds."""
+        return max(
+            (
+                first_prompt_tokens(
+                    task.query,
+                    [self.registry.get(name) for name in task.offered if name in self.registry],
+                    self.options.aah,
+                )
+                for task in tasks
+            ),
+            default=0,
         )
 
     def request_for(self, task: Task, runtime: Runtime) -> SessionRequest:

@@ -185,6 +185,10 @@ def bench_run(
         probe=report.model_dump(mode="json") if report is not None else None,
     )
     runner = BatchRunner(options, registry, config)
+    if report is not None and options.probe is not None:
+        largest = runner.largest_prompt_tokens(tasks)
+        options.probe["largest_prompt_tokens"] = largest
+        warn_if_too_long(largest, report.context_length, config.max_tokens)
     db_path = db or get_settings().db
     console.print(
         f"run [bold]{run}[/]: {len(tasks)} tasks"
@@ -204,6 +208,19 @@ def warn_about_probe(report: ProbeReport) -> None:
     for line in report.lines():
         if line.warning:
             print_warning(f"model server: {line.check}: {line.result}; {line.action}")
+
+
+def warn_if_too_long(largest: int, context: int | None, reply_tokens: int | None) -> None:
+    """Warn when the run's largest first request (plus a reply) may not fit the context."""
+    if context is None:
+        return
+    needed = largest + (reply_tokens or 0)
+    if needed > context:
+        print_warning(
+            f"the largest first request of this run is about {largest:,} tokens (plus "
+            f"{reply_tokens or 0:,} for the reply), but the server's context is {context:,}: "
+            "those tasks will fail; use a model with a larger context"
+        )
 
 
 def run_with_progress(

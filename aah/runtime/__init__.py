@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         Runtime,
         SessionOutcome,
         SessionRequest,
+        first_prompt_tokens,
         record_failure,
         run_session,
     )
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
+    "first_prompt_tokens",
     "SETTING_AWARENESS",
     "IDK_REPLY",
     "DEFAULT_TOOL_RESULT_TOKENS",
@@ -84,6 +86,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "first_prompt_tokens": "aah.runtime.session",
     "SETTING_AWARENESS": "aah.runtime.awareness",
     "IDK_REPLY": "aah.runtime.humans",
     "DEFAULT_TOOL_RESULT_TOKENS": "aah.runtime.budget",

@@ -8,6 +8,7 @@ was answering) continues from its checkpoint; a finished one is left alone.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from aah.events import (
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.runtime.awareness import reasoning_of
-from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
+from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import (
@@ -47,6 +48,7 @@ from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
 from aah.runtime.tool_mode import ToolMode
 from aah.store import SessionRecord, SessionStatus, SessionStore
 from aah.tools import EndpointSpec
+from aah.tools.calls import ask_human_schema, openai_tool
 from aah.tools.http import Executor
 
 _log = logging.getLogger(__name__)
@@ -296,13 +298,27 @@ async def _drive(
 
 
 def _initial_state(request: SessionRequest) -> AgentState:
-    rules = load_prompt("agent_ask_human").render() if request.aah else ""
-    system = load_prompt("agent_system").render(ask_human_rules=rules)
     return {
-        "messages": [SystemMessage(system), HumanMessage(request.query)],
+        "messages": [SystemMessage(_system_prompt(request.aah)), HumanMessage(request.query)],
         "steps": 0,
         "seen_calls": [],
     }
+
+
+def _system_prompt(aah: bool) -> str:
+    rules = load_prompt("agent_ask_human").render() if aah else ""
+    return load_prompt("agent_system").render(ask_human_rules=rules)
+
+
+def first_prompt_tokens(query: str, specs: Sequence[EndpointSpec], aah: bool) -> int:
+    """About how many tokens the agent's first request holds: prompts, query, tool schemas.
+
+    The same estimate as the tool-result budget (characters / 4), for checking
+    a run against a server's context length before it starts.
+    """
+    schemas = [openai_tool(spec) for spec in specs] + ([ask_human_schema()] if aah else [])
+    chars = len(_system_prompt(aah)) + len(query) + len(json.dumps(schemas, ensure_ascii=False))
+    return chars // CHARS_PER_TOKEN
 
 
 async def _ask(
