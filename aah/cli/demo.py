@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, print_table, table
+from aah.cli.output import console, print_line, print_table, table
 
 if TYPE_CHECKING:
     from aah.benchmark import DemoTask
@@ -70,8 +70,8 @@ def demo(
         [t.id, t.shows, o.status, o.final_answer[:70]] for t, o in zip(tasks, outcomes, strict=True)
     )
     print_table(table("Demo summary", ["task", "shows", "status", "final answer"], rows))
-    console.print(
-        f"[dim]Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.[/]"
+    print_line(
+        f"Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.", style="dim"
     )
 
 
