@@ -161,30 +161,9 @@ def model_config(
 
 
 def _role_settings(s: Settings, role: Role) -> dict[str, Any]:
-    if role == "human":
-        return {
-            "base_url": s.human_base_url,
-            "model": s.human_model,
-            "api_key": s.human_api_key,
-            "max_tokens": s.human_max_tokens,
-        }
-    if role == "grader":
-        return {
-            "base_url": s.grader_base_url,
-            "model": s.grader_model,
-            "api_key": s.grader_api_key,
-            "max_tokens": s.grader_max_tokens,
-        }
-    if role == "judge":
-        return {
-            "base_url": s.judge_base_url,
-            "model": s.judge_model,
-            "api_key": s.judge_api_key,
-            "max_tokens": s.judge_max_tokens,
-        }
+    # A role's own settings are named AAH_<ROLE>_<FIELD>; the agent's are AAH_<FIELD>.
+    prefix = "" if role == "agent" else f"{role}_"
     return {
-        "base_url": s.base_url,
-        "model": s.model,
-        "api_key": s.api_key,
-        "max_tokens": s.max_tokens,
+        field: getattr(s, f"{prefix}{field}")
+        for field in ("base_url", "model", "api_key", "max_tokens")
     }
