@@ -44,11 +44,10 @@ from aah.runtime.humans import (
     SkipTask,
 )
 from aah.runtime.prompts import load_prompt
-from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext
+from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext, offered_schemas
 from aah.runtime.tool_mode import ToolMode
 from aah.store import SessionRecord, SessionStatus, SessionStore
 from aah.tools import EndpointSpec
-from aah.tools.calls import ask_human_schema, openai_tool
 from aah.tools.http import Executor
 
 _log = logging.getLogger(__name__)
@@ -316,8 +315,8 @@ def first_prompt_tokens(query: str, specs: Sequence[EndpointSpec], aah: bool) ->
     The same estimate as the tool-result budget (characters / 4), for checking
     a run against a server's context length before it starts.
     """
-    schemas = [openai_tool(spec) for spec in specs] + ([ask_human_schema()] if aah else [])
-    chars = len(_system_prompt(aah)) + len(query) + len(json.dumps(schemas, ensure_ascii=False))
+    schemas = json.dumps(offered_schemas(specs, aah), ensure_ascii=False)
+    chars = len(_system_prompt(aah)) + len(query) + len(schemas)
     return chars // CHARS_PER_TOKEN
 
 

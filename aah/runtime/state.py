@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -34,6 +34,11 @@ class AgentState(TypedDict, total=False):
     seen_calls: list[str]
 
 
+def offered_schemas(specs: Sequence[EndpointSpec], aah: bool) -> list[dict[str, Any]]:
+    """The tool definitions the model is sent: ``specs``, and ``ask_human`` when ``aah`` is on."""
+    return [openai_tool(spec) for spec in specs] + ([ask_human_schema()] if aah else [])
+
+
 class SessionTools:
     """The tools one session offers, in the forms its graph nodes need.
 
@@ -45,14 +50,12 @@ class SessionTools:
     def __init__(self, specs: Sequence[EndpointSpec], aah: bool) -> None:
         """Offer ``specs``, and ``ask_human`` when ``aah`` is on."""
         self.specs = {spec.qualified_name: spec for spec in specs}
-        schemas = [openai_tool(spec) for spec in specs]
         offered: dict[str, Sequence[ParameterSpec]] = {
             name: spec.parameters for name, spec in self.specs.items()
         }
         if aah:
-            schemas.append(ask_human_schema())
             offered[ASK_HUMAN] = ASK_HUMAN_PARAMETERS
-        self.schemas = schemas
+        self.schemas = offered_schemas(specs, aah)
         self.offered = offered
         self.models = arguments_models(offered)
 
