@@ -10,6 +10,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+# Questions to a person a model may put in one reply, and in one session.
+DEFAULT_QUESTIONS_PER_REPLY = 3
+DEFAULT_QUESTIONS_PER_SESSION = 10
 
 
 def project_root() -> Path:
@@ -71,6 +74,10 @@ class Settings(BaseSettings):
     # An answer from a person or a simulated user reaches the agent and the
     # log cut to this many characters, with a marker saying how much was cut.
     max_answer_chars: int = Field(default=4_000, ge=1)
+    # Questions past these caps are not asked; the model is told why, and
+    # the refused call is logged (check ``CAP``) and counted in reports.
+    max_questions_per_reply: int = Field(default=DEFAULT_QUESTIONS_PER_REPLY, ge=1)
+    max_questions_per_session: int = Field(default=DEFAULT_QUESTIONS_PER_SESSION, ge=1)
     # Requests in flight at once to one model endpoint (every role that uses
     # it); None: no cap. 1 for single-slot servers (llama.cpp's default).
     max_connections: int | None = Field(default=None, ge=1)

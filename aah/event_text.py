@@ -24,6 +24,7 @@ from aah.events import (
     HumanAnswerEvent,
     HumanQuestionEvent,
     ModelCallEvent,
+    StoppedEvent,
     ToolCallEvent,
 )
 from aah.secrets import scrub
@@ -140,6 +141,11 @@ def describe_event(event: Event) -> EventDescription | None:
         return EventDescription(
             event.kind, "final answer", event.text, tone="final", reasoning=reasoning
         )
+    if isinstance(event, StoppedEvent):
+        label = "■ stopped without a final answer" + (
+            " (step limit reached)" if event.reason == "step_limit" else " (reply cut off)"
+        )
+        return EventDescription(event.kind, label, event.message, tone="warn")
     if isinstance(event, ErrorEvent):
         label = f"✗ error in {event.where or 'the runtime'}"
         return EventDescription(event.kind, label, event.message, tone="fail")

@@ -18,7 +18,11 @@ AwarenessAnswer = Literal["yes", "idk", "no", "none"]
 # Which awareness questions a session asks (science.md §1).
 AwarenessMode = Literal["info", "tool", "both", "none"]
 # "ok", or the ToolScan pattern that stopped the call before it ran.
-CheckResult = Literal["ok", "IFN", "IAN", "IAT", "IFE", "RAC", "IAV"]
+# "CAP" is no pattern: a question the runtime did not ask, being past the cap on
+# questions per reply or per session (the model is told, and it is counted).
+CheckResult = Literal["ok", "IFN", "IAN", "IAT", "IFE", "RAC", "IAV", "CAP"]
+# Why a session stopped without a final answer (science.md §2).
+StopReason = Literal["step_limit", "cut_off"]
 EventKind = Literal[
     "awareness",
     "model_call",
@@ -26,6 +30,7 @@ EventKind = Literal[
     "human_question",
     "human_answer",
     "final_answer",
+    "stopped",
     "error",
 ]
 
@@ -116,6 +121,8 @@ class ModelCallEvent(EventBase):
         n_tool_calls: Tool calls in the reply (parsed ones, whatever their format).
         text: The reply's text content, reasoning removed.
         reasoning: The reasoning the reply came with, if any.
+        cut_off: True when the server cut the reply at its length limit
+            (``finish_reason: length``): it is no answer and no call.
     """
 
     kind: Literal["model_call"] = "model_call"
@@ -127,6 +134,7 @@ class ModelCallEvent(EventBase):
     n_tool_calls: int = 0
     text: Excerpt = ""
     reasoning: Reasoning = None
+    cut_off: bool = False
 
 
 class ToolCallEvent(EventBase):
@@ -209,6 +217,21 @@ class FinalAnswerEvent(EventBase):
     reasoning: Reasoning = None
 
 
+class StoppedEvent(EventBase):
+    """The session stopped at a limit without a final answer.
+
+    Attributes:
+        reason: ``step_limit`` (the agent was still calling tools at its last
+            step) or ``cut_off`` (the model's reply was cut by its length
+            limit, also when asked again with a larger one).
+        message: One line saying what happened and what to change.
+    """
+
+    kind: Literal["stopped"] = "stopped"
+    reason: StopReason
+    message: str
+
+
 class ErrorEvent(EventBase):
     """Something failed in the runtime itself (not a failing tool call).
 
@@ -229,6 +252,7 @@ Event = Annotated[
     | HumanQuestionEvent
     | HumanAnswerEvent
     | FinalAnswerEvent
+    | StoppedEvent
     | ErrorEvent,
     Field(discriminator="kind"),
 ]

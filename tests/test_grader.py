@@ -115,10 +115,10 @@ def test_votes_must_begin_with_pass_or_fail(text: str, vote: str | None) -> None
 
 
 def test_majority_of_valid_votes_and_flagged_ties() -> None:
-    assert majority_vote(["pass", "fail", "pass"]) == ("pass", False)
-    assert majority_vote(["fail", None, "fail", "pass", None]) == ("fail", False)
-    assert majority_vote(["pass", "pass", "fail", "fail", None]) == ("fail", True)
-    assert majority_vote([None, None, None]) == ("fail", True)
+    assert majority_vote(["pass", "fail", "pass"]) == ("pass", False, None)
+    assert majority_vote(["fail", None, "fail", "pass", None]) == ("fail", False, None)
+    assert majority_vote(["pass", "pass", "fail", "fail", None]) == ("fail", True, "tie")
+    assert majority_vote([None, None, None]) == ("fail", True, "no_quorum")
 
 
 async def test_one_request_with_n_gives_the_verdict_and_stores_every_vote(
@@ -230,7 +230,8 @@ async def test_skipped_and_error_sessions_are_not_sent(store: SessionStore) -> N
         summary = await grade_run(store, RUN, fake_config(llm), progress=False)
         prompts = [prompt_of(r) for r in llm.requests]
     assert len(prompts) == 1 and "Oslo" in prompts[0]
-    assert (summary.sessions, summary.graded, summary.skipped, summary.unfinished) == (3, 1, 1, 1)
+    assert (summary.sessions, summary.graded, summary.skipped, summary.no_answer) == (3, 1, 1, 1)
+    assert summary.ended == {"error": 1} and summary.unfinished == 0
     assert len(store.grades(graded)) == 1
     assert store.grades(skipped) == [] and store.grades(failed) == []
 
@@ -302,3 +303,62 @@ def test_the_grade_command_prints_a_summary(
     assert "graded now" in result.output and "1 of 1 graded" in result.output
     assert isinstance(even.exception, AahError) and "odd" in str(even.exception)
     assert isinstance(unknown.exception, AahError) and RUN in str(unknown.exception)
+
+
+# (votes as parsed, V asked for, the verdict with its flag): science.md §2's quorum.
+QUORUM_CORPUS = [
+    (["pass"] + [None] * 14, 5, ("fail", True, "no_quorum")),  # 1 readable vote of 15
+    (["pass", None, None, None, None], 5, ("fail", True, "no_quorum")),
+    (["pass", "pass", None, None, None], 5, ("fail", True, "no_quorum")),
+    (["pass", "pass", "pass", None, None], 5, ("pass", False, None)),
+    (["fail", "fail", "fail"], 5, ("fail", False, None)),  # fewer replies than asked
+    (["pass", "pass"], 5, ("fail", True, "no_quorum")),
+    (["pass", "fail", None], 3, ("fail", True, "tie")),  # 2 of 3 is a quorum, but a tie
+    (["pass", None, None], 3, ("fail", True, "no_quorum")),
+    (["pass"], 1, ("pass", False, None)),
+    ([None], 1, ("fail", True, "no_quorum")),
+    ([], 5, ("fail", True, "no_quorum")),
+    (["pass"] * 4 + [None] * 5, 9, ("fail", True, "no_quorum")),
+    (["pass"] * 5 + [None] * 4, 9, ("pass", False, None)),
+    (["pass", "pass", "fail", "fail", None, None, None], 7, ("fail", True, "tie")),
+    (["pass", "fail", "pass", None, None, None, None], 7, ("fail", True, "no_quorum")),
+]
+
+
+@pytest.mark.parametrize(("votes", "asked", "expected"), QUORUM_CORPUS)
+def test_a_verdict_needs_a_quorum_of_valid_votes(
+    votes: list[str | None], asked: int, expected: tuple[str, bool, str | None]
+) -> None:
+    assert majority_vote(votes, asked) == expected  # type: ignore[arg-type]
+
+
+# Replies a tiny real model gave in place of a vote: none of them is one.
+NOISE = ["", "The", "I think the", "(stopped)", "Pass/Fail", "…", "Grade:", "PASSFAIL"]
+
+
+async def test_one_readable_vote_of_fifteen_is_no_pass(store: SessionStore) -> None:
+    session_id = add_session(store, "Weather in Oslo?", results=("21 degrees",))
+    script = {
+        "rules": [
+            {"reply": {"choices": ["Pass", *NOISE[:4]]}, "times": 1},
+            {"reply": {"choices": NOISE[:5]}},
+        ]
+    }
+    with FakeLLMServer(script) as llm:
+        result = await grade_session(store, session_id, fake_config(llm))
+    grade = result.grade
+    assert grade is not None and grade.verdict == "fail"
+    assert grade.flagged and grade.flag == "no_quorum"
+    assert sum(v["vote"] is not None for v in grade.votes) == 1
+
+
+@pytest.mark.parametrize("status", ["step_limit", "cut_off", "error", "cancelled"])
+async def test_a_session_without_a_final_answer_is_fail_and_never_sent(
+    store: SessionStore, status: SessionStatus
+) -> None:
+    stopped = add_session(store, "Weather in Oslo?", "(stopped after 10 steps)", status=status)
+    with FakeLLMServer(["Pass"] * 5) as llm:
+        summary = await grade_run(store, RUN, fake_config(llm), progress=False)
+        sent = len(llm.requests)
+    assert sent == 0 and store.grades(stopped) == []
+    assert (summary.no_answer, summary.ended[status], summary.passed) == (1, 1, 0)

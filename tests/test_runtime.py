@@ -10,6 +10,7 @@ from aah.events import (
     ErrorEvent,
     FinalAnswerEvent,
     HumanAnswerEvent,
+    StoppedEvent,
     ToolCallEvent,
 )
 from aah.runtime.humans import QueueHuman, ScriptedHuman
@@ -110,7 +111,7 @@ async def test_bad_calls_get_feedback_and_send_no_request(tmp_path: Path) -> Non
     assert outcome.final_answer == "Oslo is 21.5 degrees."
 
 
-async def test_step_limit_ends_the_session_with_a_flag(tmp_path: Path) -> None:
+async def test_step_limit_ends_the_session_without_a_final_answer(tmp_path: Path) -> None:
     spec = make_spec("http://127.0.0.1:9/x", name="loop", params=[CITY])
     counter = iter(range(100))
     script = {
@@ -127,9 +128,10 @@ async def test_step_limit_ends_the_session_with_a_flag(tmp_path: Path) -> None:
             request = SessionRequest("Loop", [spec], step_limit=3)
             outcome = await run_session(request, rt)
             events = rt.store.events(outcome.session_id)
-    assert outcome.step_limit_hit
+    assert outcome.step_limit_hit and outcome.status == "step_limit"
     final = events[-1]
-    assert isinstance(final, FinalAnswerEvent) and final.step_limit_hit
+    assert isinstance(final, StoppedEvent) and final.reason == "step_limit"
+    assert not any(isinstance(e, FinalAnswerEvent) for e in events)
     assert sum(isinstance(e, ToolCallEvent) for e in events) == 2
 
 

@@ -102,11 +102,62 @@ def test_schema_is_created_once_and_reopens(db_path: Path) -> None:
     first.close()
     second.close()
     with sqlite3.connect(db_path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     wanted = {"runs", "sessions", "events", "human_requests", "human_answers", "grades"}
     assert wanted <= tables
+
+
+def _version_3_schema() -> str:
+    """The schema as version 3 wrote it: no stopped statuses, no grade flag reason."""
+    from aah.store.schema import SCHEMA_SQL
+
+    v3 = SCHEMA_SQL.replace(",\n                          'step_limit', 'cut_off')", ")")
+    v3 = v3.replace(
+        ",\n    -- Why a flagged verdict is flagged: 'no_quorum' or 'tie' (NULL when not flagged).\n"
+        "    flag TEXT",
+        "",
+    )
+    assert "step_limit" not in v3 and "flag TEXT" not in v3
+    return v3
+
+
+def test_a_version_3_file_is_upgraded_in_place(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db_path) as conn:
+        conn.executescript(_version_3_schema())
+        conn.execute("PRAGMA user_version = 3")
+        for sid, status in (("s1", "waiting"), ("s2", "finished"), ("s3", "finished")):
+            conn.execute(
+                "INSERT INTO sessions (id, query, aah, thread_id, started, status, recipe)"
+                " VALUES (?, 'q', 1, ?, '2026-01-01T00:00:00+00:00', ?, '{\"step_limit\": 4}')",
+                [sid, sid, status],
+            )
+        conn.execute(
+            "INSERT INTO human_requests (id, session_id, question, created)"
+            " VALUES ('r1', 's1', 'Which?', '2026-01-01T00:00:00+00:00')"
+        )
+        for sid, votes in (
+            ("s2", [{"vote": None}, {"vote": None}, {"vote": None}]),
+            ("s3", [{"vote": "pass"}, {"vote": "fail"}]),
+        ):
+            conn.execute(
+                "INSERT INTO grades (session_id, grader_model, prompt_version, votes, verdict,"
+                " flagged, created) VALUES (?, 'g', 'v', ?, 'fail', 1, '2026-01-02')",
+                [sid, json.dumps(votes)],
+            )
+    with SessionStore(db_path) as store:
+        assert store.session_recipe("s1") == {"step_limit": 4}  # columns kept
+        assert [r.id for r in store.pending_human_requests()] == ["r1"]
+        store.end_session("s1", "step_limit", None)  # the new status, and the triggers hold
+        assert store.pending_human_requests() == []
+        assert [g.flag for g in store.grades("s2")] == ["no_quorum"]
+        assert [g.flag for g in store.grades("s3")] == ["tie"]
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:

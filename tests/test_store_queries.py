@@ -135,6 +135,7 @@ S1 = SessionSummary(
     agent_calls=3,
     latency_ms=2.0 + 10.0 + 5.5,
     human_seconds=4.0 + 1.5,
+    questions_capped=0,
     questions=("Which city?", "Which day?"),
 )
 S2 = SessionSummary(
@@ -155,6 +156,7 @@ S2 = SessionSummary(
     agent_calls=0,
     latency_ms=0.0,
     human_seconds=0.0,
+    questions_capped=0,
     questions=(),
 )
 S3 = SessionSummary(
@@ -175,6 +177,7 @@ S3 = SessionSummary(
     agent_calls=0,
     latency_ms=0.0,
     human_seconds=0.0,
+    questions_capped=0,
     questions=(),
 )
 S4 = SessionSummary(
@@ -195,6 +198,7 @@ S4 = SessionSummary(
     agent_calls=1,
     latency_ms=1.0,
     human_seconds=0.0,
+    questions_capped=0,
     questions=(),
 )
 

@@ -173,7 +173,7 @@ def test_an_older_database_is_upgraded_in_place(tmp_path: Path) -> None:
         assert store.get_session("s1").status == "cancelled"  # type: ignore[union-attr]
         assert store.pending_human_requests() == []
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 

@@ -33,6 +33,7 @@ from aah.runtime import (
     within_work_time,
     worker_threads,
 )
+from aah.store import STOPPED_STATUSES
 
 
 class BatchTask(Protocol):
@@ -97,7 +98,7 @@ async def run_batch(
         done = {
             s.task_id
             for s in runtime.store.list_sessions(run=options.run)
-            if s.status in ("finished", "skipped")
+            if s.status in ("finished", "skipped", *STOPPED_STATUSES)
         }
         summary.already_done = sum(task.id in done for task in tasks)
         todo = [task for task in tasks if task.id not in done]
@@ -203,6 +204,8 @@ def count_outcome(summary: RunSummary, outcome: SessionOutcome) -> None:
         summary.finished += 1
     elif outcome.status == "skipped":
         summary.skipped += 1
+    elif outcome.status in STOPPED_STATUSES:
+        summary.stopped[outcome.status] += 1
     else:
         summary.errors += 1
         summary.error_counts[outcome.error or "no error message"] += 1

@@ -118,6 +118,9 @@ class RunSummary:
     errors: int = 0
     already_done: int = 0
     seconds: float = 0.0
+    # Sessions that stopped at a limit without a final answer, by status
+    # (``step_limit``, ``cut_off``): ended, not failed, and never a pass.
+    stopped: Counter[str] = field(default_factory=Counter)
     error_messages: list[str] = field(default_factory=list)
     # Every failed task's error, counted by message.
     error_counts: Counter[str] = field(default_factory=Counter)
@@ -125,7 +128,7 @@ class RunSummary:
     @property
     def tasks_per_second(self) -> float:
         """Tasks completed per wall-clock second."""
-        done = self.finished + self.skipped + self.errors
+        done = self.finished + self.skipped + self.errors + self.stopped.total()
         return done / self.seconds if self.seconds > 0 else 0.0
 
     def failures(self, kinds: int = 3) -> str:

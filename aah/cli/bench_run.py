@@ -301,6 +301,8 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
         ["already done (resumed)", summary.already_done],
         ["finished", summary.finished],
         ["skipped (awareness no)", summary.skipped],
+        ["stopped at the step limit", summary.stopped["step_limit"]],
+        ["stopped: reply cut off", summary.stopped["cut_off"]],
         ["errors", summary.errors],
         ["seconds", f"{summary.seconds:.1f}"],
         ["tasks/s", f"{summary.tasks_per_second:.2f}"],

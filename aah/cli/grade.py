@@ -58,17 +58,32 @@ def grade(
         )
 
 
+_ENDED_LABELS = {
+    "error": "error",
+    "cancelled": "cancelled",
+    "step_limit": "step limit",
+    "cut_off": "reply cut off",
+}
+
+
 def summary_table(run: str, model: str, votes: int, summary: GradeSummary) -> Table:
     """The summary of a grading pass as a two-column rich table."""
+    from aah.scoring.grader import quorum
+
     judged = summary.graded + summary.cached
     rows = [
         ("sessions", summary.sessions),
         ("graded now", summary.graded),
         ("already graded (cached)", summary.cached),
         ("skipped (not sent, fail)", summary.skipped),
-        ("error or unfinished (not sent, fail)", summary.unfinished),
+        *(
+            (f"no final answer: {_ENDED_LABELS.get(status, status)} (not sent, fail)", count)
+            for status, count in sorted(summary.ended.items())
+        ),
+        ("still running or waiting (no verdict yet)", summary.unfinished),
         ("pass", f"{summary.passed} of {judged} graded"),
-        ("flagged (tie or no valid vote)", summary.flagged),
+        ("flagged: tie (counted as fail)", summary.flagged - summary.no_quorum),
+        (f"flagged: no quorum of {quorum(votes)} valid votes (fail)", summary.no_quorum),
         ("could not be graded (grader failed)", summary.failed),
         ("grader requests sent", summary.requests),
     ]

@@ -31,6 +31,20 @@ class ContextOverflowError(ModelError):
     """The conversation does not fit the model's context, even compacted."""
 
 
+class ReplyCutOff(Exception):  # noqa: N818 - an outcome, not an error of aah's
+    """The model's reply was cut by its length limit, also when asked again with a larger one.
+
+    Not a ``ModelError``: the server did what it was asked. The session
+    stops without a final answer (status ``cut_off``), counted apart from
+    errors and from the model's own format errors (science.md §2).
+    """
+
+
+def was_cut_off(reply: AIMessage) -> bool:
+    """Whether the server says it cut ``reply`` at its length limit (``finish_reason``)."""
+    return reply.response_metadata.get("finish_reason") == "length"
+
+
 def cut_tool_result(text: str, tokens: int) -> str:
     """``text`` cut to about ``tokens`` tokens, with a marker saying how much is shown."""
     limit = tokens * CHARS_PER_TOKEN

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -22,14 +22,15 @@ from langgraph.runtime import Runtime as GraphRuntime
 from langgraph.types import interrupt
 
 from aah.events import AwarenessEvent, ModelCallEvent, ToolCallEvent
-from aah.llm import recover_text_tool_calls
+from aah.events import CheckResult as CheckCode
+from aah.llm import ModelStatusError, recover_text_tool_calls
 from aah.runtime.awareness import (
     ask_awareness,
     awareness_questions,
     describe_tools,
     reasoning_of,
 )
-from aah.runtime.budget import complete_within_context, cut_tool_result
+from aah.runtime.budget import ReplyCutOff, complete_within_context, cut_tool_result, was_cut_off
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.runtime.tool_mode import prompted_conversation
@@ -128,15 +129,73 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     ctx = runtime.context
     started = time.perf_counter()
 
-    async def complete(messages: Sequence[BaseMessage]) -> AIMessage:
+    async def complete(messages: Sequence[BaseMessage], max_tokens: int | None) -> AIMessage:
         if ctx.tool_mode == "prompt":
-            return await ctx.model.complete(prompted_conversation(messages, ctx.tools.prompt_text))
-        return await ctx.model.complete(messages, ctx.tools.schemas)
+            conversation = prompted_conversation(messages, ctx.tools.prompt_text)
+            return await ctx.model.complete(conversation, max_tokens=max_tokens)
+        return await ctx.model.complete(messages, ctx.tools.schemas, max_tokens=max_tokens)
 
     # Results compacted to fit the context replace theirs in the state (same ids).
-    reply, compacted = await complete_within_context(complete, state["messages"])
+    reply, compacted = await complete_within_context(
+        lambda messages: complete(messages, None), state["messages"]
+    )
+    if was_cut_off(reply):
+        reply, more, started = await _again_with_more_room(
+            ctx, complete, state["messages"], reply, started
+        )
+        compacted = more or compacted
     reply = recover_text_tool_calls(reply, ctx.tools.offered)
     reply = with_unique_call_ids(reply, state["messages"], state.get("steps", 0) + 1)
+    _log_model_call(ctx, reply, started)
+    return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
+
+
+async def _again_with_more_room(
+    ctx: SessionContext,
+    complete: Callable[[Sequence[BaseMessage], int | None], Awaitable[AIMessage]],
+    messages: list[AnyMessage],
+    cut: AIMessage,
+    started: float,
+) -> tuple[AIMessage, list[ToolMessage], float]:
+    """Ask once more with twice the reply budget after a reply cut at its length limit.
+
+    Returns the new reply, the results compacted to get it, and when it was asked.
+
+    A cut reply is never an answer, and a half-written call is not the
+    model's format error: when the second reply is cut too, or the server
+    refuses the larger budget, the session stops (``ReplyCutOff``).
+    """
+    _log_model_call(ctx, cut, started, cut_off=True)
+    budget = ctx.model.config.reply_tokens
+    larger = 2 * budget
+    setting = ctx.model.config.setting_name("MAX_TOKENS")
+    retry_started = time.perf_counter()
+    try:
+        reply, compacted = await complete_within_context(
+            lambda conversation: complete(conversation, larger), messages
+        )
+    except ModelStatusError as exc:
+        if not 400 <= exc.status < 500:
+            raise
+        raise ReplyCutOff(
+            f"the model's reply was cut by its length limit ({budget:,} tokens) and the server "
+            f"refused a larger one ({exc.server_message.rstrip('.') or f'HTTP {exc.status}'}): "
+            f"raise {setting} within what the server allows, or use a model "
+            "that answers more briefly"
+        ) from None
+    if was_cut_off(reply):
+        _log_model_call(ctx, reply, retry_started, cut_off=True)
+        raise ReplyCutOff(
+            f"the model's reply was cut by its length limit twice ({budget:,} tokens, then "
+            f"{larger:,}): raise {setting}, or use a model that answers more "
+            "briefly"
+        )
+    return reply, compacted, retry_started
+
+
+def _log_model_call(
+    ctx: SessionContext, reply: AIMessage, started: float, *, cut_off: bool = False
+) -> None:
     usage = reply.usage_metadata
     ctx.emit(
         ModelCallEvent(
@@ -145,13 +204,13 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
             latency_ms=(time.perf_counter() - started) * 1000,
             prompt_tokens=usage["input_tokens"] if usage else None,
             completion_tokens=usage["output_tokens"] if usage else None,
-            n_tool_calls=len(reply.tool_calls) + len(reply.invalid_tool_calls),
+            n_tool_calls=0 if cut_off else len(reply.tool_calls) + len(reply.invalid_tool_calls),
             text=reply.text if isinstance(reply.text, str) else "",
             reasoning=reasoning_of(reply),
             purpose="agent",
+            cut_off=cut_off,
         )
     )
-    return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
 
 
 def with_unique_call_ids(reply: AIMessage, history: Sequence[BaseMessage], step: int) -> AIMessage:
@@ -201,15 +260,31 @@ def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
 
 
 def _only_good_questions(reply: AIMessage, state: AgentState, ctx: SessionContext) -> bool:
-    """Whether the turn only asks the person, with calls that pass every check.
+    """Whether the turn only asks the person, with calls that pass every check and the caps.
 
     Such a turn goes straight to ``ask_human`` (one graph step fewer); the
     ``tools`` step is for turns with a tool to run or a call to reject.
     """
     if reply.invalid_tool_calls or any(c["name"] != ASK_HUMAN for c in reply.tool_calls):
         return False
+    if len(reply.tool_calls) > _questions_left(state["messages"], ctx):
+        return False
     checker = ctx.tools.checker(state.get("seen_calls", []))
     return all(checker.check(c["name"], c["args"]).ok for c in reply.tool_calls)
+
+
+def _questions_left(messages: Sequence[AnyMessage], ctx: SessionContext) -> int:
+    """How many questions the last turn may still put to the person.
+
+    A question asked earlier has a reply that is no error; the last turn's own
+    replies are not in ``messages`` yet when this is asked.
+    """
+    asked = sum(
+        1
+        for m in messages
+        if isinstance(m, ToolMessage) and m.name == ASK_HUMAN and m.status != "error"
+    )
+    return max(0, min(ctx.max_questions_per_reply, ctx.max_questions_per_session - asked))
 
 
 async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
@@ -219,13 +294,19 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     messages: list[ToolMessage] = []
     runs: list[tuple[str, str, dict[str, Any]]] = []
     seen = list(state.get("seen_calls", []))
+    questions_left = _questions_left(state["messages"], ctx)
     for bad in reply.invalid_tool_calls:
         error = bad.get("error") or "malformed call"
-        verdict = CheckResult("IFE", tool_prompt("unreadable_call").render(error=error))
+        unreadable = CheckResult("IFE", tool_prompt("unreadable_call").render(error=error))
         call_id, name = bad.get("id") or "invalid", bad.get("name") or ""
-        messages.append(_rejected(ctx, call_id, name, {}, verdict))
+        messages.append(_rejected(ctx, call_id, name, {}, unreadable))
     for call in reply.tool_calls:
-        verdict = checker.check(call["name"], call["args"])
+        verdict: CheckResult | _Refusal = checker.check(call["name"], call["args"])
+        if verdict.ok and call["name"] == ASK_HUMAN:
+            if questions_left == 0:
+                verdict = _past_question_cap(ctx)
+            else:
+                questions_left -= 1
         if not verdict.ok:
             messages.append(_rejected(ctx, call["id"] or "", call["name"], call["args"], verdict))
             continue
@@ -236,8 +317,31 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     return {"messages": messages, "seen_calls": seen}
 
 
+class _Refusal(NamedTuple):
+    """A call the runtime will not run, and what the model is told (a check's verdict or a cap)."""
+
+    code: CheckCode
+    feedback: str
+
+    @property
+    def ok(self) -> bool:
+        """Never: a refused call does not run."""
+        return False
+
+
+def _past_question_cap(ctx: SessionContext) -> _Refusal:
+    feedback = load_prompt("question_cap").render(
+        per_reply=ctx.max_questions_per_reply, per_session=ctx.max_questions_per_session
+    )
+    return _Refusal("CAP", feedback)
+
+
 def _rejected(
-    ctx: SessionContext, call_id: str, name: str, arguments: dict[str, Any], verdict: CheckResult
+    ctx: SessionContext,
+    call_id: str,
+    name: str,
+    arguments: dict[str, Any],
+    verdict: CheckResult | _Refusal,
 ) -> ToolMessage:
     ctx.emit(
         ToolCallEvent(

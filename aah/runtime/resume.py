@@ -14,11 +14,11 @@ from typing import Any, NamedTuple
 from aah.errors import AahError
 from aah.runtime.humans import QueueHuman
 from aah.runtime.session import SessionRequest
-from aah.store import SessionRecord, SessionStore
+from aah.store import STOPPED_STATUSES, SessionRecord, SessionStore
 from aah.tools import EndpointSpec
 
 # Statuses a session never leaves: resuming one has nothing to do.
-_ENDED = ("finished", "skipped", "cancelled")
+_ENDED = ("finished", "skipped", "cancelled", *STOPPED_STATUSES)
 
 
 class Resumable(NamedTuple):

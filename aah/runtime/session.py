@@ -30,10 +30,12 @@ from aah.events import (
     FinalAnswerEvent,
     HumanAnswerEvent,
     HumanQuestionEvent,
+    StoppedEvent,
+    StopReason,
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.runtime.awareness import reasoning_of
-from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS
+from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS, ReplyCutOff
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import (
@@ -48,7 +50,7 @@ from aah.runtime.humans import (
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext, offered_schemas
 from aah.runtime.tool_mode import ToolMode
-from aah.store import SessionRecord, SessionStatus, SessionStore
+from aah.store import STOPPED_STATUSES, SessionRecord, SessionStatus, SessionStore
 from aah.tools import EndpointSpec
 from aah.tools.http import Executor
 
@@ -59,7 +61,7 @@ EventListener = Callable[[Event], None]
 # (batch runs: far fewer writes; a crash re-runs the steps since the pause).
 Durability = Literal["step", "exit"]
 _GRAPH_DURABILITY = {"step": "sync", "exit": "exit"}
-_DONE = ("finished", "skipped", "error", "cancelled")
+_DONE = ("finished", "skipped", "error", "cancelled", *STOPPED_STATUSES)
 
 
 @dataclass
@@ -184,6 +186,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         answer_calls_at_limit=request.answer_calls_at_limit,
         tool_result_tokens=request.tool_result_tokens,
         tool_mode=request.tool_mode,
+        max_questions_per_reply=get_settings().max_questions_per_reply,
+        max_questions_per_session=get_settings().max_questions_per_session,
     )
     try:
         return await _drive(ctx, record, request, runtime)
@@ -199,6 +203,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return SessionOutcome(record.id, status, "", error=str(exc))
     except SkipTask as exc:
         return _close(ctx, runtime, record, "skipped", f"Skipped: {exc}.")
+    except ReplyCutOff as exc:
+        return _stop(runtime, record, "cut_off", str(exc))
     except ModelError as exc:
         return _fail(ctx, runtime, record, str(exc), "model")
     except AahError as exc:
@@ -446,10 +452,30 @@ def _finish(
     if state.get("skipped"):
         return _close(ctx, runtime, record, "skipped", text)
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
+    if limit_hit and not ctx.answer_calls_at_limit:
+        # Still calling tools at its last step: no final answer (science.md §2).
+        message = (
+            f"stopped after {ctx.step_limit} steps without a final answer (the agent was still "
+            "calling tools): raise --step-limit to give it more"
+        )
+        return _stop(runtime, record, "step_limit", message)
     if limit_hit and not text:
+        # A one-turn protocol (When2Call) ends at its limit by design: the
+        # turn's calls are what it scores, and they are recorded.
         text = f"(stopped after {ctx.step_limit} steps without a final answer)"
     reasoning = reasoning_of(last) if last is not None and not limit_hit else None
     return _close(ctx, runtime, record, "finished", text, limit_hit, reasoning)
+
+
+def _stop(
+    runtime: Runtime, record: SessionRecord, reason: StopReason, message: str
+) -> SessionOutcome:
+    """End the session at a limit, with no final answer: its own status, never a pass."""
+    stopped = StoppedEvent(session_id=record.id, reason=reason, message=message)
+    _end(runtime, record, reason, None, stopped)
+    return SessionOutcome(
+        record.id, reason, "", step_limit_hit=reason == "step_limit", error=message
+    )
 
 
 def _close(

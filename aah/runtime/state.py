@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from aah.config import DEFAULT_QUESTIONS_PER_REPLY, DEFAULT_QUESTIONS_PER_SESSION
 from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
@@ -91,6 +92,9 @@ class SessionContext:
     # Each tool result reaches the model cut to about this many tokens.
     tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
     tool_mode: ToolMode = "native"
+    # Questions to the person past these are not asked; the model is told why.
+    max_questions_per_reply: int = DEFAULT_QUESTIONS_PER_REPLY
+    max_questions_per_session: int = DEFAULT_QUESTIONS_PER_SESSION
 
     @cached_property
     def tools(self) -> SessionTools:

@@ -75,10 +75,11 @@ def patterns_of(check: str | None, status: int | None) -> frozenset[ErrorPattern
     """The patterns of a call from its check result and HTTP status (stored columns).
 
     The check's pattern when a check stopped the call, else IAV when the API
-    rejected a value (400/422), else none.
+    rejected a value (400/422), else none. A question refused for being past
+    the cap on questions (``CAP``) passed every check: it shows no pattern.
     """
-    if check not in (None, "ok"):
-        return frozenset({check})  # type: ignore[arg-type]  # stored checks are patterns
+    if check in CALL_PATTERNS:
+        return frozenset({check})
     if status in WRONG_VALUE_STATUSES:
         return frozenset({"IAV"})
     return frozenset()

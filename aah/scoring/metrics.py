@@ -32,8 +32,13 @@ task (over all N tasks) of agent steps, tool calls, human questions, human
 seconds, tokens and model latency; and the ``ungraded`` and ``unfinished``
 (running or waiting) counts; ``errors`` (sessions that ended in error),
 ``cancelled`` (sessions cancelled or expired before they ended: no pass),
-``flagged`` (finished sessions whose latest grade was a tie or had no valid
-vote) and ``awareness_none`` (an awareness reply never parsed); and
+``flagged`` (finished sessions whose latest grade is a flagged Fail: a tie or
+no quorum of valid votes), ``no_quorum`` (those of them short of a quorum),
+``step_limit`` and ``cut_off`` (sessions that stopped without a final answer at
+the step limit, or with the model's reply cut by its length limit: no pass,
+never graded), ``questions_capped`` (questions not asked, past the cap on
+questions per reply or session) and ``awareness_none`` (an awareness reply
+never parsed); and
 ``pass_rate_graded``, the pass rate over the sessions that have a verdict
 (ungraded and unfinished ones left out), which a report shows in place of PR
 where some are ungraded.
@@ -50,7 +55,8 @@ JSON shape (``cell_to_json``), one object per run × setting, keys in this order
      "tokens_per_task": float | null, "latency_ms_per_task": float | null,
      "ungraded": int, "unfinished": int,
      "errors": int, "flagged": int, "awareness_none": int, "cancelled": int,
-     "pass_rate_graded": P}
+     "pass_rate_graded": P, "no_quorum": int, "step_limit": int, "cut_off": int,
+     "questions_capped": int}
 
     P = {"k": int, "n": int, "value": float | null, "low": float | null,
          "high": float | null}   # value and bounds are null when n is 0
@@ -72,7 +78,7 @@ from aah.benchmark import SETTINGS
 from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question
-from aah.store import SessionStore, SessionSummary
+from aah.store import STOPPED_STATUSES, GradeFlag, SessionStore, SessionSummary
 
 # How the paper's folders and common spellings map onto the stored names.
 _SETTING_ALIASES = {"original": "perfect", "notool": "notools"}
@@ -119,7 +125,9 @@ class TaskOutcome:
         tokens: Prompt plus completion tokens of every model call.
         latency_ms: Wall time of every model call, summed.
         questions: The human questions' texts, in order.
-        flagged: The latest grade was a tie or had no valid vote (a flagged Fail).
+        flagged: The latest grade is a flagged Fail (a tie, or no quorum of valid votes).
+        flag: Why it is flagged: ``tie`` or ``no_quorum``.
+        questions_capped: Questions not asked, past the cap on questions.
         error: The one-line error a session that ended in error gave, if recorded.
         task_id: The benchmark task the session ran (repeats share it; see ``base_task_id``).
     """
@@ -147,6 +155,8 @@ class TaskOutcome:
     flagged: bool = False
     error: str | None = None
     task_id: str | None = None
+    flag: str | None = None
+    questions_capped: int = 0
 
 
 # -- loading ------------------------------------------------------------------
@@ -172,7 +182,7 @@ def load_outcomes(store: SessionStore, runs: Sequence[str] | None = None) -> lis
             if not grade.grader_model.startswith(_HUMAN_GRADER_PREFIX)
         }
         flags = {
-            grade.session_id: grade.flagged
+            grade.session_id: grade
             for grade in read.grade_flags(runs)
             if not grade.grader_model.startswith(_HUMAN_GRADER_PREFIX)
         }
@@ -184,17 +194,20 @@ def load_outcomes(store: SessionStore, runs: Sequence[str] | None = None) -> lis
             session,
             settings[session.setting],
             verdicts.get(session.id),
-            flagged=flags.get(session.id, False),
+            flag=flags.get(session.id),
             error=errors.get(session.id),
         )
         for session in sessions
     ]
 
 
+# Sessions that ended with no verdict to wait for: skipped (awareness no), or
+# with no final answer (science.md §2). Nobody will grade or resume them.
+_NO_PASS = ("skipped", "error", "cancelled", *STOPPED_STATUSES)
+
+
 def _verdict(status: str, verdict: str | None) -> bool | None:
-    # The grader grades finished sessions only: a skipped, failed or cancelled one
-    # (nobody will resume it) is no pass.
-    if status in ("skipped", "error", "cancelled"):
+    if status in _NO_PASS:
         return False
     return None if verdict is None else verdict == "pass"
 
@@ -204,7 +217,7 @@ def _outcome(
     setting: str | None,
     verdict: str | None,
     *,
-    flagged: bool = False,
+    flag: GradeFlag | None = None,
     error: str | None = None,
 ) -> TaskOutcome:
     info, tool = session.info_awareness, session.tool_awareness
@@ -229,9 +242,11 @@ def _outcome(
         query=session.query,
         model=session.model,
         questions=session.questions,
-        flagged=flagged and session.status == "finished",
+        flagged=bool(flag and flag.flagged) and session.status == "finished",
         error=error,
         task_id=session.task_id,
+        flag=flag.reason if flag and flag.flagged and session.status == "finished" else None,
+        questions_capped=session.questions_capped,
     )
 
 
@@ -268,10 +283,14 @@ class CellMetrics:
     awareness_none: int = 0
     cancelled: int = 0
     pass_rate_graded: Proportion | None = None
+    no_quorum: int = 0
+    step_limit: int = 0
+    cut_off: int = 0
+    questions_capped: int = 0
 
     @property
     def troubles(self) -> int:
-        """Sessions in error, flagged, awareness none, ungraded, unfinished or cancelled."""
+        """Sessions in error, flagged, awareness none, ungraded, unfinished, cancelled, stopped."""
         return (
             self.errors
             + self.flagged
@@ -279,6 +298,8 @@ class CellMetrics:
             + self.ungraded
             + self.unfinished
             + self.cancelled
+            + self.step_limit
+            + self.cut_off
         )
 
 
@@ -379,6 +400,10 @@ def cell_metrics(run: str | None, setting: str | None, tasks: Sequence[TaskOutco
         awareness_none=sum(1 for task in tasks if task.awareness == "none"),
         cancelled=sum(1 for task in tasks if task.status == "cancelled"),
         pass_rate_graded=_graded_pass_rate(tasks),
+        no_quorum=sum(1 for task in tasks if task.flag == "no_quorum"),
+        step_limit=sum(1 for task in tasks if task.status == "step_limit"),
+        cut_off=sum(1 for task in tasks if task.status == "cut_off"),
+        questions_capped=sum(task.questions_capped for task in tasks),
     )
 
 

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
         SessionSummary,
         Step,
     )
-    from aah.store.schema import HumanRequestRecord, SessionRecord, SessionStatus, scrub
+    from aah.store.schema import (
+        STOPPED_STATUSES,
+        GradeFlagReason,
+        HumanRequestRecord,
+        SessionRecord,
+        SessionStatus,
+        scrub,
+    )
     from aah.store.sessions import GradeRecord, RunRecord, SessionStore, Verdict
     from aah.store.watch import RequestWatch
     from aah.store.writes import insert_events, write_lock, write_transaction
@@ -31,6 +38,7 @@ __all__ = [
     "AnnotatorStats",
     "AnsweredEntry",
     "GradeFlag",
+    "GradeFlagReason",
     "GradeRecord",
     "GradeVerdict",
     "HumanRequestRecord",
@@ -40,6 +48,7 @@ __all__ = [
     "QueueListing",
     "RequestWatch",
     "RunRecord",
+    "STOPPED_STATUSES",
     "SessionError",
     "SessionQueries",
     "SessionRecord",
@@ -62,6 +71,7 @@ _WHERE = {
     "AnnotatorStats": "aah.store.listings",
     "AnsweredEntry": "aah.store.listings",
     "GradeFlag": "aah.store.queries",
+    "GradeFlagReason": "aah.store.schema",
     "GradeRecord": "aah.store.sessions",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
@@ -71,6 +81,7 @@ _WHERE = {
     "QueueListing": "aah.store.listings",
     "RequestWatch": "aah.store.watch",
     "RunRecord": "aah.store.sessions",
+    "STOPPED_STATUSES": "aah.store.schema",
     "SessionError": "aah.store.queries",
     "SessionQueries": "aah.store.queries",
     "SessionRecord": "aah.store.schema",

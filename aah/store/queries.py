@@ -42,6 +42,8 @@ class SessionSummary(NamedTuple):
         latency_ms: Wall time of every model call, summed.
         human_seconds: Time people took to answer, summed.
         questions: The texts of the questions put to people, in order.
+        questions_capped: Questions not asked, being past the cap on
+            questions per reply or per session (tool calls checked ``CAP``).
     """
 
     id: str
@@ -61,6 +63,7 @@ class SessionSummary(NamedTuple):
     agent_calls: int
     latency_ms: float
     human_seconds: float
+    questions_capped: int
     questions: tuple[str, ...]
 
 
@@ -101,11 +104,12 @@ class GradeVerdict(NamedTuple):
 
 
 class GradeFlag(NamedTuple):
-    """Whether one stored grade was flagged (a tie or no valid vote), with who made it."""
+    """Whether one stored grade was flagged, why (``no_quorum`` or ``tie``), and who made it."""
 
     session_id: str
     grader_model: str
     flagged: bool
+    reason: str | None = None
 
 
 class SessionError(NamedTuple):
@@ -140,7 +144,9 @@ SELECT s.id, s.run, s.task_id, s.setting, s.aah, s.model, s.status, s.query, s.f
        (SELECT total(json_extract(e.payload, '$.latency_ms')) FROM events AS e
             WHERE e.session_id = s.id AND e.kind = 'model_call'),
        (SELECT total(json_extract(e.payload, '$.seconds')) FROM events AS e
-            WHERE e.session_id = s.id AND e.kind = 'human_answer')
+            WHERE e.session_id = s.id AND e.kind = 'human_answer'),
+       (SELECT count(*) FROM events AS e WHERE e.session_id = s.id AND e.kind = 'tool_call'
+            AND s.n_tool_errors > 0 AND json_extract(e.payload, '$.check') = 'CAP')
 FROM sessions AS s WHERE {where} ORDER BY s.run, s.started, s.id
 """
 _QUESTIONS_SQL = """
@@ -168,7 +174,7 @@ FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
 WHERE {where} ORDER BY g.created, g.id
 """
 _GRADE_FLAGS_SQL = """
-SELECT g.session_id, g.grader_model, g.flagged
+SELECT g.session_id, g.grader_model, g.flagged, g.flag
 FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
 WHERE {where} ORDER BY g.created, g.id
 """
@@ -288,7 +294,8 @@ class SessionQueries:
         """Every grade of the selected sessions with its flag, people's labels too, oldest first."""
         rows = self._select(_GRADE_FLAGS_SQL, runs, outside_runs).fetchall()
         return [
-            GradeFlag(session_id, grader, bool(flagged)) for session_id, grader, flagged in rows
+            GradeFlag(session_id, grader, bool(flagged), reason if flagged else None)
+            for session_id, grader, flagged, reason in rows
         ]
 
     def session_errors(

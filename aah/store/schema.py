@@ -33,11 +33,18 @@ from aah.secrets import REDACTED as REDACTED
 from aah.secrets import scrub_text as scrub_text
 from aah.store.sqlite_db import Database
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-SessionStatus = Literal["running", "waiting", "finished", "skipped", "error", "cancelled"]
+SessionStatus = Literal[
+    "running", "waiting", "finished", "skipped", "error", "cancelled", "step_limit", "cut_off"
+]
 # The statuses of a session that can still use a person's answer.
 LIVE_STATUSES: tuple[SessionStatus, ...] = ("running", "waiting")
+# Sessions that ended without a final answer by a limit, not by a failure:
+# the step limit, or the model's reply cut by its length limit (science.md §2).
+STOPPED_STATUSES: tuple[SessionStatus, ...] = ("step_limit", "cut_off")
+# Why a verdict is flagged (science.md §2): too few valid votes, or a tie.
+GradeFlagReason = Literal["no_quorum", "tie"]
 RequestStatus = Literal["pending", "answered", "declined", "expired"]
 Verdict = Literal["pass", "fail"]
 
@@ -51,7 +58,8 @@ CREATE TABLE IF NOT EXISTS NAME (
     setting TEXT,
     query TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'running'
-        CHECK (status IN ('running', 'waiting', 'finished', 'skipped', 'error', 'cancelled')),
+        CHECK (status IN ('running', 'waiting', 'finished', 'skipped', 'error', 'cancelled',
+                          'step_limit', 'cut_off')),
     aah INTEGER NOT NULL CHECK (aah IN (0, 1)),
     model TEXT,
     thread_id TEXT NOT NULL,
@@ -187,7 +195,9 @@ CREATE TABLE IF NOT EXISTS grades (
     votes TEXT NOT NULL DEFAULT '[]',
     verdict TEXT NOT NULL CHECK (verdict IN ('pass', 'fail')),
     flagged INTEGER NOT NULL DEFAULT 0 CHECK (flagged IN (0, 1)),
-    created TEXT NOT NULL
+    created TEXT NOT NULL,
+    -- Why a flagged verdict is flagged: 'no_quorum' or 'tie' (NULL when not flagged).
+    flag TEXT
 );
 CREATE INDEX IF NOT EXISTS grades_by_session ON grades (session_id, created);
 """
@@ -259,24 +269,36 @@ _V1_SESSION_COLUMNS = (
 
 
 def upgrade_schema(db: Database, found: int) -> None:
-    """Bring a version-1 or -2 file to the current version, inside the caller's transaction.
+    """Bring a version-1, -2 or -3 file to the current version, inside the caller's transaction.
 
-    Version 2 lets a session be ``cancelled`` (a CHECK constraint, so the
-    table is rebuilt, SQLite's way), stores what resuming a session needs,
-    and gives each human request its deadline and fallback. Version 3 adds
-    the ``claims`` table and the queue's indexes, which ``SCHEMA_SQL``
-    creates in any file that lacks them.
+    Version 2 lets a session be ``cancelled``, stores what resuming a session
+    needs, and gives each human request its deadline and fallback. Version 3
+    adds the ``claims`` table and the queue's indexes, which ``SCHEMA_SQL``
+    creates in any file that lacks them. Version 4 lets a session end at a
+    limit (``step_limit``, ``cut_off``) and says why a grade is flagged. A new
+    status is a CHECK constraint, so ``sessions`` is rebuilt, SQLite's way.
     """
+    # The triggers name ``sessions``; a table renamed while they point at a
+    # dropped one is refused. ``SCHEMA_SQL`` creates them again.
+    for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+        db.execute(f'DROP TRIGGER IF EXISTS "{trigger}"')
+    columns = _V1_SESSION_COLUMNS if found == 1 else f"{_V1_SESSION_COLUMNS}, recipe"
+    db.execute("DROP TABLE IF EXISTS sessions_v4")
+    db.execute(SESSIONS_TABLE_SQL.replace("NAME", "sessions_v4", 1))
+    db.execute(f"INSERT INTO sessions_v4 ({columns}) SELECT {columns} FROM sessions")
+    db.execute("DROP TABLE sessions")
+    db.execute("ALTER TABLE sessions_v4 RENAME TO sessions")
     if found == 1:
-        db.execute(SESSIONS_TABLE_SQL.replace("NAME", "sessions_v2", 1))
-        db.execute(
-            f"INSERT INTO sessions_v2 ({_V1_SESSION_COLUMNS})"
-            f" SELECT {_V1_SESSION_COLUMNS} FROM sessions"
-        )
-        db.execute("DROP TABLE sessions")
-        db.execute("ALTER TABLE sessions_v2 RENAME TO sessions")
         db.execute("ALTER TABLE human_requests ADD COLUMN deadline TEXT")
         db.execute("ALTER TABLE human_requests ADD COLUMN fallback TEXT")
+    db.execute("ALTER TABLE grades ADD COLUMN flag TEXT")
+    # Flags stored before the reason was: no valid vote at all was the only
+    # way short of a quorum then; any other flagged verdict was a tie.
+    db.execute(
+        "UPDATE grades SET flag = CASE WHEN (SELECT count(*) FROM json_each(grades.votes)"
+        " WHERE json_extract(value, '$.vote') IN ('pass', 'fail')) = 0"
+        " THEN 'no_quorum' ELSE 'tie' END WHERE flagged = 1"
+    )
 
 
 def scrub(value: Any) -> Any:
@@ -388,6 +410,7 @@ class GradeRecord(_Row):
     verdict: Verdict
     flagged: bool
     created: datetime
+    flag: GradeFlagReason | None = None
 
 
 def decode_json_columns(row: dict[str, Any], *columns: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueListing
 from aah.store.queries import SessionQueries
 from aah.store.schema import (
     REDACTED,
+    GradeFlagReason,
     GradeRecord,
     HumanAnswerRecord,
     HumanRequestRecord,
@@ -384,15 +385,19 @@ class SessionStore:
         votes: list[Any],
         verdict: Verdict,
         flagged: bool = False,
+        flag: GradeFlagReason | None = None,
     ) -> GradeRecord:
-        """Record a grader's verdict on a session and every vote behind it."""
+        """Record a grader's verdict on a session and every vote behind it.
+
+        ``flag`` says why a flagged verdict is flagged (``no_quorum`` or ``tie``).
+        """
         with self._write() as db:
             schema.require_session(db, session_id)
             grade_id = db.execute(
                 "INSERT INTO grades (session_id, grader_model, prompt_version, votes, verdict,"
-                " flagged, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " flagged, created, flag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [session_id, grader_model, prompt_version, schema.to_json(votes), verdict]
-                + [int(flagged), _now()],
+                + [int(flagged), _now(), flag if flagged else None],
             ).lastrowid
             return schema.grade_from_row(
                 self._rows("SELECT * FROM grades WHERE id = ?", [grade_id])[0]

@@ -29,12 +29,16 @@ Role = Literal["system", "developer", "user", "assistant", "tool"]
 
 
 class ScriptedToolCall(BaseModel):
-    """One tool call the fake model makes; ``id`` is generated when left out."""
+    """One tool call the fake model makes; ``id`` is generated when left out.
+
+    ``arguments`` given as a string is sent as it is: a call whose JSON is
+    broken or was cut off, as real servers send them.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
     id: str | None = None
 
 

@@ -54,12 +54,15 @@ def _choice(index: int, reply: Reply) -> JsonDict:
     }
 
 
-def _tool_call(name: str, arguments: Mapping[str, Any], call_id: str | None) -> JsonDict:
+def _tool_call(name: str, arguments: Mapping[str, Any] | str, call_id: str | None) -> JsonDict:
     return {
         # Unique across server restarts, since checkpointed sessions keep old ids.
         "id": call_id or f"call_{uuid.uuid4().hex[:24]}",
         "type": "function",
-        "function": {"name": name, "arguments": json.dumps(arguments)},
+        "function": {
+            "name": name,
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+        },
     }
 
 

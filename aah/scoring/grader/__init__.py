@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         grade_session,
         majority_vote,
         parse_vote,
+        quorum,
     )
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "load_case",
     "majority_vote",
     "parse_vote",
+    "quorum",
     "render_prompt",
 ]
 
@@ -39,6 +41,7 @@ _WHERE = {
     "load_case": "aah.scoring.grader.case",
     "majority_vote": "aah.scoring.grader.vote",
     "parse_vote": "aah.scoring.grader.vote",
+    "quorum": "aah.scoring.grader.vote",
     "render_prompt": "aah.scoring.grader.case",
 }
 

@@ -6,12 +6,15 @@ begin each reply with Pass or Fail. V votes (V odd) are sampled at a
 temperature above 0 in one request with ``n = V`` where the server honours
 ``n``, else in V single requests. Unparseable votes are asked for again a
 bounded number of times, then dropped; the verdict is the majority of the
-valid votes, and a tie or no valid vote is a flagged Fail. Every vote is stored.
+valid votes when at least ceil(V/2) of them are valid (a quorum). With fewer,
+or on a tie, it is a Fail flagged ``no_quorum`` or ``tie``. Every vote is stored.
 
 Only finished sessions are graded. Skipped sessions (awareness said no) and
-sessions that ended in error or never ended get no grade row: they are not
-passes, and metrics read that from the session status. Grade rows thus hold
-only judgements the grader really made, which keeps its vote statistics true.
+sessions with no final answer (in error, cancelled, stopped at the step limit
+or cut off by the length limit) are Fail without asking the grader, and those
+still running have no verdict yet: none of them gets a grade row, and metrics
+read their outcome from the session status. Grade rows thus hold only
+judgements the grader really made, which keeps its vote statistics true.
 
 A grade's key hashes the prompt text, grader model, V and prompt version and
 is kept in every stored vote: grading again with the same key sends nothing,
@@ -36,7 +39,14 @@ from aah.errors import AahError
 from aah.events import excerpt
 from aah.llm import ChatClient, ModelConfig, ModelStatusError, parse_verdict_reply
 from aah.scoring.grader.case import load_case, load_grader_prompt, render_prompt
-from aah.store import GradeRecord, SessionRecord, SessionStore, Verdict
+from aah.store import (
+    STOPPED_STATUSES,
+    GradeFlagReason,
+    GradeRecord,
+    SessionRecord,
+    SessionStore,
+    Verdict,
+)
 
 DEFAULT_VOTES = 5
 DEFAULT_TEMPERATURE = 1.0
@@ -46,7 +56,9 @@ DEFAULT_CONCURRENCY = 8
 RAW_VOTE_CHARS = 2_000
 
 Vote = Literal["pass", "fail"]
-GradeOutcome = Literal["graded", "cached", "skipped", "unfinished"]
+GradeOutcome = Literal["graded", "cached", "skipped", "unfinished", "no_answer"]
+# Statuses of sessions that ended with no final answer: Fail, never sent.
+NO_ANSWER_STATUSES = ("error", "cancelled", *STOPPED_STATUSES)
 
 # How servers that refuse n > 1 word it: OpenAI names the param, llama.cpp
 # says "Only one completion choice is allowed".
@@ -69,21 +81,31 @@ def parse_vote(text: str, reasoning: str | None = None) -> Vote | None:
 
 
 class MajorityVerdict(NamedTuple):
-    """The verdict from the valid votes; ``flagged`` on a tie or with no valid vote."""
+    """The verdict from the valid votes, and why it is flagged (``no_quorum``, ``tie``)."""
 
     verdict: Verdict
     flagged: bool
+    flag: GradeFlagReason | None = None
 
 
-def majority_vote(votes: Sequence[Vote | None]) -> MajorityVerdict:
-    """The majority of the valid votes (None entries are dropped).
+def quorum(votes: int) -> int:
+    """The valid votes a verdict needs out of ``votes`` asked for: ceil(V/2)."""
+    return -(-votes // 2)
 
-    A tie, or no valid vote at all, is a flagged Fail (science.md §2).
+
+def majority_vote(votes: Sequence[Vote | None], asked: int | None = None) -> MajorityVerdict:
+    """The majority of the valid votes (None entries are dropped), given a quorum.
+
+    With fewer than ceil(V/2) valid votes (V = ``asked``, default
+    ``len(votes)``) the verdict is a Fail flagged ``no_quorum``; on a tie, a
+    Fail flagged ``tie`` (science.md §2).
     """
     passes = sum(vote == "pass" for vote in votes)
     fails = sum(vote == "fail" for vote in votes)
+    if passes + fails < max(quorum(len(votes) if asked is None else asked), 1):
+        return MajorityVerdict("fail", flagged=True, flag="no_quorum")
     if passes == fails:
-        return MajorityVerdict("fail", flagged=True)
+        return MajorityVerdict("fail", flagged=True, flag="tie")
     return MajorityVerdict("pass" if passes > fails else "fail", flagged=False)
 
 
@@ -180,8 +202,7 @@ class MajorityVoteGrader:
             AahError: The grader model could not be reached or used.
         """
         if session.status != "finished":
-            outcome: GradeOutcome = "skipped" if session.status == "skipped" else "unfinished"
-            return SessionGrade(session.id, outcome)
+            return SessionGrade(session.id, ungraded_outcome(session.status))
         case = await asyncio.to_thread(load_case, store, session)
         prompt_text = render_prompt(case, self.prompt)
         key = self.cache_key(prompt_text)
@@ -189,7 +210,7 @@ class MajorityVoteGrader:
         if cached is not None:
             return SessionGrade(session.id, "cached", cached)
         records = await self.collect_votes(prompt_text)
-        verdict, flagged = majority_vote([record["vote"] for record in records])
+        verdict, flagged, flag = majority_vote([record["vote"] for record in records], self.votes)
         payload = [{**record, "grade_key": key} for record in records]
         grade = await asyncio.to_thread(
             store.add_grade,
@@ -199,6 +220,7 @@ class MajorityVoteGrader:
             payload,
             verdict,
             flagged,
+            flag,
         )
         return SessionGrade(session.id, "graded", grade)
 
@@ -263,6 +285,13 @@ class MajorityVoteGrader:
         return replies.texts
 
 
+def ungraded_outcome(status: str) -> GradeOutcome:
+    """What grading does with a session that is not ``finished``: never sent to the grader."""
+    if status == "skipped":
+        return "skipped"
+    return "no_answer" if status in NO_ANSWER_STATUSES else "unfinished"
+
+
 def _rejects_n(exc: ModelStatusError) -> bool:
     """Whether a failed request for several votes was refused because of ``n``."""
     if exc.status != 400:
@@ -306,8 +335,10 @@ class GradeSummary:
     """What ``grade_run`` did with a run's sessions, and the requests it sent.
 
     ``graded`` were sent now, ``cached`` had a grade with the same key;
-    ``skipped`` (awareness no) and ``unfinished`` (error, still running) were
-    not sent and count as fails. ``passed`` and ``flagged`` count verdicts.
+    ``skipped`` (awareness no) and ``no_answer`` (no final answer: ``ended``
+    counts them by status) were not sent and count as fails; ``unfinished``
+    (still running or waiting) have no verdict yet. ``passed`` and
+    ``flagged`` count verdicts, ``no_quorum`` the flagged ones short of a quorum.
     ``failed`` sessions got no verdict (the grader model failed for them):
     ``failures`` counts their errors by message; a rerun grades them.
     """
@@ -317,8 +348,11 @@ class GradeSummary:
     cached: int = 0
     skipped: int = 0
     unfinished: int = 0
+    no_answer: int = 0
     passed: int = 0
     flagged: int = 0
+    no_quorum: int = 0
+    ended: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     failed: int = 0
     failures: Counter[str] = field(default_factory=Counter)
@@ -328,13 +362,16 @@ class GradeSummary:
         self.failed += 1
         self.failures[message] += 1
 
-    def add(self, result: SessionGrade) -> None:
-        """Count one session's outcome."""
+    def add(self, result: SessionGrade, status: str = "finished") -> None:
+        """Count one session's outcome (``status``: the session's, for those with no answer)."""
         # Each outcome name is also the name of the field that counts it.
         setattr(self, result.outcome, getattr(self, result.outcome) + 1)
+        if result.outcome == "no_answer":
+            self.ended[status] += 1
         if result.grade is not None:
             self.passed += result.grade.verdict == "pass"
             self.flagged += result.grade.flagged
+            self.no_quorum += result.grade.flag == "no_quorum"
 
 
 async def grade_run(
@@ -372,7 +409,7 @@ async def grade_run(
                 # is stored as it is made, and a rerun grades the failed ones.
                 async with limit:
                     try:
-                        summary.add(await grader.grade(store, session))
+                        summary.add(await grader.grade(store, session), session.status)
                     except AahError as exc:
                         summary.fail(str(exc))
                 bar.advance(bar_task)

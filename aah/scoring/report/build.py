@@ -381,9 +381,38 @@ def _cell_notes(cell: CellMetrics, outcomes: Sequence[TaskOutcome]) -> list[str]
             "(it retries sessions that ended in error)"
         )
     if cell.flagged:
+        ties = cell.flagged - cell.no_quorum
+        why = ", ".join(
+            part
+            for part in (
+                f"{ties} tie(s)" if ties else "",
+                f"{cell.no_quorum} short of a quorum of valid votes" if cell.no_quorum else "",
+            )
+            if part
+        )
         notes.append(
-            f"{where}: {cell.flagged} of {cell.n} verdicts are flagged (a tie or no valid "
-            "vote) and count as Fail: run `aah grade` again with more --votes to settle them"
+            f"{where}: {cell.flagged} of {cell.n} verdicts are flagged ({why}) and count as "
+            "Fail: run `aah grade` again with more --votes, or a grader that answers Pass or "
+            "Fail, to settle them"
+        )
+    if cell.step_limit or cell.cut_off:
+        why = ", ".join(
+            part
+            for part in (
+                f"{cell.step_limit} at the step limit" if cell.step_limit else "",
+                f"{cell.cut_off} with the reply cut by its length limit" if cell.cut_off else "",
+            )
+            if part
+        )
+        notes.append(
+            f"{where}: {cell.step_limit + cell.cut_off} of {cell.n} sessions stopped without a "
+            f"final answer ({why}): they count as Fail and were not sent to the grader"
+        )
+    if cell.questions_capped:
+        notes.append(
+            f"{where}: {cell.questions_capped} question(s) were not asked, past the cap on "
+            "questions per reply or session (AAH_MAX_QUESTIONS_PER_REPLY, "
+            "AAH_MAX_QUESTIONS_PER_SESSION); the model was told why"
         )
     if cell.cancelled:
         notes.append(

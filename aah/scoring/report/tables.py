@@ -42,9 +42,10 @@ RATE_NOTE = "percent [95% Wilson interval]"
 # verdict, or never gave a readable awareness answer: the notes say how many.
 TROUBLE_MARK = "*"
 TROUBLE_NOTE = (
-    f"{TROUBLE_MARK} beside N: some sessions of the cell ended in error, hold a flagged "
-    "verdict (tie or no valid vote), gave no readable awareness answer, or are not graded "
-    "or not finished; the notes count each. PR shows — while sessions are ungraded or "
+    f"{TROUBLE_MARK} beside N: some sessions of the cell ended in error, stopped without a "
+    "final answer (step limit, reply cut off), hold a flagged verdict (tie or no quorum of "
+    "valid votes), gave no readable awareness answer, or are not graded or not finished; "
+    "the notes count each. PR shows — while sessions are ungraded or "
     "unfinished; PR graded is the pass rate over the sessions that have a verdict."
 )
 AAH_PHRASES = {"without": "without Aah", "with": "with Aah", "unknown": "Aah unknown"}
@@ -209,13 +210,16 @@ def headline_pass_rate(cell: CellMetrics) -> str:
 
 
 def failure_table(report: Report) -> ReportTable:
-    """Per cell: sessions in error, flagged, awareness none, ungraded, unfinished, cancelled."""
+    """Per cell: sessions in error, flagged, stopped, awareness none, ungraded, unfinished..."""
     columns = [
         "run",
         "setting",
         "N",
         "error",
         "flagged",
+        "no quorum",
+        "step limit",
+        "cut off",
         "aware none",
         "ungraded",
         "unfinished",
@@ -231,6 +235,9 @@ def failure_table(report: Report) -> ReportTable:
                 for count in (
                     cell.errors,
                     cell.flagged,
+                    cell.no_quorum,
+                    cell.step_limit,
+                    cell.cut_off,
                     cell.awareness_none,
                     cell.ungraded,
                     cell.unfinished,
@@ -242,12 +249,13 @@ def failure_table(report: Report) -> ReportTable:
         if cell.troubles
     ]
     if not rows:
-        rows = [["every cell", "", "", "0", "0", "0", "0", "0", "0"]] if report.cells else []
+        rows = [["every cell", "", "", *["0"] * (len(columns) - 3)]] if report.cells else []
     caption = (
         "Cells with any such session. Sessions per cell: ended in error; latest verdict "
-        "flagged (a tie or no valid vote, counted as Fail); awareness reply never "
-        "parsed (none); finished but not graded; "
-        "still running or waiting."
+        "flagged (a tie or no quorum of valid votes, counted as Fail), and of those, short "
+        "of a quorum; stopped without a final answer at the step limit, or with the reply "
+        "cut by its length limit (Fail, not graded); awareness reply never parsed (none); "
+        "finished but not graded; still running or waiting; cancelled."
     )
     rows = rows or [[NO_DATA] * len(columns)]
     return ReportTable("What failed underneath", columns, rows, caption, keys=2)

@@ -148,6 +148,8 @@ _STATUS_STYLE = {
     "finished": "bold cyan",
     "skipped": "bold yellow",
     "error": "bold red",
+    "step_limit": "bold yellow",
+    "cut_off": "bold yellow",
 }
 
 
