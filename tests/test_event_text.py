@@ -23,6 +23,7 @@ from aah.events import (
     HumanAnswerEvent,
     HumanQuestionEvent,
     ModelCallEvent,
+    StoppedEvent,
     ToolCallEvent,
 )
 from aah.runtime.session import conversation_so_far
@@ -169,6 +170,21 @@ CASES: list[tuple[Event, EventDescription | None]] = [
         FinalAnswerEvent(session_id=S, text="(stopped)", step_limit_hit=True),
         EventDescription(
             "final_answer", "final answer (step limit reached)", "(stopped)", tone="warn"
+        ),
+    ),
+    (
+        StoppedEvent(session_id=S, reason="step_limit", message="stopped after 3 steps"),
+        EventDescription(
+            "stopped",
+            "■ stopped without a final answer (step limit reached)",
+            "stopped after 3 steps",
+            tone="warn",
+        ),
+    ),
+    (
+        StoppedEvent(session_id=S, reason="cut_off", message="cut twice"),
+        EventDescription(
+            "stopped", "■ stopped without a final answer (reply cut off)", "cut twice", tone="warn"
         ),
     ),
     (

@@ -396,6 +396,10 @@ def test_cell_json_shape_is_stable(tasks: Tasks) -> None:
         "awareness_none",
         "cancelled",
         "pass_rate_graded",
+        "no_quorum",
+        "step_limit",
+        "cut_off",
+        "questions_capped",
     ]
     assert data["pass_rate"] == {
         "k": 1,

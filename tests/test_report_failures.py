@@ -106,13 +106,13 @@ def test_the_headline_marks_the_cell_hides_pr_and_the_notes_say_why(store: Sessi
     assert row[4].startswith("33.3 [") and row[4].endswith(" of 6")
     assert "* beside N" in paper.caption
     assert failures.title == "What failed underneath"
-    assert failures.rows == [[RUN, "perfect", "7", "2", "1", "1", "1", "0", "0"]]
+    assert failures.rows == [[RUN, "perfect", "7", "2", "1", "0", "0", "0", "1", "1", "0", "0"]]
     notes = "\n".join(report.notes)
     assert (
         f"run {RUN}, perfect: 2 of 7 sessions ended in error and count as not passed "
         "(2× the model server answered HTTP 500: upstream exploded)"
     ) in notes
-    assert f"run {RUN}, perfect: 1 of 7 verdicts are flagged (a tie or no valid vote)" in notes
+    assert f"run {RUN}, perfect: 1 of 7 verdicts are flagged (1 tie(s))" in notes
     assert f"run {RUN}, perfect: 1 of 7 awareness replies were never parsed" in notes
     assert f"run {RUN}, perfect: PR not shown (1 ungraded, 0 unfinished of 7)" in notes
 
@@ -121,8 +121,9 @@ def test_html_and_csv_carry_the_same_counts(store: SessionStore) -> None:
     report = build_report(troubled_store(store))
     page = render_html(report)
     assert "What failed underneath" in page
-    assert f"<td>{RUN}</td><td>perfect</td><td>7</td><td>2</td><td>1</td><td>1</td><td>1</td>" in (
-        page.replace("\n", "")
+    assert (
+        f"<td>{RUN}</td><td>perfect</td><td>7</td><td>2</td><td>1</td><td>0</td><td>0</td><td>0</td><td>1</td><td>1</td>"
+        in (page.replace("\n", ""))
     )
     assert "2 of 7 sessions ended in error" in page
     (row,) = list(csv.DictReader(io.StringIO(render_csv(report))))
@@ -144,7 +145,7 @@ def test_a_clean_run_has_no_marker_and_no_trouble_notes(store: SessionStore) -> 
     assert paper.columns[3:5] == ["PR", "Aware"]  # no PR graded column
     assert paper.rows[0][2] == "2" and paper.rows[0][3].startswith("50.0 [")
     assert "* beside N" not in paper.caption
-    assert failures.rows == [["every cell", "", "", "0", "0", "0", "0", "0", "0"]]
+    assert failures.rows == [["every cell", "", "", *["0"] * 9]]
     assert not [note for note in report.notes if RUN in note]
 
 
