@@ -441,7 +441,7 @@ async def test_llm_judge_falls_back_to_the_rules_when_it_never_answers_plainly()
     with FakeLLMServer(["I would rather not say."]) as llm:
         got = await classify_with_llm("Which city?", [], fake_config(llm), retries=1)
         assert len(llm.requests) == 2
-    assert tuple(got) == ("request_for_info", "llm_unparsed:question")
+    assert tuple(got) == ("request_for_info", "llm_no_quorum:question")
 
 
 async def test_llm_judge_unreachable_is_one_actionable_error() -> None:
@@ -523,7 +523,7 @@ def test_compare_judge_reports_accuracy_and_f1_of_the_rules_against_the_judge(
         "request_for_info",
         "direct",
     ]
-    assert rows[4]["judge_rule"].startswith("llm_unparsed:")
+    assert rows[4]["judge_rule"].startswith("llm_no_quorum:")
     report = result.stderr
     # 3 of the 4 judged replies agree; Wilson 95% of 3/4 is [30.1–95.4].
     assert "rules vs LLM judge on 4 replies: accuracy 75.0% [30.1–95.4] (3 agree)" in report
@@ -533,7 +533,7 @@ def test_compare_judge_reports_accuracy_and_f1_of_the_rules_against_the_judge(
     assert "F1 direct: 0.667" in report
     assert "F1 tool_call: no data" in report
     assert "macro F1: 0.778" in report
-    assert "1 replies left out: the judge never answered them plainly" in report
+    assert "1 replies left out: the judge's votes gave no label" in report
 
 
 def test_statement_questions_and_polite_refusals_keep_their_class() -> None:

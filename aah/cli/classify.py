@@ -14,6 +14,7 @@ F1 taking the judge's class as the reference.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,6 +54,12 @@ def classify(
         help="Judge model for --judge llm (default AAH_JUDGE_MODEL, else AAH_GRADER_MODEL).",
     ),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Judge requests at once."),
+    votes: int = typer.Option(
+        1,
+        "--votes",
+        min=1,
+        help="LLM judge votes per reply; its label needs ceil(V/2) readable votes and no tie.",
+    ),
     compare_judge: bool = typer.Option(
         False,
         "--compare-judge",
@@ -63,7 +70,7 @@ def classify(
     """Classify replies as tool_call, request_for_info, cannot_answer or direct."""
     judge_replies = choose_judge("rule" if compare_judge else judge)
     lines = read_reply_lines(file)
-    options = JudgeOptions(model, concurrency, Counter())
+    options = JudgeOptions(model, concurrency, Counter(), votes)
     results = judge_replies(lines, options)
     pairs = zip(lines, results, strict=True)
     rows = [{**line.data, "class": r.label, "rule": r.rule} for line, r in pairs]
@@ -71,7 +78,7 @@ def classify(
         verdicts = _llm_judge(lines, options)
         for row, verdict in zip(rows, verdicts, strict=True):
             row["judge_class"], row["judge_rule"] = verdict.label, verdict.rule
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    text = "".join(_json_line(row) for row in rows)
     if out is None:
         print(text, end="")
     else:
@@ -82,6 +89,9 @@ def classify(
     err_console.print(summary(rows), highlight=False, markup=False, soft_wrap=True)
     if compare_judge:
         err_console.print(judge_comparison(rows), highlight=False, markup=False, soft_wrap=True)
+    flagged = judge_flags(rows, "judge_rule" if compare_judge else "rule")
+    if flagged:
+        err_console.print(flagged, highlight=False, markup=False, soft_wrap=True)
     failed = judge_failures(
         rows, "judge_rule" if compare_judge else "rule", options.failures or Counter()
     )
@@ -93,12 +103,14 @@ def classify(
 class JudgeOptions(NamedTuple):
     """What a judge of replies may need: the judge model (LLM), and requests at once.
 
-    ``failures`` counts, by message, the requests an LLM judge could not make.
+    ``failures`` counts, by message, the requests an LLM judge could not make;
+    ``votes`` is the LLM judge's votes per reply.
     """
 
     model: str | None = None
     concurrency: int = 8
     failures: Counter[str] | None = None
+    votes: int = 1
 
 
 # Puts each reply line in a When2Call behaviour class.
@@ -116,7 +128,9 @@ def _llm_judge(lines: Sequence[ReplyLine], options: JudgeOptions) -> list[Classi
     from aah.runtime import run_async
 
     config = model_config("judge", model=options.model)
-    return run_async(judge_lines(lines, config, options.concurrency, options.failures))
+    return run_async(
+        judge_lines(lines, config, options.concurrency, options.failures, options.votes)
+    )
 
 
 # Who classifies replies (``aah classify --judge``), by name.
@@ -182,12 +196,13 @@ async def judge_lines(
     config: ModelConfig,
     concurrency: int = 8,
     failures: Counter[str] | None = None,
+    votes: int = 1,
 ) -> list[Classification]:
     """Classify ``lines`` with the LLM judge, ``concurrency`` at a time, with a progress bar.
 
     A reply whose request fails keeps the rules' class, with a rule starting
     ``llm_failed:``, and its error is counted in ``failures``; the others are
-    still judged.
+    still judged. Each reply gets ``votes`` votes (see `classify_with_llm`).
 
     Raises:
         AahError: The judge answered none of the first requests (it is down,
@@ -198,7 +213,7 @@ async def judge_lines(
     from rich.progress import Progress
 
     from aah.llm import ChatClient
-    from aah.scoring.behavior import Classification, classify_reply, classify_with_llm
+    from aah.scoring.behavior import Classification, classify_reply, classify_with_llm, storable
 
     gate = asyncio.Semaphore(concurrency)
     client = ChatClient(config)
@@ -211,12 +226,17 @@ async def judge_lines(
             if judged or failures.total() < _JUDGE_DOWN_AFTER:
                 try:
                     result = await classify_with_llm(
-                        line.reply, line.tools, config, tool_calls=line.tool_calls, client=client
+                        line.reply,
+                        line.tools,
+                        config,
+                        tool_calls=line.tool_calls,
+                        client=client,
+                        votes=votes,
                     )
                     judged += 1
                     return result
                 except AahError as exc:
-                    failures[str(exc)] += 1
+                    failures[storable(str(exc))] += 1
             fallback = classify_reply(line.reply, line.tools, line.tool_calls)
             return Classification(fallback.label, f"{_JUDGE_FAILED}{fallback.rule}")
 
@@ -253,8 +273,40 @@ def judge_failures(rows: Sequence[dict[str, Any]], field: str, errors: Counter[s
     )
 
 
-# The judge's rule when it never answered plainly and the rules' class stood in.
-_JUDGE_FELL_BACK = ("llm_unparsed:", _JUDGE_FAILED)
+# The judge's rule when its votes gave no label (science.md §2's quorum rule)
+# and the rules' class stood in, by flag.
+_JUDGE_FLAGS = {"no quorum": "llm_no_quorum:", "tie": "llm_tie:"}
+# The judge's rule whenever the rules' class stood in for its label.
+_JUDGE_FELL_BACK = (*_JUDGE_FLAGS.values(), _JUDGE_FAILED)
+
+
+def judge_flags(rows: Sequence[dict[str, Any]], field: str) -> str | None:
+    """One line counting the replies whose judge votes gave no label, by flag; else None."""
+    counts = {
+        flag: sum(str(row.get(field, "")).startswith(prefix) for row in rows)
+        for flag, prefix in _JUDGE_FLAGS.items()
+    }
+    flagged = sum(counts.values())
+    if not flagged:
+        return None
+    parts = ", ".join(f"{flag} {n}" for flag, n in counts.items() if n)
+    return (
+        f"the LLM judge gave no label on {flagged} of {len(rows)} replies ({parts}): the rules' "
+        f"class stands in for them (rule {' or '.join(_JUDGE_FLAGS.values())}...)"
+    )
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    r"""``row`` as one JSON line; a lone surrogate stays a ``\ud800`` escape, as it came."""
+    return (
+        _LONE_SURROGATE.sub(
+            lambda m: f"\\u{ord(m.group()):04x}", json.dumps(row, ensure_ascii=False)
+        )
+        + "\n"
+    )
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def judge_comparison(rows: Sequence[dict[str, Any]]) -> str:
@@ -285,8 +337,8 @@ def judge_comparison(rows: Sequence[dict[str, Any]]) -> str:
     left_out = len(rows) - len(judged)
     if left_out:
         lines.append(
-            f"  {left_out} replies left out: the judge never answered them plainly, "
-            "or its request failed"
+            f"  {left_out} replies left out: the judge's votes gave no label (no quorum "
+            "or a tie), or its request failed"
         )
     return "\n".join(lines)
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         Classification,
         ConfusionMatrix,
         HallucinationRates,
+        JudgeVotes,
         SessionTurns,
         TurnClass,
         behavior_report,
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
         gold_pairs,
         hallucination_rates,
         load_judge_prompt,
+        storable,
+        tally_votes,
         turn_class,
     )
     from aah.scoring.behavior.rules import classify_reply
@@ -31,6 +34,7 @@ __all__ = [
     "Classification",
     "ConfusionMatrix",
     "HallucinationRates",
+    "JudgeVotes",
     "SessionTurns",
     "TurnClass",
     "behavior_report",
@@ -40,6 +44,8 @@ __all__ = [
     "gold_pairs",
     "hallucination_rates",
     "load_judge_prompt",
+    "storable",
+    "tally_votes",
     "turn_class",
 ]
 
@@ -58,6 +64,9 @@ _WHERE = {
     "gold_pairs": "aah.scoring.behavior.classes",
     "hallucination_rates": "aah.scoring.behavior.classes",
     "load_judge_prompt": "aah.scoring.behavior.classes",
+    "storable": "aah.scoring.behavior.classes",
+    "tally_votes": "aah.scoring.behavior.classes",
+    "JudgeVotes": "aah.scoring.behavior.classes",
     "turn_class": "aah.scoring.behavior.classes",
 }
 

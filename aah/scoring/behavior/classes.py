@@ -33,9 +33,12 @@ from typing import NamedTuple
 from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
 from aah.scoring.behavior.judge import (
     JudgePrompt,
+    JudgeVotes,
     classify_with_llm,
     load_judge_prompt,
     parse_judge_reply,
+    storable,
+    tally_votes,
 )
 from aah.scoring.behavior.rules import (
     BEHAVIOR_CLASSES,
@@ -57,6 +60,7 @@ __all__ = [
     "ConfusionMatrix",
     "HallucinationRates",
     "JudgePrompt",
+    "JudgeVotes",
     "LabelPair",
     "SessionTurns",
     "TurnClass",
@@ -73,6 +77,8 @@ __all__ = [
     "parse_judge_reply",
     "run_turns",
     "session_turns",
+    "storable",
+    "tally_votes",
 ]
 
 # Settings whose tasks need tools: answering straight away there is a hallucination.

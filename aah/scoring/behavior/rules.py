@@ -1,8 +1,12 @@
 """The rules that put one agent reply in a When2Call behaviour class (science.md §3).
 
 Intent comes before format. Reasoning (``<think>`` blocks) is split off
-first and never read. The rules are tried in this order, and the first that
-fires names the class (its name is the ``rule`` of the result):
+first and never read; after the call rule, fenced code and quoted text
+("'Où est la gare ?' means ...") are set aside too, since they are not the
+reply's own question or refusal. The phrases each rule looks for, in English
+and the other languages models answer in, are in ``phrases``. The rules are
+tried in this order, and the first that fires names the class (its name is
+the ``rule`` of the result):
 
 1. **Tool call** (``tool_call``): native calls (``native_call``); or text
    that tries to call a tool, in any format a model family writes, well
@@ -21,15 +25,18 @@ fires names the class (its name is the ``rule`` of the result):
    ("To proceed, I need to confirm if ...", "Your request doesn't include the
    date", "Kindly share the reference"). Offers to act ("Would you like me to…"), yes/no offers
    ("Would you like a summary?"; with alternatives in them they ask for a
-   choice), polite closings ("Anything else?") and rhetorical questions
-   answered in the reply do not count.
+   choice), suggestions ("Why not check their site?"), polite closings
+   ("Anything else?", "¿Algo más?", "Let me know if you need help") and
+   rhetorical questions answered in the reply do not count.
    Then a reply that ends by saying it will now call a tool, with no call in
    it, is a tool call that never came out (``tool_call``, ``announced_call``).
 3. **Cannot answer** (``cannot_answer``, ``refusal``): the reply says, in the
    first person, that it cannot do this with what it has ("I can't access
-   real-time data", "I don't have a tool for that", "I'm unable to", "that's
-   not possible for me", "outside what I can do"), however politely it then
-   recommends another service or gives general advice.
+   real-time data", "I'm currently unable to", "that's not possible for me",
+   "outside what I can do", "no puedo", "我无法"), or that its tools lack it
+   ("none of the available functions can", "my tools don't include", "the
+   only tool I have retrieves tokens"), however politely it then recommends
+   another service, gives general advice or a best-effort partial answer.
 4. **Direct answer** (``direct``): everything else (``plain_answer``;
    ``empty_reply`` for no text at all).
 
@@ -47,6 +54,18 @@ from collections.abc import Collection, Sequence
 from typing import Literal, NamedTuple
 
 from aah.llm import parse_text_tool_calls, split_reasoning
+from aah.scoring.behavior.phrases import (
+    ASKS,
+    CHOICE,
+    NEEDS_CAPABILITY,
+    OFFER_TO_ACT,
+    PLEASANTRY,
+    REFUSAL,
+    SECOND_PERSON,
+    SUGGESTION,
+    WHICH,
+    YES_NO_OFFER,
+)
 from aah.tools import ASK_HUMAN
 
 BehaviorClass = Literal["tool_call", "request_for_info", "cannot_answer", "direct"]
@@ -68,88 +87,22 @@ class Classification(NamedTuple):
 
 _I = re.IGNORECASE
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+|\n+")
-
-_WHICH = re.compile(r"(?:\w+[,!]\s*)?which\b", _I)
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you'd|you're|you've|you'll)\b", _I)
-# Questions that close a reply politely or offer a next step ask for nothing missing.
-_PLEASANTRY = re.compile(
-    r"\b(?:anything|something) else\b|\bhow (?:else )?(?:can|may) I (?:help|assist)\b|"
-    r"\b(?:does|did) (?:that|this) help\b|\bhelpful\b|\bhope (?:that|this) helps\b|"
-    r"\bdid you know\b|\bever wonder(?:ed)?\b|\bhave you (?:ever )?heard\b|"
-    r"\b(?:know|learn|hear) more\b|\b(?:other|more|further) questions\b|"
-    r"\bif (?:you need anything|there'?s anything)\b",
-    _I,
-)
-# An offer to act is no request for information; a yes/no offer that names
-# alternatives ("Would you like a window or an aisle seat?") asks for a choice.
-_OFFER_TO_ACT = re.compile(
-    r"^(?:\w+[,!]\s*)?(?:(?:would you like|do you want|do you need) me to|want me to)\b", _I
-)
-_YES_NO_OFFER = re.compile(
-    r"^(?:\w+[,!]\s*)?(?:would you like|do you want|do you need|shall I|should I|can I|may I)\b",
-    _I,
-)
-_CHOICE = re.compile(r"\bor\b", _I)
-_ASKS = re.compile(
-    r"\bplease (?:provide|specify|tell|share|give|let me know|confirm|clarify|send|enter|"
-    r"indicate|supply|say|advise|select|choose)\b|"
-    r"\b(?:could|can|would|will) you (?:please )?(?:provide|specify|tell|share|give|let me know|"
-    r"confirm|clarify|send|indicate|supply|say)\b|"
-    r"\blet me know (?:which|what|where|when|who|how|the|your|whether)\b|"
-    r"\b(?:once|when|if|as soon as) you (?:tell|give|provide|share|send|confirm)\b|"
-    r"\byou (?:didn't|did not|haven't|have not|forgot to) (?:mention|specify|say|provide|"
-    r"include|tell|give)\b|"
-    r"\bI(?:'ll| will| would|'d)?(?: first| just| still| also)? need (?:to know\b|you to\b|"
-    r"(?:the|your|a few|some|more)\b)|"
-    # A clarifying question put as a statement: "To proceed, I need to confirm if ...".
-    r"\bI(?:'ll| will| would|'d)?(?: first| just| still| also)? (?:need|have|want) to "
-    r"(?:confirm|clarify|verify|double-check|check with you)\b|"
-    r"\bI (?:require|must know|must have|must confirm)\b|"
-    r"\b(?:just |only |still )?need (?:one|a|two|a few|some) (?:more )?(?:detail|details|"
-    r"thing|piece of information|pieces of information|bit of information)\b|"
-    r"\bkindly (?:provide|specify|tell|share|give|let me know|confirm|clarify|send)\b|"
-    r"\bit would help (?:to know|to have|if you)\b|"
-    r"\b(?:as soon as|once|when|after) I (?:have|get|know|receive) your\b|"
-    r"^(?:just |simply |now )?(?:tell|give|send|share|provide) me\b|"
-    r"\bsend (?:it|that|them|those) (?:over|along|to me)\b|"
-    r"\bmissing from your (?:request|message|query|question)\b|"
-    r"\b(?:your|the) (?:request|message|query|question) (?:doesn't|does not|didn't|did not) "
-    r"(?:include|mention|specify|say|contain|give)\b",
-    _I,
-)
-# "I'd need the weather tool" is a refusal, not a request for a value.
-_CAPABILITY_WORDS = re.compile(
-    r"\b(?:tools?|access|apis?|functions?|capabilit\w*|internet|real-time|live data)\b", _I
-)
-_REFUSAL = re.compile(
-    r"\bI(?:'m| am) (?:not able|unable|not equipped|not capable|afraid I can(?:'t|not))\b|"
-    r"\bI (?:can't|cannot|can not|couldn't|could not|won't be able|will not be able)\b"
-    r"(?! (?:recommend|stress|emphasi[sz]e|wait|believe|thank|help but)\b)|"
-    r"\bI (?:don't|do not) have (?:access|the ability|the capability|a tool|any tools?|tools|"
-    r"real-time|live|current|the means|a way|any way|internet|browsing|information|data)\b|"
-    r"\bI (?:lack|have no) (?:access|the ability|the means|a tool|tools|the tools|way|means)\b|"
-    r"\b(?:no|none of the) (?:suitable |available |appropriate |provided )?tools?\b.{0,40}"
-    r"\b(?:can|could|for|to|that|lets?|allows?|supports?)\b|"
-    r"\b(?:beyond|outside) (?:my|the scope of my) (?:capabilit|abilit|scope)\w*|"
-    r"(?:\bnot|n't) something I(?:'m| am)? (?:can|able to) (?:do|help)\b|"
-    r"\b(?:not|n't) possible for me\b|"
-    r"\b(?:outside|beyond) (?:of )?what I (?:can|am able to|'m able to) do\b|"
-    r"\bI(?:'m| am) not in a position to\b|"
-    r"\b(?:can't|cannot|can not|couldn't|could not) be (?:done|completed|fulfilled|handled)"
-    r"\b.{0,30}\b(?:tools?|with what I have|here)\b|"
-    r"\bno way (?:for me )?to (?:access|get|check|look)\b|"
-    r"\bI(?:'d| would)? need (?:a|an|the) (?:[\w-]+ ){0,3}(?:tool|api|endpoint|service)\b|"
-    r"\b(?:tool|api|endpoint|service)s? (?:[\w-]+ ){0,3}(?:is|are)(?:n't| not) "
-    r"(?:available|offered)|"
-    r"\bI (?:don't|do not) know\b(?! (?:if|whether|why|how|what|which|who|where|when)\b)",
-    _I,
+# Sentences end at . ! ? (then space) or at CJK full stops, which need no space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+|(?<=[。！？])\s*|\n+")
+_QUESTION_MARKS = ("?", "？")
+_TRAILING_MARKS = "\"')*_ \u00bb\u201d"
+# Quoted text is someone else's words: a question or a refusal inside quotes
+# ("'Où est la gare ?' means ...") is not the reply's own.
+_QUOTED = re.compile(
+    r"\"[^\"\n]{1,200}\"|\u201c[^\u201d\n]{1,200}\u201d|\u00ab[^\u00bb\n]{1,200}\u00bb|"
+    r"(?<![\w'])'[^'\n]{1,200}'(?![\w'])"
 )
 # Said as the reply's last words, an announced call is a call that never came out.
 _CONDITION = re.compile(r"(?:once|when|if|after|as soon as|until)\b", _I)
 _ANNOUNCED_CALL = re.compile(
     r"\b(?:let me|I(?:'ll| will|'m going to| am going to))\s+(?:now\s+)?"
-    r"(?:call|use|run|invoke|query|try)\s+(?:the\s+)?(?:[\w-]+\s+)?(?:tool|function|api|endpoint)\b",
+    r"(?:call|use|run|invoke|query|try)\s+(?:the\s+|an?\s+)?(?:[\w-]+\s+){0,3}"
+    r"(?:tool|function|api|endpoint)\b",
     _I,
 )
 
@@ -173,10 +126,10 @@ def classify_reply(
     attempt = _call_attempt(text, tool_names)
     if attempt is not None:
         return attempt
-    prose = _FENCE.sub("\n", text)
+    prose = _QUOTED.sub("\u2026", _FENCE.sub("\n", text))
     sentences = _sentences(prose)
     asks = _asks_for_information(sentences)
-    refuses = any(_REFUSAL.search(sentence) for sentence in sentences)
+    refuses = any(REFUSAL.search(sentence) for sentence in sentences)
     if asks and refuses:
         return Classification("request_for_info", "refusal_with_question")
     if asks:
@@ -228,31 +181,45 @@ def _asks_for_information(sentences: Sequence[str]) -> str | None:
 
     A question counts when it addresses the user, asks "which...", or when no
     statement follows it (a rhetorical question is answered right after it is
-    posed).
+    posed; a closing such as "Let me know if you need help" answers nothing).
+    Pleasantries, offers and suggestions ("Why not check their site?") ask
+    for nothing missing.
     """
     trailing = _trailing_questions(sentences)
     for index, sentence in enumerate(sentences):
-        if _PLEASANTRY.search(sentence) or _is_offer(sentence):
+        if _asks_nothing(sentence):
             continue
-        if sentence.rstrip("\"')*_ ").endswith("?"):
-            if _SECOND_PERSON.search(sentence) or _WHICH.match(sentence) or index >= trailing:
+        if _is_question(sentence):
+            if SECOND_PERSON.search(sentence) or WHICH.match(sentence) or index >= trailing:
                 return "question"
-        elif _ASKS.search(sentence) and not (
-            "need" in sentence.lower() and _CAPABILITY_WORDS.search(sentence)
-        ):
+        elif ASKS.search(sentence) and not NEEDS_CAPABILITY.search(sentence):
             return "info_request"
     return None
 
 
-def _is_offer(sentence: str) -> bool:
-    if _OFFER_TO_ACT.search(sentence):
+def _asks_nothing(sentence: str) -> bool:
+    """Whether the sentence closes politely, offers to act, or suggests what to do."""
+    if PLEASANTRY.search(sentence) or SUGGESTION.search(sentence) or OFFER_TO_ACT.search(sentence):
         return True
-    return bool(_YES_NO_OFFER.search(sentence)) and not _CHOICE.search(sentence)
+    return bool(YES_NO_OFFER.search(sentence)) and not CHOICE.search(sentence)
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip(_TRAILING_MARKS).endswith(_QUESTION_MARKS)
 
 
 def _trailing_questions(sentences: Sequence[str]) -> int:
-    """The index where the reply's closing run of questions starts."""
-    start = len(sentences)
-    while start > 0 and sentences[start - 1].rstrip("\"')*_ ").endswith("?"):
+    """The index where the reply's closing run of questions starts.
+
+    Closing pleasantries after the questions ("Let me know if you need help
+    finding it") are no statement that answers them.
+    """
+    end = len(sentences)
+    while (
+        end > 0 and not _is_question(sentences[end - 1]) and PLEASANTRY.search(sentences[end - 1])
+    ):
+        end -= 1
+    start = end
+    while start > 0 and _is_question(sentences[start - 1]):
         start -= 1
-    return start
+    return start if start < end else len(sentences)
