@@ -57,7 +57,9 @@ paper order)::
 ``<class>`` one of ``BEHAVIOR_CLASSES``, ``<pattern>`` one of
 ``ERROR_PATTERNS``. A section with nothing to count has ``n = 0`` (the text
 formats say "no data"). ``examples`` holds, per run, the first few sessions
-that did not pass (graded fail or ended in error), texts cut short.
+that did not pass (graded fail or ended in error), texts cut short (``quote``:
+at most 3 lines and a few hundred characters, long words cut, escape
+sequences, controls and invisible characters dropped, bidi controls named).
 """
 
 from __future__ import annotations
@@ -72,7 +74,6 @@ from typing import Any
 from aah.benchmark import SETTINGS
 from aah.config import get_settings
 from aah.errors import AahError
-from aah.events import excerpt
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.errors import ErrorPatternReport
@@ -94,6 +95,7 @@ from aah.scoring.paper import (
     unmatched_runs,
 )
 from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
+from aah.scoring.report.quote import quote
 from aah.scoring.report.steps import (
     RunBehavior,
     group_by_run,
@@ -394,7 +396,8 @@ def _cell_notes(cell: CellMetrics, outcomes: Sequence[TaskOutcome]) -> list[str]
     notes: list[str] = []
     if cell.errors:
         mine = [o for o in outcomes if o.setting == cell.setting and o.status == "error"]
-        groups = Counter(excerpt(o.error or "no error recorded", ERROR_CHARS) for o in mine)
+        # One line each: an error text is a server's or a tool's, whatever it holds.
+        groups = Counter(quote(o.error or "no error recorded", ERROR_CHARS, 1) for o in mine)
         listed = "; ".join(
             f"{count}× {message}" for message, count in groups.most_common(LISTED_ERRORS)
         )
@@ -452,8 +455,8 @@ def _examples(
                 setting=o.setting,
                 status=o.status,
                 awareness=o.awareness,
-                query=excerpt(o.query, EXAMPLE_QUERY_CHARS),
-                final_answer=excerpt(o.final_answer, EXAMPLE_ANSWER_CHARS),
+                query=quote(o.query, EXAMPLE_QUERY_CHARS),
+                final_answer=quote(o.final_answer, EXAMPLE_ANSWER_CHARS),
             )
             for o in failed[:EXAMPLES_PER_RUN]
         ]

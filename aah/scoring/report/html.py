@@ -27,7 +27,7 @@ table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left;
          vertical-align: top; }
 th { background: #f3f3f3; }
-td { max-width: 30rem; overflow-wrap: anywhere; }
+td { max-width: 30rem; overflow-wrap: anywhere; white-space: pre-line; }
 p.caption { color: #555; font-size: 0.85rem; margin-top: 0; }
 tr.flagged td { background: #fdecea; }
 span.marker { color: #a40000; font-weight: bold; }

@@ -558,7 +558,8 @@ def example_table(report: Report) -> ReportTable:
         "Sessions that did not pass (first few per run)",
         columns,
         rows or [[NO_DATA] + [""] * (len(columns) - 1)],
-        "Graded fail or ended in error; texts cut short.",
+        "Graded fail or ended in error; texts cut short (3 lines, long words cut, control "
+        "and invisible characters dropped).",
         keys=2,
     )
 
