@@ -67,7 +67,7 @@ def _score_table(runs: list[When2CallScores]) -> ReportTable:
     unlabelled = sum(s.unlabelled for s in runs)
     if unlabelled:
         caption += f" {unlabelled} session(s) without a label (ended in error) are left out."
-    return ReportTable("When2Call", columns, rows, caption)
+    return ReportTable("When2Call", columns, rows, caption, keys=3)
 
 
 def _class_table(runs: list[When2CallScores]) -> ReportTable:
@@ -87,7 +87,7 @@ def _class_table(runs: list[When2CallScores]) -> ReportTable:
             )
     columns = ["run", "labeller", "class", "gold N", "precision", "recall", "F1"]
     caption = f"Percent; {NO_DATA} where a class is neither gold nor predicted."
-    return ReportTable("When2Call per-class scores", columns, rows, caption)
+    return ReportTable("When2Call per-class scores", columns, rows, caption, keys=3)
 
 
 def _confusion_table(scores: When2CallScores) -> ReportTable:
