@@ -70,10 +70,13 @@ def is_public(address: IPAddress) -> bool:
     that embeds a non-public IPv4 one (IPv4-mapped, 6to4, Teredo, NAT64).
     """
     if isinstance(address, ipaddress.IPv6Address):
-        embedded = [address.ipv4_mapped, address.sixtofour, *(address.teredo or ())]
+        # An IPv4 address in IPv6 form reaches that IPv4 address: judge it alone.
+        if address.ipv4_mapped is not None:
+            return is_public(address.ipv4_mapped)
         if address in _NAT64:
-            embedded.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-        if any(inner is not None and not is_public(inner) for inner in embedded):
+            return is_public(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+        tunnelled = [address.sixtofour, *(address.teredo or ())]
+        if any(inner is not None and not is_public(inner) for inner in tunnelled):
             return False
         if address.is_site_local:
             return False
