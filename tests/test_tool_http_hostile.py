@@ -154,3 +154,22 @@ def test_a_compressed_bomb_is_cut_at_the_cap_with_little_memory(bomb: str) -> No
     assert not result.ok and result.status == 200 and result.truncated
     assert result.error == f"response too large (over {CAP} bytes decompressed)"
     assert result.text == f"HTTP 200 OK\n{result.error}"
+
+
+@pytest.mark.parametrize("head", ["one 200 KB header line", "5,000 headers"])
+async def test_the_model_client_names_huge_headers_too(head: str) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from aah.llm import ChatClient, ModelConfig, ModelConnectionError
+
+    with HostileToolServer({"/v1/chat/completions": raw(HUGE_HEADS[head])}) as server:
+        config = ModelConfig(base_url=server.url("/v1"), model="m", api_key="k", retries=0)
+        client = ChatClient(config)
+        try:
+            with pytest.raises(ModelConnectionError) as caught:
+                await client.complete([HumanMessage("hi")])
+        finally:
+            await client.aclose()
+    message = str(caught.value)
+    assert "cannot reach" not in message and "\n" not in message
+    assert "sent response headers that were too large or malformed" in message
