@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     http_timeout: float = 10.0
     http_retries: int = 2
     http_max_bytes: int = 200_000
+    # Tool calls in live and record mode refuse hosts whose addresses are not
+    # public (loopback, private, link-local, CGNAT...): a spec cannot reach the
+    # user's own network or a cloud metadata service unless this is set.
+    http_allow_private: bool = False
 
     # Models: every role is an OpenAI-compatible chat endpoint. A role's own
     # setting wins; an unset one falls back to the agent's.

@@ -25,6 +25,8 @@ from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 CRYPTO_QUERY = (
     "Find the top markets and exchanges for a specific cryptocurrency and also list all "
     "decentralized exchanges supported on a blockchain network."

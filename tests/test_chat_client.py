@@ -26,6 +26,8 @@ from aah.llm import (
 from aah.llm.transport import ChatTransport, env_proxy, retry_after, should_retry
 from aah.testing import FakeLLMServer, error_reply, text_reply, tool_reply
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 WEATHER = {
     "type": "function",
     "function": {

@@ -36,6 +36,8 @@ from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen
 from aah.ui.tui.tasks import generic_script, placeholder_arguments
 from aah.ui.tui.widgets import EntryView, Timeline
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 SIZE = (120, 40)
 CHROMIUM = Path("/usr/bin/chromium")
 

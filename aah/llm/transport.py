@@ -243,6 +243,17 @@ class ChatTransport:
         os_error = getattr(exc, "os_error", None)
         said = getattr(os_error, "strerror", None) or str(exc) or type(exc).__name__
         reason = self._scrub(one_line(said, 200))
+        if isinstance(exc, aiohttp.ClientResponseError):
+            # aiohttp's parser refused the response head (a header over 8 KB,
+            # too many headers): the server was reached and answered badly.
+            reason = self._scrub(one_line(exc.message, 80))
+            return ModelConnectionError(
+                f"the model server at {self.where} sent response headers that were too large "
+                f"or malformed ({reason}){_tries(attempt)}: check the server or the proxy "
+                "in front of it",
+                url=self.where,
+                attempts=attempt,
+            )
         return ModelConnectionError(
             f"cannot reach the model endpoint at {self.where} ({reason}){_tries(attempt)}: "
             f"start the server or fix {self.config.setting_name('BASE_URL')}",
