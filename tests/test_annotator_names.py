@@ -218,3 +218,25 @@ def test_the_terminal_app_stores_answers_under_the_key(monkeypatch: pytest.Monke
     assert default_annotator() == "alice"
     monkeypatch.setenv("USER", "oracle")
     assert default_annotator() == "tui"
+
+
+def test_the_web_page_signs_lookalikes_in_as_one_annotator(tmp_path: Path) -> None:
+    pytest.importorskip("gradio")
+    from gradio_client import Client
+    from web_support import seed_request, serve_app
+
+    db = tmp_path / "s.db"
+    first = seed_request(db, "Which city?", k=2)
+    with serve_app(db) as url:
+        api = Client(url, verbose=False)
+        shown = api.predict("ＡＬＩＣＥ ", "", api_name="/sign_in")
+        assert shown[0].startswith("Signed in as **alice**")
+        api.predict("Porto", None, api_name="/send_answer")
+        # The same person, typed another way, gets no second go at the question.
+        again = Client(url, verbose=False).predict("Alice\u200d", "", api_name="/sign_in")
+        assert again[0].startswith("Signed in as **alice**")
+        refused = Client(url, verbose=False).predict("аlice", "", api_name="/sign_in")[0]
+        assert refused.startswith("Write your name in one script") and "\n" not in refused
+    store = SessionStore(db)
+    assert [a.annotator for a in store.human_answers(first.id)] == ["alice"]
+    assert store.requests_for("ALICE") == []
