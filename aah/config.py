@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     notify_after: float = Field(default=300.0, gt=0)
     notify_interval: float = Field(default=1800.0, gt=0)
     web_url: str | None = None
+    # Reverse proxies `aah web` believes when X-Forwarded-For names the
+    # client (comma-separated addresses or networks); unset: none.
+    web_trusted_proxies: str | None = None
 
     def registry_path(self) -> Path:
         """Where the compiled tool registry lives."""

@@ -29,6 +29,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Header, Input
 
+from aah.annotators import annotator_key, check_annotator_name
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import HumanRequestRecord, SessionStore
@@ -58,8 +59,16 @@ _MAIN_SCREEN_ACTIONS = {"start", "break_tool", "fix_all", "pending", "toggle_aah
 
 
 def default_annotator() -> str:
-    """The name answers go under when none is given: the login name, else ``tui``."""
-    return os.environ.get("USER") or os.environ.get("USERNAME") or FALLBACK_ANNOTATOR
+    """The name answers go under when none is given: the login name, else ``tui``.
+
+    The login name as ``check_annotator_name`` spells it; one it refuses
+    (``root`` is fine, an odd or reserved one is not) gives ``tui``.
+    """
+    login = os.environ.get("USER") or os.environ.get("USERNAME") or FALLBACK_ANNOTATOR
+    try:
+        return check_annotator_name(login)
+    except ValueError:
+        return FALLBACK_ANNOTATOR
 
 
 def _import_runtime() -> None:
@@ -101,7 +110,7 @@ class AahApp(App[None]):
         annotator: str | None = None,
     ) -> None:
         super().__init__()
-        self.annotator = annotator or default_annotator()
+        self.annotator = annotator_key(annotator or "") or default_annotator()
         self.registry = registry
         self.db = db
         self.data = data
