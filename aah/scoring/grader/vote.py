@@ -36,7 +36,7 @@ from aah.errors import AahError
 from aah.events import excerpt
 from aah.llm import ChatClient, ModelConfig, ModelStatusError, parse_verdict_reply
 from aah.scoring.grader.case import load_case, load_grader_prompt, render_prompt
-from aah.store import GradeRecord, SessionRecord, SessionStore, Verdict
+from aah.store import GradeRecord, SessionRecord, SessionStore, StoreFileError, Verdict
 
 DEFAULT_VOTES = 5
 DEFAULT_TEMPERATURE = 1.0
@@ -373,6 +373,8 @@ async def grade_run(
                 async with limit:
                     try:
                         summary.add(await grader.grade(store, session))
+                    except StoreFileError:
+                        raise  # the store's file failed: every other verdict would too
                     except AahError as exc:
                         summary.fail(str(exc))
                 bar.advance(bar_task)
