@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from aah.events import FinalAnswerEvent
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.registry.build import build_registry
@@ -153,7 +154,7 @@ def test_a_full_tmpfs_stops_the_run_with_one_line_and_a_rerun_finishes_it(
 ) -> None:
     db = small_disk / "aah.db"
     filler = small_disk / "filler"
-    filler.write_bytes(bytes(7 * 2**20))  # leaves 1 MB: the run needs about 3
+    filler.write_bytes(bytes(6 * 2**20))  # leaves 2 MB, less than the run's -wal file needs
     first = bench(db)
     assert_full_disk_line(first, db, "is full")
     filler.unlink()  # the user frees space
@@ -169,9 +170,42 @@ def test_a_file_size_limit_stops_the_run_with_one_line_and_a_rerun_finishes_it(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "aah.db"
-    first = bench(db, file_size_limit=600_000)  # the -wal file grows past it
+    first = bench(db, file_size_limit=2 * 2**20)  # the -wal file grows past it
     assert_full_disk_line(first, db, "disk I/O error")
     assert 0 < finished(db) < TASKS, "the limit was not met in the middle of the run"
     again = bench(db)
     assert again.returncode == 0, again.stderr
     assert events_by_task(db) == clean_run
+
+
+def test_grading_past_a_file_size_limit_is_one_line_and_a_rerun_grades_each_session_once(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "aah.db"
+    with SessionStore(db) as store:
+        store.create_run("g", {"model": "agent-model"})
+        for index in range(40):
+            session = store.open_session(f"Weather in town {index}?", run="g", task_id=str(index))
+            store.append_event(FinalAnswerEvent(session_id=session.id, text="It is 21."))
+            store.finish_session(session.id, "finished", "It is 21.")
+    grade = ["grade", "--run", "g", "--votes", "1", "--concurrency", "2", "--db", str(db)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+    with FakeLLMServer(["Pass"]) as grader:
+        env |= {"AAH_BASE_URL": grader.base_url, "AAH_MODEL": "fake-model", "COLUMNS": "200"}
+        # The -wal file starts empty: 100 kB holds a few verdicts, not forty.
+        first = subprocess.run(
+            [sys.executable, "-m", "aah", *grade],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_file_size_limit(100_000),
+        )
+        assert_full_disk_line(first, db, "disk I/O error")
+        again = subprocess.run(
+            [sys.executable, "-m", "aah", *grade], env=env, capture_output=True, text=True
+        )
+    assert again.returncode == 0, again.stderr
+    with SessionStore(db) as store:
+        grades = [len(store.grades(s.id)) for s in store.list_sessions(run="g")]
+    assert grades == [1] * 40
