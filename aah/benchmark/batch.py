@@ -33,7 +33,7 @@ from aah.runtime import (
     within_work_time,
     worker_threads,
 )
-from aah.store import STOPPED_STATUSES
+from aah.store import STOPPED_STATUSES, StoreFileError
 
 
 class BatchTask(Protocol):
@@ -147,7 +147,9 @@ async def run_batch(
                     # Parked sessions are safe in the store; without the watch
                     # nothing would wake them, so the run stops and says so.
                     crashed.append(
-                        AahError(
+                        exc
+                        if isinstance(exc, AahError)  # the file failed: it says what to do
+                        else AahError(
                             f"cannot watch the waiting questions in {db} ({exc}): the waiting "
                             "sessions stay parked; run the same command again to go on"
                         )
@@ -168,8 +170,13 @@ async def run_batch(
                     await all_ended.wait()
                 finally:
                     watching.cancel()
-                    for job in list(running):
+                    stopped = list(running)
+                    for job in stopped:
                         job.cancel()
+                    # A session stopped here may fail as it stops (its held
+                    # events meet the same full disk): its error is heard here,
+                    # not printed as a traceback when the event loop closes.
+                    await asyncio.gather(*stopped, return_exceptions=True)
                     watcher.close()
         if crashed:
             raise crashed[0]
@@ -190,6 +197,8 @@ async def run_request(request: SessionRequest, runtime: Runtime, timeout: float)
     except TimeoutError:
         message = f"task timed out after {timeout:.0f} s of model and tool work"
         return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
+    except StoreFileError:
+        raise  # not one task's failure: every task writes to that file, so the run stops
     except Exception as exc:  # one task's failure must not end the run
         message = f"{type(exc).__name__}: {exc}"
         return await asyncio.to_thread(record_failure, request, runtime, message, "runner")

@@ -28,7 +28,7 @@ def open_store(db: Path | None) -> SessionStore:
     from aah.store import SessionStore
 
     path = db or get_settings().db
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise AahError(f"no session database at {path}: run a session first or pass --db")
     return SessionStore(path)
 

@@ -50,7 +50,13 @@ from aah.runtime.humans import (
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext, offered_schemas
 from aah.runtime.tool_mode import ToolMode
-from aah.store import STOPPED_STATUSES, SessionRecord, SessionStatus, SessionStore
+from aah.store import (
+    STOPPED_STATUSES,
+    SessionRecord,
+    SessionStatus,
+    SessionStore,
+    StoreFileError,
+)
 from aah.tools import EndpointSpec
 from aah.tools.http import Executor
 
@@ -207,6 +213,11 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return _stop(runtime, record, "cut_off", str(exc))
     except ModelError as exc:
         return _fail(ctx, runtime, record, str(exc), "model")
+    except StoreFileError:
+        # The store's file failed (a full disk, damage): recording the
+        # failure there would fail too, or blame the session for it. The
+        # session stays as its last checkpoint left it, for a rerun to resume.
+        raise
     except AahError as exc:
         return _fail(ctx, runtime, record, str(exc), "runtime")
     except Exception as exc:  # whatever broke, the session must not stay "running"

@@ -27,6 +27,7 @@ from typing import Literal, NamedTuple
 
 from aah.annotators import annotator_key
 from aah.events import AwarenessAnswer, CheckResult
+from aah.store.file_errors import open_connection
 from aah.store.schema import SessionStatus, Verdict
 
 
@@ -219,9 +220,8 @@ class SessionQueries:
     """
 
     def __init__(self, path: Path) -> None:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
         # Transactions are begun explicitly, so that one query's parts share a snapshot.
-        self._conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        self._conn = open_connection(path, read_only=True, isolation_level=None)
 
     def __enter__(self) -> SessionQueries:
         return self
