@@ -117,6 +117,9 @@ class ChatTransport:
             "Authorization": credentials,
             "Content-Type": "application/json",
             "Accept": "application/json",
+            # What every install decodes (br and zstd need optional libraries);
+            # the reply cap counts the bytes after decoding (read_limited).
+            "Accept-Encoding": "gzip, deflate",
             "User-Agent": f"aah/{__version__}",
         }
         self._session: aiohttp.ClientSession | None = None
