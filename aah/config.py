@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     api_key: str | None = None
     llm_timeout: float = 60.0
     llm_retries: int = 3
+    # Seconds one model request may spend waiting between its attempts
+    # (AAH_LLM_RETRY_BUDGET); a server that asks to wait longer fails it at once.
+    llm_retry_budget: float = Field(default=60.0, ge=0)
     human_base_url: str | None = None
     human_model: str | None = None
     human_api_key: str | None = None

@@ -63,6 +63,7 @@ class ModelConfig(BaseModel):
     api_key: SecretStr
     timeout: float = 60.0
     retries: int = 3
+    retry_budget: float = 60.0
     role: Role = "agent"
     max_tokens: int | None = None
     awareness_max_tokens: int = DEFAULT_AWARENESS_MAX_TOKENS
@@ -113,6 +114,7 @@ class ModelConfig(BaseModel):
             "max_tokens": self.reply_tokens,
             "timeout": self.timeout,
             "retries": self.retries,
+            "retry_budget": self.retry_budget,
             "max_reply_bytes": self.max_reply_bytes,
         }
         if self.role == "agent":
@@ -152,6 +154,7 @@ def model_config(
         api_key=SecretStr(key),
         timeout=s.llm_timeout,
         retries=s.llm_retries,
+        retry_budget=s.llm_retry_budget,
         role=role,
         max_tokens=_role_settings(s, role)["max_tokens"],
         awareness_max_tokens=s.awareness_max_tokens,

@@ -50,6 +50,7 @@ from aah.runtime.humans import (
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext, offered_schemas
 from aah.runtime.tool_mode import ToolMode
+from aah.storable import storable_text
 from aah.store import (
     STOPPED_STATUSES,
     SessionRecord,
@@ -97,6 +98,10 @@ class SessionRequest:
     executor: Executor | None = None
     retry_errors: bool = False
     session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # A query from a command line may hold bytes that are not UTF-8.
+        self.query = storable_text(self.query)
 
 
 @dataclass
