@@ -57,6 +57,8 @@ from aah.llm import parse_text_tool_calls, split_reasoning
 from aah.scoring.behavior.phrases import (
     ASKS,
     CHOICE,
+    DISMISSED_LIMIT,
+    NEED_REASON,
     NEEDS_CAPABILITY,
     OFFER_TO_ACT,
     PLEASANTRY,
@@ -87,9 +89,39 @@ class Classification(NamedTuple):
 
 _I = re.IGNORECASE
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
-# Sentences end at . ! ? (then space) or at CJK full stops, which need no space.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+|(?<=[。！？])\s*|\n+")
-_QUESTION_MARKS = ("?", "？")
+# Sentences end at . ! ? and Arabic ؟ (then space), or at CJK full stops and the
+# Devanagari danda, which need no space.
+_SENTENCE_END = re.compile(r"(?<=[.!?؟])[\"')\]*_]*\s+|(?<=[。！？।])\s*|\n+")
+_QUESTION_MARKS = ("?", "？", "؟")
+# Questions written without a mark: Thai and Chinese end them with a particle;
+# a reply's last words that open like a question ("which city do you mean")
+# ask one even when a small model drops the "?".
+_QUESTION_PARTICLE = re.compile(
+    r"(?:ไหน|ใด|ไหม|มั้ย|หรือไม่|หรือเปล่า|อะไร|ที่ไหน|เมื่อไร|เมื่อไหร่|เท่าไร|เท่าไหร่|อย่างไร|ยังไง|กี่\S{0,6})"
+    r"(?:ครับ|คะ|ค่ะ|คับ|จ๊ะ)?$|[吗嗎呢]$"
+)
+_INTERROGATIVE = re.compile(
+    r"^(?:\w+[,!]\s*)?(?:what|which|where|when|who|whom|whose|how (?:many|much|long|often|old|"
+    r"far|soon)|(?:could|can|would|will|do|did|are|have) you)\b",
+    _I,
+)
+# Written content the user asked for (a draft, an email, a translation) is
+# introduced by a line such as "Here's a draft:"; its words ("I won't be able
+# to attend") are not the reply's own. Quoted lines ("> ...") are someone else's.
+_CONTENT_LEAD = re.compile(
+    r"^[^\n]{0,160}\b(?:draft|e-?mail|message|letter|note|reply|response|text|version|post|"
+    r"tweet|caption|script|poem|story|template|translation|speech|toast|invitation|memo|excuse|"
+    r"announcement|apology|bio|paragraph|rewrite|revision|wording)s?\b[^\n]{0,80}[:：]"
+    r"[ \t*_]*$",
+    re.MULTILINE | _I,
+)
+_SHORT_QUESTION = 8  # words: "what city", not a sentence cut off after "When"
+_BLOCKQUOTE = re.compile(r"^[ \t]*>[^\n]*$", re.MULTILINE)
+_SIGN_OFF = re.compile(
+    r"^(?:best|regards|thanks|thank you|cheers|sincerely|warmly|all the best|kind regards|"
+    r"best regards|yours)\b",
+    re.MULTILINE | _I,
+)
 _TRAILING_MARKS = "\"')*_ \u00bb\u201d"
 # Quoted text is someone else's words: a question or a refusal inside quotes
 # ("'Où est la gare ?' means ...") is not the reply's own.
@@ -126,10 +158,10 @@ def classify_reply(
     attempt = _call_attempt(text, tool_names)
     if attempt is not None:
         return attempt
-    prose = _QUOTED.sub("\u2026", _FENCE.sub("\n", text))
+    prose = _QUOTED.sub("\u2026", _BLOCKQUOTE.sub("", _FENCE.sub("\n", _own_words(text))))
     sentences = _sentences(prose)
     asks = _asks_for_information(sentences)
-    refuses = any(REFUSAL.search(sentence) for sentence in sentences)
+    refuses = _refuses(sentences)
     if asks and refuses:
         return Classification("request_for_info", "refusal_with_question")
     if asks:
@@ -139,6 +171,35 @@ def classify_reply(
     if refuses:
         return Classification("cannot_answer", "refusal")
     return Classification("direct", "plain_answer" if text.strip() else "empty_reply")
+
+
+def _own_words(prose: str) -> str:
+    """``prose`` without written content the user asked for ("Here's a draft: ...").
+
+    The content may itself hold fenced blocks, so this runs before they are set aside.
+
+    The content runs from its lead-in to the end, save a closing paragraph
+    after it that is no sign-off ("Want me to make it more formal?").
+    """
+    lead = _CONTENT_LEAD.search(prose)
+    if lead is None or prose[lead.end() :].lstrip().startswith("```"):
+        return prose  # a fenced block is set aside as code already
+    paragraphs = [part for part in re.split(r"\n[ \t]*\n", prose[lead.end() :]) if part.strip()]
+    closing = paragraphs[-1] if len(paragraphs) >= 2 else ""
+    if _SIGN_OFF.search(closing) or len(closing) > 300:
+        closing = ""
+    return f"{prose[: lead.end()]}\n\n{closing}"
+
+
+def _refuses(sentences: Sequence[str]) -> bool:
+    """Whether a sentence says the reply cannot, and no sentence says that does not matter.
+
+    "I can't access live data, but that doesn't matter here: water boils at
+    100 °C" and "No tool needed for that!" answer in spite of a limit.
+    """
+    if any(DISMISSED_LIMIT.search(sentence) for sentence in sentences):
+        return False
+    return any(REFUSAL.search(sentence) for sentence in sentences)
 
 
 def _call_attempt(text: str, tool_names: Collection[str]) -> Classification | None:
@@ -173,7 +234,21 @@ def _call_class(rule: str, names: Collection[str]) -> Classification:
 
 
 def _sentences(prose: str) -> list[str]:
-    return [s.strip(" \t*_>-#") for s in _SENTENCE_END.split(prose) if s.strip(" \t*_>-#")]
+    """The sentences of ``prose``, a question mark added where a question is written without one."""
+    sentences = [s.strip(" \t*_>-#") for s in _SENTENCE_END.split(prose) if s.strip(" \t*_>-#")]
+    for index, sentence in enumerate(sentences):
+        unmarked = not sentence.rstrip(_TRAILING_MARKS).endswith((".", "!", ":", *_QUESTION_MARKS))
+        last = index == len(sentences) - 1
+        if unmarked and (
+            _QUESTION_PARTICLE.search(sentence.rstrip(_TRAILING_MARKS))
+            or (
+                last
+                and _INTERROGATIVE.match(sentence)
+                and (SECOND_PERSON.search(sentence) or len(sentence.split()) <= _SHORT_QUESTION)
+            )
+        ):
+            sentences[index] = sentence + "?"
+    return sentences
 
 
 def _asks_for_information(sentences: Sequence[str]) -> str | None:
@@ -190,11 +265,25 @@ def _asks_for_information(sentences: Sequence[str]) -> str | None:
         if _asks_nothing(sentence):
             continue
         if _is_question(sentence):
-            if SECOND_PERSON.search(sentence) or WHICH.match(sentence) or index >= trailing:
+            if (
+                SECOND_PERSON.search(sentence)
+                or WHICH.match(sentence)
+                or ASKS.search(sentence)
+                or index >= trailing
+                or _explains_the_need(sentences, index)
+            ):
                 return "question"
         elif ASKS.search(sentence) and not NEEDS_CAPABILITY.search(sentence):
             return "info_request"
     return None
+
+
+def _explains_the_need(sentences: Sequence[str], index: int) -> bool:
+    """Whether the statement after question ``index`` says why the reply needs the answer."""
+    following = sentences[index + 1 : index + 2]
+    return bool(following) and not _is_question(following[0]) and bool(
+        NEED_REASON.search(following[0])
+    )
 
 
 def _asks_nothing(sentence: str) -> bool:
