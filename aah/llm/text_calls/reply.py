@@ -98,7 +98,8 @@ _LABELLED_TOOL = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 _LABELLED_ARGUMENTS = re.compile(
-    r"^[ \t*_]*(?:arguments|args|parameters|params|input|tool[ \t]+input)[ \t*_]*:[ \t*_]*(?=[{\[`])",
+    r"^[ \t*_]*(?:arguments|args|parameters|params|input|tool[ \t]+input)[ \t*_]*:[ \t*_]*"
+    r"(?=[{\[`])",
     re.MULTILINE | re.IGNORECASE,
 )
 
@@ -285,7 +286,8 @@ def _python_calls_in_prose(text: str, tool_names: Collection[str]) -> TextCallPa
     get_weather(city="Paris") to see" tries one in a form the runtime cannot
     run, so it is a broken attempt. A tool the reply names without it being
     offered is called the same way when the call fills the rest of its line
-    from the line's start or after a colon ("Sure, one moment.\nlookup(id=3)",
+    from the line's start or after a colon ("Sure, one moment." then a line
+    ``lookup(id=3)``,
     "Let me check: lookup_order(order_id=88231)"); inside a sentence it is
     prose ("Use `os.path.exists(path)`").
     """

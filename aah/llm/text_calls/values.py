@@ -37,14 +37,23 @@ _TOOL_SPELLINGS = frozenset({"tool", "toolname", "functionname"})
 # "arguments" and "parameters" mark a call whatever their value; "args" and
 # "input" are common words in data, so they count only holding an object.
 _STRONG_ARGUMENT_SPELLINGS = frozenset(
-    {"arguments", "argument", "parameters", "toolinput", "actioninput", "toolarguments",
-     "functionarguments", "kwargs"}
+    {
+        "arguments",
+        "argument",
+        "parameters",
+        "toolinput",
+        "actioninput",
+        "toolarguments",
+        "functionarguments",
+        "kwargs",
+    }
 )
 _WEAK_ARGUMENT_SPELLINGS = frozenset({"args", "input", "params", "toolargs"})
 # Misspelt keys ("nmae", "argumnets") still say what they mean: a key one
 # edit (a transposition counts as one) from these spellings is read as it.
 _FUZZY_SPELLINGS = {"name": "name", "arguments": "arguments", "parameters": "parameters"}
 _TOOL_NAME_VALUE = re.compile(r"[A-Za-z_][\w.\-:/]{0,80}")
+
 
 class Unreadable(NamedTuple):
     """A bracketed span that is neither JSON nor a Python literal."""

@@ -60,7 +60,9 @@ _ENGLISH_FIRST_PERSON = (
     r"\bI (?:don't|do not) know\b(?! (?:if|whether|why|how|what|which|who|where|when)\b)",
     r"\bI(?:'d| would)? need (?:a|an|the) (?:[\w-]+ ){0,3}(?:tool|api|endpoint|service)\b",
     # The subject left out: "Unable to comply: no suitable tool.", "Can't do that, sorry."
-    r"^(?:(?:sorry|unfortunately|regrettably|sadly|apologies|alas)[,.!:]?\s*)?(?:unable to|"
+    # As a question it is the user's state: "Unable to sleep? Try ...".
+    r"^(?![^\n]*\?[\s\"')*_]*$)(?:(?:sorry|unfortunately|regrettably|sadly|apologies|alas)"
+    r"[,.!:]?\s*)?(?:unable to|"
     r"not able to|(?:can't|cannot|can not) (?:do|help|comply|assist|access|complete|fulfil|"
     r"fulfill|perform|process|provide|check|look|get|retrieve|book|send|reach|browse)\b)",
 )
@@ -314,7 +316,8 @@ CHOICE = re.compile(r"\bor\b", _I)
 NEED_REASON = _any(
     r"\bI(?:'d| would|'ll| will)?(?: still| also| first| just)? (?:need|require)\b|"
     r"\bI (?:only|just) have\b|\bso (?:that )?I can\b|\bto (?:proceed|continue)\b",
-    rf"\b(?:{_TOOLS}|form|system|search|lookup|booking|service|it|this|that)\b (?:needs|requires)\b|"
+    rf"\b(?:{_TOOLS}|form|system|search|lookup|booking|service|it|this|that)\b "
+    r"(?:needs|requires)\b|"
     r"\b(?:is|are) (?:needed|required|missing)\b",
     r"\bpreciso\b|\bprecisamos\b|\bnecesito\b|\bnecesitamos\b|\bnecessito\b|\bich brauche\b|"
     r"\bbrauche ich\b|\bbenötige\b|\bj'ai besoin\b|\bil me faut\b|\bho bisogno\b|\bmi serve\b|"
@@ -327,8 +330,8 @@ DISMISSED_LIMIT = _any(
     r"\b(?:that|this|it) (?:doesn't|does not|won't|will not) matter\b",
     r"\b(?:no|not) (?:\w+ )?(?:tool|function|lookup|search|api|web search|internet|live data|"
     r"calculator)s? (?:is |are )?(?:needed|necessary|required)\b",
-    r"\bno need (?:for (?:a |any )?(?:\w+ )?(?:tool|lookup|search)|to (?:look|search|check|use|call|"
-    r"browse))\b",
+    r"\bno need (?:for (?:a |any )?(?:\w+ )?(?:tool|lookup|search)|to (?:look|search|check|use|"
+    r"call|browse))\b",
     r"\b(?:here(?:'s| is) the answer|I (?:can|could) (?:still )?answer (?:this|that|it) "
     r"(?:directly|anyway|from)|I don't need (?:one|it|a tool|any tools?|to look))\b",
 )

@@ -1,12 +1,14 @@
 """The rules that put one agent reply in a When2Call behaviour class (science.md §3).
 
 Intent comes before format. Reasoning (``<think>`` blocks) is split off
-first and never read; after the call rule, fenced code and quoted text
-("'Où est la gare ?' means ...") are set aside too, since they are not the
-reply's own question or refusal. The phrases each rule looks for, in English
-and the other languages models answer in, are in ``phrases``. The rules are
-tried in this order, and the first that fires names the class (its name is
-the ``rule`` of the result):
+first and never read; after the call rule, fenced code, quoted text
+("'Où est la gare ?' means ...", "> ..." lines) and written content the user
+asked for (after "Here's a draft:", "Dear Sam, I won't be able to attend ...")
+are set aside too, since they are not the reply's own question or refusal; of
+a very long reply only the opening and closing 6,000 characters are read. The
+phrases each rule looks for, in English and the other languages models answer
+in, are in ``phrases``. The rules are tried in this order, and the first that
+fires names the class (its name is the ``rule`` of the result):
 
 1. **Tool call** (``tool_call``): native calls (``native_call``); or text
    that tries to call a tool, in any format a model family writes, well
@@ -23,7 +25,12 @@ the ``rule`` of the result):
    (``question``), or a request such as "please provide the date" or "once
    you tell me the city" (``info_request``), also when put as a statement
    ("To proceed, I need to confirm if ...", "Your request doesn't include the
-   date", "Kindly share the reference"). Offers to act ("Would you like me to…"), yes/no offers
+   date", "Kindly share the reference", "Уточните, пожалуйста, ..."). A
+   question counts too when the statement after it says why the reply needs
+   the answer ("What year was the car made? The valuation tool needs it"), and
+   a reply's last words that open like a question count as one without a
+   mark ("which city do you mean"; Thai and Chinese end questions with a
+   particle). Offers to act ("Would you like me to…"), yes/no offers
    ("Would you like a summary?"; with alternatives in them they ask for a
    choice), suggestions ("Why not check their site?"), polite closings
    ("Anything else?", "¿Algo más?", "Let me know if you need help") and
@@ -37,6 +44,9 @@ the ``rule`` of the result):
    ("none of the available functions can", "my tools don't include", "the
    only tool I have retrieves tokens"), however politely it then recommends
    another service, gives general advice or a best-effort partial answer.
+   A limit the reply says does not matter ("I can't access live data, but
+   that doesn't matter here: ...", "No tool needed for that!") and a hedge
+   ("I can't be 100% certain, but ...") are no refusal.
 4. **Direct answer** (``direct``): everything else (``plain_answer``;
    ``empty_reply`` for no text at all).
 
@@ -115,6 +125,10 @@ _CONTENT_LEAD = re.compile(
     r"[ \t*_]*$",
     re.MULTILINE | _I,
 )
+# The phrase rules read a long reply's opening and closing only, where a
+# refusal, a question or a closing offer sits: each phrase pattern costs a
+# pass per sentence, and a reply can be hundreds of kilobytes.
+_READ_CHARS = 6_000
 _SHORT_QUESTION = 8  # words: "what city", not a sentence cut off after "When"
 _BLOCKQUOTE = re.compile(r"^[ \t]*>[^\n]*$", re.MULTILINE)
 _SIGN_OFF = re.compile(
@@ -159,6 +173,8 @@ def classify_reply(
     if attempt is not None:
         return attempt
     prose = _QUOTED.sub("\u2026", _BLOCKQUOTE.sub("", _FENCE.sub("\n", _own_words(text))))
+    if len(prose) > 2 * _READ_CHARS:
+        prose = f"{prose[:_READ_CHARS]}\n{prose[-_READ_CHARS:]}"
     sentences = _sentences(prose)
     asks = _asks_for_information(sentences)
     refuses = _refuses(sentences)
@@ -176,10 +192,10 @@ def classify_reply(
 def _own_words(prose: str) -> str:
     """``prose`` without written content the user asked for ("Here's a draft: ...").
 
-    The content may itself hold fenced blocks, so this runs before they are set aside.
-
     The content runs from its lead-in to the end, save a closing paragraph
-    after it that is no sign-off ("Want me to make it more formal?").
+    after it that is no sign-off ("Want me to make it more formal?"). It may
+    hold fenced blocks, so this runs before they are set aside; a lead-in
+    right before a fence ("Here is the script:") leaves the fence to that rule.
     """
     lead = _CONTENT_LEAD.search(prose)
     if lead is None or prose[lead.end() :].lstrip().startswith("```"):
@@ -281,8 +297,10 @@ def _asks_for_information(sentences: Sequence[str]) -> str | None:
 def _explains_the_need(sentences: Sequence[str], index: int) -> bool:
     """Whether the statement after question ``index`` says why the reply needs the answer."""
     following = sentences[index + 1 : index + 2]
-    return bool(following) and not _is_question(following[0]) and bool(
-        NEED_REASON.search(following[0])
+    return (
+        bool(following)
+        and not _is_question(following[0])
+        and bool(NEED_REASON.search(following[0]))
     )
 
 
