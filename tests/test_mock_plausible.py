@@ -185,7 +185,9 @@ def test_a_timezone_matches_the_coordinates_asked_about(
             moments = [datetime(2024, m, 15, tzinfo=zoneinfo.ZoneInfo(zone)) for m in (1, 7)]
             names = {moment.tzname() for moment in moments}
             seconds = {int(m.utcoffset().total_seconds()) for m in moments}  # type: ignore[union-attr]
-            wrong += [f"{spec.qualified_name}: {zone} as {a}" for a in abbreviations if a not in names]
+            wrong += [
+                f"{spec.qualified_name}: {zone} as {a}" for a in abbreviations if a not in names
+            ]
             wrong += [f"{spec.qualified_name}: {zone} {o}s" for o in offsets if o not in seconds]
     assert seen and not wrong, wrong
 

@@ -488,9 +488,11 @@ def _quantity(name: str, call: _Call) -> float:
     """A number in the range a quantity called ``name`` has, where it is known."""
     rng = call.rng
     if "temp" in name or "dew_point" in name:
-        # Warmer nearer the equator, as the place's latitude says.
-        mean = 30 - abs(call.place.latitude) * 0.4 + (4 if "max" in name else 0)
-        mean -= 4 if "min" in name else 0
+        # Warmer nearer the equator, and in the place's summer (July in the north).
+        latitude = call.place.latitude
+        season = math.cos(2 * math.pi * (call.day.timetuple().tm_yday - 196) / 365)
+        mean = 30 - abs(latitude) * 0.4 + 8 * season * max(-1.0, min(1.0, latitude / 30))
+        mean += 4 if "max" in name else -4 if "min" in name else 0
         return round(rng.gauss(mean, 2.5), 1)
     for words, (low, high, decimals) in _QUANTITIES:
         if any(word in name for word in words):
