@@ -357,6 +357,32 @@ async def test_main_screen_snapshot_for_the_readme(
         svgs_to_pngs(shots)
 
 
+async def test_presenter_size_snapshot_for_the_readme(
+    registry: Registry, tmp_path: Path, screenshots_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = AahApp(registry, Path("sessions/aah.db"))
+
+    def snapshot(name: str) -> Path:
+        return Path(app.save_screenshot(filename=name, path=str(screenshots_dir)))
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await shown_and_ready(pilot)
+        await pilot.press("1", "s")
+        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        await pilot.press(*"Lisbon")
+        await pilot.pause(0.2)
+        shots = [snapshot("tui-80x24-ask.svg")]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not app.running)
+        await pilot.pause(0.3)
+        shots.append(snapshot("tui-80x24.svg"))
+    for svg in shots:
+        assert svg.read_text(encoding="utf-8").startswith("<svg")
+    if CHROMIUM.exists():
+        svgs_to_pngs(shots)
+
+
 def svgs_to_pngs(svgs: list[Path]) -> None:
     """Render each SVG with headless chromium at its own size, all at once."""
     runs = []
