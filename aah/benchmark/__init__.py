@@ -14,7 +14,13 @@ if TYPE_CHECKING:
     from aah.benchmark.batch import run_batch, shard_tasks
     from aah.benchmark.coverage import CoverageReport, measure_coverage
     from aah.benchmark.dataset import Task, load_tasks
-    from aah.benchmark.demo import SCRIPTED_LABEL, DemoTask, demo_task, load_demo_tasks
+    from aah.benchmark.demo import (
+        SCRIPTED_LABEL,
+        DemoTask,
+        demo_script,
+        demo_task,
+        load_demo_tasks,
+    )
     from aah.benchmark.derive import LOW_SIMILARITY
     from aah.benchmark.fact_fit import TaskFacts
     from aah.benchmark.humans import (
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RepeatableTask",
     "TaskT",
+    "demo_script",
     "demo_task",
     "SCRIPTED_LABEL",
     "select_shard",
@@ -77,6 +84,7 @@ __all__ = [
 _WHERE = {
     "RepeatableTask": "aah.benchmark.runner",
     "TaskT": "aah.benchmark.runner",
+    "demo_script": "aah.benchmark.demo",
     "demo_task": "aah.benchmark.demo",
     "SCRIPTED_LABEL": "aah.benchmark.demo",
     "select_shard": "aah.benchmark.runner",

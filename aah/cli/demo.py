@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from aah.llm import ModelConfig
     from aah.runtime import SessionOutcome
     from aah.testing import FakeLLMServer
+    from aah.tools import EndpointSpec
     from aah.tools.registry import Registry
 
 
@@ -44,7 +45,7 @@ def demo(
         return
     from pydantic import SecretStr
 
-    from aah.benchmark import SCRIPTED_LABEL, demo_task, load_demo_tasks
+    from aah.benchmark import SCRIPTED_LABEL, demo_script, demo_task, load_demo_tasks
     from aah.cli.tools import open_registry
     from aah.config import get_settings
     from aah.llm import ModelConfig, model_config
@@ -61,7 +62,7 @@ def demo(
         outcomes = run_async(_run_all(tasks, registry, db_path, config))
     else:
         console.print(f"[bold yellow]{SCRIPTED_LABEL}[/]")
-        with FakeLLMServer(tasks[0].script) as server:
+        with FakeLLMServer(demo_script(tasks[0], _specs(tasks[0], registry))) as server:
             config = ModelConfig(
                 base_url=server.base_url, model="fake-model", api_key=SecretStr("demo"), retries=0
             )
@@ -85,9 +86,15 @@ async def _run_all(
     outcomes = []
     for task in tasks:
         if server is not None:
-            server.set_script(task.script)
+            from aah.benchmark import demo_script
+
+            server.set_script(demo_script(task, _specs(task, registry)))
         outcomes.append(await _run_task(task, registry, db, config))
     return outcomes
+
+
+def _specs(task: DemoTask, registry: Registry) -> list[EndpointSpec]:
+    return [registry.get(name) for name in task.tools]
 
 
 async def _run_task(
@@ -100,7 +107,7 @@ async def _run_task(
     console.print(f"[bold]user:[/] {task.query}", highlight=False)
     request = SessionRequest(
         query=task.query,
-        specs=[registry.get(n) for n in task.tools],
+        specs=_specs(task, registry),
         aah=True,
         awareness=task.awareness,
     )
