@@ -174,7 +174,8 @@ def call_shaped(item: Any, tool_names: Collection[str]) -> bool:
     if roles.name is None:
         return False
     if roles.arguments is not None:
-        return roles.strong or isinstance(item[roles.arguments], dict)
+        # A key that names only a tool makes any argument key a call's.
+        return roles.strong or roles.tool_key or isinstance(item[roles.arguments], dict)
     return roles.tool_key or roles.name in tool_names
 
 
