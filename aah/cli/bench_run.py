@@ -166,7 +166,7 @@ def bench_run(
     config = model_config("agent", model=model)
     report = run_async(probe_server(config, overflow_probe=False)) if probe else None
     if report is not None:
-        warn_about_probe(report)
+        act_on_probe(report)
     mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
         run=run,
@@ -205,8 +205,21 @@ def bench_run(
     print_summary(run, summary, db_path)
 
 
-def warn_about_probe(report: ProbeReport) -> None:
-    """One warning line for each finding of the probe that a run should not ignore."""
+def act_on_probe(report: ProbeReport) -> None:
+    """One warning line for each finding of the probe that a run should not ignore.
+
+    Raises:
+        AahError: the server could not be reached; every task would fail the
+            same way, so the run stops before it starts.
+    """
+    if not report.reachable:
+        setting = (
+            "AAH_BASE_URL" if report.role == "agent" else f"AAH_{report.role.upper()}_BASE_URL"
+        )
+        raise AahError(
+            f"the model server is unreachable: {report.error}: start it or fix {setting} "
+            "(`aah models check` probes it); no task was run"
+        )
     for line in report.lines():
         if line.warning:
             print_warning(f"model server: {line.check}: {line.result}; {line.action}")

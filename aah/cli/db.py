@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from aah.cli.output import print_table, table
+from aah.cli.output import WideOption, print_table, table
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -15,6 +15,7 @@ app = typer.Typer(no_args_is_help=True)
 def merge(
     sources: list[Path] = typer.Argument(..., help="Session databases to merge."),
     into: Path = typer.Option(..., "--into", help="The database to merge into."),
+    wide: bool = WideOption,
 ) -> None:
     """Merge session databases (e.g. the shards of one run) into one."""
     from aah.store import merge_databases
@@ -25,4 +26,4 @@ def merge(
         for s in summaries
     )
     columns = ["source", "runs", "sessions", "events", "questions", "grades", "conflicts"]
-    print_table(table(f"Merged into {into}", columns, rows))
+    print_table(table(f"Merged into {into}", columns, rows), wide=wide)
