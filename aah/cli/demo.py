@@ -36,7 +36,7 @@ def demo(
     """Run the demo tasks: a question to the human, a tool failure, a skip, a success.
 
     In a terminal with the ui extra installed this opens the terminal app;
-    otherwise (or with ``--plain``) it runs every task and prints a trace.
+    otherwise (or with --plain) it runs every task and prints a trace.
     """
     if not plain and sys.stdin.isatty() and sys.stdout.isatty() and find_spec("textual"):
         from aah.cli.tui import run_tui

@@ -179,7 +179,7 @@ def expire(
     older_than: str = typer.Option(..., "--older-than", help="Idle time, e.g. 90s, 30m, 2h or 1d."),
     db: Path | None = DbOption,
 ) -> None:
-    """Cancel the running or waiting sessions whose last step is older than ``--older-than``.
+    """Cancel the running or waiting sessions whose last step is older than --older-than.
 
     For runs that nobody will resume: their questions leave the queue.
     """
