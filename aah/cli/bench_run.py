@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from collections.abc import Callable, Coroutine
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -166,7 +169,7 @@ def bench_run(
     config = model_config("agent", model=model)
     report = run_async(probe_server(config, overflow_probe=False)) if probe else None
     if report is not None:
-        warn_about_probe(report)
+        act_on_probe(report)
     mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
         run=run,
@@ -205,8 +208,21 @@ def bench_run(
     print_summary(run, summary, db_path)
 
 
-def warn_about_probe(report: ProbeReport) -> None:
-    """One warning line for each finding of the probe that a run should not ignore."""
+def act_on_probe(report: ProbeReport) -> None:
+    """One warning line for each finding of the probe that a run should not ignore.
+
+    Raises:
+        AahError: the server could not be reached; every task would fail the
+            same way, so the run stops before it starts.
+    """
+    if not report.reachable:
+        setting = (
+            "AAH_BASE_URL" if report.role == "agent" else f"AAH_{report.role.upper()}_BASE_URL"
+        )
+        raise AahError(
+            f"the model server is unreachable: {report.error}: start it or fix {setting} "
+            "(`aah models check` probes it); no task was run"
+        )
     for line in report.lines():
         if line.warning:
             print_warning(f"model server: {line.check}: {line.result}; {line.action}")
@@ -265,8 +281,11 @@ def run_with_progress(
         TextColumn("ETA"),
         TimeRemainingColumn(),
         console=console,
+        disable=not console.is_terminal,
     )
-    with progress:
+    # Output to a log or a pipe gets plain lines instead of a bar it cannot redraw.
+    plain = None if console.is_terminal else PlainProgress(name, total, status)
+    with progress, plain or nullcontext():
         bar = progress.add_task(name, total=total, status=status(0))
 
         def on_waiting(count: int) -> None:
@@ -278,6 +297,8 @@ def run_with_progress(
                 counts[outcome.status] += 1
             progress.advance(bar)
             progress.update(bar, status=status(progress.tasks[0].completed))
+            if plain is not None:
+                plain.advance()
 
         try:
             summary = run_async(start(on_done, on_waiting))
@@ -292,6 +313,63 @@ def run_with_progress(
             raise
         progress.update(bar, completed=total)
     return summary
+
+
+class PlainProgress:
+    """Progress as plain lines, for output that is not a terminal (a log, a pipe).
+
+    A line every tenth of the tasks, and one every ``quiet_seconds`` while
+    none ends, so a slow server still shows that the run is alive.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        total: int,
+        status: Callable[[float], str],
+        *,
+        quiet_seconds: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name, self.total, self.status, self.clock = name, total, status, clock
+        self.quiet_seconds = quiet_seconds
+        self.done = 0
+        self.started = self.last_line = clock()
+        self._every = max(1, math.ceil(total / 10))
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def advance(self) -> None:
+        """One task ended: a line when it completes a tenth, or the run."""
+        with self._lock:
+            self.done += 1
+            if self.done % self._every == 0 or self.done == self.total:
+                self._line()
+
+    def tick(self) -> None:
+        """A line if none was printed for ``quiet_seconds``."""
+        with self._lock:
+            if self.clock() - self.last_line >= self.quiet_seconds:
+                self._line(" (still running)")
+
+    def _line(self, note: str = "") -> None:
+        elapsed = int(self.clock() - self.started)
+        print_line(
+            f"{self.name}: {self.done}/{self.total} tasks ended{note} · {self.status(self.done)}"
+            f" · {elapsed // 60}:{elapsed % 60:02d} elapsed"
+        )
+        self.last_line = self.clock()
+
+    def __enter__(self) -> PlainProgress:
+        threading.Thread(target=self._beat, daemon=True, name="aah-progress").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(1.0):
+            self.tick()
 
 
 def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None = None) -> None:

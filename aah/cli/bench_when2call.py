@@ -63,7 +63,7 @@ def run_when2call(flags: When2CallFlags) -> None:
     """
     from aah.benchmark import RunOptions, parse_shard, shard_tasks
     from aah.benchmark.when2call import When2CallRunner, load_when2call, questions_file
-    from aah.cli.bench_run import print_summary, run_with_progress, warn_about_probe
+    from aah.cli.bench_run import act_on_probe, print_summary, run_with_progress
     from aah.config import get_settings
     from aah.data import find_data_dir
     from aah.llm import model_config, probe_server
@@ -80,7 +80,7 @@ def run_when2call(flags: When2CallFlags) -> None:
     choice = tool_mode_choice(flags.tool_mode)
     report = run_async(probe_server(config, overflow_probe=False)) if flags.probe else None
     if report is not None:
-        warn_about_probe(report)
+        act_on_probe(report)
     mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
         run=flags.run,

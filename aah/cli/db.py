@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from aah.cli.output import print_json, print_line, print_table, table
+from aah.cli.output import WideOption, print_json, print_line, print_table, table
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,6 +21,7 @@ def check(
         False, "--quick", help="SQLite's quick_check: faster, skips matching indexes to tables."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    wide: bool = WideOption,
 ) -> None:
     """Check a session database without changing it; exit 1, one line per problem, if unwell."""
     from aah.config import get_settings
@@ -37,7 +38,7 @@ def check(
         rows += [(table_name.replace("_", " "), n) for table_name, n in found.counts.items()]
         rows += [(f"sessions {s}", n) for s, n in found.sessions_by_status.items()]
         rows += [(f"requests {s}", n) for s, n in found.requests_by_status.items()]
-        print_table(table(found.path, ["checked", "found"], rows, compact=True))
+        print_table(table(found.path, ["checked", "found"], rows, compact=True), wide=wide)
         for problem in found.problems:
             print_line(f"problem: {problem}")
     if not found.healthy:
@@ -48,6 +49,7 @@ def check(
 def merge(
     sources: list[Path] = typer.Argument(..., help="Session databases to merge."),
     into: Path = typer.Option(..., "--into", help="The database to merge into."),
+    wide: bool = WideOption,
 ) -> None:
     """Merge session databases (e.g. the shards of one run) into one."""
     from aah.store import merge_databases
@@ -58,4 +60,4 @@ def merge(
         for s in summaries
     )
     columns = ["source", "runs", "sessions", "events", "questions", "grades", "conflicts"]
-    print_table(table(f"Merged into {into}", columns, rows))
+    print_table(table(f"Merged into {into}", columns, rows), wide=wide)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, print_line, print_table, table
+from aah.cli.output import WideOption, console, one_line, print_line, print_table, table
 
 if TYPE_CHECKING:
     from aah.benchmark import DemoTask
@@ -32,11 +32,12 @@ def demo(
     plain: bool = typer.Option(
         False, "--plain", help="Print a trace even in a terminal (no terminal app)."
     ),
+    wide: bool = WideOption,
 ) -> None:
     """Run the demo tasks: a question to the human, a tool failure, a skip, a success.
 
-    In a terminal with the ``ui`` extra installed this opens the terminal app;
-    otherwise (or with ``--plain``) it runs every task and prints a trace.
+    In a terminal with the ui extra installed this opens the terminal app;
+    otherwise (or with --plain) it runs every task and prints a trace.
     """
     if not plain and sys.stdin.isatty() and sys.stdout.isatty() and find_spec("textual"):
         from aah.cli.tui import run_tui
@@ -68,9 +69,11 @@ def demo(
             )
             outcomes = run_async(_run_all(tasks, registry, db_path, config, server))
     rows = (
-        [t.id, t.shows, o.status, o.final_answer[:70]] for t, o in zip(tasks, outcomes, strict=True)
+        [t.id, t.shows, o.status, one_line(o.final_answer)]
+        for t, o in zip(tasks, outcomes, strict=True)
     )
-    print_table(table("Demo summary", ["task", "shows", "status", "final answer"], rows))
+    columns = ["task", "shows", "status", "final answer"]
+    print_table(table("Demo summary", columns, rows, wrap=True), wide=wide)
     print_line(
         f"Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.", style="dim"
     )

@@ -134,7 +134,7 @@ def _print_whole(item: RenderableType, to: Console) -> None:
         for part in item.renderables:
             _print_whole(part, to)
     elif isinstance(item, Table):
-        print_table(item, to=to)
+        print_table(item, to=to, wide=True)
     else:
         to.print(item)
 

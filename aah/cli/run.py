@@ -76,6 +76,10 @@ def run(
     )
 
     choice = tool_mode_choice(tool_mode)
+    if data is not None:
+        from aah.data import find_data_dir
+
+        find_data_dir(data)  # a mistyped --data is an error even when no tool needs it
     db_path = db or get_settings().db
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []

@@ -142,9 +142,10 @@ def model_config(
 
     name = model or first("model")
     if not name:
-        prefix = "AAH_" if role == "agent" else f"AAH_{role.upper()}_"
+        # Every role falls back to the agent's model: AAH_MODEL is enough.
+        own = "" if role == "agent" else f" (or AAH_{role.upper()}_MODEL for a {role} of its own)"
         raise AahError(
-            f"no model configured for the {role}: set {prefix}MODEL and AAH_BASE_URL "
+            f"no model configured for the {role}: set AAH_MODEL and AAH_BASE_URL{own} "
             "(see README, 'Pointing aah at a model')"
         )
     key = first("api_key") or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY

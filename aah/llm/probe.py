@@ -76,6 +76,7 @@ async def probe_server(config: ModelConfig, *, overflow_probe: bool | None = Non
         base_url=base,
         model=config.model,
         reachable=False,
+        max_connections=config.max_connections,
         checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     async with aiohttp.ClientSession(
@@ -274,7 +275,10 @@ def _nearby(base: str) -> bool:
 
 
 def _said(exc: BaseException) -> str:
-    return _short(str(exc) or type(exc).__name__)
+    # A refused connection says so ("Connection refused"), not aiohttp's
+    # long wrapper that the cut would end inside an address.
+    os_error = getattr(exc, "os_error", None)
+    return _short(getattr(os_error, "strerror", None) or str(exc) or type(exc).__name__)
 
 
 def _short(text: str, limit: int = 80) -> str:
