@@ -19,12 +19,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from aah.benchmark.failtalms.imports import import_failtalms_outputs, import_notes
+from aah.benchmark.failtalms.published import read_answers
 from aah.cli import importing
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent
-from aah.scoring.imports import import_failtalms_outputs, import_notes
 from aah.scoring.metrics import compute_metrics, load_outcomes
-from aah.scoring.published import read_answers
 from aah.scoring.report.build import build_report
 from aah.store.sessions import SessionStore
 

@@ -11,10 +11,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from aah.benchmark.failtalms.imports import import_failtalms_outputs, model_of, run_name
 from aah.cli import importing
 from aah.errors import AahError
 from aah.events import AwarenessEvent, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
-from aah.scoring.imports import import_failtalms_outputs, model_of, run_name
 from aah.scoring.metrics import CellMetrics, compute_metrics, load_outcomes
 from aah.store.sessions import SessionStore
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from aah.scoring.imports import import_failtalms_outputs
+from aah.benchmark.failtalms.imports import import_failtalms_outputs
+from aah.benchmark.failtalms.paper import PAPER_TABLES, compare_with_paper, load_paper_tables
 from aah.scoring.metrics import compute_metrics, load_outcomes
-from aah.scoring.paper import PAPER_TABLES, compare_with_paper, load_paper_tables
 from aah.store.sessions import SessionStore
 
 OUTPUTS_ENV = "AAH_FAILTALMS_OUTPUTS"

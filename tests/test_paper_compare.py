@@ -17,15 +17,15 @@ import pytest
 from rich.cells import cell_len
 from test_cli import aah
 
-from aah.errors import AahError
-from aah.scoring.imports import import_failtalms_outputs
-from aah.scoring.paper import (
+from aah.benchmark.failtalms.imports import import_failtalms_outputs
+from aah.benchmark.failtalms.paper import (
     PAPER_TABLES,
     PaperRow,
     load_paper_tables,
     model_key,
     parse_model_map,
 )
+from aah.errors import AahError
 from aah.scoring.report import build_report, compare_report_with_paper, render_html, render_json
 from aah.scoring.report.html import html_table
 from aah.scoring.report.tables import ReportTable, report_tables

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
+from aah.benchmark.failtalms.imports import import_failtalms_outputs
 from aah.cli.report import report
 from aah.errors import AahError
 from aah.events import (
@@ -33,7 +34,6 @@ from aah.scoring.agreement import (
 )
 from aah.scoring.behavior.classes import behavior_report
 from aah.scoring.errors import error_patterns
-from aah.scoring.imports import import_failtalms_outputs
 from aah.scoring.metrics import cell_to_json, compute_metrics, load_outcomes
 from aah.scoring.report.build import build_report, render_json, report_to_json
 from aah.scoring.report.html import render_html
@@ -312,7 +312,7 @@ def own_run(store: SessionStore) -> None:
 
 
 def test_bulk_scores_equal_the_scoring_modules(store: SessionStore, shared_data: Path) -> None:
-    from aah.benchmark.dataset import load_tasks
+    from aah.benchmark.failtalms.dataset import load_tasks
 
     own_run(store)
     built = build_report(store, ["own"], shared_data)

@@ -13,15 +13,15 @@ import pytest
 from pydantic import SecretStr
 from runtime_support import fake_config
 
-from aah.benchmark.dataset import load_tasks
-from aah.benchmark.runner import (
+from aah.benchmark import (
     BatchRunner,
     RunOptions,
     batch_human_factory,
     check_manifest,
     parse_shard,
-    select_shard,
+    shard_tasks,
 )
+from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.llm import ModelConfig
@@ -238,7 +238,7 @@ def test_broken_mode_offers_the_unavailable_tool_and_it_fails(
 
 def test_shards_are_disjoint_and_cover_everything() -> None:
     items = list(range(10))
-    shards = [select_shard(items, (i, 3)) for i in (1, 2, 3)]  # type: ignore[arg-type]
+    shards = [shard_tasks(items, (i, 3)) for i in (1, 2, 3)]  # type: ignore[arg-type]
     assert sorted(sum(shards, [])) == items
     assert parse_shard("2/4") == (2, 4)
     for bad in ("0/4", "5/4", "x", "1-2"):
@@ -253,7 +253,7 @@ def test_shard_then_merge_equals_an_unsharded_run(
     with FakeLLMServer(AGENT) as llm:
         _run(tasks, tmp_path / "whole.db", llm, registry_path)
         for index in (1, 2):
-            shard = select_shard(tasks, (index, 2))
+            shard = shard_tasks(tasks, (index, 2))
             _run(shard, tmp_path / f"shard{index}.db", llm, registry_path)
     merge_databases([tmp_path / "shard1.db", tmp_path / "shard2.db"], tmp_path / "merged.db")
     merge_databases([tmp_path / "shard1.db"], tmp_path / "merged.db")  # idempotent

@@ -151,7 +151,7 @@ def bench_run(
         )  # fmt: skip
         run_when2call(flags)
         return
-    from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, select_shard
+    from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, shard_tasks
     from aah.config import get_settings
     from aah.data import find_data_dir
     from aah.llm import model_config, probe_server
@@ -165,7 +165,7 @@ def bench_run(
     data_dir = find_data_dir(data, need_benchmark=True)
     registry = open_registry(data, build_if_missing=True)
     tasks = choose_tasks(load_tasks(data_dir, parse_settings(setting)), limit, ids)
-    tasks = select_shard(tasks, parse_shard(shard))
+    tasks = shard_tasks(tasks, parse_shard(shard))
     config = model_config("agent", model=model)
     report = run_async(probe_server(config, overflow_probe=False)) if probe else None
     if report is not None:

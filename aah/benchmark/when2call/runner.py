@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark.batch import run_batch
-from aah.benchmark.runner import (
+from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
     epoch_tasks,
+    run_batch,
     run_manifest,
 )
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask

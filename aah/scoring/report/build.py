@@ -71,13 +71,22 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark import SETTINGS
+from aah.benchmark import (
+    SETTINGS,
+    Comparison,
+    PaperTables,
+    compare_with_paper,
+    comparison_to_json,
+    import_notes,
+    parse_model_map,
+    unmatched_runs,
+)
+from aah.benchmark.when2call import When2CallScores, run_scores, scores_to_json
 from aah.config import get_settings
 from aah.errors import AahError
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.errors import ErrorPatternReport
-from aah.scoring.imports import import_notes
 from aah.scoring.metrics import (
     CellMetrics,
     TaskOutcome,
@@ -85,14 +94,6 @@ from aah.scoring.metrics import (
     compute_metrics,
     load_outcomes,
     proportion_to_json,
-)
-from aah.scoring.paper import (
-    Comparison,
-    PaperTables,
-    compare_with_paper,
-    comparison_to_json,
-    parse_model_map,
-    unmatched_runs,
 )
 from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
 from aah.scoring.report.quote import quote
@@ -104,7 +105,6 @@ from aah.scoring.report.steps import (
     run_error_patterns,
     task_ids,
 )
-from aah.scoring.when2call import When2CallScores, run_scores, scores_to_json
 from aah.store import RunRecord, SessionStore
 
 EXAMPLES_PER_RUN = 3
@@ -167,7 +167,7 @@ class PaperComparison:
 def compare_report_with_paper(
     report: Report, tables: PaperTables, model_map: Sequence[str] = ()
 ) -> Report:
-    """``report`` with its figures set beside the paper's (see ``aah.scoring.paper``).
+    """``report`` with its figures set beside the paper's (see ``aah.benchmark.failtalms.paper``).
 
     Args:
         report: The built report.

@@ -18,12 +18,11 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any, NamedTuple
 
-from aah.benchmark import SETTINGS
+from aah.benchmark import SETTINGS, Comparison
 from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix, confusion
 from aah.scoring.errors import ERROR_PATTERNS
 from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics
-from aah.scoring.paper import Comparison
 from aah.scoring.repeats import Estimate
 from aah.scoring.report.build import PAPER_METRIC_LABELS, Report
 from aah.store import RunRecord

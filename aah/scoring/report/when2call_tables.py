@@ -8,6 +8,7 @@ aah's rules or from aah's judge prompt, not from the paper's judge.
 
 from __future__ import annotations
 
+from aah.benchmark.when2call import PUBLISHED, When2CallScores
 from aah.scoring.behavior import BEHAVIOR_CLASSES, BehaviorClass
 from aah.scoring.report.build import Report
 from aah.scoring.report.tables import (
@@ -18,7 +19,6 @@ from aah.scoring.report.tables import (
     format_number,
     format_rate,
 )
-from aah.scoring.when2call import PUBLISHED, When2CallScores
 
 GOLD_CLASSES: tuple[BehaviorClass, ...] = ("tool_call", "request_for_info", "cannot_answer")
 ASK_HUMAN_NOTE = (

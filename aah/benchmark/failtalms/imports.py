@@ -54,6 +54,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from aah.benchmark.failtalms.published import (
+    InteractionScore,
+    PublishedAnswer,
+    odd_record_warnings,
+    read_answers,
+)
 from aah.errors import AahError
 from aah.events import (
     AwarenessEvent,
@@ -61,12 +67,6 @@ from aah.events import (
     FinalAnswerEvent,
     HumanAnswerEvent,
     HumanQuestionEvent,
-)
-from aah.scoring.published import (
-    InteractionScore,
-    PublishedAnswer,
-    odd_record_warnings,
-    read_answers,
 )
 from aah.store import SessionRecord, SessionStore, Verdict
 
