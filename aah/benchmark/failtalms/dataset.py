@@ -2,7 +2,7 @@
 
 Each setting is one file, ``benchmark/<Folder>/all_<Folder>_queries.json``.
 A derived query (under-specified, replaceable, non-replaceable, no-tools) is
-linked to the Original query it was made from (see ``aah.benchmark.derive``),
+linked to the Original query it was made from (see ``aah.benchmark.failtalms.derive``),
 which gives the endpoints the task really needs, the unavailable ones, and
 the facts an under-specified query hides.
 
