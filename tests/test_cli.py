@@ -344,3 +344,32 @@ def test_settings_follow_the_environment_though_cached(monkeypatch: pytest.Monke
     assert get_settings().model == "second"
     monkeypatch.delenv("AAH_MODEL")
     assert get_settings().model != "second"
+
+
+def test_aah_run_names_a_long_wait_for_the_model(tmp_path: Path) -> None:
+    """A slow awareness answer is not silence: the trace says what it waits for."""
+    script = {
+        "rules": [
+            {"when": {"has_tools": False}, "reply": {"text": "Yes: all there.", "delay_ms": 3500}},
+            {"reply": "It is sunny."},
+        ]
+    }
+    with FakeLLMServer(script) as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+        env |= {"AAH_BASE_URL": llm.base_url, "AAH_MODEL": "m", "AAH_API_KEY": "sk-x"}
+        env |= {"NO_COLOR": "1", "COLUMNS": "100"}
+        child = subprocess.run(
+            [sys.executable, "-m", "aah", "run", "Weather?", "--db", str(tmp_path / "s.db")]
+            + ["--awareness", "tool", "--no-aah"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert child.returncode == 0, child.stderr
+    lines = child.stdout.splitlines()
+    waited = [
+        n for n, line in enumerate(lines) if "waiting for the model's awareness answer" in line
+    ]
+    answered = [n for n, line in enumerate(lines) if line.startswith("awareness")]
+    assert waited and answered and waited[0] < answered[0], child.stdout

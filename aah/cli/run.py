@@ -117,15 +117,21 @@ async def _run(
     from aah.cli.trace import TracePrinter
     from aah.runtime import open_runtime, run_session
 
+    printer = TracePrinter(console)
     async with open_runtime(
         db=db,
         model=config,
         human=channel,
         http_mode=http,
         fault_plan=fault or None,
-        listeners=[TracePrinter(console)],
+        listeners=[printer],
     ) as runtime:
-        return await run_session(request, runtime)
+        first = "the model" if request.awareness == "none" else "the model's awareness answer"
+        printer.waiting_for(first)
+        try:
+            return await run_session(request, runtime)
+        finally:
+            printer.close()
 
 
 def _report(outcome: SessionOutcome) -> None:
