@@ -340,3 +340,34 @@ def test_killed_run_resumes_and_every_task_exists_once(
         assert kinds.count("human_question") == kinds.count("human_answer") == 1
         assert kinds.count("model_call") == kinds.count("awareness") + 2
     assert "already done (resumed)" in second.stdout
+
+
+def test_activity_shows_the_work_of_a_slow_server_while_no_task_ends(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    """A progress bar at 0/N still shows sessions running and model calls out."""
+    from aah.runtime import Activity
+
+    tasks = _tasks(shared_data, 1)[:3]
+    activity = Activity()
+    seen: list[str] = []
+
+    async def run_and_watch() -> None:
+        runner = BatchRunner(
+            RunOptions(run="slow", concurrency=3),
+            Registry(registry_path),
+            fake_config(llm),
+            batch_human_factory("oracle", Registry(registry_path)),
+        )
+        job = asyncio.ensure_future(runner.run(tasks, tmp_path / "a.db", activity=activity))
+        while not job.done():
+            seen.append(activity.describe())
+            await asyncio.sleep(0.05)
+        await job
+
+    with FakeLLMServer(AGENT, latency_ms=400) as llm:
+        asyncio.run(run_and_watch())
+    busy = [line for line in seen if "model call" in line]
+    assert busy and busy[0].startswith("3 running"), seen[:5]
+    assert any("last step" in line for line in seen)
+    assert activity.running == 0 and activity.describe() == ""

@@ -28,6 +28,7 @@ from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
 from aah.runtime import (
     DEFAULT_TOOL_RESULT_TOKENS,
+    Activity,
     AnswerWatcher,
     Runtime,
     ScriptedHuman,
@@ -230,6 +231,7 @@ async def run_batch(
     request_for: Callable[[TaskT, Runtime], SessionRequest],
     on_done: ProgressHook | None = None,
     on_waiting: Callable[[int], None] | None = None,
+    activity: Activity | None = None,
 ) -> RunSummary:
     """Run every task of ``tasks`` the run ``options.run`` has not finished.
 
@@ -247,6 +249,8 @@ async def run_batch(
         request_for: The session of one task.
         on_done: Told each task's id and outcome as it ends.
         on_waiting: Told how many sessions wait for a person, whenever that changes.
+        activity: Kept up to date with the run's live work (sessions running,
+            model calls out, the last step), for a progress display.
 
     Raises:
         AahError: the run exists with a different setup.
@@ -263,6 +267,9 @@ async def run_batch(
         # and a crash re-runs at most the steps since the pause.
         durability="exit",
     ) as runtime:
+        if activity is not None:
+            activity.requests_out = runtime.activity.requests_out
+            runtime.activity = activity
         existing = runtime.store.get_run(options.run)
         if existing is not None:
             check_manifest(existing.manifest, manifest, options.run)

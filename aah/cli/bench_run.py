@@ -11,12 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
+from rich.progress import ProgressColumn
+from rich.progress import Task as ProgressTask
+from rich.text import Text
 
 from aah.benchmark import SETTINGS
 from aah.cli.output import console, print_line, print_table, print_warning, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
+from aah.runtime import Activity
 
 BENCHMARKS = ("fail-talms", "when2call")
 
@@ -200,10 +204,14 @@ def bench_run(
         f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})",
         highlight=False,
     )
+    activity = Activity()
     summary = run_with_progress(
         run,
         len(tasks) * epochs,
-        lambda on_done, on_waiting: runner.run(tasks, db_path, on_done, on_waiting),
+        lambda on_done, on_waiting: runner.run(
+            tasks, db_path, on_done, on_waiting, activity=activity
+        ),
+        activity,
     )
     print_summary(run, summary, db_path)
 
@@ -245,10 +253,13 @@ def run_with_progress(
     name: str,
     total: int,
     start: Callable[[ProgressHook, Callable[[int], None]], Coroutine[Any, Any, RunSummary]],
+    activity: Activity | None = None,
 ) -> RunSummary:
     """Run ``start(on_done, on_waiting)`` to its end under a progress bar of ``total`` tasks.
 
-    The bar counts ended tasks; sessions waiting for a person are shown beside it.
+    The bar counts ended tasks; sessions waiting for a person are shown beside it,
+    and, below it, what the run is doing now (``activity``: sessions running,
+    model calls out, the age of the last step), so a slow server shows work.
     """
     from rich.progress import (
         BarColumn,
@@ -263,6 +274,7 @@ def run_with_progress(
 
     # Only the counts that are not zero, so that the line fits 80 columns.
     counts = {"skipped": 0, "error": 0, "waiting": 0}
+    live = activity or Activity()
     started = time.perf_counter()
 
     def status(done: float) -> str:
@@ -280,11 +292,16 @@ def run_with_progress(
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
+        ActivityColumn(live),
         console=console,
         disable=not console.is_terminal,
     )
+
     # Output to a log or a pipe gets plain lines instead of a bar it cannot redraw.
-    plain = None if console.is_terminal else PlainProgress(name, total, status)
+    def plain_status(done: float) -> str:
+        return " · ".join(part for part in (status(done), live.describe()) if part)
+
+    plain = None if console.is_terminal else PlainProgress(name, total, plain_status)
     with progress, plain or nullcontext():
         bar = progress.add_task(name, total=total, status=status(0))
 
@@ -313,6 +330,18 @@ def run_with_progress(
             raise
         progress.update(bar, completed=total)
     return summary
+
+
+class ActivityColumn(ProgressColumn):
+    """What the run is doing now, read afresh at every redraw of the bar."""
+
+    def __init__(self, activity: Activity) -> None:
+        super().__init__()
+        self.activity = activity
+
+    def render(self, task: ProgressTask) -> Text:
+        """The activity line (empty while nothing runs)."""
+        return Text(self.activity.describe(), style="dim")
 
 
 class PlainProgress:

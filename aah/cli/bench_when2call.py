@@ -72,7 +72,7 @@ def run_when2call(flags: When2CallFlags) -> None:
     from aah.config import get_settings
     from aah.data import find_data_dir
     from aah.llm import model_config, probe_server
-    from aah.runtime import choose_tool_mode, run_async, tool_mode_choice
+    from aah.runtime import Activity, choose_tool_mode, run_async, tool_mode_choice
     from aah.store import SessionStore
 
     data_dir = find_data_dir(flags.data)
@@ -107,10 +107,14 @@ def run_when2call(flags: When2CallFlags) -> None:
         highlight=False,
     )
     data_sha256 = hashlib.sha256(questions_file(data_dir).read_bytes()).hexdigest()
+    activity = Activity()
     summary = run_with_progress(
         flags.run,
         len(tasks) * flags.epochs,
-        lambda on_done, on_waiting: runner.run(tasks, db_path, on_done, data_sha256=data_sha256),
+        lambda on_done, on_waiting: runner.run(
+            tasks, db_path, on_done, data_sha256=data_sha256, activity=activity
+        ),
+        activity,
     )
     with SessionStore(db_path) as store:
         labelled = label_run_with_rules(store, flags.run, all_tasks)

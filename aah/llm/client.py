@@ -55,6 +55,11 @@ class ChatClient:
         self._transport = ChatTransport(config)
         self._where = self._transport.where
 
+    @property
+    def requests_in_flight(self) -> int:
+        """Requests of this client sent and not answered yet."""
+        return self._transport.in_flight
+
     async def aclose(self) -> None:
         """Close the connections (inside the event loop that used them)."""
         await self._transport.aclose()

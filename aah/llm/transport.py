@@ -123,6 +123,8 @@ class ChatTransport:
             "User-Agent": f"aah/{__version__}",
         }
         self._session: aiohttp.ClientSession | None = None
+        # Requests sent and not answered yet (progress displays read it).
+        self.in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         # Keeps the generator that closes the session when its loop shuts down.
         self._closer: AsyncIterator[None] | None = None
@@ -146,6 +148,13 @@ class ChatTransport:
         data = storable_text(json.dumps(body, ensure_ascii=False)).encode()
         attempts = self.config.retries + 1
         waited = 0.0
+        self.in_flight += 1
+        try:
+            return await self._post(url, data, attempts, waited)
+        finally:
+            self.in_flight -= 1
+
+    async def _post(self, url: str, data: bytes, attempts: int, waited: float) -> bytes:
         for attempt in range(1, attempts + 1):
             try:
                 async with self._slot():

@@ -34,6 +34,7 @@ from aah.events import (
     StopReason,
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
+from aah.runtime.activity import Activity
 from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS, ReplyCutOff
 from aah.runtime.checkpoints import EventOutbox
@@ -118,7 +119,11 @@ class Runtime:
     listeners: list[EventListener] = field(default_factory=list)
     outbox: EventOutbox | None = None
     durability: Durability = "step"
+    activity: Activity = field(default_factory=Activity)
     _graph: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.activity.requests_out = lambda: self.model.requests_in_flight
 
     def publish(self, events: Sequence[Event]) -> None:
         """Tell the listeners of events that are now stored."""
@@ -176,6 +181,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     outbox = runtime.outbox if runtime.checkpointer is not None else None
 
     def emit(event: Event) -> None:
+        runtime.activity.stepped()
         # Held for the checkpoint that saves the step (see checkpoints.py).
         if outbox is not None:
             outbox.add(record.thread_id, event)
@@ -200,6 +206,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         max_questions_per_reply=get_settings().max_questions_per_reply,
         max_questions_per_session=get_settings().max_questions_per_session,
     )
+    runtime.activity.session_started()
     try:
         return await _drive(ctx, record, request, runtime)
     except Parked as exc:
@@ -229,6 +236,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         _log.debug("session %s failed", record.id, exc_info=True)
         return _fail(ctx, runtime, record, unexpected_failure(exc), "runtime")
     finally:
+        runtime.activity.session_ended()
         # A session cancelled mid-step (a task timeout) or failed outside the
         # handlers above has events no checkpoint saved: they are stored now,
         # since the calls they record did happen (an API was called, a person

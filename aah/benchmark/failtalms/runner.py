@@ -25,6 +25,7 @@ from aah.benchmark.failtalms.humans import BatchHumanOptions, task_human_factory
 from aah.llm import ModelConfig
 from aah.runtime import (
     SETTING_AWARENESS,
+    Activity,
     HumanChannel,
     Runtime,
     SessionRequest,
@@ -103,6 +104,7 @@ class BatchRunner:
         db: Path,
         on_done: ProgressHook | None = None,
         on_waiting: Callable[[int], None] | None = None,
+        activity: Activity | None = None,
     ) -> RunSummary:
         """Run every task not finished yet; return what happened.
 
@@ -122,6 +124,7 @@ class BatchRunner:
             request_for=self.request_for,
             on_done=on_done,
             on_waiting=on_waiting,
+            activity=activity,
         )
 
     def largest_prompt_tokens(self, tasks: Sequence[Task]) -> int:
