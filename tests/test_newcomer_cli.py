@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
+from aah.store import SessionStore
 from aah.testing import FakeLLMServer, load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,3 +207,24 @@ def test_no_help_shows_docstring_markup() -> None:
     for path in [[], *_commands()]:
         text = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "100"}).output
         assert "``" not in text and ":func:" not in text, (path, text)
+
+
+def test_bench_run_without_the_probe_stops_after_the_same_failure_repeats(
+    shared_registry: Path, tmp_path: Path
+) -> None:
+    env = {
+        "AAH_BASE_URL": "http://127.0.0.1:9/v1",
+        "AAH_MODEL": "m",
+        "AAH_API_KEY": "x",
+        "AAH_LLM_RETRIES": "0",
+        "AAH_REGISTRY": str(shared_registry),
+        "AAH_DB": str(tmp_path / "aah.db"),
+    }
+    result = aah("bench", "run", "--run", "dead", "--limit", "20", "--no-probe", env=env)
+    assert result.returncode == 2, result.stdout
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: the first 8 tasks all failed the same way (")
+    assert "cannot reach" in last and "run the same command again" in last
+    with SessionStore(tmp_path / "aah.db") as store:
+        sessions = store.list_sessions(run="dead")
+    assert len(sessions) < 100  # stopped: far fewer than the 100 tasks asked for

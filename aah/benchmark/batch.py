@@ -316,6 +316,16 @@ async def run_batch(
             left -= 1
             if left == 0:
                 all_ended.set()
+            elif same_failure_every_time(summary):
+                (message,) = summary.error_counts
+                crashed.append(
+                    AahError(
+                        f"the first {summary.errors} tasks all failed the same way "
+                        f"({message.rstrip('.')}): stopped the run; fix that, then run the "
+                        "same command again (it retries them)"
+                    )
+                )
+                all_ended.set()
 
         async def watch() -> None:
             while not all_ended.is_set():
@@ -399,6 +409,17 @@ def count_outcome(summary: RunSummary, outcome: SessionOutcome) -> None:
         summary.error_counts[outcome.error or "no error message"] += 1
         if outcome.error and len(summary.error_messages) < 20:
             summary.error_messages.append(outcome.error)
+
+
+# A run whose first tasks all fail with one message (an unreachable server, a
+# wrong model name) stops there, rather than running every task into it.
+SAME_FAILURE_STOP = 8
+
+
+def same_failure_every_time(summary: RunSummary, limit: int = SAME_FAILURE_STOP) -> bool:
+    """Whether every task so far failed, ``limit`` or more of them, all with one message."""
+    ended = summary.finished + summary.skipped + summary.stopped.total() + summary.errors
+    return summary.errors >= limit and ended == summary.errors and len(summary.error_counts) == 1
 
 
 def shard_tasks(tasks: Sequence[TaskT], shard: tuple[int, int] | None) -> list[TaskT]:
