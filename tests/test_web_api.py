@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 import time
-from html.parser import HTMLParser
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 

@@ -8,7 +8,6 @@ Screenshots for the README are saved where ``screenshots_dir`` says (``make scre
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,15 +136,6 @@ def _wait_until_free(db: Path, request_id: str, seconds: float = 10) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"request {request_id} is still claimed")
-
-
-def _end_leases(db: Path, request_id: str) -> None:
-    """Make every claim on ``request_id`` run out now, as if its lease had passed."""
-    with sqlite3.connect(db) as conn:
-        conn.execute(
-            "UPDATE claims SET until = '2000-01-01T00:00:00+00:00' WHERE request_id = ?",
-            [request_id],
-        )
 
 
 def _sign_in(page: Page, name: str) -> None:
@@ -344,7 +334,8 @@ def test_two_annotators_claims_and_a_lease_running_out(browser: Browser, tmp_pat
     db = tmp_path / "s.db"
     first = seed_request(db, "Which city?")
     seed_request(db, "Which day?")
-    with serve_app(db) as url:
+    # A 6 s lease: the pages' heartbeat (every 2 s) keeps their claims alive.
+    with serve_app(db, lease_seconds=6) as url:
         alice, bob = _page(browser, url), _page(browser, url)
         _sign_in(alice, "alice")
         _ready(alice, "Which city?")
@@ -354,22 +345,23 @@ def test_two_annotators_claims_and_a_lease_running_out(browser: Browser, tmp_pat
         bob.keyboard.type("Tuesday")
         bob.keyboard.press("Control+Enter")
         expect(bob.locator("#answer-status")).to_contain_text("No free question")
-        # Alice does nothing and her lease runs out (its end moved into the past:
-        # a real lease of seconds races a slow machine); bob's next look finds it.
-        _end_leases(db, first.id)
-        _wait_until_free(db, first.id)
+        # Alice's laptop sleeps (her page frozen, its heartbeat stopped): her
+        # lease runs out, and bob's next look finds the question.
+        asleep = alice.context.new_cdp_session(alice)
+        asleep.send("Page.setWebLifecycleState", {"state": "frozen"})
+        _wait_until_free(db, first.id, seconds=20)
         bob.keyboard.press("n")
         _ready(bob, "Which city?")
-        expect(alice.locator("#queue-table")).to_contain_text("taken by bob")
         bob.keyboard.type("Lisbon")
         bob.keyboard.press("Control+Enter")
         expect(bob.locator("#answer-status")).to_contain_text("the agent goes on")
-        # Alice types at last: the page tells her the question is no longer hers.
+        # Alice wakes and types at last: the page tells her the question is no longer hers.
+        asleep.send("Page.setWebLifecycleState", {"state": "active"})
         expect(_answer_box(alice)).to_be_focused()
         alice.keyboard.type("Porto")
         expect(alice.locator("#answer-status")).to_contain_text(
             "Your hold on this question ran out",
-            timeout=15_000,  # at the page's next refresh
+            timeout=15_000,  # at the page's next heartbeat
         )
         alice.keyboard.press("Control+Enter")
         expect(alice.locator("#answer-status")).to_contain_text("someone answered first")

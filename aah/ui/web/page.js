@@ -40,8 +40,7 @@
   // Esc belongs to these while they have the focus or show a list.
   const PICKERS = "[role=listbox], [role=combobox], [role=menu], [role=dialog], dialog, select, .wrap-inner";
   const inPicker = (element) => element !== null && element.closest && element.closest(PICKERS) !== null;
-  const listOpen = () =>
-    Array.from(document.querySelectorAll("ul.options, [role=listbox], dialog[open], [role=dialog]")).some(shown);
+  const dialogOpen = () => Array.from(document.querySelectorAll("dialog[open], [role=dialog]")).some(shown);
 
   // The note a first Esc leaves under the answer box.
   let confirmUntil = 0;
@@ -98,7 +97,7 @@
         return;
       }
       if (event.key === "Escape") {
-        if (!formOpen || inPicker(active) || inPicker(event.target) || listOpen()) {
+        if (!formOpen || inPicker(active) || inPicker(event.target) || dialogOpen()) {
           disarm();
           return;
         }
@@ -241,7 +240,9 @@
   // change is looked for at every DOM change and, as a backstop, 10 times a
   // second.
   let openId = "";
+  let openedAt = 0;
   let doneId = "";
+  const RESTORE_MS = 1500;
   const follow = () => {
     const done = box("answer-done");
     if (done !== null && done.value !== doneId) {
@@ -251,9 +252,24 @@
     const opened = box("answer-request-id");
     const answer = box("answer-text");
     const id = opened === null ? "" : opened.value;
-    if (id === openId || answer === null || !shown(answer)) return;
+    if (!id) {
+      openId = ""; // nothing open: the next question, even the same one, is new
+      return;
+    }
+    if (answer === null || !shown(answer)) return;
+    if (id && id === openId && !answer.value && Date.now() - openedAt < RESTORE_MS) {
+      // Gradio may empty the box once more as it applies the rest of the
+      // form: put the draft back while the question is just opened.
+      const draft = readDraft(id);
+      if (draft) {
+        answer.value = draft;
+        answer.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      return;
+    }
+    if (id === openId) return;
     openId = id;
-    if (!id) return;
+    openedAt = Date.now();
     disarm();
     const draft = readDraft(id);
     if (draft && !answer.value) {
