@@ -9,8 +9,11 @@ goes away. Waits are for events (a value, a row in the store), never sleeps.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +27,8 @@ from web_support import seed_request, serve_app  # noqa: E402
 
 from aah.events import FinalAnswerEvent  # noqa: E402
 from aah.store.sessions import SessionStore  # noqa: E402
+from aah.ui.web.auth import Annotator, WebAuth  # noqa: E402
+from aah.ui.web.signin_token import SignInTokens, app_secret  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -149,6 +154,20 @@ def _ask(db: Path, question: str, task_id: str, query: str) -> str:
     return store.create_human_request(session.id, question, context).id
 
 
+def _seen_in_pane(part: Locator) -> bool:
+    """Whether ``part`` shows within its scrolling pane and the viewport."""
+    return bool(
+        part.evaluate(
+            """(element) => {
+              const pane = element.closest('#answer-context').getBoundingClientRect();
+              const own = element.getBoundingClientRect();
+              return own.top >= pane.top && own.bottom <= pane.bottom
+                && own.bottom <= window.innerHeight && own.top >= 0;
+            }"""
+        )
+    )
+
+
 def _in_view(page: Page, selector: str) -> bool:
     box = page.locator(selector).first.bounding_box()
     size = page.viewport_size
@@ -255,26 +274,61 @@ def test_a_claim_lives_only_while_a_live_page_shows_the_question(
         _until(lambda: _holders(db, first.id) == (), "released by the missing heartbeat")
 
 
-def test_a_release_needs_the_holders_signed_in_token(tmp_path: Path) -> None:
-    import urllib.error
-    import urllib.request
+def _post(url: str, body: bytes, method: str = "POST") -> int:
+    sent = urllib.request.Request(f"{url.rstrip('/')}/aah/release", data=body, method=method)
+    try:
+        with urllib.request.urlopen(sent, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as refused:
+        return int(refused.code)
 
+
+def _beacon(token: str, request_id: str) -> bytes:
+    return json.dumps({"token": token, "request_id": request_id}).encode()
+
+
+# What a stranger may send to the release endpoint, and what it answers: never a change.
+BAD_RELEASES = [
+    pytest.param(lambda held: _beacon("forged.token", held), 403, id="forged-token"),
+    pytest.param(lambda held: _beacon("", held), 400, id="empty-token"),
+    pytest.param(lambda held: _beacon("x", ""), 400, id="empty-request"),
+    pytest.param(lambda held: _beacon("x", "r" * 300), 400, id="long-request-id"),
+    pytest.param(lambda held: b"not json", 400, id="not-json"),
+    pytest.param(lambda held: b"\xff\xfe", 400, id="not-utf8"),
+    pytest.param(lambda held: b"[1, 2]", 400, id="a-list"),
+    pytest.param(lambda held: b'{"token": 1, "request_id": []}', 400, id="wrong-types"),
+    pytest.param(lambda held: b"", 400, id="empty-body"),
+    pytest.param(lambda held: b"x" * 10_000, 413, id="too-long"),
+]
+
+
+@pytest.mark.parametrize(("body", "status"), BAD_RELEASES)
+def test_a_release_needs_the_holders_signed_in_token(
+    tmp_path: Path, body: Callable[[str], bytes], status: int
+) -> None:
     db = tmp_path / "s.db"
     request = seed_request(db)
     SessionStore(db).claim_request(request.id, "alice")
     with serve_app(db) as url:
-        base = url.rstrip("/")
-        for body, status in [
-            (b'{"token": "forged", "request_id": "%s"}' % request.id.encode(), 403),
-            (b"not json", 400),
-            (b'{"token": 1, "request_id": []}', 400),
-            (b"x" * 10_000, 413),
-        ]:
-            sent = urllib.request.Request(f"{base}/aah/release", data=body, method="POST")
-            with pytest.raises(urllib.error.HTTPError) as refused:
-                urllib.request.urlopen(sent, timeout=10)
-            assert refused.value.code == status
+        assert _post(url, body(request.id)) == status
     assert _holders(db, request.id) == ("alice",)
+
+
+def test_a_release_lets_go_only_of_the_senders_own_claim(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    request = seed_request(db, k=2)
+    store = SessionStore(db)
+    store.claim_request(request.id, "alice")
+    store.claim_request(request.id, "bob")
+    auth = WebAuth()
+    with serve_app(db, auth) as url:
+        tokens = SignInTokens(app_secret(db.parent, auth))
+        bob = tokens.issue(Annotator("bob", admin=False))
+        assert _post(url, b"", method="GET") == 405
+        assert _post(url, _beacon(bob, "no-such-question")) == 204  # nothing to let go of
+        assert _holders(db, request.id) == ("alice", "bob")
+        assert _post(url, _beacon(bob, request.id)) == 204
+        assert _holders(db, request.id) == ("alice",)
 
 
 def test_one_laptop_screen_holds_the_question_the_request_and_the_answer(
@@ -300,14 +354,17 @@ def test_one_laptop_screen_holds_the_question_the_request_and_the_answer(
         for n in range(headers.count()):  # a header is never broken mid-word
             assert headers.nth(n).evaluate("(th) => th.scrollWidth <= th.clientWidth + 1")
         page.screenshot(path=str(screenshots_dir / "web-laptop.png"))
-        # Alt+C brings what the agent was given into view; the focus stays put.
-        context = page.locator("#answer-context")
-        before = context.evaluate("(pane) => pane.scrollTop")
-        keys.press("Alt+c")
-        expect(_answer_box(page)).to_be_focused()
-        assert _in_view(page, "#answer-briefing") or context.evaluate(
-            "(pane, before) => pane.scrollTop !== before", before
-        )
+        # What the agent was given stands beside the answer, in the screen's width...
+        briefing = page.locator("#answer-briefing").bounding_box()
+        assert briefing is not None and briefing["x"] + briefing["width"] <= LAPTOP["width"]
+        # ...and Alt+C pages through it to what was taken away; the focus stays put.
+        missing = page.locator("#answer-briefing .aah-missing")
+        for _ in range(6):
+            if _seen_in_pane(missing):
+                break
+            keys.press("Alt+c")
+            expect(_answer_box(page)).to_be_focused()
+        assert _seen_in_pane(missing) and _in_view(page, "#answer-text")
         keys.type("Tomorrow at 8")
         keys.press("Control+Enter")
         expect(page.locator("#answer-status")).to_contain_text("the agent goes on")

@@ -64,7 +64,9 @@ CSS = """
   background: #ffe08a; padding: 0 0.15em;
 }
 #answer-request del.aah-diff { color: #888; }
-#answer-context { max-height: 72vh; overflow: auto; }
+/* A column that wraps would lay what overflows out to its right: scroll instead. */
+#answer-context { max-height: 72vh; overflow: auto; flex-wrap: nowrap !important; }
+#answer-context > * { flex-shrink: 0; }
 #answer-briefing p, #answer-briefing ul { margin: 0.15em 0; }
 #aah-confirm { color: #a40000; font-weight: 600; }
 table.aah-rows { width: 100%; border-collapse: collapse; font-size: 0.9em; }
