@@ -205,7 +205,8 @@ class QueueDesk:
             return
         undo = Undoable("declined", opened, rating, self._clock() + self.undo_seconds)
         undo.timer = threading.Timer(self.undo_seconds, self._send_if_kept, [annotator, undo])
-        undo.timer.daemon = True
+        # Not a daemon: a server stopped within the undo time still sends it.
+        undo.timer.daemon = False
         with self._lock:
             self._undo[annotator] = undo
         undo.timer.start()

@@ -236,14 +236,14 @@ class QueueHandlers:
         not grow with the queue.
         """
         if who is None:
-            return (SIGN_IN_FIRST, *_skips(5 + _FORM_SIZE))
+            return (SIGN_IN_FIRST, *_skips(4 + _FORM_SIZE))
         if current is None:
-            return (NOTHING_OPEN, *_skips(5 + _FORM_SIZE))
+            return (NOTHING_OPEN, *_skips(4 + _FORM_SIZE))
         undo: Any = gr.update(visible=False)
         done: Any = current.request_id
         if declined:
             if rated not in (None, 0, 1):
-                return (_sentence("rate the question yes (1) or no (2)"), *_skips(5 + _FORM_SIZE))
+                return (_sentence("rate the question yes (1) or no (2)"), *_skips(4 + _FORM_SIZE))
             self.desk.decline(who.name, current, rated)
             note = f"Declined **{plain(clip(current.question, 60))}**."
             # Its draft stays until the decline is final: an undo brings it back.
@@ -252,7 +252,7 @@ class QueueHandlers:
             try:
                 note = submit_answer(self.store, who.name, current, text or "", rated, False)
             except ValueError as exc:
-                return (_sentence(str(exc)), *_skips(5 + _FORM_SIZE))
+                return (_sentence(str(exc)), *_skips(4 + _FORM_SIZE))
             except LookupError as exc:
                 note = _sentence(str(exc))
             self.desk.leave(who.name, current.request_id, release=False)
