@@ -22,7 +22,7 @@ from aah.store import (
     QueueEntry,
     SessionStore,
 )
-from aah.ui.briefing import briefing, deadline_note, word_diff_html
+from aah.ui.briefing import Briefing, briefing, deadline_note, word_diff_html
 from aah.ui.web.format import clip, conversation_text, plain, waited
 
 QUEUE_HEADERS = ["waited", "task", "setting", "request", "question", "status", "fallback"]
@@ -188,24 +188,24 @@ def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestVie
     if request.status != "pending":
         where.append("already answered: yours is kept for agreement")
     conversation = context.get("conversation") or []
+    brief = briefing(context, query)
     return RequestView(
         meta=" · ".join(where),
         persona=str(context.get("original_query") or ""),
         query=query,
         conversation=conversation_text(conversation if isinstance(conversation, list) else []),
         question=request.question,
-        briefing=briefing_html(context, query),
-        request=request_html(context, query),
+        briefing=briefing_html(brief),
+        request=request_html(brief),
     )
 
 
-def request_html(context: dict[str, object], query: str) -> str:
+def request_html(brief: Briefing) -> str:
     """The rule and the user's request as HTML, the words the agent was not told marked.
 
     Every text from the request's context is escaped here, and the diff
     escapes each word (``word_diff_html``).
     """
-    brief = briefing(context, query)
     parts = []
     if brief.rule:
         parts.append(f'<p class="aah-rule"><b>You may:</b> {html.escape(brief.rule)}</p>')
@@ -215,18 +215,17 @@ def request_html(context: dict[str, object], query: str) -> str:
             "<p><b>The user's request</b> (marked: what the agent was not told; struck:"
             f' what it got instead):</p><p class="aah-request-diff">{diff}</p>'
         )
-    elif query:
-        given = html.escape(query)
+    elif brief.given_request:
+        given = html.escape(brief.given_request)
         parts.append(f'<p><b>The user\'s request:</b></p><p class="aah-request-diff">{given}</p>')
     return "\n".join(parts)
 
 
-def briefing_html(context: dict[str, object], query: str) -> str:
+def briefing_html(brief: Briefing) -> str:
     """What the agent was given as HTML: its tools, and what was taken away from it.
 
     Every text from the request's context is escaped here.
     """
-    brief = briefing(context, query)
     tools = brief.tools or ["(no tools but ask_human)"]
     items = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in tools)
     parts = [f'<p><b>The agent was given:</b></p><ul class="aah-tools">{items}</ul>']

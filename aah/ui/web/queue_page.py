@@ -162,9 +162,9 @@ class QueueHandlers:
         rows = answered_rows(self.store.answers_by(who.name, ANSWERS_SHOWN))
         return rows_html(ANSWERED_HEADERS, rows, ANSWERS_EMPTY)
 
-    def counter(self, who: Annotator) -> str:
+    def counter(self, who: Annotator | None) -> Any:
         """The counter line of ``who`` as it is now."""
-        return counter_line(self.store.annotator_stats(who.name))
+        return gr.skip() if who is None else counter_line(self.store.annotator_stats(who.name))
 
     def _with_taken(self, mine: list[QueueEntry]) -> list[QueueEntry]:
         """``mine`` and, among them in age order, the questions others hold now."""
@@ -231,19 +231,20 @@ class QueueHandlers:
 
         A decline reaches the agent once its undo time is over
         (``QueueDesk.decline``). Only the rows that changed are read: the
-        answer's row in the latest answers and the counter. The queue and the
-        picker follow at the next refresh (``tick``), so an answer's cost does
-        not grow with the queue.
+        answer's row in the latest answers. The counter follows at once, as a
+        second event (``counter``), after the next question shows; the queue
+        and the picker at the next refresh (``tick``), so an answer's cost
+        does not grow with the queue or the day's answers.
         """
         if who is None:
-            return (SIGN_IN_FIRST, *_skips(4 + _FORM_SIZE))
+            return (SIGN_IN_FIRST, *_skips(3 + _FORM_SIZE))
         if current is None:
-            return (NOTHING_OPEN, *_skips(4 + _FORM_SIZE))
+            return (NOTHING_OPEN, *_skips(3 + _FORM_SIZE))
         undo: Any = gr.update(visible=False)
         done: Any = current.request_id
         if declined:
             if rated not in (None, 0, 1):
-                return (_sentence("rate the question yes (1) or no (2)"), *_skips(4 + _FORM_SIZE))
+                return (_sentence("rate the question yes (1) or no (2)"), *_skips(3 + _FORM_SIZE))
             self.desk.decline(who.name, current, rated)
             note = f"Declined **{plain(clip(current.question, 60))}**."
             # Its draft stays until the decline is final: an undo brings it back.
@@ -252,7 +253,7 @@ class QueueHandlers:
             try:
                 note = submit_answer(self.store, who.name, current, text or "", rated, False)
             except ValueError as exc:
-                return (_sentence(str(exc)), *_skips(4 + _FORM_SIZE))
+                return (_sentence(str(exc)), *_skips(3 + _FORM_SIZE))
             except LookupError as exc:
                 note = _sentence(str(exc))
             self.desk.leave(who.name, current.request_id, release=False)
@@ -263,7 +264,6 @@ class QueueHandlers:
             done,
             *self.form(who, found.request),
             self.answered(who),
-            self.counter(who),
             undo,
         )
 
@@ -489,21 +489,18 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
         **quiet,
     )
     answer_inputs = [user, opened, answer, rating, skipped]
-    answer_outputs = [status, done_box, *form_parts, answered, counter, undo]
-    send.click(
-        partial(handlers.answer, declined=False),
-        answer_inputs,
-        answer_outputs,
-        api_name="send_answer",
-        **quiet,
-    )
-    decline.click(
-        partial(handlers.answer, declined=True),
-        answer_inputs,
-        answer_outputs,
-        api_name="decline_request",
-        **quiet,
-    )
+    answer_outputs = [status, done_box, *form_parts, answered, undo]
+    for button, declines, name in (
+        (send, False, "send_answer"),
+        (decline, True, "decline_request"),
+    ):
+        button.click(
+            partial(handlers.answer, declined=declines),
+            answer_inputs,
+            answer_outputs,
+            api_name=name,
+            **quiet,
+        ).then(handlers.counter, [user], [counter], api_visibility="private", **quiet)
     skip.click(
         handlers.skip_undoably,
         [user, opened, skipped],
