@@ -24,10 +24,14 @@ TESTS = [
     "tests/test_tui.py::test_main_screen_snapshot_for_the_readme",
     "tests/test_tui.py::test_presenter_size_snapshot_for_the_readme",
     "tests/test_web_browser.py::test_a_question_from_a_runner_is_answered_in_the_browser",
+    "tests/test_web_people.py::test_one_laptop_screen_holds_the_question_the_request_and_the_answer",
+    "tests/test_web_people.py::test_the_phone_layout_is_a_real_one",
 ]
 IMAGES = ["tui-ask.svg", "tui-ask.png", "tui.svg", "tui.png", "web-queue.png", "web-answer.png"]
 # The terminal app at a presenter's size (a large font leaves 80x24).
 IMAGES += ["tui-80x24-ask.svg", "tui-80x24-ask.png", "tui-80x24.svg", "tui-80x24.png"]
+# The web page on a laptop and on a phone.
+IMAGES += ["web-laptop.png", "web-phone.png"]
 
 
 def main() -> int:

@@ -294,6 +294,7 @@ def test_the_queue_listing_holds_exactly_what_a_list_shows(store: SessionStore) 
         run="r1",
         claimed_by=(),
         answers=0,
+        request="q",
     )
     assert (second.id, second.setting, second.task_id, second.run) == (
         timed,
@@ -452,12 +453,14 @@ def test_annotator_stats_count_today_and_now(store: SessionStore) -> None:
     store.answer_human_request(asked[3], "ana", "", declined=True)  # no time recorded
     store.claim_request(asked[4], "bob")
 
+    # Bob's question waits too, but not for them: it is counted apart.
     assert store.annotator_stats("ana") == AnnotatorStats(
-        answered_today=4, waiting_now=0, median_seconds=5.0
+        answered_today=4, waiting_now=0, median_seconds=5.0, held_by_others=1
     )
-    assert store.annotator_stats("cy") == AnnotatorStats(0, 0, None)
+    assert store.annotator_stats("cy") == AnnotatorStats(0, 0, None, 1)
+    assert store.annotator_stats("bob") == AnnotatorStats(0, 1, None, 0)
     store.release_claim(asked[4], "bob")
-    assert store.annotator_stats("cy").waiting_now == 1
+    assert store.annotator_stats("cy") == AnnotatorStats(0, 1, None, 0)
     tomorrow = datetime.now(UTC) + timedelta(days=1)
     assert store.annotator_stats("ana", now=tomorrow).answered_today == 0
     assert store.annotator_stats("ana", now=tomorrow).median_seconds is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,51 @@ def client(url: str) -> Client:
 
 
 # What an API client gets back, by name (Gradio leaves out states and layout updates).
-FORM = ["meta", "briefing", "persona", "query", "conversation", "question", "answer", "rating"]
+FORM = [
+    "meta",
+    "request",
+    "briefing",
+    "persona",
+    "query",
+    "conversation",
+    "question",
+    "answer",
+    "rating",
+]
 FORM += ["request_id"]
 LISTS = ["summary", "table", "pick", "counter", "answered"]
 SIGN_IN = ["signed_in", "timer", "saved", "status", *FORM, *LISTS]
 ANSWER = ["status", "done", *FORM, "answered"]
 OPEN = ["status", *FORM]
+
+
+class _Cells(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "tr":
+            self.rows.append([])
+        elif tag == "td":
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self.cell is not None:
+            self.rows[-1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def cells(table: str) -> list[list[str]]:
+    """The text of each body row of an HTML table the page shows."""
+    parser = _Cells()
+    parser.feed(table)
+    return [row for row in parser.rows if row]
 
 
 def named(names: list[str], values: tuple[Any, ...]) -> dict[str, Any]:
@@ -72,20 +112,21 @@ def test_sign_in_opens_the_oldest_question_and_send_opens_the_next(db: Path, ser
     api, shown = signed_in(served, "alice")
     assert "Signed in as **alice**" in shown["signed_in"]
     assert "2 questions wait" in shown["summary"] and "0** answered today" in shown["counter"]
-    assert shown["table"]["data"][0][2:4] == ["Which city?", "open: yours"]
-    assert shown["table"]["data"][0][1] == "underspecified"
-    assert shown["pick"]["choices"][0] == ["[underspecified] Which city?", first.id]
+    row = cells(shown["table"])[0]
+    assert row[1:6] == ["-", "underspecified", "Weather?", "Which city?", "open: yours"]
+    label = "[no task · underspecified · “Weather?”] Which city?"
+    assert shown["pick"]["choices"][0] == [label, first.id]
     assert shown["request_id"] == first.id and shown["question"] == "Which city?"
     assert shown["persona"]["value"] == ORIGINAL_QUERY  # "you are this user"
 
     after = send(api, "Porto", 1)
     assert "the agent goes on" in after["status"] and after["done"] == first.id
     assert after["request_id"] == second.id and after["answer"] == ""
-    assert after["answered"]["data"][0][:3] == ["Which city?", "Porto", "answered"]
-    # The counter and the queue follow at the page's next refresh.
+    assert cells(after["answered"])[0][:3] == ["Which city?", "Porto", "answered"]
+    # The counter (on the page: just after the answer) and the queue follow.
     lists = named(LISTS, api.predict(None, api_name="/refresh_queue"))
-    assert "1** answered today" in lists["counter"] and "1** waiting now" in lists["counter"]
-    assert [row[2:4] for row in lists["table"]["data"]] == [["Which day?", "open: yours"]]
+    assert "1** answered today" in lists["counter"] and "1** waiting" in lists["counter"]
+    assert [row[4:6] for row in cells(lists["table"])] == [["Which day?", "open: yours"]]
     store = SessionStore(db)
     stored = store.get_human_request(first.id)
     assert stored is not None and stored.status == "answered"
@@ -102,19 +143,45 @@ def test_sign_in_opens_the_oldest_question_and_send_opens_the_next(db: Path, ser
     assert store.requests_for("alice") == []
 
 
-def test_decline_and_form_checks_are_status_lines(db: Path, served: str) -> None:
+def test_decline_and_form_checks_are_status_lines(db: Path) -> None:
     request = seed_request(db)
+    with serve_app(db, undo_seconds=0.3) as served:
+        api, _ = signed_in(served, "bob")
+        refused = send(api, "  ", 1)
+        assert refused["status"] == "Type an answer, or press Decline (Esc) if you cannot answer."
+        too_long = send(api, "x" * 4_001, 1)
+        assert too_long["status"] == "Shorten the answer to at most 4,000 characters."
+        declined = named(ANSWER, api.predict("", None, api_name="/decline_request"))
+        assert declined["status"].startswith("Declined")
+        store = SessionStore(db)
+        deadline = time.monotonic() + 10  # the decline is sent once its undo time is over
+        while not store.human_answers(request.id) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (answer,) = store.human_answers(request.id)
+        assert answer.declined and answer.rating is None and answer.annotator == "bob"
+        # Nothing open any more: a send says what to do instead of failing.
+        assert send(api, "Porto")["status"].startswith("Nothing is open: press **n**")
+
+
+def test_a_decline_and_a_skip_are_undone_over_the_api(db: Path, served: str) -> None:
+    first = seed_request(db, "Which city?")
+    second = seed_request(db, "Which day?")
     api, _ = signed_in(served, "bob")
-    refused = send(api, "  ", 1)
-    assert refused["status"] == "Type an answer, or press Decline (Esc) if you cannot answer."
-    too_long = send(api, "x" * 4_001, 1)
-    assert too_long["status"] == "Shorten the answer to at most 4,000 characters."
     declined = named(ANSWER, api.predict("", None, api_name="/decline_request"))
-    assert declined["status"].startswith("Declined")
-    (answer,) = SessionStore(db).human_answers(request.id)
-    assert answer.declined and answer.rating is None and answer.annotator == "bob"
-    # Nothing open any more: a send says what to do instead of failing.
-    assert send(api, "Porto")["status"].startswith("Nothing is open: press **n**")
+    assert declined["request_id"] == second.id
+    undone = named(["status", *FORM], api.predict(api_name="/undo"))
+    assert undone["status"].startswith("Decline undone") and undone["request_id"] == first.id
+    skipped = named(["status", *FORM], api.predict(api_name="/skip_request"))
+    assert skipped["request_id"] == second.id
+    undone = named(["status", *FORM], api.predict(api_name="/undo"))
+    assert undone["status"].startswith("Skip undone") and undone["request_id"] == first.id
+    # Nothing left to undo: one line, the open question stays.
+    again = named(["status", *FORM], api.predict(api_name="/undo"))
+    assert again["status"].startswith("Too late to undo")
+    store = SessionStore(db)
+    assert store.human_answers(first.id) == [] and store.human_answers(second.id) == []
+    assert store.queue_listing().entries[0].claimed_by == ("bob",)
+    assert store.queue_listing().entries[1].claimed_by == ()
 
 
 def test_two_annotators_never_get_the_same_question(db: Path, served: str) -> None:
@@ -123,7 +190,7 @@ def test_two_annotators_never_get_the_same_question(db: Path, served: str) -> No
     alice, _ = signed_in(served, "alice")
     bob, shown = signed_in(served, "bob")
     assert shown["request_id"] == second.id  # the first is alice's
-    rows = {row[2]: row[3] for row in shown["table"]["data"]}
+    rows = {row[4]: row[5] for row in cells(shown["table"])}
     assert rows == {"Which city?": "taken by alice", "Which day?": "open: yours"}
     assert [choice[1] for choice in shown["pick"]["choices"]] == [second.id]
     # Opening alice's question by hand (a stale picker) gives the next free one instead.
@@ -296,7 +363,8 @@ def test_overlap_keeps_later_answers_for_agreement(db: Path, served: str) -> Non
 def test_model_text_is_never_markup(db: Path, served: str) -> None:
     seed_request(db, HOSTILE, context={"setting": HOSTILE, "task_id": "<script>x"})
     api, shown = signed_in(served, "alice")
-    assert shown["table"]["data"][0][2].startswith("<img")  # a table cell: shown as text
+    assert "<img" not in shown["table"] and "<script" not in shown["table"]
+    assert cells(shown["table"])[0][4].startswith("<img")  # a table cell: shown as text
     assert "<" not in shown["meta"] and "](" not in shown["meta"]
     note = send(api, "ok", 1)["status"]
     assert "<" not in note and "](" not in note and "![" not in note

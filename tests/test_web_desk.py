@@ -1,7 +1,8 @@
-"""Claims on the web queue: leases, renewals while typing, skips (no Gradio involved)."""
+"""Claims on the web queue: leases, heartbeats, skips, undos (no Gradio involved)."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 from web_support import seed_request
 
 from aah.store import DEFAULT_LEASE_S, SessionStore
-from aah.ui.web.desk import LEASE_ENV, QueueDesk, lease_from_env
+from aah.ui.web.desk import HEARTBEAT_LEASE_S, LEASE_ENV, QueueDesk, lease_from_env
 
 
 class _Clock:
@@ -30,7 +31,7 @@ class _CountingStore(SessionStore):
         return super().claim_request(request_id, annotator, lease_seconds)
 
 
-def test_typing_renews_the_claim_at_most_once_per_interval(tmp_path: Path) -> None:
+def test_the_heartbeat_renews_the_claim_at_most_once_per_interval(tmp_path: Path) -> None:
     request = seed_request(tmp_path / "s.db")
     store = _CountingStore(tmp_path / "s.db")
     clock = _Clock()
@@ -39,20 +40,14 @@ def test_typing_renews_the_claim_at_most_once_per_interval(tmp_path: Path) -> No
     found = desk.next_for("alice")
     assert found.request is not None and found.request.id == request.id
     desk.opened("alice", found.request)
-    for second in range(90):  # a report every second while they type
+    for _ in range(90):  # the page's refresh, every second, whether she types or reads
         clock.now += 1
-        assert desk.typed("alice", request.id, "Porto" + "!" * second)
-    # At the first keystroke (is it still mine?), then at 31 and 61 s: not 90 writes.
+        assert desk.beat("alice", request.id)
+    # At the first beat (is it still mine?), then at 31 and 61 s: not 90 writes.
     assert store.claims == 3
-    clock.now += 300
-    assert desk.typed("alice", request.id, "Porto" + "!" * 89)  # typed since 61 s: one more
-    assert store.claims == 4
-    clock.now += 300
-    assert desk.typed("alice", request.id, "Porto" + "!" * 89)  # no typing since: no write
-    assert store.claims == 4
 
 
-def test_a_lease_runs_out_unless_renewed(tmp_path: Path) -> None:
+def test_without_a_heartbeat_the_claim_runs_out(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     request = seed_request(db)
     store = SessionStore(db)
@@ -62,11 +57,89 @@ def test_a_lease_runs_out_unless_renewed(tmp_path: Path) -> None:
     assert mine is not None
     desk.opened("alice", mine)
     assert desk.next_for("bob").request is None  # alice holds the only question
-    time.sleep(0.6)
+    assert store.annotator_stats("bob").held_by_others == 1
+    _end_claims(db)  # her page went quiet for a whole lease
     taken = desk.next_for("bob").request
     assert taken is not None and taken.id == request.id
-    # Alice comes back and types: her claim is lost, and the page is told.
-    assert not desk.typed("alice", request.id, "Porto")
+    # Alice's page beats again: the claim is lost, and the page is told.
+    assert not desk.beat("alice", request.id)
+
+
+def test_web_claims_default_to_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(LEASE_ENV, raising=False)
+    assert lease_from_env() == HEARTBEAT_LEASE_S == 60.0
+    assert DEFAULT_LEASE_S > HEARTBEAT_LEASE_S  # the store's own default stays for others
+
+
+def _end_claims(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE claims SET until = '2000-01-01T00:00:00+00:00'")
+
+
+def test_a_decline_waits_out_its_undo_time_and_can_be_undone(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    first, second = seed_request(db, "Question 0?"), seed_request(db, "Question 1?")
+    store = SessionStore(db)
+    clock = _Clock()
+    desk = QueueDesk(store, clock=clock, undo_seconds=5)
+    opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
+    desk.decline("alice", opened, None)
+    # Not sent yet, still hers, and never offered to her again meanwhile.
+    assert store.human_answers(first.id) == []
+    assert desk.next_for("bob").request.id == second.id  # type: ignore[union-attr]
+    desk.leave("bob", second.id, release=True)
+    assert desk.next_for("alice").request.id == second.id  # type: ignore[union-attr]
+    undone = desk.undo("alice")
+    assert undone is not None and undone.kind == "declined"
+    assert undone.opened.request_id == first.id
+    clock.now += 60
+    desk.settle()
+    assert store.human_answers(first.id) == []  # undone: the agent never saw it
+    # Declined again and left alone: sent once the undo time is over.
+    desk.decline("alice", opened, 0)
+    clock.now += 4.9
+    desk.settle()
+    assert store.human_answers(first.id) == []
+    clock.now += 0.2
+    assert desk.undo("alice") is None
+    desk.settle()
+    (given,) = store.human_answers(first.id)
+    assert given.declined and given.rating == 0 and given.annotator == "alice"
+    assert given.seconds is not None and given.seconds < 5  # the wait is not her time
+
+
+def test_a_decline_is_sent_by_itself_when_nobody_looks(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    request = seed_request(db)
+    store = SessionStore(db)
+    desk = QueueDesk(store, undo_seconds=0.2)
+    opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
+    desk.decline("alice", opened, None)
+    deadline = time.monotonic() + 10
+    while not store.human_answers(request.id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (given,) = store.human_answers(request.id)
+    assert given.declined
+
+
+def test_a_skip_can_be_undone_unless_someone_took_the_question(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    first, _ = seed_request(db, "Question 0?"), seed_request(db, "Question 1?")
+    store = SessionStore(db)
+    clock = _Clock()
+    desk = QueueDesk(store, clock=clock, undo_seconds=5)
+    opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
+    desk.skipped("alice", opened)
+    assert desk.undoable("alice") is not None
+    undone = desk.undo("alice")
+    assert undone is not None and undone.kind == "skipped"
+    assert store.queue_listing().entries[0].claimed_by == ("alice",)
+    desk.skipped("alice", opened)
+    assert desk.open("bob", first.id)
+    assert desk.undo("alice") is None  # bob has it now
+    desk.skipped("alice", opened)
+    clock.now += 5
+    assert desk.undoable("alice") is None and desk.undo("alice") is None
 
 
 def test_next_passes_over_skipped_questions(tmp_path: Path) -> None:
@@ -95,7 +168,8 @@ def test_opening_a_question_that_is_gone_or_taken_is_refused(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
-    ("raw", "seconds"), [("", DEFAULT_LEASE_S), ("  ", DEFAULT_LEASE_S), ("5", 5.0), ("0.5", 0.5)]
+    ("raw", "seconds"),
+    [("", HEARTBEAT_LEASE_S), ("  ", HEARTBEAT_LEASE_S), ("5", 5.0), ("0.5", 0.5)],
 )
 def test_the_lease_comes_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, raw: str, seconds: float

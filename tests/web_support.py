@@ -33,14 +33,20 @@ def free_port() -> int:
 
 @contextmanager
 def serve_app(
-    db: Path, auth: WebAuth | None = None, trusted_proxies: Sequence[str] = ()
+    db: Path,
+    auth: WebAuth | None = None,
+    trusted_proxies: Sequence[str] = (),
+    **options: Any,
 ) -> Iterator[str]:
-    """The web app on ``db``, served on 127.0.0.1 at a free port; yields its URL."""
+    """The web app on ``db``, served on 127.0.0.1 at a free port; yields its URL.
+
+    ``options`` go to ``build_app`` (``lease_seconds``, ``undo_seconds``...).
+    """
     # Imported here: the runner script needs no Gradio.
     from aah.ui.web.app import build_app, launch_app
     from aah.ui.web.auth import WebAuth
 
-    app = build_app(db, auth=auth or WebAuth())
+    app = build_app(db, auth=auth or WebAuth(), **options)
     url = launch_app(app, port=free_port(), block=False, trusted_proxies=trusted_proxies)
     try:
         yield url

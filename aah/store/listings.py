@@ -84,10 +84,15 @@ def _ordered(columns: str, parts: tuple[_Part, ...]) -> str:
 # Whole rows of the requests that want :annotator, oldest first.
 WANTING_SQL = _ordered("r.*", _WANTING)
 
+# How many characters of the asking session's request a queue entry carries.
+REQUEST_START = 120
 _ENTRY_COLUMNS = (
     "r.id, r.session_id, r.question, r.created, r.status, r.k, r.deadline, r.fallback,"
     " s.setting, s.task_id, s.run,"
-    " (SELECT count(*) FROM human_answers AS a WHERE a.request_id = r.id) AS answers"
+    " (SELECT count(*) FROM human_answers AS a WHERE a.request_id = r.id) AS answers,"
+    # The start of the request is enough to tell questions apart; a whole
+    # query can be long, and the list shows dozens.
+    f" substr((SELECT q.query FROM sessions AS q WHERE q.id = r.session_id), 1, {REQUEST_START})"
 )
 
 
@@ -109,6 +114,8 @@ class QueueEntry(NamedTuple):
         run: The asking session's batch run.
         claimed_by: The annotators holding a live claim on it, by name.
         answers: How many answers it has.
+        request: The start of the asking session's request (``REQUEST_START``
+            characters at most).
     """
 
     id: str
@@ -124,6 +131,7 @@ class QueueEntry(NamedTuple):
     run: str | None
     claimed_by: tuple[str, ...]
     answers: int
+    request: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,11 +182,14 @@ class AnnotatorStats:
         waiting_now: Requests that want their answer now.
         median_seconds: The median time they took per answer today (None
             when no answer today recorded its time).
+        held_by_others: Requests that would want their answer but others'
+            live claims fill for now (not in ``waiting_now``).
     """
 
     answered_today: int
     waiting_now: int
     median_seconds: float | None
+    held_by_others: int = 0
 
 
 def queue_listing(
@@ -229,6 +240,15 @@ _COUNT_SETTLED = f"SELECT count(*) FROM {_SETTLED.tables} WHERE {_WANTING[1].whe
 
 def queue_length(db: sqlite3.Connection, annotator: str | None, now: str) -> int:
     """How many requests the queue holds (``queue_listing``'s ``total``), from indexes."""
+    return queue_counts(db, annotator, now)[0]
+
+
+def queue_counts(db: sqlite3.Connection, annotator: str | None, now: str) -> tuple[int, int]:
+    """``queue_length``, and how many pending requests others' live claims fill.
+
+    The second count is what an annotator would also be waiting for, were
+    the people holding those questions to let go (0 without an annotator).
+    """
     params = {"annotator": annotator, "now": now}
 
     def count(sql: str) -> int:
@@ -236,13 +256,14 @@ def queue_length(db: sqlite3.Connection, annotator: str | None, now: str) -> int
 
     usable = count(_COUNT_OPEN.format(open=_OPEN)) - count(_COUNT_CLOSED)
     if annotator is None:
-        return usable
-    return usable - count(_COUNT_FILLED) + count(_COUNT_SETTLED)
+        return usable, 0
+    filled = count(_COUNT_FILLED)
+    return usable - filled + count(_COUNT_SETTLED), filled
 
 
 def _entry(row: tuple[Any, ...], holders: dict[str, list[str]]) -> QueueEntry:
     request_id, session_id, question, created, status, k, deadline, fallback = row[:8]
-    setting, task_id, run, answers = row[8:12]
+    setting, task_id, run, answers, request = row[8:13]
     return QueueEntry(
         request_id,
         session_id,
@@ -257,6 +278,7 @@ def _entry(row: tuple[Any, ...], holders: dict[str, list[str]]) -> QueueEntry:
         run,
         tuple(sorted(holders.get(request_id, ()))),
         answers,
+        request or "",
     )
 
 
@@ -295,6 +317,6 @@ def annotator_stats(db: sqlite3.Connection, annotator: str, now: datetime) -> An
         [annotator, midnight.isoformat(), (midnight + timedelta(days=1)).isoformat()],
     ).fetchall()
     timed = [row[0] for row in rows if row[0] is not None]
-    waiting = queue_length(db, annotator, moment.isoformat())
+    waiting, held = queue_counts(db, annotator, moment.isoformat())
     median = statistics.median(timed) if timed else None
-    return AnnotatorStats(len(rows), waiting, median)
+    return AnnotatorStats(len(rows), waiting, median, held)

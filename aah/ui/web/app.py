@@ -12,6 +12,7 @@ The app binds to 127.0.0.1 unless told otherwise; the package's
 from __future__ import annotations
 
 import secrets
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ from aah.config import get_settings
 from aah.errors import AahError
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, WebAuth
-from aah.ui.web.desk import QueueDesk, lease_from_env
+from aah.ui.web.beacon import ClaimBeacon, Release
+from aah.ui.web.desk import UNDO_SECONDS, QueueDesk, lease_from_env
 from aah.ui.web.format import plain
 from aah.ui.web.grading_page import build_grading_tab
 from aah.ui.web.guard import MAX_REQUEST_BYTES, WebGuard
@@ -49,13 +51,44 @@ _WELCOME = (
     "their questions; your answers are stored under it."
 )
 CSS = """
-#answer-form { padding: 0.75rem; }
+#aah-title h2 { margin: 0; font-size: 1.25em; }
 #signed-in p { margin: 0; }
-#queue-counter p, #queue-keys p { margin: 0; }
-#queue-keys { font-size: 0.9em; color: #555; }
-#answer-briefing mark.aah-diff { background: #ffe08a; padding: 0 0.15em; }
-#answer-briefing del.aah-diff { color: #888; }
-#answer-briefing .aah-rule { font-size: 1.05em; }
+#queue-counter p, #queue-keys p, #answer-status p { margin: 0; }
+#queue-keys { font-size: 0.85em; color: #555; }
+#answer-status-row { min-height: 0; align-items: center; }
+#answer-form { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 0.5rem; }
+#answer-meta p { margin: 0; font-size: 0.85em; }
+#answer-request p { margin: 0.15em 0; }
+#answer-request .aah-request-diff { max-height: 6.5em; overflow: auto; }
+#answer-request mark.aah-diff, #answer-briefing mark.aah-diff {
+  background: #ffe08a; padding: 0 0.15em;
+}
+#answer-request del.aah-diff { color: #888; }
+/* A column that wraps would lay what overflows out to its right: scroll instead. */
+#answer-context { max-height: 72vh; overflow: auto; flex-wrap: nowrap !important; }
+#answer-context > * { flex-shrink: 0; }
+#answer-briefing p, #answer-briefing ul { margin: 0.15em 0; }
+#aah-confirm { color: #a40000; font-weight: 600; }
+table.aah-rows { width: 100%; border-collapse: collapse; font-size: 0.9em; }
+table.aah-rows th { text-align: left; white-space: nowrap; }
+table.aah-rows th, table.aah-rows td {
+  padding: 0.25em 0.5em; border-bottom: 1px solid #ddd; vertical-align: top;
+  word-break: normal; overflow-wrap: normal; hyphens: none;
+}
+#queue-table { max-height: 320px; overflow: auto; }
+/* A phone: one column, no keyboard talk, every table row a card of labelled lines. */
+@media (max-width: 640px) {
+  .gradio-container { padding: 0 6px !important; }
+  #queue-keys { display: none; }
+  #answer-form { padding: 0.25rem; }
+  #answer-context { max-height: none; }
+  #answer-buttons button { min-width: 0 !important; }
+  table.aah-rows thead { display: none; }
+  table.aah-rows tr { display: block; border-bottom: 1px solid #ccc; padding: 0.35em 0; }
+  table.aah-rows td { display: block; border: 0; padding: 0.05em 0.25em; overflow-wrap: anywhere; }
+  table.aah-rows td::before { content: attr(data-label) ": "; font-weight: 600; }
+  #queue-table { max-height: none; }
+}
 """
 # Where the page keeps its signed sign-in (page.js reads the same key).
 SAVED_SIGN_IN_KEY = "aah-sign-in"
@@ -65,6 +98,8 @@ KEEP_SAVED_JS = (
 )
 READ_SAVED_JS = f"() => [localStorage.getItem('{SAVED_SIGN_IN_KEY}') || '']"
 PAGE_SCRIPT = (Path(__file__).parent / "page.js").read_text()
+# Each app's answer to the page's release beacon, for ``launch_app`` to serve.
+_RELEASES: weakref.WeakKeyDictionary[gr.Blocks, Release] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -84,6 +119,7 @@ def build_app(
     auth: WebAuth | None = None,
     data_dir: Path | None = None,
     lease_seconds: float | None = None,
+    undo_seconds: float = UNDO_SECONDS,
 ) -> gr.Blocks:
     """The whole web app on the session database ``db``.
 
@@ -91,8 +127,10 @@ def build_app(
         db: The session database the runners write to.
         auth: The tokens to check; default ``WebAuth.from_env()``.
         data_dir: The benchmark data, for the results page; default: discovered.
-        lease_seconds: How long opening a question holds it for its
-            annotator; default ``AAH_WEB_LEASE_SECONDS``, else the store's.
+        lease_seconds: How long a question stays held for its annotator
+            without the page's heartbeat; default ``AAH_WEB_LEASE_SECONDS``,
+            else a minute.
+        undo_seconds: How long a decline or a skip can be undone.
 
     Raises:
         AahError: ``AAH_WEB_LEASE_SECONDS`` is not a positive number.
@@ -103,28 +141,42 @@ def build_app(
         raise AahError(str(exc)) from None
     store = SessionStore(db)
     checks = auth or WebAuth.from_env()
-    desk = QueueDesk(store, lease)
+    desk = QueueDesk(store, lease, undo_seconds=undo_seconds)
     tokens = SignInTokens(_signing_key(db, checks))
     launcher = RunLauncher(db)
     app = gr.Blocks(title=TITLE, analytics_enabled=False)
     with app:
         user = gr.State(None)
-        gr.Markdown(f"## {TITLE}")
+        gr.Markdown(f"## {TITLE}", elem_id="aah-title")
         sign_in = _sign_in_row(checks)
         with gr.Column(visible=False, elem_id="main") as main:
-            with gr.Tabs():
-                with gr.Tab("Queue", id="queue"):
+            with gr.Tabs(elem_id="tabs") as tabs:
+                with gr.Tab("Queue", id="queue", elem_id="tab-queue") as queue_tab:
                     queue = build_queue_tab(store, user, desk)
-                with gr.Tab("Grade answers", id="grade") as grade_tab:
+                with gr.Tab("Grade answers", id="grade", elem_id="tab-grade") as grade_tab:
                     build_grading_tab(store, user, grade_tab)
-                with gr.Tab("Results", id="results") as results_tab:
+                with gr.Tab("Results", id="results", elem_id="tab-results") as results_tab:
                     build_results_tab(store, user, results_tab, data_dir)
                 with gr.Tab("Launch a run", id="launch", visible=False) as launch_tab:
                     build_launch_tab(launcher, user)
-        # A short lease (in tests) is refreshed often enough to be renewed while typing.
+        queue.wire_tabs(user, queue_tab, [grade_tab, results_tab, launch_tab])
+        # The refresh is the page's heartbeat: several fall within a lease.
         timer = gr.Timer(min(REFRESH_SECONDS, desk.lease_seconds / 3), active=False)
-        _wire_sign_in(app, checks, tokens, sign_in, user, main, launch_tab, timer, queue)
+        wiring = (checks, tokens, sign_in, user, main, tabs, launch_tab, timer, queue)
+        _wire_sign_in(app, *wiring)
+    _RELEASES[app] = _releaser(desk, tokens)
     return app
+
+
+def _releaser(desk: QueueDesk, tokens: SignInTokens) -> Release:
+    def release(saved: str, request_id: str) -> bool:
+        who = tokens.check(saved)
+        if who is None:
+            return False
+        desk.leave(who.name, request_id, release=True)
+        return True
+
+    return release
 
 
 def _signing_key(db: Path, checks: WebAuth) -> bytes:
@@ -139,7 +191,9 @@ def _signing_key(db: Path, checks: WebAuth) -> bytes:
 def _sign_in_row(checks: WebAuth) -> _SignIn:
     asks_token = checks.token is not None or checks.admin_token is not None
     with gr.Row(equal_height=True, elem_id="sign-in") as row:
-        name = gr.Textbox(label="Your name", placeholder="e.g. alice", elem_id="sign-in-name")
+        name = gr.Textbox(
+            label="Your name", placeholder="e.g. alice", autofocus=True, elem_id="sign-in-name"
+        )
         token = gr.Textbox(
             label="Access token",
             type="password",
@@ -164,12 +218,13 @@ def _wire_sign_in(
     sign_in: _SignIn,
     user: gr.State,
     main: gr.Column,
+    tabs: gr.Tabs,
     launch_tab: gr.Tab,
     timer: gr.Timer,
     queue: QueuePage,
 ) -> None:
     signed_outputs = [user, sign_in.signed_in, sign_in.row, sign_in.sign_out, main, launch_tab]
-    signed_outputs += [timer, sign_in.saved, *queue.start_outputs()]
+    signed_outputs += [timer, sign_in.saved, *queue.start_outputs(), tabs]
     unchanged = tuple(gr.skip() for _ in signed_outputs)
 
     def signed_in(who: Annotator) -> tuple[Any, ...]:
@@ -184,6 +239,8 @@ def _wire_sign_in(
             gr.update(active=True),
             tokens.issue(who),
             *queue.handlers.start(who),
+            # The question just opened is the Queue tab's: show that tab.
+            gr.Tabs(selected="queue"),
         )
 
     def on_sign_in(name: str, token: str, request: gr.Request | None = None) -> tuple[Any, ...]:
@@ -217,6 +274,7 @@ def _wire_sign_in(
             gr.update(active=False),
             "",
             *queue.handlers.start(None),
+            gr.skip(),
         )
 
     sign_in_inputs = [sign_in.name, sign_in.token]
@@ -289,7 +347,11 @@ def launch_app(
         )
     except ValueError as exc:
         raise AahError(str(exc)) from None
-    guarded = {"middleware": [Middleware(WebGuard)], "max_body_size": MAX_REQUEST_BYTES}
+    middleware = [Middleware(WebGuard)]
+    release = _RELEASES.get(app)
+    if release is not None:
+        middleware.append(Middleware(ClaimBeacon, release=release))
+    guarded = {"middleware": middleware, "max_body_size": MAX_REQUEST_BYTES}
     with uvicorn_trusting(proxies):
         _, url, _ = app.queue(default_concurrency_limit=8).launch(
             server_name=host,

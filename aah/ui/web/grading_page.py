@@ -1,4 +1,9 @@
-"""The Grade tab: label the final answers of a run's finished sessions Pass or Fail."""
+"""The Grade tab: label the final answers of a run's finished sessions Pass or Fail.
+
+Opening the tab picks the newest run (when none is picked) and shows its
+first answer to label, so that labels cost one key each: p (Pass), f
+(Fail), n (next answer), as the page script wires them.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from aah.ui.web.format import plain
 from aah.ui.web.grading import grading_view, record_label, run_names, to_label
 
 _EMPTY = ("", "", "", "", None)
+KEYS_LINE = "Keys: **p** Pass · **f** Fail · **n** next answer"
 
 
 def next_to_label(store: SessionStore, who: Annotator, run: str | None) -> tuple[Any, ...]:
@@ -32,18 +38,19 @@ def build_grading_tab(store: SessionStore, user: gr.State, tab: gr.Tab) -> None:
         "tool results and the user's replies: an answer that invents values, does only "
         "part of the request, or honestly says it cannot do it, is a Fail."
     )
+    gr.Markdown(KEYS_LINE, elem_id="grade-keys")
     with gr.Row():
         run = gr.Dropdown(label="Run", choices=[], scale=4, elem_id="grade-run")
         with gr.Column(scale=1, min_width=160):
-            next_button = gr.Button("Next answer", variant="primary", elem_id="grade-next")
+            next_button = gr.Button("Next answer (n)", variant="primary", elem_id="grade-next")
             runs_button = gr.Button("Refresh runs", size="sm")
     meta = gr.Markdown(elem_id="grade-meta")
     query = gr.Textbox(label="The user's request", interactive=False, lines=2)
     answer = gr.Textbox(label="The agent's final answer", interactive=False, lines=5)
     steps = gr.Textbox(label="Tool calls and questions", interactive=False, lines=10)
     with gr.Row():
-        passed = gr.Button("Pass", variant="primary", elem_id="grade-pass")
-        failed = gr.Button("Fail", variant="stop", elem_id="grade-fail")
+        passed = gr.Button("Pass (p)", variant="primary", elem_id="grade-pass")
+        failed = gr.Button("Fail (f)", variant="stop", elem_id="grade-fail")
     status = gr.Markdown(elem_id="grade-status")
     session = gr.State(None)
     shown = [meta, query, answer, steps, status, session]
@@ -52,6 +59,14 @@ def build_grading_tab(store: SessionStore, user: gr.State, tab: gr.Tab) -> None:
         require(who)
         names = run_names(store)
         return gr.Dropdown(choices=names, value=picked if picked in names else None)
+
+    def on_open(who: Annotator | None, picked: str | None) -> tuple[Any, ...]:
+        # The tab opened: the newest run unless one is picked, and its first answer.
+        names = run_names(store)
+        if who is None or not names:
+            return (gr.Dropdown(choices=names), *(gr.skip() for _ in shown))
+        run_name = picked if picked in names else names[0]
+        return (gr.Dropdown(choices=names, value=run_name), *next_to_label(store, who, run_name))
 
     def on_next(who: Annotator | None, picked: str | None) -> tuple[Any, ...]:
         return next_to_label(store, require(who), picked)
@@ -74,7 +89,7 @@ def build_grading_tab(store: SessionStore, user: gr.State, tab: gr.Tab) -> None:
         return handler
 
     runs_button.click(on_runs, [user, run], [run], api_name="grading_runs")
-    tab.select(on_runs, [user, run], [run], api_visibility="private")
+    tab.select(on_open, [user, run], [run, *shown], api_visibility="private")
     next_button.click(on_next, [user, run], shown, api_name="next_to_label")
     label_inputs = [user, run, session]
     passed.click(on_label("pass"), label_inputs, shown, api_name="label_pass")

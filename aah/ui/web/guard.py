@@ -139,7 +139,7 @@ class WebGuard:
         content_type = ";".join(_headers(scope, b"content-type"))
         refused = refusal(str(scope.get("method", "")), path, content_type)
         if refused is not None:
-            await _plain(send, *refused)
+            await plain_reply(send, *refused)
             return
         reply = _ReplyState(send)
         try:
@@ -155,7 +155,7 @@ class WebGuard:
                 kind = f"a request to {path[:80]} failed"
                 self.errors.note(kind, f"{type(exc).__name__}: {_one_line(exc)}")
             if not reply.started:
-                await _plain(send, 500, "the app could not answer this request")
+                await plain_reply(send, 500, "the app could not answer this request")
             elif not reply.ended:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -202,8 +202,9 @@ def _headers(scope: Scope, name: bytes) -> list[str]:
     ]
 
 
-async def _plain(send: Send, status: int, text: str) -> None:
-    body = f"{text}\n".encode()
+async def plain_reply(send: Send, status: int, text: str) -> None:
+    """Answer with ``status`` and ``text`` as one line of plain text (no body when empty)."""
+    body = f"{text}\n".encode() if text else b""
     headers = [(b"content-type", b"text/plain; charset=utf-8")]
     headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -1,14 +1,27 @@
 () => {
-  // The annotator's keys, focus and drafts for the Queue tab.
-  //   Ctrl+Enter (Cmd+Enter) sends, Esc declines: anywhere on the page.
+  // The annotator's keys, focus, drafts and claims.
+  // Queue tab:
+  //   Ctrl+Enter (Cmd+Enter) sends, anywhere on the page.
+  //   Esc declines, but never while a dropdown, a menu or a dialog has the
+  //   focus (Esc closes those), and with an answer typed only when pressed a
+  //   second time: the first press says what a second one would throw away.
+  //   u undoes the latest decline or skip while Undo shows (outside text
+  //   boxes, or in the answer box while it is empty).
+  //   Alt+C shows what the agent was given (and pages through it), the
+  //   focus staying in the answer box.
   //   1 / 2 rate yes / no, n skips (or opens the next): outside text boxes.
+  // Grade tab: p / f label Pass / Fail, n shows the next answer.
   // A question that arrives while none is open opens by itself.
   // Whenever a question opens, focus lands in the answer box, with the
-  // draft this browser kept for that question, if any; a sent question's
-  // draft is dropped. Buttons are pressed with click(), so the server sees
-  // exactly what a mouse would have done.
+  // draft this browser kept for that question, if any, and the status line
+  // and the question are scrolled into view; a sent question's draft is
+  // dropped. As the page goes away, a beacon lets go of its open question.
+  // Buttons are pressed with click(), so the server sees exactly what a
+  // mouse would have done.
   const DRAFT = "aah-draft:";
   const DRAFT_DAYS = 2;
+  const SAVED_SIGN_IN = "aah-sign-in";
+  const CONFIRM_MS = 4000;
   const box = (id) => document.querySelector(`#${id} textarea, #${id} input`);
   const shown = (element) => element !== null && element.offsetParent !== null;
   const press = (id) => {
@@ -24,20 +37,99 @@
     (element.tagName === "TEXTAREA" ||
       element.isContentEditable ||
       (element.tagName === "INPUT" && !["radio", "checkbox", "button"].includes(element.type)));
+  // Esc belongs to these while they have the focus or show a list.
+  const PICKERS = "[role=listbox], [role=combobox], [role=menu], [role=dialog], dialog, select, .wrap-inner";
+  const inPicker = (element) => element !== null && element.closest && element.closest(PICKERS) !== null;
+  const dialogOpen = () => Array.from(document.querySelectorAll("dialog[open], [role=dialog]")).some(shown);
+
+  // The note a first Esc leaves under the answer box.
+  let confirmUntil = 0;
+  const confirmNote = (text) => {
+    let note = document.getElementById("aah-confirm");
+    const answerBlock = document.getElementById("answer-text");
+    if (note === null && answerBlock !== null) {
+      note = document.createElement("p");
+      note.id = "aah-confirm";
+      note.setAttribute("role", "alert");
+      answerBlock.insertAdjacentElement("afterend", note);
+    }
+    if (note !== null) {
+      note.textContent = text;
+      note.hidden = !text;
+    }
+  };
+  const disarm = () => {
+    if (confirmUntil) {
+      confirmUntil = 0;
+      confirmNote("");
+    }
+  };
+
+  // Alt+C: bring what the agent was given into view, then page through it.
+  const showContext = () => {
+    const context = document.getElementById("answer-context");
+    if (!shown(context)) return false;
+    const rect = context.getBoundingClientRect();
+    const inView = rect.top >= 0 && rect.top < window.innerHeight - 40;
+    if (!inView) {
+      context.scrollIntoView({ block: "start" });
+    } else if (context.scrollHeight > context.clientHeight + 2) {
+      const atEnd = context.scrollTop + context.clientHeight >= context.scrollHeight - 2;
+      context.scrollTop = atEnd ? 0 : context.scrollTop + context.clientHeight * 0.8;
+    } else if (rect.bottom > window.innerHeight) {
+      window.scrollBy(0, Math.min(rect.bottom - window.innerHeight + 8, rect.top));
+    } else {
+      const status = document.getElementById("answer-status-row");
+      if (status !== null) status.scrollIntoView({ block: "start" });
+    }
+    return true;
+  };
 
   document.addEventListener(
     "keydown",
     (event) => {
       const formOpen = shown(document.getElementById("answer-form"));
+      const active = document.activeElement;
+      const answer = box("answer-text");
+      if (event.key !== "Escape") disarm();
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         if (formOpen && press("answer-send")) event.preventDefault();
         return;
       }
       if (event.key === "Escape") {
-        if (formOpen && press("answer-decline")) event.preventDefault();
+        if (!formOpen || inPicker(active) || inPicker(event.target) || dialogOpen()) {
+          disarm();
+          return;
+        }
+        const typed = answer !== null && answer.value.trim() !== "";
+        if (typed && Date.now() > confirmUntil) {
+          confirmUntil = Date.now() + CONFIRM_MS;
+          confirmNote("Press Esc again to decline and put your typed answer aside (u undoes it).");
+          event.preventDefault();
+          return;
+        }
+        disarm();
+        if (press("answer-decline")) event.preventDefault();
         return;
       }
-      if (event.ctrlKey || event.metaKey || event.altKey || typingIn(document.activeElement)) return;
+      if (event.altKey && event.code === "KeyC" && !event.ctrlKey && !event.metaKey) {
+        if (formOpen && showContext()) event.preventDefault();
+        return;
+      }
+      if (event.ctrlKey || event.metaKey || event.altKey) return;
+      const emptyAnswer = answer !== null && active === answer && answer.value === "";
+      if ((event.key === "u" || event.key === "U") && (emptyAnswer || !typingIn(active))) {
+        if (press("queue-undo")) {
+          event.preventDefault();
+          return;
+        }
+      }
+      if (typingIn(active)) return;
+      if (shown(document.getElementById("grade-pass"))) {
+        const grading = { p: "grade-pass", f: "grade-fail", n: "grade-next" }[event.key.toLowerCase()];
+        if (grading && press(grading)) event.preventDefault();
+        return;
+      }
       if ((event.key === "1" || event.key === "2") && formOpen) {
         const choices = document.querySelectorAll("#answer-rating input[type=radio]");
         const choice = choices[event.key === "1" ? 0 : 1];
@@ -89,14 +181,37 @@
     }
   });
 
+  // The page goes away (closed, reloaded, navigated off): let go of its
+  // question now rather than when its heartbeat is missed. The beacon
+  // carries the signed sign-in, so only its holder can release a claim.
+  const release = () => {
+    const opened = box("answer-request-id");
+    const saved = localStorage.getItem(SAVED_SIGN_IN);
+    if (opened === null || !opened.value || !saved || !navigator.sendBeacon) return;
+    const body = JSON.stringify({ token: saved, request_id: opened.value });
+    navigator.sendBeacon(new URL("aah/release", document.baseURI), new Blob([body], { type: "text/plain" }));
+  };
+  window.addEventListener("pagehide", release);
+
+  // The sign-in name box has the focus on load (Gradio's autofocus can lose
+  // it to its own rendering).
+  let focusTries = 0;
+  const focusName = setInterval(() => {
+    focusTries += 1;
+    const name = box("sign-in-name");
+    if (shown(name) && (document.activeElement === null || document.activeElement === document.body)) {
+      name.focus();
+    }
+    if (document.activeElement === name || focusTries > 50) clearInterval(focusName);
+  }, 100);
+
   // A question that arrives while none is open opens by itself, as after a
   // Send, but only for someone at the page: the tab is visible and they used
-  // it in the last two minutes (an absent annotator's claim would keep the
-  // question from others for a whole lease). Nothing open while questions
-  // wait happens only then: Send, Decline and Skip open the next one, and a
-  // skipped one comes back when it is the last. The form must be seen hidden
-  // for two seconds, since Gradio may redraw an open one; and Next never lets
-  // go of an open question, so a press at the wrong moment costs nothing.
+  // it in the last two minutes. Nothing open while questions wait happens
+  // only then: Send, Decline and Skip open the next one, and a skipped one
+  // comes back when it is the last. The form must be seen hidden for two
+  // seconds, since Gradio may redraw an open one; and Next never lets go of
+  // an open question, so a press at the wrong moment costs nothing.
   const PRESENT_MS = 120 * 1000;
   const HIDDEN_LOOKS = 4;
   let lastActive = Date.now();
@@ -121,10 +236,14 @@
   }, 500);
 
   // Gradio renders these boxes when it likes and fills them from the server:
-  // watching their values is simpler and surer than hooking its events.
+  // watching their values is simpler and surer than hooking its events. A
+  // change is looked for at every DOM change and, as a backstop, 10 times a
+  // second.
   let openId = "";
+  let openedAt = 0;
   let doneId = "";
-  setInterval(() => {
+  const RESTORE_MS = 1500;
+  const follow = () => {
     const done = box("answer-done");
     if (done !== null && done.value !== doneId) {
       doneId = done.value;
@@ -133,16 +252,50 @@
     const opened = box("answer-request-id");
     const answer = box("answer-text");
     const id = opened === null ? "" : opened.value;
-    if (id === openId || answer === null || !shown(answer)) return;
+    if (!id) {
+      openId = ""; // nothing open: the next question, even the same one, is new
+      return;
+    }
+    if (answer === null || !shown(answer)) return;
+    if (id && id === openId && !answer.value && Date.now() - openedAt < RESTORE_MS) {
+      // Gradio may empty the box once more as it applies the rest of the
+      // form: put the draft back while the question is just opened.
+      const draft = readDraft(id);
+      if (draft) {
+        answer.value = draft;
+        answer.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      return;
+    }
+    if (id === openId) return;
     openId = id;
-    if (!id) return;
+    openedAt = Date.now();
+    disarm();
     const draft = readDraft(id);
     if (draft && !answer.value) {
       answer.value = draft;
       answer.dispatchEvent(new Event("input", { bubbles: true }));
     }
-    answer.focus();
+    // After a Send the next question and the line saying what became of
+    // the last one must be in view (on a phone the page had scrolled down).
+    const top = document.getElementById("answer-status-row") || document.getElementById("answer-form");
+    const question = document.getElementById("answer-question");
+    const seen = (element) => {
+      const rect = element.getBoundingClientRect();
+      return rect.top >= 0 && rect.bottom <= window.innerHeight;
+    };
+    answer.focus({ preventScroll: true });
+    if (top !== null && (!seen(top) || (question !== null && !seen(question)))) {
+      top.scrollIntoView({ block: "start" });
+    }
     answer.setSelectionRange(answer.value.length, answer.value.length);
     answer.dataset.aahOpened = id; // what a test waits for before it types
-  }, 100);
+  };
+  new MutationObserver(follow).observe(document.body, {
+    subtree: true,
+    childList: true,
+    attributes: true,
+    characterData: true,
+  });
+  setInterval(follow, 100);
 }

@@ -22,13 +22,14 @@ from aah.store import (
     QueueEntry,
     SessionStore,
 )
-from aah.ui.briefing import briefing, deadline_note, word_diff_html
+from aah.ui.briefing import Briefing, briefing, deadline_note, word_diff_html
 from aah.ui.web.format import clip, conversation_text, plain, waited
 
-QUEUE_HEADERS = ["waited", "setting", "question", "status", "fallback"]
+QUEUE_HEADERS = ["waited", "task", "setting", "request", "question", "status", "fallback"]
 ANSWERED_HEADERS = ["question", "your answer", "request", "session"]
 MAX_ANSWER_CHARS = 4_000
 _LABEL_CHARS = 90
+_REQUEST_CHARS = 48
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,11 @@ class RequestView:
         query: The request the agent was given.
         conversation: The session so far, one ``role: text`` paragraph a step.
         question: The agent's question.
-        briefing: HTML, every text in it escaped: what the annotator may do,
-            the agent's tools, and the words of the full request the agent
-            did not get, marked.
+        briefing: HTML, every text in it escaped: what the agent was given
+            (its tools, what was taken away from it).
+        request: HTML, every text in it escaped: what the annotator may do,
+            and the user's request with the words the agent did not get
+            marked (or the request as given, when there is no fuller one).
     """
 
     meta: str
@@ -52,6 +55,7 @@ class RequestView:
     conversation: str
     question: str
     briefing: str = ""
+    request: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,17 +70,52 @@ class OpenedRequest:
 def queue_rows(
     entries: list[QueueEntry], annotator: str, now: datetime | None = None
 ) -> list[list[str]]:
-    """One table row per entry: waited, setting, question, who has it, fallback."""
+    """One table row per entry: waited, task, setting, request, question, status, fallback."""
     return [
         [
             waited(entry.created, now),
+            entry.task_id or "-",
             entry.setting or "interactive",
+            clip(" ".join(entry.request.split()), _REQUEST_CHARS) or "-",
             clip(entry.question, _LABEL_CHARS),
             holder_note(entry, annotator),
             deadline_note(entry, now) or "none: waits for a person",
         ]
         for entry in entries
     ]
+
+
+def rows_html(headers: list[str], rows: list[list[str]], empty: str, label: str = "") -> str:
+    """A table of plain-text ``rows`` as HTML, every cell escaped.
+
+    Each cell carries its header (``data-label``), so that a narrow screen
+    can show a row as a card of labelled lines instead of clipping columns.
+    """
+    if not rows:
+        return f'<p class="aah-empty">{html.escape(empty)}</p>'
+    head = "".join(f'<th scope="col">{html.escape(name)}</th>' for name in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td data-label="{html.escape(name, quote=True)}">{html.escape(cell)}</td>'
+            for name, cell in zip(headers, row, strict=True)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    caption = f"<caption>{html.escape(label)}</caption>" if label else ""
+    return (
+        f'<table class="aah-rows">{caption}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def entry_label(entry: QueueEntry) -> str:
+    """One line that tells ``entry`` apart from others asking the same: task, setting, request."""
+    request = clip(" ".join(entry.request.split()), _REQUEST_CHARS)
+    where = f"task {entry.task_id}" if entry.task_id else "no task"
+    said = f" · “{request}”" if request else ""
+    return f"[{where} · {entry.setting or 'interactive'}{said}] {clip(entry.question, 60)}"
 
 
 def holder_note(entry: QueueEntry, annotator: str) -> str:
@@ -98,27 +137,34 @@ def queue_choices(entries: list[QueueEntry], annotator: str) -> list[tuple[str, 
     same from one refresh to the next.
     """
     return [
-        (f"[{entry.setting or 'interactive'}] {clip(entry.question, _LABEL_CHARS)}", entry.id)
+        (entry_label(entry), entry.id)
         for entry in entries
         if not holder_note(entry, annotator).startswith("taken by")
     ]
 
 
-def queue_summary(waiting: int, shown: list[QueueEntry], now: datetime | None = None) -> str:
-    """One Markdown line: how many requests wait for this annotator, and the longest wait."""
+def queue_summary(
+    waiting: int, shown: list[QueueEntry], now: datetime | None = None, held: int = 0
+) -> str:
+    """One Markdown line: how many requests wait for this annotator, and the longest wait.
+
+    ``held`` counts the questions others hold now, which wait too but not for them.
+    """
+    others = f" {held:,} more {'is' if held == 1 else 'are'} held by others." if held else ""
     if not waiting:
-        return "No question waits for you. The list refreshes by itself."
+        return f"No question waits for you.{others} The list refreshes by itself."
     oldest = waited(shown[0].created, now or datetime.now(UTC)) if shown else "?"
     noun = "question waits" if waiting == 1 else "questions wait"
     more = f" (the oldest {len(shown)} are listed)" if len(shown) < waiting else ""
-    return f"**{waiting:,} {noun}** for you{more}; the oldest has waited {oldest}."
+    return f"**{waiting:,} {noun}** for you{more}; the oldest has waited {oldest}.{others}"
 
 
 def counter_line(stats: AnnotatorStats) -> str:
-    """The annotator's counter in one Markdown line."""
+    """The annotator's counter in one Markdown line; questions others hold are counted apart."""
     median = "-" if stats.median_seconds is None else f"{stats.median_seconds:.0f} s"
+    held = f", **{stats.held_by_others:,}** held by others" if stats.held_by_others else ""
     return (
-        f"**{stats.answered_today:,}** answered today · **{stats.waiting_now:,}** waiting now"
+        f"**{stats.answered_today:,}** answered today · **{stats.waiting_now:,}** waiting{held}"
         f" · **{median}** median per answer"
     )
 
@@ -142,38 +188,50 @@ def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestVie
     if request.status != "pending":
         where.append("already answered: yours is kept for agreement")
     conversation = context.get("conversation") or []
+    brief = briefing(context, query)
     return RequestView(
         meta=" · ".join(where),
         persona=str(context.get("original_query") or ""),
         query=query,
         conversation=conversation_text(conversation if isinstance(conversation, list) else []),
         question=request.question,
-        briefing=briefing_html(context, query),
+        briefing=briefing_html(brief),
+        request=request_html(brief),
     )
 
 
-def briefing_html(context: dict[str, object], query: str) -> str:
-    """The annotator's briefing as HTML: the rule, the tools, the request's word diff.
+def request_html(brief: Briefing) -> str:
+    """The rule and the user's request as HTML, the words the agent was not told marked.
 
     Every text from the request's context is escaped here, and the diff
     escapes each word (``word_diff_html``).
     """
-    brief = briefing(context, query)
     parts = []
     if brief.rule:
         parts.append(f'<p class="aah-rule"><b>You may:</b> {html.escape(brief.rule)}</p>')
-    tools = brief.tools or ["(no tools but ask_human)"]
-    items = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in tools)
-    parts.append(f'<p><b>The agent was given:</b></p><ul class="aah-tools">{items}</ul>')
-    if brief.unavailable:
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in brief.unavailable)
-        parts.append(f'<p><b>Taken away from it:</b></p><ul class="aah-missing">{items}</ul>')
     if brief.full_request:
         diff = word_diff_html(brief.full_request, brief.given_request)
         parts.append(
-            "<p><b>What the agent was not told</b> (marked; struck words are what it got"
-            f' instead):</p><p class="aah-request-diff">{diff}</p>'
+            "<p><b>The user's request</b> (marked: what the agent was not told; struck:"
+            f' what it got instead):</p><p class="aah-request-diff">{diff}</p>'
         )
+    elif brief.given_request:
+        given = html.escape(brief.given_request)
+        parts.append(f'<p><b>The user\'s request:</b></p><p class="aah-request-diff">{given}</p>')
+    return "\n".join(parts)
+
+
+def briefing_html(brief: Briefing) -> str:
+    """What the agent was given as HTML: its tools, and what was taken away from it.
+
+    Every text from the request's context is escaped here.
+    """
+    tools = brief.tools or ["(no tools but ask_human)"]
+    items = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in tools)
+    parts = [f'<p><b>The agent was given:</b></p><ul class="aah-tools">{items}</ul>']
+    if brief.unavailable:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in brief.unavailable)
+        parts.append(f'<p><b>Taken away from it:</b></p><ul class="aah-missing">{items}</ul>')
     return "\n".join(parts)
 
 
@@ -184,11 +242,14 @@ def submit_answer(
     answer: str,
     rating: int | None,
     declined: bool,
+    *,
+    at: float | None = None,
 ) -> str:
     """Store ``annotator``'s answer (or decline) and say, in Markdown, what came of it.
 
     The rating is optional (stored as NULL when not given), so that an
-    answer costs its typing and one keystroke.
+    answer costs its typing and one keystroke. ``at`` is when they gave it
+    (epoch seconds; default now): a decline is sent after its undo time.
 
     Raises:
         ValueError: The answer is missing or too long, or the rating is not
@@ -216,7 +277,7 @@ def submit_answer(
         text,
         declined=declined,
         rating=rating,
-        seconds=max(0.0, time.time() - opened.opened_at),
+        seconds=max(0.0, (time.time() if at is None else at) - opened.opened_at),
     )
     verb = "Declined" if declined else "Answered"
     closed = None if settled else store.closed_reason(request.id)

@@ -1,7 +1,9 @@
 """The Queue tab: the next question opens by itself; answer, decline or skip it by keyboard.
 
-Opening a question claims it for a lease (``QueueDesk``), so others are
-offered the next one; Send, Decline and Skip open the next free question.
+Opening a question claims it (``QueueDesk``), so others are offered the
+next one; the page's refresh is its heartbeat, and leaving the tab lets go
+of it. Send, Decline and Skip open the next free question; a decline or a
+skip can be undone for a few seconds.
 Every handler takes the signed-in annotator from the page's server-side
 state; a problem (nobody signed in, nothing open, an empty answer) is one
 line in the status area, never an error dialog. The page reads only the
@@ -32,6 +34,7 @@ from aah.ui.web.queue import (
     queue_rows,
     queue_summary,
     request_view,
+    rows_html,
     submit_answer,
 )
 
@@ -42,9 +45,14 @@ RATING_CHOICES = [
     ("No: it should not have needed to ask", 0),
 ]
 KEYS_LINE = (
-    "Keys: **Ctrl+Enter** send · **Esc** decline · **Tab** then **1** / **2** rate yes / no"
-    " (optional) · **n** skip or next (outside the answer box)"
+    "Keys: **Ctrl+Enter** send · **Esc** decline (press twice when you typed an answer)"
+    " · **u** undo · **Alt+C** what the agent was given · **Tab** then **1** / **2** rate"
+    " yes / no (optional) · **n** skip or next (outside the answer box)"
 )
+QUEUE_EMPTY = "No question waits now."
+ANSWERS_EMPTY = "You have not answered yet."
+TOO_LATE = "Too late to undo: it was sent, or someone else has the question now."
+AWAY = "You left the Queue tab: your question was let go; it comes back when you return."
 SIGN_IN_FIRST = "Sign in first (top of the page): answers are never anonymous."
 NOTHING_OPEN = "Nothing is open: press **n** (or Next) for the next question."
 NOTHING_FREE = "No free question waits for you now: press **n** (or Next) to look again."
@@ -66,6 +74,7 @@ class QueuePage:
     answer: gr.Textbox
     pick: gr.Dropdown
     shown: gr.State
+    undo: gr.Button
 
     def start_outputs(self) -> list[Any]:
         """The outputs of ``QueueHandlers.start`` in order."""
@@ -73,11 +82,23 @@ class QueuePage:
 
     def tick_inputs(self, user: gr.State) -> list[Any]:
         """The inputs of ``QueueHandlers.tick`` in order, the signed-in user first."""
-        return [user, self.opened, self.answer, self.pick, self.shown]
+        return [user, self.opened, self.pick, self.shown]
 
     def tick_outputs(self) -> list[Any]:
         """The outputs of ``QueueHandlers.tick`` in order."""
-        return [self.status, *self.lists]
+        return [self.status, *self.lists, self.undo]
+
+    def wire_tabs(self, user: gr.State, queue_tab: gr.Tab, others: list[gr.Tab]) -> None:
+        """Open a question when the Queue tab is shown; let go of it when another is."""
+        quiet: dict[str, Any] = {"show_progress": "hidden", "api_visibility": "private"}
+        queue_tab.select(
+            self.handlers.enter,
+            [user, self.opened, self.skipped],
+            [self.status, self.skipped, *self.form],
+            **quiet,
+        )
+        for tab in others:
+            tab.select(self.handlers.away, [user, self.opened], [self.status, *self.form], **quiet)
 
 
 class QueueHandlers:
@@ -105,6 +126,7 @@ class QueueHandlers:
         return (
             gr.update(visible=True),
             view.meta,
+            view.request,
             view.briefing,
             gr.update(value=view.persona, visible=bool(view.persona)),
             view.query,
@@ -120,20 +142,29 @@ class QueueHandlers:
         """The queue table, the picker, the counter and the latest answers, as they are now."""
         if who is None:
             empty = gr.update(choices=[], value=None)
-            return ("Sign in to see the questions.", [], empty, [], "", [])
+            return ("Sign in to see the questions.", "", empty, [], "", "")
         mine = self.store.queue_listing(who.name, limit=LISTED).entries
         entries = self._with_taken(mine)
         stats = self.store.annotator_stats(who.name)
         choices = queue_choices(entries, who.name)
         keep = picked if picked in {value for _, value in choices} else None
         return (
-            queue_summary(stats.waiting_now, mine),
-            queue_rows(entries, who.name),
+            queue_summary(stats.waiting_now, mine, held=stats.held_by_others),
+            rows_html(QUEUE_HEADERS, queue_rows(entries, who.name), QUEUE_EMPTY),
             gr.update(choices=choices, value=keep),
             choices,
             counter_line(stats),
-            answered_rows(self.store.answers_by(who.name, ANSWERS_SHOWN)),
+            self.answered(who),
         )
+
+    def answered(self, who: Annotator) -> str:
+        """The latest answers of ``who`` as an HTML table."""
+        rows = answered_rows(self.store.answers_by(who.name, ANSWERS_SHOWN))
+        return rows_html(ANSWERED_HEADERS, rows, ANSWERS_EMPTY)
+
+    def counter(self, who: Annotator | None) -> Any:
+        """The counter line of ``who`` as it is now."""
+        return gr.skip() if who is None else counter_line(self.store.annotator_stats(who.name))
 
     def _with_taken(self, mine: list[QueueEntry]) -> list[QueueEntry]:
         """``mine`` and, among them in age order, the questions others hold now."""
@@ -153,7 +184,7 @@ class QueueHandlers:
 
     def form_hidden(self) -> tuple[Any, ...]:
         """The form's values with nothing open."""
-        return (gr.update(visible=False), "", "", "", "", "", "", "", None, "", None)
+        return (gr.update(visible=False), "", "", "", "", "", "", "", "", None, "", None)
 
     def open(
         self,
@@ -175,9 +206,9 @@ class QueueHandlers:
             if again:  # keep what they typed, and when they first opened it
                 return (
                     "That question is open below.",
-                    *shown[:7],
+                    *shown[:8],
                     *_skips(2),
-                    *shown[9:10],
+                    *shown[10:11],
                     current,
                 )
             return ("", *shown)
@@ -198,29 +229,70 @@ class QueueHandlers:
     ) -> tuple[Any, ...]:
         """Send (or decline) the open question, then open the next free one.
 
-        Only the rows that changed are read: the answer's row in the latest
-        answers. The queue, the picker and the counter follow at the next
-        refresh (``tick``), so an answer's cost does not grow with the queue.
+        A decline reaches the agent once its undo time is over
+        (``QueueDesk.decline``). Only the rows that changed are read: the
+        answer's row in the latest answers. The counter follows at once, as a
+        second event (``counter``), after the next question shows; the queue
+        and the picker at the next refresh (``tick``), so an answer's cost
+        does not grow with the queue or the day's answers.
         """
         if who is None:
-            return (SIGN_IN_FIRST, *_skips(2 + _FORM_SIZE))
+            return (SIGN_IN_FIRST, *_skips(3 + _FORM_SIZE))
         if current is None:
-            return (NOTHING_OPEN, *_skips(2 + _FORM_SIZE))
-        try:
-            note = submit_answer(self.store, who.name, current, text or "", rated, declined)
-        except ValueError as exc:
-            return (_sentence(str(exc)), *_skips(2 + _FORM_SIZE))
-        except LookupError as exc:
-            note = _sentence(str(exc))
-        self.desk.leave(who.name, current.request_id, release=False)
+            return (NOTHING_OPEN, *_skips(3 + _FORM_SIZE))
+        undo: Any = gr.update(visible=False)
+        done: Any = current.request_id
+        if declined:
+            if rated not in (None, 0, 1):
+                return (_sentence("rate the question yes (1) or no (2)"), *_skips(3 + _FORM_SIZE))
+            self.desk.decline(who.name, current, rated)
+            note = f"Declined **{plain(clip(current.question, 60))}**."
+            # Its draft stays until the decline is final: an undo brings it back.
+            undo, done = gr.update(visible=self.desk.undo_seconds > 0), gr.skip()
+        else:
+            try:
+                note = submit_answer(self.store, who.name, current, text or "", rated, False)
+            except ValueError as exc:
+                return (_sentence(str(exc)), *_skips(3 + _FORM_SIZE))
+            except LookupError as exc:
+                note = _sentence(str(exc))
+            self.desk.leave(who.name, current.request_id, release=False)
         found = self.desk.next_for(who.name, skipped)
         after = found.note or ("" if found.request else NOTHING_FREE)
         return (
             f"{note} {after}".strip(),
-            current.request_id,
+            done,
             *self.form(who, found.request),
-            answered_rows(self.store.answers_by(who.name, ANSWERS_SHOWN)),
+            self.answered(who),
+            undo,
         )
+
+    def undo(
+        self, who: Annotator | None, current: OpenedRequest | None, skipped: list[str]
+    ) -> tuple[Any, ...]:
+        """Take back the latest decline or skip: its question opens again, as it was."""
+        if who is None:
+            return (SIGN_IN_FIRST, *_skips(2 + _FORM_SIZE))
+        undone = self.desk.undo(who.name)
+        if undone is None:
+            return (TOO_LATE, gr.skip(), *_skips(_FORM_SIZE), gr.update(visible=False))
+        back = undone.opened.request_id
+        if current is not None and current.request_id != back:
+            self.desk.leave(who.name, current.request_id, release=True)
+        request = self.store.get_human_request(back)
+        shown = self.form(who, request)
+        what = "Decline" if undone.kind == "declined" else "Skip"
+        note = f"{what} undone: **{plain(clip(undone.opened.question, 60))}** is open again."
+        passed = [request_id for request_id in skipped if request_id != back]
+        # The question keeps the time it was first opened, for its answer's time.
+        return (note, passed, *shown[:-1], undone.opened, gr.update(visible=False))
+
+    def away(self, who: Annotator | None, current: OpenedRequest | None) -> tuple[Any, ...]:
+        """The annotator left the Queue tab: let go of the open question."""
+        if who is None or current is None:
+            return (gr.skip(), *_skips(_FORM_SIZE))
+        self.desk.leave(who.name, current.request_id, release=True)
+        return (AWAY, *self.form_hidden())
 
     def skip(
         self, who: Annotator | None, current: OpenedRequest | None, skipped: list[str]
@@ -230,16 +302,31 @@ class QueueHandlers:
             return (SIGN_IN_FIRST, *_skips(1 + _FORM_SIZE))
         passed = list(skipped)
         if current is not None:
-            self.desk.leave(who.name, current.request_id, release=True)
+            self.desk.skipped(who.name, current)
             passed = [*skipped, current.request_id][-_SKIPS_KEPT:]
         found = self.desk.next_for(who.name, passed)
-        if found.request is None:
-            note = NOTHING_FREE
-        elif current is None:
-            note = found.note
-        else:
+        note = found.note
+        if current is not None:
             note = f"Skipped **{plain(clip(current.question, 60))}**. {found.note}".strip()
+        if found.request is None:
+            note = f"{note} {NOTHING_FREE}".strip()
         return (note, passed, *self.form(who, found.request))
+
+    def enter(
+        self, who: Annotator | None, current: OpenedRequest | None, skipped: list[str]
+    ) -> tuple[Any, ...]:
+        """The Queue tab is shown: open the next free question unless one is open."""
+        if who is None or current is not None:
+            return _skips(2 + _FORM_SIZE)
+        return self.skip(who, None, skipped)
+
+    def skip_undoably(
+        self, who: Annotator | None, current: OpenedRequest | None, skipped: list[str]
+    ) -> tuple[Any, ...]:
+        """``skip``, and the Undo button shown when a question was let go."""
+        shown = self.skip(who, current, skipped)
+        undoable = who is not None and current is not None and self.desk.undo_seconds > 0
+        return (*shown, gr.update(visible=undoable))
 
     def next(
         self, who: Annotator | None, current: OpenedRequest | None, skipped: list[str]
@@ -258,27 +345,28 @@ class QueueHandlers:
         self,
         who: Annotator | None,
         current: OpenedRequest | None,
-        text: str | None,
         picked: str | None,
         shown: Choices | None,
     ) -> tuple[Any, ...]:
-        """Every few seconds: renew the claim if they typed, refresh the lists."""
+        """Every few seconds: the page's heartbeat renews its claim; the lists refresh."""
+        self.desk.settle()
         status: Any = gr.skip()
         if who is not None and current is not None:
-            if not self.desk.typed(who.name, current.request_id, text or ""):
+            if not self.desk.beat(who.name, current.request_id):
                 status = LOST_CLAIM
         lists = self.lists(who, picked)
         if shown is not None and [list(c) for c in shown] == [list(c) for c in lists[3]]:
             # Re-sending the picker would close it under the hand of someone choosing.
             lists = (*lists[:2], gr.skip(), *lists[3:])
-        return (status, *lists)
+        undoable = who is not None and self.desk.undoable(who.name) is not None
+        return (status, *lists, gr.skip() if undoable else gr.update(visible=False))
 
 
 LOST_CLAIM = (
     "Your hold on this question ran out and someone else has it now (or it needs no more"
     " answers): an answer you send is kept only if it is still wanted."
 )
-_FORM_SIZE = 11
+_FORM_SIZE = 12
 _SKIPS_KEPT = 200
 
 
@@ -291,50 +379,71 @@ def _sentence(text: str) -> str:
 
 
 def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> QueuePage:
-    """Lay out the Queue tab inside the current Blocks and wire its events."""
+    """Lay out the Queue tab inside the current Blocks and wire its events.
+
+    The question, the user's request (the words the agent was not told
+    marked), the answer box and its buttons come first, so that one screen
+    holds them; what the agent was given sits beside them on a wide screen
+    and below them on a phone (Alt+C shows it).
+    """
     handlers = QueueHandlers(store, desk)
     counter = gr.Markdown(elem_id="queue-counter")
     gr.Markdown(KEYS_LINE, elem_id="queue-keys")
-    status = gr.Markdown(elem_id="answer-status")
-    with gr.Group(visible=False, elem_id="answer-form") as form:
-        meta = gr.Markdown(elem_id="answer-meta")
-        question = gr.Textbox(
-            label="The agent asks you", interactive=False, lines=2, elem_id="answer-question"
+    with gr.Row(equal_height=True, elem_id="answer-status-row"):
+        status = gr.Markdown(elem_id="answer-status")
+        undo = gr.Button(
+            "Undo (u)", visible=False, size="sm", scale=0, min_width=100, elem_id="queue-undo"
         )
-        answer = gr.Textbox(
-            label="Your answer (as the user) · Ctrl+Enter sends, Esc declines",
-            lines=3,
-            placeholder="Answer the question as the user would.",
-            elem_id="answer-text",
-        )
-        rating = gr.Radio(
-            choices=RATING_CHOICES,
-            label="Was it appropriate for the agent to ask this? (optional: press 1 or 2)",
-            elem_id="answer-rating",
-        )
-        with gr.Row():
-            send = gr.Button("Send answer", variant="primary", elem_id="answer-send")
-            decline = gr.Button("Decline (I cannot answer)", elem_id="answer-decline")
-            skip = gr.Button("Skip (n)", elem_id="queue-skip")
-        persona = gr.Textbox(
-            label="You are this user: your full request", interactive=False, lines=2
-        )
-        brief = gr.HTML(elem_id="answer-briefing")
-        query = gr.Textbox(label="The request the agent got", interactive=False, lines=2)
-        conversation = gr.Textbox(label="The conversation so far", interactive=False, lines=6)
-    # The page script reads these two: which question is open (focus, draft) and
-    # which was just answered (its draft is dropped).
+    with gr.Column(visible=False, elem_id="answer-form") as form:
+        with gr.Row(equal_height=False, elem_id="answer-columns"):
+            with gr.Column(scale=3, min_width=320, elem_id="answer-main"):
+                meta = gr.Markdown(elem_id="answer-meta")
+                question = gr.Textbox(
+                    label="The agent asks you",
+                    interactive=False,
+                    lines=1,
+                    max_lines=4,
+                    elem_id="answer-question",
+                )
+                request = gr.HTML(elem_id="answer-request")
+                answer = gr.Textbox(
+                    label="Your answer (as the user)",
+                    lines=3,
+                    max_lines=8,
+                    placeholder="Answer the question as the user would.",
+                    elem_id="answer-text",
+                )
+                with gr.Row(elem_id="answer-buttons"):
+                    send = gr.Button(
+                        "Send answer", variant="primary", min_width=90, elem_id="answer-send"
+                    )
+                    decline = gr.Button("Decline", min_width=80, elem_id="answer-decline")
+                    skip = gr.Button("Skip (n)", min_width=70, elem_id="queue-skip")
+                rating = gr.Radio(
+                    choices=RATING_CHOICES,
+                    label="Was it appropriate for the agent to ask this? (optional: press 1 or 2)",
+                    elem_id="answer-rating",
+                )
+            with gr.Column(scale=2, min_width=300, elem_id="answer-context"):
+                persona = gr.Textbox(
+                    label="You are this user: your full request",
+                    interactive=False,
+                    lines=2,
+                    max_lines=6,
+                )
+                brief = gr.HTML(elem_id="answer-briefing")
+                query = gr.Textbox(
+                    label="The request the agent got", interactive=False, lines=2, max_lines=6
+                )
+                conversation = gr.Textbox(
+                    label="The conversation so far", interactive=False, lines=4, max_lines=12
+                )
+    # The page script reads these two: which question is open (focus, draft,
+    # the release beacon) and which was just answered (its draft is dropped).
     request_box = gr.Textbox(visible="hidden", elem_id="answer-request-id")
     done_box = gr.Textbox(visible="hidden", elem_id="answer-done")
     summary = gr.Markdown("Sign in to see the questions.", elem_id="queue-summary")
-    table = gr.Dataframe(
-        headers=QUEUE_HEADERS,
-        datatype="str",
-        interactive=False,
-        wrap=True,
-        max_height=320,
-        elem_id="queue-table",
-    )
+    table = gr.HTML(elem_id="queue-table")
     with gr.Row():
         # Choices change under the page as others claim questions: the handler
         # checks the value itself, so a stale one is never a Gradio error.
@@ -349,21 +458,20 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
             open_button = gr.Button("Open", elem_id="queue-open")
             next_button = gr.Button("Next (n)", size="sm", elem_id="queue-next")
             refresh_button = gr.Button("Refresh", size="sm", elem_id="queue-refresh")
-    answered = gr.Dataframe(
-        headers=ANSWERED_HEADERS,
-        datatype="str",
-        interactive=False,
-        wrap=True,
-        label="Your latest answers (the session column shows the agent resuming)",
-        elem_id="answered-table",
+    gr.Markdown(
+        "**Your latest answers** (the session column shows the agent resuming)",
+        elem_id="answered-title",
     )
+    answered = gr.HTML(elem_id="answered-table")
     opened = gr.State(None)
     skipped = gr.State([])
     shown = gr.State([])
-    form_parts = [form, meta, brief, persona, query, conversation, question, answer, rating]
-    form_parts += [request_box, opened]
+    form_parts = [form, meta, request, brief, persona, query, conversation, question, answer]
+    form_parts += [rating, request_box, opened]
     lists = [summary, table, pick, shown, counter, answered]
-    page = QueuePage(handlers, status, form_parts, lists, opened, skipped, answer, pick, shown)
+    page = QueuePage(
+        handlers, status, form_parts, lists, opened, skipped, answer, pick, shown, undo
+    )
 
     quiet: dict[str, Any] = {"show_progress": "hidden"}
     refresh_button.click(
@@ -381,30 +489,37 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
         **quiet,
     )
     answer_inputs = [user, opened, answer, rating, skipped]
-    answer_outputs = [status, done_box, *form_parts, answered]
-    send.click(
-        partial(handlers.answer, declined=False),
-        answer_inputs,
-        answer_outputs,
-        api_name="send_answer",
-        **quiet,
-    )
-    decline.click(
-        partial(handlers.answer, declined=True),
-        answer_inputs,
-        answer_outputs,
-        api_name="decline_request",
-        **quiet,
-    )
-    for button, handler, name in (
-        (skip, handlers.skip, "skip_request"),
-        (next_button, handlers.next, "next_request"),
+    answer_outputs = [status, done_box, *form_parts, answered, undo]
+    for button, declines, name in (
+        (send, False, "send_answer"),
+        (decline, True, "decline_request"),
     ):
         button.click(
-            handler,
-            [user, opened, skipped],
-            [status, skipped, *form_parts],
+            partial(handlers.answer, declined=declines),
+            answer_inputs,
+            answer_outputs,
             api_name=name,
             **quiet,
-        )
+        ).then(handlers.counter, [user], [counter], api_visibility="private", **quiet)
+    skip.click(
+        handlers.skip_undoably,
+        [user, opened, skipped],
+        [status, skipped, *form_parts, undo],
+        api_name="skip_request",
+        **quiet,
+    )
+    next_button.click(
+        handlers.next,
+        [user, opened, skipped],
+        [status, skipped, *form_parts],
+        api_name="next_request",
+        **quiet,
+    )
+    undo.click(
+        handlers.undo,
+        [user, opened, skipped],
+        [status, skipped, *form_parts, undo],
+        api_name="undo",
+        **quiet,
+    )
     return page
