@@ -124,9 +124,10 @@ class _KnownSecrets:
 
     def forms(self) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
         """Every form of every known value, longest first, and one pattern of them."""
-        # Reading the known names is cheap; a new or removed variable changes
-        # the count, which sends us back to scan the whole environment.
-        key = (len(os.environ), *(os.environ.get(name) for name in self._env_names))
+        # The names as stored (a tuple of the raw keys: under a microsecond)
+        # and the known values: any variable added, removed or renamed, even
+        # one added as another goes, sends us back to scan the environment.
+        key = (_environ_names(), *(os.environ.get(name) for name in self._env_names))
         if key != self._env_key or self._stale:
             with self._lock:
                 self._rebuild()
@@ -139,8 +140,14 @@ class _KnownSecrets:
         self._forms = tuple(sorted(forms, key=len, reverse=True))
         self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
         self._env_names = tuple(names)
-        self._env_key = (len(os.environ), *(os.environ.get(name) for name in names))
+        self._env_key = (_environ_names(), *(os.environ.get(name) for name in names))
         self._stale = False
+
+
+def _environ_names() -> tuple[Any, ...]:
+    """The environment's variable names, cheaply: CPython's raw keys where it has them."""
+    raw = getattr(os.environ, "_data", None)
+    return tuple(raw) if isinstance(raw, dict) else tuple(os.environ)
 
 
 def _secret_env_values(names: Iterable[str]) -> list[str]:

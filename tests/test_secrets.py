@@ -204,3 +204,14 @@ def test_known_secrets_are_not_rebuilt_on_every_scrub_when_none_is_configured(
     monkeypatch.setenv("AAH_API_KEY", "sk-" + "x" * 30)
     assert any("x" * 30 in form for form in known.forms()[0])
     assert rebuilds == 2
+
+
+def test_a_secret_set_as_another_variable_goes_is_still_scrubbed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The environment keeps its size (one variable out, a key in): the key is still known."""
+    monkeypatch.setenv("AAH_TEST_PLAIN_VARIABLE", "x")
+    assert scrub_text("warm the cache") == "warm the cache"
+    monkeypatch.delenv("AAH_TEST_PLAIN_VARIABLE")
+    monkeypatch.setenv("AAH_API_KEY", KEY)
+    assert KEY not in (scrub_text(f"bad key {KEY}") or "")

@@ -129,6 +129,8 @@ def test_aah_run_prints_no_control_sequence_from_model_or_person(tmp_path: Path)
                 "NO_COLOR": "1",
                 "TERM": "dumb",
                 "COLUMNS": "300",
+                # One question per hostile text, more than the default cap.
+                "AAH_MAX_QUESTIONS_PER_SESSION": "100",
             }
         )
         child = subprocess.run(

@@ -140,7 +140,7 @@ def test_roles_fall_back_to_the_agent_settings() -> None:
 
 def test_missing_model_is_one_line_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(AahError, match="set AAH_GRADER_MODEL"):
+    with pytest.raises(AahError, match="set AAH_MODEL and AAH_BASE_URL .or AAH_GRADER_MODEL"):
         model_config("grader", Settings())
 
 
