@@ -359,6 +359,14 @@ async def run_batch(
                     await all_ended.wait()
                 finally:
                     watching.cancel()
+                    if runtime.outbox is not None and any(
+                        isinstance(exc, StoreFileError) for exc in crashed
+                    ):
+                        # The file failed: the steps the running sessions hold
+                        # since their last checkpoint are run again by the
+                        # rerun. Writing them now would fail, or log some of
+                        # them twice once the rerun logs its own.
+                        runtime.outbox.clear()
                     stopped = list(running)
                     for job in stopped:
                         job.cancel()

@@ -57,6 +57,10 @@ class EventOutbox:
         """The events held for ``thread_id``, in order; the outbox forgets them."""
         return self._pending.pop(thread_id, [])
 
+    def clear(self) -> None:
+        """Drop every held event: the steps they record will be run (and logged) again."""
+        self._pending.clear()
+
     def put_back(self, thread_id: str, events: list[Event]) -> None:
         """Return events whose write failed, ahead of any held since."""
         if events:
