@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from aah.config import project_root
 from aah.data.fetch import (
     MANIFEST_PATH,
+    PACKAGE_FOLDERS,
     SOURCE_NOTE,
     Manifest,
     ManifestFile,
@@ -101,7 +102,9 @@ def test_manifest_covers_exactly_the_shared_files_with_their_hashes() -> None:
     on_disk = {
         p.relative_to(SHARED).as_posix(): p
         for p in SHARED.rglob("*")
-        if p.is_file() and p.name != SOURCE_NOTE
+        if p.is_file()
+        and p.name != SOURCE_NOTE
+        and p.relative_to(SHARED).parts[0] not in PACKAGE_FOLDERS
     }
     manifest = {entry.path: entry for entry in packaged_manifest().files}
     assert set(manifest) == set(on_disk)

@@ -465,6 +465,12 @@ def _read_origins(folder: Path) -> _FolderOrigins:
     return _FolderOrigins(folder, repo[1].rstrip("."), commit[1] if commit else None, rows)
 
 
+# Folders whose files come from a pinned package rather than a GitHub commit,
+# each fetched by its own recipe (BFCL: the bfcl-eval wheel on PyPI), so they
+# are not in the manifest.
+PACKAGE_FOLDERS = frozenset({"bfcl"})
+
+
 def build_manifest(source_dir: Path) -> Manifest:
     """Hash a local copy of the data into a manifest.
 
@@ -484,7 +490,7 @@ def build_manifest(source_dir: Path) -> Manifest:
         raise AahError(f"{source_dir} is not a directory")
     files: list[ManifestFile] = []
     for item in sorted(source_dir.iterdir()):
-        if item.name.startswith("."):
+        if item.name.startswith(".") or item.name in PACKAGE_FOLDERS:
             continue
         if not item.is_dir():
             raise AahError(f"{item}: data files must sit in a folder with a {SOURCE_NOTE}")
