@@ -24,7 +24,6 @@ README = ROOT / "README.md"
 SKIPPED = {
     "make demo": "creates .venv and installs with pip (network); `aah demo --plain` below runs it",
     "make test": "the whole suite, this test among them",
-    "source .venv/bin/activate": "a shell builtin; these tests run the aah of their own venv",
     "export AAH_BASE_URL=https://api.openai.com/v1 AAH_MODEL=gpt-4o-mini OPENAI_API_KEY=sk-...": (
         "needs a paid OpenAI key"
     ),
@@ -134,6 +133,14 @@ def test_readme_command(to_run: bool, command: str, desk: dict) -> None:
 
 
 def test_the_readme_says_to_activate_the_venv_before_any_aah_command() -> None:
-    first_aah = next(i for i, (_, c) in enumerate(COMMANDS) if c.startswith("aah "))
-    activate = [i for i, (_, c) in enumerate(COMMANDS) if c == "source .venv/bin/activate"]
-    assert activate and activate[0] < first_aah
+    text = README.read_text(encoding="utf-8")
+    first_aah = re.search(r"^aah ", text, re.M)
+    assert first_aah is not None
+    assert 0 <= text.find("source .venv/bin/activate") < first_aah.start()
+
+
+def test_the_readme_opens_with_exactly_the_two_setup_and_go_commands() -> None:
+    first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert first_block is not None
+    lines = [line.split("#")[0].strip() for line in first_block[1].splitlines()]
+    assert [line for line in lines if line] == ["make demo", "make test"]
