@@ -144,9 +144,13 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
             ctx, complete, state["messages"], reply, started
         )
         compacted = more or compacted
+    sent = reply
     reply = recover_text_tool_calls(reply, ctx.tools.offered)
     reply = with_unique_call_ids(reply, state["messages"], state.get("steps", 0) + 1)
-    _log_model_call(ctx, reply, started)
+    # Calls read out of the text leave none of it: the raw reply is kept for
+    # scorers that read intent (BFCL's intent-based refusal).
+    raw = sent.text if reply.content != sent.content and isinstance(sent.text, str) else None
+    _log_model_call(ctx, reply, started, raw=raw)
     return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
 
 
@@ -194,7 +198,12 @@ async def _again_with_more_room(
 
 
 def _log_model_call(
-    ctx: SessionContext, reply: AIMessage, started: float, *, cut_off: bool = False
+    ctx: SessionContext,
+    reply: AIMessage,
+    started: float,
+    *,
+    cut_off: bool = False,
+    raw: str | None = None,
 ) -> None:
     usage = reply.usage_metadata
     ctx.emit(
@@ -206,6 +215,7 @@ def _log_model_call(
             completion_tokens=usage["output_tokens"] if usage else None,
             n_tool_calls=0 if cut_off else len(reply.tool_calls) + len(reply.invalid_tool_calls),
             text=reply.text if isinstance(reply.text, str) else "",
+            raw=raw,
             reasoning=reasoning_of(reply),
             purpose="agent",
             cut_off=cut_off,
