@@ -13,6 +13,12 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.scoring.agreement import HUMAN_GRADER_PREFIX
     from aah.scoring.behavior import Classification, behavior_report, classify_reply
+    from aah.scoring.bfcl import (
+        BfclScores,
+        bfcl_run_scores,
+        bfcl_scores_to_json,
+        score_bfcl_run,
+    )
     from aah.scoring.errors import error_patterns
     from aah.scoring.grader import (
         GradeSummary,
@@ -42,6 +48,10 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "BfclScores",
+    "bfcl_run_scores",
+    "bfcl_scores_to_json",
+    "score_bfcl_run",
     "HUMAN_GRADER_PREFIX",
     "ImportSummary",
     "ImportProgress",
@@ -78,6 +88,10 @@ __all__ = [
 ]
 
 _WHERE = {
+    "BfclScores": "aah.scoring.bfcl",
+    "bfcl_run_scores": "aah.scoring.bfcl",
+    "bfcl_scores_to_json": "aah.scoring.bfcl",
+    "score_bfcl_run": "aah.scoring.bfcl",
     "HUMAN_GRADER_PREFIX": "aah.scoring.agreement",
     "ImportSummary": "aah.scoring.imports",
     "ImportProgress": "aah.scoring.imports",

@@ -121,7 +121,7 @@ def has_type(value: Any, schema: Mapping[str, Any]) -> bool:
     if not isinstance(value, _TYPES[kind]):
         return False
     items = schema.get("items")
-    if kind == "array" and isinstance(items, Mapping):
+    if isinstance(value, (list, tuple)) and isinstance(items, Mapping):
         return all(has_type(item, items) for item in value)
     return True
 

@@ -38,6 +38,7 @@ paper order)::
                                 "pass_rate": {"human": P, "simulated": P},
                                 "interaction": {"human": P, "simulated": P}}]},
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
+     "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
      "paper_comparison": null | {"source": str, "url": str,   # --compare paper
                                  "rows": [{"run", "model", "setting", "aah", "metric",
@@ -71,6 +72,7 @@ from aah.errors import AahError
 from aah.events import excerpt
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.behavior import BEHAVIOR_CLASSES
+from aah.scoring.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
 from aah.scoring.errors import ErrorPatternReport
 from aah.scoring.imports import import_notes
 from aah.scoring.metrics import (
@@ -137,6 +139,7 @@ class Report:
     when2call: list[When2CallScores] = field(default_factory=list)
     repeats: list[RepeatScores] = field(default_factory=list)
     paper: PaperComparison | None = None
+    bfcl: list[BfclScores] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -268,7 +271,16 @@ def build_report(
             "every epoch's session as a task, so their Wilson intervals are too narrow; pass@k "
             "and pass^k average over tasks, with bootstrap intervals over tasks"
         )
-    return Report(chosen, cells, behavior, patterns, agreement, examples, notes, when2call, repeats)
+    step("BFCL")
+    bfcl = [
+        scores
+        for run in chosen
+        if run.manifest.get("benchmark") == "bfcl"
+        for scores in bfcl_run_scores(store, run.name, str(run.manifest.get("model") or ""))
+    ]
+    return Report(
+        chosen, cells, behavior, patterns, agreement, examples, notes, when2call, repeats, bfcl=bfcl
+    )
 
 
 # -- IAC's needed endpoints -----------------------------------------------------
@@ -291,7 +303,8 @@ def _needed_endpoints(
     own = {
         run.name
         for run in runs
-        if not run.manifest.get("imported") and run.manifest.get("benchmark") != "when2call"
+        if not run.manifest.get("imported")
+        and run.manifest.get("benchmark") not in ("when2call", "bfcl")
     }
     mine = [o for o in outcomes if o.run in own and o.session_id in task_of]
     if not mine:
@@ -481,6 +494,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "examples": [asdict(example) for example in report.examples],
         "notes": list(report.notes),
         "when2call": [scores_to_json(scores) for scores in report.when2call],
+        "bfcl": [bfcl_scores_to_json(scores) for scores in report.bfcl],
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
         "paper_comparison": None
         if report.paper is None
