@@ -29,6 +29,7 @@ from aah.benchmark.bfcl import (
 )
 from aah.cli.bench_bfcl import choose_items
 from aah.errors import AahError
+from aah.events import ModelCallEvent
 from aah.scoring import bfcl_run_scores, score_bfcl_run
 from aah.scoring.report import build_report, render_csv, render_json, render_markdown
 from aah.store import SessionStore, merge_databases
@@ -200,9 +201,12 @@ def test_the_raw_reply_of_a_text_call_is_stored_beside_the_call(data: Path, tmp_
     with SessionStore(db) as store:
         (session,) = store.list_sessions(run="b")
         (grade,) = store.grades(session.id)
+        (model_call,) = [e for e in store.events(session.id) if isinstance(e, ModelCallEvent)]
     vote = grade.votes[0]
     assert vote["calls"] == [{"get_weather": {"city": "Rome"}}]
-    assert vote["raw"].startswith("<tool_call>") and vote["standard_call"] and vote["intent_call"]
+    assert vote["standard_call"] and vote["intent_call"] and vote["raw"] is None
+    assert model_call.text == "" and model_call.raw is not None
+    assert model_call.raw.startswith('<tool_call>{"name": "get_weather"')
 
 
 def test_prompt_mode_reads_calls_from_text_and_dotted_names_map_back(

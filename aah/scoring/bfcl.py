@@ -32,6 +32,7 @@ from aah.benchmark.bfcl import (
     AST_CATEGORIES,
     CATEGORIES,
     BfclTask,
+    Turn,
     called_intent,
     called_standard,
     check_calls,
@@ -41,7 +42,7 @@ from aah.benchmark.bfcl import (
 from aah.events import excerpt
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.repeats import base_task_id
-from aah.store import SessionStore
+from aah.store import CallStep, SessionStore, Verdict
 
 GRADER = "bfcl:ast"
 GRADER_VERSION = "1"
@@ -64,30 +65,37 @@ LIVE_HALLUCINATION = ("live_irrelevance", "live_relevance")
 def score_bfcl_run(store: SessionStore, run: str, tasks: Sequence[BfclTask]) -> int:
     """Check and store every turn of ``run`` not yet scored.
 
+    The run's steps and grades are read in bulk and the grades written in one
+    transaction: a whole single-turn set scores in seconds.
+
     Returns:
         How many sessions were scored now.
     """
     by_id = {task.id: task for task in tasks}
-    scored = 0
+    with store.queries() as queries:
+        done = {session_id for session_id, _ in queries.grade_votes([run], GRADER)}
+        steps: dict[str, list[CallStep]] = {}
+        for step in queries.call_steps([run]):
+            steps.setdefault(step.session_id, []).append(step)
+    grades: list[tuple[str, list[Any], Verdict]] = []
     for session in store.list_sessions(run=run):
         task = by_id.get(base_task_id(session.task_id or ""))
-        if task is None or session.status == "error":
+        if task is None or session.status == "error" or session.id in done:
             continue
-        if any(grade.grader_model == GRADER for grade in store.grades(session.id)):
-            continue
-        turn = read_turn(store.events(session.id))
+        turn = read_turn(steps.get(session.id, []))
         if turn is None:
             continue
         vote = turn_vote(task, turn)
-        store.add_grade(
-            session.id, GRADER, GRADER_VERSION, [vote], "pass" if vote["right"] else "fail"
-        )
-        scored += 1
-    return scored
+        grades.append((session.id, [vote], "pass" if vote["right"] else "fail"))
+    return store.add_grades(GRADER, GRADER_VERSION, grades)
 
 
-def turn_vote(task: BfclTask, turn: Any) -> dict[str, Any]:
-    """What one turn did on one item, as the stored vote."""
+def turn_vote(task: BfclTask, turn: Turn) -> dict[str, Any]:
+    """What one turn did on one item, as the stored vote.
+
+    The raw reply is kept where the two readings disagree (the report lists
+    those); every raw reply stays in the session's events.
+    """
     names = [tool.name for tool in task.functions]
     standard = called_standard(turn)
     intent = called_intent(turn, names)
@@ -112,7 +120,7 @@ def turn_vote(task: BfclTask, turn: Any) -> dict[str, Any]:
         "ast": ast,
         "reason": reason,
         "right": right,
-        "raw": excerpt(turn.raw, RAW_CHARS),
+        "raw": excerpt(turn.raw, RAW_CHARS) if intent and not standard else None,
     }
 
 
@@ -160,14 +168,14 @@ class BfclScores:
 def bfcl_run_scores(store: SessionStore, run: str, model: str) -> list[BfclScores]:
     """The run's figures, one ``BfclScores`` per language (in name order)."""
     sessions = store.list_sessions(run=run)
+    latest: dict[str, Mapping[str, Any]] = {}
+    with store.queries() as queries:
+        for session_id, stored in queries.grade_votes([run], GRADER):  # the last one wins
+            if stored and isinstance(stored[0], dict):
+                latest[session_id] = stored[0]
     votes: dict[str, list[Mapping[str, Any]]] = {}
-    for session in sessions:
-        latest = None
-        for grade in store.grades(session.id):  # oldest first: the last one wins
-            if grade.grader_model == GRADER and grade.votes and isinstance(grade.votes[0], dict):
-                latest = grade.votes[0]
-        if latest is not None:
-            votes.setdefault(str(latest.get("language") or "en"), []).append(latest)
+    for vote in latest.values():
+        votes.setdefault(str(vote.get("language") or "en"), []).append(vote)
     unscored = len(sessions) - sum(len(v) for v in votes.values())
     return [
         _scores(run, model, language, votes[language], unscored if len(votes) == 1 else 0)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from aah.store.merge import merge_databases
     from aah.store.queries import (
         AnnotatorAnswer,
+        CallStep,
         GradeFlag,
         GradeVerdict,
         SessionError,
@@ -40,6 +41,7 @@ __all__ = [
     "GradeFlag",
     "GradeFlagReason",
     "GradeRecord",
+    "CallStep",
     "GradeVerdict",
     "HumanRequestRecord",
     "ManifestDifference",
@@ -73,6 +75,7 @@ _WHERE = {
     "GradeFlag": "aah.store.queries",
     "GradeFlagReason": "aah.store.schema",
     "GradeRecord": "aah.store.sessions",
+    "CallStep": "aah.store.queries",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
     "ManifestDifference": "aah.store.manifest",

@@ -1,8 +1,9 @@
 """What one BFCL turn did, read two ways: the standard reading and the intent reading.
 
 A session of a BFCL run holds one agent turn: its model call (the reply's
-text, and the raw reply when calls were read out of it) and the tool-call
-events that follow it. ``read_turn`` gathers them; then (science.md §6):
+text, and the raw reply when calls were read out of it) and the tool calls
+that follow it, read in bulk from the store (``CallStep``). ``read_turn``
+gathers them; then (science.md §6):
 
 - **standard**: the turn made a call if some call parsed (a well-formed call,
   natively or recovered from text, whatever it named);
@@ -23,8 +24,8 @@ from typing import NamedTuple
 
 from aah.benchmark.bfcl.checker import Call
 from aah.benchmark.when2call import original_tool_name
-from aah.events import Event, ModelCallEvent, ToolCallEvent
 from aah.llm import parse_text_tool_calls
+from aah.store import CallStep
 from aah.tools import ASK_HUMAN
 
 
@@ -44,31 +45,35 @@ class Turn(NamedTuple):
     text: str
 
 
-def read_turn(events: Sequence[Event]) -> Turn | None:
-    """The first agent turn among a session's events (seq order); None if there is none.
+def read_turn(steps: Sequence[CallStep]) -> Turn | None:
+    """The first agent turn among a session's steps (seq order); None if there is none.
+
+    Args:
+        steps: The session's model and tool calls (``SessionQueries.call_steps``).
 
     A reply cut at its length limit is no turn: the retry that followed is.
     """
     agent = [
-        (index, e)
-        for index, e in enumerate(events)
-        if isinstance(e, ModelCallEvent) and e.purpose == "agent"
+        (index, step)
+        for index, step in enumerate(steps)
+        if step.kind == "model_call" and step.purpose == "agent"
     ]
     if not agent:
         return None
-    index, call = next(((i, e) for i, e in agent if not e.cut_off), agent[0])
+    index, call = next(((i, s) for i, s in agent if not s.cut_off), agent[0])
     calls: list[Call] = []
     malformed = 0
-    for later in events[index + 1 :]:
-        if isinstance(later, ModelCallEvent):
+    for later in steps[index + 1 :]:
+        if later.kind == "model_call":
             break
-        if isinstance(later, ToolCallEvent) and later.tool != ASK_HUMAN:
-            if later.check == "IFE":
-                malformed += 1
-            else:
-                calls.append(Call(original_tool_name(later.tool), later.arguments))
-    raw = call.raw if call.raw is not None else call.text
-    return Turn(calls, malformed, raw, call.text)
+        if later.tool is None or later.tool == ASK_HUMAN:
+            continue
+        if later.check == "IFE":
+            malformed += 1
+        else:
+            calls.append(Call(original_tool_name(later.tool), later.arguments or {}))
+    text = call.text or ""
+    return Turn(calls, malformed, call.raw if call.raw is not None else text, text)
 
 
 def called_standard(turn: Turn) -> bool:
