@@ -8,6 +8,8 @@ of its rows; its figures are rounded percents from the paper, not aah's.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aah.benchmark.bfcl import AST_CATEGORIES, MBFCL_SOURCE
 from aah.events import excerpt
 from aah.scoring.bfcl import FIGURES, BfclScores
@@ -115,16 +117,17 @@ def _disagreement_table(runs: list[BfclScores]) -> ReportTable:
     )
 
 
-def bfcl_csv_rows(report: Report) -> list[list[str]]:
-    """The BFCL figures as CSV rows: a header, then one row per run, language and figure."""
-    rows = [["run", "model", "language", "figure", "value", "low", "high", "k", "n"]]
+def bfcl_csv_rows(report: Report) -> list[list[Any]]:
+    """The BFCL figures as CSV rows: a header, then one row per run, language and figure.
+
+    Values are left as they are; the CSV writer makes them text.
+    """
+    rows: list[list[Any]] = [["run", "model", "language", "figure", "value", "low", "high"]]
+    rows[0] += ["k", "n"]
     for s in report.bfcl:
         for name in FIGURES:
             value = s.figures.get(name)
             if value is None:
                 continue
-            numbers = (value.value, value.low, value.high, value.k, value.n)
-            rows.append(
-                [s.run, s.model, s.language, name, *("" if x is None else repr(x) for x in numbers)]
-            )
+            rows.append([s.run, s.model, s.language, name, *value[2:], value.k, value.n])
     return rows

@@ -57,7 +57,8 @@ def render_csv(report: Report) -> str:
         # Imported here: only reports over BFCL runs have this second table.
         from aah.scoring.report.bfcl_tables import bfcl_csv_rows
 
-        csv.writer(sink).writerows([[], *bfcl_csv_rows(report)])
+        rows = [[_text(value) for value in row] for row in bfcl_csv_rows(report)]
+        csv.writer(sink).writerows([[], *rows])
     return sink.getvalue()
 
 
