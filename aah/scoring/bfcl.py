@@ -73,20 +73,22 @@ def score_bfcl_run(store: SessionStore, run: str, tasks: Sequence[BfclTask]) -> 
     """
     by_id = {task.id: task for task in tasks}
     with store.queries() as queries:
+        sessions = queries.session_tasks([run])
         done = {session_id for session_id, _ in queries.grade_votes([run], GRADER)}
         steps: dict[str, list[CallStep]] = {}
         for step in queries.call_steps([run]):
             steps.setdefault(step.session_id, []).append(step)
     grades: list[tuple[str, list[Any], Verdict]] = []
-    for session in store.list_sessions(run=run):
-        task = by_id.get(base_task_id(session.task_id or ""))
-        if task is None or session.status == "error" or session.id in done:
+    for session_id, task_id, status in sessions:
+        task = by_id.get(base_task_id(task_id or ""))
+        # A session that ended in error is run again by the next run of the command.
+        if task is None or status == "error" or session_id in done:
             continue
-        turn = read_turn(steps.get(session.id, []))
+        turn = read_turn(steps.get(session_id, []))
         if turn is None:
             continue
         vote = turn_vote(task, turn)
-        grades.append((session.id, [vote], "pass" if vote["right"] else "fail"))
+        grades.append((session_id, [vote], "pass" if vote["right"] else "fail"))
     return store.add_grades(GRADER, GRADER_VERSION, grades)
 
 
@@ -167,9 +169,9 @@ class BfclScores:
 
 def bfcl_run_scores(store: SessionStore, run: str, model: str) -> list[BfclScores]:
     """The run's figures, one ``BfclScores`` per language (in name order)."""
-    sessions = store.list_sessions(run=run)
     latest: dict[str, Mapping[str, Any]] = {}
     with store.queries() as queries:
+        sessions = queries.task_ids([run])  # every session of a BFCL run has a task id
         for session_id, stored in queries.grade_votes([run], GRADER):  # the last one wins
             if stored and isinstance(stored[0], dict):
                 latest[session_id] = stored[0]

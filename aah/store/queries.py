@@ -213,6 +213,7 @@ SELECT g.session_id, g.votes
 FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
 WHERE {where} AND g.grader_model = ? ORDER BY g.created, g.id
 """
+_SESSION_TASKS_SQL = "SELECT s.id, s.task_id, s.status FROM sessions AS s WHERE {where}"
 _TASK_IDS_SQL = "SELECT s.id, s.task_id FROM sessions AS s WHERE {where} AND s.task_id IS NOT NULL"
 _GRADES_SQL = """
 SELECT g.session_id, g.grader_model, g.verdict
@@ -348,6 +349,10 @@ class SessionQueries:
         where, params = _selection(runs, False)
         rows = self._conn.execute(_GRADE_VOTES_SQL.format(where=where), [*params, grader_model])
         return [(session_id, json.loads(votes)) for session_id, votes in rows]
+
+    def session_tasks(self, runs: Sequence[str]) -> list[tuple[str, str | None, SessionStatus]]:
+        """Each session of the runs: its id, task id and status."""
+        return self._select(_SESSION_TASKS_SQL, runs, False).fetchall()
 
     def task_ids(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
