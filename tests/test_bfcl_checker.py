@@ -22,7 +22,10 @@ from aah.benchmark.bfcl import (
     AST_CATEGORIES,
     BfclTask,
     Call,
+    Turn,
     bfcl_source,
+    called_intent,
+    called_standard,
     check_calls,
     function_tool,
     load_bfcl,
@@ -170,3 +173,48 @@ def test_parallel_calls_match_in_any_order_but_each_once() -> None:
 def test_strings_normalise_as_bfcl_documents() -> None:
     assert normalise("April 1, 2024") == normalise("april 1 2024") == "april12024"
     assert normalise("it's") == normalise('it"s')
+
+
+# -- the two readings of a reply without parsed calls ---------------------------------
+
+NAMES = ["get_weather", "math-factorial"]
+ATTEMPTS = [
+    '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"</tool_call>',
+    '{"name": "get_weather", "arguments": {"city": "Paris"',
+    'Sure: {"name": "get_weather", "arguments": {city: Paris}}',
+    "[get_weather(city='Paris'), get_weather(city=",
+    "get_weather(city='Paris'",
+    "I will call get_weather(city='Paris') for you now.",
+    '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"',
+    '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"',
+    "<think>maybe a call</think>get_weather('Paris')",
+]
+NOT_ATTEMPTS = [
+    "I'm sorry, none of my functions can tell a joke.",
+    "Here is the code you asked for:\n```python\nprint(factorial(5))\n```\nRun it locally.",
+    "The weather function needs a city; which city do you mean?",
+    "<think>I could call get_weather(city='Paris')</think>I cannot help with that.",
+    "",
+]
+
+
+@pytest.mark.parametrize("raw", ATTEMPTS)
+def test_a_failed_attempt_is_no_call_to_the_standard_reading_and_a_call_by_intent(
+    raw: str,
+) -> None:
+    turn = Turn([], 0, raw, "")
+    assert not called_standard(turn)
+    assert called_intent(turn, NAMES)
+
+
+@pytest.mark.parametrize("raw", NOT_ATTEMPTS)
+def test_a_reply_without_an_attempt_is_no_call_either_way(raw: str) -> None:
+    turn = Turn([], 0, raw, raw)
+    assert not called_standard(turn) and not called_intent(turn, NAMES)
+
+
+def test_parsed_and_malformed_calls() -> None:
+    parsed = Turn([Call("get_weather", {"city": "Paris"})], 0, "", "")
+    malformed = Turn([], 1, "", "")
+    assert called_standard(parsed) and called_intent(parsed, NAMES)
+    assert not called_standard(malformed) and called_intent(malformed, NAMES)
