@@ -189,8 +189,13 @@ def test_a_scripted_model_gives_the_expected_figures(data: Path, tmp_path: Path)
         (scores,) = bfcl_run_scores(store, "b", "fake-model")
     disagreeing = {d.id: d.raw for d in scores.disagreements}
     assert set(disagreeing) == {"irrelevance_1", "live_irrelevance_0-0-0"}
-    # The raw reply is kept beside the parsed calls: the broken text call is all there.
+    # The raw reply is kept beside the parsed calls: the broken text call is all there,
+    # and so is a native call whose arguments are not JSON.
     assert disagreeing["live_irrelevance_0-0-0"].startswith('Calling it: {"name": "get_weather"')
+    assert json.loads(disagreeing["irrelevance_1"]) == {
+        "name": "get_weather",
+        "arguments": '{"city": "Par',
+    }
 
 
 def test_the_raw_reply_of_a_text_call_is_stored_beside_the_call(data: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ does nothing before ``interrupt()`` that must not happen twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple
@@ -147,10 +148,7 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     sent = reply
     reply = recover_text_tool_calls(reply, ctx.tools.offered)
     reply = with_unique_call_ids(reply, state["messages"], state.get("steps", 0) + 1)
-    # Calls read out of the text leave none of it: the raw reply is kept for
-    # scorers that read intent (BFCL's intent-based refusal).
-    raw = sent.text if reply.content != sent.content and isinstance(sent.text, str) else None
-    _log_model_call(ctx, reply, started, raw=raw)
+    _log_model_call(ctx, reply, started, raw=_raw_reply(sent, reply))
     return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
 
 
@@ -195,6 +193,25 @@ async def _again_with_more_room(
             "briefly"
         )
     return reply, compacted, retry_started
+
+
+def _raw_reply(sent: AIMessage, read: AIMessage) -> str | None:
+    """The reply as sent, where reading its calls left less of it; None where nothing was lost.
+
+    Calls read out of the text leave none of it, and a native call whose
+    arguments are not JSON is kept only as an error: scorers that read intent
+    (BFCL's intent-based refusal) need the reply as the model wrote it.
+    """
+    text = sent.text if isinstance(sent.text, str) else ""
+    if read.content != sent.content:
+        return text
+    if not sent.invalid_tool_calls:
+        return None
+    broken = [
+        json.dumps({"name": call.get("name"), "arguments": call.get("args")}, ensure_ascii=False)
+        for call in sent.invalid_tool_calls
+    ]
+    return "\n".join([text, *broken] if text else broken)
 
 
 def _log_model_call(
