@@ -15,10 +15,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,ui,notify]'
 	touch $(STAMP)
 
+# `aah` is installed in .venv/bin, not on the shell's PATH: say how to reach it.
+NEXT := @echo "next: source $(VENV)/bin/activate, then try 'aah --help' or 'aah demo --plain'"
+
 install: $(STAMP)
+	$(NEXT)
 
 demo: $(STAMP)
 	$(BIN)/aah demo
+	$(NEXT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check aah tests perf scripts

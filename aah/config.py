@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     http_timeout: float = 10.0
     http_retries: int = 2
     http_max_bytes: int = 200_000
+    # Tool calls in live and record mode refuse hosts whose addresses are not
+    # public (loopback, private, link-local, CGNAT...): a spec cannot reach the
+    # user's own network or a cloud metadata service unless this is set.
+    http_allow_private: bool = False
 
     # Models: every role is an OpenAI-compatible chat endpoint. A role's own
     # setting wins; an unset one falls back to the agent's.
@@ -55,6 +59,9 @@ class Settings(BaseSettings):
     api_key: str | None = None
     llm_timeout: float = 60.0
     llm_retries: int = 3
+    # Seconds one model request may spend waiting between its attempts
+    # (AAH_LLM_RETRY_BUDGET); a server that asks to wait longer fails it at once.
+    llm_retry_budget: float = Field(default=60.0, ge=0)
     human_base_url: str | None = None
     human_model: str | None = None
     human_api_key: str | None = None
@@ -90,6 +97,9 @@ class Settings(BaseSettings):
     notify_after: float = Field(default=300.0, gt=0)
     notify_interval: float = Field(default=1800.0, gt=0)
     web_url: str | None = None
+    # Reverse proxies `aah web` believes when X-Forwarded-For names the
+    # client (comma-separated addresses or networks); unset: none.
+    web_trusted_proxies: str | None = None
 
     def registry_path(self) -> Path:
         """Where the compiled tool registry lives."""

@@ -36,6 +36,10 @@ Tone = Literal["info", "ok", "fail", "warn", "ask", "answer", "final"]
 Speaker = Literal["agent", "tool", "agent asks", "user"]
 
 _AWARENESS_TONE: dict[str, Tone] = {"yes": "ok", "idk": "warn", "no": "fail", "none": "fail"}
+# "none" is no answer a model gave: it means no reply could be read as one.
+_AWARENESS_ANSWER = {
+    "none": "NONE (could not be parsed: no reply read as yes, idk or no; the task goes on)",
+}
 # Model text, tool arguments and tool results are cut to these lengths: a
 # description is read at a glance, the event keeps the whole text.
 SAID_CHARS = 200
@@ -112,11 +116,12 @@ def describe_event(event: Event) -> EventDescription | None:
     """
     event = _displayable(event)
     if isinstance(event, AwarenessEvent):
-        label = f"awareness ({event.question}): {event.answer.upper()}"
+        answer = _AWARENESS_ANSWER.get(event.answer, event.answer.upper())
+        label = f"awareness ({event.question}): {answer}"
         tone = _AWARENESS_TONE[event.answer]
-        return EventDescription(
-            event.kind, label, event.reason, tone=tone, reasoning=event.reasoning or ""
-        )
+        # An unparsed reply has no reason to show: the reply itself says why.
+        said = event.reason or (clip(event.raw, SAID_CHARS) if event.answer == "none" else "")
+        return EventDescription(event.kind, label, said, tone=tone, reasoning=event.reasoning or "")
     if isinstance(event, ModelCallEvent):
         return _describe_model_call(event)
     if isinstance(event, ToolCallEvent):

@@ -4,7 +4,7 @@ Each extension point keeps a table from a name to a factory beside the
 ``Protocol`` it implements:
 
 - ``HUMAN_CHANNELS`` (``aah.runtime.humans``): who answers an interactive session;
-- ``BATCH_HUMANS`` (``aah.benchmark.humans``): who answers a benchmark task;
+- ``BATCH_HUMANS`` (``aah.benchmark.failtalms.humans``): who answers a benchmark task;
 - ``HTTP_MODES`` (``aah.tools.http.modes``): how tool calls are answered;
 - ``BEHAVIOUR_JUDGES`` (``aah.cli.classify``): who puts replies in When2Call classes.
 

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
+from aah.storable import storable_text
+
 REDACTED = "[redacted]"
 # Key names whose values are credentials, after lowercasing and turning
 # "-" and " " into "_". "token" must end the name: "max_tokens" is a count.
@@ -177,9 +179,15 @@ def _redact_named(match: re.Match[str]) -> str:
 
 
 def scrub_text(text: str | None) -> str | None:
-    """``text`` with every known secret and key-like substring replaced; None stays None."""
+    """``text`` with every known secret and key-like substring replaced; None stays None.
+
+    Every store write and console line passes here, so it is also where
+    text UTF-8 or SQLite cannot hold is made storable (``storable_text``),
+    whatever path brought it in.
+    """
     if not text:
         return text
+    text = storable_text(text)
     forms, pattern = _KNOWN.forms()
     if pattern is not None and any(form in text for form in forms):
         text = pattern.sub(REDACTED, text)
@@ -205,7 +213,9 @@ def scrub(value: Any) -> Any:
     if isinstance(value, Mapping):
         remember_named(value)
         return {
-            str(key): REDACTED if item is not None and is_secret_name(str(key)) else scrub(item)
+            storable_text(str(key)): REDACTED
+            if item is not None and is_secret_name(str(key))
+            else scrub(item)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
@@ -227,7 +237,9 @@ def scrub_tree(value: Any) -> Any:
     if isinstance(value, dict):
         remember_named(value)
         return {
-            key: _redacted_like(item) if _is_named_secret(key, item) else scrub_tree(item)
+            storable_text(key) if isinstance(key, str) else key: _redacted_like(item)
+            if _is_named_secret(key, item)
+            else scrub_tree(item)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):

@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from aah.benchmark.dataset import Task, load_tasks
-from aah.benchmark.runner import BatchRunner, RunOptions, batch_human_factory
+from aah.benchmark import BatchRunner, RunOptions, batch_human_factory
+from aah.benchmark.failtalms.dataset import Task, load_tasks
 from aah.data.locate import find_data_dir
 from aah.llm.config import ModelConfig
 from aah.runtime.loop import run_async

@@ -24,11 +24,15 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from aah.benchmark import RunOptions
-from aah.benchmark.when2call import When2CallRunner, load_when2call
+from aah.benchmark.when2call import (
+    When2CallRunner,
+    label_run_with_rules,
+    load_when2call,
+    run_scores,
+)
 from aah.data import find_data_dir
 from aah.llm import ModelConfig
 from aah.runtime import run_async
-from aah.scoring import label_run_with_rules, run_scores
 from aah.store import SessionStore
 
 AGENT = {

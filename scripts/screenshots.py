@@ -22,9 +22,12 @@ FOLDER = ROOT / "docs" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 TESTS = [
     "tests/test_tui.py::test_main_screen_snapshot_for_the_readme",
+    "tests/test_tui.py::test_presenter_size_snapshot_for_the_readme",
     "tests/test_web_browser.py::test_a_question_from_a_runner_is_answered_in_the_browser",
 ]
 IMAGES = ["tui-ask.svg", "tui-ask.png", "tui.svg", "tui.png", "web-queue.png", "web-answer.png"]
+# The terminal app at a presenter's size (a large font leaves 80x24).
+IMAGES += ["tui-80x24-ask.svg", "tui-80x24-ask.png", "tui-80x24.svg", "tui-80x24.png"]
 
 
 def main() -> int:

@@ -38,3 +38,15 @@ def shared_registry(shared_data: Path, tmp_path_factory: pytest.TempPathFactory)
     path = tmp_path_factory.mktemp("shared-registry") / "registry.db"
     build_registry(shared_data, path)
     return path
+
+
+@pytest.fixture
+def allow_private_tool_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let tool calls reach the tests' servers on 127.0.0.1.
+
+    The address guard refuses loopback and private addresses by default; a
+    test module that calls its own tool server opts out with
+    ``pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")``.
+    Subprocesses started by the test inherit the setting.
+    """
+    monkeypatch.setenv("AAH_HTTP_ALLOW_PRIVATE", "1")

@@ -13,8 +13,8 @@ import pytest
 from pydantic import SecretStr
 from runtime_support import awareness_rule, call, runtime_on
 
-from aah.benchmark.fact_fit import TaskFacts
-from aah.benchmark.humans import SimulatedHuman
+from aah.benchmark.failtalms.fact_fit import TaskFacts
+from aah.benchmark.failtalms.humans import SimulatedHuman
 from aah.events import HumanAnswerEvent
 from aah.llm import ModelConfig
 from aah.runtime.humans import HumanChannel, ScriptedHuman

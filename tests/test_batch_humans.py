@@ -6,8 +6,8 @@ import pytest
 from http_server import make_spec
 from runtime_support import awareness_rule, call, fake_config, runtime_on
 
-from aah.benchmark.fact_fit import TaskFacts, asks_for_tool_job, fitting_facts
-from aah.benchmark.humans import (
+from aah.benchmark.failtalms.fact_fit import TaskFacts, asks_for_tool_job, fitting_facts
+from aah.benchmark.failtalms.humans import (
     CANNOT_HELP,
     JOKE,
     OracleHuman,
@@ -16,7 +16,7 @@ from aah.benchmark.humans import (
     simulated_human_prompt,
     simulated_human_prompt_version,
 )
-from aah.benchmark.leak_check import ANSWER, EXTRA_FACT, PASTED_REQUEST, leak_flags
+from aah.benchmark.failtalms.leak_check import ANSWER, EXTRA_FACT, PASTED_REQUEST, leak_flags
 from aah.errors import AahError
 from aah.events import HumanAnswerEvent, ModelCallEvent
 from aah.runtime.humans import IDK_REPLY, HumanRequest, QueueHuman
@@ -24,6 +24,8 @@ from aah.runtime.session import SessionRequest, run_session
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
+
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
 
 CRYPTO_QUERY = (
     "Find the top markets and exchanges for a specific cryptocurrency and also list all "

@@ -40,6 +40,8 @@ from aah.store.sessions import SessionStatus, SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 LABELLED = Path(__file__).parent / "fixtures" / "behavior_labelled.jsonl"
 WEATHER = "weather__forecast"
 RUN = "behaviour-run"

@@ -23,8 +23,10 @@ from aah.llm import (
     ModelStatusError,
     ModelTimeoutError,
 )
-from aah.llm.transport import ChatTransport, env_proxy, retry_after, should_retry
+from aah.llm.transport import ChatTransport, env_proxy, requested_delay, should_retry
 from aah.testing import FakeLLMServer, error_reply, text_reply, tool_reply
+
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
 
 WEATHER = {
     "type": "function",
@@ -301,14 +303,15 @@ def test_a_404_on_a_base_url_without_v1_says_so() -> None:
     assert "base URL may be missing /v1" in str(error) and f"{server.base_url}/v1" in str(error)
 
 
-def test_a_retry_after_beyond_a_minute_is_not_waited_for() -> None:
+def test_a_retry_after_beyond_the_retry_budget_is_not_waited_for() -> None:
     slow = error_reply(429, "come back later")
     assert slow.error is not None
     slow.error.retry_after_ms = 120_000
     with FakeLLMServer([slow, "never sent"]) as server:
         error = failure(config(server.base_url, retries=3))
         assert len(server.requests) == 1
-    assert isinstance(error, ModelStatusError) and "asked to wait 120 s" in str(error)
+    assert isinstance(error, ModelStatusError) and "(HTTP 429, retry-after-ms 120000)" in str(error)
+    assert "raise AAH_LLM_RETRY_BUDGET (now 60 s)" in str(error)
 
 
 def test_x_should_retry_overrides_the_status() -> None:
@@ -372,11 +375,10 @@ def test_retry_rules() -> None:
     assert not should_retry(400, {}) and not should_retry(404, {})
     assert should_retry(400, {"x-should-retry": "true"})
     assert not should_retry(503, {"X-Should-Retry": "false"})
-    assert not should_retry(429, {"retry-after": "600"})
-    assert retry_after({"Retry-After-Ms": "250"}) == 0.25
-    assert retry_after({"retry-after": "2"}) == 2.0
-    assert retry_after({"retry-after": "600"}) is None
-    assert retry_after({"retry-after": "soon"}) is None
+    assert requested_delay({"Retry-After-Ms": "250"}) == 0.25
+    assert requested_delay({"retry-after": "2"}) == 2.0
+    assert requested_delay({"retry-after": "600"}) == 600.0
+    assert requested_delay({"retry-after": "soon"}) is None
 
 
 def test_proxies_come_from_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:

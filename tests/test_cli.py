@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -262,8 +263,8 @@ def test_messages_print_as_one_unfolded_line(
     assert expected in text
 
 
-# Tables that rich would cut to "5…" in a narrow terminal: every cell must
-# come out whole (a line may be wider than the terminal, which wraps it).
+# Tables that rich would cut to "5…" in a narrow terminal: with --wide every
+# cell must come out whole (a line may be wider than the terminal, which wraps it).
 WHOLE_TABLES = [
     (["setting", "tasks", "exact", "unmatched", "with facts"], [["notools", 575, 572, 0, "-"]]),
     (["name", "description"], [["openmeteo__get_weather_forecast", "Weather forecast " * 12]]),
@@ -285,12 +286,52 @@ def test_tables_never_cut_a_word(
     print_table(
         table("t", columns, rows, compact=compact),
         to=Console(file=out, width=width, color_system=None),
+        wide=True,
     )
     text = out.getvalue()
     assert "…" not in text
     for cell in [*columns, *(str(cell) for row in rows for cell in row)]:
         for word in cell.split():
             assert word in text, (word, text)
+
+
+# Without --wide a table fits the terminal: every line within the width, and
+# a word that does not fit is cut with "…", never mid-word unmarked. The
+# corpus: long words, wide characters, markup-like text, many columns, and
+# widths down to where only the headers fit.
+FITTED_TABLES = [
+    *WHOLE_TABLES,
+    (["name", "description"], [["天気予報" * 10, "ＡＢＣ wide letters " * 6]]),
+    (list("abcdefghij"), [[f"cell{i}-" * 4 for i in range(10)]]),
+    (["id", "query"], [["c0ffee", "line one\nline two " + "z" * 90]]),
+]
+
+
+@pytest.mark.parametrize(("columns", "rows"), FITTED_TABLES)
+@pytest.mark.parametrize("width", [20, 40, 60, 80, 120])
+@pytest.mark.parametrize(("compact", "wrap"), [(True, False), (False, False), (False, True)])
+def test_tables_fit_the_terminal_and_mark_every_cut(
+    columns: list[str], rows: list[list[object]], width: int, compact: bool, wrap: bool
+) -> None:
+    from rich.cells import cell_len
+    from rich.console import Console
+
+    from aah.cli.output import print_table, table
+
+    out = io.StringIO()
+    print_table(
+        table("t", columns, rows, compact=compact, wrap=wrap),
+        to=Console(file=out, width=width, color_system=None),
+    )
+    cells = ["t", *columns, *(str(c) for r in rows for c in r)]
+    whole = {w for cell in cells for w in cell.split()}
+    for line in out.getvalue().splitlines():
+        assert cell_len(line) <= width, line
+        # rich pads a cut double-width character with a space: "天気予 …".
+        words = re.split(r"[\s│┃]+", line.replace(" …", "…"))
+        for word in words:
+            if word and not set(word) <= set("━─┏┓┗┛┳┻╇┩┡┠┨┯┷└┘┌┐┬┴├┤┼╋"):
+                assert word in whole or word.endswith("…"), (word, line)
 
 
 def test_settings_follow_the_environment_though_cached(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -303,3 +344,32 @@ def test_settings_follow_the_environment_though_cached(monkeypatch: pytest.Monke
     assert get_settings().model == "second"
     monkeypatch.delenv("AAH_MODEL")
     assert get_settings().model != "second"
+
+
+def test_aah_run_names_a_long_wait_for_the_model(tmp_path: Path) -> None:
+    """A slow awareness answer is not silence: the trace says what it waits for."""
+    script = {
+        "rules": [
+            {"when": {"has_tools": False}, "reply": {"text": "Yes: all there.", "delay_ms": 3500}},
+            {"reply": "It is sunny."},
+        ]
+    }
+    with FakeLLMServer(script) as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+        env |= {"AAH_BASE_URL": llm.base_url, "AAH_MODEL": "m", "AAH_API_KEY": "sk-x"}
+        env |= {"NO_COLOR": "1", "COLUMNS": "100"}
+        child = subprocess.run(
+            [sys.executable, "-m", "aah", "run", "Weather?", "--db", str(tmp_path / "s.db")]
+            + ["--awareness", "tool", "--no-aah"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert child.returncode == 0, child.stderr
+    lines = child.stdout.splitlines()
+    waited = [
+        n for n, line in enumerate(lines) if "waiting for the model's awareness answer" in line
+    ]
+    answered = [n for n, line in enumerate(lines) if line.startswith("awareness")]
+    assert waited and answered and waited[0] < answered[0], child.stdout

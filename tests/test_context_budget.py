@@ -16,6 +16,8 @@ from aah.runtime.budget import compact_tool_results, cut_tool_result
 from aah.runtime.session import SessionRequest, run_session
 from aah.testing.fake_llm import FakeLLMServer
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 VLLM = (
     "This model's maximum context length is 2048 tokens. However, you requested "
     "9000 tokens (8000 in the messages, 1000 in the completion)."

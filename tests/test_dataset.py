@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from aah.benchmark.coverage import measure_coverage
-from aah.benchmark.dataset import SETTINGS, Task, load_setting, load_tasks
-from aah.benchmark.derive import hidden_facts, similarity
+from aah.benchmark.failtalms.coverage import measure_coverage
+from aah.benchmark.failtalms.dataset import SETTINGS, Task, load_setting, load_tasks
+from aah.benchmark.failtalms.derive import hidden_facts, similarity
 from aah.cli.bench import app
 from aah.errors import AahError
 from aah.tools.registry.build import build_registry

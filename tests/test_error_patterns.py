@@ -16,6 +16,8 @@ from aah.store.sessions import SessionStatus, SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 RUN = "scan-run"
 WEATHER, FLIGHTS = "weather__forecast", "flights__search"
 

@@ -31,6 +31,7 @@ from aah.ui.tui.widgets import EntryView, entry_view
 
 S = "s1"
 LONG = "word " * 200
+UNPARSED = "NONE (could not be parsed: no reply read as yes, idk or no; the task goes on)"
 
 # Every kind of event, in its variants, and the description it must get.
 CASES: list[tuple[Event, EventDescription | None]] = [
@@ -44,7 +45,14 @@ CASES: list[tuple[Event, EventDescription | None]] = [
     ),
     (
         AwarenessEvent(session_id=S, question="tool", answer="none", reason="?"),
-        EventDescription("awareness", "awareness (tool): NONE", "?", tone="fail"),
+        EventDescription("awareness", f"awareness (tool): {UNPARSED}", "?", tone="fail"),
+    ),
+    (
+        # No reason to show: the reply that could not be parsed stands in.
+        AwarenessEvent(session_id=S, question="information", answer="none", raw="Hmm, maybe?"),
+        EventDescription(
+            "awareness", f"awareness (information): {UNPARSED}", "Hmm, maybe?", tone="fail"
+        ),
     ),
     (
         ModelCallEvent(

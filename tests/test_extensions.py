@@ -11,8 +11,8 @@ from typing import Any, get_args
 
 import pytest
 
-from aah.benchmark.fact_fit import TaskFacts
-from aah.benchmark.humans import (
+from aah.benchmark.failtalms.fact_fit import TaskFacts
+from aah.benchmark.failtalms.humans import (
     BATCH_HUMANS,
     BatchHumanOptions,
     OracleHuman,

@@ -25,6 +25,8 @@ from aah.store.sessions import SessionStatus, SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.testing.fake_llm_script import Reply, ScriptedError
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 RUN = "bench-1"
 
 

@@ -1,7 +1,10 @@
+import pytest
 from http_server import LocalServer, closed_port, make_spec
 
 from aah.tools.registry.health import probe_arguments, probe_endpoints
 from aah.tools.spec import ParameterSpec
+
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
 
 
 def test_probe_reports_up_down_unreachable_and_skipped() -> None:

@@ -14,6 +14,8 @@ from aah.tools.http.executor import HttpExecutor
 from aah.tools.http.request import same_host
 from aah.tools.spec import ParameterSpec, ParamLocation
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 CAP = 10_000
 
 

@@ -16,6 +16,8 @@ from aah.tools.http.modes import Executor, default_cache_path, make_executor
 from aah.tools.http.results import ToolResult
 from aah.tools.spec import ParameterSpec, ParamLocation, ResponseSketch
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 FAST: dict[str, Any] = {"timeout": 0.2, "retries": 2, "backoff": 0.001, "max_bytes": 10_000}
 
 

@@ -11,10 +11,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from aah.benchmark.failtalms.imports import import_failtalms_outputs, model_of, run_name
 from aah.cli import importing
 from aah.errors import AahError
 from aah.events import AwarenessEvent, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
-from aah.scoring.imports import import_failtalms_outputs, model_of, run_name
 from aah.scoring.metrics import CellMetrics, compute_metrics, load_outcomes
 from aah.store.sessions import SessionStore
 
@@ -135,7 +135,7 @@ EXPECTED = {
         0,
     ],
     ("published:alpha_qaq", "notools"): [
-        (2, 4),
+        (1, 4),
         None,
         None,
         None,
@@ -144,7 +144,7 @@ EXPECTED = {
         (0, 4),
         (0, 1),
         0.25,
-        1,
+        0,
     ],
     ("published:beta", "perfect"): [
         (2, 3),
@@ -248,7 +248,7 @@ def test_records_of_one_imported_answer(store: SessionStore) -> None:
     assert (grade.grader_model, grade.verdict, grade.votes) == ("published", "fail", [0])
     skipped = sessions["perfect-4"]
     assert skipped.status == "skipped" and store.grades(skipped.id) == []
-    # No-tools: win_rate decides where present, pass_rate otherwise, neither: ungraded.
+    # No-tools: win_rate alone decides; without it a record is a fail, whatever its pass_rate.
     verdicts = {
         s.task_id: [g.verdict for g in store.grades(s.id)]
         for s in store.list_sessions(run="published:alpha_qaq")
@@ -256,9 +256,9 @@ def test_records_of_one_imported_answer(store: SessionStore) -> None:
     }
     assert verdicts == {
         "notools-1": ["pass"],
-        "notools-2": ["pass"],
+        "notools-2": ["fail"],
         "notools-3": ["fail"],
-        "notools-4": [],
+        "notools-4": ["fail"],
     }
     beta = {s.task_id: s for s in store.list_sessions(run="published:beta")}
     reason_only = store.events(beta["perfect-3"].id)[0]

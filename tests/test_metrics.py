@@ -34,6 +34,8 @@ from aah.scoring.redundancy import is_redundant_question, key_words
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 CANNOT = "I'm sorry, but I cannot do this: none of the available tools can provide that."
 
 

@@ -15,8 +15,8 @@ import pytest
 from model_servers import Planned, RawModelServer
 from pydantic import SecretStr
 
-from aah.benchmark.fact_fit import TaskFacts
-from aah.benchmark.humans import SimulatedHuman
+from aah.benchmark.failtalms.fact_fit import TaskFacts
+from aah.benchmark.failtalms.humans import SimulatedHuman
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent
 from aah.llm import ModelConfig

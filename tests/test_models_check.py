@@ -306,7 +306,10 @@ def test_cli_tools_ignored_is_a_loud_warning_and_exit_1(clean_env: dict[str, str
             {**env, "AAH_GRADER_MODEL": "odd"}, "--role", "grader", "--no-overflow-probe"
         )
     assert done.returncode == 1
-    assert "warning: tool calls: TOOLS IGNORED" in done.stderr
+    assert (
+        "warning: tool calls: a run would measure a model that never saw its tools" in done.stderr
+    )
+    assert "TOOLS IGNORED" in done.stdout  # the table says what was found
     assert "Traceback" not in done.stdout + done.stderr
     assert grader.returncode == 0  # the grader offers no tools
 
@@ -334,4 +337,4 @@ def test_cli_errors_are_one_line(
 def test_cli_unreachable_exits_1(clean_env: dict[str, str]) -> None:
     done = run_check({**clean_env, "AAH_BASE_URL": "http://127.0.0.1:9/v1", "AAH_MODEL": "m"})
     assert done.returncode == 1
-    assert "warning: reachable: no: cannot reach http://127.0.0.1:9/v1/models" in done.stderr
+    assert "warning: reachable: cannot reach http://127.0.0.1:9/v1/models" in done.stderr

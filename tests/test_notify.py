@@ -209,3 +209,62 @@ def test_aah_web_without_the_extra_says_which_to_install(tmp_path: Path) -> None
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].endswith(NOTIFY_EXTRA_MISSING), result.stderr
+
+
+# -- a notification service aah does not control ------------------------------------
+
+
+# (name, behaviour of the webhook): none of them may reach the web app's memory or time.
+def _hostile_webhooks() -> list[tuple[str, Any]]:
+    from hostile_tool_server import (
+        answer,
+        chunked,
+        gzip_bomb,
+        nested_gzip_bomb,
+        raw_deflate_bomb,
+        silent,
+        trickle,
+        zlib_bomb,
+    )
+
+    return [
+        ("gzip bomb", answer(gzip_bomb(), {"Content-Encoding": "gzip"})),
+        ("deflate bomb", answer(zlib_bomb(), {"Content-Encoding": "deflate"})),
+        ("raw deflate bomb", answer(raw_deflate_bomb(), {"Content-Encoding": "deflate"})),
+        (
+            "gzip, gzip",
+            answer(nested_gzip_bomb(), {"Content-Encoding": "gzip, gzip"}),
+        ),
+        ("chunked gzip bomb", chunked(gzip_bomb(), {"Content-Encoding": "gzip"})),
+        ("never answers", silent),
+        ("trickles", trickle(b"HTTP/1.1 200 OK\r\n" + b"x" * 1000, every=0.5)),
+    ]
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _hostile_webhooks()])
+def test_a_hostile_webhook_costs_the_web_app_neither_memory_nor_time(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str
+) -> None:
+    pytest.importorskip("apprise", reason="notifications need the notify extra")
+    import resource
+
+    from hostile_tool_server import HostileToolServer
+
+    from aah.ui.web.notify import apprise_sender
+
+    behaviour = dict(_hostile_webhooks())[name]
+    with HostileToolServer({"/": behaviour}) as hook, SessionStore(tmp_path / "s.db") as store:
+        settings = NotifySettings(
+            urls=(f"json://{hook.host}/",), queue_url="http://q/", after_seconds=1
+        )
+        notifier = QueueNotifier(store, settings, sender=apprise_sender(settings.urls, timeout=8))
+        _waiting(store)
+        peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        started = time.monotonic()
+        sent = notifier.check(datetime.now(UTC) + timedelta(hours=1))
+        seconds = time.monotonic() - started
+        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+    assert not sent
+    assert seconds < 12, seconds
+    assert grown_mb < 50, grown_mb
+    assert "Traceback" not in caplog.text

@@ -8,24 +8,28 @@ printed (fractions), and the tests over it quote the values they expect.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.cells import cell_len
 from test_cli import aah
 
-from aah.errors import AahError
-from aah.scoring.imports import import_failtalms_outputs
-from aah.scoring.paper import (
+from aah.benchmark.failtalms.imports import import_failtalms_outputs
+from aah.benchmark.failtalms.paper import (
     PAPER_TABLES,
     PaperRow,
     load_paper_tables,
     model_key,
     parse_model_map,
 )
-from aah.scoring.report import build_report, compare_report_with_paper, render_json
-from aah.scoring.report.tables import report_tables
+from aah.errors import AahError
+from aah.scoring.report import build_report, compare_report_with_paper, render_html, render_json
+from aah.scoring.report.html import html_table
+from aah.scoring.report.tables import ReportTable, report_tables
+from aah.scoring.report.text import split_to_width
 from aah.store.sessions import SessionStore
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -192,20 +196,66 @@ def test_computed_beside_published_with_difference_and_interval(store: SessionSt
     notes = "\n".join(report.notes)
     assert "no published figure to compare for published:beta (beta)" in notes
     assert "compared with the paper: 4 of 5 published values lie inside" in notes
-    table = next(t for t in report_tables(report) if t.title.startswith("Computed vs published"))
-    assert table.columns == [
-        "run",
-        "setting",
-        "Aah",
-        "metric",
-        "computed",
-        "published",
-        "diff",
-        "inside",
+    # The note names the cell outside, with its difference, not only the count.
+    assert "outside: run published:alpha (perfect Aware -40.0 points)" in notes
+    assert data["paper_comparison"]["difference_unit"] == "percentage points"
+    # One table per run: its rows named by setting and metric, the run in the title.
+    tables = [t for t in report_tables(report) if t.title.startswith("Computed vs published")]
+    assert [t.title.split(": run ")[1] for t in tables] == [
+        "published:alpha, model Alpha, without Aah",
+        "published:alpha_qaq, model alpha, with Aah",
     ]
-    assert ["published:alpha", "perfect", "without", "Aware"] == table.rows[1][:4]
-    assert table.rows[1][4:] == ["50.0 [15.0–85.0]", "90.0", "-40.0", "NO"]
+    table = tables[0]
+    assert table.columns == ["setting", "metric", "computed", "published", "diff", "inside"]
+    assert table.keys == 2
+    assert table.rows[1] == ["perfect", "Aware", "50.0 [15.0–85.0]", "90.0", "-40.0", "NO"]
+    assert table.flagged == (1,) and table.flag == "outside"
     assert "NOT the paper's numbers" in table.caption
+
+
+def test_html_marks_the_cells_outside_and_escapes_them(store: SessionStore) -> None:
+    report = compare_report_with_paper(build_report(store), load_paper_tables(TABLE))
+    page = render_html(report)
+    (row,) = re.findall(r'<tr class="flagged outside">.*?</tr>', page)
+    assert "<td>Aware</td>" in row and '<span class="marker">\u26a0 outside</span> NO' in row
+    assert page.count('class="flagged') == 1  # the rows inside are not marked
+    # A flag is escaped like every other text.
+    hostile = ReportTable("t", ["a", "b"], [["x", "<b>"]], flagged=(0,), flag='x" onload="y')
+    html = html_table(hostile)
+    assert 'onload="y' not in html and "&lt;b&gt;" in html and "x&quot; onload=&quot;y" in html
+
+
+def test_compare_paper_at_80_columns_names_every_row_in_every_part(tmp_path: Path) -> None:
+    # The paper's folder names (long run names), as `aah import` names its runs.
+    outputs = tmp_path / "outputs"
+    for answers in OUTPUTS.glob("*/alpha*/answers.json"):
+        folder = answers.parent.name.replace("alpha", "claude3.5_sonnet_auto_eval")
+        target = outputs / answers.parent.parent.name / folder / "answers.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(answers.read_bytes())
+    db = tmp_path / "p.db"
+    with SessionStore(db) as store:
+        import_failtalms_outputs(outputs, store)
+    env = {"AAH_CACHE_DIR": str(tmp_path), "COLUMNS": "80"}
+    shown = aah("report", "--db", str(db), "--compare", "paper", env=env)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    # Every header row that shows a difference also says which setting and metric it is.
+    headers = [line for line in lines if "┃" in line and "diff" in line]
+    assert headers and all("setting" in h and "metric" in h for h in headers)
+    # The title, wrapped to the width, names the run, the paper's model and Aah.
+    titles = " ".join(" ".join(line.split()) for line in lines)
+    assert "run published:claude3.5_sonnet_auto_eval, model Claude-3.5-sonnet, without" in titles
+
+
+def test_every_part_of_every_split_table_repeats_the_row_names(store: SessionStore) -> None:
+    report = compare_report_with_paper(build_report(store), load_paper_tables(TABLE))
+    for item in report_tables(report):
+        for width in (40, 60, 80):
+            for part in split_to_width(item, width):
+                assert part.columns[: item.keys] == item.columns[: item.keys], item.title
+                assert part.flagged == item.flagged
 
 
 def test_as_maps_a_run_to_the_papers_model(store: SessionStore) -> None:
@@ -247,9 +297,8 @@ def test_computed_beside_the_shipped_published_values(store: SessionStore) -> No
     assert qaq["nonreplaceable", "awareness"]["published"] == 0.85
     assert ("nonreplaceable", "skip") not in qaq  # Table 2 prints no Skip
     table = next(t for t in report_tables(report) if t.title.startswith("Computed vs published"))
-    assert table.rows[0] == [
-        "published:alpha", "perfect", "without", "PR", "50.0 [15.0–85.0]", "68.0", "-18.0", "yes",
-    ]  # fmt: skip
+    assert table.title.endswith("run published:alpha, model GPT-4o, without Aah")
+    assert table.rows[0] == ["perfect", "PR", "50.0 [15.0–85.0]", "68.0", "-18.0", "yes"]
     assert "Benchmarking Failures in Tool-Augmented Language Models" in table.caption
 
 

@@ -9,8 +9,8 @@ import pytest
 from pydantic import SecretStr
 
 import aah
-from aah.benchmark.humans import CANNOT_HELP, JOKE, benchmark_prompt_versions
-from aah.benchmark.runner import RunOptions, run_manifest
+from aah.benchmark import RunOptions, run_manifest
+from aah.benchmark.failtalms.humans import CANNOT_HELP, JOKE, benchmark_prompt_versions
 from aah.llm import ModelConfig
 from aah.prompts import PromptFolder, read_prompt
 from aah.runtime.humans import IDK_REPLY
@@ -26,7 +26,7 @@ EVERY_PROMPT_FILE = sorted(PACKAGE.rglob("prompts/*.md"))
 
 def test_there_are_prompt_files_in_several_packages() -> None:
     folders = {path.parent.relative_to(PACKAGE).as_posix() for path in EVERY_PROMPT_FILE}
-    assert {"runtime/prompts", "tools/prompts", "benchmark/prompts"} <= folders
+    assert {"runtime/prompts", "tools/prompts", "benchmark/failtalms/prompts"} <= folders
 
 
 @pytest.mark.parametrize("path", EVERY_PROMPT_FILE, ids=lambda p: p.stem)

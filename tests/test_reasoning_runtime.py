@@ -28,6 +28,8 @@ from aah.tools.spec import ParameterSpec
 from aah.ui.tui.widgets import entry_view
 from aah.ui.web.format import conversation_text
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 CITY = ParameterSpec(name="city", required=True, description="City name")
 THOUGHT = "The user wants the weather in Oslo. Is the city given? Yes, Oslo. No? Fail? Pass?"
 

@@ -12,14 +12,14 @@ import pytest
 from runtime_support import fake_config
 from test_cli import aah
 
-from aah.benchmark.dataset import load_tasks
-from aah.benchmark.runner import (
+from aah.benchmark import (
     BatchRunner,
     RunOptions,
     batch_human_factory,
     epoch_task_id,
     epoch_tasks,
 )
+from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
+from aah.benchmark.failtalms.imports import import_failtalms_outputs
 from aah.cli.report import report
 from aah.errors import AahError
 from aah.events import (
@@ -33,7 +34,6 @@ from aah.scoring.agreement import (
 )
 from aah.scoring.behavior.classes import behavior_report
 from aah.scoring.errors import error_patterns
-from aah.scoring.imports import import_failtalms_outputs
 from aah.scoring.metrics import cell_to_json, compute_metrics, load_outcomes
 from aah.scoring.report.build import build_report, render_json, report_to_json
 from aah.scoring.report.html import render_html
@@ -162,12 +162,14 @@ def test_json_of_the_published_fixtures_gives_the_hand_computed_figures(
     assert counts(cell(data, "published:alpha_qaq", "nonreplaceable")["pass_rate"]) == (0, 3)
     assert counts(cell(data, "published:alpha_qaq", "replaceable")["interaction"]) == (3, 3)
     notools = cell(data, "published:alpha_qaq", "notools")
-    assert counts(notools["pass_rate"]) == (2, 4) and notools["awareness"] is None
-    assert notools["ungraded"] == 1
+    # No-tools passes on win_rate alone: only query 1 has win_rate 1 (science.md §5).
+    assert counts(notools["pass_rate"]) == (1, 4) and notools["awareness"] is None
+    assert notools["ungraded"] == 0
     # The cells are exactly the metrics module's JSON objects.
     expected = [cell_to_json(c) for c in compute_metrics(load_outcomes(store))]
     assert data["cells"] == json.loads(json.dumps(expected))
-    assert any("aah grade --run published:alpha_qaq" in note for note in data["notes"])
+    # Its no-tools record without a score is a fail: nothing is left to `aah grade`.
+    assert not any("aah grade --run published:alpha_qaq" in note for note in data["notes"])
     # Imports hold no agent turns or calls: behaviour and error patterns have no data.
     assert all(b["turns"] == 0 and b["accuracy"]["n"] == 0 for b in data["behavior"])
     assert all(e["calls"] == 0 and e["tasks"] == 0 for e in data["error_patterns"])
@@ -187,11 +189,9 @@ def test_paper_tables_pair_runs_and_show_intervals(store: SessionStore) -> None:
     assert "0.0 \\[0.0–56.1\\] of 3" in markdown
     assert "share of no or idk" in markdown
     # No-tools shows only PR.
-    # One no-tools record has no score: PR is not shown, PR graded counts the other 3.
-    assert (
-        "| notools | with | 4\\* | — | 66.7 \\[20.8–93.9\\] of 3 | — | — | — | — | — |" in markdown
-    )
-    assert "| notools | without | 4 | 50.0 \\[15.0–85.0\\] | 50.0 \\[15.0–85.0\\] | — |" in markdown
+    # A no-tools record without win_rate is a fail, not ungraded: PR is shown.
+    assert "| notools | with | 4 | 25.0 \\[4.6–69.9\\] | — | — | — | — | — |" in markdown
+    assert "| notools | without | 4 | 50.0 \\[15.0–85.0\\] | — |" in markdown
     assert "83.2" in markdown and "paper" in markdown
 
 
@@ -313,7 +313,7 @@ def own_run(store: SessionStore) -> None:
 
 
 def test_bulk_scores_equal_the_scoring_modules(store: SessionStore, shared_data: Path) -> None:
-    from aah.benchmark.dataset import load_tasks
+    from aah.benchmark.failtalms.dataset import load_tasks
 
     own_run(store)
     built = build_report(store, ["own"], shared_data)

@@ -13,15 +13,15 @@ import pytest
 from pydantic import SecretStr
 from runtime_support import fake_config
 
-from aah.benchmark.dataset import load_tasks
-from aah.benchmark.runner import (
+from aah.benchmark import (
     BatchRunner,
     RunOptions,
     batch_human_factory,
     check_manifest,
     parse_shard,
-    select_shard,
+    shard_tasks,
 )
+from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.llm import ModelConfig
@@ -238,7 +238,7 @@ def test_broken_mode_offers_the_unavailable_tool_and_it_fails(
 
 def test_shards_are_disjoint_and_cover_everything() -> None:
     items = list(range(10))
-    shards = [select_shard(items, (i, 3)) for i in (1, 2, 3)]  # type: ignore[arg-type]
+    shards = [shard_tasks(items, (i, 3)) for i in (1, 2, 3)]  # type: ignore[arg-type]
     assert sorted(sum(shards, [])) == items
     assert parse_shard("2/4") == (2, 4)
     for bad in ("0/4", "5/4", "x", "1-2"):
@@ -253,7 +253,7 @@ def test_shard_then_merge_equals_an_unsharded_run(
     with FakeLLMServer(AGENT) as llm:
         _run(tasks, tmp_path / "whole.db", llm, registry_path)
         for index in (1, 2):
-            shard = select_shard(tasks, (index, 2))
+            shard = shard_tasks(tasks, (index, 2))
             _run(shard, tmp_path / f"shard{index}.db", llm, registry_path)
     merge_databases([tmp_path / "shard1.db", tmp_path / "shard2.db"], tmp_path / "merged.db")
     merge_databases([tmp_path / "shard1.db"], tmp_path / "merged.db")  # idempotent
@@ -340,3 +340,34 @@ def test_killed_run_resumes_and_every_task_exists_once(
         assert kinds.count("human_question") == kinds.count("human_answer") == 1
         assert kinds.count("model_call") == kinds.count("awareness") + 2
     assert "already done (resumed)" in second.stdout
+
+
+def test_activity_shows_the_work_of_a_slow_server_while_no_task_ends(
+    shared_data: Path, registry_path: Path, tmp_path: Path
+) -> None:
+    """A progress bar at 0/N still shows sessions running and model calls out."""
+    from aah.runtime import Activity
+
+    tasks = _tasks(shared_data, 1)[:3]
+    activity = Activity()
+    seen: list[str] = []
+
+    async def run_and_watch() -> None:
+        runner = BatchRunner(
+            RunOptions(run="slow", concurrency=3),
+            Registry(registry_path),
+            fake_config(llm),
+            batch_human_factory("oracle", Registry(registry_path)),
+        )
+        job = asyncio.ensure_future(runner.run(tasks, tmp_path / "a.db", activity=activity))
+        while not job.done():
+            seen.append(activity.describe())
+            await asyncio.sleep(0.05)
+        await job
+
+    with FakeLLMServer(AGENT, latency_ms=400) as llm:
+        asyncio.run(run_and_watch())
+    busy = [line for line in seen if "model call" in line]
+    assert busy and busy[0].startswith("3 running"), seen[:5]
+    assert any("last step" in line for line in seen)
+    assert activity.running == 0 and activity.describe() == ""

@@ -19,6 +19,8 @@ from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 CITY = ParameterSpec(name="city", required=True, description="City name")
 
 

@@ -28,6 +28,8 @@ from http_server import LocalServer
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.registry.build import build_registry
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 GOOD_SPECS = Path(__file__).parent / "fixtures" / "bad_specs" / "good"
 TOOL = "leaky__echoItems"
 # Not shaped like any known key: only knowing the value can catch these.
@@ -317,6 +319,7 @@ def run_case(
                 "AAH_CACHE_DIR": str(out / "cache"),
                 "AAH_GRADER_BASE_URL": grader.base_url,
                 "AAH_GRADER_MODEL": "grader",
+                "AAH_HTTP_ALLOW_PRIVATE": "1",  # the tool server is on 127.0.0.1
             }
             if case.bench:
                 assert registry is not None

@@ -14,6 +14,8 @@ from aah.runtime.session import SessionRequest, record_failure, run_session
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.spec import ParameterSpec
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 CITY = ParameterSpec(name="city", required=True, description="City name")
 
 

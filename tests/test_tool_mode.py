@@ -24,6 +24,8 @@ from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.calls import openai_tool
 from aah.tools.spec import ParameterSpec
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
 CITY = ParameterSpec(name="city", required=True, description="City name")
 HERMES_CALL = (
     '<tool_call>\n{"name": "local__forecast", "arguments": {"city": "Oslo"}}\n</tool_call>'

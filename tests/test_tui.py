@@ -6,7 +6,10 @@ configured), tools answer in mock mode, questions go through the store.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -36,7 +39,12 @@ from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen
 from aah.ui.tui.tasks import generic_script, placeholder_arguments
 from aah.ui.tui.widgets import EntryView, Timeline
 
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+
+ROOT = Path(__file__).resolve().parents[1]
 SIZE = (120, 40)
+# A presenter's large font leaves 80x24 or less; the app must read at each.
+SIZES = [(60, 20), (80, 24), (120, 40)]
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -131,7 +139,7 @@ async def test_answering_the_agents_question_leads_to_the_final_answer(app: AahA
     tones = [e.tone for e in entries]
     assert "ask" in tones and "fail" not in tones
     assert any(e.heading == "↳ tui answers" and e.body == "Lisbon" for e in entries)
-    assert entries[-1].tone == "final" and "Tomorrow in Lisbon" in entries[-1].body
+    assert entries[-1].tone == "final" and "in Lisbon: a high of" in entries[-1].body
     assert any(e.heading.startswith("awareness (information): IDK") for e in entries)
     with SessionStore(app.db) as store:
         (session,) = store.list_sessions()
@@ -351,6 +359,32 @@ async def test_main_screen_snapshot_for_the_readme(
         svgs_to_pngs(shots)
 
 
+async def test_presenter_size_snapshot_for_the_readme(
+    registry: Registry, tmp_path: Path, screenshots_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = AahApp(registry, Path("sessions/aah.db"))
+
+    def snapshot(name: str) -> Path:
+        return Path(app.save_screenshot(filename=name, path=str(screenshots_dir)))
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await shown_and_ready(pilot)
+        await pilot.press("1", "s")
+        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        await pilot.press(*"Lisbon")
+        await pilot.pause(0.2)
+        shots = [snapshot("tui-80x24-ask.svg")]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not app.running)
+        await pilot.pause(0.3)
+        shots.append(snapshot("tui-80x24.svg"))
+    for svg in shots:
+        assert svg.read_text(encoding="utf-8").startswith("<svg")
+    if CHROMIUM.exists():
+        svgs_to_pngs(shots)
+
+
 def svgs_to_pngs(svgs: list[Path]) -> None:
     """Render each SVG with headless chromium at its own size, all at once."""
     runs = []
@@ -447,3 +481,269 @@ def test_an_unknown_demo_task_is_one_line(tmp_path: Path) -> None:
 
     with pytest.raises(AahError, match="no demo task 'nope': choose one of ask"):
         build_app(tmp_path / "s.db", None, task_id="nope")
+
+
+# --- at a presenter's sizes ---------------------------------------------------
+
+
+def screen_text(app: AahApp) -> str:
+    """What the terminal shows now, as text (the top screen over those below it)."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def split_words(shown: str, text: str) -> list[str]:
+    """The words of ``text`` not shown whole (cut mid-word, folded, or missing)."""
+    return [
+        word for word in text.split() if not re.search(rf"(?<!\S){re.escape(word)}(?!\S)", shown)
+    ]
+
+
+def footer_labels(app: AahApp) -> list[str]:
+    """The "key label" pairs the footer offers now."""
+    shown = []
+    for _, binding, enabled, _ in app.screen.active_bindings.values():
+        if binding.show and enabled:
+            shown.append(f"{app.get_key_display(binding)} {binding.description}")
+    return list(dict.fromkeys(shown))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_each_size_reads_whole_words_and_the_timeline_has_room(
+    app: AahApp, size: tuple[int, int]
+) -> None:
+    width, _ = size
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        timeline_width = app.query_one(Timeline).region.width
+        if width < tui_app.NARROW_BELOW:
+            assert timeline_width == width  # the full width when narrow
+        else:
+            assert timeline_width >= 40
+        shown = screen_text(app)
+        note = timeline(app)[0]
+        assert split_words(shown, f"{note.heading} {note.body}") == []
+        footer = shown.splitlines()[-1]
+        assert footer_labels(app) and all(label in footer for label in footer_labels(app))
+        await pilot.press("1", "s")  # the ask task, by keys
+        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        await pilot.pause(0.3)
+        shown = screen_text(app)
+        question = app.screen.request.question  # type: ignore[attr-defined]
+        assert split_words(shown, question) == []
+        assert split_words(shown, "Send Decline Later") == []
+        assert all(label in shown.splitlines()[-1] for label in footer_labels(app))
+
+
+async def test_a_narrow_screen_opens_the_setup_in_the_timelines_place(app: AahApp) -> None:
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        assert not app.query_one("#setup").display or app.query_one("#setup").region.width == 0
+        await pilot.press("t")
+        await pilot.pause(0.3)
+        assert app.query_one("#setup").region.width == 80
+        shown = screen_text(app)
+        assert split_words(shown, "Ask-and-Help (a)") == []
+        assert "t Setup" in shown.splitlines()[-1]
+        await pilot.press("s")  # starting shows the run
+        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        assert app.query_one(Timeline).region.width == 80
+
+
+async def test_resizing_keeps_the_newest_entry_in_sight(app: AahApp) -> None:
+    async with app.run_test(size=(120, 40)) as pilot:
+        line = app.query_one(Timeline)
+        for n in range(30):
+            line.add_note(f"step {n}", "a body long enough to wrap differently at each width")
+        await pilot.pause(0.3)
+        assert line.scroll_y == line.max_scroll_y > 0
+        for size in ((80, 24), (60, 20), (120, 40)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.3)
+            assert line.scroll_y == line.max_scroll_y
+            assert "step 29" in screen_text(app)
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["wide", "narrow"])
+async def test_every_focusable_widget_shows_its_focus(app: AahApp, size: tuple[int, int]) -> None:
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        if size[0] < tui_app.NARROW_BELOW:
+            await pilot.press("t")  # the setup's controls too
+            await pilot.pause(0.2)
+        chain = list(app.screen.focus_chain)
+        assert len(chain) >= 5
+        invisible = []
+        for widget in chain:
+            widget.focus()  # scrolled into sight first, so both looks show it
+            await pilot.pause(0.1)
+            app.set_focus(None)
+            await pilot.pause(0.1)
+            region = widget.region
+            before = [
+                list(s.crop(region.x, region.right))
+                for s in app.screen._compositor.render_strips()[region.y : region.bottom]
+            ]
+            widget.focus()
+            await pilot.pause(0.1)
+            after = [
+                list(s.crop(region.x, region.right))
+                for s in app.screen._compositor.render_strips()[region.y : region.bottom]
+            ]
+            if before == after:
+                invisible.append(f"{type(widget).__name__}#{widget.id}")
+        assert invisible == []
+
+
+async def test_number_keys_choose_a_demo_task_and_s_runs_it(app: AahApp) -> None:
+    async with app.run_test(size=(80, 24)) as pilot:
+        await shown_and_ready(pilot)
+        await pilot.press("3", "s")  # two keystrokes: the skip task, started
+        await wait_for(pilot, lambda: not app.running and app.stats.status == "skipped")
+        assert app.query_one("#demo-task", Select).value == "skip"
+        await pilot.press("9")  # there is no ninth task: said so, nothing changes
+        await pilot.pause(0.2)
+        assert app.query_one("#demo-task", Select).value == "skip"
+
+
+async def test_the_queue_names_setting_and_task_and_opens_the_next_question(
+    registry: Registry, shared_data: Path, tmp_path: Path
+) -> None:
+    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+    with SessionStore(app.db) as runner_store:
+        first = runner_store.open_session("Convert 20 EUR", task_id="q7", setting="underspecified")
+        second = runner_store.open_session("Weather", task_id="q9", setting="perfect")
+        runner_store.create_human_request(first.id, "Into which currency?", {"query": "x"})
+        runner_store.create_human_request(second.id, "Which city?", {"query": "y"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
+        options = app.screen.query_one("#pending-list", OptionList)
+        labels = [str(options.get_option_at_index(n).prompt) for n in range(2)]
+        assert "underspecified · q7" in labels[0] and "perfect · q9" in labels[1]
+        assert not any("session" in label for label in labels)
+        await pilot.press("enter")
+        await answer_question(pilot, "USD")
+        # The next waiting question opens by itself, named by its setting and task.
+        await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, AskHumanScreen)
+                and app.screen.request.question == "Which city?"
+            ),
+        )
+        assert "perfect · q9" in screen_text(app)
+        await pilot.press(*"Oslo", "enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, AskHumanScreen)
+        assert any("No more questions" in str(n.message) for n in app._notifications)
+    with SessionStore(app.db) as store:
+        assert store.queue_listing().total == 0
+
+
+async def test_the_demo_answers_quote_the_mock_tools_values(
+    app: AahApp, registry: Registry
+) -> None:
+    from aah.tools.http import make_executor
+
+    task = demo_task("success")
+    (call,) = [
+        rule["reply"]["tool_calls"][0]
+        for rule in task.script["rules"]
+        if isinstance(rule["reply"], dict)
+    ]
+    data = make_executor("mock").call(registry.get(call["name"]), call["arguments"]).data
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4", "s")
+        await wait_for(pilot, lambda: not app.running)
+        final = timeline(app)[-1]
+    assert final.tone == "final" and "shown above" not in final.body
+    daily = data["daily"]
+    for day in range(3):
+        assert f"{daily['time'][day]}: {daily['temperature_2m_min'][day]} to" in final.body
+        assert f"{daily['temperature_2m_max'][day]} °C" in final.body
+
+
+def test_every_demo_tasks_quotes_resolve(registry: Registry) -> None:
+    from aah.benchmark import demo_script, load_demo_tasks
+
+    for task in load_demo_tasks():
+        script = demo_script(task, [registry.get(name) for name in task.tools])
+        assert "{{" not in str(script), task.id
+
+
+def test_a_quote_of_a_value_the_mock_lacks_is_one_line(registry: Registry) -> None:
+    from aah.benchmark import demo_script
+
+    task = demo_task("success")
+    rules = [dict(rule) for rule in task.script["rules"]]
+    for rule in rules:
+        if rule["when"].get("last_tool_name") and isinstance(rule["reply"], str):
+            rule["reply"] = "It will be {{ daily.snowfall[0] }} cm."
+    broken = task.model_copy(update={"script": {"rules": rules}})
+    specs = [registry.get(name) for name in task.tools]
+    with pytest.raises(AahError, match=r"the mock answer has no 'daily.snowfall\[0\]'"):
+        demo_script(broken, specs)
+
+
+# --- in a real terminal -------------------------------------------------------
+
+TMUX = shutil.which("tmux")
+
+
+def tmux(socket: str, *args: str) -> str:
+    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=10)
+    return done.stdout
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
+    shared_registry: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    socket = f"aah-test-{tmp_path.name}"
+    env = {
+        "AAH_REGISTRY": str(shared_registry),
+        "AAH_DB": str(tmp_path / "s.db"),
+        "AAH_BASE_URL": "",
+        "AAH_MODEL": "",
+        "TERM": "xterm-256color",
+        # This checkout's aah, whatever the interpreter has installed.
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command = f"env {exports} {shlex.quote(sys.executable)} -m aah tui --data {shared_data}"
+    tmux(socket, "-f", os.devnull, "new-session", "-d", "-x", "80", "-y", "24", command)
+    tmux(socket, "set-option", "-g", "status", "off")  # all 24 rows are the app's
+
+    def capture() -> str:
+        return tmux(socket, "capture-pane", "-p")
+
+    def wait_until(condition: Callable[[str], bool], seconds: float = 60) -> str:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            shown = capture()
+            if condition(shown):
+                return shown
+            time.sleep(0.2)
+        raise AssertionError(f"the terminal never showed it:\n{capture()}")
+
+    try:
+        shown = wait_until(lambda text: "Press 1-" in text and "q Quit" in text)
+        assert tmux(socket, "display", "-p", "#{pane_width}x#{pane_height}").strip() == "80x24"
+        lines = shown.splitlines()
+        assert split_words(shown, "Press 1-4 to choose a demo task, then s to start it.") == []
+        footer = next(line for line in reversed(lines) if line.strip())
+        for label in ("1-4 Task", "s Start", "b Break", "p Queue", "t Setup", "q Quit"):
+            assert re.search(rf"(?<!\S){re.escape(label)}(?!\S)", footer), footer
+        tmux(socket, "send-keys", "1")
+        tmux(socket, "send-keys", "s")
+        shown = wait_until(lambda text: "Where do you live" in text and "Decline" in text)
+        question = "Where do you live? A city, or its latitude and longitude, is enough."
+        assert split_words(shown, question) == []
+        assert split_words(shown, "Send Decline Later") == []
+        tmux(socket, "send-keys", "-l", "Lisbon")
+        tmux(socket, "send-keys", "Enter")
+        shown = wait_until(lambda text: "°C" in text)
+        assert "in Lisbon: a high of" in shown.replace("\n", " ")
+    finally:
+        tmux(socket, "kill-server")

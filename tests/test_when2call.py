@@ -20,15 +20,17 @@ from aah.benchmark.when2call import (
     When2CallTask,
     endpoint_spec,
     json_schema,
+    label_run_with_judge,
+    label_run_with_rules,
     load_when2call,
     original_tool_name,
     parse_question,
     questions_file,
+    run_scores,
     tool_name,
 )
 from aah.cli.bench_when2call import choose_questions
 from aah.errors import AahError
-from aah.scoring import label_run_with_judge, label_run_with_rules, run_scores
 from aah.scoring.report import build_report, render_json, render_markdown
 from aah.store import SessionStore, merge_databases
 from aah.testing.fake_llm import FakeLLMServer

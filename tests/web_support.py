@@ -11,7 +11,7 @@ import asyncio
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,14 +32,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_app(db: Path, auth: WebAuth | None = None) -> Iterator[str]:
+def serve_app(
+    db: Path, auth: WebAuth | None = None, trusted_proxies: Sequence[str] = ()
+) -> Iterator[str]:
     """The web app on ``db``, served on 127.0.0.1 at a free port; yields its URL."""
     # Imported here: the runner script needs no Gradio.
     from aah.ui.web.app import build_app, launch_app
     from aah.ui.web.auth import WebAuth
 
     app = build_app(db, auth=auth or WebAuth())
-    url = launch_app(app, port=free_port(), block=False)
+    url = launch_app(app, port=free_port(), block=False, trusted_proxies=trusted_proxies)
     try:
         yield url
     finally:

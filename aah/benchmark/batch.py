@@ -1,10 +1,13 @@
-"""The session loop every benchmark runner shares: resume, concurrency, one summary.
+"""The batch machinery every benchmark shares: run options, shards, epochs, the session loop.
 
-A benchmark says how a run is described (its manifest) and what session each
-task is (``SessionRequest``); this loop does the rest the same way for all of
-them: refuse to resume a run under another setup, skip the tasks the run
-finished, run the others ``concurrency`` at a time with a timeout each, and
-record a task that failed outside its session as failed, never lose the run.
+A benchmark (one folder beside this module: ``failtalms/``, ``when2call/``,
+``bfcl/``) says how a run is described (its manifest) and what session each
+task is (``SessionRequest``); this module does the rest the same way for all
+of them: ``RunOptions``, ``shard_tasks`` and ``epoch_tasks`` choose and repeat
+the tasks; ``run_batch`` refuses to resume a run under another setup, skips
+the tasks the run finished, runs the others ``concurrency`` at a time with a
+timeout each, and records a task that failed outside its session as failed,
+never losing the run.
 """
 
 from __future__ import annotations
@@ -12,20 +15,26 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Literal, Protocol, Self, TypeVar, cast
 
-from aah.benchmark.runner import ProgressHook, RunOptions, RunSummary, check_manifest
+from aah import __version__
 from aah.errors import AahError
+from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
 from aah.runtime import (
+    DEFAULT_TOOL_RESULT_TOKENS,
+    Activity,
     AnswerWatcher,
     Runtime,
     ScriptedHuman,
     SessionOutcome,
     SessionRequest,
+    ToolMode,
     fewer_gc_pauses,
     open_runtime,
     record_failure,
@@ -33,19 +42,183 @@ from aah.runtime import (
     within_work_time,
     worker_threads,
 )
-from aah.store import STOPPED_STATUSES
+from aah.runtime.prompts import prompt_versions
+from aah.store import STOPPED_STATUSES, StoreFileError, pinned_difference
+
+UnavailableMode = Literal["hidden", "broken"]
 
 
-class BatchTask(Protocol):
-    """What the loop needs of a task: an id, unique within the run."""
+@dataclass
+class RunOptions:
+    """Everything that defines a batch run."""
+
+    run: str
+    aah: bool = True
+    human: BatchHumanName = "oracle"
+    concurrency: int = 8
+    http: BaseHttpModeName = "mock"
+    unavailable: UnavailableMode = "hidden"
+    broken_as: str = "404"
+    step_limit: int = 10
+    task_timeout: float = 600.0
+    seed: int | None = None
+    human_deadline: float | None = None
+    tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
+    tool_mode: ToolMode = "native"
+    epochs: int = 1
+    # What ``aah models check``'s probe found about the agent's server before
+    # the run (``ProbeReport.model_dump()``); stored, never pinned.
+    probe: dict[str, Any] | None = None
+
+
+class RepeatableTask(Protocol):
+    """Any benchmark's task: an id, unique within the run, and a copy with another (a repeat)."""
 
     @property
     def id(self) -> str:
-        """The task's id."""
+        """The task's id in the run."""
+        ...
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied (pydantic's)."""
         ...
 
 
-TaskT = TypeVar("TaskT", bound=BatchTask)
+TaskT = TypeVar("TaskT", bound=RepeatableTask)
+
+# A repeat of a task is its own session, whose task id carries the epoch
+# (the store keeps one session per run and task id): "perfect-12#epoch2".
+# Epoch 1 keeps the plain id, so a run made before repeats reads as epoch 1.
+EPOCH_MARK = "#epoch"
+
+
+def epoch_task_id(task_id: str, epoch: int) -> str:
+    """The task id of ``task_id``'s ``epoch``-th run (numbered from 1)."""
+    return task_id if epoch == 1 else f"{task_id}{EPOCH_MARK}{epoch}"
+
+
+def epoch_tasks(tasks: Sequence[TaskT], epochs: int) -> list[TaskT]:
+    """Every task ``epochs`` times, epoch by epoch, each repeat under its own id.
+
+    Epoch by epoch, so that a run stopped midway has whole epochs done first,
+    and running it again with the same ``--epochs`` continues where it stopped.
+
+    Raises:
+        AahError: ``epochs`` is below 1.
+    """
+    if epochs < 1:
+        raise AahError(f"--epochs {epochs}: run each task at least once (1 or more)")
+    return [
+        task if epoch == 1 else task.model_copy(update={"id": epoch_task_id(task.id, epoch)})
+        for epoch in range(1, epochs + 1)
+        for task in tasks
+    ]
+
+
+@dataclass
+class RunSummary:
+    """How a batch run went."""
+
+    total: int
+    finished: int = 0
+    skipped: int = 0
+    errors: int = 0
+    already_done: int = 0
+    seconds: float = 0.0
+    # Sessions that stopped at a limit without a final answer, by status
+    # (``step_limit``, ``cut_off``): ended, not failed, and never a pass.
+    stopped: Counter[str] = field(default_factory=Counter)
+    error_messages: list[str] = field(default_factory=list)
+    # Every failed task's error, counted by message.
+    error_counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def tasks_per_second(self) -> float:
+        """Tasks completed per wall-clock second."""
+        done = self.finished + self.skipped + self.errors + self.stopped.total()
+        return done / self.seconds if self.seconds > 0 else 0.0
+
+    def failures(self, kinds: int = 3) -> str:
+        """The failed tasks in one line, grouped by error, the ``kinds`` most frequent."""
+        common = self.error_counts.most_common()
+        groups = [f"{n} × {error.rstrip('.')}" for error, n in common[:kinds]]
+        if len(common) > kinds:
+            groups.append(
+                f"{sum(n for _, n in common[kinds:])} × {len(common) - kinds} other errors"
+            )
+        return f"{self.errors} of {self.total} task(s) failed ({'; '.join(groups)})"
+
+
+ProgressHook = Callable[[str, SessionOutcome], None]
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"2/4"`` → ``(2, 4)``: the second of four shards (numbered from 1).
+
+    Raises:
+        AahError: the text is not ``i/n`` with 1 ≤ i ≤ n.
+    """
+    if not text:
+        return None
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise AahError(f"--shard {text!r} must look like i/n, e.g. 1/4") from None
+    if not 1 <= index <= count:
+        raise AahError(f"--shard {text!r}: i must be between 1 and n")
+    return index, count
+
+
+def run_manifest(
+    options: RunOptions, model: ModelConfig, registry_hash: str, settings: Sequence[str]
+) -> dict[str, Any]:
+    """What a run is made of, stored with it so results stay interpretable."""
+    return {
+        "model": model.describe()["model"],
+        "model_base_url": model.describe()["base_url"],
+        # Its reply limits, timeout and retries too: a run is read with them.
+        "model_settings": model.describe(),
+        "aah": options.aah,
+        "human": options.human,
+        "http": options.http,
+        "unavailable": options.unavailable,
+        "step_limit": options.step_limit,
+        "seed": options.seed,
+        "settings": list(settings),
+        # How much of each tool result the model reads, and how it is told of tools.
+        "tool_result_tokens": options.tool_result_tokens,
+        "tool_mode": options.tool_mode,
+        "probe": options.probe,
+        # Not pinned: a run may be resumed with more epochs.
+        "epochs": options.epochs,
+        # Every text a model reads in this run: the session's and the batch humans'.
+        "prompt_versions": {**prompt_versions(), **batch_human_prompt_versions()},
+        "registry_hash": registry_hash,
+        "aah_version": __version__,
+    }
+
+
+def check_manifest(existing: dict[str, Any], wanted: dict[str, Any], run: str) -> None:
+    """Refuse to resume a run under a different setup (``aah.store.PINNED_FIELDS``).
+
+    Raises:
+        AahError: a pinned field differs.
+    """
+    differs = pinned_difference(existing, wanted)
+    if differs is not None:
+        raise AahError(
+            f"run {run!r} was made with {differs.field}={differs.ours!r}, "
+            f"not {differs.theirs!r}: use the same flags to resume it, or another --run name"
+        )
+
+
+def batch_human_prompt_versions() -> dict[str, str]:
+    """The versions of the prompts the batch humans (oracle, simulated) may send."""
+    # Imported here: the humans are Fail-TaLMs's, built on this module's types.
+    from aah.benchmark.failtalms import benchmark_prompt_versions
+
+    versions: dict[str, str] = benchmark_prompt_versions()
+    return versions
 
 
 async def run_batch(
@@ -58,6 +231,7 @@ async def run_batch(
     request_for: Callable[[TaskT, Runtime], SessionRequest],
     on_done: ProgressHook | None = None,
     on_waiting: Callable[[int], None] | None = None,
+    activity: Activity | None = None,
 ) -> RunSummary:
     """Run every task of ``tasks`` the run ``options.run`` has not finished.
 
@@ -75,6 +249,8 @@ async def run_batch(
         request_for: The session of one task.
         on_done: Told each task's id and outcome as it ends.
         on_waiting: Told how many sessions wait for a person, whenever that changes.
+        activity: Kept up to date with the run's live work (sessions running,
+            model calls out, the last step), for a progress display.
 
     Raises:
         AahError: the run exists with a different setup.
@@ -91,6 +267,9 @@ async def run_batch(
         # and a crash re-runs at most the steps since the pause.
         durability="exit",
     ) as runtime:
+        if activity is not None:
+            activity.requests_out = runtime.activity.requests_out
+            runtime.activity = activity
         existing = runtime.store.get_run(options.run)
         if existing is not None:
             check_manifest(existing.manifest, manifest, options.run)
@@ -137,6 +316,16 @@ async def run_batch(
             left -= 1
             if left == 0:
                 all_ended.set()
+            elif same_failure_every_time(summary):
+                (message,) = summary.error_counts
+                crashed.append(
+                    AahError(
+                        f"the first {summary.errors} tasks all failed the same way "
+                        f"({message.rstrip('.')}): stopped the run; fix that, then run the "
+                        "same command again (it retries them)"
+                    )
+                )
+                all_ended.set()
 
         async def watch() -> None:
             while not all_ended.is_set():
@@ -147,7 +336,9 @@ async def run_batch(
                     # Parked sessions are safe in the store; without the watch
                     # nothing would wake them, so the run stops and says so.
                     crashed.append(
-                        AahError(
+                        exc
+                        if isinstance(exc, AahError)  # the file failed: it says what to do
+                        else AahError(
                             f"cannot watch the waiting questions in {db} ({exc}): the waiting "
                             "sessions stay parked; run the same command again to go on"
                         )
@@ -168,8 +359,13 @@ async def run_batch(
                     await all_ended.wait()
                 finally:
                     watching.cancel()
-                    for job in list(running):
+                    stopped = list(running)
+                    for job in stopped:
                         job.cancel()
+                    # A session stopped here may fail as it stops (its held
+                    # events meet the same full disk): its error is heard here,
+                    # not printed as a traceback when the event loop closes.
+                    await asyncio.gather(*stopped, return_exceptions=True)
                     watcher.close()
         if crashed:
             raise crashed[0]
@@ -190,6 +386,8 @@ async def run_request(request: SessionRequest, runtime: Runtime, timeout: float)
     except TimeoutError:
         message = f"task timed out after {timeout:.0f} s of model and tool work"
         return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
+    except StoreFileError:
+        raise  # not one task's failure: every task writes to that file, so the run stops
     except Exception as exc:  # one task's failure must not end the run
         message = f"{type(exc).__name__}: {exc}"
         return await asyncio.to_thread(record_failure, request, runtime, message, "runner")
@@ -211,6 +409,17 @@ def count_outcome(summary: RunSummary, outcome: SessionOutcome) -> None:
         summary.error_counts[outcome.error or "no error message"] += 1
         if outcome.error and len(summary.error_messages) < 20:
             summary.error_messages.append(outcome.error)
+
+
+# A run whose first tasks all fail with one message (an unreachable server, a
+# wrong model name) stops there, rather than running every task into it.
+SAME_FAILURE_STOP = 8
+
+
+def same_failure_every_time(summary: RunSummary, limit: int = SAME_FAILURE_STOP) -> bool:
+    """Whether every task so far failed, ``limit`` or more of them, all with one message."""
+    ended = summary.finished + summary.skipped + summary.stopped.total() + summary.errors
+    return summary.errors >= limit and ended == summary.errors and len(summary.error_counts) == 1
 
 
 def shard_tasks(tasks: Sequence[TaskT], shard: tuple[int, int] | None) -> list[TaskT]:

@@ -36,7 +36,7 @@ app.add_typer(tools.app, name="tools", help="Build, search and probe the tool re
 app.add_typer(sessions.app, name="sessions", help="List, show, resume, cancel and expire sessions.")
 bench.app.command("run")(bench_run)
 app.add_typer(bench.app, name="bench", help="Benchmark tasks and batch runs.")
-app.add_typer(db.app, name="db", help="Maintain session databases (merge shards).")
+app.add_typer(db.app, name="db", help="Check and maintain session databases (merge shards).")
 app.add_typer(
     importing.app,
     name="import",

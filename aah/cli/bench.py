@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from aah.benchmark import SETTINGS
-from aah.cli.output import console, err_console, print_json, print_line, print_table, table
+from aah.cli.output import (
+    WideOption,
+    console,
+    err_console,
+    one_line,
+    print_json,
+    print_line,
+    print_table,
+    table,
+)
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -39,6 +48,7 @@ def data_command(
     show: Annotated[
         str | None, typer.Option("--show", help="Print one task, e.g. underspecified-17.")
     ] = None,
+    wide: bool = WideOption,
 ) -> None:
     """Load the five settings and show how each query's original was found."""
     from aah.benchmark import load_tasks, measure_coverage
@@ -53,7 +63,7 @@ def data_command(
         if registry is not None:
             registry.close()
     if show is not None:
-        _show(_find(tasks, show), as_json)
+        _show(_find(tasks, show), as_json, wide)
         return
     report = measure_coverage(tasks)
     if as_json:
@@ -62,7 +72,7 @@ def data_command(
             body.pop("hard_cases")
         print_json({"registry_checked": registry is not None, **body})
         return
-    _print_coverage(report, stats)
+    _print_coverage(report, stats, wide)
 
 
 def _settings(names: list[str]) -> list[Setting]:
@@ -92,7 +102,7 @@ def _find(tasks: list[Task], task_id: str) -> Task:
     raise AahError(f"no task {task_id!r}: ids look like underspecified-17 (setting-query_id)")
 
 
-def _show(task: Task, as_json: bool) -> None:
+def _show(task: Task, as_json: bool, wide: bool) -> None:
     if as_json:
         print_json(task.model_dump(mode="json"))
         return
@@ -100,10 +110,10 @@ def _show(task: Task, as_json: bool) -> None:
         (name, "\n".join(value) if isinstance(value, list) else value)
         for name, value in task.model_dump().items()
     ]
-    print_table(table(task.id, ["field", "value"], rows))
+    print_table(table(task.id, ["field", "value"], rows, wrap=True), wide=wide)
 
 
-def _print_coverage(report: CoverageReport, stats: bool) -> None:
+def _print_coverage(report: CoverageReport, stats: bool, wide: bool) -> None:
     from aah.benchmark import LOW_SIMILARITY
 
     rows = []
@@ -135,7 +145,7 @@ def _print_coverage(report: CoverageReport, stats: bool) -> None:
         f"sim<{LOW_SIMILARITY}",
         "with facts",
     ]
-    print_table(table("Originals found per setting", columns, rows, compact=True))
+    print_table(table("Originals found per setting", columns, rows, compact=True), wide=wide)
     missing = sorted({name for row in report.settings for name in row.missing_endpoints})
     console.print(f"Endpoints the registry lacks: {', '.join(missing) or 'none'}")
     for row in report.settings:
@@ -150,8 +160,12 @@ def _print_coverage(report: CoverageReport, stats: bool) -> None:
                 "removed, so nothing is hidden."
             )
     if stats:
-        cases = ((c.id, "; ".join(c.reasons), c.query, c.original) for c in report.hard_cases)
+        cases = (
+            (c.id, "; ".join(c.reasons), one_line(c.query), one_line(c.original or ""))
+            for c in report.hard_cases
+        )
         columns = ["task", "why", "query", "original"]
-        print_table(table(f"Hard cases ({len(report.hard_cases)})", columns, cases, compact=True))
+        title = f"Hard cases ({len(report.hard_cases)})"
+        print_table(table(title, columns, cases, compact=True), wide=wide)
     else:
         console.print(f"{len(report.hard_cases)} hard cases: see them with --stats")

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from collections.abc import Callable, Coroutine
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
+from rich.progress import ProgressColumn
+from rich.progress import Task as ProgressTask
+from rich.text import Text
 
 from aah.benchmark import SETTINGS
 from aah.cli.output import console, print_line, print_table, print_warning, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
+from aah.runtime import Activity
 
 BENCHMARKS = ("fail-talms", "when2call", "bfcl")
 
@@ -180,7 +187,7 @@ def bench_run(
         )  # fmt: skip
         run_when2call(flags)
         return
-    from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, select_shard
+    from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, shard_tasks
     from aah.config import get_settings
     from aah.data import find_data_dir
     from aah.llm import model_config, probe_server
@@ -194,11 +201,11 @@ def bench_run(
     data_dir = find_data_dir(data, need_benchmark=True)
     registry = open_registry(data, build_if_missing=True)
     tasks = choose_tasks(load_tasks(data_dir, parse_settings(setting)), limit, ids)
-    tasks = select_shard(tasks, parse_shard(shard))
+    tasks = shard_tasks(tasks, parse_shard(shard))
     config = model_config("agent", model=model)
     report = run_async(probe_server(config, overflow_probe=False)) if probe else None
     if report is not None:
-        warn_about_probe(report)
+        act_on_probe(report)
     mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
         run=run,
@@ -229,16 +236,33 @@ def bench_run(
         f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})",
         highlight=False,
     )
+    activity = Activity()
     summary = run_with_progress(
         run,
         len(tasks) * epochs,
-        lambda on_done, on_waiting: runner.run(tasks, db_path, on_done, on_waiting),
+        lambda on_done, on_waiting: runner.run(
+            tasks, db_path, on_done, on_waiting, activity=activity
+        ),
+        activity,
     )
     print_summary(run, summary, db_path)
 
 
-def warn_about_probe(report: ProbeReport) -> None:
-    """One warning line for each finding of the probe that a run should not ignore."""
+def act_on_probe(report: ProbeReport) -> None:
+    """One warning line for each finding of the probe that a run should not ignore.
+
+    Raises:
+        AahError: the server could not be reached; every task would fail the
+            same way, so the run stops before it starts.
+    """
+    if not report.reachable:
+        setting = (
+            "AAH_BASE_URL" if report.role == "agent" else f"AAH_{report.role.upper()}_BASE_URL"
+        )
+        raise AahError(
+            f"the model server is unreachable: {report.error}: start it or fix {setting} "
+            "(`aah models check` probes it); no task was run"
+        )
     for line in report.lines():
         if line.warning:
             print_warning(f"model server: {line.check}: {line.result}; {line.action}")
@@ -261,10 +285,13 @@ def run_with_progress(
     name: str,
     total: int,
     start: Callable[[ProgressHook, Callable[[int], None]], Coroutine[Any, Any, RunSummary]],
+    activity: Activity | None = None,
 ) -> RunSummary:
     """Run ``start(on_done, on_waiting)`` to its end under a progress bar of ``total`` tasks.
 
-    The bar counts ended tasks; sessions waiting for a person are shown beside it.
+    The bar counts ended tasks; sessions waiting for a person are shown beside it,
+    and, below it, what the run is doing now (``activity``: sessions running,
+    model calls out, the age of the last step), so a slow server shows work.
     """
     from rich.progress import (
         BarColumn,
@@ -279,6 +306,7 @@ def run_with_progress(
 
     # Only the counts that are not zero, so that the line fits 80 columns.
     counts = {"skipped": 0, "error": 0, "waiting": 0}
+    live = activity or Activity()
     started = time.perf_counter()
 
     def status(done: float) -> str:
@@ -296,9 +324,17 @@ def run_with_progress(
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
+        ActivityColumn(live),
         console=console,
+        disable=not console.is_terminal,
     )
-    with progress:
+
+    # Output to a log or a pipe gets plain lines instead of a bar it cannot redraw.
+    def plain_status(done: float) -> str:
+        return " · ".join(part for part in (status(done), live.describe()) if part)
+
+    plain = None if console.is_terminal else PlainProgress(name, total, plain_status)
+    with progress, plain or nullcontext():
         bar = progress.add_task(name, total=total, status=status(0))
 
         def on_waiting(count: int) -> None:
@@ -310,6 +346,8 @@ def run_with_progress(
                 counts[outcome.status] += 1
             progress.advance(bar)
             progress.update(bar, status=status(progress.tasks[0].completed))
+            if plain is not None:
+                plain.advance()
 
         try:
             summary = run_async(start(on_done, on_waiting))
@@ -324,6 +362,75 @@ def run_with_progress(
             raise
         progress.update(bar, completed=total)
     return summary
+
+
+class ActivityColumn(ProgressColumn):
+    """What the run is doing now, read afresh at every redraw of the bar."""
+
+    def __init__(self, activity: Activity) -> None:
+        super().__init__()
+        self.activity = activity
+
+    def render(self, task: ProgressTask) -> Text:
+        """The activity line (empty while nothing runs)."""
+        return Text(self.activity.describe(), style="dim")
+
+
+class PlainProgress:
+    """Progress as plain lines, for output that is not a terminal (a log, a pipe).
+
+    A line every tenth of the tasks, and one every ``quiet_seconds`` while
+    none ends, so a slow server still shows that the run is alive.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        total: int,
+        status: Callable[[float], str],
+        *,
+        quiet_seconds: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name, self.total, self.status, self.clock = name, total, status, clock
+        self.quiet_seconds = quiet_seconds
+        self.done = 0
+        self.started = self.last_line = clock()
+        self._every = max(1, math.ceil(total / 10))
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def advance(self) -> None:
+        """One task ended: a line when it completes a tenth, or the run."""
+        with self._lock:
+            self.done += 1
+            if self.done % self._every == 0 or self.done == self.total:
+                self._line()
+
+    def tick(self) -> None:
+        """A line if none was printed for ``quiet_seconds``."""
+        with self._lock:
+            if self.clock() - self.last_line >= self.quiet_seconds:
+                self._line(" (still running)")
+
+    def _line(self, note: str = "") -> None:
+        elapsed = int(self.clock() - self.started)
+        print_line(
+            f"{self.name}: {self.done}/{self.total} tasks ended{note} · {self.status(self.done)}"
+            f" · {elapsed // 60}:{elapsed % 60:02d} elapsed"
+        )
+        self.last_line = self.clock()
+
+    def __enter__(self) -> PlainProgress:
+        threading.Thread(target=self._beat, daemon=True, name="aah-progress").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(1.0):
+            self.tick()
 
 
 def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None = None) -> None:

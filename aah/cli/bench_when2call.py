@@ -62,13 +62,17 @@ def run_when2call(flags: When2CallFlags) -> None:
         AahError: no data, a bad flag, an unreachable model, or a run made otherwise.
     """
     from aah.benchmark import RunOptions, parse_shard, shard_tasks
-    from aah.benchmark.when2call import When2CallRunner, load_when2call, questions_file
-    from aah.cli.bench_run import print_summary, run_with_progress, warn_about_probe
+    from aah.benchmark.when2call import (
+        When2CallRunner,
+        label_run_with_rules,
+        load_when2call,
+        questions_file,
+    )
+    from aah.cli.bench_run import act_on_probe, print_summary, run_with_progress
     from aah.config import get_settings
     from aah.data import find_data_dir
     from aah.llm import model_config, probe_server
-    from aah.runtime import choose_tool_mode, run_async, tool_mode_choice
-    from aah.scoring import label_run_with_rules
+    from aah.runtime import Activity, choose_tool_mode, run_async, tool_mode_choice
     from aah.store import SessionStore
 
     data_dir = find_data_dir(flags.data)
@@ -80,7 +84,7 @@ def run_when2call(flags: When2CallFlags) -> None:
     choice = tool_mode_choice(flags.tool_mode)
     report = run_async(probe_server(config, overflow_probe=False)) if flags.probe else None
     if report is not None:
-        warn_about_probe(report)
+        act_on_probe(report)
     mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
         run=flags.run,
@@ -103,10 +107,14 @@ def run_when2call(flags: When2CallFlags) -> None:
         highlight=False,
     )
     data_sha256 = hashlib.sha256(questions_file(data_dir).read_bytes()).hexdigest()
+    activity = Activity()
     summary = run_with_progress(
         flags.run,
         len(tasks) * flags.epochs,
-        lambda on_done, on_waiting: runner.run(tasks, db_path, on_done, data_sha256=data_sha256),
+        lambda on_done, on_waiting: runner.run(
+            tasks, db_path, on_done, data_sha256=data_sha256, activity=activity
+        ),
+        activity,
     )
     with SessionStore(db_path) as store:
         labelled = label_run_with_rules(store, flags.run, all_tasks)
@@ -123,8 +131,8 @@ def run_when2call(flags: When2CallFlags) -> None:
 def _judge(
     store: SessionStore, flags: When2CallFlags, tasks: list[When2CallTask], config: ModelConfig
 ) -> int:
+    from aah.benchmark.when2call import label_run_with_judge
     from aah.runtime import run_async
-    from aah.scoring import label_run_with_judge
 
     return run_async(
         label_run_with_judge(store, flags.run, tasks, config, concurrency=flags.concurrency)

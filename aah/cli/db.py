@@ -1,4 +1,4 @@
-"""``aah db``: maintenance of session databases (merging shards)."""
+"""``aah db``: maintenance of session databases (checking one, merging shards)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,50 @@ from pathlib import Path
 
 import typer
 
-from aah.cli.output import print_table, table
+from aah.cli.output import WideOption, print_json, print_line, print_table, table
 
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command()
+def check(
+    # Not ``readable``: a file this user may not read is a problem to report.
+    db: Path | None = typer.Option(
+        None, "--db", readable=False, help="Session database (default AAH_DB)."
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="SQLite's quick_check: faster, skips matching indexes to tables."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    wide: bool = WideOption,
+) -> None:
+    """Check a session database without changing it; exit 1, one line per problem, if unwell."""
+    from aah.config import get_settings
+    from aah.store import check_database
+
+    found = check_database(db or get_settings().db, quick=quick)
+    if as_json:
+        print_json(found.model_dump(mode="json"))
+    else:
+        rows: list[tuple[str, object]] = [
+            ("schema", "unreadable" if found.schema_version is None else found.schema_version),
+            ("integrity", found.integrity or "not checked"),
+        ]
+        rows += [(table_name.replace("_", " "), n) for table_name, n in found.counts.items()]
+        rows += [(f"sessions {s}", n) for s, n in found.sessions_by_status.items()]
+        rows += [(f"requests {s}", n) for s, n in found.requests_by_status.items()]
+        print_table(table(found.path, ["checked", "found"], rows, compact=True), wide=wide)
+        for problem in found.problems:
+            print_line(f"problem: {problem}")
+    if not found.healthy:
+        raise typer.Exit(1)
 
 
 @app.command()
 def merge(
     sources: list[Path] = typer.Argument(..., help="Session databases to merge."),
     into: Path = typer.Option(..., "--into", help="The database to merge into."),
+    wide: bool = WideOption,
 ) -> None:
     """Merge session databases (e.g. the shards of one run) into one."""
     from aah.store import merge_databases
@@ -25,4 +60,4 @@ def merge(
         for s in summaries
     )
     columns = ["source", "runs", "sessions", "events", "questions", "grades", "conflicts"]
-    print_table(table(f"Merged into {into}", columns, rows))
+    print_table(table(f"Merged into {into}", columns, rows), wide=wide)

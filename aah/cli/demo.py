@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, print_line, print_table, table
+from aah.cli.output import WideOption, console, one_line, print_line, print_table, table
 
 if TYPE_CHECKING:
     from aah.benchmark import DemoTask
     from aah.llm import ModelConfig
     from aah.runtime import SessionOutcome
     from aah.testing import FakeLLMServer
+    from aah.tools import EndpointSpec
     from aah.tools.registry import Registry
 
 
@@ -31,11 +32,12 @@ def demo(
     plain: bool = typer.Option(
         False, "--plain", help="Print a trace even in a terminal (no terminal app)."
     ),
+    wide: bool = WideOption,
 ) -> None:
     """Run the demo tasks: a question to the human, a tool failure, a skip, a success.
 
-    In a terminal with the ``ui`` extra installed this opens the terminal app;
-    otherwise (or with ``--plain``) it runs every task and prints a trace.
+    In a terminal with the ui extra installed this opens the terminal app;
+    otherwise (or with --plain) it runs every task and prints a trace.
     """
     if not plain and sys.stdin.isatty() and sys.stdout.isatty() and find_spec("textual"):
         from aah.cli.tui import run_tui
@@ -44,7 +46,7 @@ def demo(
         return
     from pydantic import SecretStr
 
-    from aah.benchmark import SCRIPTED_LABEL, demo_task, load_demo_tasks
+    from aah.benchmark import SCRIPTED_LABEL, demo_script, demo_task, load_demo_tasks
     from aah.cli.tools import open_registry
     from aah.config import get_settings
     from aah.llm import ModelConfig, model_config
@@ -61,15 +63,17 @@ def demo(
         outcomes = run_async(_run_all(tasks, registry, db_path, config))
     else:
         console.print(f"[bold yellow]{SCRIPTED_LABEL}[/]")
-        with FakeLLMServer(tasks[0].script) as server:
+        with FakeLLMServer(demo_script(tasks[0], _specs(tasks[0], registry))) as server:
             config = ModelConfig(
                 base_url=server.base_url, model="fake-model", api_key=SecretStr("demo"), retries=0
             )
             outcomes = run_async(_run_all(tasks, registry, db_path, config, server))
     rows = (
-        [t.id, t.shows, o.status, o.final_answer[:70]] for t, o in zip(tasks, outcomes, strict=True)
+        [t.id, t.shows, o.status, one_line(o.final_answer)]
+        for t, o in zip(tasks, outcomes, strict=True)
     )
-    print_table(table("Demo summary", ["task", "shows", "status", "final answer"], rows))
+    columns = ["task", "shows", "status", "final answer"]
+    print_table(table("Demo summary", columns, rows, wrap=True), wide=wide)
     print_line(
         f"Sessions are stored in {db_path}: see `aah sessions list --db {db_path}`.", style="dim"
     )
@@ -85,9 +89,15 @@ async def _run_all(
     outcomes = []
     for task in tasks:
         if server is not None:
-            server.set_script(task.script)
+            from aah.benchmark import demo_script
+
+            server.set_script(demo_script(task, _specs(task, registry)))
         outcomes.append(await _run_task(task, registry, db, config))
     return outcomes
+
+
+def _specs(task: DemoTask, registry: Registry) -> list[EndpointSpec]:
+    return [registry.get(name) for name in task.tools]
 
 
 async def _run_task(
@@ -100,7 +110,7 @@ async def _run_task(
     console.print(f"[bold]user:[/] {task.query}", highlight=False)
     request = SessionRequest(
         query=task.query,
-        specs=[registry.get(n) for n in task.tools],
+        specs=_specs(task, registry),
         aah=True,
         awareness=task.awareness,
     )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import print_error, print_table, table
+from aah.cli.output import WideOption, print_error, print_table, table
 from aah.cli.sessions import open_store
 from aah.errors import AahError
 
@@ -26,6 +26,7 @@ def grade(
     ),
     temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (> 0)."),
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+    wide: bool = WideOption,
 ) -> None:
     """Grade a run's finished sessions by majority vote; graded ones are not sent again."""
     from aah.llm import model_config
@@ -46,7 +47,7 @@ def grade(
                 temperature=temperature,
             )
         )
-    print_table(summary_table(run, config.model, votes, summary))
+    print_table(summary_table(run, config.model, votes, summary), wide=wide)
     if summary.failed:
         # One line per kind of failure, then the exit status says the run is incomplete.
         for message, count in summary.failures.most_common():

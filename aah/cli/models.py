@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
-from aah.cli.output import print_json, print_line, print_table, print_warning, table
+from aah.cli.output import WideOption, print_json, print_line, print_table, print_warning, table
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ def check(
         "(default: only for a server on this machine or network).",
     ),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    wide: bool = WideOption,
 ) -> None:
     """Probe the role's model server and say what aah will do about what it finds.
 
@@ -48,9 +49,12 @@ def check(
     else:
         print_line(f"{role} model {report.model} at {report.base_url}")
         rows = [(line.check, line.result, line.action) for line in report.lines()]
-        print_table(table(None, ("check", "result", "what aah does"), rows))
+        print_table(table(None, ("check", "result", "what aah does"), rows, wrap=True), wide=wide)
         for line in report.lines():
             if line.warning:
-                print_warning(f"{line.check}: {line.result}; {line.action}")
+                # The table above says what was found (cut to the terminal);
+                # the warning says what to do, and why a run cannot start.
+                said = f"{report.error}; " if not report.reachable else ""
+                print_warning(f"{line.check}: {said}{line.action}")
     if not report.reachable or (role == "agent" and not report.tools_usable):
         raise typer.Exit(1)

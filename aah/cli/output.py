@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -13,8 +14,16 @@ from aah.terminal_text import printable
 
 console = Console()
 err_console = Console(stderr=True)
+# Every command that prints a table takes it: one declaration, one meaning.
+WideOption = typer.Option(
+    False,
+    "--wide",
+    help="Print tables whole, however wide (default: fit the terminal, cutting cells with …).",
+)
 # Wider than any table: measuring at this width finds what a table needs.
 _UNBOUNDED_WIDTH = 100_000
+# A column of a table too wide for the terminal keeps this many cells while it can.
+_MIN_COLUMN = 8
 
 
 def print_line(text: str, *, to: Console | None = None, style: str = "") -> None:
@@ -23,7 +32,7 @@ def print_line(text: str, *, to: Console | None = None, style: str = "") -> None
     The text is shown as written (never read as markup); line breaks inside
     it become spaces, so a script can read one message per line.
     """
-    _print_one_line(Text(_one_line(text), style=style), to or console)
+    _print_one_line(Text(one_line(text), style=style), to or console)
 
 
 def print_error(message: str, *, to: Console | None = None) -> None:
@@ -37,7 +46,7 @@ def print_warning(message: str, *, to: Console | None = None) -> None:
 
 
 def _print_labelled(label: str, style: str, message: str, to: Console) -> None:
-    _print_one_line(Text.assemble((label, style), " ", _one_line(message)), to)
+    _print_one_line(Text.assemble((label, style), " ", one_line(message)), to)
 
 
 def _print_one_line(text: Text, to: Console) -> None:
@@ -46,8 +55,12 @@ def _print_one_line(text: Text, to: Console) -> None:
     to.print(text, soft_wrap=True, highlight=False)
 
 
-def _one_line(text: str) -> str:
-    # Messages quote servers and models: their control sequences are not ours to send.
+def one_line(text: str) -> str:
+    """``text`` on one line: its line breaks become spaces, control characters escaped.
+
+    Messages and table cells quote servers, models and specs: their control
+    sequences are not ours to send, and a row of a table is one line.
+    """
     return " ".join(printable(text).splitlines())
 
 
@@ -56,27 +69,78 @@ def print_json(data: object) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def print_table(table: Table, *, to: Console | None = None) -> None:
-    """Print ``table`` so that no word in it is ever cut short, however narrow the terminal.
+def print_table(table: Table, *, to: Console | None = None, wide: bool = False) -> None:
+    """Print ``table`` to fit the terminal, or whole with ``wide``.
 
-    rich folds a table's text to fit the terminal, and where its words do not
-    fit it cuts cells to "5…". Here each column is at least as wide as its
-    longest word, so a table too wide for the terminal is printed whole and
-    the terminal wraps its lines: every figure stays readable, and whole for
-    a script that reads the output.
+    The one rule for every table aah prints: a table wider than the
+    terminal narrows its widest columns first (a column keeps its header's
+    width, or 8 cells, while it can), and what no longer fits is cut with
+    "…", never mid-word unmarked: a listing (one row a line) cuts the cell,
+    a table made with ``wrap`` folds its cells at spaces and cuts only a word
+    longer than its column. ``wide`` (the commands' ``--wide``) prints every
+    cell whole instead, however wide the lines: no word is ever cut, and a
+    script that reads the output sees every figure.
     """
+    target = to or console
+    if wide:
+        _print_whole(table, target)
+    else:
+        _print_fitted(table, target)
+
+
+def _print_whole(table: Table, target: Console) -> None:
     from rich.measure import Measurement
 
-    target = to or console
     unbounded = target.options.update_width(_UNBOUNDED_WIDTH)
     for column in table.columns:
-        cells = [column.header, *column.cells]
-        column.min_width = max(Measurement.get(target, unbounded, cell).minimum for cell in cells)
+        cells = [Measurement.get(target, unbounded, c) for c in [column.header, *column.cells]]
+        # A listing's cells stay on one line; prose may fold, but only at spaces.
+        column.min_width = max(m.maximum if column.no_wrap else m.minimum for m in cells)
     # Narrower than its longest words, rich would drop columns: draw it at that width.
     needed = Measurement.get(target, unbounded, table).minimum
     if needed > target.width:
         table.width = needed
     target.print(table, crop=False)
+
+
+def _print_fitted(table: Table, target: Console) -> None:
+    from rich.measure import Measurement
+
+    unbounded = target.options.update_width(_UNBOUNDED_WIDTH)
+    natural = [
+        max(Measurement.get(target, unbounded, cell).maximum for cell in [c.header, *c.cells])
+        for c in table.columns
+    ]
+    # What the borders and padding take, whatever the cells hold.
+    overhead = Measurement.get(target, unbounded, table).maximum - sum(natural)
+    headers = [Measurement.get(target, unbounded, c.header).maximum for c in table.columns]
+    widths = _narrow(natural, headers, target.width - overhead)
+    for column, width in zip(table.columns, widths, strict=True):
+        column.width = width
+        column.overflow = "ellipsis"
+    target.print(table)
+
+
+def _narrow(widths: list[int], headers: list[int], room: int) -> list[int]:
+    """``widths`` cut, widest first, until they sum to ``room``.
+
+    Columns shrink first to their header's width or ``_MIN_COLUMN`` cells,
+    then to their header's width, and only a terminal too narrow even for
+    the headers takes columns down towards one cell.
+    """
+    widths = list(widths)
+    excess = sum(widths) - max(room, len(widths))
+    roomy = [min(w, max(h, _MIN_COLUMN)) for w, h in zip(widths, headers, strict=True)]
+    tight = [min(w, h) for w, h in zip(widths, headers, strict=True)]
+    for limits in (roomy, tight, [1] * len(widths)):
+        while excess > 0:
+            shrinkable = [i for i, w in enumerate(widths) if w > limits[i]]
+            if not shrinkable:
+                break
+            widest = max(shrinkable, key=lambda i: widths[i])
+            widths[widest] -= 1
+            excess -= 1
+    return widths
 
 
 def table(
@@ -85,23 +149,26 @@ def table(
     rows: Iterable[Sequence[object]],
     *,
     compact: bool = False,
+    wrap: bool = False,
 ) -> Table:
     """A rich table; every cell is shown as plain text, never as markup.
 
     ``compact`` drops the vertical rules, so a wide table fits 80 columns.
+    A table is a listing, one row a line, unless ``wrap`` lets its cells
+    fold at spaces (prose: what a check found, what aah does about it).
     """
     from rich import box
 
     result = Table(
-        title=title,
+        # A title too long for the terminal is cut like a cell, never mid-word unmarked.
+        title=None if title is None else Text(title, overflow="ellipsis"),
         title_justify="left",
         box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
         pad_edge=not compact,
         collapse_padding=compact,
     )
-    for index, column in enumerate(columns):
-        # A compact table keeps its first column (the row's name) whole.
-        result.add_column(column, no_wrap=compact and index == 0)
+    for column in columns:
+        result.add_column(column, no_wrap=not wrap, overflow="ellipsis")
     for row in rows:
         result.add_row(*(_plain(cell) for cell in row))
     return result

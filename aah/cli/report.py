@@ -58,7 +58,7 @@ def report(
     paper_table: Path | None = typer.Option(
         None,
         "--paper-table",
-        help="The paper's tables as JSON (format in aah.scoring.paper; default: shipped).",
+        help="The paper's tables as JSON (format: aah.benchmark.failtalms.paper; default shipped).",
     ),
     as_model: list[str] = typer.Option(
         [],
@@ -77,7 +77,7 @@ def report(
         raise AahError("--paper-table and --as go with --compare paper: add it")
     tables = None
     if compare == "paper":
-        from aah.scoring import load_paper_tables
+        from aah.benchmark import load_paper_tables
 
         tables = load_paper_tables(paper_table)
     to_terminal = format == "table" and out is None
@@ -134,7 +134,7 @@ def _print_whole(item: RenderableType, to: Console) -> None:
         for part in item.renderables:
             _print_whole(part, to)
     elif isinstance(item, Table):
-        print_table(item, to=to)
+        print_table(item, to=to, wide=True)
     else:
         to.print(item)
 

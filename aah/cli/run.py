@@ -76,6 +76,10 @@ def run(
     )
 
     choice = tool_mode_choice(tool_mode)
+    if data is not None:
+        from aah.data import find_data_dir
+
+        find_data_dir(data)  # a mistyped --data is an error even when no tool needs it
     db_path = db or get_settings().db
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
@@ -113,15 +117,21 @@ async def _run(
     from aah.cli.trace import TracePrinter
     from aah.runtime import open_runtime, run_session
 
+    printer = TracePrinter(console)
     async with open_runtime(
         db=db,
         model=config,
         human=channel,
         http_mode=http,
         fault_plan=fault or None,
-        listeners=[TracePrinter(console)],
+        listeners=[printer],
     ) as runtime:
-        return await run_session(request, runtime)
+        first = "the model" if request.awareness == "none" else "the model's awareness answer"
+        printer.waiting_for(first)
+        try:
+            return await run_session(request, runtime)
+        finally:
+            printer.close()
 
 
 def _report(outcome: SessionOutcome) -> None:

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, print_json, print_table, table
+from aah.cli.output import (
+    WideOption,
+    console,
+    one_line,
+    print_json,
+    print_table,
+    table,
+)
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -20,6 +27,8 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True)
 
 DbOption = typer.Option(None, "--db", help="Session database (default AAH_DB).")
+# Without --all, `aah sessions list` shows the newest ones and counts the rest.
+LIST_NEWEST = 20
 
 
 def open_store(db: Path | None) -> SessionStore:
@@ -28,7 +37,7 @@ def open_store(db: Path | None) -> SessionStore:
     from aah.store import SessionStore
 
     path = db or get_settings().db
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise AahError(f"no session database at {path}: run a session first or pass --db")
     return SessionStore(path)
 
@@ -38,17 +47,22 @@ def list_sessions(
     run: str | None = typer.Option(None, "--run", help="Only this run's sessions."),
     status: str | None = typer.Option(None, "--status", help="Only sessions in this status."),
     db: Path | None = DbOption,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    show_all: bool = typer.Option(
+        False, "--all", help=f"List every session (default: the newest {LIST_NEWEST})."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts (every session)."),
+    wide: bool = WideOption,
 ) -> None:
-    """List sessions, oldest first."""
+    """List sessions, oldest first: the newest ones, with counts of all by status."""
     with open_store(db) as store:
-        sessions = store.list_sessions(run=run, status=status)  # type: ignore[arg-type]
+        every = store.list_sessions(run=run, status=status)  # type: ignore[arg-type]
     if as_json:
-        print_json([s.model_dump(mode="json") for s in sessions])
+        print_json([s.model_dump(mode="json") for s in every])
         return
+    sessions = every if show_all else every[-LIST_NEWEST:]
     rows = (
         [
-            s.id[:12],
+            s.id[:8],
             s.run or "",
             s.task_id or "",
             s.status,
@@ -56,12 +70,25 @@ def list_sessions(
             s.tool_awareness or "",
             s.n_tool_calls,
             s.n_human_questions,
-            s.query[:60],
+            one_line(s.query),
         ]
         for s in sessions
     )
     columns = ["id", "run", "task", "status", "info", "tool", "calls", "asked", "query"]
-    print_table(table(f"{len(sessions)} sessions", columns, rows))
+    shown = f"{len(every)} sessions" if show_all else f"the newest {len(sessions)} sessions"
+    print_table(table(shown, columns, rows, compact=True), wide=wide)
+    if len(sessions) < len(every):
+        counts: dict[str, int] = {}
+        for s in every:
+            counts[s.status] = counts.get(s.status, 0) + 1
+        by_status = ", ".join(f"{n} {name}" for name, n in sorted(counts.items()))
+        console.print(
+            f"{len(every)} sessions in all ({by_status}); --all lists every one, "
+            "--run/--status narrow the list",
+            style="dim",
+            markup=False,
+            highlight=False,
+        )
 
 
 @app.command()
@@ -152,7 +179,7 @@ def expire(
     older_than: str = typer.Option(..., "--older-than", help="Idle time, e.g. 90s, 30m, 2h or 1d."),
     db: Path | None = DbOption,
 ) -> None:
-    """Cancel the running or waiting sessions whose last step is older than ``--older-than``.
+    """Cancel the running or waiting sessions whose last step is older than --older-than.
 
     For runs that nobody will resume: their questions leave the queue.
     """

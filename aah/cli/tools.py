@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import console, err_console, print_json, print_line, print_table, table
+from aah.cli.output import (
+    WideOption,
+    console,
+    err_console,
+    one_line,
+    print_json,
+    print_line,
+    print_table,
+    table,
+)
 
 if TYPE_CHECKING:
     from aah.tools import EndpointSpec
@@ -24,13 +33,19 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
 
     With ``build_if_missing`` a missing registry is built first from the
     discovered data (or ``data``), so a first run needs no separate step.
+
+    Raises:
+        AahError: ``data`` names no data directory (checked even when the
+            registry is already built: a mistyped ``--data`` is never ignored).
     """
     from aah.config import get_settings, project_root
+    from aah.data import find_data_dir
     from aah.tools.registry import Registry
 
     path = get_settings().registry_path()
+    if data is not None:
+        find_data_dir(data)
     if build_if_missing and not path.is_file():
-        from aah.data import find_data_dir
         from aah.tools.registry import build_registry
 
         data_dir = find_data_dir(data)
@@ -50,6 +65,7 @@ def build(
         help="Reject, unread, any spec or tool file larger than this many MB.",
     ),
     as_json: bool = JsonOption,
+    wide: bool = WideOption,
 ) -> None:
     """Import every spec source and compile the registry (SQLite + FTS5).
 
@@ -70,7 +86,7 @@ def build(
     if as_json:
         print_json(_report_json(report))
     else:
-        _print_report(report)
+        _print_report(report, wide)
     if strict and report.rejections:
         raise typer.Exit(1)
 
@@ -89,15 +105,14 @@ def _report_json(report: BuildReport) -> dict[str, object]:
     }
 
 
-def _print_report(report: BuildReport) -> None:
-    console.print(
-        table("Endpoints per source", ["source", "endpoints"], sorted(report.by_source.items()))
-    )
-    console.print(
-        table("Endpoints per category", ["category", "endpoints"], report.by_category.items())
-    )
+def _print_report(report: BuildReport, wide: bool) -> None:
+    sources = sorted(report.by_source.items())
+    print_table(table("Endpoints per source", ["source", "endpoints"], sources), wide=wide)
+    categories = report.by_category.items()
+    print_table(table("Endpoints per category", ["category", "endpoints"], categories), wide=wide)
     if report.fixes_applied:
-        print_table(table("Project fixes applied", ["fix"], ([f] for f in report.fixes_applied)))
+        fixes = ([f] for f in report.fixes_applied)
+        print_table(table("Project fixes applied", ["fix"], fixes), wide=wide)
     if report.rejections:
         # One whole line per rejection, never a table cell that cuts the
         # file name: a script or a person can grep for the file.
@@ -117,19 +132,22 @@ def list_tools(
     category: str | None = typer.Option(None, "--category", "-c", help="Only this category."),
     data: Path | None = DataOption,
     as_json: bool = JsonOption,
+    wide: bool = WideOption,
 ) -> None:
     """List endpoints, or the categories with counts when none is chosen."""
     registry = open_registry(data, build_if_missing=True)
     if category is None and not as_json:
-        print_table(table("Categories", ["category", "endpoints"], registry.categories().items()))
+        categories = registry.categories().items()
+        print_table(table("Categories", ["category", "endpoints"], categories), wide=wide)
         console.print("Use --category NAME to list one category's endpoints.")
         return
     specs = registry.endpoints(category)
     if as_json:
         print_json([_summary(spec) for spec in specs])
         return
-    rows = ([s.qualified_name, s.method, s.description[:80]] for s in specs)
-    print_table(table(f"{category} ({len(specs)})", ["name", "method", "description"], rows))
+    rows = ([s.qualified_name, s.method, one_line(s.description)] for s in specs)
+    columns = ["name", "method", "description"]
+    print_table(table(f"{category} ({len(specs)})", columns, rows, compact=True), wide=wide)
 
 
 @app.command()
@@ -137,6 +155,7 @@ def show(
     name: str = typer.Argument(..., help="Qualified name <tool>__<endpoint>."),
     data: Path | None = DataOption,
     as_json: bool = JsonOption,
+    wide: bool = WideOption,
 ) -> None:
     """Show one endpoint's full spec."""
     spec = open_registry(data, build_if_missing=True).get(name)
@@ -150,12 +169,20 @@ def show(
     )
     console.print(spec.description, markup=False)
     rows = (
-        [p.name, p.type, p.location.value, "yes" if p.required else "", p.default, p.description]
+        [
+            p.name,
+            p.type,
+            p.location.value,
+            "yes" if p.required else "",
+            p.default,
+            one_line(p.description),
+        ]
         for p in spec.parameters
     )
-    print_table(table("Parameters", ["name", "type", "in", "required", "default", "about"], rows))
+    columns = ["name", "type", "in", "required", "default", "about"]
+    print_table(table("Parameters", columns, rows, compact=True, wrap=True), wide=wide)
     if spec.repairs:
-        print_table(table("Repairs", ["repair"], ([r] for r in spec.repairs)))
+        print_table(table("Repairs", ["repair"], ([r] for r in spec.repairs)), wide=wide)
     console.print(f"source: {spec.source.kind} {spec.source.file} ({spec.source.id})", markup=False)
 
 
@@ -165,14 +192,16 @@ def search(
     k: int = typer.Option(10, "-k", help="How many results."),
     data: Path | None = DataOption,
     as_json: bool = JsonOption,
+    wide: bool = WideOption,
 ) -> None:
     """Find the endpoints that best match a query."""
     hits = open_registry(data, build_if_missing=True).search(query, k)
     if as_json:
         print_json([{**_summary(h.spec), "score": round(h.score, 3)} for h in hits])
         return
-    rows = ([f"{h.score:.2f}", h.spec.qualified_name, h.spec.description[:80]] for h in hits)
-    print_table(table(f"Best matches for {query!r}", ["score", "name", "description"], rows))
+    rows = ([f"{h.score:.2f}", h.spec.qualified_name, one_line(h.spec.description)] for h in hits)
+    title = f"Best matches for {query!r}"
+    print_table(table(title, ["score", "name", "description"], rows, compact=True), wide=wide)
 
 
 @app.command()
@@ -184,6 +213,7 @@ def check(
     seed: int = typer.Option(0, "--seed", help="Seed for --sample."),
     data: Path | None = DataOption,
     as_json: bool = JsonOption,
+    wide: bool = WideOption,
 ) -> None:
     """Probe endpoints live with their parameter defaults: up, down, latency."""
     from aah.tools.registry import probe_endpoints
@@ -202,7 +232,8 @@ def check(
         [r.name, r.state, r.status or "", f"{r.latency_ms:.0f}" if r.latency_ms else "", r.detail]
         for r in results
     )
-    print_table(table("Endpoint health", ["name", "state", "status", "ms", "detail"], rows))
+    columns = ["name", "state", "status", "ms", "detail"]
+    print_table(table("Endpoint health", columns, rows, compact=True), wide=wide)
     counts: dict[str, int] = {}
     for r in results:
         counts[r.state] = counts.get(r.state, 0) + 1

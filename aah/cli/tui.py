@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from aah.annotators import annotator_key, check_annotator_name
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -65,10 +66,20 @@ def build_app(
 
     if task_id is not None:
         demo_task(task_id)  # an unknown name fails here, in one line, not inside the app
+    name = _annotator_name(annotator) if annotator is not None else None
     registry = open_registry(data, build_if_missing=True)
-    name = " ".join((annotator or "").split())
-    if annotator is not None and not name:
-        raise AahError("--annotator is empty: give your name, e.g. --annotator ana")
-    return AahApp(
-        registry, db or get_settings().db, data=data, task_id=task_id, annotator=name or None
-    )
+    return AahApp(registry, db or get_settings().db, data=data, task_id=task_id, annotator=name)
+
+
+def _annotator_name(given: str) -> str:
+    """``--annotator`` as answers are stored under it.
+
+    Raises:
+        AahError: The web sign-in would refuse the name too (empty, mixed scripts...).
+    """
+    try:
+        return check_annotator_name(given)
+    except ValueError as refused:
+        if not annotator_key(given):
+            raise AahError("--annotator is empty: give your name, e.g. --annotator ana") from None
+        raise AahError(f"--annotator {given!r}: {refused}") from None

@@ -26,7 +26,7 @@ from urllib.parse import quote, urlsplit
 
 import requests
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-from requests.exceptions import ChunkedEncodingError
+from requests.exceptions import ChunkedEncodingError, ContentDecodingError
 
 from aah import __version__
 from aah.config import get_settings
@@ -307,6 +307,12 @@ def _downloader(
                 return
             except _BusyServer as exc:
                 failure = f"{host} answered HTTP {exc} for {entry.path}: try again later"
+            except ContentDecodingError:
+                # The same bytes come back on every try: say so at once.
+                raise AahError(
+                    f"{host} sent {entry.path} with a Content-Encoding it does not decode as; "
+                    "use `aah data fetch --from DIR` with a local copy"
+                ) from None
             except (requests.ConnectionError, requests.Timeout, ChunkedEncodingError):
                 # ChunkedEncodingError: the stream was cut mid-file; worth a retry.
                 failure = f"could not reach {host}: check your connection"
@@ -330,14 +336,23 @@ def _download_once(
             )
         chunks: Iterable[bytes] = response.iter_content(_CHUNK)
         if entry.origin.derive is not None:
-            published = _bounded(entry, chunks, _DERIVE_SOURCE_LIMIT)
+            published = _bounded(entry, chunks, derive_source_limit(entry))
             chunks = [derive_bytes(entry.origin.derive, published, entry.path)]
         _write_verified(entry, chunks, target)
 
 
-# The published file a derivation reads is held in memory whole: bound it.
+# The published file a derivation reads is held in memory whole: bound it by
+# what the derivation keeps (dropping fields shrinks a file, never 16-fold),
+# counting decompressed bytes, so a small compressed bomb is stopped early.
+_DERIVE_GROWTH = 16
+_DERIVE_SOURCE_FLOOR = 1024 * 1024
 _DERIVE_SOURCE_LIMIT = 256 * 1024 * 1024
 _DROP_FIELDS = "drop-fields:"
+
+
+def derive_source_limit(entry: ManifestFile) -> int:
+    """The most decompressed bytes of ``entry``'s published file read into memory."""
+    return min(_DERIVE_SOURCE_LIMIT, max(_DERIVE_GROWTH * entry.size, _DERIVE_SOURCE_FLOOR))
 
 
 def _bounded(entry: ManifestFile, chunks: Iterable[bytes], limit: int) -> bytes:
@@ -345,7 +360,9 @@ def _bounded(entry: ManifestFile, chunks: Iterable[bytes], limit: int) -> bytes:
     for chunk in chunks:
         body += chunk
         if len(body) > limit:
-            raise AahError(f"{entry.path}: its published file is over {limit} bytes; not kept")
+            raise AahError(
+                f"{entry.path}: its published file is over {limit} bytes (decompressed); not kept"
+            )
     return bytes(body)
 
 

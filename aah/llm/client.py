@@ -55,6 +55,11 @@ class ChatClient:
         self._transport = ChatTransport(config)
         self._where = self._transport.where
 
+    @property
+    def requests_in_flight(self) -> int:
+        """Requests of this client sent and not answered yet."""
+        return self._transport.in_flight
+
     async def aclose(self) -> None:
         """Close the connections (inside the event loop that used them)."""
         await self._transport.aclose()
@@ -117,10 +122,12 @@ class ChatClient:
             body["temperature"] = temperature
         raw = await self._transport.post(CHAT_PATH, body)
         completion, data = read_completion(raw, self._where)
+        # A server may send more choices than asked for; the extra ones
+        # would count as votes or replies no one asked for.
         choices = [
             choice_text(choice.message, raw_choice)
             for choice, raw_choice in zip(completion.choices, data["choices"], strict=True)
-        ]
+        ][:n]
         prompt, completion_tokens = usage_counts(completion)
         return TextReplies(choices, prompt, completion_tokens)
 

@@ -63,6 +63,7 @@ class ModelConfig(BaseModel):
     api_key: SecretStr
     timeout: float = 60.0
     retries: int = 3
+    retry_budget: float = 60.0
     role: Role = "agent"
     max_tokens: int | None = None
     awareness_max_tokens: int = DEFAULT_AWARENESS_MAX_TOKENS
@@ -113,6 +114,7 @@ class ModelConfig(BaseModel):
             "max_tokens": self.reply_tokens,
             "timeout": self.timeout,
             "retries": self.retries,
+            "retry_budget": self.retry_budget,
             "max_reply_bytes": self.max_reply_bytes,
         }
         if self.role == "agent":
@@ -140,9 +142,10 @@ def model_config(
 
     name = model or first("model")
     if not name:
-        prefix = "AAH_" if role == "agent" else f"AAH_{role.upper()}_"
+        # Every role falls back to the agent's model: AAH_MODEL is enough.
+        own = "" if role == "agent" else f" (or AAH_{role.upper()}_MODEL for a {role} of its own)"
         raise AahError(
-            f"no model configured for the {role}: set {prefix}MODEL and AAH_BASE_URL "
+            f"no model configured for the {role}: set AAH_MODEL and AAH_BASE_URL{own} "
             "(see README, 'Pointing aah at a model')"
         )
     key = first("api_key") or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
@@ -152,6 +155,7 @@ def model_config(
         api_key=SecretStr(key),
         timeout=s.llm_timeout,
         retries=s.llm_retries,
+        retry_budget=s.llm_retry_budget,
         role=role,
         max_tokens=_role_settings(s, role)["max_tokens"],
         awareness_max_tokens=s.awareness_max_tokens,

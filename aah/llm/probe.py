@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ipaddress
+import json
 import re
 import time
 from datetime import UTC, datetime
@@ -27,7 +28,10 @@ from aah.llm.client import ChatClient
 from aah.llm.config import DEFAULT_BASE_URL, ModelConfig
 from aah.llm.errors import ModelError, ModelStatusError, ModelTimeoutError
 from aah.llm.probe_report import N_ASKED, ProbeReport
+from aah.llm.reply import MAX_CALL_TOKENS, token_count
 from aah.llm.text_calls import parse_text_tool_calls
+from aah.llm.transport import read_limited
+from aah.storable import storable
 
 PROBE_TOOL_NAME = "get_weather"
 PROBE_TOOL: dict[str, Any] = {
@@ -72,12 +76,13 @@ async def probe_server(config: ModelConfig, *, overflow_probe: bool | None = Non
         base_url=base,
         model=config.model,
         reachable=False,
+        max_connections=config.max_connections,
         checked_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     async with aiohttp.ClientSession(
         headers=_headers(config), timeout=aiohttp.ClientTimeout(total=config.timeout)
     ) as session:
-        listing = await _list_models(session, base, report)
+        listing = await _list_models(session, base, report, config.max_reply_bytes)
         if not report.reachable:
             return report
         if report.missing_v1:
@@ -109,9 +114,9 @@ def _headers(config: ModelConfig) -> dict[str, str]:
 
 
 async def _list_models(
-    session: aiohttp.ClientSession, base: str, report: ProbeReport
+    session: aiohttp.ClientSession, base: str, report: ProbeReport, max_bytes: int
 ) -> dict[str, Any] | None:
-    """GET ``/models`` (then ``/v1/models`` if the base URL lacks it)."""
+    """GET ``/models`` (then ``/v1/models`` if the base URL lacks it), up to ``max_bytes``."""
     candidates = [base + "/models"]
     if not base.endswith("/v1"):
         candidates.append(base + "/v1/models")
@@ -119,11 +124,12 @@ async def _list_models(
         try:
             async with session.get(url) as response:
                 status = response.status
-                body = await response.json(content_type=None) if status == 200 else None
+                read = await read_limited(response, max_bytes) if status == 200 else None
+            body = storable(json.loads(read.data)) if read is not None and read.whole else None
         except (aiohttp.ClientError, TimeoutError) as exc:
             report.error = f"cannot reach {url} ({_said(exc)})"
             return None
-        except ValueError:
+        except (ValueError, RecursionError):
             status, body = 200, None
         report.reachable = True
         if status == 200:
@@ -145,8 +151,8 @@ def _read_listing(listing: dict[str, Any], report: ProbeReport) -> None:
     meta = chosen.get("meta")
     for source in (chosen, meta if isinstance(meta, dict) else {}):
         for field in (*_CONTEXT_FIELDS, "n_ctx"):
-            value = source.get(field)
-            if isinstance(value, int) and value > 0:
+            value = token_count(source.get(field))
+            if value:
                 report.context_length, report.context_source = value, "models"
                 return
 
@@ -222,7 +228,7 @@ async def _probe_concurrency(
     async def timed() -> float:
         started = time.perf_counter()
         async with session.post(base + "/chat/completions", json=body) as response:
-            await response.read()
+            await read_limited(response, config.max_reply_bytes)
             if response.status != 200:
                 raise aiohttp.ClientResponseError(response.request_info, (), status=response.status)
         return time.perf_counter() - started
@@ -246,8 +252,10 @@ async def _probe_overflow(config: ModelConfig, report: ProbeReport) -> None:
         await client.reply_texts([HumanMessage("word " * OVERFLOW_WORDS)], max_tokens=1)
     except ModelStatusError as exc:
         found = _CONTEXT_SAID.search(exc.server_message)
-        if found:
-            report.context_length = int(found.group(1).replace(",", ""))
+        digits = found.group(1).replace(",", "") if found else ""
+        # Python refuses to read an integer of thousands of digits.
+        if 0 < len(digits) <= len(str(MAX_CALL_TOKENS)) and token_count(int(digits)):
+            report.context_length = int(digits)
             report.context_source = "overflow"
     except (ModelTimeoutError, ModelError):
         pass
@@ -267,7 +275,10 @@ def _nearby(base: str) -> bool:
 
 
 def _said(exc: BaseException) -> str:
-    return _short(str(exc) or type(exc).__name__)
+    # A refused connection says so ("Connection refused"), not aiohttp's
+    # long wrapper that the cut would end inside an address.
+    os_error = getattr(exc, "os_error", None)
+    return _short(getattr(os_error, "strerror", None) or str(exc) or type(exc).__name__)
 
 
 def _short(text: str, limit: int = 80) -> str:

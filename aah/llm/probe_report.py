@@ -43,6 +43,9 @@ class ProbeReport(BaseModel):
         single_seconds: One request's time in the concurrency check.
         pair_seconds: When the later of two simultaneous requests ended.
         latency_seconds: Time of a short (8-token) request.
+        max_connections: The cap on requests in flight already configured
+            (``AAH_MAX_CONNECTIONS``), which decides what aah does about a
+            server that runs one request at a time.
         checked_at: When the probe ran (UTC, ISO 8601).
     """
 
@@ -64,6 +67,7 @@ class ProbeReport(BaseModel):
     single_seconds: float | None = None
     pair_seconds: float | None = None
     latency_seconds: float | None = None
+    max_connections: int | None = None
     checked_at: str = ""
 
     @property
@@ -223,6 +227,12 @@ def _concurrency_line(report: ProbeReport) -> ProbeLine:
             check="concurrent requests",
             result=f"served side by side{timing}",
             action="aah may send requests in parallel (--concurrency)",
+        )
+    if report.max_connections == 1:
+        return ProbeLine(
+            check="concurrent requests",
+            result=f"one at a time{timing}",
+            action="none needed: AAH_MAX_CONNECTIONS=1 sends one at a time",
         )
     return ProbeLine(
         check="concurrent requests",

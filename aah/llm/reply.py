@@ -11,15 +11,22 @@ aah does not read are tolerated.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
 from aah.llm.errors import ModelReplyError
+from aah.storable import storable
 
 # How much of an unreadable body an error message quotes.
 QUOTE_CHARS = 80
+# No call uses more tokens than this: a larger count is a broken server's.
+MAX_CALL_TOKENS = 10**9
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
+_log = logging.getLogger(__name__)
 _FIX = "check that it is an OpenAI-compatible chat completions endpoint"
 
 
@@ -57,10 +64,10 @@ class WireChoice(_Lenient):
 
 
 class WireUsage(_Lenient):
-    """Token counts, when the server reports them."""
+    """Token counts, when the server reports them (only sane ones, see ``sane_usage``)."""
 
-    prompt_tokens: StrictInt | StrictFloat | None = None
-    completion_tokens: StrictInt | StrictFloat | None = None
+    prompt_tokens: StrictInt | None = None
+    completion_tokens: StrictInt | None = None
 
 
 class Completion(_Lenient):
@@ -87,6 +94,8 @@ def read_completion(raw: bytes, url: str) -> tuple[Completion, dict[str, Any]]:
         raise reply_error(url, f"an error with status 200: {error_text(data['error'])}")
     if not data.get("choices") and isinstance(data.get("choices"), list):
         raise reply_error(url, "a reply without choices")
+    if "usage" in data:
+        data["usage"] = sane_usage(data["usage"], url)
     try:
         completion = Completion.model_validate(data)
     except ValidationError as exc:
@@ -94,8 +103,68 @@ def read_completion(raw: bytes, url: str) -> tuple[Completion, dict[str, Any]]:
     return completion, data
 
 
+def sane_usage(usage: Any, url: str) -> dict[str, int] | None:
+    """The token counts of a reply's ``usage`` that are counts; the rest dropped, with a warning.
+
+    A count is a whole number from 0 to ``MAX_CALL_TOKENS``, as a JSON
+    integer (or a float with no fraction). A boolean, a string ("12"), a
+    negative, a fraction, a non-finite or an absurd value says nothing
+    true about the call: it is ignored (as a server that reports no usage
+    is) rather than refusing a reply whose message is fine, or summing
+    ``-1e9`` tokens into a report. Each kind of bad value is logged once
+    per server.
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        _warn_once(url, "usage", usage)
+        return None
+    counts: dict[str, int] = {}
+    for field in USAGE_FIELDS:
+        value = usage.get(field)
+        if value is None:
+            continue
+        count = token_count(value)
+        if count is None:
+            _warn_once(url, f"usage.{field}", value)
+        else:
+            counts[field] = count
+    return counts
+
+
+def token_count(value: Any) -> int | None:
+    """``value`` as a token count of one call, or None when it is not a sane one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if 0 <= value <= MAX_CALL_TOKENS else None
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_once(url: str, field: str, value: Any) -> None:
+    if (url, field) in _WARNED:
+        return
+    _WARNED.add((url, field))
+    shown = json_type(value) if isinstance(value, dict | list | str) else one_line(repr(value), 40)
+    _log.warning(
+        "the model server at %s reported %s as %s, not a token count from 0 to %s: ignored",
+        url,
+        field,
+        shown,
+        f"{MAX_CALL_TOKENS:,}",
+    )
+
+
 def parse_json(raw: bytes, url: str) -> Any:
-    """The JSON value in ``raw``; NaN and Infinity are refused like any non-JSON.
+    r"""The JSON value in ``raw``, every string in it storable (see ``aah.storable``).
+
+    Bytes that are not UTF-8 (or the encoding a BOM names) and ``\ud800``
+    escapes that name half a character become U+FFFD; NaN and Infinity are
+    refused like any non-JSON, and so is an integer too long for Python to
+    read.
 
     Raises:
         ModelReplyError: ``raw`` is empty, not JSON, or nested too deep to read.
@@ -103,9 +172,19 @@ def parse_json(raw: bytes, url: str) -> Any:
     if not raw.strip():
         raise reply_error(url, "an empty body")
     try:
-        return json.loads(raw, parse_constant=_refuse_constant)
+        text = raw.decode(json.detect_encoding(raw), "replace")
+        data = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         raise reply_error(url, f"a body that is not JSON: {quote(raw)}") from None
+    # Only a surrogate or NUL escape can put an unstorable character in
+    # decoded JSON (strict JSON refuses a raw NUL); most replies have
+    # neither, and skip the walk.
+    if _UNSTORABLE_ESCAPE.search(text):
+        data = storable(data)
+    return data
+
+
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)")
 
 
 def _refuse_constant(name: str) -> Any:

@@ -9,10 +9,16 @@ Failures become aah's own ``ModelError`` types, with one-line messages that
 carry the server's own explanation. Retries follow the policy the OpenAI
 SDK documents: a lost connection, a timeout, and statuses 408, 409, 429 and
 5xx are tried again with a growing, jittered pause; a server's
-``retry-after-ms``/``retry-after`` sets the pause when it asks for at most a
-minute (a longer wait ends the request now); ``x-should-retry: true|false``
-overrides the status. Other 4xx answers are final: sending the same request
-again would only be refused again.
+``retry-after-ms``/``retry-after`` (seconds or an HTTP date) sets the pause;
+``x-should-retry: true|false`` overrides the status. Other 4xx answers are
+final: sending the same request again would only be refused again.
+
+All the pauses of one request share one budget (``retry_budget``,
+``AAH_LLM_RETRY_BUDGET``, 60 s by default): a pause that would take the
+request past it is not taken, and the request fails at once, with a line
+that names the server's rate limit when the server asked for the wait. A
+rate-limited batch thus fails its tasks in seconds (a rerun retries them)
+instead of sleeping a minute per call.
 
 Each attempt has a total deadline (connect, send, and the whole reply), so a
 server trickling bytes cannot hold a request longer than the timeout, and a
@@ -29,13 +35,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import random
 import time
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
+from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -52,10 +60,10 @@ from aah.llm.errors import (
 )
 from aah.llm.reply import error_text, one_line
 from aah.secrets import REDACTED, scrub_text
+from aah.storable import storable_text
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
-MAX_RETRY_AFTER = 60.0
 RETRY_STATUSES = frozenset({408, 409, 429})
 READ_CHUNK = 64 * 1024
 
@@ -75,12 +83,19 @@ def endpoint_slots(base_url: str, limit: int) -> asyncio.Semaphore:
 
 
 class _Retry(Exception):
-    """A failed attempt that may be tried again after ``delay`` seconds."""
+    """A failed attempt that may be tried again, after ``asked`` seconds if the server said."""
 
-    def __init__(self, error: ModelError, delay: float | None = None) -> None:
+    def __init__(self, error: ModelError, asked: RequestedWait | None = None) -> None:
         super().__init__(str(error))
         self.error = error
-        self.delay = delay
+        self.asked = asked
+
+
+class RequestedWait(NamedTuple):
+    """The wait a server asked for: seconds (None when unreadable), and the header as sent."""
+
+    seconds: float | None
+    header: str
 
 
 class ChatTransport:
@@ -102,9 +117,14 @@ class ChatTransport:
             "Authorization": credentials,
             "Content-Type": "application/json",
             "Accept": "application/json",
+            # What every install decodes (br and zstd need optional libraries);
+            # the reply cap counts the bytes after decoding (read_limited).
+            "Accept-Encoding": "gzip, deflate",
             "User-Agent": f"aah/{__version__}",
         }
         self._session: aiohttp.ClientSession | None = None
+        # Requests sent and not answered yet (progress displays read it).
+        self.in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         # Keeps the generator that closes the session when its loop shuts down.
         self._closer: AsyncIterator[None] | None = None
@@ -123,8 +143,18 @@ class ChatTransport:
                 the reply was empty or larger than the configured cap.
         """
         url = self.base_url + path
-        data = json.dumps(body, ensure_ascii=False).encode()
+        # A text that came in with half a character (a file's \ud800 escape)
+        # must not stop the request: UTF-8 cannot encode it.
+        data = storable_text(json.dumps(body, ensure_ascii=False)).encode()
         attempts = self.config.retries + 1
+        waited = 0.0
+        self.in_flight += 1
+        try:
+            return await self._post(url, data, attempts, waited)
+        finally:
+            self.in_flight -= 1
+
+    async def _post(self, url: str, data: bytes, attempts: int, waited: float) -> bytes:
         for attempt in range(1, attempts + 1):
             try:
                 async with self._slot():
@@ -132,9 +162,32 @@ class ChatTransport:
             except _Retry as failure:
                 if attempt == attempts:
                     raise failure.error from None
-                delay = failure.delay if failure.delay is not None else backoff(attempt - 1)
+                asked = failure.asked.seconds if failure.asked else None
+                delay = asked if asked is not None and asked > 0 else backoff(attempt - 1)
+                if waited + delay > self.config.retry_budget:
+                    if failure.asked is not None and asked is not None and asked > 0:
+                        raise self._rate_limited(failure.error, failure.asked) from None
+                    raise failure.error from None
+                waited += delay
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt raises")
+
+    def _rate_limited(self, error: ModelError, asked: RequestedWait) -> ModelError:
+        """``error`` when the server asked for a wait longer than the budget left."""
+        if not isinstance(error, ModelStatusError):
+            return error
+        what = "is rate-limiting" if error.status == 429 else "asks aah to wait"
+        said = f": {error.server_message.rstrip('.')}" if error.server_message else ""
+        return ModelStatusError(
+            f"the model server at {self.where} {what} (HTTP {error.status}, "
+            f"{one_line(self._scrub(asked.header), 60)}){said}: wait and rerun, or raise "
+            f"AAH_LLM_RETRY_BUDGET (now {self.config.retry_budget:g} s)",
+            url=self.where,
+            status=error.status,
+            server_message=error.server_message,
+            param=error.param,
+            attempts=error.attempts,
+        )
 
     def _slot(self) -> AbstractAsyncContextManager[object]:
         limit = self.config.max_connections
@@ -178,9 +231,8 @@ class ChatTransport:
             raise _Retry(self._connection_error(exc, attempt)) from None
         if status >= 400:
             error = self._status_error(status, raw, attempt, headers)
-            delay = requested_delay(headers)
             if should_retry(status, headers):
-                raise _Retry(error, delay if delay is not None and delay > 0 else None)
+                raise _Retry(error, requested_wait(headers))
             raise error
         if 300 <= status < 400:
             raise self._redirect_error(status, headers, attempt)
@@ -194,21 +246,10 @@ class ChatTransport:
         return raw
 
     async def _read(self, response: aiohttp.ClientResponse, status: int) -> bytes:
-        cap = self.config.max_reply_bytes
-        length = response.content_length
-        if length is not None and length <= cap:
-            return await response.read()
-        if length is not None and status < 400:
-            raise self._too_large(length)
-        chunks, size = [], 0
-        while chunk := await response.content.read(READ_CHUNK):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > cap:
-                if status >= 400:
-                    break  # the start of an error page says enough
-                raise self._too_large(size)
-        return b"".join(chunks)
+        body = await read_limited(response, self.config.max_reply_bytes)
+        if not body.whole and status < 400:  # the start of an error page says enough
+            raise self._too_large(body.size)
+        return body.data
 
     def _too_large(self, size: int) -> ModelReplyError:
         return ModelReplyError(
@@ -243,6 +284,17 @@ class ChatTransport:
         os_error = getattr(exc, "os_error", None)
         said = getattr(os_error, "strerror", None) or str(exc) or type(exc).__name__
         reason = self._scrub(one_line(said, 200))
+        if isinstance(exc, aiohttp.ClientResponseError):
+            # aiohttp's parser refused the response head (a header over 8 KB,
+            # too many headers): the server was reached and answered badly.
+            reason = self._scrub(one_line(exc.message, 80))
+            return ModelConnectionError(
+                f"the model server at {self.where} sent response headers that were too large "
+                f"or malformed ({reason}){_tries(attempt)}: check the server or the proxy "
+                "in front of it",
+                url=self.where,
+                attempts=attempt,
+            )
         return ModelConnectionError(
             f"cannot reach the model endpoint at {self.where} ({reason}){_tries(attempt)}: "
             f"start the server or fix {self.config.setting_name('BASE_URL')}",
@@ -277,9 +329,8 @@ class ChatTransport:
         else:
             fix = "fix the request settings or the server's configuration"
             head = f"the model server at {self.where} rejected the request (HTTP {status})"
-            delay = requested_delay(headers)
-            if status == 429 or (delay is not None and delay > MAX_RETRY_AFTER):
-                fix = f"it asked to wait {delay:.0f} s; try again later" if delay else fix
+            if status == 429:
+                fix = "wait and rerun"
         return ModelStatusError(
             f"{head}{reason}: {fix}",
             url=self.where,
@@ -293,6 +344,42 @@ class ChatTransport:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
         return scrub_text(text) or ""
+
+
+class LimitedBody(NamedTuple):
+    """A body read up to a cap: its bytes, how many were read, whether that is all of it."""
+
+    data: bytes
+    size: int
+    whole: bool
+
+
+async def read_limited(response: aiohttp.ClientResponse, cap: int) -> LimitedBody:
+    """``response``'s body, or its start when it holds more than ``cap`` bytes.
+
+    The cap counts the bytes after decompression: a compressed body's
+    length says nothing of what it inflates to (a megabyte of gzip can hold
+    a gigabyte), so such a body is read in pieces as aiohttp inflates it,
+    and given up as soon as it passes the cap. Memory stays bounded
+    whatever the server sent.
+    """
+    length = response.content_length
+    if length is not None and length <= cap and not _encoded(response):
+        data = await response.read()
+        return LimitedBody(data, len(data), True)
+    chunks, size = [], 0
+    while chunk := await response.content.read(READ_CHUNK):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > cap:
+            return LimitedBody(b"".join(chunks), size, False)
+    return LimitedBody(b"".join(chunks), size, True)
+
+
+def _encoded(response: aiohttp.ClientResponse) -> bool:
+    """Whether the body comes compressed (any Content-Encoding but identity)."""
+    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+    return encoding not in ("", "identity")
 
 
 async def _close_at_loop_end(session: aiohttp.ClientSession) -> AsyncIterator[None]:
@@ -355,34 +442,44 @@ def backoff(retry: int) -> float:
     return delay * (1 - 0.25 * random.random())
 
 
-def retry_after(headers: Mapping[str, str]) -> float | None:
-    """The server's requested delay in seconds, if it names one we accept."""
-    seconds = requested_delay(headers)
-    return seconds if seconds is not None and 0 < seconds <= MAX_RETRY_AFTER else None
+def requested_wait(headers: Mapping[str, str]) -> RequestedWait | None:
+    """The wait a ``retry-after-ms`` or ``retry-after`` header asks for; None without one.
+
+    The seconds may be negative (a date in the past) or infinite; they are
+    None when the value is no number and no HTTP date.
+    """
+    lowered = {key.lower(): value for key, value in headers.items()}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        if name in lowered:
+            value = lowered[name]
+            return RequestedWait(_seconds(value, scale), f"{name} {value.strip()}")
+    return None
 
 
 def requested_delay(headers: Mapping[str, str]) -> float | None:
-    """The delay a ``retry-after-ms`` or ``retry-after`` header asks for, as sent."""
-    lowered = {key.lower(): value for key, value in headers.items()}
+    """The seconds a ``retry-after-ms`` or ``retry-after`` header asks for, as sent."""
+    asked = requested_wait(headers)
+    return asked.seconds if asked else None
+
+
+def _seconds(value: str, scale: float) -> float | None:
     try:
-        if "retry-after-ms" in lowered:
-            return float(lowered["retry-after-ms"]) / 1000
-        if "retry-after" in lowered:
-            value = lowered["retry-after"]
-            try:
-                return float(value)
-            except ValueError:
-                return parsedate_to_datetime(value).timestamp() - time.time()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    return None
+        seconds = float(value) / scale
+    except ValueError:
+        if scale != 1.0:
+            return None
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is always GMT
+            when = when.replace(tzinfo=UTC)
+        return when.timestamp() - time.time()
+    return None if math.isnan(seconds) else seconds
 
 
 def should_retry(status: int, headers: Mapping[str, str]) -> bool:
     """Whether a failed status is worth another attempt (see the module docstring)."""
-    delay = requested_delay(headers)
-    if delay is not None and delay > MAX_RETRY_AFTER:
-        return False
     hint = {key.lower(): value for key, value in headers.items()}.get("x-should-retry")
     if hint in ("true", "false"):
         return hint == "true"

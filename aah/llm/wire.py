@@ -22,6 +22,7 @@ from langchain_core.messages import (
 
 from aah.llm.reasoning import Reasoned, message_reasoning, split_reasoning
 from aah.llm.reply import Completion, WireFunction, WireMessage
+from aah.storable import storable
 
 # OpenAI requires a name on every call in the history; an attempt that could
 # not be read as a call has none, so it goes back under this one.
@@ -129,7 +130,9 @@ def _arguments(value: str | dict[str, Any] | None) -> dict[str, Any] | None:
         parsed = json.loads(value)
     except (ValueError, RecursionError):
         return None
-    return parsed if isinstance(parsed, dict) else None
+    # Arguments are JSON inside a JSON string: their own escapes may name
+    # half a character, which the reply decoder could not see.
+    return storable(parsed) if isinstance(parsed, dict) else None
 
 
 def _arguments_text(function: WireFunction) -> str:

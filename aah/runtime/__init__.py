@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.runtime.activity import Activity
     from aah.runtime.answer_watch import AnswerWatcher
     from aah.runtime.awareness import SETTING_AWARENESS, ask_awareness, parse_awareness
     from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
+    "Activity",
     "AnswerWatcher",
     "Parked",
     "first_prompt_tokens",
@@ -90,6 +92,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "Activity": "aah.runtime.activity",
     "AnswerWatcher": "aah.runtime.answer_watch",
     "Parked": "aah.runtime.humans",
     "first_prompt_tokens": "aah.runtime.session",

@@ -13,13 +13,14 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar
+from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from aah.extensions import HumanChannelName, choose
 from aah.runtime.prompts import load_prompt
 from aah.runtime.work_clock import waiting_for_person
+from aah.storable import storable
 from aah.store import SessionStore
 
 # What a person "says" when no one answers in time, or a script runs out:
@@ -44,7 +45,8 @@ class HumanReply(BaseModel):
     ``flags`` carry checks on the reply, e.g. a simulated user's leak check.
     """
 
-    text: str
+    # A person's text may come from a terminal that sent bytes that are not UTF-8.
+    text: Annotated[str, BeforeValidator(storable)]
     answered_by: str
     seconds: float = 0.0
     declined: bool = False

@@ -34,6 +34,7 @@ from aah.events import (
     StopReason,
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
+from aah.runtime.activity import Activity
 from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS, ReplyCutOff
 from aah.runtime.checkpoints import EventOutbox
@@ -50,7 +51,14 @@ from aah.runtime.humans import (
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext, offered_schemas
 from aah.runtime.tool_mode import ToolMode
-from aah.store import STOPPED_STATUSES, SessionRecord, SessionStatus, SessionStore
+from aah.storable import storable_text
+from aah.store import (
+    STOPPED_STATUSES,
+    SessionRecord,
+    SessionStatus,
+    SessionStore,
+    StoreFileError,
+)
 from aah.tools import EndpointSpec
 from aah.tools.http import Executor
 
@@ -92,6 +100,10 @@ class SessionRequest:
     retry_errors: bool = False
     session_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # A query from a command line may hold bytes that are not UTF-8.
+        self.query = storable_text(self.query)
+
 
 @dataclass
 class Runtime:
@@ -107,7 +119,11 @@ class Runtime:
     listeners: list[EventListener] = field(default_factory=list)
     outbox: EventOutbox | None = None
     durability: Durability = "step"
+    activity: Activity = field(default_factory=Activity)
     _graph: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.activity.requests_out = lambda: self.model.requests_in_flight
 
     def publish(self, events: Sequence[Event]) -> None:
         """Tell the listeners of events that are now stored."""
@@ -165,6 +181,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     outbox = runtime.outbox if runtime.checkpointer is not None else None
 
     def emit(event: Event) -> None:
+        runtime.activity.stepped()
         # Held for the checkpoint that saves the step (see checkpoints.py).
         if outbox is not None:
             outbox.add(record.thread_id, event)
@@ -189,6 +206,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         max_questions_per_reply=get_settings().max_questions_per_reply,
         max_questions_per_session=get_settings().max_questions_per_session,
     )
+    runtime.activity.session_started()
     try:
         return await _drive(ctx, record, request, runtime)
     except Parked as exc:
@@ -207,12 +225,18 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return _stop(runtime, record, "cut_off", str(exc))
     except ModelError as exc:
         return _fail(ctx, runtime, record, str(exc), "model")
+    except StoreFileError:
+        # The store's file failed (a full disk, damage): recording the
+        # failure there would fail too, or blame the session for it. The
+        # session stays as its last checkpoint left it, for a rerun to resume.
+        raise
     except AahError as exc:
         return _fail(ctx, runtime, record, str(exc), "runtime")
     except Exception as exc:  # whatever broke, the session must not stay "running"
         _log.debug("session %s failed", record.id, exc_info=True)
         return _fail(ctx, runtime, record, unexpected_failure(exc), "runtime")
     finally:
+        runtime.activity.session_ended()
         # A session cancelled mid-step (a task timeout) or failed outside the
         # handlers above has events no checkpoint saved: they are stored now,
         # since the calls they record did happen (an API was called, a person

@@ -11,6 +11,7 @@ wait in :func:`waiting_for_person`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
@@ -58,6 +59,8 @@ class WorkClock:
                 self._waiting_since = None
                 self.changed.set()
 
+
+_log = logging.getLogger(__name__)
 
 _CURRENT: ContextVar[WorkClock | None] = ContextVar("aah_work_clock", default=None)
 
@@ -107,4 +110,10 @@ async def within_work_time(work: Coroutine[Any, Any, T], limit: float) -> T:
                 return task.result()
     except asyncio.CancelledError:
         task.cancel()
+        # The work ends before its caller does: what it does as it stops
+        # (storing its held events) neither outlives the event loop nor
+        # fails unheard. Its failure is the cancelled caller's to drop.
+        await asyncio.wait({task})
+        if not task.cancelled() and task.exception() is not None:
+            _log.debug("work failed as it was cancelled", exc_info=task.exception())
         raise

@@ -1,4 +1,4 @@
-"""Scoring: grader, metrics, behaviour classes, error patterns, reports.
+"""Scoring: grader, metrics, behaviour classes, error patterns, reports (any benchmark).
 
 Public names load lazily (PEP 562), so importing one light module of the
 package does not load the heavy ones.
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
         majority_vote,
         parse_vote,
     )
-    from aah.scoring.imports import ImportProgress, ImportSummary, import_failtalms_outputs
     from aah.scoring.intervals import Proportion, wilson
     from aah.scoring.metrics import (
         CellMetrics,
@@ -37,15 +36,8 @@ if TYPE_CHECKING:
         compute_metrics,
         load_outcomes,
     )
-    from aah.scoring.paper import compare_with_paper, load_paper_tables
-    from aah.scoring.repeats import pass_at_k, pass_hat_k, repeat_scores
+    from aah.scoring.repeats import base_task_id, pass_at_k, pass_hat_k, repeat_scores
     from aah.scoring.report import build_report, render_html, render_json
-    from aah.scoring.when2call import (
-        When2CallScores,
-        label_run_with_judge,
-        label_run_with_rules,
-        run_scores,
-    )
 
 __all__ = [
     "BfclScores",
@@ -53,29 +45,22 @@ __all__ = [
     "bfcl_scores_to_json",
     "score_bfcl_run",
     "HUMAN_GRADER_PREFIX",
-    "ImportSummary",
-    "ImportProgress",
     "CellMetrics",
     "Classification",
     "GradeSummary",
     "MajorityVoteGrader",
     "Proportion",
     "TaskOutcome",
-    "When2CallScores",
+    "base_task_id",
     "behavior_report",
     "build_report",
     "cell_to_json",
     "classify_reply",
-    "compare_with_paper",
     "compute_metrics",
     "error_patterns",
     "grade_run",
     "grade_session",
-    "import_failtalms_outputs",
-    "label_run_with_judge",
-    "label_run_with_rules",
     "load_outcomes",
-    "load_paper_tables",
     "majority_vote",
     "parse_vote",
     "pass_at_k",
@@ -83,7 +68,6 @@ __all__ = [
     "render_html",
     "render_json",
     "repeat_scores",
-    "run_scores",
     "wilson",
 ]
 
@@ -93,8 +77,6 @@ _WHERE = {
     "bfcl_scores_to_json": "aah.scoring.bfcl",
     "score_bfcl_run": "aah.scoring.bfcl",
     "HUMAN_GRADER_PREFIX": "aah.scoring.agreement",
-    "ImportSummary": "aah.scoring.imports",
-    "ImportProgress": "aah.scoring.imports",
     "CellMetrics": "aah.scoring.metrics",
     "Classification": "aah.scoring.behavior.classes",
     "GradeSummary": "aah.scoring.grader.vote",
@@ -105,26 +87,20 @@ _WHERE = {
     "build_report": "aah.scoring.report.build",
     "cell_to_json": "aah.scoring.metrics",
     "classify_reply": "aah.scoring.behavior.classes",
-    "compare_with_paper": "aah.scoring.paper",
     "compute_metrics": "aah.scoring.metrics",
     "error_patterns": "aah.scoring.errors",
     "grade_run": "aah.scoring.grader.vote",
     "grade_session": "aah.scoring.grader.vote",
-    "import_failtalms_outputs": "aah.scoring.imports",
     "load_outcomes": "aah.scoring.metrics",
-    "load_paper_tables": "aah.scoring.paper",
     "majority_vote": "aah.scoring.grader.vote",
     "parse_vote": "aah.scoring.grader.vote",
+    "base_task_id": "aah.scoring.repeats",
     "pass_at_k": "aah.scoring.repeats",
     "pass_hat_k": "aah.scoring.repeats",
     "render_html": "aah.scoring.report.html",
     "render_json": "aah.scoring.report.build",
     "repeat_scores": "aah.scoring.repeats",
     "wilson": "aah.scoring.intervals",
-    "When2CallScores": "aah.scoring.when2call",
-    "label_run_with_judge": "aah.scoring.when2call",
-    "label_run_with_rules": "aah.scoring.when2call",
-    "run_scores": "aah.scoring.when2call",
 }
 
 

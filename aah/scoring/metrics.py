@@ -74,27 +74,13 @@ from typing import Any
 
 # The rules module, not ``aah.scoring.behavior.classes``: that one loads the OpenAI client,
 # a second of start-up that a report over stored sessions never needs.
-from aah.benchmark import SETTINGS
+from aah.benchmark import SETTINGS, canonical_setting
 from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question
 from aah.store import STOPPED_STATUSES, GradeFlag, SessionStore, SessionSummary
 
-# How the paper's folders and common spellings map onto the stored names.
-_SETTING_ALIASES = {"original": "perfect", "notool": "notools"}
 _NOT_DONE = ("running", "waiting")
-
-
-def canonical_setting(value: str | None) -> str | None:
-    """The stored setting name for ``value`` ("Non-replaceable" -> "nonreplaceable").
-
-    Unknown names are returned as given, so that they still form their own cell.
-    """
-    if value is None:
-        return None
-    key = "".join(ch for ch in value.lower() if ch.isalnum())
-    key = _SETTING_ALIASES.get(key, key)
-    return key if key in SETTINGS else value
 
 
 def resolve_awareness(setting: str | None, info: str | None, tool: str | None) -> str | None:

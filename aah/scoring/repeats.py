@@ -2,7 +2,7 @@
 
 A run with epochs holds each task several times, one session per epoch, the
 repeats' task ids carrying ``#epoch<e>`` (epoch 1 keeps the plain id; see
-``aah.benchmark.runner.epoch_task_id``). Per run × setting, the sessions are
+``aah.benchmark.batch.epoch_task_id``). Per run × setting, the sessions are
 grouped by task; a task with ``n`` judged trials of which ``c`` passed gives,
 as τ²-bench and Inspect define them (Chen et al. 2021's unbiased estimator):
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.store.check import DatabaseCheck, check_database
+    from aah.store.file_errors import StoreFileError
     from aah.store.humans import DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
@@ -38,6 +40,7 @@ __all__ = [
     "AnnotatorAnswer",
     "AnnotatorStats",
     "AnsweredEntry",
+    "DatabaseCheck",
     "GradeFlag",
     "GradeFlagReason",
     "GradeRecord",
@@ -58,7 +61,9 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "Step",
+    "StoreFileError",
     "Verdict",
+    "check_database",
     "insert_events",
     "merge_databases",
     "pinned_difference",
@@ -72,6 +77,7 @@ _WHERE = {
     "AnnotatorAnswer": "aah.store.queries",
     "AnnotatorStats": "aah.store.listings",
     "AnsweredEntry": "aah.store.listings",
+    "DatabaseCheck": "aah.store.check",
     "GradeFlag": "aah.store.queries",
     "GradeFlagReason": "aah.store.schema",
     "GradeRecord": "aah.store.sessions",
@@ -92,7 +98,9 @@ _WHERE = {
     "SessionStore": "aah.store.sessions",
     "SessionSummary": "aah.store.queries",
     "Step": "aah.store.queries",
+    "StoreFileError": "aah.store.file_errors",
     "Verdict": "aah.store.sessions",
+    "check_database": "aah.store.check",
     "insert_events": "aah.store.writes",
     "merge_databases": "aah.store.merge",
     "pinned_difference": "aah.store.manifest",

@@ -29,7 +29,7 @@ class StoreConnection:
         path: The database file; its parent folder must exist.
 
     Raises:
-        AahError: The file was written by a newer aah.
+        StoreFileError: The file cannot be used (see ``schema.needs_schema``).
     """
 
     def __init__(self, path: Path) -> None:

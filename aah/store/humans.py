@@ -4,6 +4,10 @@ A runner writes a pending request; any process (the web page, the terminal
 app) answers it; the first answer settles it and later ones are kept for
 agreement. ``SessionStore`` holds one ``HumanRequests`` on its connection and
 offers these methods as its own.
+
+Every annotator name that enters here is taken as ``annotator_key`` spells
+it, so ``ALICE`` and fullwidth ``ａｌｉｃｅ`` are one annotator whichever face
+wrote them. Rows written by older versions keep their names as written.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from aah.annotators import annotator_key
 from aah.events import utc_now
 from aah.store import listings as listings
 from aah.store import schema as schema
@@ -117,6 +122,7 @@ class HumanRequests:
             KeyError: No such request.
         """
         answer = schema.scrub_text(answer) or ""
+        annotator = annotator_key(annotator)
         with self._connection.write() as db:
             request = self._human_request(request_id)
             self._drop_claim(db, request_id, annotator)
@@ -199,7 +205,8 @@ class HumanRequests:
         does a pending one that nobody can use any more. One whose free
         places are all held by others' live claims has no room for now.
         """
-        rows = self._connection.rows(WANTING_SQL, {"annotator": annotator, "now": _now()})
+        params = {"annotator": annotator_key(annotator), "now": _now()}
+        rows = self._connection.rows(WANTING_SQL, params)
         return [schema.request_from_row(row) for row in rows]
 
     # -- claims ---------------------------------------------------------------
@@ -228,6 +235,7 @@ class HumanRequests:
             ValueError: ``lease_seconds`` is not positive.
         """
         until = _lease_end(lease_seconds)
+        annotator = annotator_key(annotator)
         with self._connection.write() as db:
             self._human_request(request_id)
             params = {"id": request_id, "annotator": annotator, "now": _now()}
@@ -257,6 +265,7 @@ class HumanRequests:
             ValueError: ``lease_seconds`` is not positive.
         """
         until = _lease_end(lease_seconds)
+        annotator = annotator_key(annotator)
         with self._connection.write() as db:
             params = {"annotator": annotator, "now": _now()}
             held = db.execute(
@@ -275,7 +284,7 @@ class HumanRequests:
     def release_claim(self, request_id: str, annotator: str) -> None:
         """Let go of ``annotator``'s claim on a request (skipped, or left unanswered)."""
         with self._connection.write() as db:
-            self._drop_claim(db, request_id, annotator)
+            self._drop_claim(db, request_id, annotator_key(annotator))
 
     def _hold(self, db: Any, request_id: str, annotator: str, until: str) -> None:
         # Leases that ran out count for nothing; dropping them keeps the
@@ -306,14 +315,15 @@ class HumanRequests:
         Returns:
             How many requests the queue holds, and its first ``limit``.
         """
-        return listings.queue_listing(self._connection.db().conn, annotator, limit, _now())
+        whose = annotator_key(annotator) if annotator is not None else None
+        return listings.queue_listing(self._connection.db().conn, whose, limit, _now())
 
     def answers_by(self, annotator: str, limit: int = 20) -> list[AnsweredEntry]:
         """``annotator``'s latest answers (and declines), newest first.
 
         One indexed query, whose cost does not grow with how many they gave before.
         """
-        return listings.answers_by(self._connection.db().conn, annotator, limit)
+        return listings.answers_by(self._connection.db().conn, annotator_key(annotator), limit)
 
     def annotator_stats(self, annotator: str, now: datetime | None = None) -> AnnotatorStats:
         """``annotator``'s counter: answered today (UTC), waiting now, median time today.
@@ -322,7 +332,8 @@ class HumanRequests:
             annotator: Whose counter.
             now: The moment that decides "today" and "now"; the clock's by default.
         """
-        return listings.annotator_stats(self._connection.db().conn, annotator, now or utc_now())
+        conn = self._connection.db().conn
+        return listings.annotator_stats(conn, annotator_key(annotator), now or utc_now())
 
     def human_answers(self, request_id: str) -> list[HumanAnswerRecord]:
         """Every answer to a request, first one first."""

@@ -26,7 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, NamedTuple
 
+from aah.annotators import annotator_key
 from aah.events import AwarenessAnswer, CheckResult
+from aah.store.file_errors import open_connection
 from aah.store.schema import SessionStatus, Verdict
 
 
@@ -281,9 +283,8 @@ class SessionQueries:
     """
 
     def __init__(self, path: Path) -> None:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
         # Transactions are begun explicitly, so that one query's parts share a snapshot.
-        self._conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        self._conn = open_connection(path, read_only=True, isolation_level=None)
 
     def __enter__(self) -> SessionQueries:
         return self
@@ -396,9 +397,17 @@ class SessionQueries:
     def annotator_answers(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
     ) -> list[AnnotatorAnswer]:
-        """Every answer to the selected sessions' human requests, by request, first one first."""
+        """Every answer to the selected sessions' human requests, by request, first one first.
+
+        Annotators come as ``annotator_key`` spells them: a name an older
+        version stored as ``Alice`` is the same annotator as ``alice``, and
+        only their first answer to a request counts, as the store keeps it
+        for one spelling.
+        """
         rows = self._select(_ANSWERS_SQL, runs, outside_runs).fetchall()
-        return [
-            AnnotatorAnswer(request_id, annotator, bool(declined), rating)
-            for request_id, annotator, declined, rating in rows
-        ]
+        answers: dict[tuple[str, str], AnnotatorAnswer] = {}
+        for request_id, annotator, declined, rating in rows:
+            key = annotator_key(annotator)
+            answer = AnnotatorAnswer(request_id, key, bool(declined), rating)
+            answers.setdefault((request_id, key), answer)
+        return list(answers.values())

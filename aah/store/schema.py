@@ -10,6 +10,7 @@ the file.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +19,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from aah import secrets as secrets
-from aah.errors import AahError
 from aah.events import (
     AwarenessAnswer,
     AwarenessEvent,
@@ -31,6 +31,7 @@ from aah.events import (
 )
 from aah.secrets import REDACTED as REDACTED
 from aah.secrets import scrub_text as scrub_text
+from aah.store.file_errors import RESTORE, StoreFileError, open_connection
 from aah.store.sqlite_db import Database
 
 SCHEMA_VERSION = 4
@@ -204,6 +205,13 @@ CREATE INDEX IF NOT EXISTS grades_by_session ON grades (session_id, created);
 ).replace(" IN LIVE", f" IN {tuple(LIVE_STATUSES)!r}")
 
 
+# Every table of the current schema, in the order SCHEMA_SQL makes them.
+TABLES: tuple[str, ...] = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA_SQL))
+# The tables a file of every older version has too.
+_V1_TABLES = ("runs", "sessions", "events", "human_requests", "human_answers", "grades")
+# The graph's checkpointer (LangGraph's SqliteSaver) keeps its tables in the same file.
+CHECKPOINT_TABLES = ("checkpoints", "writes")
+
 BUSY_TIMEOUT_S = 30.0
 
 
@@ -213,8 +221,12 @@ def connect(path: Path) -> Database:
     Transactions are begun explicitly (``isolation_level=None``), never
     implied by the driver. With WAL, ``synchronous=NORMAL`` may lose the last
     commits on power loss but never consistency, and saves an fsync per event.
+
+    Raises:
+        StoreFileError: ``path`` cannot be a database; its connection raises
+            it too wherever the file fails later (a damaged page, a full disk).
     """
-    conn = sqlite3.connect(
+    conn = open_connection(
         path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
     db = Database(conn, execute_plugins=False)
@@ -225,18 +237,57 @@ def connect(path: Path) -> Database:
 
 
 def needs_schema(db: Database, path: Path) -> bool:
-    """Whether the file still lacks the tables (a new file).
+    """Whether the file still lacks the tables (a new file, or one of an older aah).
 
     Raises:
-        AahError: The file was written by a newer aah than this one.
+        StoreFileError: The file was written by a newer aah, is another
+            program's database, or is an aah database that lost tables.
     """
     found = int(db.execute("PRAGMA user_version").fetchone()[0])
-    if found > SCHEMA_VERSION:
-        raise AahError(
-            f"{path} uses session schema {found}, newer than this aah's "
-            f"{SCHEMA_VERSION}: upgrade aah or pass another --db"
-        )
+    problem = file_problem(found, table_names(db.conn), path)
+    if problem is not None:
+        raise problem
     return found < SCHEMA_VERSION
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The tables of the file ``conn`` is open on, SQLite's own left out."""
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    )
+    return {row[0] for row in rows}
+
+
+def file_problem(version: int, tables: set[str], path: Path) -> StoreFileError | None:
+    """Why this aah cannot use a file of schema ``version`` holding ``tables``, or None."""
+    if version > SCHEMA_VERSION:
+        return StoreFileError(
+            f"{path} uses session schema {version}, newer than this aah's {SCHEMA_VERSION}",
+            "upgrade aah or pass another --db",
+            path,
+        )
+    if version == 0:
+        # Only aah makes its tables, and it marks the version as it does: other
+        # tables in a version-0 file are another program's, which aah's would change.
+        foreign = tables - set(CHECKPOINT_TABLES)
+        if not foreign:
+            return None
+        return StoreFileError(
+            f"{path} is another program's SQLite database (tables: "
+            f"{', '.join(sorted(foreign)[:5])}), not an aah session database",
+            "pass another --db (a new database is made there)",
+            path,
+        )
+    required = TABLES if version == SCHEMA_VERSION else _V1_TABLES
+    missing = [name for name in required if name not in tables]
+    if not missing:
+        return None
+    return StoreFileError(
+        f"{path} is an aah session database (schema {version}) without its "
+        f"{', '.join(missing)} table(s)",
+        RESTORE,
+        path,
+    )
 
 
 def create_schema(db: Database) -> None:

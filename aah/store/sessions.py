@@ -27,6 +27,7 @@ from aah.config import get_settings
 from aah.events import Event
 from aah.store import schema as schema
 from aah.store.connection import StoreConnection
+from aah.store.file_errors import StoreFileError
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
 from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueListing
 from aah.store.queries import SessionQueries
@@ -76,12 +77,21 @@ class SessionStore:
             Missing parent folders are created.
 
     Raises:
-        AahError: The file was written by a newer aah.
+        StoreFileError: The file cannot be used (damaged, another program's,
+            written by a newer aah, a directory, unreadable); any method
+            raises it where the file fails later (a damaged page, a full disk).
     """
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else get_settings().db
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file where a folder should be, a folder it may not write
+            raise StoreFileError(
+                f"cannot make the folder of {self.path} ({exc.strerror}: {exc.filename})",
+                "pass a --db in a folder this user may write",
+                self.path,
+            ) from exc
         self._connection = StoreConnection(self.path)
         self._humans = HumanRequests(self._connection)
 

@@ -1,4 +1,4 @@
-"""When2Call (NVIDIA, NAACL 2025) as a runnable benchmark: tasks, tool specs, runs."""
+"""When2Call (NVIDIA, NAACL 2025) as a runnable benchmark: tasks, tool specs, runs, scoring."""
 
 from __future__ import annotations
 
@@ -12,6 +12,14 @@ if TYPE_CHECKING:
         NEUTRAL_RESULT,
         NeutralExecutor,
         When2CallRunner,
+    )
+    from aah.benchmark.when2call.scoring import (
+        PUBLISHED,
+        When2CallScores,
+        label_run_with_judge,
+        label_run_with_rules,
+        run_scores,
+        scores_to_json,
     )
     from aah.benchmark.when2call.tasks import (
         GOLD_BEHAVIORS,
@@ -32,6 +40,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BENCHMARK",
+    "PUBLISHED",
+    "When2CallScores",
+    "label_run_with_judge",
+    "label_run_with_rules",
+    "run_scores",
+    "scores_to_json",
     "GOLD_BEHAVIORS",
     "GoldBehavior",
     "NEUTRAL_RESULT",
@@ -50,6 +64,12 @@ __all__ = [
 ]
 
 _WHERE = {
+    "PUBLISHED": "aah.benchmark.when2call.scoring",
+    "When2CallScores": "aah.benchmark.when2call.scoring",
+    "label_run_with_judge": "aah.benchmark.when2call.scoring",
+    "label_run_with_rules": "aah.benchmark.when2call.scoring",
+    "run_scores": "aah.benchmark.when2call.scoring",
+    "scores_to_json": "aah.benchmark.when2call.scoring",
     "BENCHMARK": "aah.benchmark.when2call.runner",
     "NEUTRAL_RESULT": "aah.benchmark.when2call.runner",
     "NeutralExecutor": "aah.benchmark.when2call.runner",

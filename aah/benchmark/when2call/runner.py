@@ -15,19 +15,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark.batch import run_batch
-from aah.benchmark.runner import (
+from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
     epoch_tasks,
+    run_batch,
     run_manifest,
 )
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
 from aah.benchmark.when2call.tools import endpoint_spec
 from aah.errors import AahError
 from aah.llm import ModelConfig
-from aah.runtime import HumanChannel, Runtime, ScriptedHuman, SessionRequest
+from aah.runtime import Activity, HumanChannel, Runtime, ScriptedHuman, SessionRequest
 from aah.store import SessionStore
 from aah.tools import EndpointSpec, ToolResult
 
@@ -134,6 +134,7 @@ class When2CallRunner:
         on_done: ProgressHook | None = None,
         *,
         data_sha256: str | None = None,
+        activity: Activity | None = None,
     ) -> RunSummary:
         """Run every question the run has not finished; return what happened.
 
@@ -152,6 +153,7 @@ class When2CallRunner:
             manifest=manifest,
             request_for=self.request_for,
             on_done=on_done,
+            activity=activity,
         )
 
 

@@ -2,13 +2,17 @@
 
 Llama 3.2 and 4 write a list of calls, Gemma a call in a ``tool_code`` fence
 (sometimes wrapped in ``print(default_api.f(...))``), Llama 3.1's built-in
-tools ``name.call(...)``. Arguments are keyword arguments with literal values;
-JSON's ``true``/``false``/``null`` are read too, since models mix the two.
+tools ``name.call(...)``, models trained on OpenAI's prompts
+``functions.f({"a": 1})``. Arguments are keyword arguments with literal
+values, or one object of them; JSON's ``true``/``false``/``null`` are read
+too, since models mix the two.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -20,15 +24,22 @@ _MAX_SOURCE_CHARS = 100_000
 # Wrappers that some chat templates put around the call itself.
 _WRAPPERS = ("print",)
 _METHOD_SUFFIXES = (".call",)
+# Namespaces that chat templates put tools in: ``functions.f``, ``default_api.f``.
+_NAMESPACES = ("functions", "default_api", "tools")
+# A tool's name, as opposed to code's: two words or more, snake_case or camelCase.
+_TOOL_LIKE = re.compile(r"[A-Za-z][a-z0-9]*(?:_+[A-Za-z0-9]+)+_?|[a-z]+(?:[A-Z][a-z0-9]*)+")
+_BUILTINS = frozenset(dir(builtins))
 
 
 def pythonic_calls(source: str, tool_names: Collection[str], *, tagged: bool) -> TextCallParse:
     """The calls in ``source`` when it is nothing but Python calls.
 
     A call counts when it names an offered tool, or when it passes keyword
-    arguments only (a call to an unknown tool, which the call checks answer);
-    ``print("hi")`` or ``max(1, 2)`` is code, not a call. An offered tool
-    called with positional or non-literal arguments is a broken attempt.
+    arguments only or one object of them (a call to an unknown tool, which
+    the call checks answer); ``print("hi")`` or ``max(1, 2)`` is code, not a
+    call. An offered tool called with positional or non-literal arguments is
+    a broken attempt, and so is a name that reads as a tool's
+    (``lookup_order("88231")``) called with literal values.
 
     Args:
         source: the text to read, stripped of any tag or fence around it.
@@ -48,7 +59,9 @@ def pythonic_calls(source: str, tool_names: Collection[str], *, tagged: bool) ->
     for node in nodes:
         name = _call_name(node.func, tool_names, aliases)
         offered = name in tool_names
-        if name is None or not (offered or tagged or _keywords_only(node)):
+        if name is None or not (
+            offered or tagged or _named_arguments(node) or tool_like_call(node, name)
+        ):
             return broken(_FORM, "the text holds code, not calls") if tagged else NO_CALL
         arguments = _arguments(node)
         if arguments is None:
@@ -126,6 +139,9 @@ def _call_name(func: ast.expr, tool_names: Collection[str], aliases: dict[str, s
         return None
     parts.append(aliases.get(func.id, func.id))
     dotted = ".".join(reversed(parts))
+    namespace, _, rest = dotted.partition(".")
+    if namespace in _NAMESPACES and rest and dotted not in tool_names:
+        dotted = rest
     for suffix in _METHOD_SUFFIXES:
         if dotted not in tool_names and dotted.endswith(suffix):
             dotted = dotted[: -len(suffix)]
@@ -135,12 +151,32 @@ def _call_name(func: ast.expr, tool_names: Collection[str], aliases: dict[str, s
     return last if last in tool_names else dotted
 
 
-def _keywords_only(node: ast.Call) -> bool:
-    return bool(node.keywords) and not node.args
+def _named_arguments(node: ast.Call) -> bool:
+    """Keyword arguments only, or one object of named values (``f({"a": 1})``)."""
+    if not node.args:
+        return bool(node.keywords)
+    return len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Dict)
+
+
+def tool_like_call(node: ast.Call, name: str) -> bool:
+    """A call to a name that reads as a tool's, not code's, with literal values only.
+
+    ``lookup_order("88231")`` tries a tool; ``print("hi")``, ``len(x)`` and
+    ``os.path.exists(p)`` are code.
+    """
+    if "." in name or name in _BUILTINS or not _TOOL_LIKE.fullmatch(name):
+        return False
+    values = [*node.args, *(keyword.value for keyword in node.keywords)]
+    return all(not isinstance(literal(value), Unreadable) for value in values)
 
 
 def _arguments(node: ast.Call) -> dict[str, Any] | None:
     """The keyword arguments as values, or None for positional or non-literal ones."""
+    if len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Dict):
+        value = literal(node.args[0])
+        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+            return value
+        return None
     if node.args or any(keyword.arg is None for keyword in node.keywords):
         return None
     arguments: dict[str, Any] = {}

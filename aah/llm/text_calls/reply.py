@@ -14,8 +14,9 @@ Then, in order:
    ``;``), a ReAct ``Action:``/``Action Input:`` pair, or Python calls;
 5. prose with a JSON call in it, or prose that ends with a Python call to an
    offered tool;
-6. prose with a fenced JSON block that calls offered tools (a Python block
-   among prose is code the user asked for).
+6. prose with a fenced JSON block that calls offered tools, or any tool when
+   the prose says the reply calls ("Here is the call:") rather than showing
+   a format (a Python block among prose is code the user asked for).
 
 Text that clearly tries one of these but does not parse is an invalid call
 (science.md §3, intent before format): a JSON object with a tool name and
@@ -53,21 +54,54 @@ _MAX_LANGUAGE_LINE = 40
 # Where a JSON call may start inside prose. A start that never closes costs a
 # pass to the end of the reply, so only this many are tried; a value that
 # closes costs only its own length.
-_JSON_CALL_START = re.compile(
-    r"(?:\[\s*)?\{\s*[\"'](?:name|function|tool|tool_name|type|arguments|parameters)[\"']\s*:"
-)
+_JSON_CALL_START = re.compile(r"(?:\[\s*)?\{\s*[\"'][\w \-]{1,40}[\"']\s*:")
 _MAX_FAILED_STARTS = 8
 # Offered tools written as calls in prose that are tried as the reply's last words.
 _MAX_CANDIDATES = 8
 _NAME_VALUE = re.compile(
-    r"[\"'](?:name|function|tool|tool_name)[\"']\s*:\s*[\"']([^\"'\n]{1,200})[\"']"
+    r"[\"'](?:name|function|tool|tool_?name|function_?name)[\"']\s*:\s*[\"']([^\"'\n]{1,200})[\"']",
+    re.IGNORECASE,
 )
-_ARGUMENTS_KEY = re.compile(r"[\"'](?:arguments|parameters|args|input)[\"']\s*:")
+_ARGUMENTS_KEY = re.compile(
+    r"[\"'](?:arguments|parameters|args|input|params|tool_?input|action_?input)[\"']\s*:",
+    re.IGNORECASE,
+)
 _PYTHON_START = re.compile(r"\[?\s*([A-Za-z_][\w.\-]*)\s*\(")
 # A name written as a call: ``f(x=1)``, ``f("a")``, ``f()``.
 _WRITTEN_CALL = re.compile(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)\s*\(\s*(?:\w+\s*=|[\"'{\[\d]|\))")
+# Prose that says the reply itself calls ("Here is the call:", "Calling the
+# API now"), unlike prose that shows the user a format ("For example, send:").
+_CALL_INTENT = re.compile(
+    r"\bhere(?:'s| is) (?:the|my) (?:tool |function |api )?call\b|\bcalling\b|\binvoking\b|"
+    r"\b(?:I(?:'ll| will|'m going to| am going to)|let me) (?:now |just |quickly )?(?:call|use|"
+    r"invoke|run|query|search|look|check|fetch|find|get|pull|try)\b",
+    re.IGNORECASE,
+)
+_EXAMPLE = re.compile(
+    r"\b(?:example|format|sample|schema|template|syntax|structure|looks? like|you (?:can|could|"
+    r"would|should|need to|have to)|send|paste)\b",
+    re.IGNORECASE,
+)
+# What may come before a call on its line: nothing (a bullet, a quote mark),
+# or a lead-in that ends with a colon ("Let me check: f(x=1)", "call: f(x=1)").
+_LINE_LEAD = re.compile(r"(?:^|[:：])[\s>*`\-\[]*\Z", re.MULTILINE)
+_MAX_LEAD_IN = 300
+_MAX_CALL_LINE = 20_000
 _REACT_ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(\S[^\n]*)$", re.MULTILINE | re.IGNORECASE)
 _REACT_INPUT = re.compile(r"^[ \t]*Action[ \t]+Input[ \t]*:", re.MULTILINE | re.IGNORECASE)
+# The same step under other labels: "Using tool: f" / "Tool: f" / "Function: f",
+# then "Arguments: {...}" / "Input: {...}" on a later line. These labels are
+# common words, so the name must read as one and the arguments be an object.
+_LABELLED_TOOL = re.compile(
+    r"^[ \t*_]*(?:using[ \t]+(?:the[ \t]+)?tool|calling[ \t]+(?:tool|function)|tool(?:[ \t]+name)?|"
+    r"function(?:[ \t]+name)?|tool[ \t]+call)[ \t*_]*:[ \t*_`]*([A-Za-z_][\w.\-]*)[`*_ \t]*$",
+    re.MULTILINE | re.IGNORECASE,
+)
+_LABELLED_ARGUMENTS = re.compile(
+    r"^[ \t*_]*(?:arguments|args|parameters|params|input|tool[ \t]+input)[ \t*_]*:[ \t*_]*"
+    r"(?=[{\[`])",
+    re.MULTILINE | re.IGNORECASE,
+)
 
 
 class Fence(NamedTuple):
@@ -97,10 +131,11 @@ def parse_text_tool_calls(text: str, tool_names: Collection[str]) -> TextCallPar
     parsed = _unfenced(prose, tool_names)
     if parsed.attempted:
         return parsed
+    announced = _CALL_INTENT.search(prose) is not None and _EXAMPLE.search(prose) is None
     for fence in fences:
         if fence.language in _DATA_FENCES:
             found = _whole_json(fence.body.strip(), tool_names)
-            if found.calls and all(call.name in tool_names for call in found.calls):
+            if found.calls and (announced or all(call.name in tool_names for call in found.calls)):
                 return found._replace(form="fenced_json")
     return NO_CALL
 
@@ -221,15 +256,21 @@ def _json_calls_in_prose(text: str, tool_names: Collection[str]) -> TextCallPars
 
 
 def _react(text: str) -> TextCallParse:
-    """A ReAct step: ``Action: tool`` then ``Action Input: {...}``."""
+    """A ReAct step: ``Action: tool`` then ``Action Input: {...}``, or the same with other labels.
+
+    "Using tool: f" then "Arguments: {...}" is the same step.
+    """
     action = _REACT_ACTION.search(text)
-    if action is None:
-        return NO_CALL
-    given = _REACT_INPUT.search(text, action.end())
-    if given is None:
+    given = _REACT_INPUT.search(text, action.end()) if action is not None else None
+    if action is None or given is None:
+        action = _LABELLED_TOOL.search(text)
+        given = _LABELLED_ARGUMENTS.search(text, action.end()) if action is not None else None
+    if action is None or given is None:
         return NO_CALL
     name = action.group(1).strip().strip("`'\"")
-    body = text[given.end() :].strip()
+    body = text[given.end() :].strip().strip("*_").strip()
+    if body.startswith("`"):
+        body = body.strip("`").removeprefix("json").strip()
     if not body:
         return TextCallParse([TextCall(name, {})], form="react")
     values = read_values(body, 0)
@@ -243,14 +284,25 @@ def _python_calls_in_prose(text: str, tool_names: Collection[str]) -> TextCallPa
 
     "Let me check: get_weather(city="Paris")" is a call; "I will call
     get_weather(city="Paris") to see" tries one in a form the runtime cannot
-    run, so it is a broken attempt.
+    run, so it is a broken attempt. A tool the reply names without it being
+    offered is called the same way when the call fills the rest of its line
+    from the line's start or after a colon ("Sure, one moment." then a line
+    ``lookup(id=3)``,
+    "Let me check: lookup_order(order_id=88231)"); inside a sentence it is
+    prose ("Use `os.path.exists(path)`").
     """
-    written = [
-        match
-        for match in _WRITTEN_CALL.finditer(text)
-        if match.group(1) in tool_names or match.group(1).rsplit(".", 1)[-1] in tool_names
-    ]
-    for match in written[:_MAX_CANDIDATES]:
+    written: list[re.Match[str]] = []
+    for match in _WRITTEN_CALL.finditer(text):
+        name = match.group(1)
+        if name in tool_names or name.rsplit(".", 1)[-1] in tool_names:
+            written.append(match)
+        elif _LINE_LEAD.search(text, _line_start(text, match.start()), match.start()):
+            found = _call_line(text, match, tool_names)
+            if found.attempted:
+                return found
+        if len(written) >= _MAX_CANDIDATES:
+            break
+    for match in written:
         start = _list_start(text, match.start())
         line_end = text.find("\n", start)
         ends = (len(text), line_end) if line_end != -1 else (len(text),)
@@ -269,6 +321,25 @@ def _python_calls_in_prose(text: str, tool_names: Collection[str]) -> TextCallPa
             "the call alone",
         )
     return NO_CALL
+
+
+def _line_start(text: str, position: int) -> int:
+    """Where the line holding ``position`` starts, looking back no further than a lead-in."""
+    floor = max(0, position - _MAX_LEAD_IN)
+    return text.rfind("\n", floor, position) + 1 or floor
+
+
+def _call_line(text: str, match: re.Match[str], tool_names: Collection[str]) -> TextCallParse:
+    """The call that fills the rest of ``match``'s line, if it reads as a tool's call."""
+    start = _list_start(text, match.start())
+    line_end = text.find("\n", start)
+    source = text[start : len(text) if line_end == -1 else line_end].rstrip().rstrip(".;")
+    if len(source) > _MAX_CALL_LINE:
+        return NO_CALL
+    parsed = pythonic_calls(source, tool_names, tagged=False)
+    if any("." in call.name for call in parsed.calls):
+        return NO_CALL  # ``df.head(n=3)``: a method, code rather than a tool
+    return parsed._replace(form="prose_pythonic") if parsed.attempted else parsed
 
 
 def _list_start(text: str, start: int) -> int:

@@ -6,6 +6,9 @@
   ``;``), ``<|python_tag|>tool.call(q="..")``, ``<function=f>{..}</function>``
 - Mistral: ``[TOOL_CALLS][{..}]``; v11 and later ``[TOOL_CALLS]f[ARGS]{..}``
 - Granite: ``<|tool_call|>[{..}]``; Phi-4-mini: ``functools[{..}]``
+- LFM2: ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>``
+- FunctionGemma: ``<start_function_call>call:f{a:<escape>x<escape>}<end_function_call>``
+- tag pairs: ``<tool>f</tool><args>{..}</args>``
 
 A marker says the model meant to call, so whatever follows it that cannot be
 read is a broken attempt, never an answer.
@@ -21,6 +24,7 @@ from aah.llm.text_calls.pythonic import pythonic_calls
 from aah.llm.text_calls.result import TextCall, TextCallParse, broken
 from aah.llm.text_calls.values import (
     Unreadable,
+    Values,
     call_from_object,
     call_items,
     decode,
@@ -32,10 +36,20 @@ from aah.llm.text_calls.values import (
 # search stays linear on long replies.
 MARKER = re.compile(
     r"<tool_call>|<\|tool_call\|>|<\|python_tag\|>|\[TOOL_CALLS\]|\bfunctools\[|<function=|"
-    r"<tool_calls>|<function_calls?>|<functioncall>|<tool_use>|<invoke\b|<\|plugin\|>",
+    r"<tool_calls>|<function_calls?>|<functioncall>|<tool_use>|<invoke\b|<\|plugin\|>|"
+    r"<\|tool_calls?_(?:start|begin)\|>|<start_function_call>|<tool>|<tool_name>",
     re.IGNORECASE,
 )
-_END_TOKENS = ("<|eom_id|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<|im_end|>")
+_END_TOKENS = (
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "</s>",
+    "<|im_end|>",
+    "<|tool_call_end|>",
+    "<|tool_calls_end|>",
+    "<end_function_call>",
+)
 _SPACE = re.compile(r"\s*")
 _TOOL_NAME = re.compile(r"[A-Za-z_][\w.\-:/]*")
 _FORMS = {
@@ -45,7 +59,25 @@ _FORMS = {
     "[tool_calls]": "mistral",
     "functools[": "functools",
     "<function=": "function_tag",
+    "<|tool_call_start|>": "lfm2",
+    "<|tool_calls_start|>": "lfm2",
+    "<|tool_call_begin|>": "lfm2",
+    "<|tool_calls_begin|>": "lfm2",
+    "<start_function_call>": "function_gemma",
+    "<tool>": "tool_tag",
+    "<tool_name>": "tool_tag",
 }
+# FunctionGemma's call: ``call:name{key:<escape>text<escape>,n:3}``.
+_GEMMA_CALL = re.compile(r"\s*call\s*:\s*([A-Za-z_][\w.\-]*)\s*(?=\{)")
+_PLACEHOLDER = "\ue000"  # a private-use character: no model writes it
+_GEMMA_STRING = re.compile(r"<escape>(.*?)<escape>", re.DOTALL)
+_BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w\-]*)\s*:")
+# ``<tool>name</tool>`` (or ``<tool_name>``) then its arguments in the next tag.
+_TAG_NAME = re.compile(r"<(tool|tool_name)>\s*([^<>]{0,200}?)\s*</\1>", re.IGNORECASE)
+_TAG_ARGUMENTS = re.compile(
+    r"\s*<(args|arguments|parameters|params|input|tool_input)>(.*?)(?:</\1>|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def tagged_calls(text: str, marker: re.Match[str], tool_names: Collection[str]) -> TextCallParse:
@@ -59,6 +91,10 @@ def tagged_calls(text: str, marker: re.Match[str], tool_names: Collection[str]) 
         return _function_tags(text[marker.start() :], form, tool_names)
     if form == "functools":
         return body_calls("[" + rest, form, tag, tool_names)
+    if form == "function_gemma":
+        return _function_gemma(rest)
+    if form == "tool_tag":
+        return _tool_tag(text[marker.start() :], tool_names)
     if form == "mistral" and rest.strip() and rest.strip()[0] not in "[{":
         return _mistral_named(rest, tool_names)
     if form == "call_tag" and (not rest.strip() or rest.strip()[0] not in "[{"):
@@ -221,6 +257,56 @@ def _mistral_named(rest: str, tool_names: Collection[str]) -> TextCallParse:
         position = end or len(rest)
         if rest.find(args_tag, position) == -1:
             return TextCallParse(calls, form=form)
+
+
+def _function_gemma(rest: str) -> TextCallParse:
+    """FunctionGemma's ``call:name{key:<escape>text<escape>}``: bare keys, escaped strings."""
+    form = "function_gemma"
+    call = _GEMMA_CALL.match(rest)
+    if call is None:
+        return broken(form, "<start_function_call> must be followed by call:name{arguments}")
+    name = call.group(1)
+    start = call.end()
+    strings: list[str] = []
+
+    def placeholder(match: re.Match[str]) -> str:
+        strings.append(match.group(1))
+        return f'"{_PLACEHOLDER}{len(strings) - 1}"'
+
+    body = _GEMMA_STRING.sub(placeholder, rest[start:])
+    end = span_end(body, 0)
+    decoded = decode(_BARE_KEY.sub(r'\1"\2":', body[:end])) if end is not None else None
+    if not isinstance(decoded, dict):
+        return broken(form, f"the arguments of {name} must be {{key:<escape>value<escape>}}")
+    return TextCallParse([TextCall(name, _unescaped(decoded, strings))], form=form)
+
+
+def _unescaped(value: Any, strings: list[str]) -> Any:
+    """``value`` with the placeholders of escaped strings put back."""
+    if isinstance(value, dict):
+        return {key: _unescaped(item, strings) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unescaped(item, strings) for item in value]
+    if isinstance(value, str) and value.startswith(_PLACEHOLDER) and value[1:].isdigit():
+        return strings[int(value[1:])]
+    return value
+
+
+def _tool_tag(text: str, tool_names: Collection[str]) -> TextCallParse:
+    """``<tool>name</tool>`` then ``<args>{..}</args>``; or a ``<tool>`` tag holding a call."""
+    form = "tool_tag"
+    named = _TAG_NAME.match(text)
+    if named is None or not _TOOL_NAME.fullmatch(named.group(2)):
+        inner = re.sub(r"</tool(?:_name)?>.*", "", text[text.find(">") + 1 :], flags=re.S)
+        return body_calls(inner, form, "<tool> tag", tool_names)
+    given = _TAG_ARGUMENTS.match(text, named.end())
+    if given is None:
+        return TextCallParse([TextCall(named.group(2), {})], form=form)
+    body = given.group(2).strip()
+    values = read_values(body, 0) if body else Values([{}], 0)
+    if len(values.values) == 1 and isinstance(values.values[0], dict):
+        return TextCallParse([TextCall(named.group(2), values.values[0])], form=form)
+    return broken(form, f"the <{given.group(1)}> of {named.group(2)} must hold one JSON object")
 
 
 def _skip_space(text: str, position: int) -> int:

@@ -27,11 +27,32 @@ _TOKEN = re.compile(r""""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|[()\[\]{}]""", re.
 _OPENERS = "([{"
 _WORD_LITERALS = {"true": True, "false": False, "null": None, "none": None}
 
-NAME_KEYS = ("name", "tool_name", "tool")
+# What a key of a call object means, by its spelling with case, "_", "-" and
+# spaces dropped: models write "name", "tool_name", "Name", "toolName" alike.
+_NAME_SPELLINGS = frozenset({"name", "toolname", "functionname", "tool", "action"})
+# Keys that name a tool and nothing else: their object holds a call even with
+# the arguments written beside the name ({"tool": "search", "query": "x"}).
+# "name" names people and "action" verbs in data, so they need an argument key.
+_TOOL_SPELLINGS = frozenset({"tool", "toolname", "functionname"})
 # "arguments" and "parameters" mark a call whatever their value; "args" and
 # "input" are common words in data, so they count only holding an object.
-ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
-_STRONG_ARGUMENT_KEYS = ("arguments", "parameters")
+_STRONG_ARGUMENT_SPELLINGS = frozenset(
+    {
+        "arguments",
+        "argument",
+        "parameters",
+        "toolinput",
+        "actioninput",
+        "toolarguments",
+        "functionarguments",
+        "kwargs",
+    }
+)
+_WEAK_ARGUMENT_SPELLINGS = frozenset({"args", "input", "params", "toolargs"})
+# Misspelt keys ("nmae", "argumnets") still say what they mean: a key one
+# edit (a transposition counts as one) from these spellings is read as it.
+_FUZZY_SPELLINGS = {"name": "name", "arguments": "arguments", "parameters": "parameters"}
+_TOOL_NAME_VALUE = re.compile(r"[A-Za-z_][\w.\-:/]{0,80}")
 
 
 class Unreadable(NamedTuple):
@@ -141,20 +162,21 @@ def call_items(values: list[Any]) -> list[Any]:
 def call_shaped(item: Any, tool_names: Collection[str]) -> bool:
     """Whether a value is meant as a call: a name with arguments, or an offered name.
 
-    A JSON answer such as ``{"name": "Alice", "age": 30}`` is data, not a call.
+    A JSON answer such as ``{"name": "Alice", "age": 30}`` is data, not a call;
+    ``{"tool": "web_search", "query": "x"}`` names a tool by a key that names
+    nothing else, so it is a call with its arguments beside the name.
     """
     if not isinstance(item, dict):
         return False
     if isinstance(item.get("function"), dict):
         return True
-    has_name = any(isinstance(item.get(key), str) for key in (*NAME_KEYS, "function"))
-    if not has_name:
+    roles = _roles(item)
+    if roles.name is None:
         return False
-    if any(key in item for key in _STRONG_ARGUMENT_KEYS):
-        return True
-    if any(isinstance(item.get(key), dict) for key in ARGUMENT_KEYS):
-        return True
-    return _name_of(item) in tool_names
+    if roles.arguments is not None:
+        # A key that names only a tool makes any argument key a call's.
+        return roles.strong or roles.tool_key or isinstance(item[roles.arguments], dict)
+    return roles.tool_key or roles.name in tool_names
 
 
 def call_from_object(item: Any) -> TextCall | None:
@@ -163,22 +185,89 @@ def call_from_object(item: Any) -> TextCall | None:
         return None
     if isinstance(item.get("function"), dict):  # OpenAI's own shape, pasted as text
         item = item["function"]
-    name = _name_of(item)
-    if not name:
+    roles = _roles(item)
+    if not roles.name:
         return None
-    arguments: Any = next((item[key] for key in ARGUMENT_KEYS if key in item), {})
+    if roles.arguments is not None:
+        arguments: Any = item[roles.arguments]
+    elif roles.tool_key:
+        arguments = {key: value for key, value in item.items() if key != roles.name_key}
+    else:
+        arguments = {}
     if arguments is None:
         arguments = {}
     if isinstance(arguments, str):
         arguments = decode(arguments) if arguments.strip() else {}
     if not isinstance(arguments, dict):
         return None
-    return TextCall(name, arguments)
+    return TextCall(roles.name, arguments)
 
 
-def _name_of(item: dict[str, Any]) -> str | None:
-    for key in (*NAME_KEYS, "function"):
-        value = item.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
+class _Roles(NamedTuple):
+    """Which keys of an object name the tool and hold its arguments.
+
+    Attributes:
+        name: The tool's name, or None.
+        name_key: The key that holds it.
+        tool_key: Whether that key names a tool and nothing else.
+        arguments: The key that holds the arguments, or None.
+        strong: Whether that key marks a call whatever its value.
+    """
+
+    name: str | None
+    name_key: str | None
+    tool_key: bool
+    arguments: str | None
+    strong: bool
+
+
+def _roles(item: dict[str, Any]) -> _Roles:
+    name = name_key = arguments = None
+    tool_key = strong = False
+    for key, value in item.items():
+        spelling = _spelling(key) if isinstance(key, str) else ""
+        if name is None and spelling in (*_NAME_SPELLINGS, "function"):
+            if isinstance(value, str) and value.strip():
+                name, name_key = value.strip(), key
+                # With its arguments beside it, the value must read as a tool's name.
+                tool_key = spelling in _TOOL_SPELLINGS and bool(_TOOL_NAME_VALUE.fullmatch(name))
+        elif arguments is None and spelling in _STRONG_ARGUMENT_SPELLINGS:
+            arguments, strong = key, True
+        elif arguments is None and spelling in _WEAK_ARGUMENT_SPELLINGS:
+            arguments = key
+    if name is not None and name_key is not None and _spelling(name_key) == "action":
+        # "action" names a ReAct step only beside its "action_input".
+        if arguments is None or _spelling(arguments) != "actioninput":
+            name = name_key = None
+    return _Roles(name, name_key, tool_key, arguments, strong)
+
+
+def _spelling(key: str) -> str:
+    """A key as compared: lower case without separators, a near miss read as its word."""
+    plain = re.sub(r"[\s_\-]", "", key.lower())
+    if plain in _NAME_SPELLINGS or plain in _STRONG_ARGUMENT_SPELLINGS:
+        return plain
+    if plain in _WEAK_ARGUMENT_SPELLINGS or plain == "function":
+        return plain
+    for word, meaning in _FUZZY_SPELLINGS.items():
+        if abs(len(plain) - len(word)) <= 1 and _one_edit(plain, word):
+            return meaning
+    return plain
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` is ``b`` with one letter changed, added, dropped, or two swapped."""
+    if a == b:
+        return True
+    if len(a) == len(b):
+        diffs = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diffs) == 1:
+            return True
+        return (
+            len(diffs) == 2
+            and diffs[1] == diffs[0] + 1
+            and a[diffs[0]] == b[diffs[1]]
+            and a[diffs[1]] == b[diffs[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))

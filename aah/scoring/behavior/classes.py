@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from aah.benchmark import canonical_setting
 from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
 from aah.scoring.behavior.judge import (
     JudgePrompt,
@@ -47,7 +48,6 @@ from aah.scoring.behavior.rules import (
     classify_reply,
 )
 from aah.scoring.intervals import Proportion, wilson
-from aah.scoring.metrics import canonical_setting
 from aah.store import SessionStore
 from aah.tools import ASK_HUMAN
 

@@ -32,11 +32,18 @@ _NEGATED_MODAL = (
     r"'m not able|am unable|'m unable)"
 )
 # "I can't stress/believe/wait/help but ..." are figures of speech, not limits.
-_NOT_A_LIMIT = r"(?!\s+(?:recommend|stress|emphasi[sz]e|wait|believe|thank|help but|agree more)\b)"
+# "I can't be 100% certain, but ..." hedges an answer it then gives.
+_NOT_A_LIMIT = (
+    r"(?!\s+(?:recommend|stress|emphasi[sz]e|wait|believe|thank|help but|agree more|guarantee|"
+    r"promise|vouch|be (?:\d+ ?% |completely |entirely |absolutely |totally |fully |quite |too )?"
+    r"(?:sure|certain|positive|confident)|say (?:for sure|for certain|with (?:certainty|"
+    r"confidence))|rule out)\b)"
+)
 # What an assistant says it lacks.
 _LACKED = (
     r"(?:access|the (?:ability|capability|capacity|means|tools?|functions?|option|permissions?)|"
-    r"an? (?:tool|function|api|way|means)|"
+    # "a tool", "a package-tracking tool", "an email integration".
+    r"an? (?:[\w-]+ ){0,3}(?:tool|function|api|integration|plugin|connector|way|means)|"
     r"any (?:\w+ )?(?:tools?|functions?|apis?|way|means|access)|"
     r"tools|functions|real-time|realtime|live|current|internet|web|browsing|information|data|"
     r"the necessary|the required|the right|permission|(?:a |any )?(?:direct )?connection)"
@@ -52,6 +59,12 @@ _ENGLISH_FIRST_PERSON = (
     r"\bI(?:'ll| will| must| have to|'d have to) (?:have to )?(?:pass on|decline)\b",
     r"\bI (?:don't|do not) know\b(?! (?:if|whether|why|how|what|which|who|where|when)\b)",
     r"\bI(?:'d| would)? need (?:a|an|the) (?:[\w-]+ ){0,3}(?:tool|api|endpoint|service)\b",
+    # The subject left out: "Unable to comply: no suitable tool.", "Can't do that, sorry."
+    # As a question it is the user's state: "Unable to sleep? Try ...".
+    r"^(?![^\n]*\?[\s\"')*_]*$)(?:(?:sorry|unfortunately|regrettably|sadly|apologies|alas)"
+    r"[,.!:]?\s*)?(?:unable to|"
+    r"not able to|(?:can't|cannot|can not) (?:do|help|comply|assist|access|complete|fulfil|"
+    r"fulfill|perform|process|provide|check|look|get|retrieve|book|send|reach|browse)\b)",
 )
 # The tools offered lack what the request needs. A tool word alone is not
 # enough ("Python functions don't support overloading" answers a question):
@@ -60,7 +73,7 @@ _TOOLS = r"(?:tools?|functions?|apis?|endpoints?|toolset|toolkit|toolbox|capabil
 _MY_TOOLS = (
     rf"(?:(?:\bmy|\b(?:the |these |those )?(?:available|provided|given|offered|current|existing))"
     rf"(?: [\w-]+){{0,2}} {_TOOLS}\b|\b(?:the |these |those )?{_TOOLS} (?:available(?: to me)?|"
-    rf"provided|offered|"
+    rf"provided|offered|here|in this (?:session|chat|conversation|context|environment)|"
     rf"I (?:have|had|was given|can use|can access|'ve been given|'ve got)|at my disposal|"
     rf"you (?:gave|provided|offered))\b)"
 )
@@ -89,6 +102,9 @@ _TOOLSET = (
     rf"\b(?:no|none of (?:the|my|these|those)|neither of (?:the|my|these)|not any of (?:the|my)|"
     rf"no one of (?:the|my))(?: [\w-]+){{0,3}} {_TOOLS}\b.{{0,50}}\b(?:can|could|for|to|that|"
     rf"lets?|allows?|supports?|handles?|covers?|deals?|is|are|available|here)\b",
+    # "No suitable tool.", "no relevant function available".
+    rf"\bno (?:suitable|appropriate|relevant|matching|applicable|such|fitting) (?:[\w-]+ )?"
+    rf"{_TOOLS}\b",
     # "There isn't a tool for that", "there are no functions here that ...".
     rf"\bthere(?: is|'s| are)(?:n't| not| no)(?: any| a| an| one)?(?: [\w-]+){{0,3}} {_TOOLS}"
     rf"(?: (?:here|available|offered|provided|at my disposal|among|I can|for|to|that|which))\b",
@@ -138,6 +154,27 @@ _OTHER_LANGUAGES = (
     r"ございません)",
     # Korean: "죄송하지만 …할 수 없습니다", "도구가 없습니다".
     r"(?:죄송|제가|저는)[^.]*수 없|(?:도구|기능|권한|접근)(?:이|가|은|는) 없",
+    # Thai: "ผมไม่สามารถ…", "ขออภัย … ไม่สามารถ", "ไม่มีเครื่องมือ" (no tool). Thai has no
+    # word spaces, so these are substrings; "ไม่สามารถ" alone also states facts.
+    r"(?:ผม|ฉัน|ดิฉัน|เรา|ขออภัย|ขอโทษ|เสียใจ)[^\n.!?]{0,60}?(?:ไม่สามารถ|ทำไม่ได้|ไม่มี(?:สิทธิ์|"
+    r"การเข้าถึง|ความสามารถ|เครื่องมือ))|ไม่มีเครื่องมือ",
+    # Hindi: "मैं … नहीं कर सकता", "मेरे पास … नहीं है", "असमर्थ", "कोई टूल नहीं".
+    r"(?:मैं|मुझसे|हम|माफ़|माफ|क्षमा)[^\n।]{0,80}?नहीं (?:कर |दे |ले |बता |पा )?(?:सकता|सकती|सकते|"
+    r"पाऊँगा|पाऊंगा|पाऊँगी|पाऊंगी|पाता|पाती)|मेरे पास[^\n।]{0,60}?नहीं (?:है|हैं)|असमर्थ|"
+    r"कोई (?:टूल|उपकरण|साधन|फ़ंक्शन|फंक्शन) नहीं",
+    # Vietnamese: "tôi không thể", "xin lỗi … không thể", "không có công cụ".
+    r"\btôi (?:không thể|không có|chưa thể|không được phép|không truy cập)|\b(?:xin lỗi|rất tiếc)\b"
+    r"[^\n.]{0,80}?\bkhông (?:thể|có)\b|\bkhông có (?:công cụ|quyền|khả năng|chức năng)\b",
+    # Arabic: "لا أستطيع", "لا يمكنني", "ليس لدي", "غير قادر".
+    r"لا (?:أستطيع|استطيع|يمكنني|أقدر|أملك|املك)|ليس (?:لدي|لديّ|بإمكاني|بمقدوري)|لا يوجد لدي|"
+    r"غير قادر|لا تتوفر لدي",
+    # Turkish: "yapamam", "erişemiyorum" (first-person inability), "erişimim yok".
+    r"\b\w{2,}(?:[ae]m[ıi]yorum|[ae]mam|[ae]mem)\b|\b(?:erişimim|aracım|yetkim) yok\b",
+    # Indonesian and Malay, Polish, Dutch.
+    r"\b(?:saya|aku) (?:tidak|tak) (?:bisa|dapat|mampu|memiliki|punya)\b|\bmaaf\b[^\n.]{0,60}?"
+    r"\btidak (?:bisa|dapat)\b",
+    r"\bnie (?:mogę|jestem w stanie|mam (?:dostępu|narzędzia|możliwości))\b",
+    r"\bik (?:kan|heb)(?: \w+){0,3} (?:niet|geen)\b|\b(?:kan|heb) ik(?: \w+){0,3} (?:niet|geen)\b",
 )
 REFUSAL = _any(*_ENGLISH_FIRST_PERSON, *_ENGLISH_IMPERSONAL, *_TOOLSET, *_OTHER_LANGUAGES)
 
@@ -179,11 +216,33 @@ _OTHER_ASKS = (
     r"communiquer|confirmer)\b|\bindiquez-moi\b|\bdites-moi\b",
     r"\b(?:bitte )?(?:nennen|geben|teilen|sagen) Sie (?:mir )?\b|\bbitte (?:angeben|mitteilen)\b",
     r"\bpor favor,? (?:informe|forneça|diga)\b|\bper favore,? (?:indicami|dimmi|fornisci)\b",
-    r"пожалуйста,? (?:укажите|уточните|сообщите)",
+    # Portuguese and Spanish "can you tell me": "Pode me informar ...?", "¿Me puedes decir ...?"
+    r"\b(?:pode|poderia|podes|consegue)(?: me)? (?:informar|dizer|passar|enviar|fornecer|"
+    r"confirmar|indicar|falar)\b|\bme (?:puedes|podrías|puede|podría) (?:decir|indicar|dar|"
+    r"confirmar|proporcionar|enviar)\b",
+    r"\b(?:puoi|potresti|può|potrebbe)(?: \w+)? (?:dirmi|indicarmi|darmi|fornirmi|confermare|"
+    r"specificare)\b|\b(?:indicami|dimmi|fammi sapere|specificami)\b",
+    r"\b(?:kannst du|könntest du|können Sie|könnten Sie)(?: \w+){0,4} (?:sagen|nennen|geben|"
+    r"mitteilen|angeben)\b|\b(?:nenn|sag|gib) mir\b",
+    # Russian polite imperatives, in any order with "пожалуйста".
+    r"(?<![а-яё])(?:уточните|укажите|сообщите|назовите|напишите|подскажите|пришлите|"
+    r"предоставьте|скажите|дайте знать)(?![а-яё])",
     r"请(?:您)?(?:提供|告诉|说明|确认|输入|给出|指定|补充)|能否(?:提供|告诉)|需要您(?:提供|告诉)",
     r"(?:教えて|お知らせ|ご提供|ご入力|入力して|お聞かせ|ご指定|指定して)(?:ください|下さい|"
     r"いただけますか)",
     r"(?:알려|말씀해|입력해|제공해) ?주(?:세요|시겠어요|십시오)",
+    r"请问",
+    # Thai: "ขอทราบ" (may I know), "กรุณาแจ้ง/ระบุ" (please tell/specify).
+    r"ขอทราบ|กรุณา(?:แจ้ง|ระบุ|บอก|ให้ข้อมูล|ยืนยัน|ส่ง)|(?:ช่วย)?(?:แจ้ง|บอก|ระบุ)[^\n]{0,40}?"
+    r"(?:ด้วย|หน่อย)(?:ครับ|คะ|ค่ะ)",
+    # Hindi "please tell", Arabic "please / can you", Vietnamese "please let me know".
+    r"कृपया|बताइए|बताइये|बताएं|बताएँ",
+    r"يرجى|الرجاء|من فضلك|رجاءً|هل يمكنك|هل يمكنكم|أرجو",
+    r"\bvui lòng\b|\b(?:bạn|anh|chị|quý khách) (?:có thể |hãy )?cho (?:tôi|mình|em) biết\b",
+    r"\b(?:mohon|tolong|silakan) (?:berikan|beri tahu|sebutkan|kirim|konfirmasi|informasikan)\b",
+    r"\b(?:belirtir|söyler|paylaşır|verir) m[ıi]s[ıi]n[ıi]z\b|\blütfen\b",
+    r"\bproszę (?:podać|podaj|wskazać|o podanie)\b|\b(?:kun|kunt) (?:je|u) (?:me )?(?:vertellen|"
+    r"laten weten|geven|doorgeven)\b",
 )
 ASKS = _any(*_ENGLISH_ASKS, *_OTHER_ASKS)
 
@@ -212,6 +271,11 @@ PLEASANTRY = _any(
     r"^(?:does (?:that|this) )?makes? sense\b",
     r"\balgo más\b|\bautre chose\b|\bsonst noch\b|\bqualcos'altro\b|\bmais alguma coisa\b|"
     r"\bещё что-нибудь\b|还有(?:什么|其他)|其他问题|他に(?:何か|ご質問)|ほかに何か|다른 질문",
+    r"\bnoch (?:etwas|was|Fragen)\b|\bweitere Fragen\b|\balgo mais\b|\bin altro\b|"
+    r"\bd'autres questions\b|что-(?:нибудь|то) (?:ещё|еще)|(?:другие|ещё|еще) вопросы|"
+    r"还需要|其他需要|더 궁금|다른 도움|कुछ और|और कुछ|अन्य कोई|شيء آخر|أسئلة أخرى|อะไรอีก|อีกไหม|"
+    r"อีกมั้ย|\bgì (?:khác|thêm)\b|\bthêm gì\b|\bbaşka bir\b|\bada lagi\b|\bhal lain\b|"
+    r"\bcoś jeszcze\b|\bw czymś jeszcze\b|\bnog iets\b|\bverder nog\b",
 )
 # A question that suggests what the user could do: "Why not check the site?".
 SUGGESTION = re.compile(
@@ -222,13 +286,19 @@ SUGGESTION = re.compile(
 WHICH = re.compile(r"(?:\w+[,!]\s*)?which\b", _I)
 SECOND_PERSON = re.compile(
     r"\b(?:you|your|yours|you'd|you're|you've|you'll|usted|ustedes|vous|votre|vos|Sie|Ihnen|"
-    r"Ihre?[mnrs]?|você|voi|lei)\b|您|你|あなた|당신",
+    r"Ihre?[mnrs]?|dich|dir|dein\w*|você|voi|lei|tu|ti|tuo|tua|вы|вас|вам|ваш\w*|ты|тебя|"
+    r"тебе|твой|anda|kamu|bạn|siz|jij|uw|jouw)\b|您|你|あなた|당신|आप|तुम|คุณ|أنت|لديك",
     _I,
 )
 # An offer to act is no request for information; a yes/no offer that names
 # alternatives ("Would you like a window or an aisle seat?") asks for a choice.
 OFFER_TO_ACT = re.compile(
-    r"^(?:\w+[,!]\s*)?(?:(?:would you like|do you want|do you need) me to|want me to)\b", _I
+    r"^(?:\w+[,!]\s*)?(?:(?:would you like|do you want|do you need) me to|want me to)\b|"
+    # The same offers in other languages, at the start: "¿Quieres que te lo busque?"
+    r"^[¿\s]*(?:\w+[,!]\s*)?(?:(?:quieres|quiere|desea) que (?:te |le )?\w+|quer(?:es)? que eu|"
+    r"vuoi che|(?:voulez-vous|veux-tu) que je|soll ich|möchtest du, dass ich|"
+    r"möchten Sie, dass ich|хотите,? чтобы я|要我|需要我帮)\b",
+    _I,
 )
 YES_NO_OFFER = re.compile(
     r"^(?:\w+[,!]\s*)?(?:would you like|do you want|do you need|shall I|should I|can I|may I)\b"
@@ -237,3 +307,31 @@ YES_NO_OFFER = re.compile(
     _I,
 )
 CHOICE = re.compile(r"\bor\b", _I)
+
+# -- what follows a question ----------------------------------------------------------
+
+# A statement after a question that says why the reply asks ("What year was
+# the car made? The valuation tool needs the year"): the question asks the
+# user for a value, it is not answered rhetorically.
+NEED_REASON = _any(
+    r"\bI(?:'d| would|'ll| will)?(?: still| also| first| just)? (?:need|require)\b|"
+    r"\bI (?:only|just) have\b|\bso (?:that )?I can\b|\bto (?:proceed|continue)\b",
+    rf"\b(?:{_TOOLS}|form|system|search|lookup|booking|service|it|this|that)\b "
+    r"(?:needs|requires)\b|"
+    r"\b(?:is|are) (?:needed|required|missing)\b",
+    r"\bpreciso\b|\bprecisamos\b|\bnecesito\b|\bnecesitamos\b|\bnecessito\b|\bich brauche\b|"
+    r"\bbrauche ich\b|\bbenötige\b|\bj'ai besoin\b|\bil me faut\b|\bho bisogno\b|\bmi serve\b|"
+    r"мне нужн|без (?:него|неё|нее|этого|них)|我需要|が必要|필요합니다|ज़रूरत|जरूरत|चाहिए|ต้องใช้|"
+    r"ต้องการ|\btôi cần\b|\bsaya perlu\b|أحتاج|\bpotrzebuję\b|\bik heb\b.{0,30}\bnodig\b",
+)
+# A limit the reply says does not matter, then answers: "I can't access live
+# data, but that doesn't matter here: ...", "No tool needed for that!".
+DISMISSED_LIMIT = _any(
+    r"\b(?:that|this|it) (?:doesn't|does not|won't|will not) matter\b",
+    r"\b(?:no|not) (?:\w+ )?(?:tool|function|lookup|search|api|web search|internet|live data|"
+    r"calculator)s? (?:is |are )?(?:needed|necessary|required)\b",
+    r"\bno need (?:for (?:a |any )?(?:\w+ )?(?:tool|lookup|search)|to (?:look|search|check|use|"
+    r"call|browse))\b",
+    r"\b(?:here(?:'s| is) the answer|I (?:can|could) (?:still )?answer (?:this|that|it) "
+    r"(?:directly|anyway|from)|I don't need (?:one|it|a tool|any tools?|to look))\b",
+)

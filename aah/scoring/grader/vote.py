@@ -45,6 +45,7 @@ from aah.store import (
     GradeRecord,
     SessionRecord,
     SessionStore,
+    StoreFileError,
     Verdict,
 )
 
@@ -410,6 +411,8 @@ async def grade_run(
                 async with limit:
                     try:
                         summary.add(await grader.grade(store, session), session.status)
+                    except StoreFileError:
+                        raise  # the store's file failed: every other verdict would too
                     except AahError as exc:
                         summary.fail(str(exc))
                 bar.advance(bar_task)

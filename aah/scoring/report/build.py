@@ -41,9 +41,13 @@ paper order)::
      "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
      "paper_comparison": null | {"source": str, "url": str,   # --compare paper
+                                 "difference_unit": "percentage points",
                                  "rows": [{"run", "model", "setting", "aah", "metric",
-                                           "table", "computed": P, "published": float,
-                                           "difference": float | null,  # points
+                                           "table", "computed": P,
+                                           "published": float,  # a fraction, 0 to 1
+                                           "difference": float | null,  # computed -
+                                           # published, in difference_unit (+1.0 is
+                                           # one point: 0.01 as a fraction)
                                            "inside": bool | null}]},
      "examples": [{"run": str, "session_id": str, "task_id": str | null,
                    "setting": str | null, "status": str,
@@ -54,7 +58,9 @@ paper order)::
 ``<class>`` one of ``BEHAVIOR_CLASSES``, ``<pattern>`` one of
 ``ERROR_PATTERNS``. A section with nothing to count has ``n = 0`` (the text
 formats say "no data"). ``examples`` holds, per run, the first few sessions
-that did not pass (graded fail or ended in error), texts cut short.
+that did not pass (graded fail or ended in error), texts cut short (``quote``:
+at most 3 lines and a few hundred characters, long words cut, escape
+sequences, controls and invisible characters dropped, bidi controls named).
 """
 
 from __future__ import annotations
@@ -66,15 +72,23 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark import SETTINGS
+from aah.benchmark import (
+    SETTINGS,
+    Comparison,
+    PaperTables,
+    compare_with_paper,
+    comparison_to_json,
+    import_notes,
+    parse_model_map,
+    unmatched_runs,
+)
+from aah.benchmark.when2call import When2CallScores, run_scores, scores_to_json
 from aah.config import get_settings
 from aah.errors import AahError
-from aah.events import excerpt
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
 from aah.scoring.errors import ErrorPatternReport
-from aah.scoring.imports import import_notes
 from aah.scoring.metrics import (
     CellMetrics,
     TaskOutcome,
@@ -83,15 +97,8 @@ from aah.scoring.metrics import (
     load_outcomes,
     proportion_to_json,
 )
-from aah.scoring.paper import (
-    Comparison,
-    PaperTables,
-    compare_with_paper,
-    comparison_to_json,
-    parse_model_map,
-    unmatched_runs,
-)
 from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
+from aah.scoring.report.quote import quote
 from aah.scoring.report.steps import (
     RunBehavior,
     group_by_run,
@@ -100,10 +107,19 @@ from aah.scoring.report.steps import (
     run_error_patterns,
     task_ids,
 )
-from aah.scoring.when2call import When2CallScores, run_scores, scores_to_json
 from aah.store import RunRecord, SessionStore
 
 EXAMPLES_PER_RUN = 3
+# The paper's metric names, as its tables and the report's columns print them.
+PAPER_METRIC_LABELS = {
+    "pass_rate": "PR",
+    "awareness": "Aware",
+    "unexpected": "Unexp",
+    "skip": "Skip",
+    "interaction": "Inter",
+}
+# What ``paper_comparison``'s ``difference`` counts in.
+DIFFERENCE_UNIT = "percentage points"
 SHOWN_RUNS = 20  # run names an unknown-run error lists
 EXAMPLE_QUERY_CHARS = 160
 EXAMPLE_ANSWER_CHARS = 300
@@ -154,7 +170,7 @@ class PaperComparison:
 def compare_report_with_paper(
     report: Report, tables: PaperTables, model_map: Sequence[str] = ()
 ) -> Report:
-    """``report`` with its figures set beside the paper's (see ``aah.scoring.paper``).
+    """``report`` with its figures set beside the paper's (see ``aah.benchmark.failtalms.paper``).
 
     Args:
         report: The built report.
@@ -180,8 +196,19 @@ def compare_report_with_paper(
         notes.append(
             f"compared with the paper: {len(rows) - len(outside)} of {len(rows)} published "
             "values lie inside the computed 95% Wilson interval"
+            + (f"; outside: {_outside_cells(outside)}" if outside else "")
         )
     return replace(report, paper=PaperComparison(tables.source, tables.url, rows), notes=notes)
+
+
+def _outside_cells(rows: Sequence[Comparison]) -> str:
+    """Each published value outside its interval, by run: setting, metric and difference."""
+    by_run: dict[str | None, list[str]] = {}
+    for row in rows:
+        metric = PAPER_METRIC_LABELS.get(row.metric, row.metric)
+        difference = "" if row.difference is None else f" {row.difference:+.1f} points"
+        by_run.setdefault(row.run, []).append(f"{row.setting} {metric}{difference}")
+    return "; ".join(f"run {run} ({', '.join(cells)})" for run, cells in by_run.items())
 
 
 def select_runs(store: SessionStore, names: Sequence[str] | None) -> list[RunRecord]:
@@ -382,7 +409,8 @@ def _cell_notes(cell: CellMetrics, outcomes: Sequence[TaskOutcome]) -> list[str]
     notes: list[str] = []
     if cell.errors:
         mine = [o for o in outcomes if o.setting == cell.setting and o.status == "error"]
-        groups = Counter(excerpt(o.error or "no error recorded", ERROR_CHARS) for o in mine)
+        # One line each: an error text is a server's or a tool's, whatever it holds.
+        groups = Counter(quote(o.error or "no error recorded", ERROR_CHARS, 1) for o in mine)
         listed = "; ".join(
             f"{count}× {message}" for message, count in groups.most_common(LISTED_ERRORS)
         )
@@ -469,8 +497,8 @@ def _examples(
                 setting=o.setting,
                 status=o.status,
                 awareness=o.awareness,
-                query=excerpt(o.query, EXAMPLE_QUERY_CHARS),
-                final_answer=excerpt(o.final_answer, EXAMPLE_ANSWER_CHARS),
+                query=quote(o.query, EXAMPLE_QUERY_CHARS),
+                final_answer=quote(o.final_answer, EXAMPLE_ANSWER_CHARS),
             )
             for o in failed[:EXAMPLES_PER_RUN]
         ]
@@ -501,6 +529,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         else {
             "source": report.paper.source,
             "url": report.paper.url,
+            "difference_unit": DIFFERENCE_UNIT,
             "rows": [comparison_to_json(row) for row in report.paper.rows],
         },
     }

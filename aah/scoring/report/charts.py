@@ -2,11 +2,18 @@
 
 Three charts: the pass rate per setting and run (grouped bars, 95% Wilson
 interval whiskers; titled "with and without Aah" only where some model has
-runs of both), awareness against interaction per run (a
-labelled scatter), and the behaviour confusion matrix (a heatmap). Each is a
+runs of both), awareness against interaction (one panel per setting, like
+with like: what "aware" means differs per setting, science.md §2; only runs
+that could ask, since without Aah the interaction ratio is 0 by
+construction), and the behaviour confusion matrix (a heatmap). Each is a
 ``Figure`` drawn straight onto an Agg canvas: no pyplot, so no global figure
-state and no GUI backend, and charts can be drawn from any thread. A chart
-with nothing to draw still comes out, saying "no data".
+state and no GUI backend, and charts can be drawn from any thread.
+
+A cell without data draws nothing and says so: no bar for a pass rate that
+the tables do not show either (a cell with ungraded or unfinished sessions,
+whose #pass / N would read as 0%), no point for an awareness or interaction
+with nothing to count, no heatmap without gold labels; a "no data" text
+stands where the figure would be.
 
 The HTML page embeds them as PNG at screen resolution; ``write_charts`` writes
 each for print: PNG at ``PRINT_DPI``, SVG and PDF (vector, fonts as paths so
@@ -19,6 +26,7 @@ import base64
 from collections.abc import Sequence
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -34,9 +42,6 @@ from aah.scoring.report.tables import CLASS_NAMES, pair_runs, pooled_matrix
 DPI = 100
 PRINT_DPI = 300
 PRINT_FORMATS = ("png", "svg", "pdf")
-WITH_AAH_COLOR = "#1f77b4"
-WITHOUT_AAH_COLOR = "#ff7f0e"
-OTHER_COLOR = "#7f7f7f"
 PAIR_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
 
@@ -71,8 +76,29 @@ def plain_label(text: str) -> str:
     return f" {text}" if text.startswith("_") else text
 
 
-def _say_no_data(axes: Axes) -> None:
-    axes.text(0.5, 0.5, "no data", transform=axes.transAxes, ha="center", va="center")
+NO_DATA_TEXT = "no data"
+# The settings whose cells have an awareness figure (No-tools asks no awareness question).
+AWARENESS_SETTINGS = tuple(setting for setting in SETTINGS if setting != "notools")
+
+
+def _say_no_data(axes: Axes, why: str = "") -> None:
+    text = f"{NO_DATA_TEXT}:\n{why}" if why else NO_DATA_TEXT
+    axes.text(0.5, 0.5, text, transform=axes.transAxes, ha="center", va="center", wrap=True)
+
+
+def _measured(value: Proportion | None) -> bool:
+    return value is not None and value.value is not None and value.n > 0
+
+
+def chart_pass_rate(cell: CellMetrics) -> Proportion | None:
+    """The pass rate a chart may draw: None where the tables show none either.
+
+    A cell with ungraded or unfinished sessions would count them as fails
+    (#pass / N), so its bar would read lower than anything measured.
+    """
+    if cell.ungraded or cell.unfinished or not _measured(cell.pass_rate):
+        return None
+    return cell.pass_rate
 
 
 def _percent(value: Proportion) -> tuple[float, float, float]:
@@ -107,11 +133,18 @@ def pass_rate_figure(report: Report) -> Figure:
     width = 0.8 / max(1, len(runs))
     drawn = False
     for index, (run, aah, color) in enumerate(runs):
-        bars = [
-            (position, _percent(by_key[run, setting].pass_rate))
+        rates = {
+            position: chart_pass_rate(by_key[run, setting])
             for position, setting in enumerate(settings)
-            if (run, setting) in by_key and by_key[run, setting].pass_rate.value is not None
-        ]
+            if (run, setting) in by_key
+        }
+        for position, rate in rates.items():
+            if rate is None:  # no bar: say so where it would stand
+                axes.text(
+                    position - 0.4 + width * (index + 0.5), 1, NO_DATA_TEXT,
+                    rotation=90, ha="center", va="bottom", fontsize="x-small", color="#555555",
+                )  # fmt: skip
+        bars = [(position, _percent(rate)) for position, rate in rates.items() if rate is not None]
         if not bars:
             continue
         drawn = True
@@ -143,54 +176,77 @@ def pass_rate_figure(report: Report) -> Figure:
 
 
 def awareness_interaction_chart(report: Report) -> bytes:
-    """One point per run: awareness (pooled over settings) against interaction ratio."""
+    """Per setting, each run that could ask: awareness against interaction ratio."""
     return png_bytes(awareness_interaction_figure(report))
 
 
 def awareness_interaction_figure(report: Report) -> Figure:
-    """The awareness scatter as a figure (see ``awareness_interaction_chart``)."""
-    figure = Figure(figsize=(6.0, 4.8), dpi=DPI)
-    axes = figure.add_subplot()
-    drawn = False
-    kinds: set[bool | None] = set()
-    for run in report.runs:
-        cells = [cell for cell in report.cells if cell.run == run.name]
-        awareness = _pooled([cell.awareness for cell in cells])
-        interaction = _pooled([cell.interaction for cell in cells])
-        if awareness is None or interaction is None:
-            continue
-        drawn = True
-        aah = _aah(report, run.name)
-        kinds.add(aah)
-        axes.scatter([awareness], [interaction], color=_color(aah), zorder=3)
-        # Labels of points on the right half go to their left, to stay inside the chart.
-        right = awareness > 50
-        axes.annotate(
-            plain_label(run.name),
-            (awareness, interaction),
-            fontsize="small",
-            xytext=(-5 if right else 5, 5),
-            textcoords="offset points",
-            ha="right" if right else "left",
-        )
-    axes.set_xlim(-5, 105)
-    axes.set_ylim(-5, 105)
-    axes.set_xlabel("awareness (%), all settings")
-    axes.set_ylabel("interaction ratio (%)")
-    axes.set_title("Awareness vs interaction per run")
-    axes.grid(alpha=0.3)
-    if drawn:
-        # The legend names only the kinds of run drawn.
-        for aah in (True, False, None):
-            if aah in kinds:
-                axes.scatter([], [], color=_color(aah), label=_KIND_LABELS[aah])
-        axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    else:
-        _say_no_data(axes)
+    """The awareness panels as a figure (see ``awareness_interaction_chart``).
+
+    One panel per setting with an awareness figure, so that each compares like
+    with like (awareness is each setting's own formula: "aware" in perfect is
+    a yes, in under-specified a no or idk); in each, one point per run with
+    Aah (or Aah unknown) with its 95% Wilson whiskers both ways. Runs without
+    Aah are left out: nobody to ask, so their interaction ratio is 0 by
+    construction. Runs are told apart by colour and marker in one legend, not
+    by labels beside the points, which would print over each other.
+    """
+    asking = [run.name for run in report.runs if _aah(report, run.name) is not False]
+    by_key = {(cell.run, cell.setting): cell for cell in report.cells}
+    settings = [s for s in _settings(report.cells) if s in AWARENESS_SETTINGS]
+    panels: list[str | None] = list(settings) or [None]
+    figure = Figure(figsize=(3.2 * len(panels) + 2.4, 4.0), dpi=DPI)
+    grid = figure.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    styles = {
+        run: (PAIR_COLORS[number % len(PAIR_COLORS)], _MARKERS[number % len(_MARKERS)])
+        for number, run in enumerate(asking)
+    }
+    legend: dict[str, Any] = {}
+    for axes, setting in zip(grid, panels, strict=True):
+        missing, present = 0, 0
+        for run in asking if setting is not None else []:
+            cell = by_key.get((run, setting))
+            if cell is None:
+                continue
+            present += 1
+            if not (_measured(cell.awareness) and _measured(cell.interaction)):
+                missing += 1
+                continue
+            assert cell.awareness is not None and cell.interaction is not None
+            x, x_low, x_high = _percent(cell.awareness)
+            y, y_low, y_high = _percent(cell.interaction)
+            color, marker = styles[run]
+            drawn = axes.errorbar(
+                [x], [y], xerr=[[x_low], [x_high]], yerr=[[y_low], [y_high]],
+                fmt=marker, color=color, ecolor=color, elinewidth=1, capsize=2, zorder=3,
+            )  # fmt: skip
+            legend.setdefault(run, drawn)
+        axes.set_xlim(-5, 105)
+        axes.set_ylim(-5, 105)
+        axes.grid(alpha=0.3)
+        axes.set_title(plain_label(setting) if setting is not None else "awareness")
+        axes.set_xlabel("awareness (%)")
+        if not axes.lines:
+            why = "nothing to count" if present else "no run with Aah"
+            _say_no_data(axes, why if setting is not None else "")
+        elif missing:
+            axes.text(
+                0.02, 0.02, f"{NO_DATA_TEXT}: {missing} run(s)", transform=axes.transAxes,
+                fontsize="x-small", color="#555555",
+            )  # fmt: skip
+    grid[0].set_ylabel("interaction ratio (%)")
+    figure.suptitle("Awareness vs interaction, per setting (runs with Aah)")
+    if legend:
+        figure.legend(
+            list(legend.values()),
+            [_run_label(run, _aah(report, run)) for run in legend],
+            fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 0.9),
+        )  # fmt: skip
+    figure.tight_layout()
     return figure
 
 
-_KIND_LABELS = {True: "with Aah", False: "without Aah", None: "Aah unknown"}
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
 def confusion_chart(matrix: ConfusionMatrix) -> bytes:
@@ -202,6 +258,13 @@ def confusion_figure(matrix: ConfusionMatrix) -> Figure:
     """The confusion heatmap as a figure (see ``confusion_chart``)."""
     figure = Figure(figsize=(6.0, 5.0), dpi=DPI)
     axes = figure.add_subplot()
+    title = "Behaviour of first turns (all runs)"
+    axes.set_title(title)
+    if not matrix.total:
+        # An all-zero heatmap would look like a measured matrix: draw none.
+        axes.set_axis_off()
+        _say_no_data(axes, "no gold-labelled first turns")
+        return figure
     axes.imshow([list(row) for row in matrix.counts], cmap="Blues")
     names = [CLASS_NAMES[label] for label in BEHAVIOR_CLASSES]
     axes.set_xticks(range(len(names)), names, rotation=20, ha="right")
@@ -213,8 +276,6 @@ def confusion_figure(matrix: ConfusionMatrix) -> Figure:
             axes.text(column, row, str(count), ha="center", va="center", color=color)
     axes.set_xlabel("predicted")
     axes.set_ylabel("gold")
-    title = "Behaviour of first turns (all runs)"
-    axes.set_title(title if matrix.total else f"{title}: no data")
     figure.tight_layout()
     return figure
 
@@ -230,7 +291,7 @@ def chart_figures(report: Report) -> list[tuple[str, str, Figure]]:
         ("pass_rate", pass_title, pass_rate_figure(report)),
         (
             "awareness_interaction",
-            "Awareness vs interaction ratio, per run",
+            "Awareness vs interaction ratio, per setting (runs with Aah)",
             awareness_interaction_figure(report),
         ),
         (
@@ -271,21 +332,9 @@ def _settings(cells: Sequence[CellMetrics]) -> list[str | None]:
     return [*(s for s in SETTINGS if s in found), *others]
 
 
-def _pooled(rates: Sequence[Proportion | None]) -> float | None:
-    counted = [rate for rate in rates if rate is not None]
-    n = sum(rate.n for rate in counted)
-    return 100 * sum(rate.k for rate in counted) / n if n else None
-
-
 def _aah(report: Report, run: str) -> bool | None:
     values = {cell.aah for cell in report.cells if cell.run == run}
     return values.pop() if len(values) == 1 else None
-
-
-def _color(aah: bool | None) -> str:
-    if aah is None:
-        return OTHER_COLOR
-    return WITH_AAH_COLOR if aah else WITHOUT_AAH_COLOR
 
 
 def _run_label(run: str, aah: bool | None) -> str:

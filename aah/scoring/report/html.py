@@ -17,6 +17,8 @@ from aah.scoring.report.charts import png_data_uri, report_charts
 from aah.scoring.report.tables import ReportTable, report_tables, run_label
 
 # No script, no remote fetch: only inline style and data: images.
+# Before a flagged row's last cell, with the flag's word: visible without colour.
+FLAG_MARK = "\u26a0"
 CONTENT_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 80rem;
@@ -25,18 +27,25 @@ table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left;
          vertical-align: top; }
 th { background: #f3f3f3; }
-td { max-width: 30rem; overflow-wrap: anywhere; }
+td { max-width: 30rem; overflow-wrap: anywhere; white-space: pre-line; }
 p.caption { color: #555; font-size: 0.85rem; margin-top: 0; }
+tr.flagged td { background: #fdecea; }
+span.marker { color: #a40000; font-weight: bold; }
 figure { display: inline-block; margin: 0.5rem 1rem 1rem 0; }
 figcaption { color: #555; font-size: 0.85rem; }
 """
 
 
 def html_table(item: ReportTable) -> str:
-    """One table with its heading and caption, every text escaped."""
+    """One table with its heading and caption, every text escaped.
+
+    A flagged row (a published value outside the computed interval) carries
+    the class ``flagged`` and its flag ("outside"), and its last cell starts
+    with a visible marker naming the flag, so that it shows without style too.
+    """
     head = "".join(f"<th>{escape(column)}</th>" for column in item.columns)
     body = "\n".join(
-        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in item.rows
+        _html_row(row, index in item.flagged, item.flag) for index, row in enumerate(item.rows)
     )
     caption = f'<p class="caption">{escape(item.caption)}</p>' if item.caption else ""
     return (
@@ -44,6 +53,15 @@ def html_table(item: ReportTable) -> str:
         f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n"
         f"{caption}\n</section>"
     )
+
+
+def _html_row(row: list[str], flagged: bool, flag: str) -> str:
+    cells = [f"<td>{escape(cell)}</td>" for cell in row]
+    if not flagged:
+        return "<tr>" + "".join(cells) + "</tr>"
+    marker = f'<span class="marker">{FLAG_MARK} {escape(flag or "flagged")}</span> '
+    cells[-1] = f"<td>{marker}{escape(row[-1])}</td>"
+    return f'<tr class="flagged {escape(flag, quote=True)}">' + "".join(cells) + "</tr>"
 
 
 def html_chart(title: str, png: bytes) -> str:

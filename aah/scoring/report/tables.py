@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any, NamedTuple
 
-from aah.benchmark import SETTINGS
+from aah.benchmark import SETTINGS, Comparison
 from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix, confusion
 from aah.scoring.errors import ERROR_PATTERNS
 from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics
 from aah.scoring.repeats import Estimate
-from aah.scoring.report.build import Report
+from aah.scoring.report.build import PAPER_METRIC_LABELS, Report
 from aah.store import RunRecord
 
 NOT_REPORTED = "—"
@@ -61,6 +61,11 @@ class ReportTable(NamedTuple):
         caption: One line under it saying how to read it.
         keys: How many leading columns name a row: a terminal too narrow for
             the whole table repeats them in each part it splits the table into.
+        flagged: Rows (indexes into ``rows``) a reader must not miss, e.g.
+            a published value outside the computed interval; HTML marks them.
+        flag: One word that says why those rows are flagged ("outside").
+        widths: The terminal width planned per column (padding and rule
+            included) when a table is split to fit; empty: as wide as it is.
     """
 
     title: str
@@ -68,6 +73,9 @@ class ReportTable(NamedTuple):
     rows: list[list[str]]
     caption: str = ""
     keys: int = 1
+    flagged: tuple[int, ...] = ()
+    flag: str = ""
+    widths: tuple[int, ...] = ()
 
 
 class RunPair(NamedTuple):
@@ -305,47 +313,49 @@ def _estimate_at(values: dict[int, Estimate], k: int) -> str:
     return format_estimate(values[k]) if k in values else NOT_REPORTED
 
 
-PAPER_METRIC_NAMES = {
-    "pass_rate": "PR",
-    "awareness": "Aware",
-    "unexpected": "Unexp",
-    "skip": "Skip",
-    "interaction": "Inter",
-}
-
-
 def paper_comparison_table(report: Report) -> list[ReportTable]:
-    """Computed vs published, one row per figure (only with ``--compare paper``)."""
+    """Computed vs published, one table per run, one row per figure (``--compare paper``).
+
+    A table per run keeps every row's name (setting and metric) beside its
+    figures, and the run, the paper's model and Aah in the title, so that even
+    a terminal of 80 columns shows a whole row; rows whose published value
+    lies outside the computed interval are flagged.
+    """
     if report.paper is None:
         return []
-    columns = ["run", "setting", "Aah", "metric", "computed", "published", "diff", "inside"]
-    rows = [
-        [
-            row.run or "",
-            row.setting,
-            "with" if row.aah else "without",
-            PAPER_METRIC_NAMES[row.metric],
-            format_rate(row.computed),
-            f"{100 * row.published:.1f}",
-            NO_DATA if row.difference is None else f"{row.difference:+.1f}",
-            NO_DATA if row.inside is None else ("yes" if row.inside else "NO"),
-        ]
-        for row in report.paper.rows
-    ]
+    columns = ["setting", "metric", "computed", "published", "diff", "inside"]
     caption = (
         f"Computed: {RATE_NOTE}; published: {report.paper.source}; diff: computed minus "
         "published, in percentage points; inside: the published value lies inside the "
-        "computed interval."
+        "computed interval (NO: it lies outside)."
     )
-    return [
-        ReportTable(
-            "Computed vs published (Fail-TaLMs paper)",
-            columns,
-            rows or [[NO_DATA] + [""] * (len(columns) - 1)],
-            caption,
-            keys=2,
+    title = "Computed vs published (Fail-TaLMs paper)"
+    by_run: dict[str | None, list[Comparison]] = {}
+    for row in report.paper.rows:
+        by_run.setdefault(row.run, []).append(row)
+    if not by_run:
+        return [ReportTable(title, columns, [[NO_DATA] + [""] * (len(columns) - 1)], caption)]
+    tables = []
+    for run, rows in by_run.items():
+        first = rows[0]
+        named = f"{title}: run {run or '(no run)'}, model {first.model}, "
+        named += AAH_PHRASES["with" if first.aah else "without"]
+        cells = [
+            [
+                row.setting,
+                PAPER_METRIC_LABELS[row.metric],
+                format_rate(row.computed),
+                f"{100 * row.published:.1f}",
+                NO_DATA if row.difference is None else f"{row.difference:+.1f}",
+                NO_DATA if row.inside is None else ("yes" if row.inside else "NO"),
+            ]
+            for row in rows
+        ]
+        outside = tuple(index for index, row in enumerate(rows) if row.inside is False)
+        tables.append(
+            ReportTable(named, columns, cells, caption, keys=2, flagged=outside, flag="outside")
         )
-    ]
+    return tables
 
 
 def extra_table(report: Report) -> ReportTable:
@@ -531,6 +541,7 @@ def agreement_tables(report: Report) -> list[ReportTable]:
             sim_columns,
             sims or [[NO_DATA] * len(sim_columns)],
             RATE_NOTE,
+            keys=2,
         ),
     ]
 
@@ -554,7 +565,9 @@ def example_table(report: Report) -> ReportTable:
         "Sessions that did not pass (first few per run)",
         columns,
         rows or [[NO_DATA] + [""] * (len(columns) - 1)],
-        "Graded fail or ended in error; texts cut short.",
+        "Graded fail or ended in error; texts cut short (3 lines, long words cut, control "
+        "and invisible characters dropped).",
+        keys=2,
     )
 
 

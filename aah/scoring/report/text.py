@@ -41,39 +41,52 @@ def column_widths(item: ReportTable, *, narrowest: bool = False) -> list[int]:
 def split_to_width(item: ReportTable, width: int) -> list[ReportTable]:
     """``item`` as tables no wider than ``width``, each repeating its key columns.
 
-    The columns after the keys are packed in order into as few parts as fit
-    at their full width, so that no cell needs wrapping (rich's folding of a
-    table to the terminal can leave it a column too wide); a column too wide
-    for that is packed at its longest word, which rich wraps to. No word is
-    ever cut; a part whose words alone are too wide is printed whole. The
-    caption goes under the last part.
+    Every part repeats the ``keys`` columns that name a row, so that no part
+    shows figures without saying whose they are. The columns after the keys
+    are packed in order into as few parts as fit at their full width, so that
+    no cell needs wrapping; a column too wide for that gets the room left
+    beside the keys (at least its longest word). The keys are planned at full
+    width, or wrapped to their longest word where that makes fewer parts.
+    Each part records its planned ``widths``, which ``rich_tables`` holds rich
+    to (rich's own folding of a table to the terminal narrows a column that
+    cannot wrap and leaves the table too wide). No word is ever cut; a part
+    whose words alone are too wide is printed whole. The caption goes under
+    the last part.
     """
-    widths = column_widths(item)
-    if sum(widths) + 1 > width:
-        narrow = column_widths(item, narrowest=True)
-        widths = [
-            full if sum(widths[: item.keys]) + full + 1 <= width else least
-            for full, least in zip(widths, narrow, strict=True)
-        ]
-    if sum(widths) + 1 <= width or len(item.columns) <= item.keys:
+    full = column_widths(item)
+    if sum(full) + 1 <= width:
         return [item]
-    keys = list(range(item.keys))
-    base = sum(widths[i] for i in keys) + 1
-    parts: list[list[int]] = [[]]
-    for index in range(item.keys, len(item.columns)):
-        if parts[-1] and base + sum(widths[i] for i in parts[-1]) + widths[index] > width:
-            parts.append([])
-        parts[-1].append(index)
+    least = column_widths(item, narrowest=True)
+    keys = min(item.keys, len(item.columns))
+    plans = [_plan(full[:keys], full, least, width), _plan(least[:keys], full, least, width)]
+    planned, parts = min(plans, key=lambda plan: len(plan[1]))
+    titled = len(parts) > 1
     return [
-        ReportTable(
-            f"{item.title} ({number} of {len(parts)})",
-            [item.columns[i] for i in [*keys, *part]],
-            [[row[i] for i in [*keys, *part]] for row in item.rows],
-            item.caption if number == len(parts) else "",
-            item.keys,
+        item._replace(
+            title=f"{item.title} ({number} of {len(parts)})" if titled else item.title,
+            columns=[item.columns[i] for i in [*range(keys), *part]],
+            rows=[[row[i] for i in [*range(keys), *part]] for row in item.rows],
+            caption=item.caption if number == len(parts) else "",
+            widths=tuple(planned[i] for i in [*range(keys), *part]),
         )
         for number, part in enumerate(parts, start=1)
     ]
+
+
+def _plan(
+    key_widths: list[int], full: list[int], least: list[int], width: int
+) -> tuple[list[int], list[list[int]]]:
+    """Planned widths, and the other columns packed into parts beside keys this wide."""
+    base = sum(key_widths) + 1
+    planned = key_widths + [
+        min(full[i], max(least[i], width - base)) for i in range(len(key_widths), len(full))
+    ]
+    parts: list[list[int]] = [[]]
+    for index in range(len(key_widths), len(full)):
+        if parts[-1] and base + sum(planned[i] for i in parts[-1]) + planned[index] > width:
+            parts.append([])
+        parts[-1].append(index)
+    return planned, parts
 
 
 def rich_tables(report: Report, width: int | None = None) -> list[RenderableType]:
@@ -90,8 +103,11 @@ def rich_tables(report: Report, width: int | None = None) -> list[RenderableType
         items = [part for item in items for part in split_to_width(item, width)]
     for item in items:
         table = Table(title=rich_escape(item.title), title_justify="left")
-        for column in item.columns:
-            table.add_column(rich_escape(column))
+        planned = item.widths or (None,) * len(item.columns)
+        for column, planned_width in zip(item.columns, planned, strict=True):
+            # The planned width less padding and rule: rich wraps the column to it.
+            most = None if planned_width is None else planned_width - _CELL_EXTRA
+            table.add_column(rich_escape(column), max_width=most)
         for row in item.rows:
             table.add_row(*(rich_escape(cell) for cell in row))
         shown.append(Group(table, Text(item.caption, style="dim")))

@@ -8,6 +8,7 @@ aah's rules or from aah's judge prompt, not from the paper's judge.
 
 from __future__ import annotations
 
+from aah.benchmark.when2call import PUBLISHED, When2CallScores
 from aah.scoring.behavior import BEHAVIOR_CLASSES, BehaviorClass
 from aah.scoring.report.build import Report
 from aah.scoring.report.tables import (
@@ -18,7 +19,6 @@ from aah.scoring.report.tables import (
     format_number,
     format_rate,
 )
-from aah.scoring.when2call import PUBLISHED, When2CallScores
 
 GOLD_CLASSES: tuple[BehaviorClass, ...] = ("tool_call", "request_for_info", "cannot_answer")
 ASK_HUMAN_NOTE = (
@@ -67,7 +67,7 @@ def _score_table(runs: list[When2CallScores]) -> ReportTable:
     unlabelled = sum(s.unlabelled for s in runs)
     if unlabelled:
         caption += f" {unlabelled} session(s) without a label (ended in error) are left out."
-    return ReportTable("When2Call", columns, rows, caption)
+    return ReportTable("When2Call", columns, rows, caption, keys=3)
 
 
 def _class_table(runs: list[When2CallScores]) -> ReportTable:
@@ -87,7 +87,7 @@ def _class_table(runs: list[When2CallScores]) -> ReportTable:
             )
     columns = ["run", "labeller", "class", "gold N", "precision", "recall", "F1"]
     caption = f"Percent; {NO_DATA} where a class is neither gold nor predicted."
-    return ReportTable("When2Call per-class scores", columns, rows, caption)
+    return ReportTable("When2Call per-class scores", columns, rows, caption, keys=3)
 
 
 def _confusion_table(scores: When2CallScores) -> ReportTable:

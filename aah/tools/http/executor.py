@@ -14,10 +14,11 @@ timeout, a 500) comes back as a :class:`ToolResult` with ``ok=False``, a
 from __future__ import annotations
 
 import asyncio
+import http.client
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -34,6 +35,14 @@ from aah.tools.http.results import (
     refused_message,
     response_result,
     timeout_message,
+    too_large_result,
+)
+from aah.tools.http.transport import (
+    CallDeadline,
+    GuardedAdapter,
+    PrivateAddressError,
+    private_address_message,
+    refused_address,
 )
 from aah.tools.spec import EndpointSpec
 
@@ -41,10 +50,13 @@ __all__ = ["BodyCap", "HttpExecutor", "ToolResult", "describe_exception", "new_s
 
 # Set on a response whose body was cut, so the cut survives a record/replay trip.
 TRUNCATED_HEADER = "X-Aah-Truncated"
+# Set instead on a compressed response that grew past the cap once decompressed.
+TOO_LARGE_HEADER = "X-Aah-Too-Large"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
 USER_AGENT = f"aah/{__version__}"
+E = TypeVar("E", bound=BaseException)
 
 
 class Failure(NamedTuple):
@@ -56,6 +68,12 @@ class Failure(NamedTuple):
 
 def describe_exception(exc: requests.RequestException, *, host: str, timeout: float) -> Failure:
     """Name a transport failure in a few words, the way the agent should read it."""
+    private = find_cause(exc, PrivateAddressError)
+    if private is not None:
+        return Failure(str(private), False)
+    if _headers_too_large(exc):
+        # The same server sends the same headers again: no retry.
+        return Failure(headers_too_large_message(host), False)
     if isinstance(exc, requests.ConnectTimeout):
         return Failure(f"could not connect to {host} within {timeout:g} s (timeout)", True)
     if isinstance(exc, requests.ReadTimeout):
@@ -72,6 +90,44 @@ def describe_exception(exc: requests.RequestException, *, host: str, timeout: fl
     return Failure(f"invalid request ({_root_cause(exc)})", False)
 
 
+def headers_too_large_message(host: str) -> str:
+    """How a response whose head ``http.client`` refused to read is reported."""
+    return (
+        f"the response headers from {host} were too large or malformed (over 64 KB or 100 headers)"
+    )
+
+
+def _headers_too_large(exc: BaseException) -> bool:
+    # http.client refuses a header line over 64 KB (LineTooLong) and over 100
+    # headers (a bare HTTPException saying so); urllib3 and requests wrap both.
+    if find_cause(exc, http.client.LineTooLong) is not None:
+        return True
+    bare = find_cause(exc, http.client.HTTPException)
+    return bare is not None and "got more than" in str(bare)
+
+
+def find_cause(exc: BaseException, kind: type[E]) -> E | None:
+    """The first exception of type ``kind`` in ``exc``'s chain, arguments and reasons.
+
+    requests and urllib3 keep the original error sometimes as the cause,
+    sometimes as an argument (``ProtocolError("...", err)``), sometimes as
+    ``reason`` (``MaxRetryError``); all three are searched.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, kind):
+            return current
+        linked = [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        linked += list(current.args)
+        todo += [item for item in linked if isinstance(item, BaseException)]
+    return None
+
+
 def _root_cause(exc: BaseException) -> str:
     while exc.__context__ is not None and exc.__context__ is not exc:
         exc = exc.__context__
@@ -83,7 +139,11 @@ class BodyCap:
 
     Installed on the session, it runs before requests-cache stores a response,
     so a recorded body is capped too. Reading stops at the cap and the
-    connection is closed: the rest is never downloaded.
+    connection is closed: the rest is never downloaded. The cap counts
+    decompressed bytes, read a chunk at a time (urllib3 decompresses no more
+    than each read asks for), so a small gzip or br bomb costs no more memory
+    than the cap. A compressed body past the cap is dropped, not cut: its
+    start is rarely worth reading, and a bomb's never is.
     """
 
     def __init__(self, max_bytes: int) -> None:
@@ -109,20 +169,39 @@ class BodyCap:
             body = body[: self.max_bytes]
             response.headers[TRUNCATED_HEADER] = str(self.max_bytes)
             response.close()
+            if _is_compressed(response):
+                body = b""
+                response.headers[TOO_LARGE_HEADER] = str(self.max_bytes)
         response._content = body
         response._content_consumed = True  # type: ignore[attr-defined]
 
 
-def new_session(pool_size: int = 16) -> requests.Session:
-    """A plain pooled session (keep-alive connections reused across calls)."""
+def _is_compressed(response: requests.Response) -> bool:
+    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+    return encoding not in ("", "identity")
+
+
+def new_session(pool_size: int = 16, *, public_only: bool = False) -> requests.Session:
+    """A pooled session (keep-alive connections reused across calls).
+
+    Args:
+        pool_size: Connections kept per host.
+        public_only: Refuse every connection whose peer is not a public address.
+    """
     session = requests.Session()
-    mount_pool(session, pool_size)
+    mount_pool(session, pool_size, public_only=public_only)
     return session
 
 
-def mount_pool(session: requests.Session, pool_size: int) -> None:
-    """Give ``session`` a connection pool sized for concurrent tool calls."""
-    adapter = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size)
+def mount_pool(session: requests.Session, pool_size: int, *, public_only: bool = False) -> None:
+    """Give ``session`` a connection pool sized for concurrent tool calls.
+
+    Its connections obey the deadline of the call that uses them, and with
+    ``public_only`` refuse a peer address that is not public.
+    """
+    adapter: HTTPAdapter = GuardedAdapter(
+        public_only=public_only, pool_connections=pool_size, pool_maxsize=pool_size
+    )
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.headers["User-Agent"] = USER_AGENT
@@ -132,7 +211,8 @@ class HttpExecutor:
     """Calls endpoints over HTTP with timeouts, retries, a size cap and a host guard.
 
     Args:
-        timeout: Read timeout in seconds (default: ``Settings.http_timeout``).
+        timeout: The most seconds a call may take, connect to last body byte,
+            retries and redirects included (default: ``Settings.http_timeout``).
         connect_timeout: Connect timeout in seconds (default: the smaller of
             ``timeout`` and 5).
         retries: Extra attempts after a 429, a 5xx or a connection error
@@ -143,6 +223,8 @@ class HttpExecutor:
         session: The session to send through (default: a new pooled one).
         mode: The mode name written on every result.
         request_options: Extra keyword arguments for every ``session.request``.
+        allow_private: Call hosts whose addresses are not public (loopback,
+            private, link-local...); default: ``Settings.http_allow_private``.
     """
 
     def __init__(
@@ -157,8 +239,10 @@ class HttpExecutor:
         session: requests.Session | None = None,
         mode: str = "live",
         request_options: Mapping[str, Any] | None = None,
+        allow_private: bool | None = None,
     ) -> None:
         settings = get_settings()
+        self.allow_private = settings.http_allow_private if allow_private is None else allow_private
         self.timeout = settings.http_timeout if timeout is None else timeout
         self.connect_timeout = connect_timeout or min(self.timeout, 5.0)
         self.retries = max(0, settings.http_retries if retries is None else retries)
@@ -167,7 +251,9 @@ class HttpExecutor:
         self.max_backoff = max_backoff
         self.mode = mode
         self.request_options = dict(request_options or {})
-        self.session = session if session is not None else new_session()
+        if session is None:
+            session = new_session(public_only=not self.allow_private)
+        self.session = session
         self.session.hooks["response"].append(BodyCap(self.max_bytes))
 
     def call(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
@@ -207,7 +293,13 @@ class HttpExecutor:
         self.close()
 
     def _follow(self, spec: EndpointSpec, request: HttpRequest, started: float) -> ToolResult:
-        """Send ``request``, following same-host redirects by hand."""
+        """Send ``request``, following same-host redirects by hand, all within the timeout."""
+        with CallDeadline(self.timeout) as deadline:
+            return self._hops(spec, request, started, deadline)
+
+    def _hops(
+        self, spec: EndpointSpec, request: HttpRequest, started: float, deadline: CallDeadline
+    ) -> ToolResult:
         for _ in range(MAX_REDIRECTS + 1):
             url = full_url(request)
             if not same_host(request.url, spec.host):
@@ -215,7 +307,10 @@ class HttpExecutor:
                     f"refused to call {url}: only {spec.host} is allowed for {spec.qualified_name}"
                 )
                 return failure_result(message, url=url, latency_ms=_ms(started), mode=self.mode)
-            outcome = self._send(request, spec.host)
+            refused = self._refused(request.url)
+            if refused is not None:
+                return failure_result(refused, url=url, latency_ms=_ms(started), mode=self.mode)
+            outcome = self._send(request, spec.host, deadline)
             if isinstance(outcome, Failure):
                 return failure_result(
                     outcome.message, url=url, latency_ms=_ms(started), mode=self.mode
@@ -242,11 +337,30 @@ class HttpExecutor:
         message = f"too many redirects (more than {MAX_REDIRECTS})"
         return failure_result(message, url=request.url, latency_ms=_ms(started), mode=self.mode)
 
-    def _send(self, request: HttpRequest, host: str) -> requests.Response | Failure:
-        """One request with bounded retries on 429, 5xx and connection errors."""
+    def _refused(self, url: str) -> str | None:
+        """Why ``url``'s host may not be called (an address that is not public), if so."""
+        if self.allow_private:
+            return None
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return None  # a bad port: the request fails on its own, saying so
+        address = refused_address(host, port)
+        return None if address is None else private_address_message(host, address)
+
+    def _send(
+        self, request: HttpRequest, host: str, deadline: CallDeadline
+    ) -> requests.Response | Failure:
+        """One request with bounded retries on 429, 5xx and connection errors.
+
+        A retry happens only while the call's deadline leaves time for its wait.
+        """
         attempt = 0
         while True:
             response: requests.Response | None = None
+            outcome: requests.Response | Failure
             try:
                 response = self.session.request(
                     request.method,
@@ -261,16 +375,27 @@ class HttpExecutor:
                     **self.request_options,
                 )
             except requests.RequestException as exc:
-                failure = describe_exception(exc, host=host, timeout=self.timeout)
-                if not failure.retryable or attempt >= self.retries:
-                    return failure
+                if deadline.expired:
+                    return Failure(timeout_message(host, self.timeout), False)
+                outcome = describe_exception(exc, host=host, timeout=self.timeout)
+                if not outcome.retryable or attempt >= self.retries:
+                    return outcome
             else:
+                if deadline.expired:
+                    # The body may have ended only because its socket was shut.
+                    response.close()
+                    return Failure(timeout_message(host, self.timeout), False)
+                outcome = response
                 final = response.status_code not in RETRY_STATUSES or attempt >= self.retries
                 # A stored answer will not change by asking the cache again.
                 if final or getattr(response, "from_cache", False):
                     return response
+            delay = self._delay(attempt, response)
+            if delay >= deadline.remaining():
+                return outcome
+            if response is not None:
                 response.close()
-            time.sleep(self._delay(attempt, response))
+            time.sleep(delay)
             attempt += 1
 
     def _delay(self, attempt: int, response: requests.Response | None) -> float:
@@ -287,6 +412,17 @@ class HttpExecutor:
         return None
 
     def _result(self, response: requests.Response, started: float) -> ToolResult:
+        too_large = response.headers.get(TOO_LARGE_HEADER, "")
+        if too_large.isdigit():
+            return too_large_result(
+                status=response.status_code,
+                reason=response.reason or "",
+                max_bytes=int(too_large),
+                url=response.url,
+                latency_ms=_ms(started),
+                mode=self.mode,
+                from_cache=bool(getattr(response, "from_cache", False)),
+            )
         cut = response.headers.get(TRUNCATED_HEADER, "")
         body = describe_body(
             response.content or b"",

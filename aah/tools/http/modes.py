@@ -119,13 +119,14 @@ class _OfflineAdapter(BaseAdapter):
         return None
 
 
-def open_cache_session(path: Path, *, replay: bool) -> CachedSession:
+def open_cache_session(path: Path, *, replay: bool, public_only: bool = False) -> CachedSession:
     """A requests-cache session over the SQLite file at ``path``.
 
     Args:
         path: The SQLite file (created for recording).
         replay: Read-only and cache-only: a miss is a 504 "Not Cached" answer
             made by requests-cache, and the transport refuses to connect.
+        public_only: Recording refuses peers whose addresses are not public.
 
     Returns:
         The session; responses never expire.
@@ -147,7 +148,7 @@ def open_cache_session(path: Path, *, replay: bool) -> CachedSession:
         # third of a replay hit's cost) and mean nothing without a network.
         session.trust_env = False
     else:
-        mount_pool(session, pool_size=16)
+        mount_pool(session, pool_size=16, public_only=public_only)
     return session
 
 
@@ -212,7 +213,7 @@ def make_executor(
         fault_plan: Which tools fail and how (``fault`` mode only), e.g.
             ``"weather__forecast=404,*=timeout"``.
         base_mode: How tools outside the fault plan are answered.
-        timeout: Read timeout in seconds (default from settings).
+        timeout: Seconds a whole call may take (default from settings).
         retries: Retries after 429/5xx/connection errors (default from settings).
         max_bytes: Response size cap (default from settings).
         backoff: First retry delay in seconds.
@@ -242,10 +243,11 @@ def _record_executor(options: ExecutorOptions) -> Executor:
     path = _cache_path(options.cache_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # Always ask the API again and overwrite: a recording is a fresh snapshot.
+    public_only = not get_settings().http_allow_private
     return _http_executor(
         "record",
         options.limits,
-        session=open_cache_session(path, replay=False),
+        session=open_cache_session(path, replay=False, public_only=public_only),
         request_options={"force_refresh": True},
     )
 
@@ -260,6 +262,7 @@ def _replay_executor(options: ExecutorOptions) -> Executor:
         timeout=options.limits.timeout,
         retries=0,
         max_bytes=options.limits.max_bytes,
+        allow_private=True,  # a replay never connects: there is no address to check
     )
 
 

@@ -158,6 +158,31 @@ def response_result(
     )
 
 
+def too_large_result(
+    *,
+    status: int,
+    reason: str,
+    max_bytes: int,
+    url: str,
+    latency_ms: float,
+    mode: str,
+    from_cache: bool = False,
+) -> ToolResult:
+    """A compressed response that grew past the cap: a failed call, its body dropped."""
+    message = f"response too large (over {max_bytes} bytes decompressed)"
+    return ToolResult(
+        ok=False,
+        status=status,
+        text=f"{status_line(status, reason)}\n{message}",
+        latency_ms=latency_ms,
+        url=url,
+        error=message,
+        truncated=True,
+        mode=mode,
+        from_cache=from_cache,
+    )
+
+
 def failure_result(
     message: str, *, url: str, latency_ms: float, mode: str, status: int | None = None
 ) -> ToolResult:

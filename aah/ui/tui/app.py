@@ -24,19 +24,28 @@ from typing import TYPE_CHECKING
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Header, Input
 
+from aah.annotators import annotator_key, check_annotator_name
+from aah.benchmark import load_demo_tasks
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import HumanRequestRecord, SessionStore
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
-from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen, taken_by
+from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen, queue_place, taken_by
 from aah.ui.tui.setup import SetupPanel
 from aah.ui.tui.tasks import ScriptedModel, TuiTask, configured_model
-from aah.ui.tui.widgets import SessionDone, SessionEvent, SessionStats, StatsPanel, Timeline
+from aah.ui.tui.widgets import (
+    SessionDone,
+    SessionEvent,
+    SessionStats,
+    StatsLine,
+    StatsPanel,
+    Timeline,
+)
 
 if TYPE_CHECKING:
     from aah.events import Event
@@ -54,12 +63,28 @@ PENDING_LIST_LIMIT = 500
 # the event loop so the screen never freezes.
 _RUNTIME_MODULES = ("aah.runtime.environment", "aah.runtime.session", "aah.runtime.humans")
 # Actions that make no sense while a dialog is open over the main screen.
-_MAIN_SCREEN_ACTIONS = {"start", "break_tool", "fix_all", "pending", "toggle_aah"}
+_MAIN_SCREEN_ACTIONS = {"start", "break_tool", "fix_all", "pending", "toggle_aah", "pick"}
+_MAIN_SCREEN_ACTIONS |= {"toggle_setup"}
+# Below this many columns the three panels do not fit side by side: the
+# timeline takes the full width and the setup opens in its place (t).
+NARROW_BELOW = 100
+# Below this many rows the dialogs drop their spacing.
+SHORT_BELOW = 30
+# Number keys pick the demo tasks, in the order the demo runs them.
+_DEMO_KEYS = min(9, len(load_demo_tasks()))
 
 
 def default_annotator() -> str:
-    """The name answers go under when none is given: the login name, else ``tui``."""
-    return os.environ.get("USER") or os.environ.get("USERNAME") or FALLBACK_ANNOTATOR
+    """The name answers go under when none is given: the login name, else ``tui``.
+
+    The login name as ``check_annotator_name`` spells it; one it refuses
+    (``root`` is fine, an odd or reserved one is not) gives ``tui``.
+    """
+    login = os.environ.get("USER") or os.environ.get("USERNAME") or FALLBACK_ANNOTATOR
+    try:
+        return check_annotator_name(login)
+    except ValueError:
+        return FALLBACK_ANNOTATOR
 
 
 def _import_runtime() -> None:
@@ -80,12 +105,18 @@ class AahApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "aah — Ask-and-Help"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
+    # Labels are short so the footer stays whole at 60 columns.
     BINDINGS = [
+        Binding("1", "pick(1)", "Task", key_display=f"1-{_DEMO_KEYS}"),
+        *(Binding(str(n), f"pick({n})", show=False) for n in range(2, _DEMO_KEYS + 1)),
         Binding("s", "start", "Start"),
-        Binding("b", "break_tool", "Break tool"),
-        Binding("x", "fix_all", "Fix tools"),
-        Binding("p", "pending", "Waiting questions"),
-        Binding("a", "toggle_aah", "Aah on/off"),
+        Binding("b", "break_tool", "Break"),
+        Binding("x", "fix_all", "Fix"),
+        Binding("p", "pending", "Queue"),
+        Binding("a", "toggle_aah", "Ask-Help"),
+        Binding("t", "toggle_setup", "Setup"),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -101,7 +132,7 @@ class AahApp(App[None]):
         annotator: str | None = None,
     ) -> None:
         super().__init__()
-        self.annotator = annotator or default_annotator()
+        self.annotator = annotator_key(annotator or "") or default_annotator()
         self.registry = registry
         self.db = db
         self.data = data
@@ -115,6 +146,8 @@ class AahApp(App[None]):
         self._opened: set[str] = set()  # questions already shown once
         self._own_questions: list[str] = []  # this session's requests, from its events
         self._claimed: set[str] = set()  # requests this app holds a claim on
+        # Working through the queue (opened from the list): each answer opens the next.
+        self._queue_mode = False
         self._started = 0.0
 
     def compose(self) -> ComposeResult:
@@ -126,9 +159,11 @@ class AahApp(App[None]):
         yield Header(icon="◆")
         with Horizontal(id="body"):
             yield SetupPanel(self.registry, self.data, models, id="setup")
-            yield Timeline(id="timeline")
+            with Vertical(id="main"):
+                yield StatsLine(id="stats-line").data_bind(AahApp.stats)
+                yield Timeline(id="timeline")
             yield StatsPanel(id="stats").data_bind(AahApp.stats)
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     @property
     def setup(self) -> SetupPanel:
@@ -148,8 +183,8 @@ class AahApp(App[None]):
         self.set_interval(0.5, self._tick)
         self.set_interval(CLAIM_RENEW_SECONDS, self._renew_claim)
         self.timeline.add_note(
-            "Choose a task and press s to start.",
-            "Break a tool with b while the agent works; p lists questions waiting anywhere.",
+            f"Press 1-{_DEMO_KEYS} to choose a demo task, then s to start it.",
+            "Break a tool with b while the agent works; p opens the questions waiting anywhere.",
         )
         if self.initial_task is not None:
             self.setup.select_demo(self.initial_task)
@@ -253,6 +288,7 @@ class AahApp(App[None]):
     def _show_faults(self) -> None:
         broken = self.faults.faults
         self.setup.show_faults(broken)
+        self.refresh_bindings()  # Fix is offered while a tool is broken
         self.stats = replace(self.stats, broken_tools=len(broken))
 
     def _model(self, task: TuiTask) -> tuple[ModelConfig, str]:
@@ -275,11 +311,58 @@ class AahApp(App[None]):
 
     # -- actions (key bindings) -----------------------------------------------
 
+    @property
+    def narrow(self) -> bool:
+        """Whether the screen is too narrow for the three panels side by side."""
+        return self.size.width < NARROW_BELOW
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keep the main screen's keys for the main screen, not its dialogs."""
+        """Keep the main screen's keys for the main screen, not its dialogs.
+
+        On a narrow screen the footer has room for the keys that act on what is
+        in sight only: the setup key and Ask-and-Help (whose switch is in the
+        setup) come and go with the setup, and Fix shows once a tool is broken.
+        """
         if action in _MAIN_SCREEN_ACTIONS and isinstance(self.screen, ModalScreen):
             return False
+        setup_in_sight = not self.narrow or self.screen_stack[0].has_class("-setup-open")
+        if action == "toggle_setup":
+            return self.narrow
+        if action == "toggle_aah":  # the switch it flips is in the setup
+            return setup_in_sight
+        if action in ("break_tool", "fix_all") and self.narrow and setup_in_sight:
+            return False  # the setup's own Break and Fix buttons are in sight
+        if action == "fix_all":
+            return bool(self.faults.faults)
         return True
+
+    def on_resize(self) -> None:
+        """Offer the keys that fit the new width (the setup key comes and goes)."""
+        self.call_after_refresh(self.refresh_bindings)
+        if not self.narrow:
+            self.screen_stack[0].remove_class("-setup-open")
+
+    def action_pick(self, number: int) -> None:
+        """Choose demo task ``number`` (1 is the first), ready for s."""
+        tasks = load_demo_tasks()
+        if self.running:
+            self.notify("A session is running: wait for it to end.", severity="warning")
+            return
+        if not 1 <= number <= len(tasks):
+            self.notify(f"There are {len(tasks)} demo tasks: press 1-{len(tasks)}.")
+            return
+        self.setup.select_demo(tasks[number - 1].id)
+        self.notify(f"{number}: {tasks[number - 1].title}. Press s to start.", timeout=4)
+
+    def action_toggle_setup(self) -> None:
+        """On a narrow screen, show the setup in the timeline's place, or the timeline again."""
+        main = self.screen_stack[0]
+        main.toggle_class("-setup-open")
+        if main.has_class("-setup-open"):
+            self.setup.focus_first()
+        else:
+            self.timeline.focus()
+        self.refresh_bindings()
 
     def action_start(self) -> None:
         """Start the chosen task."""
@@ -297,6 +380,9 @@ class AahApp(App[None]):
         tools = ", ".join(task.tool_names) or "none"
         ask = "on" if aah else "off"
         body = f"user: {task.query}\ntools: {tools} · Ask-and-Help {ask}"
+        self.screen_stack[0].remove_class("-setup-open")  # a narrow screen shows the run
+        self.refresh_bindings()
+        self.timeline.follow()
         self.timeline.add_note(f"▶ {task.title}", body, "header")
         self.stats = SessionStats(status="running", model=label)
         self._show_faults()
@@ -337,7 +423,7 @@ class AahApp(App[None]):
 
     def _open_chosen(self, request_id: str | None) -> None:
         if request_id is not None:
-            self._claim_and_ask(request_id)
+            self._claim_and_ask(request_id, queue=True)
 
     # -- questions --------------------------------------------------------------
 
@@ -356,12 +442,12 @@ class AahApp(App[None]):
                 return
 
     @work(thread=True, group="claims")
-    def _claim_and_ask(self, request_id: str) -> None:
+    def _claim_and_ask(self, request_id: str, queue: bool = False) -> None:
         # A claim is a write, which may wait on another process's lock.
         if self.store.claim_request(request_id, self.annotator):
             request = self.store.get_human_request(request_id)
             if request is not None:
-                self.call_from_thread(self._ask, request)
+                self.call_from_thread(self._ask, request, queue)
                 return
         self.call_from_thread(self.notify, self._refusal(request_id), severity="warning")
 
@@ -376,14 +462,23 @@ class AahApp(App[None]):
             return f"Taken by {', '.join(holders)}: press p later, or answer another question."
         return "This question needs no more answers."
 
-    def _ask(self, request: HumanRequestRecord) -> None:
+    def _ask(self, request: HumanRequestRecord, queue: bool = False) -> None:
+        self._queue_mode = queue
         self._opened.add(request.id)
         self._claimed.add(request.id)
-        screen = AskHumanScreen(request)
+        own = request.session_id == self.session_id
+        screen = AskHumanScreen(request, where="" if own else self._place(request))
         self.push_screen(screen, callback=partial(self._answered, request, screen))
+
+    def _place(self, request: HumanRequestRecord) -> str:
+        """Which setting and task a question comes from, as the queue list names them."""
+        session = self.store.get_session(request.session_id)
+        setting, task = (session.setting, session.task_id) if session else (None, None)
+        return queue_place(setting, task, request.session_id)
 
     def on_ask_human_screen_put_aside(self, message: AskHumanScreen.PutAside) -> None:
         """A question closed unanswered is free for other annotators again."""
+        self._queue_mode = False  # "later" also means: no more questions now
         self._claimed.discard(message.request_id)
         self._release(message.request_id)
 
@@ -423,7 +518,18 @@ class AahApp(App[None]):
                 message = "Someone else answered this question first."
             self.call_from_thread(self.notify, message, severity="warning")
         elif request.session_id != self.session_id:
-            self.call_from_thread(self.notify, f"Answer sent to session {request.session_id[:8]}.")
+            self.call_from_thread(self.notify, f"Answer sent to {self._place(request)}.")
+        if self._queue_mode:
+            self._ask_next()
+
+    def _ask_next(self) -> None:
+        """In queue mode, claim and open the next waiting question (on a worker thread)."""
+        following = self.store.claim_next(self.annotator)
+        if following is not None:
+            self.call_from_thread(self._ask, following, True)
+            return
+        self._queue_mode = False
+        self.call_from_thread(self.notify, "No more questions are waiting: the queue is done.")
 
     def _tick(self) -> None:
         """Advance the clock and count the questions other sessions are waiting on."""

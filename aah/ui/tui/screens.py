@@ -90,23 +90,26 @@ class AskHumanScreen(ModalScreen[str | None]):
         Binding("ctrl+n", "decline", "Decline"),
     ]
 
-    def __init__(self, request: HumanRequestRecord) -> None:
+    def __init__(self, request: HumanRequestRecord, where: str = "") -> None:
         super().__init__()
         self.request = request
+        self.where = where
         self.opened = time.monotonic()
 
     def compose(self) -> ComposeResult:
         """The question first, the context under it, the answer box last."""
         with Vertical(id="ask-dialog"):
-            yield Label("The agent asks", id="ask-title")
+            title = f"An agent asks ({printable(self.where)})" if self.where else "The agent asks"
+            yield Label(title, id="ask-title")
             yield Static(Text(printable(self.request.question)), id="ask-question")
             with VerticalScroll(id="ask-context"):
                 yield Static(describe_context(self.request.context))
             yield Input(placeholder="Your answer (Enter sends it)", id="ask-answer")
             with Horizontal(id="ask-buttons"):
-                yield Button("Answer", variant="primary", id="ask-send")
-                yield Button("Decline (ctrl+n)", variant="error", id="ask-decline")
-                yield Button("Later (esc)", id="ask-later")
+                # Short labels stay whole at 60 columns; the footer names the keys.
+                yield Button("Send", variant="primary", id="ask-send")
+                yield Button("Decline", variant="error", id="ask-decline")
+                yield Button("Later", id="ask-later")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -200,6 +203,15 @@ def _append_diff(text: Text, full: str, given: str) -> None:
     text.append("\n")
 
 
+def queue_place(setting: str | None, task_id: str | None, session_id: str) -> str:
+    """Where a waiting question comes from, as a person knows it: setting and task.
+
+    A session with neither (a typed request) is named by its id.
+    """
+    parts = [part for part in (setting, task_id) if part]
+    return " · ".join(parts) if parts else f"session {session_id[:8]}"
+
+
 def taken_by(entry: QueueEntry, annotator: str) -> tuple[str, ...]:
     """The others whose claims (with the answers given) fill ``entry`` for ``annotator``.
 
@@ -214,7 +226,8 @@ def _pending_label(entry: QueueEntry, annotator: str) -> Text:
     waited = int((datetime.now(UTC) - created).total_seconds())
     minutes, seconds = divmod(max(waited, 0), 60)
     label = Text(f"{minutes}:{seconds:02d} ", style="dim")
-    label.append(f"session {entry.session_id[:8]}  ", style="cyan")
+    place = queue_place(entry.setting, entry.task_id, entry.session_id)
+    label.append(f"{printable(place)}  ", style="cyan")
     holders = taken_by(entry, annotator)
     if holders:
         label.append(f"[taken by {', '.join(printable(h) for h in holders)}] ", style="magenta")

@@ -65,6 +65,8 @@ class SetupPanel(VerticalScroll):
         """The chosen task may be a different one now."""
 
     source: reactive[TaskSource] = reactive("demo", init=False)
+    # Its controls take the focus, each visibly; the panel itself need not.
+    can_focus = False
 
     def __init__(
         self,
@@ -83,7 +85,7 @@ class SetupPanel(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         """The controls, top to bottom in the order a demo uses them."""
-        demos = [(f"{t.id}: {t.shows}", t.id) for t in load_demo_tasks()]
+        demos = [(f"{n} {t.id}: {t.shows}", t.id) for n, t in enumerate(load_demo_tasks(), 1)]
         yield Label("Task", classes="section")
         yield Select(_SOURCES, value="demo", allow_blank=False, id="source")
         with Vertical(id="demo-box"):
@@ -137,6 +139,13 @@ class SetupPanel(VerticalScroll):
         """Choose the demo task ``task_id``."""
         self.source = "demo"
         self.query_one("#demo-task", Select).value = task_id
+
+    def focus_first(self) -> None:
+        """Put the focus on the first control that takes it."""
+        for widget in self.query("Select, Input, Switch, Button"):
+            if widget.focusable:
+                widget.focus()
+                return
 
     def fault_choice(self) -> tuple[str | None, FaultKind]:
         """The tool to break (None when no task offers one) and how."""

@@ -124,9 +124,12 @@ def demo_choice(task: DemoTask, registry: Registry) -> TuiTask:
     Raises:
         AahError: the registry lacks one of the task's endpoints.
     """
+    from aah.benchmark import demo_script
+
     specs = tuple(registry.get(name) for name in task.tools)
     plan = FaultPlan.parse(task.fault) if task.fault else FaultPlan()
-    script = task.script if task.fault else with_coping_rules(task.script, specs)
+    quoted = demo_script(task, specs)
+    script = quoted if task.fault else with_coping_rules(quoted, specs)
     hint = {"demo_answer": task.human_answers[0]} if task.human_answers else {}
     return TuiTask(
         title=task.title,

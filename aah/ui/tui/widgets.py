@@ -83,15 +83,30 @@ class TimelineEntry(Static):
 
 
 class Timeline(VerticalScroll):
-    """The session's steps as they happen, newest at the bottom."""
+    """The session's steps as they happen, newest at the bottom.
+
+    The view stays on the newest step while the session runs and when the
+    terminal is resized (entries rewrap, and a kept offset would show an older
+    task); scrolling up lets go of that until the view is back at the end.
+    """
 
     def add_view(self, view: EntryView) -> TimelineEntry:
         """Append one entry and keep it in sight."""
         entry = TimelineEntry(view)
         self.mount(entry)
-        # Scroll once the entry has its size, or a tall one ends below the fold.
-        self.call_after_refresh(self.scroll_end, animate=False)
+        # Once the entry has its size: before that a tall one would end below the fold.
+        self.call_after_refresh(self._keep_following)
         return entry
+
+    def follow(self) -> None:
+        """Show the newest entry, and keep it in sight from now on."""
+        self.call_after_refresh(self._keep_following, again=True)
+
+    def _keep_following(self, again: bool = False) -> None:
+        # Anchored only once the entries overflow: an anchored view that is not
+        # full shows its entries at the bottom, under an empty top.
+        if self.max_scroll_y > 0 and (again or not self.is_anchored):
+            self.anchor()
 
     def add_event(self, event: Event) -> TimelineEntry | None:
         """Append the entry for ``event``, if it has one."""
@@ -161,6 +176,39 @@ class StatsPanel(Static):
     def watch_stats(self, stats: SessionStats) -> None:
         """Redraw with the new numbers."""
         self.update(render_stats(stats))
+
+
+class StatsLine(Static):
+    """The session's numbers on one line, for screens too narrow for the panel."""
+
+    stats: reactive[SessionStats] = reactive(SessionStats)
+
+    def watch_stats(self, stats: SessionStats) -> None:
+        """Redraw with the new numbers."""
+        self.update(render_stats_line(stats))
+
+
+def render_stats_line(stats: SessionStats) -> Text:
+    """The numbers that matter live, on one line (two on a very narrow screen)."""
+    minutes, seconds = divmod(int(stats.elapsed), 60)
+    items = [
+        Text(stats.status, style=_STATUS_STYLE.get(stats.status, "bold")),
+        Text(f"{stats.steps} steps"),
+        Text(f"{stats.tool_calls} tool calls"),
+        Text(f"{stats.errors} errors", style="bold red" if stats.errors else ""),
+        Text(f"{stats.questions} questions"),
+        Text(f"{minutes}:{seconds:02d}"),
+    ]
+    if stats.broken_tools:
+        items.append(Text(f"{stats.broken_tools} broken", style="red"))
+    if stats.waiting_elsewhere:
+        items.append(Text(f"{stats.waiting_elsewhere} waiting elsewhere"))
+    line = Text()
+    for index, item in enumerate(items):
+        if index:
+            line.append(" · ", style="dim")
+        line.append_text(item)
+    return line
 
 
 def render_stats(stats: SessionStats) -> Table:

@@ -12,20 +12,25 @@ The app binds to 127.0.0.1 unless told otherwise; the package's
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
+from aah.config import get_settings
 from aah.errors import AahError
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, WebAuth
 from aah.ui.web.desk import QueueDesk, lease_from_env
 from aah.ui.web.format import plain
 from aah.ui.web.grading_page import build_grading_tab
+from aah.ui.web.guard import MAX_REQUEST_BYTES, WebGuard
 from aah.ui.web.launch import RunLauncher
 from aah.ui.web.launch_page import build_launch_tab
+from aah.ui.web.proxies import parse_proxies, uvicorn_trusting
 from aah.ui.web.queue import OpenedRequest
 from aah.ui.web.queue_page import QueuePage, build_queue_tab
 from aah.ui.web.results_page import build_results_tab
@@ -36,6 +41,8 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
 REFRESH_SECONDS = 3.0
+# Gradio's own cap on an uploaded file; WebGuard refuses uploads before it counts.
+MAX_UPLOAD_BYTES = 1
 TITLE = "aah: questions from agents"
 _WELCOME = (
     "Agents ask people when they lack something. Sign in with your name to answer "
@@ -250,27 +257,56 @@ def _sentence(text: str) -> str:
 
 
 def launch_app(
-    app: gr.Blocks, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, block: bool = True
+    app: gr.Blocks,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    block: bool = True,
+    trusted_proxies: Sequence[str] | None = None,
 ) -> str:
     """Serve ``app`` on ``host:port`` and return its URL; ``block`` waits until stopped.
 
     Everything that could reach the internet is off: sharing, the SSR node
-    server, monitoring, the PWA manifest, the MCP server.
+    server, monitoring, the PWA manifest, the MCP server. ``WebGuard``
+    stands in front: no uploads, no file downloads, quiet client errors.
+
+    Args:
+        app: The app ``build_app`` made.
+        host: The address to bind.
+        port: The port to serve on.
+        block: Wait until the server stops.
+        trusted_proxies: The reverse proxies whose ``X-Forwarded-For`` names
+            the client; default ``AAH_WEB_TRUSTED_PROXIES`` (unset: none).
+
+    Raises:
+        AahError: ``AAH_WEB_TRUSTED_PROXIES`` lists something that is not an address.
     """
-    _, url, _ = app.queue(default_concurrency_limit=8).launch(
-        server_name=host,
-        server_port=port,
-        prevent_thread_lock=not block,
-        share=False,
-        ssr_mode=False,
-        pwa=False,
-        mcp_server=False,
-        enable_monitoring=False,
-        quiet=True,
-        show_error=False,
-        footer_links=[],
-        theme=gr.themes.Default(primary_hue="indigo"),
-        css=CSS,
-        js=PAGE_SCRIPT,
-    )
+    try:
+        proxies = parse_proxies(
+            ",".join(trusted_proxies)
+            if trusted_proxies is not None
+            else get_settings().web_trusted_proxies
+        )
+    except ValueError as exc:
+        raise AahError(str(exc)) from None
+    guarded = {"middleware": [Middleware(WebGuard)], "max_body_size": MAX_REQUEST_BYTES}
+    with uvicorn_trusting(proxies):
+        _, url, _ = app.queue(default_concurrency_limit=8).launch(
+            server_name=host,
+            server_port=port,
+            prevent_thread_lock=not block,
+            share=False,
+            ssr_mode=False,
+            pwa=False,
+            mcp_server=False,
+            enable_monitoring=False,
+            quiet=True,
+            show_error=False,
+            footer_links=[],
+            theme=gr.themes.Default(primary_hue="indigo"),
+            css=CSS,
+            js=PAGE_SCRIPT,
+            max_file_size=MAX_UPLOAD_BYTES,
+            app_kwargs=guarded,
+        )
     return str(url)

@@ -13,7 +13,9 @@ The rules, kept simple on purpose:
 Only admins may launch batch runs. Every page action checks the signed-in
 user held in the page's server-side state; nothing is done anonymously.
 
-Sign-in attempts are limited per client address: after
+Sign-in attempts are limited per client address (the connecting one, or
+what a proxy in ``AAH_WEB_TRUSTED_PROXIES`` forwards; an IPv6 client's /64):
+after
 ``MAX_FAILED_SIGN_INS`` failures within ``SIGN_IN_WINDOW_S`` seconds, the
 address may not try again until the oldest of them is that old, so guessing
 a token runs at a few tries a minute.
@@ -26,24 +28,27 @@ import math
 import os
 import threading
 import time
-import unicodedata
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import gradio as gr
 
+from aah.annotators import check_annotator_name
+from aah.ui.web.proxies import client_key
+
 TOKEN_ENV = "AAH_WEB_TOKEN"
 ADMIN_TOKEN_ENV = "AAH_WEB_ADMIN_TOKEN"
-MAX_NAME_CHARS = 40
-# The names non-human channels record as ``answered_by``: an annotator using
-# one would be counted as a machine (or a machine as them) in agreement.
-RESERVED_NAMES = frozenset(
-    {"oracle", "simulated", "scripted", "console", "unknown", "deadline-fallback"}
-)
-_NAME_PUNCTUATION = frozenset(" ._-@")
 MAX_FAILED_SIGN_INS = 5
 SIGN_IN_WINDOW_S = 60.0
+
+
+def page_error(message: str) -> gr.Error:
+    """The one-line error the page shows for a person's mistake (no sign-in, a bad choice).
+
+    The server prints no traceback for it: a client can send these at will.
+    """
+    return gr.Error(message, print_exception=False)
 
 
 class SignInLimiter:
@@ -124,16 +129,17 @@ class WebAuth:
             gr.Error: The client gave a wrong token too often lately, the
                 name is not usable, or the token is wrong.
         """
+        client = client_key(client)
         wait = self.limiter.wait_seconds(client)
         if wait > 0:
-            raise gr.Error(
+            raise page_error(
                 f"too many failed sign-ins from this address: try again in {math.ceil(wait)} s"
             )
         clean = check_name(name)
         is_admin_token = _same(token, self.admin_token)
         if self.token is not None and not (_same(token, self.token) or is_admin_token):
             self.limiter.failed(client)
-            raise gr.Error("wrong access token: ask the admin for the current AAH_WEB_TOKEN")
+            raise page_error("wrong access token: ask the admin for the current AAH_WEB_TOKEN")
         admin = is_admin_token if self.admin_token is not None else self.token is None
         return Annotator(name=clean, admin=admin)
 
@@ -146,26 +152,17 @@ def _same(given: str, expected: str | None) -> bool:
 
 
 def check_name(name: str) -> str:
-    """``name`` trimmed, if it can identify an annotator.
+    """``name`` as aah stores it (``annotator_key``), if it can identify an annotator.
 
     Raises:
-        gr.Error: Empty, too long, reserved, or with characters other than
-            letters, digits, spaces and ``. _ - @``.
+        gr.Error: Empty, too long, reserved, mixing scripts, or with
+            characters other than letters, digits, spaces and ``. _ - @``
+            (``check_annotator_name`` says which, in one line).
     """
-    clean = " ".join(name.split())
-    if not clean:
-        raise gr.Error("type your name to sign in: answers are stored under it")
-    if len(clean) > MAX_NAME_CHARS:
-        raise gr.Error(f"use a name of at most {MAX_NAME_CHARS} characters")
-    if not all(_name_char(char) for char in clean):
-        raise gr.Error("use only letters, digits, spaces and . _ - @ in your name")
-    if clean.lower() in RESERVED_NAMES or clean.lower().startswith("human:"):
-        raise gr.Error(f"{clean!r} is reserved for automatic answers: pick another name")
-    return clean
-
-
-def _name_char(char: str) -> bool:
-    return char in _NAME_PUNCTUATION or unicodedata.category(char)[0] in ("L", "N")
+    try:
+        return check_annotator_name(name)
+    except ValueError as refused:
+        raise page_error(str(refused)) from None
 
 
 def require(user: Annotator | None) -> Annotator:
@@ -175,7 +172,7 @@ def require(user: Annotator | None) -> Annotator:
         gr.Error: Nobody is signed in on this page.
     """
     if user is None:
-        raise gr.Error("sign in first (top of the page): answers are never anonymous")
+        raise page_error("sign in first (top of the page): answers are never anonymous")
     return user
 
 
@@ -187,7 +184,7 @@ def require_admin(user: Annotator | None) -> Annotator:
     """
     signed_in = require(user)
     if not signed_in.admin:
-        raise gr.Error(
+        raise page_error(
             f"only an admin may launch runs: sign in with the admin token ({ADMIN_TOKEN_ENV})"
         )
     return signed_in

@@ -7,7 +7,7 @@ from typing import Any
 import gradio as gr
 
 from aah.store import SessionStore, Verdict
-from aah.ui.web.auth import Annotator, require
+from aah.ui.web.auth import Annotator, page_error, require
 from aah.ui.web.format import plain
 from aah.ui.web.grading import grading_view, record_label, run_names, to_label
 
@@ -17,7 +17,7 @@ _EMPTY = ("", "", "", "", None)
 def next_to_label(store: SessionStore, who: Annotator, run: str | None) -> tuple[Any, ...]:
     """The outputs showing the next session ``who`` has to label in ``run``, or none left."""
     if not run:
-        raise gr.Error("pick a run first (Refresh runs if the list is empty)")
+        raise page_error("pick a run first (Refresh runs if the list is empty)")
     waiting = to_label(store, run, who.name)
     if not waiting:
         return (f"Nothing left to label in run **{plain(run)}**. Thank you!", *_EMPTY)
@@ -62,11 +62,11 @@ def build_grading_tab(store: SessionStore, user: gr.State, tab: gr.Tab) -> None:
         ) -> tuple[Any, ...]:
             signed_in = require(who)
             if session_id is None:
-                raise gr.Error("press Next answer to get an answer to label")
+                raise page_error("press Next answer to get an answer to label")
             try:
                 record_label(store, session_id, signed_in.name, verdict)
             except (ValueError, KeyError) as exc:
-                raise gr.Error(str(exc)) from None
+                raise page_error(str(exc)) from None
             shown_next = next_to_label(store, signed_in, picked)
             note = f"Labelled {verdict.capitalize()}. {shown_next[0]}"
             return (note, *shown_next[1:4], f"Saved: {verdict}.", shown_next[5])

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import gradio as gr
 
-from aah.ui.web.auth import Annotator, require_admin
+from aah.ui.web.auth import Annotator, page_error, require_admin
 from aah.ui.web.format import plain
 from aah.ui.web.launch import (
     LAUNCH_HEADERS,
@@ -62,7 +62,7 @@ def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
         try:
             started = launcher.launch(request)
         except ValueError as exc:
-            raise gr.Error(str(exc)) from None
+            raise page_error(str(exc)) from None
         note = f"Started run **{plain(request.run)}** as process {started.process.pid}."
         return note, launcher.rows(), started.process.pid, log_tail(started.log)
 
@@ -70,13 +70,13 @@ def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
         require_admin(who)
         launched = launcher.find(int(chosen)) if chosen else None
         if launched is None:
-            raise gr.Error("type the process id of a run launched from this page")
+            raise page_error("type the process id of a run launched from this page")
         return launcher.rows(), log_tail(launched.log)
 
     def on_stop(who: Annotator | None, chosen: float | None) -> tuple[str, list[list[str]]]:
         require_admin(who)
         if not chosen or not launcher.stop(int(chosen)):
-            raise gr.Error("type the process id of a running run launched from this page")
+            raise page_error("type the process id of a running run launched from this page")
         return f"Asked process {int(chosen)} to stop.", launcher.rows()
 
     launch.click(

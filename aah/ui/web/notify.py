@@ -16,17 +16,23 @@ imported only when ``AAH_NOTIFY`` is set.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import re
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aah.errors import AahError
+from aah.secrets import scrub_text
 from aah.store import SessionStore
 
 NOTIFY_EXTRA_MISSING = "AAH_NOTIFY needs the notify extra: pip install 'aah[notify]'"
+# How long one message may take to send, all its URLs together.
+SEND_TIMEOUT_S = 30.0
 _log = logging.getLogger(__name__)
 _URL_SEPARATORS = re.compile(r"[\s,]+")
 
@@ -70,21 +76,58 @@ def load_apprise() -> Any:
         raise AahError(NOTIFY_EXTRA_MISSING) from None
 
 
-def apprise_sender(urls: tuple[str, ...]) -> Any:
-    """An ``apprise.Apprise`` that sends to every URL of ``urls``.
+def apprise_sender(urls: tuple[str, ...], timeout: float = SEND_TIMEOUT_S) -> IsolatedSender:
+    """A sender to every URL of ``urls``, each message sent from a bounded child process.
+
+    The URLs are checked here, once, so that a wrong one stops ``aah web`` at
+    start with one line rather than failing every message later.
 
     Raises:
         AahError: Apprise is missing, or cannot use one of the URLs.
     """
     apprise = load_apprise()
-    sender = apprise.Apprise()
+    checker = apprise.Apprise()
     for url in urls:
-        if not sender.add(url):
+        if not checker.add(url):
             raise AahError(
                 f"AAH_NOTIFY: Apprise cannot use {url!r}: "
                 "see https://github.com/caronc/apprise/wiki for URL forms"
             )
-    return sender
+    return IsolatedSender(urls, timeout)
+
+
+class IsolatedSender:
+    """Sends each message through Apprise in a child process (``aah.ui.web.notify_send``).
+
+    A notification service is a server aah does not control: its reply may be
+    a compressed bomb or may never end. The child caps its own memory and is
+    killed after ``timeout`` seconds, so neither reaches the web app.
+    """
+
+    def __init__(self, urls: tuple[str, ...], timeout: float = SEND_TIMEOUT_S) -> None:
+        self.urls = urls
+        self.timeout = timeout
+
+    def notify(self, *, title: str, body: str) -> bool:
+        """Send one message to every URL; False (with one logged line) when it did not go."""
+        message = json.dumps({"urls": list(self.urls), "title": title, "body": body})
+        try:
+            child = subprocess.run(
+                [sys.executable, "-m", "aah.ui.web.notify_send"],
+                input=message,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+            )
+        except subprocess.TimeoutExpired:
+            _log.warning(
+                "aah web: the notification took longer than %.0f s and was stopped", self.timeout
+            )
+            return False
+        if child.returncode != 0 and child.stderr.strip():
+            why = scrub_text(" ".join(child.stderr.split())[-300:])
+            _log.warning("aah web: the notification was not sent: %s", why)
+        return child.returncode == 0
 
 
 class QueueNotifier:

@@ -17,7 +17,7 @@ import gradio as gr
 from aah.errors import AahError
 from aah.scoring.report import build_report, render_html
 from aah.store import SessionStore
-from aah.ui.web.auth import Annotator, require
+from aah.ui.web.auth import Annotator, page_error, require
 from aah.ui.web.grading import run_names
 
 # The steps build_report announces, then rendering: for the progress bar.
@@ -71,7 +71,7 @@ def build_results_tab(
         try:
             built = build_report(store, picked or None, data_dir, progress=step)
         except AahError as exc:
-            raise gr.Error(str(exc)) from None
+            raise page_error(str(exc)) from None
         step("rendering")
         return report_frame(render_html(built))
 

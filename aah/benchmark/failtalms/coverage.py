@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from aah.benchmark.dataset import Task
-from aah.benchmark.derive import LOW_SIMILARITY, MatchKind
-from aah.benchmark.settings import SETTINGS, Setting
+from aah.benchmark.failtalms.dataset import Task
+from aah.benchmark.failtalms.derive import LOW_SIMILARITY, MatchKind
+from aah.benchmark.failtalms.settings import SETTINGS, Setting
 
 _SHORT = 90  # characters of a query shown in a hard case
 

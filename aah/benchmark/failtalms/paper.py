@@ -41,12 +41,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms.settings import SETTINGS, canonical_setting
 from aah.errors import AahError
-from aah.scoring.intervals import Proportion
-from aah.scoring.metrics import CellMetrics, canonical_setting
+from aah.scoring import CellMetrics, Proportion
 
-PAPER_TABLES = Path(__file__).resolve().parent / "failtalms_paper_tables.json"
+PAPER_TABLES = Path(__file__).resolve().parent / "paper_tables.json"
 # The paper's metrics, as CellMetrics names them, in its column order.
 PAPER_METRICS = ("pass_rate", "awareness", "unexpected", "skip", "interaction")
 # Per unit: the largest value, and half the step the values are printed to (as a fraction).
@@ -124,7 +123,9 @@ def load_paper_tables(path: Path | None = None) -> PaperTables:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise AahError(f"{path} is not JSON ({exc}): fix it or pass another --paper-table") from exc
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-        raise AahError(f"{path} needs an object with a 'rows' list: see aah.scoring.paper")
+        raise AahError(
+            f"{path} needs an object with a 'rows' list: see aah.benchmark.failtalms.paper"
+        )
     unit = data.get("unit", "percent")
     if unit not in UNITS:
         raise AahError(f'{path}: unknown unit {unit!r}: use "percent" or "fraction"')
@@ -136,7 +137,7 @@ def load_paper_tables(path: Path | None = None) -> PaperTables:
         raise AahError(
             f"{path} holds none of the paper's values yet ({data.get('status', 'no rows')}): "
             "pass --paper-table FILE with the paper's Tables 1-2 in the format of "
-            "aah.scoring.paper"
+            "aah.benchmark.failtalms.paper"
         )
     aliases = _aliases(path, data.get("aliases", {}), {row.model for row in rows})
     return PaperTables(

@@ -43,7 +43,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from aah.benchmark.settings import Setting
+from aah.benchmark.failtalms.settings import Setting
 
 FactKind = Literal["place", "date", "number", "identifier", "thing"]
 

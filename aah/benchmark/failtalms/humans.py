@@ -36,13 +36,13 @@ from typing import NamedTuple
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from aah.benchmark.fact_fit import (
+from aah.benchmark.failtalms.fact_fit import (
     TaskFacts,
     asks_about_the_user,
     asks_for_tool_job,
     fitting_facts,
 )
-from aah.benchmark.leak_check import leak_flags
+from aah.benchmark.failtalms.leak_check import leak_flags
 from aah.errors import AahError
 from aah.events import ModelCallEvent
 from aah.extensions import BatchHumanName, choose

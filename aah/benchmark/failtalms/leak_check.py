@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Set
 from difflib import SequenceMatcher
 
-from aah.benchmark.fact_fit import (
+from aah.benchmark.failtalms.fact_fit import (
     TaskFacts,
     asks_for_tool_job,
     content_stems,

@@ -2,7 +2,7 @@
 
 Each setting is one file, ``benchmark/<Folder>/all_<Folder>_queries.json``.
 A derived query (under-specified, replaceable, non-replaceable, no-tools) is
-linked to the Original query it was made from (see ``aah.benchmark.derive``),
+linked to the Original query it was made from (see ``aah.benchmark.failtalms.derive``),
 which gives the endpoints the task really needs, the unavailable ones, and
 the facts an under-specified query hides.
 
@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aah.benchmark import derive as derive_module
-from aah.benchmark.derive import (
+from aah.benchmark.failtalms import derive as derive_module
+from aah.benchmark.failtalms.derive import (
     Match,
     MatchKind,
     OriginalIndex,
@@ -35,9 +35,9 @@ from aah.benchmark.derive import (
     similarity,
     words,
 )
-from aah.benchmark.settings import SETTING_FOLDERS as SETTING_FOLDERS
-from aah.benchmark.settings import SETTINGS as SETTINGS
-from aah.benchmark.settings import Setting as Setting
+from aah.benchmark.failtalms.settings import SETTING_FOLDERS as SETTING_FOLDERS
+from aah.benchmark.failtalms.settings import SETTINGS as SETTINGS
+from aah.benchmark.failtalms.settings import Setting as Setting
 from aah.config import get_settings
 from aah.data import failtalms_dir
 from aah.errors import AahError

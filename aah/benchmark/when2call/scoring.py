@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
+from aah.scoring import Proportion, base_task_id, wilson
 from aah.scoring.behavior import (
     BEHAVIOR_CLASSES,
     BehaviorClass,
@@ -40,8 +41,6 @@ from aah.scoring.behavior import (
     confusion,
     turn_class,
 )
-from aah.scoring.intervals import Proportion, wilson
-from aah.scoring.repeats import base_task_id
 from aah.store import SessionRecord, SessionStore
 from aah.tools import ASK_HUMAN
 

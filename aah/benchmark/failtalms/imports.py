@@ -34,9 +34,12 @@ Decisions:
   human request's answer carries the score as the 0/1 rating), the final
   answer, status ``skipped`` or ``finished``, and, unless skipped (like the
   grader, which grades finished sessions only), a grade by grader
-  ``published`` whose one vote is the published score (``win_rate`` where
-  No-tools has it, else ``pass_rate``; pass when >= 1). A record with
-  neither score stays ungraded.
+  ``published`` whose one vote is the published score (``pass_rate``; pass
+  when >= 1). A record without ``pass_rate`` stays ungraded. **No-tools**
+  records are graded on ``win_rate`` only (science.md §5), as the paper's
+  evaluation script does (pass when >= 1: one file holds a 2 with the
+  rationale "win"); one without ``win_rate`` is a fail (vote 0), whatever
+  its ``pass_rate``.
 - **Idempotent.** Sessions are unique per (run, task id), task ids depend
   only on the file's contents, and a session is closed only once all its
   records are in, so importing again adds nothing, and an import cut short
@@ -51,6 +54,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from aah.benchmark.failtalms.published import (
+    InteractionScore,
+    PublishedAnswer,
+    odd_record_warnings,
+    read_answers,
+)
 from aah.errors import AahError
 from aah.events import (
     AwarenessEvent,
@@ -58,12 +67,6 @@ from aah.events import (
     FinalAnswerEvent,
     HumanAnswerEvent,
     HumanQuestionEvent,
-)
-from aah.scoring.published import (
-    InteractionScore,
-    PublishedAnswer,
-    odd_record_warnings,
-    read_answers,
 )
 from aah.store import SessionRecord, SessionStore, Verdict
 
@@ -81,6 +84,8 @@ PUBLISHED = "published"
 PROMPT_VERSION = "failtalms-outputs"
 ANSWERS_FILE = "answers.json"
 COUNTS_KEY = "import_counts"
+# The published vote of a No-tools record that has no win_rate: a fail.
+NO_PASS = 0.0
 
 ImportProgress = Callable[[int, int], None]
 
@@ -381,6 +386,10 @@ def _rating(item: InteractionScore) -> int | None:
 
 
 def _published_score(setting: str, answer: PublishedAnswer) -> float | None:
-    if setting == "notools" and answer.win_rate is not None:
-        return answer.win_rate
+    if setting == "notools":
+        # science.md §5: No-tools passes on its win rate alone, and a record
+        # without one is no pass; its pass_rate grades the tool-using answer
+        # it was compared with, and falling back to it misreads 4 of the
+        # paper's 5 non-Qwen No-tools cells (Llama 8B: 0.12 for 0.00).
+        return NO_PASS if answer.win_rate is None else answer.win_rate
     return answer.pass_rate

@@ -1,0 +1,155 @@
+"""``aah db check``: whether a session database is whole, and what it holds.
+
+The file is opened read-only, so checking never changes it, however damaged
+it is. SQLite's own check (``PRAGMA integrity_check``, or the faster
+``quick_check`` that skips matching indexes to tables) finds damaged pages;
+the store's own rules are checked after it: rows whose session is gone, and
+sessions whose event count disagrees with their events (an event lost or
+written twice).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import suppress
+from pathlib import Path
+
+from pydantic import BaseModel, Field, computed_field
+
+from aah.errors import AahError
+from aah.store import schema as schema
+from aah.store.file_errors import StoreFileError, open_connection
+
+# SQLite lists at most this many damaged spots; a file with more is damaged enough.
+_MAX_INTEGRITY_ROWS = 20
+_COUNTED_TABLES = ("runs", "sessions", "events", "human_requests", "grades")
+_SESSION_REFERENCES = ("events", "human_requests", "grades")
+_RESTORE = "restore it from a backup"
+
+
+class DatabaseCheck(BaseModel):
+    """What checking one session database found.
+
+    Attributes:
+        path: The file checked.
+        schema_version: Its session schema (SQLite's ``user_version``), if readable.
+        integrity: SQLite's verdict: ``ok``, or ``damaged``; None where it could not run.
+        counts: Rows of each table (``runs``, ``sessions``, ``events``,
+            ``human_requests``, ``grades``), for the tables that could be read.
+        sessions_by_status: Sessions of each status.
+        requests_by_status: Human requests of each status.
+        problems: One line each: what is wrong, naming the file where it helps.
+    """
+
+    path: str
+    schema_version: int | None = None
+    integrity: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
+    sessions_by_status: dict[str, int] = Field(default_factory=dict)
+    requests_by_status: dict[str, int] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented use
+    @property
+    def healthy(self) -> bool:
+        """Whether no problem was found."""
+        return not self.problems
+
+
+def check_database(path: Path, *, quick: bool = False) -> DatabaseCheck:
+    """Check the session database at ``path`` without writing to it.
+
+    Args:
+        path: The database file.
+        quick: Run SQLite's ``quick_check`` (linear in the file's size)
+            instead of the full ``integrity_check``.
+
+    Raises:
+        AahError: There is no file at ``path``.
+    """
+    if not path.exists() and not path.is_symlink():
+        raise AahError(f"no session database at {path}: pass the session database to --db")
+    found = DatabaseCheck(path=str(path))
+    try:
+        conn = open_connection(path, read_only=True)
+    except StoreFileError as exc:
+        found.problems.append(f"{exc.problem}; {exc.advice}")
+        return found
+    try:
+        _check(conn, path, found, quick)
+    except StoreFileError as exc:
+        found.problems.append(f"{exc.problem}; {exc.advice}")
+    finally:
+        conn.close()
+    return found
+
+
+def _check(conn: sqlite3.Connection, path: Path, found: DatabaseCheck, quick: bool) -> None:
+    found.schema_version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    pragma = "quick_check" if quick else "integrity_check"
+    said = [row[0] for row in conn.execute(f"PRAGMA {pragma}({_MAX_INTEGRITY_ROWS})")]
+    found.integrity = "ok" if said == ["ok"] else "damaged"
+    if found.integrity != "ok":
+        # One row may hold several findings, a line each, under a heading.
+        lines = [line for row in said for line in row.splitlines() if not line.startswith("***")]
+        found.problems += [
+            f"{path} is damaged: {line}; {_RESTORE}" for line in lines[:_MAX_INTEGRITY_ROWS]
+        ]
+    tables = schema.table_names(conn)
+    if not _schema_fits(found, tables, path):
+        return
+    if found.integrity != "ok":
+        # What a damaged file still yields, as far as it can be read.
+        with suppress(StoreFileError):
+            _count(conn, found)
+        return
+    _count(conn, found)
+    found.problems += _orphans(conn) + _event_counts(conn)
+
+
+def _count(conn: sqlite3.Connection, found: DatabaseCheck) -> None:
+    for table in _COUNTED_TABLES:
+        found.counts[table] = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    found.sessions_by_status = _by_status(conn, "sessions")
+    found.requests_by_status = _by_status(conn, "human_requests")
+
+
+def _schema_fits(found: DatabaseCheck, tables: set[str], path: Path) -> bool:
+    """Whether the file holds aah's tables to count (what else it is goes in the problems)."""
+    version = found.schema_version or 0
+    problem = schema.file_problem(version, tables, path)
+    if problem is not None:
+        found.problems.append(f"{problem.problem}; {problem.advice}")
+    # A new file, with no tables yet (or the checkpointer's alone), is empty and healthy.
+    return problem is None and version > 0
+
+
+def _by_status(conn: sqlite3.Connection, table: str) -> dict[str, int]:
+    rows = conn.execute(f"SELECT status, count(*) FROM {table} GROUP BY status ORDER BY status")
+    return {status: int(count) for status, count in rows}
+
+
+def _orphans(conn: sqlite3.Connection) -> list[str]:
+    """One line per table whose rows name sessions that do not exist."""
+    problems = []
+    for table in _SESSION_REFERENCES:
+        (count,) = conn.execute(
+            f"SELECT count(*) FROM {table} AS t"
+            " WHERE NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.id = t.session_id)"
+        ).fetchone()
+        if count:
+            problems.append(f"{count} row(s) of {table} belong to no session; {_RESTORE}")
+    return problems
+
+
+def _event_counts(conn: sqlite3.Connection) -> list[str]:
+    """A line if some session's event count is not the number of its events (lost or doubled)."""
+    (count,) = conn.execute(
+        "SELECT count(*) FROM sessions AS s WHERE s.n_events !="
+        " (SELECT count(*) FROM events AS e WHERE e.session_id = s.id)"
+    ).fetchone()
+    if not count:
+        return []
+    return [
+        f"{count} session(s) have events missing or doubled (their count disagrees); {_RESTORE}"
+    ]
