@@ -27,12 +27,18 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from aah.benchmark import RunOptions
-from aah.benchmark.bfcl import CATEGORIES, BfclRunner, bfcl_source, load_bfcl
+from aah.benchmark.bfcl import (
+    CATEGORIES,
+    BfclRunner,
+    bfcl_run_scores,
+    bfcl_source,
+    load_bfcl,
+    score_bfcl_run,
+)
 from aah.cli.bench_bfcl import choose_items
 from aah.data import find_data_dir
 from aah.llm import ModelConfig
 from aah.runtime import run_async
-from aah.scoring import bfcl_run_scores, score_bfcl_run
 from aah.store import SessionStore
 
 # Requests with a question mark get a malformed call; the others a well-formed one.

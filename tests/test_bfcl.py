@@ -21,16 +21,17 @@ from aah.benchmark.bfcl import (
     CATEGORIES,
     BfclRunner,
     BfclTask,
+    bfcl_run_scores,
     bfcl_source,
     function_specs,
     load_bfcl,
     parse_categories,
     published_for,
+    score_bfcl_run,
 )
 from aah.cli.bench_bfcl import choose_items
 from aah.errors import AahError
 from aah.events import ModelCallEvent
-from aah.scoring import bfcl_run_scores, score_bfcl_run
 from aah.scoring.report import build_report, render_csv, render_json, render_markdown
 from aah.store import SessionStore, merge_databases
 from aah.testing.fake_llm import FakeLLMServer

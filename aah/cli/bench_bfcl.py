@@ -70,12 +70,17 @@ def run_bfcl(flags: BfclFlags) -> None:
         AahError: no data, a bad flag, an unreachable model, or a run made otherwise.
     """
     from aah.benchmark import RunOptions, parse_shard, shard_tasks
-    from aah.benchmark.bfcl import BfclRunner, data_files, load_bfcl, parse_categories
-    from aah.cli.bench_run import print_summary, run_with_progress, warn_about_probe
+    from aah.benchmark.bfcl import (
+        BfclRunner,
+        data_files,
+        load_bfcl,
+        parse_categories,
+        score_bfcl_run,
+    )
+    from aah.cli.bench_run import act_on_probe, print_summary, run_with_progress
     from aah.config import get_settings
     from aah.llm import model_config, probe_server
-    from aah.runtime import choose_tool_mode, run_async, tool_mode_choice
-    from aah.scoring import score_bfcl_run
+    from aah.runtime import Activity, choose_tool_mode, run_async, tool_mode_choice
     from aah.store import SessionStore
 
     categories = parse_categories(flags.category)
@@ -86,7 +91,7 @@ def run_bfcl(flags: BfclFlags) -> None:
     choice = tool_mode_choice(flags.tool_mode)
     report = run_async(probe_server(config, overflow_probe=False)) if flags.probe else None
     if report is not None:
-        warn_about_probe(report)
+        act_on_probe(report)
     mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
         run=flags.run,
@@ -112,6 +117,7 @@ def run_bfcl(flags: BfclFlags) -> None:
     digest = hashlib.sha256()
     for path in data_files(source, categories):
         digest.update(path.read_bytes())
+    activity = Activity()
     summary = run_with_progress(
         flags.run,
         len(tasks) * flags.epochs,
@@ -122,7 +128,9 @@ def run_bfcl(flags: BfclFlags) -> None:
             categories=categories,
             data_source=str(source.resolve()),
             data_sha256=digest.hexdigest(),
+            activity=activity,
         ),
+        activity,
     )
     with SessionStore(db_path) as store:
         scored = score_bfcl_run(store, flags.run, all_tasks)

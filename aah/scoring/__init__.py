@@ -13,12 +13,6 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.scoring.agreement import HUMAN_GRADER_PREFIX
     from aah.scoring.behavior import Classification, behavior_report, classify_reply
-    from aah.scoring.bfcl import (
-        BfclScores,
-        bfcl_run_scores,
-        bfcl_scores_to_json,
-        score_bfcl_run,
-    )
     from aah.scoring.errors import error_patterns
     from aah.scoring.grader import (
         GradeSummary,
@@ -40,10 +34,6 @@ if TYPE_CHECKING:
     from aah.scoring.report import build_report, render_html, render_json
 
 __all__ = [
-    "BfclScores",
-    "bfcl_run_scores",
-    "bfcl_scores_to_json",
-    "score_bfcl_run",
     "HUMAN_GRADER_PREFIX",
     "CellMetrics",
     "Classification",
@@ -72,10 +62,6 @@ __all__ = [
 ]
 
 _WHERE = {
-    "BfclScores": "aah.scoring.bfcl",
-    "bfcl_run_scores": "aah.scoring.bfcl",
-    "bfcl_scores_to_json": "aah.scoring.bfcl",
-    "score_bfcl_run": "aah.scoring.bfcl",
     "HUMAN_GRADER_PREFIX": "aah.scoring.agreement",
     "CellMetrics": "aah.scoring.metrics",
     "Classification": "aah.scoring.behavior.classes",

@@ -1,8 +1,8 @@
 """BFCL (Berkeley Function-Calling Leaderboard) single-turn items as a runnable benchmark.
 
 Loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the run recipe,
-the AST checker, the standard and intent readings of a turn, and MBFCL's
-published figures.
+the AST checker, the standard and intent readings of a turn, the run's scores
+and MBFCL's published figures.
 """
 
 from __future__ import annotations
@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     )
     from aah.benchmark.bfcl.reading import Turn, called_intent, called_standard, read_turn
     from aah.benchmark.bfcl.runner import BENCHMARK, BfclRunner, function_specs
+    from aah.benchmark.bfcl.scoring import (
+        FIGURES,
+        BfclScores,
+        Disagreement,
+        bfcl_run_scores,
+        bfcl_scores_to_json,
+        score_bfcl_run,
+    )
     from aah.benchmark.bfcl.tasks import (
         ALL_SINGLE_TURN,
         AST_CATEGORIES,
@@ -50,10 +58,15 @@ __all__ = [
     "REFUSAL_CATEGORIES",
     "RELEVANCE_CATEGORIES",
     "BfclMessage",
+    "BfclScores",
+    "Disagreement",
+    "FIGURES",
     "BfclRunner",
     "BfclTask",
     "Turn",
     "Verdict",
+    "bfcl_run_scores",
+    "bfcl_scores_to_json",
     "bfcl_source",
     "called_intent",
     "called_standard",
@@ -67,6 +80,7 @@ __all__ = [
     "parse_categories",
     "published_for",
     "read_turn",
+    "score_bfcl_run",
 ]
 
 _WHERE = {
@@ -86,6 +100,12 @@ _WHERE = {
     "BENCHMARK": "aah.benchmark.bfcl.runner",
     "BfclRunner": "aah.benchmark.bfcl.runner",
     "function_specs": "aah.benchmark.bfcl.runner",
+    "FIGURES": "aah.benchmark.bfcl.scoring",
+    "BfclScores": "aah.benchmark.bfcl.scoring",
+    "Disagreement": "aah.benchmark.bfcl.scoring",
+    "bfcl_run_scores": "aah.benchmark.bfcl.scoring",
+    "bfcl_scores_to_json": "aah.benchmark.bfcl.scoring",
+    "score_bfcl_run": "aah.benchmark.bfcl.scoring",
     "ALL_SINGLE_TURN": "aah.benchmark.bfcl.tasks",
     "AST_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "BFCL_SETTING": "aah.benchmark.bfcl.tasks",

@@ -14,13 +14,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark.batch import run_batch
+from aah.benchmark.batch import (
+    ProgressHook,
+    RunOptions,
+    RunSummary,
+    epoch_tasks,
+    run_batch,
+    run_manifest,
+)
 from aah.benchmark.bfcl.tasks import BFCL_SETTING, BfclTask
-from aah.benchmark.runner import ProgressHook, RunOptions, RunSummary, epoch_tasks, run_manifest
 from aah.benchmark.when2call import NEUTRAL_RESULT, NeutralExecutor, endpoint_spec
 from aah.errors import AahError
 from aah.llm import ModelConfig
-from aah.runtime import Runtime, ScriptedHuman, SessionRequest
+from aah.runtime import Activity, Runtime, ScriptedHuman, SessionRequest
 from aah.store import SessionStore
 from aah.tools import EndpointSource, EndpointSpec
 
@@ -109,6 +115,7 @@ class BfclRunner:
         categories: Sequence[str] = (),
         data_source: str = "",
         data_sha256: str | None = None,
+        activity: Activity | None = None,
     ) -> RunSummary:
         """Run every item the run has not finished; return what happened.
 
@@ -126,6 +133,7 @@ class BfclRunner:
             manifest=manifest,
             request_for=self.request_for,
             on_done=on_done,
+            activity=activity,
         )
 
 

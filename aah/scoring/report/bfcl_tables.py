@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aah.benchmark.bfcl import AST_CATEGORIES, MBFCL_SOURCE
+from aah.benchmark.bfcl import AST_CATEGORIES, FIGURES, MBFCL_SOURCE, BfclScores
 from aah.events import excerpt
-from aah.scoring.bfcl import FIGURES, BfclScores
 from aah.scoring.report.build import Report
 from aah.scoring.report.tables import NO_DATA, RATE_NOTE, ReportTable, format_rate
 

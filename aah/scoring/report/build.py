@@ -82,12 +82,12 @@ from aah.benchmark import (
     parse_model_map,
     unmatched_runs,
 )
+from aah.benchmark.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
 from aah.benchmark.when2call import When2CallScores, run_scores, scores_to_json
 from aah.config import get_settings
 from aah.errors import AahError
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.behavior import BEHAVIOR_CLASSES
-from aah.scoring.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
 from aah.scoring.errors import ErrorPatternReport
 from aah.scoring.metrics import (
     CellMetrics,

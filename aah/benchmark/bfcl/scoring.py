@@ -28,20 +28,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aah.benchmark.bfcl import (
-    AST_CATEGORIES,
-    CATEGORIES,
-    BfclTask,
-    Turn,
-    called_intent,
-    called_standard,
-    check_calls,
-    published_for,
-    read_turn,
-)
+from aah.benchmark.bfcl.checker import check_calls
+from aah.benchmark.bfcl.published import published_for
+from aah.benchmark.bfcl.reading import Turn, called_intent, called_standard, read_turn
+from aah.benchmark.bfcl.tasks import AST_CATEGORIES, CATEGORIES, BfclTask
 from aah.events import excerpt
-from aah.scoring.intervals import Proportion, wilson
-from aah.scoring.repeats import base_task_id
+from aah.scoring import Proportion, base_task_id, wilson
 from aah.store import CallStep, SessionStore, Verdict
 
 GRADER = "bfcl:ast"
