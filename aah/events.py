@@ -120,6 +120,8 @@ class ModelCallEvent(EventBase):
         latency_ms: Wall time of the request.
         n_tool_calls: Tool calls in the reply (parsed ones, whatever their format).
         text: The reply's text content, reasoning removed.
+        raw: The reply's text as the server sent it, when tool calls were
+            read out of it (``text`` is then what was left); None otherwise.
         reasoning: The reasoning the reply came with, if any.
         cut_off: True when the server cut the reply at its length limit
             (``finish_reason: length``): it is no answer and no call.
@@ -133,6 +135,7 @@ class ModelCallEvent(EventBase):
     latency_ms: float = 0.0
     n_tool_calls: int = 0
     text: Excerpt = ""
+    raw: Reasoning = None
     reasoning: Reasoning = None
     cut_off: bool = False
 

@@ -132,6 +132,7 @@ def test_json_of_the_published_fixtures_gives_the_hand_computed_figures(
     assert set(data) == {
         "agreement",
         "behavior",
+        "bfcl",
         "cells",
         "error_patterns",
         "examples",

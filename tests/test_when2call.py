@@ -462,11 +462,11 @@ def test_bench_run_then_report_through_the_cli(data_dir: Path, tmp_path: Path) -
         assert "labelled now: 9 by the rules" in ran.stdout
         shown = aah("report", "--run", "w").stdout
         report = json.loads(aah("report", "--run", "w", "--format", "json").stdout)
-        bad = aah("bench", "run", "--benchmark", "bfcl", "--run", "x", code=2)
+        bad = aah("bench", "run", "--benchmark", "gorilla", "--run", "x", code=2)
     assert "When2Call confusion matrix" in shown and "GPT-4o-mini" in shown
     assert report["when2call"][0]["confusion"]["counts"] == EXPECTED_MATRIX
     assert bad.stderr.strip().splitlines() == [
-        "error: unknown --benchmark 'bfcl': use fail-talms or when2call"
+        "error: unknown --benchmark 'gorilla': use fail-talms or when2call or bfcl"
     ]
 
 

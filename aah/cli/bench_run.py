@@ -22,7 +22,7 @@ from aah.errors import AahError
 from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
 from aah.runtime import Activity
 
-BENCHMARKS = ("fail-talms", "when2call")
+BENCHMARKS = ("fail-talms", "when2call", "bfcl")
 
 if TYPE_CHECKING:
     from aah.benchmark import ProgressHook, RunSummary, Setting, Task, TaskT, UnavailableMode
@@ -88,10 +88,18 @@ def choose_by_group(
 def bench_run(
     run: str = typer.Option(..., "--run", help="Run name; the same name resumes the run."),
     setting: str = typer.Option("all", "--setting", help="A setting, a comma list, or all."),
-    aah: bool = typer.Option(True, "--aah/--no-aah", help="Offer the ask_human tool."),
+    aah: bool | None = typer.Option(
+        None, "--aah/--no-aah", help="Offer the ask_human tool (default: on; BFCL: off)."
+    ),
     human: str = typer.Option("oracle", "--human", help=f"{listed(BATCH_HUMAN_NAMES)}."),
     limit: int | None = typer.Option(
-        None, "--limit", min=1, help="At most N tasks per setting (When2Call: per gold behaviour)."
+        None,
+        "--limit",
+        min=1,
+        help="At most N tasks per setting (When2Call: per gold behaviour; BFCL: per category).",
+    ),
+    category: str = typer.Option(
+        "all-single-turn", "--category", help="BFCL: a category, a comma list, or all-single-turn."
     ),
     ids: list[str] = typer.Option([], "--ids", help="Only these task ids (repeatable)."),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Sessions at once."),
@@ -146,6 +154,30 @@ def bench_run(
     """Run benchmark tasks as sessions of one named, resumable run."""
     if benchmark not in BENCHMARKS:
         raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
+    if benchmark == "bfcl":
+        from aah.cli.bench_bfcl import BfclFlags, run_bfcl
+
+        run_bfcl(
+            BfclFlags(
+                run,
+                category,
+                bool(aah),
+                limit,
+                ids,
+                concurrency,
+                shard,
+                model,
+                seed,
+                task_timeout,
+                db,
+                data,
+                epochs,
+                tool_mode,
+                probe,
+            )  # fmt: skip
+        )
+        return
+    aah = True if aah is None else aah
     if benchmark == "when2call":
         from aah.cli.bench_when2call import When2CallFlags, run_when2call
 

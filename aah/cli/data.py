@@ -26,6 +26,10 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts."
 
 @app.command()
 def fetch(
+    what: Annotated[
+        str | None,
+        typer.Argument(help="bfcl: BFCL's data, read out of the pinned bfcl-eval wheel."),
+    ] = None,
     from_dir: Annotated[
         Path | None,
         typer.Option("--from", help="Copy from this local copy instead of downloading."),
@@ -42,6 +46,9 @@ def fetch(
     AAH_DATA_MIRROR to a base URL serving <owner>/<repo>/<commit>/<path> to
     download from a mirror.
     """
+    if what is not None:
+        _fetch_bfcl(what, from_dir, dest, as_json)
+        return
     from aah.data import fetch_data, packaged_manifest
 
     manifest = packaged_manifest()
@@ -54,6 +61,19 @@ def fetch(
         f"{report.fetched} files fetched ({decimal(report.bytes_fetched)}), "
         f"{report.skipped} already present, into {report.dest}"
     )
+
+
+def _fetch_bfcl(what: str, wheel: Path | None, dest: Path | None, as_json: bool) -> None:
+    from aah.data import default_fetch_dir, fetch_bfcl
+    from aah.errors import AahError
+
+    if what != "bfcl":
+        raise AahError(f"unknown data {what!r}: use bfcl, or nothing for the default data")
+    done = fetch_bfcl(dest or default_fetch_dir(), wheel=wheel)
+    if as_json:
+        print_json({"dest": str(done.folder), "files": done.files, "bytes": done.bytes})
+        return
+    print_line(f"{done.files} BFCL files ({decimal(done.bytes)}) into {done.folder}")
 
 
 @app.command()

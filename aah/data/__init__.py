@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.data.bfcl_wheel import BfclFetch, fetch_bfcl
     from aah.data.fetch import (
         MANIFEST_PATH,
         FetchReport,
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
         ManifestFile,
         ProgressCallback,
         build_manifest,
+        default_fetch_dir,
         fetch_data,
         load_manifest,
         manifest_json,
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "BfclFetch",
+    "default_fetch_dir",
+    "fetch_bfcl",
     "DataLocation",
     "FetchReport",
     "FileOutcome",
@@ -50,6 +55,9 @@ __all__ = [
 ]
 
 _WHERE = {
+    "BfclFetch": "aah.data.bfcl_wheel",
+    "default_fetch_dir": "aah.data.fetch",
+    "fetch_bfcl": "aah.data.bfcl_wheel",
     "DataLocation": "aah.data.locate",
     "FetchReport": "aah.data.fetch",
     "FileOutcome": "aah.data.fetch",

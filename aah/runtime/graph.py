@@ -10,6 +10,7 @@ does nothing before ``interrupt()`` that must not happen twice.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple
@@ -144,9 +145,10 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
             ctx, complete, state["messages"], reply, started
         )
         compacted = more or compacted
+    sent = reply
     reply = recover_text_tool_calls(reply, ctx.tools.offered)
     reply = with_unique_call_ids(reply, state["messages"], state.get("steps", 0) + 1)
-    _log_model_call(ctx, reply, started)
+    _log_model_call(ctx, reply, started, raw=_raw_reply(sent, reply))
     return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
 
 
@@ -193,8 +195,32 @@ async def _again_with_more_room(
     return reply, compacted, retry_started
 
 
+def _raw_reply(sent: AIMessage, read: AIMessage) -> str | None:
+    """The reply as sent, where reading its calls left less of it; None where nothing was lost.
+
+    Calls read out of the text leave none of it, and a native call whose
+    arguments are not JSON is kept only as an error: scorers that read intent
+    (BFCL's intent-based refusal) need the reply as the model wrote it.
+    """
+    text = sent.text if isinstance(sent.text, str) else ""
+    if read.content != sent.content:
+        return text
+    if not sent.invalid_tool_calls:
+        return None
+    broken = [
+        json.dumps({"name": call.get("name"), "arguments": call.get("args")}, ensure_ascii=False)
+        for call in sent.invalid_tool_calls
+    ]
+    return "\n".join([text, *broken] if text else broken)
+
+
 def _log_model_call(
-    ctx: SessionContext, reply: AIMessage, started: float, *, cut_off: bool = False
+    ctx: SessionContext,
+    reply: AIMessage,
+    started: float,
+    *,
+    cut_off: bool = False,
+    raw: str | None = None,
 ) -> None:
     usage = reply.usage_metadata
     ctx.emit(
@@ -206,6 +232,7 @@ def _log_model_call(
             completion_tokens=usage["output_tokens"] if usage else None,
             n_tool_calls=0 if cut_off else len(reply.tool_calls) + len(reply.invalid_tool_calls),
             text=reply.text if isinstance(reply.text, str) else "",
+            raw=raw,
             reasoning=reasoning_of(reply),
             purpose="agent",
             cut_off=cut_off,

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from aah.store.merge import merge_databases
     from aah.store.queries import (
         AnnotatorAnswer,
+        CallStep,
         GradeFlag,
         GradeVerdict,
         SessionError,
@@ -43,6 +44,7 @@ __all__ = [
     "GradeFlag",
     "GradeFlagReason",
     "GradeRecord",
+    "CallStep",
     "GradeVerdict",
     "HumanRequestRecord",
     "ManifestDifference",
@@ -79,6 +81,7 @@ _WHERE = {
     "GradeFlag": "aah.store.queries",
     "GradeFlagReason": "aah.store.schema",
     "GradeRecord": "aah.store.sessions",
+    "CallStep": "aah.store.queries",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
     "ManifestDifference": "aah.store.manifest",

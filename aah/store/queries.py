@@ -17,13 +17,14 @@ one snapshot of the file, even where it takes several statements.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from aah.annotators import annotator_key
 from aah.events import AwarenessAnswer, CheckResult
@@ -94,6 +95,33 @@ class Step(NamedTuple):
     text: str | None
     tool: str | None
     status_code: int | None
+    check: CheckResult | None
+
+
+class CallStep(NamedTuple):
+    """A model call or a tool call with the texts and arguments a benchmark's checker reads.
+
+    Fields that do not belong to the step's kind are None.
+
+    Attributes:
+        purpose: A model call's purpose (agent, awareness, human, grader).
+        cut_off: Whether a model call's reply was cut at its length limit.
+        text: A model call's text.
+        raw: A model call's raw reply, when calls were read out of its text.
+        tool: A tool call's tool.
+        arguments: A tool call's arguments, as the model gave them.
+        check: A tool call's check result (``ok`` or the pattern that stopped it).
+    """
+
+    session_id: str
+    seq: int
+    kind: Literal["model_call", "tool_call"]
+    purpose: str | None
+    cut_off: bool
+    text: str | None
+    raw: str | None
+    tool: str | None
+    arguments: dict[str, Any] | None
     check: CheckResult | None
 
 
@@ -169,6 +197,25 @@ FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind IN ('model_call', 'tool_call', 'human_question') AND {where}
 ORDER BY e.session_id, e.seq
 """
+_CALL_STEPS_SQL = """
+SELECT e.session_id, e.seq, e.kind,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.purpose') END,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.cut_off') END,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.text') END,
+       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.raw') END,
+       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.tool') END,
+       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.arguments') END,
+       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check') END
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind IN ('model_call', 'tool_call') AND {where}
+ORDER BY e.session_id, e.seq
+"""
+_GRADE_VOTES_SQL = """
+SELECT g.session_id, g.votes
+FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
+WHERE {where} AND g.grader_model = ? ORDER BY g.created, g.id
+"""
+_SESSION_TASKS_SQL = "SELECT s.id, s.task_id, s.status FROM sessions AS s WHERE {where}"
 _TASK_IDS_SQL = "SELECT s.id, s.task_id FROM sessions AS s WHERE {where} AND s.task_id IS NOT NULL"
 _GRADES_SQL = """
 SELECT g.session_id, g.grader_model, g.verdict
@@ -197,6 +244,22 @@ WHERE {where} ORDER BY a.request_id, a.id
 _as_step = partial(tuple.__new__, Step)
 _as_summary = partial(tuple.__new__, SessionSummary)
 _as_grade = partial(tuple.__new__, GradeVerdict)
+
+
+def _as_call_step(row: tuple[Any, ...]) -> CallStep:
+    session_id, seq, kind, purpose, cut_off, text, raw, tool, arguments, check = row
+    return CallStep(
+        session_id,
+        seq,
+        kind,
+        purpose,
+        bool(cut_off),
+        text,
+        raw,
+        tool,
+        json.loads(arguments) if arguments is not None else None,
+        check,
+    )
 
 
 def _selection(runs: Sequence[str] | None, outside_runs: bool) -> tuple[str, list[str]]:
@@ -273,6 +336,24 @@ class SessionQueries:
         hundreds of thousands): consume them before this object is closed.
         """
         return map(_as_step, self._select(_STEPS_SQL, runs, outside_runs))
+
+    def call_steps(self, runs: Sequence[str]) -> Iterator[CallStep]:
+        """Every model call and tool call of the runs' sessions, by session and seq.
+
+        The steps stream from the file as they are consumed: consume them
+        before this object is closed.
+        """
+        return map(_as_call_step, self._select(_CALL_STEPS_SQL, runs, False))
+
+    def grade_votes(self, runs: Sequence[str], grader_model: str) -> list[tuple[str, list[Any]]]:
+        """Each grade by ``grader_model`` of the runs' sessions: session id, votes; oldest first."""
+        where, params = _selection(runs, False)
+        rows = self._conn.execute(_GRADE_VOTES_SQL.format(where=where), [*params, grader_model])
+        return [(session_id, json.loads(votes)) for session_id, votes in rows]
+
+    def session_tasks(self, runs: Sequence[str]) -> list[tuple[str, str | None, SessionStatus]]:
+        """Each session of the runs: its id, task id and status."""
+        return self._select(_SESSION_TASKS_SQL, runs, False).fetchall()
 
     def task_ids(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False

@@ -413,6 +413,36 @@ class SessionStore:
                 self._rows("SELECT * FROM grades WHERE id = ?", [grade_id])[0]
             )
 
+    def add_grades(
+        self,
+        grader_model: str,
+        prompt_version: str,
+        grades: Sequence[tuple[str, list[Any], Verdict]],
+    ) -> int:
+        """Record one grader's verdicts on many sessions in one transaction.
+
+        Args:
+            grader_model: Who graded.
+            prompt_version: The version of how it graded.
+            grades: ``(session_id, votes, verdict)`` per session; none is flagged.
+
+        Returns:
+            How many grades were recorded.
+        """
+        now = _now()
+        with self._write() as db:
+            for session_id, _, _ in grades:
+                schema.require_session(db, session_id)
+            db.conn.executemany(
+                "INSERT INTO grades (session_id, grader_model, prompt_version, votes, verdict,"
+                " flagged, created, flag) VALUES (?, ?, ?, ?, ?, 0, ?, NULL)",
+                [
+                    (session_id, grader_model, prompt_version, schema.to_json(votes), verdict, now)
+                    for session_id, votes, verdict in grades
+                ],
+            )
+        return len(grades)
+
     def grades(self, session_id: str) -> list[GradeRecord]:
         """A session's grades, oldest first."""
         rows = self._rows(

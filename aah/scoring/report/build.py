@@ -38,6 +38,7 @@ paper order)::
                                 "pass_rate": {"human": P, "simulated": P},
                                 "interaction": {"human": P, "simulated": P}}]},
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
+     "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
      "paper_comparison": null | {"source": str, "url": str,   # --compare paper
                                  "difference_unit": "percentage points",
@@ -81,6 +82,7 @@ from aah.benchmark import (
     parse_model_map,
     unmatched_runs,
 )
+from aah.benchmark.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
 from aah.benchmark.when2call import When2CallScores, run_scores, scores_to_json
 from aah.config import get_settings
 from aah.errors import AahError
@@ -153,6 +155,7 @@ class Report:
     when2call: list[When2CallScores] = field(default_factory=list)
     repeats: list[RepeatScores] = field(default_factory=list)
     paper: PaperComparison | None = None
+    bfcl: list[BfclScores] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -295,7 +298,16 @@ def build_report(
             "every epoch's session as a task, so their Wilson intervals are too narrow; pass@k "
             "and pass^k average over tasks, with bootstrap intervals over tasks"
         )
-    return Report(chosen, cells, behavior, patterns, agreement, examples, notes, when2call, repeats)
+    step("BFCL")
+    bfcl = [
+        scores
+        for run in chosen
+        if run.manifest.get("benchmark") == "bfcl"
+        for scores in bfcl_run_scores(store, run.name, str(run.manifest.get("model") or ""))
+    ]
+    return Report(
+        chosen, cells, behavior, patterns, agreement, examples, notes, when2call, repeats, bfcl=bfcl
+    )
 
 
 # -- IAC's needed endpoints -----------------------------------------------------
@@ -318,7 +330,8 @@ def _needed_endpoints(
     own = {
         run.name
         for run in runs
-        if not run.manifest.get("imported") and run.manifest.get("benchmark") != "when2call"
+        if not run.manifest.get("imported")
+        and run.manifest.get("benchmark") not in ("when2call", "bfcl")
     }
     mine = [o for o in outcomes if o.run in own and o.session_id in task_of]
     if not mine:
@@ -509,6 +522,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "examples": [asdict(example) for example in report.examples],
         "notes": list(report.notes),
         "when2call": [scores_to_json(scores) for scores in report.when2call],
+        "bfcl": [bfcl_scores_to_json(scores) for scores in report.bfcl],
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
         "paper_comparison": None
         if report.paper is None

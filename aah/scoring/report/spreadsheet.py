@@ -53,6 +53,12 @@ def render_csv(report: Report) -> str:
     """The per-cell figures as CSV text (RFC 4180 quoting, CRLF line ends)."""
     sink = io.StringIO()
     csv.writer(sink).writerows(csv_rows(report))
+    if report.bfcl:
+        # Imported here: only reports over BFCL runs have this second table.
+        from aah.scoring.report.bfcl_tables import bfcl_csv_rows
+
+        rows = [[_text(value) for value in row] for row in bfcl_csv_rows(report)]
+        csv.writer(sink).writerows([[], *rows])
     return sink.getvalue()
 
 

@@ -574,6 +574,7 @@ def example_table(report: Report) -> ReportTable:
 def report_tables(report: Report) -> list[ReportTable]:
     """Every table of the report, in reading order."""
     # Imported here: the When2Call tables build on this module's helpers.
+    from aah.scoring.report.bfcl_tables import bfcl_tables
     from aah.scoring.report.when2call_tables import when2call_tables
 
     return [
@@ -586,6 +587,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         confusion_table(report),
         error_table(report),
         *when2call_tables(report),
+        *bfcl_tables(report),
         *agreement_tables(report),
         example_table(report),
     ]

@@ -1,0 +1,124 @@
+"""BFCL (Berkeley Function-Calling Leaderboard) single-turn items as a runnable benchmark.
+
+Loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the run recipe,
+the AST checker, the standard and intent readings of a turn, the run's scores
+and MBFCL's published figures.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from aah.benchmark.bfcl.checker import Call, Verdict, check_call, check_calls, normalise
+    from aah.benchmark.bfcl.published import (
+        MBFCL_PUBLISHED,
+        MBFCL_SOURCE,
+        PublishedBfcl,
+        published_for,
+    )
+    from aah.benchmark.bfcl.reading import Turn, called_intent, called_standard, read_turn
+    from aah.benchmark.bfcl.runner import BENCHMARK, BfclRunner, function_specs
+    from aah.benchmark.bfcl.scoring import (
+        FIGURES,
+        BfclScores,
+        Disagreement,
+        bfcl_run_scores,
+        bfcl_scores_to_json,
+        score_bfcl_run,
+    )
+    from aah.benchmark.bfcl.tasks import (
+        ALL_SINGLE_TURN,
+        AST_CATEGORIES,
+        BFCL_SETTING,
+        CATEGORIES,
+        REFUSAL_CATEGORIES,
+        RELEVANCE_CATEGORIES,
+        BfclMessage,
+        BfclTask,
+        bfcl_source,
+        data_files,
+        function_tool,
+        load_bfcl,
+        parse_categories,
+    )
+
+__all__ = [
+    "ALL_SINGLE_TURN",
+    "AST_CATEGORIES",
+    "BENCHMARK",
+    "BFCL_SETTING",
+    "CATEGORIES",
+    "Call",
+    "MBFCL_PUBLISHED",
+    "MBFCL_SOURCE",
+    "PublishedBfcl",
+    "REFUSAL_CATEGORIES",
+    "RELEVANCE_CATEGORIES",
+    "BfclMessage",
+    "BfclScores",
+    "Disagreement",
+    "FIGURES",
+    "BfclRunner",
+    "BfclTask",
+    "Turn",
+    "Verdict",
+    "bfcl_run_scores",
+    "bfcl_scores_to_json",
+    "bfcl_source",
+    "called_intent",
+    "called_standard",
+    "check_call",
+    "check_calls",
+    "data_files",
+    "function_specs",
+    "function_tool",
+    "load_bfcl",
+    "normalise",
+    "parse_categories",
+    "published_for",
+    "read_turn",
+    "score_bfcl_run",
+]
+
+_WHERE = {
+    "Call": "aah.benchmark.bfcl.checker",
+    "Verdict": "aah.benchmark.bfcl.checker",
+    "check_call": "aah.benchmark.bfcl.checker",
+    "check_calls": "aah.benchmark.bfcl.checker",
+    "normalise": "aah.benchmark.bfcl.checker",
+    "MBFCL_PUBLISHED": "aah.benchmark.bfcl.published",
+    "MBFCL_SOURCE": "aah.benchmark.bfcl.published",
+    "PublishedBfcl": "aah.benchmark.bfcl.published",
+    "published_for": "aah.benchmark.bfcl.published",
+    "Turn": "aah.benchmark.bfcl.reading",
+    "called_intent": "aah.benchmark.bfcl.reading",
+    "called_standard": "aah.benchmark.bfcl.reading",
+    "read_turn": "aah.benchmark.bfcl.reading",
+    "BENCHMARK": "aah.benchmark.bfcl.runner",
+    "BfclRunner": "aah.benchmark.bfcl.runner",
+    "function_specs": "aah.benchmark.bfcl.runner",
+    "FIGURES": "aah.benchmark.bfcl.scoring",
+    "BfclScores": "aah.benchmark.bfcl.scoring",
+    "Disagreement": "aah.benchmark.bfcl.scoring",
+    "bfcl_run_scores": "aah.benchmark.bfcl.scoring",
+    "bfcl_scores_to_json": "aah.benchmark.bfcl.scoring",
+    "score_bfcl_run": "aah.benchmark.bfcl.scoring",
+    "ALL_SINGLE_TURN": "aah.benchmark.bfcl.tasks",
+    "AST_CATEGORIES": "aah.benchmark.bfcl.tasks",
+    "BFCL_SETTING": "aah.benchmark.bfcl.tasks",
+    "CATEGORIES": "aah.benchmark.bfcl.tasks",
+    "REFUSAL_CATEGORIES": "aah.benchmark.bfcl.tasks",
+    "RELEVANCE_CATEGORIES": "aah.benchmark.bfcl.tasks",
+    "BfclMessage": "aah.benchmark.bfcl.tasks",
+    "BfclTask": "aah.benchmark.bfcl.tasks",
+    "bfcl_source": "aah.benchmark.bfcl.tasks",
+    "data_files": "aah.benchmark.bfcl.tasks",
+    "function_tool": "aah.benchmark.bfcl.tasks",
+    "load_bfcl": "aah.benchmark.bfcl.tasks",
+    "parse_categories": "aah.benchmark.bfcl.tasks",
+}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

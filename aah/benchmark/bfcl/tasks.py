@@ -1,0 +1,310 @@
+"""BFCL's single-turn items as typed tasks, from BFCL v4 files or Multilingual-BFCL JSONL.
+
+Two layouts hold the same items:
+
+- BFCL v4 (``bfcl/BFCL_v4_<category>.json``, one JSON object a line, with
+  ``possible_answer/BFCL_v4_<category>.json`` beside it for the AST
+  categories): ``id``, ``question`` (turns of messages), ``function``;
+- Multilingual-BFCL (``bfcl_single_turn_<lang>.jsonl``): the same fields plus
+  ``subset``, ``language``, ``test_category`` and ``ground_truth`` inline.
+
+Each item becomes a ``BfclTask``: its category, language, the conversation
+the model reads, the functions offered (names made valid reversibly, types in
+JSON Schema) and the possible answers the AST checker reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from aah.benchmark.when2call import When2CallTool, json_schema, tool_name
+from aah.errors import AahError
+
+BFCL_FOLDER = "bfcl"
+BFCL_SETTING = "bfcl"
+# The categories the checker scores: Python typing. Java and JavaScript items
+# carry their values as source text in those languages, which it does not read.
+AST_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
+REFUSAL_CATEGORIES = ("irrelevance", "live_irrelevance")
+RELEVANCE_CATEGORIES = ("live_relevance",)
+CATEGORIES = AST_CATEGORIES + REFUSAL_CATEGORIES + RELEVANCE_CATEGORIES
+ALL_SINGLE_TURN = "all-single-turn"
+# Multilingual-BFCL names its subsets more coarsely than BFCL's categories.
+_SUBSET_CATEGORY = {"simple": "simple_python"}
+MBFCL_PATTERN = "bfcl_single_turn_*.jsonl"
+
+# One acceptable call: {function name: {argument: [acceptable values]}}.
+PossibleCall = dict[str, dict[str, list[Any]]]
+
+
+class BfclMessage(BaseModel):
+    """One message of an item's conversation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    content: str
+
+
+class BfclTask(BaseModel):
+    """One single-turn BFCL item, ready to run and to score.
+
+    Attributes:
+        id: The item's id (``simple_python_12``; MBFCL ids carry the language).
+        setting: Always ``bfcl``: the sessions' setting in the store.
+        category: BFCL's test category (one of ``CATEGORIES``).
+        language: ``en`` for BFCL's own files; MBFCL's ``language`` otherwise.
+        messages: The conversation the model reads (system, earlier turns, the request).
+        functions: The functions offered, with valid names (``tool_name``).
+        ground_truth: The possible answers (AST categories), by BFCL function name.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    setting: str = BFCL_SETTING
+    category: str
+    language: str = "en"
+    messages: tuple[BfclMessage, ...]
+    functions: tuple[When2CallTool, ...]
+    ground_truth: tuple[PossibleCall, ...] = ()
+
+    @property
+    def query(self) -> str:
+        """The text the session starts with: the request, with what came before it.
+
+        An aah session starts from one user message; an item with a system
+        message or earlier turns is written out as a transcript, each message
+        under its role, so the model reads all of it.
+        """
+        if len(self.messages) == 1:
+            return self.messages[0].content
+        return "\n\n".join(f"{m.role.capitalize()}: {m.content}" for m in self.messages)
+
+
+def parse_categories(value: str) -> list[str]:
+    """``all-single-turn`` or a comma list of category names, in the order given.
+
+    Raises:
+        AahError: an unknown or unsupported category.
+    """
+    if value == ALL_SINGLE_TURN:
+        return list(CATEGORIES)
+    chosen = list(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [name for name in chosen if name not in CATEGORIES]
+    if unknown or not chosen:
+        raise AahError(
+            f"unknown --category {', '.join(unknown) or value!r}: use {ALL_SINGLE_TURN} or a "
+            f"comma list of {', '.join(CATEGORIES)}"
+        )
+    return chosen
+
+
+def bfcl_source(data: Path) -> Path:
+    """Where a run's items come from: an MBFCL file, or a folder of BFCL or MBFCL files.
+
+    ``data`` may be an MBFCL ``.jsonl`` file, a folder holding MBFCL files, a
+    folder holding ``BFCL_v4_*.json`` files, or a data directory with a
+    ``bfcl`` folder.
+
+    Raises:
+        AahError: none of these is there.
+    """
+    if data.is_file():
+        return data
+    for folder in (data, data / BFCL_FOLDER):
+        if folder.is_dir() and (
+            any(folder.glob("BFCL_v4_*.json")) or any(folder.glob(MBFCL_PATTERN))
+        ):
+            return folder
+    raise AahError(
+        f"no BFCL data at {data}: run `aah data fetch bfcl`, or pass --data with a folder "
+        f"of BFCL_v4_*.json files or a Multilingual-BFCL {MBFCL_PATTERN} file"
+    )
+
+
+def load_bfcl(source: Path, categories: Sequence[str]) -> list[BfclTask]:
+    """The items of ``categories`` from ``source`` (see ``bfcl_source``), category by category.
+
+    Raises:
+        AahError: a file is missing, unreadable, or holds a line that is not an item.
+    """
+    files = _mbfcl_files(source)
+    if files:
+        items = [task for path in files for task in _cached(path, _load_mbfcl)]
+        return [task for category in categories for task in items if task.category == category]
+    tasks: list[BfclTask] = []
+    for category in categories:
+        tasks += _cached(source / f"BFCL_v4_{category}.json", _load_bfcl_v4)
+    return tasks
+
+
+def data_files(source: Path, categories: Sequence[str]) -> list[Path]:
+    """The files a run over ``categories`` reads (for the run's data hash)."""
+    files = _mbfcl_files(source)
+    if files:
+        return files
+    paths = []
+    for category in categories:
+        paths.append(source / f"BFCL_v4_{category}.json")
+        answers = source / "possible_answer" / f"BFCL_v4_{category}.json"
+        if answers.is_file():
+            paths.append(answers)
+    return paths
+
+
+def _mbfcl_files(source: Path) -> list[Path]:
+    if source.is_file():
+        return [source]
+    return sorted(source.glob(MBFCL_PATTERN))
+
+
+def _cached(path: Path, load: Any) -> tuple[BfclTask, ...]:
+    if not path.is_file():
+        raise AahError(f"no BFCL file at {path}: run `aah data fetch bfcl` or pass --data DIR")
+    info = path.stat()
+    result: tuple[BfclTask, ...] = load(path.resolve(), info.st_mtime_ns, info.st_size)
+    return result
+
+
+def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AahError(f"cannot read {path} ({exc}): fetch the data again") from exc
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise AahError(f"{path}:{number}: not JSON ({exc}): fetch the data again") from exc
+        if not isinstance(record, dict):
+            raise AahError(f"{path}:{number}: not a JSON object: fetch the data again")
+        records.append((number, record))
+    return records
+
+
+@lru_cache(maxsize=32)
+def _load_bfcl_v4(path: Path, mtime_ns: int, size: int) -> tuple[BfclTask, ...]:
+    category = path.stem.removeprefix("BFCL_v4_")
+    answers: dict[str, list[Any]] = {}
+    answer_file = path.parent / "possible_answer" / path.name
+    if category in AST_CATEGORIES:
+        if not answer_file.is_file():
+            raise AahError(f"no possible answers at {answer_file}: fetch the data again")
+        for number, record in _lines(answer_file):
+            answers[str(record.get("id"))] = _ground_truth(record, f"{answer_file}:{number}")
+    tasks = []
+    for number, record in _lines(path):
+        where = f"{path}:{number}"
+        item_id = str(record.get("id"))
+        if category in AST_CATEGORIES and item_id not in answers:
+            raise AahError(f"{where}: no possible answer for {item_id}: fetch the data again")
+        tasks.append(_task(record, category, "en", answers.get(item_id, []), where))
+    return _unique(tasks, path)
+
+
+@lru_cache(maxsize=8)
+def _load_mbfcl(path: Path, mtime_ns: int, size: int) -> tuple[BfclTask, ...]:
+    tasks = []
+    for number, record in _lines(path):
+        where = f"{path}:{number}"
+        subset = str(record.get("test_category") or record.get("subset") or "")
+        category = _SUBSET_CATEGORY.get(subset, subset)
+        if category not in CATEGORIES:
+            continue  # Java and JavaScript items: not scored (see AST_CATEGORIES)
+        language = str(record.get("language") or "en")
+        truth = _ground_truth(record, where) if category in AST_CATEGORIES else []
+        tasks.append(_task(record, category, language, truth, where))
+    return _unique(tasks, path)
+
+
+def _ground_truth(record: Mapping[str, Any], where: str) -> list[Any]:
+    truth = record.get("ground_truth")
+    valid = isinstance(truth, list) and all(
+        isinstance(call, dict)
+        and all(isinstance(args, dict) for args in call.values())
+        and all(isinstance(v, list) for args in call.values() for v in args.values())
+        for call in truth
+    )
+    if not valid:
+        raise AahError(
+            f"{where}: ground_truth must be a list of {{function: {{argument: [values]}}}}: "
+            "fix the data file"
+        )
+    assert isinstance(truth, list)
+    return truth
+
+
+def _task(
+    record: Mapping[str, Any], category: str, language: str, truth: list[Any], where: str
+) -> BfclTask:
+    question = record.get("question")
+    turns = question if isinstance(question, list) else []
+    messages = turns[0] if turns and isinstance(turns[0], list) else []
+    functions = record.get("function")
+    if not messages or not isinstance(functions, list):
+        raise AahError(f"{where}: an item needs a question and a function list: fix the data file")
+    try:
+        return BfclTask(
+            id=str(record.get("id")),
+            category=category,
+            language=language,
+            messages=tuple(BfclMessage.model_validate(m) for m in messages),
+            functions=tuple(function_tool(f, where) for f in functions),
+            ground_truth=tuple(truth),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "item"
+        raise AahError(f"{where}: {field}: {first['msg']}: fix the data file") from exc
+
+
+def function_tool(raw: Any, where: str) -> When2CallTool:
+    """One offered BFCL function as a tool: a valid name, its parameters in JSON Schema.
+
+    Raises:
+        AahError: not a function schema, or a name that cannot be mapped reversibly.
+    """
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise AahError(f"{where}: a function needs a string 'name': fix the data file")
+    name = raw["name"]
+    parameters = json_schema(raw.get("parameters") or {"type": "dict"}, f"{where}:{name}")
+    parameters.setdefault("type", "object")
+    parameters.setdefault("properties", {})
+    try:
+        valid = tool_name(name)
+    except AahError as exc:
+        raise AahError(f"{where}: {exc}") from exc
+    return When2CallTool(
+        name=valid,
+        original=name,
+        description=str(raw.get("description") or ""),
+        parameters=parameters,
+    )
+
+
+def _unique(tasks: list[BfclTask], path: Path) -> tuple[BfclTask, ...]:
+    seen: set[str] = set()
+    for task in tasks:
+        if task.id in seen:
+            raise AahError(f"{path}: item id {task.id} repeats: fix the data file")
+        seen.add(task.id)
+    return tuple(tasks)

@@ -1,0 +1,132 @@
+"""BFCL run throughput and scoring time: the single-turn set against the fake model.
+
+Every single-turn item the checker scores (all categories but Java and
+JavaScript: 3,491 items) is one session of one model turn at concurrency 64
+against the fake model answering after 300 ms, so the ideal is 64 / 0.3 s =
+213 items/s; the figure printed is the run's measured items/s. The fake model
+answers every item with one call (a name no item offers, so each call is
+recorded, refused by the call checks, and scored as a wrong call) or, for a
+share of the items (those asking a question), with a malformed call: both readings and the AST check
+all have work to do. Scoring is timed apart: checking every turn and storing
+its grade, then reading the figures back; the target is under 5 s.
+
+Run: .venv/bin/python perf/bfcl_bench.py [--concurrency 64] [--latency-ms 300] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from aah.benchmark import RunOptions
+from aah.benchmark.bfcl import (
+    CATEGORIES,
+    BfclRunner,
+    bfcl_run_scores,
+    bfcl_source,
+    load_bfcl,
+    score_bfcl_run,
+)
+from aah.cli.bench_bfcl import choose_items
+from aah.data import find_data_dir
+from aah.llm import ModelConfig
+from aah.runtime import run_async
+from aah.store import SessionStore
+
+# Requests with a question mark get a malformed call; the others a well-formed one.
+AGENT = {
+    "rules": [
+        {
+            "when": {"last_message_contains": "?"},
+            "reply": {"tool_calls": [{"name": "lookup", "arguments": '{"query": "x'}]},
+        },
+        {"reply": {"tool_calls": [{"name": "lookup", "arguments": {"query": "x"}}]}},
+    ],
+}
+# The fake server in a process of its own, so its work is not counted as the runner's.
+SERVE = (
+    "import json, sys, time\n"
+    "from aah.testing.fake_llm import FakeLLMServer\n"
+    "script = json.load(open(sys.argv[1]))\n"
+    "with FakeLLMServer(script, port=int(sys.argv[2]), latency_ms=int(sys.argv[3])) as s:\n"
+    "    print(s.base_url, flush=True)\n"
+    "    time.sleep(3600)\n"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency-ms", type=int, default=300)
+    parser.add_argument("--limit", type=int, default=None, help="At most N items per category.")
+    args = parser.parse_args()
+    loaded_at = time.perf_counter()
+    tasks = choose_items(load_bfcl(bfcl_source(find_data_dir()), CATEGORIES), args.limit, [])
+    load_seconds = time.perf_counter() - loaded_at
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        script = tmp / "agent.json"
+        script.write_text(json.dumps(AGENT))
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-c", SERVE, str(script), str(port), str(args.latency_ms)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            base_url = server.stdout.readline().strip()
+            config = ModelConfig(
+                base_url=base_url, model="fake-model", api_key=SecretStr("x"), retries=0
+            )
+            options = RunOptions(run="perf", aah=False, concurrency=args.concurrency)
+            runner = BfclRunner(options, config)
+            db = tmp / "aah.db"
+            started = time.perf_counter()
+            summary = run_async(runner.run(tasks, db, categories=CATEGORIES))
+            wall = time.perf_counter() - started
+        finally:
+            server.terminate()
+            server.wait()
+        with SessionStore(db) as store:
+            scored_at = time.perf_counter()
+            scored = score_bfcl_run(store, "perf", tasks)
+            check_seconds = time.perf_counter() - scored_at
+            read_at = time.perf_counter()
+            [scores] = bfcl_run_scores(store, "perf", "fake-model")
+            read_seconds = time.perf_counter() - read_at
+    ideal = args.concurrency / (args.latency_ms / 1000) if args.latency_ms else float("inf")
+    print(
+        f"bfcl: {len(tasks)} items (loaded in {load_seconds:.2f} s), concurrency "
+        f"{args.concurrency}, model latency {args.latency_ms} ms"
+    )
+    print(f"  finished {summary.finished}, errors {summary.errors}, wall {wall:.2f} s")
+    print(
+        f"  items/s: {summary.tasks_per_second:.1f} (ideal {ideal:.0f}, "
+        f"{summary.tasks_per_second / ideal:.0%} of it)"
+    )
+    total = check_seconds + read_seconds
+    print(
+        f"  scoring: {scored} turns checked and stored in {check_seconds:.2f} s, figures read "
+        f"in {read_seconds:.2f} s: {total:.2f} s ({'under' if total < 5 else 'OVER'} 5 s)"
+    )
+    irr = scores.figures.get("irrelevance_gap")
+    print(f"  irrelevance gap: {irr.value if irr else None}")
+
+
+if __name__ == "__main__":
+    main()

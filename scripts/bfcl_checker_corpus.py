@@ -1,0 +1,311 @@
+"""Build a corpus of BFCL model outputs and record the official checker's verdict on each.
+
+Usage (the official checker lives in a throwaway venv, never in aah's)::
+
+    python -m venv /tmp/bfcl-venv
+    /tmp/bfcl-venv/bin/pip install --no-deps bfcl-eval==2026.3.23
+    /tmp/bfcl-venv/bin/python scripts/bfcl_checker_corpus.py DATA_DIR OUT.jsonl
+
+``DATA_DIR`` holds BFCL v4's files (``BFCL_v4_*.json`` and ``possible_answer/``).
+For up to ``--per-category`` items of each AST category, the script writes
+outputs of many kinds (right with and without the optional arguments, wrong
+types, an int for a float, a bool for an int, missing or extra arguments,
+string variants in case and punctuation, wrong values, reordered parallel
+calls and lists, a dropped or repeated call, a dotted name written with
+underscores, a nested key left out) and the official ``ast_checker``'s
+verdict. One JSON object a line: ``id``, ``category``, ``kind``, ``calls``
+(``[{name: arguments}]``) and ``official`` (true/false). Only ids and model
+outputs are written: the items stay in the data directory.
+
+The module that imports every model handler (``constants.model_config``) is
+replaced by a stand-in before the checker loads: the checker only asks it
+whether a model writes dots as underscores, and these outputs keep the dots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import random
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+AST_CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
+STAND_IN_MODEL = "aah-corpus"
+
+
+def official_checker() -> Any:
+    """The official ``ast_checker``, with the model-config module stood in for."""
+    stand_in = types.ModuleType("bfcl_eval.constants.model_config")
+    stand_in.MODEL_CONFIG_MAPPING = {  # type: ignore[attr-defined]
+        STAND_IN_MODEL.replace("_", "/"): types.SimpleNamespace(underscore_to_dot=False)
+    }
+    sys.modules["bfcl_eval.constants.model_config"] = stand_in
+    from bfcl_eval.constants.enums import Language
+    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
+
+    def check(functions: Any, calls: Any, answer: Any, category: str) -> bool:
+        try:
+            result = ast_checker(
+                functions, calls, answer, Language.PYTHON, category, STAND_IN_MODEL
+            )
+        except Exception:  # the official checker crashing on an output is a "fail"
+            return False
+        return bool(result["valid"])
+
+    return check
+
+
+def right_call(answer: dict[str, Any], full: bool) -> dict[str, Any]:
+    """One call from a possible answer: the first acceptable value of each argument."""
+    name, arguments = next(iter(answer.items()))
+    call = {}
+    for key, values in arguments.items():
+        given = [v for v in values if v != ""]
+        if not given or (not full and "" in values):
+            continue
+        call[key] = _first_dicts(given[0])
+    return {name: call}
+
+
+def _first_dicts(value: Any) -> Any:
+    # A nested object's acceptable values are lists per key too: take the first.
+    if isinstance(value, dict):
+        return {
+            k: _first_dicts(next((x for x in v if x != ""), v[0])) if isinstance(v, list) else v
+            for k, v in value.items()
+            if not (isinstance(v, list) and v and all(x == "" for x in v))
+        }
+    if isinstance(value, list):
+        return [_first_dicts(v) for v in value]
+    return value
+
+
+def variants(
+    item: dict[str, Any], answer: list[Any], rng: random.Random
+) -> list[tuple[str, list[Any]]]:
+    """Model outputs of many kinds for one item."""
+    full = [right_call(a, True) for a in answer]
+    minimal = [right_call(a, False) for a in answer]
+    found: list[tuple[str, list[Any]]] = [("right_full", full), ("right_minimal", minimal)]
+    required = {f["name"]: set(f["parameters"].get("required", [])) for f in item["function"]}
+    types_of = {
+        f["name"]: {k: v.get("type") for k, v in f["parameters"].get("properties", {}).items()}
+        for f in item["function"]
+    }
+
+    def mutate(kind: str, change: Any) -> None:
+        calls = copy.deepcopy(full)
+        index = rng.randrange(len(calls))
+        name, args = next(iter(calls[index].items()))
+        if change(name, args) is not False:
+            found.append((kind, calls))
+
+    def wrong_type(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if isinstance(value, bool):
+                args[key] = str(value).lower()
+                return True
+            if isinstance(value, (int, float)):
+                args[key] = str(value)
+                return True
+            if isinstance(value, str):
+                args[key] = 7
+                return True
+        return False
+
+    def int_for_float(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if types_of[name].get(key) == "float" and isinstance(value, float):
+                if value.is_integer():
+                    args[key] = int(value)
+                    return True
+        for key, value in args.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                args[key] = float(value)
+                return True
+        return False
+
+    def bool_for_int(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+                args[key] = bool(value)
+                return True
+        return False
+
+    def missing_required(name: str, args: dict[str, Any]) -> bool:
+        for key in list(args):
+            if key in required.get(name, set()):
+                del args[key]
+                return True
+        return False
+
+    def missing_any(name: str, args: dict[str, Any]) -> bool:
+        if not args:
+            return False
+        del args[rng.choice(sorted(args))]
+        return True
+
+    def extra_argument(name: str, args: dict[str, Any]) -> None:
+        args["unexpected_flag"] = True
+
+    def extra_schema_argument(name: str, args: dict[str, Any]) -> bool:
+        unused = [k for k in types_of[name] if k not in args]
+        if not unused:
+            return False
+        args[unused[0]] = "something"
+        return True
+
+    def string_variant(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if isinstance(value, str) and value:
+                args[key] = rng.choice(
+                    [value.upper(), value.replace(" ", "_"), f" {value}.", value.replace(" ", "-")]
+                )
+                return True
+        return False
+
+    def quote_variant(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if isinstance(value, str) and "'" in value:
+                args[key] = value.replace("'", '"')
+                return True
+            if isinstance(value, str) and '"' in value:
+                args[key] = value.replace('"', "'")
+                return True
+        return False
+
+    def wrong_value(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if isinstance(value, str):
+                args[key] = value + " zzz"
+                return True
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                args[key] = value + 1
+                return True
+        return False
+
+    def list_reordered(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if isinstance(value, list) and len(value) > 1 and value != value[::-1]:
+                args[key] = value[::-1]
+                return True
+        return False
+
+    def list_as_string(name: str, args: dict[str, Any]) -> bool:
+        for key, value in args.items():
+            if isinstance(value, list):
+                args[key] = json.dumps(value)
+                return True
+        return False
+
+    def nested_key_dropped(name: str, args: dict[str, Any]) -> bool:
+        for value in args.values():
+            if isinstance(value, dict) and value:
+                del value[sorted(value)[0]]
+                return True
+            if isinstance(value, list) and value and isinstance(value[0], dict) and value[0]:
+                del value[0][sorted(value[0])[0]]
+                return True
+        return False
+
+    def nested_string_variant(name: str, args: dict[str, Any]) -> bool:
+        for value in args.values():
+            inner = value if isinstance(value, dict) else None
+            if isinstance(value, list) and value and isinstance(value[0], dict):
+                inner = value[0]
+            for key, text in (inner or {}).items():
+                if isinstance(text, str) and text:
+                    inner[key] = text.upper() + "."  # type: ignore[index]
+                    return True
+        return False
+
+    for kind, change in [
+        ("wrong_type", wrong_type),
+        ("int_for_float", int_for_float),
+        ("bool_for_int", bool_for_int),
+        ("missing_required", missing_required),
+        ("missing_any", missing_any),
+        ("extra_argument", extra_argument),
+        ("extra_schema_argument", extra_schema_argument),
+        ("string_variant", string_variant),
+        ("quote_variant", quote_variant),
+        ("wrong_value", wrong_value),
+        ("list_reordered", list_reordered),
+        ("list_as_string", list_as_string),
+        ("nested_key_dropped", nested_key_dropped),
+        ("nested_string_variant", nested_string_variant),
+    ]:
+        mutate(kind, change)
+    if len(full) > 1:
+        found.append(("parallel_reversed", full[::-1]))
+        found.append(("parallel_shuffled_minimal", rng.sample(minimal, len(minimal))))
+        found.append(("call_dropped", full[:-1]))
+    found.append(("call_repeated", full + full[:1]))
+    found.append(("no_call", []))
+    dotted = [c for c in full if "." in next(iter(c))]
+    if dotted:
+        found.append(
+            (
+                "dotted_as_underscore",
+                [{k.replace(".", "_"): v for k, v in c.items()} for c in full],
+            )
+        )
+    other = [
+        f["name"] for f in item["function"] if f["name"] not in {next(iter(a)) for a in answer}
+    ]
+    if other:
+        calls = copy.deepcopy(full)
+        name, args = next(iter(calls[0].items()))
+        calls[0] = {other[0]: args}
+        found.append(("wrong_function", calls))
+    return found
+
+
+def main() -> None:
+    """Write the corpus with the official verdicts."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--per-category", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=21)
+    options = parser.parse_args()
+    check = official_checker()
+    rng = random.Random(options.seed)
+    lines = []
+    for category in AST_CATEGORIES:
+        items = [
+            json.loads(line)
+            for line in (options.data / f"BFCL_v4_{category}.json").read_text().splitlines()
+        ]
+        answers = {
+            json.loads(line)["id"]: json.loads(line)["ground_truth"]
+            for line in (options.data / "possible_answer" / f"BFCL_v4_{category}.json")
+            .read_text()
+            .splitlines()
+        }
+        chosen = rng.sample(items, min(options.per_category, len(items)))
+        for item in sorted(chosen, key=lambda i: i["id"]):
+            answer = answers[item["id"]]
+            for kind, calls in variants(item, answer, rng):
+                verdict = check(item["function"], calls, answer, category)
+                record = {"id": item["id"], "category": category, "kind": kind, "calls": calls}
+                lines.append(json.dumps({**record, "official": verdict}, ensure_ascii=False))
+    options.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"{len(lines)} outputs written to {options.out}")
+
+
+if __name__ == "__main__":
+    main()
