@@ -11,9 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from rich.progress import ProgressColumn
-from rich.progress import Task as ProgressTask
-from rich.text import Text
 
 from aah.benchmark import SETTINGS
 from aah.cli.output import console, print_line, print_table, print_warning, table
@@ -324,7 +321,7 @@ def run_with_progress(
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        ActivityColumn(live),
+        activity_column(live),
         console=console,
         disable=not console.is_terminal,
     )
@@ -364,16 +361,17 @@ def run_with_progress(
     return summary
 
 
-class ActivityColumn(ProgressColumn):
-    """What the run is doing now, read afresh at every redraw of the bar."""
+def activity_column(activity: Activity) -> Any:
+    """A progress column showing what the run does now, read afresh at every redraw."""
+    from rich.progress import ProgressColumn
+    from rich.progress import Task as ProgressTask
+    from rich.text import Text
 
-    def __init__(self, activity: Activity) -> None:
-        super().__init__()
-        self.activity = activity
+    class ActivityColumn(ProgressColumn):
+        def render(self, task: ProgressTask) -> Text:
+            return Text(activity.describe(), style="dim")
 
-    def render(self, task: ProgressTask) -> Text:
-        """The activity line (empty while nothing runs)."""
-        return Text(self.activity.describe(), style="dim")
+    return ActivityColumn()
 
 
 class PlainProgress:
