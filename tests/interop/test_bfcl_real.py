@@ -46,7 +46,8 @@ def test_bfcl_slice(
         graded = {
             s.id for s in sessions if any(g.grader_model == "bfcl:ast" for g in store.grades(s.id))
         }
-    assert sessions and all(s.status in {"finished", "error"} for s in sessions)
+    # A reply the tiny model lets run past its length limit twice is cut off.
+    assert sessions and all(s.status in {"finished", "error", "cut_off"} for s in sessions)
     assert {s.id for s in sessions if s.status == "finished"} <= graded
     report = aah(interop_env, "report", "--run", run, "--format", "json", "--db", str(db))
     assert_clean_exit(report)

@@ -26,7 +26,9 @@ WEATHER = "openmeteo__get_weather_forecast"
 COMMAND_TIMEOUT = 420
 # Ten tasks (five settings, two each) on a CPU shared with the aah processes.
 BENCH_TIMEOUT = 900
-ENDED = {"finished", "skipped", "error"}
+# Stopped at the step limit, or with the reply cut by the length limit: a
+# tiny model does both, and each is an ended session with its own event.
+ENDED = {"finished", "skipped", "error", "step_limit", "cut_off"}
 AWARENESS_ANSWERS = {"yes", "idk", "no", "none"}
 
 
@@ -78,6 +80,8 @@ def assert_sessions_ended_and_recorded(db: Path, run: str | None = None) -> Sess
             assert "final_answer" in kinds, kinds
         if session.status == "error":
             assert "error" in kinds, kinds
+        if session.status in ("step_limit", "cut_off"):
+            assert kinds[-1] == "stopped" and "final_answer" not in kinds, kinds
     return store
 
 
