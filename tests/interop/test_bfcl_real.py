@@ -1,6 +1,6 @@
 """BFCL against the real llama.cpp server: a slice of every category, both readings.
 
-About ten items per category through ``aah bench run --benchmark bfcl``
+Three items per category through ``aah bench run --benchmark bfcl``
 (native tool calls), and the irrelevance slice again with the tools in the
 prompt; the tiny model's figures are printed for the record (``-s``), and
 the test asserts protocol outcomes: a clean exit, every session ended,
@@ -19,7 +19,7 @@ from aah.store import SessionStore
 
 pytestmark = pytest.mark.interop
 
-# About 110 single-turn items on a CPU shared with the aah processes.
+# About 33 single-turn items on a CPU shared with the aah processes.
 BFCL_TIMEOUT = 1800
 SHOWN = ("ast", "irrelevance_standard", "irrelevance_intent", "irrelevance_gap")
 
@@ -35,7 +35,7 @@ def test_bfcl_slice(
     done = aah(
         interop_env,
         "bench", "run", "--benchmark", "bfcl", "--run", run, "--category", category,
-        "--limit", "10", "--tool-mode", mode, "--concurrency", "1", "--task-timeout", "300",
+        "--limit", "3", "--tool-mode", mode, "--concurrency", "1", "--task-timeout", "300",
         "--data", str(shared_data / "bfcl"), "--db", str(db),
         timeout=BFCL_TIMEOUT,
     )  # fmt: skip
