@@ -94,6 +94,8 @@ def timeline(app: AahApp) -> list[EntryView]:
 
 async def answer_question(pilot: Pilot[None], text: str) -> None:
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, AskHumanScreen))
+    # A person types once the cursor is in the answer box.
+    await wait_for(pilot, lambda: getattr(pilot.app.focused, "id", None) == "ask-answer")
     await pilot.press(*text)
     await pilot.press("enter")
 

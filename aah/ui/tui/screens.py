@@ -89,6 +89,8 @@ class AskHumanScreen(ModalScreen[str | None]):
         Binding("escape", "later", "Answer later"),
         Binding("ctrl+n", "decline", "Decline"),
     ]
+    # The answer box has the keys from the moment the dialog is shown.
+    AUTO_FOCUS = "#ask-answer"
 
     def __init__(self, request: HumanRequestRecord, where: str = "") -> None:
         super().__init__()
