@@ -43,7 +43,7 @@ from aah.runtime import (
     worker_threads,
 )
 from aah.runtime.prompts import prompt_versions
-from aah.store import STOPPED_STATUSES, StoreFileError, pinned_difference
+from aah.store import STOPPED_STATUSES, SessionStore, StoreFileError, pinned_difference
 
 UnavailableMode = Literal["hidden", "broken"]
 
@@ -196,6 +196,30 @@ def run_manifest(
         "registry_hash": registry_hash,
         "aah_version": __version__,
     }
+
+
+def check_run_setup(db: Path, run: str, wanted: Mapping[str, Any], fields: Sequence[str]) -> None:
+    """Refuse to resume ``run`` in ``db`` when a benchmark's own ``fields`` differ.
+
+    For what makes a run another run beyond the store's pinned fields (a
+    benchmark's name, its turn count...), checked before the run opens.
+
+    Raises:
+        AahError: a field of the stored run's manifest differs from ``wanted``.
+    """
+    if not db.is_file():
+        return
+    with SessionStore(db) as store:
+        existing = store.get_run(run)
+    if existing is None:
+        return
+    for name in fields:
+        ours, theirs = existing.manifest.get(name), wanted.get(name)
+        if ours != theirs:
+            raise AahError(
+                f"run {run!r} was made with {name}={ours!r}, not {theirs!r}: "
+                "use the same flags to resume it, or another --run name"
+            )
 
 
 def check_manifest(existing: dict[str, Any], wanted: dict[str, Any], run: str) -> None:

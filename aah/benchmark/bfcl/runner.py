@@ -10,7 +10,7 @@ as BFCL offers only the item's functions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +18,15 @@ from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
+    check_run_setup,
     epoch_tasks,
     run_batch,
     run_manifest,
 )
 from aah.benchmark.bfcl.tasks import BFCL_SETTING, BfclTask
 from aah.benchmark.when2call import NEUTRAL_RESULT, NeutralExecutor, endpoint_spec
-from aah.errors import AahError
 from aah.llm import ModelConfig
 from aah.runtime import Activity, Runtime, ScriptedHuman, SessionRequest
-from aah.store import SessionStore
 from aah.tools import EndpointSource, EndpointSpec
 
 BENCHMARK = "bfcl"
@@ -124,7 +123,7 @@ class BfclRunner:
                 another benchmark or data source).
         """
         manifest = self.manifest(categories, data_source, data_sha256)
-        _check_setup(db, self.options.run, manifest)
+        check_run_setup(db, self.options.run, manifest, BFCL_PINNED)
         return await run_batch(
             epoch_tasks(tasks, self.options.epochs),
             db=db,
@@ -135,19 +134,3 @@ class BfclRunner:
             on_done=on_done,
             activity=activity,
         )
-
-
-def _check_setup(db: Path, run: str, wanted: Mapping[str, Any]) -> None:
-    if not db.is_file():
-        return
-    with SessionStore(db) as store:
-        existing = store.get_run(run)
-    if existing is None:
-        return
-    for name in BFCL_PINNED:
-        ours, theirs = existing.manifest.get(name), wanted.get(name)
-        if ours != theirs:
-            raise AahError(
-                f"run {run!r} was made with {name}={ours!r}, not {theirs!r}: "
-                "use the same flags to resume it, or another --run name"
-            )

@@ -19,16 +19,15 @@ from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
+    check_run_setup,
     epoch_tasks,
     run_batch,
     run_manifest,
 )
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
 from aah.benchmark.when2call.tools import endpoint_spec
-from aah.errors import AahError
 from aah.llm import ModelConfig
 from aah.runtime import Activity, HumanChannel, Runtime, ScriptedHuman, SessionRequest
-from aah.store import SessionStore
 from aah.tools import EndpointSpec, ToolResult
 
 BENCHMARK = "when2call"
@@ -143,7 +142,7 @@ class When2CallRunner:
                 another benchmark, awareness choice, turn count or tool result).
         """
         manifest = self.manifest(data_sha256)
-        _check_setup(db, self.options.run, manifest)
+        check_run_setup(db, self.options.run, manifest, WHEN2CALL_PINNED)
         tasks = epoch_tasks(tasks, self.options.epochs)
         return await run_batch(
             tasks,
@@ -159,19 +158,3 @@ class When2CallRunner:
 
 # Besides the store's pinned fields, what makes a When2Call run another run.
 WHEN2CALL_PINNED = ("benchmark", "awareness", "turns", "tool_result")
-
-
-def _check_setup(db: Path, run: str, wanted: Mapping[str, Any]) -> None:
-    if not db.is_file():
-        return
-    with SessionStore(db) as store:
-        existing = store.get_run(run)
-    if existing is None:
-        return
-    for name in WHEN2CALL_PINNED:
-        ours, theirs = existing.manifest.get(name), wanted.get(name)
-        if ours != theirs:
-            raise AahError(
-                f"run {run!r} was made with {name}={ours!r}, not {theirs!r}: "
-                "use the same flags to resume it, or another --run name"
-            )
