@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
 
 from aah.events import Event, FinalAnswerEvent, ModelCallEvent
 from aah.runtime.checkpoint_serde import ScrubbingSerializer, scrub_state
-from aah.runtime.checkpoints import EventOutbox, session_checkpointer
+from aah.runtime.checkpoints import CheckpointsStopped, EventOutbox, session_checkpointer
+from aah.store import StoreFileError
 from aah.store.sessions import SessionStore
 
 
@@ -57,6 +59,30 @@ def test_a_failed_write_stores_nothing_and_keeps_the_events(tmp_path: Path) -> N
     assert store.events(session.id) == []
     assert _count(db, "writes") == 0
     assert [e.text for e in outbox.take("t")] == ["first", "second"]  # type: ignore[attr-defined]
+
+
+def test_a_stopped_outbox_drops_its_events_and_refuses_every_later_write(tmp_path: Path) -> None:
+    # A run whose store file failed stops the outbox. A step's writes still
+    # on their way (LangGraph saves them in a task of their own, which runs
+    # after the session is cancelled) must not save the step without the
+    # events it held: the rerun would resume past them and they would be lost.
+    db = tmp_path / "s.db"
+    store = SessionStore(db)
+    session = store.open_session("Hi")
+    outbox = EventOutbox()
+    with session_checkpointer(db, outbox) as saver:
+        outbox.add(session.thread_id, ModelCallEvent(session_id=session.id, model="m", text="a"))
+        outbox.stop()
+        outbox.add(session.thread_id, FinalAnswerEvent(session_id=session.id, text="later"))
+        outbox.put_back(session.thread_id, [FinalAnswerEvent(session_id=session.id, text="x")])
+        with pytest.raises(CheckpointsStopped) as stopped:
+            saver.put_writes(_config(session.thread_id), [("messages", [])], "task-1")
+        with pytest.raises(StoreFileError):  # the session stays as its last checkpoint left it
+            saver.put(_config(session.thread_id), empty_checkpoint(), {}, {})
+    assert str(db) in str(stopped.value) and "run the same command again" in str(stopped.value)
+    assert store.events(session.id) == []
+    assert _count(db, "writes") == 0 and _count(db, "checkpoints") == 0
+    assert outbox.take(session.thread_id) == []
 
 
 def test_checkpoint_values_are_scrubbed_but_keep_their_shape() -> None:

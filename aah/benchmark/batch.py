@@ -389,8 +389,9 @@ async def run_batch(
                         # The file failed: the steps the running sessions hold
                         # since their last checkpoint are run again by the
                         # rerun. Writing them now would fail, or log some of
-                        # them twice once the rerun logs its own.
-                        runtime.outbox.clear()
+                        # them twice once the rerun logs its own; and no
+                        # checkpoint may now save a step without its events.
+                        runtime.outbox.stop()
                     stopped = list(running)
                     for job in stopped:
                         job.cancel()

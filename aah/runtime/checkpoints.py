@@ -33,7 +33,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
-from aah.store import insert_events, write_lock, write_transaction
+from aah.store import StoreFileError, insert_events, write_lock, write_transaction
 from aah.store import schema as schema
 
 Publish = Callable[[list[Event]], None]
@@ -48,23 +48,46 @@ class EventOutbox:
     def __init__(self, publish: Publish | None = None) -> None:
         self._pending: dict[str, list[Event]] = {}
         self.publish: Publish = publish or (lambda events: None)
+        self.stopped = False
 
     def add(self, thread_id: str, event: Event) -> None:
         """Hold ``event`` until ``thread_id``'s next checkpoint."""
-        self._pending.setdefault(thread_id, []).append(event)
+        if not self.stopped:
+            self._pending.setdefault(thread_id, []).append(event)
 
     def take(self, thread_id: str) -> list[Event]:
         """The events held for ``thread_id``, in order; the outbox forgets them."""
         return self._pending.pop(thread_id, [])
 
-    def clear(self) -> None:
-        """Drop every held event: the steps they record will be run (and logged) again."""
+    def stop(self) -> None:
+        """Drop every held event and refuse every later checkpoint write.
+
+        For a run whose store file failed: the steps held since each
+        session's last checkpoint are run (and logged) again by the rerun.
+        A write still on its way (LangGraph saves a step's writes in a task of
+        its own, which outlives the session's cancellation) must not save
+        those steps without their events, so none is saved.
+        """
+        self.stopped = True
         self._pending.clear()
 
     def put_back(self, thread_id: str, events: list[Event]) -> None:
         """Return events whose write failed, ahead of any held since."""
-        if events:
+        if events and not self.stopped:
             self._pending[thread_id] = events + self._pending.get(thread_id, [])
+
+
+class CheckpointsStopped(StoreFileError):
+    """A checkpoint write came after ``EventOutbox.stop``: it is not written.
+
+    A ``StoreFileError``, so the session it stops is left as its last
+    checkpoint left it, as for the failure that stopped the run.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"the run stopped once {path} failed", "run the same command again to go on", path
+        )
 
 
 class InlineSqliteSaver(SqliteSaver):
@@ -127,6 +150,7 @@ class SessionSaver(InlineSqliteSaver):
 
     def __init__(self, path: Path, outbox: EventOutbox) -> None:
         self._db = schema.connect(path)
+        self._path = path
         super().__init__(self._db.conn, serde=ScrubbingSerializer())
         self._outbox = outbox
         self._write_lock = write_lock(path)
@@ -174,6 +198,8 @@ class SessionSaver(InlineSqliteSaver):
             with super().cursor(transaction=False) as cur:
                 yield cur
             return
+        if self._outbox.stopped:
+            raise CheckpointsStopped(self._path)
         thread = self._thread
         events = self._outbox.take(thread) if thread is not None else []
         try:
