@@ -19,6 +19,7 @@ from aah.terminal_text import printable
 if TYPE_CHECKING:
     from aah.events import AwarenessMode
     from aah.llm import ModelConfig
+    from aah.mcp import McpTools
     from aah.runtime import HumanChannel, SessionOutcome, SessionRequest
     from aah.tools import EndpointSpec
     from aah.tools.registry import Registry
@@ -62,10 +63,16 @@ def run(
     tool_mode: str = typer.Option(
         "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
     ),
+    mcp: list[str] = typer.Option(
+        [],
+        "--mcp",
+        help="Offer an MCP server's tools: 'CMD ARGS' (stdio) or a URL (repeatable).",
+    ),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
     from aah.llm import model_config
+    from aah.mcp import configured_servers, open_mcp_tools
     from aah.runtime import (
         ChannelOptions,
         SessionRequest,
@@ -83,26 +90,29 @@ def run(
     db_path = db or get_settings().db
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
+    servers = configured_servers(mcp)
     config = model_config("agent", model=model)
     mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, deadline))
-    request = SessionRequest(
-        query=query,
-        specs=specs,
-        aah=aah,
-        awareness=awareness_mode(awareness),
-        step_limit=step_limit,
-        tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
-        tool_mode=mode,
-    )
-    offered = ", ".join(s.qualified_name for s in specs) or "none"
-    console.print(
-        f"[bold]query:[/] {escape(printable(query))}\n"
-        f"[dim]tools: {escape(offered)} ({mode}); model: {escape(config.model)}[/]",
-        markup=True,
-        highlight=False,
-    )
-    outcome = run_async(_run(request, db_path, config, channel, http, fault))
+    with open_mcp_tools(servers, http_mode=http, fault_plan=fault or None, offered=specs) as tools:
+        specs += tools.specs
+        request = SessionRequest(
+            query=query,
+            specs=specs,
+            aah=aah,
+            awareness=awareness_mode(awareness),
+            step_limit=step_limit,
+            tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
+            tool_mode=mode,
+        )
+        offered = ", ".join(s.qualified_name for s in specs) or "none"
+        console.print(
+            f"[bold]query:[/] {escape(printable(query))}\n"
+            f"[dim]tools: {escape(offered)} ({mode}); model: {escape(config.model)}[/]",
+            markup=True,
+            highlight=False,
+        )
+        outcome = run_async(_run(request, db_path, config, channel, http, fault, tools))
     _report(outcome)
 
 
@@ -113,11 +123,15 @@ async def _run(
     channel: HumanChannel,
     http: str,
     fault: list[str],
+    tools: McpTools,
 ) -> SessionOutcome:
     from aah.cli.trace import TracePrinter
     from aah.runtime import open_runtime, run_session
+    from aah.tools.http import make_executor
 
     printer = TracePrinter(console)
+    # MCP tools, if any, are routed beside the HTTP ones through one executor.
+    executor = tools.route(make_executor(http, fault_plan=fault or None)) if tools.active else None
     async with open_runtime(
         db=db,
         model=config,
@@ -125,6 +139,7 @@ async def _run(
         http_mode=http,
         fault_plan=fault or None,
         listeners=[printer],
+        executor=executor,
     ) as runtime:
         first = "the model" if request.awareness == "none" else "the model's awareness answer"
         printer.waiting_for(first)

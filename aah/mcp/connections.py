@@ -104,7 +104,7 @@ class McpConnections:
         Raises:
             McpFailure: the server did not start or did not list its tools in time.
         """
-        return self._wait(self.alist_tools(server), self.start_timeout + self.call_timeout + 5)
+        return self._wait(self._list(server), self.start_timeout + self.call_timeout + 5)
 
     async def alist_tools(self, server: McpServer) -> list[dict[str, Any]]:
         """:meth:`list_tools` from any event loop."""
@@ -113,7 +113,7 @@ class McpConnections:
     def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
         """Call ``tool`` of ``server``; see :meth:`acall`."""
         return self._wait(
-            self.acall(server, tool, arguments), self.start_timeout + self.call_timeout + 5
+            self._call(server, tool, arguments), self.start_timeout + self.call_timeout + 5
         )
 
     async def acall(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
@@ -147,11 +147,11 @@ class McpConnections:
         future = asyncio.run_coroutine_threadsafe(work, self._loop)
         return await asyncio.wrap_future(future)
 
-    def _wait(self, work: Awaitable[T], timeout: float) -> T:
-        async def run() -> T:
-            return await work
-
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=timeout)
+    def _wait(self, work: Coroutine[Any, Any, T], timeout: float) -> T:
+        if self._closed:
+            work.close()
+            raise McpFailure("the MCP connections are closed")
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout=timeout)
 
     async def _list(self, server: McpServer) -> list[dict[str, Any]]:
         held = await self._open(server)

@@ -13,7 +13,6 @@ from aah.tools import EndpointSpec
 
 # A server name becomes the tool part of ``NAME__tool``: the same characters.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
-_SPLIT_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]{0,39})=(\S.*)$", re.DOTALL)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 MCP_URL_SCHEME = "mcp"
 
@@ -50,10 +49,10 @@ def parse_server(text: str, name: str | None = None) -> McpServer:
         AahError: the value is empty, its quotes do not close, or the name is not usable.
     """
     text = text.strip()
-    if name is None:
-        named = _SPLIT_NAME.match(text)
-        if named is not None and not text.startswith(("http://", "https://")):
-            name, text = named.group(1), named.group(2).strip()
+    head, equals, rest = text.partition("=")
+    if name is None and equals and not head.startswith(("http://", "https://")):
+        if len(head.split()) <= 1:
+            name, text = head.strip(), rest.strip()
     if not text:
         raise AahError("an MCP server needs a command or a URL: --mcp 'CMD ARGS' or --mcp URL")
     server = McpServer(name or "", text)
@@ -64,7 +63,7 @@ def parse_server(text: str, name: str | None = None) -> McpServer:
             raise AahError(f"cannot read the MCP command {text!r}: {exc}") from None
         if not argv:
             raise AahError("an MCP server needs a command or a URL: --mcp 'CMD ARGS' or --mcp URL")
-    chosen = name or _default_name(server)
+    chosen = _default_name(server) if name is None else name
     if not _NAME.match(chosen):
         raise AahError(
             f"bad MCP server name {chosen!r}: use letters, digits, '_' or '-' "

@@ -29,6 +29,7 @@ class McpTools:
     specs: list[EndpointSpec]
     executor: Executor
     servers: list[McpServer] = field(default_factory=list)
+    active: bool = True
 
     def route(self, http: Executor) -> ToolRouter:
         """One executor for the run: MCP specs here, every other spec to ``http``."""
@@ -66,7 +67,7 @@ def open_mcp_tools(
             tools, or nothing was recorded to replay.
     """
     if not servers and not any(is_mcp_spec(spec) for spec in offered):
-        yield McpTools([], make_executor("mock"))
+        yield McpTools([], make_executor("mock"), active=False)
         return
     require_sdk()
     choose_mode = http_mode if http_mode != "fault" else base_mode
