@@ -1,4 +1,4 @@
-"""MCP both ways: MCP servers' tools as aah tools (and later, aah's people for MCP agents).
+"""MCP both ways: MCP servers' tools as aah tools, and aah's human desk for MCP agents.
 
 Needs the ``mcp`` extra (``pip install 'aah[mcp]'``); the SDK is imported only
 when a server is started, so everything else runs without it.
@@ -12,13 +12,18 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.mcp.connections import McpConnections, McpFailure, McpReply, require_sdk
+    from aah.mcp.desk import HumanDesk, Question
     from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
     from aah.mcp.recording import McpRecording, default_recording_path
     from aah.mcp.schema import tool_spec, tool_specs
+    from aah.mcp.serve import build_desk_server
     from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, server_of, unique_names
     from aah.mcp.tools import McpTools, configured_servers, open_mcp_tools
 
 __all__ = [
+    "HumanDesk",
+    "Question",
+    "build_desk_server",
     "McpConnections",
     "McpExecutor",
     "McpFailure",
@@ -41,6 +46,9 @@ __all__ = [
 ]
 
 _WHERE = {
+    "HumanDesk": "aah.mcp.desk",
+    "Question": "aah.mcp.desk",
+    "build_desk_server": "aah.mcp.serve",
     "McpConnections": "aah.mcp.connections",
     "McpFailure": "aah.mcp.connections",
     "McpReply": "aah.mcp.connections",

@@ -1,0 +1,150 @@
+"""``aah mcp serve``: the SDK's own client asks aah's people, over stdio and streamable HTTP.
+
+The server runs as ``aah mcp serve`` in its own process; the test answers
+through the store's API from this one, as the web page does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aah.events import HumanAnswerEvent, HumanQuestionEvent
+from aah.store import SessionStore
+
+pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'aah[mcp]'")
+
+from mcp import Client, Implementation, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVE_ENV = {"PYTHONPATH": str(ROOT), "AAH_MCP_START_TIMEOUT": "60"}
+
+
+async def pending_request(db: Path, question: str, timeout: float = 60) -> str:
+    """The id of the pending request asking ``question``, once the server wrote it."""
+    store = SessionStore(db)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if db.exists():
+                for request in store.pending_human_requests():
+                    if request.question == question:
+                        return request.id
+            await asyncio.sleep(0.1)
+    finally:
+        store.close()
+    raise AssertionError(f"{question!r} never reached the queue")
+
+
+def answer(db: Path, request_id: str, text: str) -> None:
+    store = SessionStore(db)
+    try:
+        assert store.claim_request(request_id, "alice") is not None
+        assert store.answer_human_request(request_id, "alice", text)
+    finally:
+        store.close()
+
+
+def text_of(result: Any) -> str:
+    assert not result.is_error, result
+    return str(result.content[0].text)
+
+
+async def ask_and_answer(server: Any, db: Path) -> dict[str, Any]:
+    """List the tools, ask, answer through the store, re-ask, let a deadline pass."""
+    found: dict[str, Any] = {}
+    async with Client(server, client_info=Implementation(name="planner", version="1")) as client:
+        tools = await client.list_tools()
+        found["tools"] = [tool.name for tool in tools.tools]
+        asking = asyncio.ensure_future(
+            client.call_tool("ask_human", {"question": "Which city?", "id": "q1"})
+        )
+        request_id = await pending_request(db, "Which city?")
+        answered_at = time.monotonic()
+        await asyncio.to_thread(answer, db, request_id, "Paris")
+        found["answer"] = text_of(await asking)
+        found["latency"] = time.monotonic() - answered_at
+        # The client asks again (say, after its own timeout): the same answer, not a new question.
+        again = await client.call_tool("ask_human", {"question": "Which city?", "id": "q1"})
+        found["again"] = text_of(again)
+        late = await client.call_tool(
+            "ask_human", {"question": "Budget?", "deadline": 1, "fallback": "use 100 EUR"}
+        )
+        found["fallback"] = text_of(late)
+    return found
+
+
+def check(found: dict[str, Any], db: Path) -> None:
+    assert found["tools"] == ["ask_human"]
+    assert found["answer"] == found["again"] == "Paris"
+    assert found["fallback"] == "use 100 EUR"
+    assert found["latency"] < 5  # polls every 0.5 s; quoted in the closing note
+    store = SessionStore(db)
+    try:
+        [session] = store.list_sessions()
+        events = store.events(session.id)
+    finally:
+        store.close()
+    assert session.model == "mcp:planner"
+    questions = [e.question for e in events if isinstance(e, HumanQuestionEvent)]
+    answers = [(e.answer, e.answered_by) for e in events if isinstance(e, HumanAnswerEvent)]
+    assert questions == ["Which city?", "Budget?"]
+    assert answers == [("Paris", "alice"), ("use 100 EUR", "deadline-fallback")]
+
+
+def test_stdio_client_asks_and_gets_the_answer(tmp_path: Path) -> None:
+    db = tmp_path / "desk.db"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aah", "mcp", "serve", "--db", str(db)],
+        env=SERVE_ENV,
+        cwd=str(tmp_path),
+    )
+    found = asyncio.run(ask_and_answer(stdio_client(params), db))
+    check(found, db)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_desk(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    db, port = tmp_path / "desk.db", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aah", "mcp", "serve", "--port", str(port), "--db", str(db)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp", db
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_http_client_asks_and_gets_the_answer(http_desk: tuple[str, Path]) -> None:
+    url, db = http_desk
+    found = asyncio.run(ask_and_answer(url, db))
+    check(found, db)
