@@ -12,8 +12,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from aah.mcp.servers import MCP_URL_SCHEME, McpServer
-from aah.tools import EndpointSource, EndpointSpec, ParameterSpec, ParamLocation, qualified_name
-from aah.tools.spec import JsonType
+from aah.tools import (
+    EndpointSource,
+    EndpointSpec,
+    JsonType,
+    ParameterSpec,
+    ParamLocation,
+    qualified_name,
+)
 
 _JSON_TYPES: frozenset[str] = frozenset(get_args(JsonType))
 
