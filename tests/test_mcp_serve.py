@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE_ENV = {"PYTHONPATH": str(ROOT), "AAH_MCP_START_TIMEOUT": "60"}
+TOKEN = "desk-token-0123456789"
 
 
 async def pending_request(db: Path, question: str, timeout: float = 60) -> str:
@@ -120,10 +121,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_desk(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    db, port = tmp_path / "desk.db", free_port()
+@pytest.fixture(scope="module")
+def http_desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    db, port = tmp_path_factory.mktemp("desk") / "desk.db", free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
+    env["AAH_MCP_TOKEN"] = TOKEN
     process = subprocess.Popen(
         [sys.executable, "-m", "aah", "mcp", "serve", "--port", str(port), "--db", str(db)],
         env=env,
@@ -145,6 +147,41 @@ def http_desk(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def test_http_client_asks_and_gets_the_answer(http_desk: tuple[str, Path]) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
     url, db = http_desk
-    found = asyncio.run(ask_and_answer(url, db))
+    bearer = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
+    )
+    found = asyncio.run(ask_and_answer(streamable_http_client(url, http_client=bearer), db))
     check(found, db)
+
+
+REFUSED = [
+    {},
+    {"Authorization": "Bearer wrong-token-0000"},
+    {"Authorization": TOKEN},
+    {"Authorization": f"bearer {TOKEN}x"},
+]
+
+
+@pytest.mark.parametrize("headers", REFUSED)
+def test_http_requests_without_the_token_are_refused(
+    http_desk: tuple[str, Path], headers: dict[str, str]
+) -> None:
+    import requests
+
+    url, _ = http_desk
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = requests.post(url, json=body, headers=headers, timeout=10)
+    assert response.status_code == 401 and "AAH_MCP_TOKEN" in response.text
+
+
+def test_serving_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
+    result = subprocess.run(
+        [sys.executable, "-m", "aah", "mcp", "serve", "--port", "1", "--host", "0.0.0.0"],
+        env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stderr.startswith("error: serving MCP on 0.0.0.0")

@@ -277,14 +277,14 @@ def test_the_cli_says_so_in_one_line(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def connections() -> Iterator[McpConnections]:
-    pool = McpConnections(start_timeout=60, call_timeout=3)
+    pool = McpConnections(start_timeout=60, call_timeout=8)
     yield pool
     pool.close()
 
 
 CALL_FAILURES = [
     ("fail", {"reason": "quota"}, "tool error: "),
-    ("hang", {}, "gave no answer to hang within 3 s"),
+    ("hang", {}, "gave no answer to hang within 8 s"),
     ("add", {"a": 1}, "tool error: "),
 ]
 
@@ -301,7 +301,7 @@ def test_a_failed_call_is_a_failed_result(
     started = time.monotonic()
     result = executor.call(specs[tool], arguments)
     assert not result.ok and result.text.startswith(("tool error: ", "request failed: "))
-    assert expected in result.text and time.monotonic() - started < 10
+    assert expected in result.text and time.monotonic() - started < 20
 
 
 def test_a_huge_result_is_cut_to_the_budget(connections: McpConnections) -> None:

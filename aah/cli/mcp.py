@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -17,9 +18,12 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface for --port."),
     db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
 ) -> None:
-    """Expose ask_human to MCP clients: questions go to the queue people answer."""
+    """Expose ask_human to MCP clients: questions go to the queue people answer.
+
+    Over HTTP, set AAH_MCP_TOKEN to require it as a bearer token (needed off loopback).
+    """
     from aah.config import get_settings
-    from aah.mcp import HumanDesk, build_desk_server, require_sdk
+    from aah.mcp import HumanDesk, build_desk_server, require_sdk, serve_http
     from aah.store import SessionStore
 
     require_sdk()
@@ -29,6 +33,7 @@ def serve(
         if port is None:
             server.run("stdio")
         else:
-            server.run("streamable-http", host=host, port=port)
+            token = os.environ.get("AAH_MCP_TOKEN") or None
+            serve_http(server, host=host, port=port, token=token)
     finally:
         store.close()

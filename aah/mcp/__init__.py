@@ -16,11 +16,13 @@ if TYPE_CHECKING:
     from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
     from aah.mcp.recording import McpRecording, default_recording_path
     from aah.mcp.schema import tool_spec, tool_specs
-    from aah.mcp.serve import build_desk_server
+    from aah.mcp.serve import BearerGuard, build_desk_server, serve_http
     from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, server_of, unique_names
     from aah.mcp.tools import McpTools, configured_servers, open_mcp_tools
 
 __all__ = [
+    "BearerGuard",
+    "serve_http",
     "HumanDesk",
     "Question",
     "build_desk_server",
@@ -46,6 +48,8 @@ __all__ = [
 ]
 
 _WHERE = {
+    "BearerGuard": "aah.mcp.serve",
+    "serve_http": "aah.mcp.serve",
     "HumanDesk": "aah.mcp.desk",
     "Question": "aah.mcp.desk",
     "build_desk_server": "aah.mcp.serve",
