@@ -185,3 +185,44 @@ def test_serving_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> N
         env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 2 and result.stderr.startswith("error: serving MCP on 0.0.0.0")
+
+
+async def give_up_then_ask_again(db: Path, tmp_path: Path) -> tuple[str, str]:
+    """A client times out on a question; the server restarts; asking again gets the answer."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aah", "mcp", "serve", "--db", str(db)],
+        env=SERVE_ENV,
+        cwd=str(tmp_path),
+    )
+    question = {"question": "Which account?", "id": "acct"}
+    async with Client(
+        stdio_client(params), client_info=Implementation(name="impatient", version="1")
+    ) as first:
+        try:
+            gave_up = await first.call_tool("ask_human", question, read_timeout_seconds=2)
+            why = "answered before anyone did" if not gave_up.is_error else "error result"
+        except Exception as exc:  # the client's own timeout
+            why = type(exc).__name__
+    # The first server is gone; a person answers meanwhile, through the store.
+    request_id = await pending_request(db, "Which account?")
+    await asyncio.to_thread(answer, db, request_id, "the savings one")
+    async with Client(
+        stdio_client(params), client_info=Implementation(name="impatient", version="1")
+    ) as again:
+        result = await again.call_tool("ask_human", question)
+    return why, text_of(result)
+
+
+def test_a_client_that_gave_up_gets_the_answer_by_asking_again(tmp_path: Path) -> None:
+    db = tmp_path / "desk.db"
+    why, text = asyncio.run(give_up_then_ask_again(db, tmp_path))
+    assert why != "answered before anyone did"
+    assert text == "the savings one"
+    store = SessionStore(db)
+    try:
+        [session] = store.list_sessions()
+        answers = [e.answer for e in store.events(session.id) if isinstance(e, HumanAnswerEvent)]
+    finally:
+        store.close()
+    assert answers == ["the savings one"]  # logged once, though asked twice

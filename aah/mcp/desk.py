@@ -100,7 +100,7 @@ class HumanDesk:
         reply = wait.result()
         fell_back = reply.answered_by == "deadline-fallback"
         text = (question.fallback or IDK_REPLY) if fell_back else reply.text
-        if known is None or known.status == "pending":
+        if not await asyncio.to_thread(self._answer_logged, session_id, request_id):
             answer = HumanAnswerEvent(
                 session_id=session_id,
                 request_id=request_id,
@@ -111,6 +111,14 @@ class HumanDesk:
             )
             await asyncio.to_thread(self.store.set_status, session_id, "running", [answer])
         return text
+
+    def _answer_logged(self, session_id: str, request_id: str) -> bool:
+        # Asked again (the client gave up, or the server restarted meanwhile):
+        # the answer is logged once, whichever ask received it first.
+        return any(
+            isinstance(event, HumanAnswerEvent) and event.request_id == request_id
+            for event in self.store.events(session_id)
+        )
 
 
 def _context(question: Question, client: str) -> dict[str, Any]:
