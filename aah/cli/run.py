@@ -94,25 +94,28 @@ def run(
     config = model_config("agent", model=model)
     mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, deadline))
-    with open_mcp_tools(servers, http_mode=http, fault_plan=fault or None, offered=specs) as tools:
-        specs += tools.specs
-        request = SessionRequest(
-            query=query,
-            specs=specs,
-            aah=aah,
-            awareness=awareness_mode(awareness),
-            step_limit=step_limit,
-            tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
-            tool_mode=mode,
-        )
-        offered = ", ".join(s.qualified_name for s in specs) or "none"
-        console.print(
-            f"[bold]query:[/] {escape(printable(query))}\n"
-            f"[dim]tools: {escape(offered)} ({mode}); model: {escape(config.model)}[/]",
-            markup=True,
-            highlight=False,
-        )
+    tools = open_mcp_tools(servers, http_mode=http, fault_plan=fault or None, offered=specs)
+    specs += tools.specs
+    request = SessionRequest(
+        query=query,
+        specs=specs,
+        aah=aah,
+        awareness=awareness_mode(awareness),
+        step_limit=step_limit,
+        tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
+        tool_mode=mode,
+    )
+    offered = ", ".join(s.qualified_name for s in specs) or "none"
+    console.print(
+        f"[bold]query:[/] {escape(printable(query))}\n"
+        f"[dim]tools: {escape(offered)} ({mode}); model: {escape(config.model)}[/]",
+        markup=True,
+        highlight=False,
+    )
+    try:
         outcome = run_async(_run(request, db_path, config, channel, http, fault, tools))
+    finally:
+        tools.close()
     _report(outcome)
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,10 +29,22 @@ class McpTools:
     executor: Executor
     servers: list[McpServer] = field(default_factory=list)
     active: bool = True
+    _owned: list[Executor] = field(default_factory=list)
 
     def route(self, http: Executor) -> ToolRouter:
         """One executor for the run: MCP specs here, every other spec to ``http``."""
         return ToolRouter(http, self.executor)
+
+    def close(self) -> None:
+        """Stop the servers and close the recording (again is harmless)."""
+        for executor in self._owned:
+            executor.close()
+
+    def __enter__(self) -> McpTools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def configured_servers(values: Sequence[str]) -> list[McpServer]:
@@ -42,7 +53,6 @@ def configured_servers(values: Sequence[str]) -> list[McpServer]:
     return unique_names([parse_server(text) for text in texts])
 
 
-@contextmanager
 def open_mcp_tools(
     servers: Sequence[McpServer],
     *,
@@ -51,8 +61,10 @@ def open_mcp_tools(
     base_mode: str = "mock",
     offered: Sequence[EndpointSpec] = (),
     recording_path: Path | None = None,
-) -> Iterator[McpTools]:
+) -> McpTools:
     """Start ``servers`` (or open their recording) and list their tools.
+
+    The result holds them open until it is closed (or left, as a context manager).
 
     Args:
         servers: The servers whose tools the agent is offered.
@@ -67,8 +79,7 @@ def open_mcp_tools(
             tools, or nothing was recorded to replay.
     """
     if not servers and not any(is_mcp_spec(spec) for spec in offered):
-        yield McpTools([], make_executor("mock"), active=False)
-        return
+        return McpTools([], make_executor("mock"), active=False)
     require_sdk()
     choose_mode = http_mode if http_mode != "fault" else base_mode
     if http_mode not in HTTP_MODES or (http_mode == "fault" and base_mode not in BASE_HTTP_MODES):
@@ -97,11 +108,11 @@ def open_mcp_tools(
             executor = FaultExecutor(
                 plan, executor, timeout=settings.mcp_timeout, max_bytes=settings.http_max_bytes
             )
-        yield McpTools(specs, executor, list(servers))
-    finally:
+    except BaseException:
         live.close()
-        if executor is not live:
-            executor.close()
+        raise
+    owned: list[Executor] = [live] if executor is live else [live, executor]
+    return McpTools(specs, executor, list(servers), _owned=owned)
 
 
 def _listed(
