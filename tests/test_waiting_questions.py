@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
+from aah.store.schema import SCHEMA_VERSION
 from runtime_support import ASK_FIRST_SCRIPT, fake_config, waiting_request
 
 from aah.benchmark import BatchRunner, RunOptions
@@ -173,7 +175,7 @@ def test_an_older_database_is_upgraded_in_place(tmp_path: Path) -> None:
         assert store.get_session("s1").status == "cancelled"  # type: ignore[union-attr]
         assert store.pending_human_requests() == []
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 

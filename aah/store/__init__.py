@@ -9,7 +9,8 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.store.check import DatabaseCheck, check_database
     from aah.store.file_errors import StoreFileError
-    from aah.store.humans import DEFAULT_LEASE_S
+    from aah.store.approvals import ApprovedRun
+    from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         STOPPED_STATUSES,
         GradeFlagReason,
         HumanRequestRecord,
+        RequestKind,
         SessionRecord,
         SessionStatus,
         scrub,
@@ -47,6 +49,9 @@ __all__ = [
     "CallStep",
     "GradeVerdict",
     "HumanRequestRecord",
+    "RequestKind",
+    "ApprovedRun",
+    "APPROVAL_DECISIONS",
     "ManifestDifference",
     "PINNED_FIELDS",
     "QueueEntry",
@@ -84,6 +89,9 @@ _WHERE = {
     "CallStep": "aah.store.queries",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
+    "RequestKind": "aah.store.schema",
+    "ApprovedRun": "aah.store.approvals",
+    "APPROVAL_DECISIONS": "aah.store.humans",
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",
     "QueueEntry": "aah.store.listings",
