@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from aah.store.schema import SCHEMA_VERSION
-
 from aah.store import (
     DEFAULT_LEASE_S,
     AnnotatorStats,
@@ -23,6 +21,7 @@ from aah.store import (
     SessionStore,
     merge_databases,
 )
+from aah.store.schema import SCHEMA_VERSION
 
 SHORT_LEASE_S = 0.3
 

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from aah.store.schema import SCHEMA_VERSION
-
 from aah.errors import AahError
 from aah.events import (
     AwarenessEvent,
@@ -27,6 +25,7 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
 )
+from aah.store.schema import SCHEMA_VERSION
 from aah.store.sessions import REDACTED, SessionStore, scrub
 
 OPENAI_KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123"

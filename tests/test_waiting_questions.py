@@ -12,8 +12,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-from aah.store.schema import SCHEMA_VERSION
 from runtime_support import ASK_FIRST_SCRIPT, fake_config, waiting_request
 
 from aah.benchmark import BatchRunner, RunOptions
@@ -21,6 +19,7 @@ from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
 from aah.runtime import WorkClock, waiting_for_person, within_work_time
 from aah.store import SessionStore
+from aah.store.schema import SCHEMA_VERSION
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.registry.read import Registry
 

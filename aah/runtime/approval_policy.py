@@ -69,13 +69,14 @@ class ArgumentRule(BaseModel):
         if self.op == "equals":
             return bool(given == self.value)
         if self.op == "in":
-            return given in self.value
+            return any(given == value for value in self.value)
         if self.op == "matches":
             return isinstance(given, str) and fnmatch.fnmatchcase(given, str(self.value))
         number = _number(given)
         if number is None:
             return False
-        return number > self.value if self.op == "above" else number < self.value
+        bound = float(self.value)
+        return number > bound if self.op == "above" else number < bound
 
 
 def _number(value: Any) -> float | None:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.store.approvals import ApprovedRun
     from aah.store.check import DatabaseCheck, check_database
     from aah.store.file_errors import StoreFileError
-    from aah.store.approvals import ApprovedRun
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference

@@ -189,7 +189,7 @@ class HumanRequests:
             raise ValueError(f"unknown decision {decision!r}: use {', '.join(APPROVAL_DECISIONS)}")
         if decision == "edit" and arguments is None:
             raise ValueError("an edit needs the new arguments")
-        answer = {"decision": decision, "reason": reason}
+        answer: dict[str, Any] = {"decision": decision, "reason": reason}
         if decision == "edit":
             answer["arguments"] = dict(arguments or {})
         text = json.dumps(answer, ensure_ascii=False)

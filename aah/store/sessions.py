@@ -26,9 +26,9 @@ from typing import Any
 from aah.config import get_settings
 from aah.events import Event
 from aah.store import schema as schema
+from aah.store.approvals import ApprovedRun, ApprovedRuns
 from aah.store.connection import StoreConnection
 from aah.store.file_errors import StoreFileError
-from aah.store.approvals import ApprovedRun, ApprovedRuns
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
 from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueListing
 from aah.store.queries import SessionQueries

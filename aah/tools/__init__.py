@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from aah.tools.spec import (
         EndpointSource,
         EndpointSpec,
+        HttpMethod,
         ImportResult,
         ParameterSpec,
         ParamLocation,
@@ -42,6 +43,7 @@ __all__ = [
     "CheckResult",
     "EndpointSource",
     "EndpointSpec",
+    "HttpMethod",
     "Executor",
     "FaultPlan",
     "HttpExecutor",
@@ -85,6 +87,7 @@ _WHERE = {
     "build_registry": "registry",
     "EndpointSource": "spec",
     "EndpointSpec": "spec",
+    "HttpMethod": "spec",
     "ImportResult": "spec",
     "ParameterSpec": "spec",
     "ParamLocation": "spec",

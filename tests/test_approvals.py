@@ -1,0 +1,192 @@
+"""Approvals end to end: the gate, each decision, parking in the queue, and at-most-once runs.
+
+Real model client against the fake server, real HTTP against a loopback
+server that counts every request, the real store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from http_server import LocalServer, make_spec
+from runtime_support import awareness_rule, call, runtime_on
+
+from aah.events import ApprovalDecidedEvent, ApprovalRequestedEvent, ToolCallEvent
+from aah.runtime import (
+    ApprovalPolicy,
+    ApprovalReply,
+    ApprovalRule,
+    QueueHuman,
+    ScriptedApprover,
+    SessionRequest,
+    run_session,
+)
+from aah.testing.fake_llm import FakeLLMServer
+from aah.tools import ParameterSpec
+
+pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
+POLICY = ApprovalPolicy(rules=(ApprovalRule(methods=("POST",)),))
+
+
+def _book_script(**arguments: Any) -> dict[str, Any]:
+    """Awareness yes; call local__book; answer with what the tool said."""
+    return {
+        "rules": [
+            awareness_rule("Yes, all there."),
+            {"when": {"last_tool_name": "local__book"}, "reply": "Done with the booking."},
+            {"when": {"has_tools": True}, "reply": call("local__book", **arguments)},
+        ]
+    }
+
+
+def _book_spec(server: LocalServer) -> Any:
+    rooms = ParameterSpec(name="rooms", type="integer", required=True, location="body")
+    return make_spec(server.url("/echo/book"), method="POST", name="book", params=[rooms])
+
+
+def _tool_results(events: list[Any]) -> list[ToolCallEvent]:
+    return [e for e in events if isinstance(e, ToolCallEvent)]
+
+
+async def _session(
+    tmp_path: Path, approver: ScriptedApprover, policy: ApprovalPolicy | None = POLICY
+) -> tuple[Any, list[Any], LocalServer, list[str]]:
+    """Run one booking session; its outcome, events, the tool server and what the model read."""
+    with LocalServer() as server, FakeLLMServer(_book_script(rooms=2)) as llm:
+        async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
+            request = SessionRequest(
+                "Book two rooms.", [_book_spec(server)], approvals=policy, approver=approver
+            )
+            outcome = await run_session(request, rt)
+            events = rt.store.events(outcome.session_id)
+        tool_texts = [
+            str(m.get("content"))
+            for body in llm.requests
+            for m in body.get("messages", [])
+            if m.get("role") == "tool"
+        ]
+    return outcome, events, server, tool_texts
+
+
+async def test_an_approved_call_runs_once_as_proposed(tmp_path: Path) -> None:
+    approver = ScriptedApprover([ApprovalReply(decision="approve", decided_by="ann")])
+    outcome, events, server, _ = await _session(tmp_path, approver)
+    assert outcome.status == "finished"
+    assert server.count("/echo") == 1
+    (asked,) = approver.asked
+    assert (asked.tool, asked.method, asked.arguments) == ("local__book", "POST", {"rooms": 2})
+    assert asked.parameters[0]["name"] == "rooms"  # what a face needs for an edit form
+    kinds = [e.kind for e in events]
+    assert kinds.index("approval_requested") < kinds.index("approval_decided")
+    assert kinds.index("approval_decided") < kinds.index("tool_call")
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert (decided.outcome, decided.decided_by) == ("approved", "ann")
+
+
+async def test_a_call_no_rule_matches_runs_without_asking(tmp_path: Path) -> None:
+    approver = ScriptedApprover([])
+    policy = ApprovalPolicy(rules=(ApprovalRule(methods=("DELETE",)),))
+    outcome, events, server, _ = await _session(tmp_path, approver, policy)
+    assert (outcome.status, server.count("/echo"), approver.asked) == ("finished", 1, [])
+    assert not [e for e in events if isinstance(e, ApprovalRequestedEvent)]
+
+
+async def test_an_edited_call_runs_with_the_new_arguments_and_the_agent_is_told(
+    tmp_path: Path,
+) -> None:
+    edit = ApprovalReply(decision="edit", arguments={"rooms": 1}, decided_by="ann")
+    outcome, events, server, tool_texts = await _session(tmp_path, ScriptedApprover([edit]))
+    assert server.count("/echo") == 1
+    (ran,) = _tool_results(events)
+    assert ran.arguments == {"rooms": 1}
+    assert '\\"rooms\\": 1' in ran.result  # the request's body, as the server echoed it
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert (decided.outcome, decided.arguments) == ("edited", {"rooms": 1})
+    assert any("edited this call" in text and '{"rooms": 2}' in text for text in tool_texts)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"rooms": "two"}, {}, {"rooms": 2, "pets": True}, {"rooms": [2]}],
+    ids=["wrong-type", "missing-required", "unknown-argument", "list-for-integer"],
+)
+async def test_an_invalid_edit_is_refused_and_never_sent(
+    tmp_path: Path, arguments: dict[str, Any]
+) -> None:
+    edit = ApprovalReply(decision="edit", arguments=arguments, decided_by="ann")
+    outcome, events, server, tool_texts = await _session(tmp_path, ScriptedApprover([edit]))
+    assert server.count("/echo") == 0
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert decided.outcome == "rejected" and "edited arguments were refused" in decided.reason
+    assert any("rejected it" in text for text in tool_texts)
+
+
+async def test_an_edit_that_changes_nothing_counts_as_approved(tmp_path: Path) -> None:
+    edit = ApprovalReply(decision="edit", arguments={"rooms": 2}, decided_by="ann")
+    _, events, server, _ = await _session(tmp_path, ScriptedApprover([edit]))
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert (decided.outcome, server.count("/echo")) == ("approved", 1)
+
+
+async def test_a_rejected_call_is_not_run_and_the_agent_reads_the_reason(tmp_path: Path) -> None:
+    no = ApprovalReply(decision="reject", reason="we are over budget", decided_by="ann")
+    outcome, events, server, tool_texts = await _session(tmp_path, ScriptedApprover([no]))
+    assert (outcome.status, server.count("/echo")) == ("finished", 0)
+    assert any("we are over budget" in text for text in tool_texts)
+    assert not _tool_results(events)
+
+
+async def test_terminate_ends_the_session_with_its_own_status(tmp_path: Path) -> None:
+    stop = ApprovalReply(decision="terminate", reason="wrong hotel", decided_by="ann")
+    outcome, events, server, _ = await _session(tmp_path, ScriptedApprover([stop]))
+    assert (outcome.status, server.count("/echo")) == ("terminated", 0)
+    assert "wrong hotel" in (outcome.error or "")
+    assert events[-1].kind == "stopped"
+
+
+async def test_a_timeout_asks_again_then_applies_the_last_fallback(tmp_path: Path) -> None:
+    policy = POLICY.model_copy(update={"on_timeout": ("ask_again", "approve")})
+    approver = ScriptedApprover([None, None])
+    _, events, server, _ = await _session(tmp_path, approver, policy)
+    assert [a.ask for a in approver.asked] == [1, 2]
+    assert [a.fallback for a in approver.asked] == ["ask_again", "approve"]
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert (decided.outcome, decided.decision, server.count("/echo")) == ("timed_out", "approve", 1)
+    assert len([e for e in events if isinstance(e, ApprovalRequestedEvent)]) == 2
+
+
+async def test_a_malformed_call_never_reaches_a_person(tmp_path: Path) -> None:
+    approver = ScriptedApprover([])
+    with LocalServer() as server, FakeLLMServer(_book_script(rooms="lots")) as llm:
+        async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
+            request = SessionRequest(
+                "Book rooms.", [_book_spec(server)], approvals=POLICY, approver=approver,
+                step_limit=2,
+            )  # fmt: skip
+            await run_session(request, rt)
+    assert (approver.asked, server.count("/echo")) == ([], 0)
+
+
+async def test_the_queue_parks_the_session_and_a_decision_resumes_it(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with LocalServer() as server, FakeLLMServer(_book_script(rooms=2)) as llm:
+        async with runtime_on(llm, db, http_mode="live") as rt:
+            queue = QueueHuman(rt.store, park=True)
+            request = SessionRequest(
+                "Book two rooms.", [_book_spec(server)], approvals=POLICY, human=queue
+            )
+            parked = await run_session(request, rt)
+            assert (parked.status, server.count("/echo")) == ("waiting", 0)
+            pending = rt.store.get_human_request(parked.waiting_on or "")
+            assert pending is not None and pending.kind == "approval"
+            assert pending.context["approval"]["arguments"] == {"rooms": 2}
+            assert rt.store.decide_approval(pending.id, "ann", "approve")
+            assert not rt.store.decide_approval(pending.id, "bob", "reject")  # decided once
+            request.session_id = parked.session_id
+            done = await run_session(request, rt)
+            again = await run_session(request, rt)  # a finished session is left alone
+            events = rt.store.events(done.session_id)
+    assert (done.status, again.status, server.count("/echo")) == ("finished", "finished", 1)
+    assert len([e for e in events if isinstance(e, ApprovalDecidedEvent)]) == 1
