@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         load_policy,
         parse_policy,
         policy_from_flags,
+        policy_from_options,
     )
     from aah.runtime.approvals import (
         ApprovalReply,
@@ -72,6 +73,7 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "policy_from_flags",
+    "policy_from_options",
     "ApprovalReply",
     "ApprovalRequest",
     "Approver",
@@ -132,6 +134,7 @@ _WHERE = {
     "load_policy": "aah.runtime.approval_policy",
     "parse_policy": "aah.runtime.approval_policy",
     "policy_from_flags": "aah.runtime.approval_policy",
+    "policy_from_options": "aah.runtime.approval_policy",
     "ApprovalReply": "aah.runtime.approvals",
     "ApprovalRequest": "aah.runtime.approvals",
     "Approver": "aah.runtime.approvals",

@@ -255,6 +255,18 @@ def policy_from_flags(
     return (base or ApprovalPolicy()).with_rules(rules)
 
 
+def policy_from_options(
+    file: Path | None, methods: str | None, tools: Sequence[str]
+) -> ApprovalPolicy | None:
+    """The policy that ``--approve``, ``--approve-methods`` and ``--approve-tools`` give.
+
+    Raises:
+        AahError: the file or a flag is not valid (one line).
+    """
+    base = load_policy(file) if file is not None else None
+    return policy_from_flags(base, methods, tools)
+
+
 def _rule(data: Any, where: str) -> ApprovalRule:
     if not isinstance(data, dict):
         raise AahError(f"{where}: a rule is a mapping (tools, methods, argument, all), not "
