@@ -6,6 +6,7 @@ server that counts every request, the real store.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,46 @@ async def test_the_queue_parks_the_session_and_a_decision_resumes_it(tmp_path: P
             events = rt.store.events(done.session_id)
     assert (done.status, again.status, server.count("/echo")) == ("finished", "finished", 1)
     assert len([e for e in events if isinstance(e, ApprovalDecidedEvent)]) == 1
+
+
+async def test_the_report_counts_each_outcome_per_call_and_shows_each_decision(
+    tmp_path: Path,
+) -> None:
+    from aah.scoring import approval_metrics, load_approval_calls, load_outcomes
+    from aah.scoring.report import build_report, render_csv, render_json, render_markdown
+
+    decisions: list[ApprovalReply | None] = [
+        ApprovalReply(decision="approve", decided_by="ann"),
+        ApprovalReply(decision="edit", arguments={"rooms": 1}, decided_by="ann"),
+        ApprovalReply(decision="reject", reason="too many", decided_by="bob"),
+        None,  # nobody decides in time: the policy rejects
+        ApprovalReply(decision="terminate", decided_by="bob"),
+    ]
+    with LocalServer() as server, FakeLLMServer(_book_script(rooms=2)) as llm:
+        async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
+            rt.store.create_run("r", {})
+            for index, decision in enumerate(decisions):
+                request = SessionRequest(
+                    "Book two rooms.", [_book_spec(server)], approvals=POLICY,
+                    approver=ScriptedApprover([decision]), run="r", task_id=f"t{index}",
+                    setting="perfect",
+                )  # fmt: skip
+                await run_session(request, rt)
+            calls = load_approval_calls(rt.store, ["r"])
+            (cell,) = approval_metrics(calls, load_outcomes(rt.store, ["r"]))
+            report = build_report(rt.store, ["r"])
+    assert [c.outcome for c in calls] == ["approved", "edited", "rejected", "timed_out",
+                                          "terminated"]  # fmt: skip
+    assert (cell.calls, cell.sessions, cell.undecided) == (5, 5, 0)
+    for rate in (cell.approved, cell.edited, cell.rejected, cell.timed_out, cell.terminated):
+        assert (rate.k, rate.n) == (1, 5)
+    assert cell.decide_seconds_median is not None and cell.decide_seconds_p90 is not None
+    assert cell.decide_seconds_median <= cell.decide_seconds_p90
+    assert (cell.pass_rate_with_edits.n, cell.pass_rate_without_edits.n) == (1, 4)
+    assert calls[1].executed == {"rooms": 1} and calls[1].proposed == {"rooms": 2}
+    data = json.loads(render_json(report))
+    assert data["approvals"][0]["edited"]["k"] == 1
+    assert "approvals" in render_csv(report) and "edited_value" in render_csv(report)
+    text = render_markdown(report)
+    assert "Approvals" in text and "too many" in text and "timed out" in text
+    assert data["cells"][0]["terminated"] == 1

@@ -458,6 +458,11 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
         ["skipped (awareness no)", summary.skipped],
         ["stopped at the step limit", summary.stopped["step_limit"]],
         ["stopped: reply cut off", summary.stopped["cut_off"]],
+        *(
+            [["terminated by a person"] + [summary.stopped["terminated"]]]
+            if summary.stopped["terminated"]
+            else []
+        ),
         ["errors", summary.errors],
         ["seconds", f"{summary.seconds:.1f}"],
         ["tasks/s", f"{summary.tasks_per_second:.2f}"],

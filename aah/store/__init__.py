@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.store.approvals import ApprovedRun
+    from aah.store.approvals import ApprovalStep, ApprovedRun
     from aah.store.check import DatabaseCheck, check_database
     from aah.store.file_errors import StoreFileError
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
@@ -51,6 +51,7 @@ __all__ = [
     "HumanRequestRecord",
     "RequestKind",
     "ApprovedRun",
+    "ApprovalStep",
     "APPROVAL_DECISIONS",
     "ManifestDifference",
     "PINNED_FIELDS",
@@ -91,6 +92,7 @@ _WHERE = {
     "HumanRequestRecord": "aah.store.schema",
     "RequestKind": "aah.store.schema",
     "ApprovedRun": "aah.store.approvals",
+    "ApprovalStep": "aah.store.approvals",
     "APPROVAL_DECISIONS": "aah.store.humans",
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",

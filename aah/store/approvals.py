@@ -12,11 +12,12 @@ unknown effect, never repeated.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from aah.events import Event
 from aah.store import schema as schema
 from aah.store.connection import StoreConnection
 
@@ -130,3 +131,33 @@ class ApprovedRuns:
             latency_ms=row["latency_ms"] or 0.0,
             http_mode=row["http_mode"] or "",
         )
+
+
+class ApprovalStep(NamedTuple):
+    """One approval event of a session, with the session's run and setting (for scoring)."""
+
+    session_id: str
+    run: str | None
+    setting: str | None
+    event: Event
+
+
+def approval_steps(connection: StoreConnection, runs: Sequence[str] | None) -> list[ApprovalStep]:
+    """Every approval request and decision event of ``runs`` (None: all), in order.
+
+    One query over the events' kind, whatever the number of sessions.
+    """
+    sql = (
+        "SELECT e.session_id, e.seq, e.kind, e.ts, e.payload, s.run, s.setting FROM events AS e"
+        " JOIN sessions AS s ON s.id = e.session_id"
+        " WHERE e.kind IN ('approval_requested', 'approval_decided')"
+    )
+    params: list[Any] = []
+    if runs is not None:
+        sql += f" AND s.run IN ({', '.join('?' for _ in runs)})"
+        params += list(runs)
+    sql += " ORDER BY s.started, s.rowid, e.seq"
+    return [
+        ApprovalStep(row["session_id"], row["run"], row["setting"], schema.event_from_row(row))
+        for row in connection.rows(sql, params)
+    ]

@@ -26,7 +26,7 @@ from typing import Any
 from aah.config import get_settings
 from aah.events import Event
 from aah.store import schema as schema
-from aah.store.approvals import ApprovedRun, ApprovedRuns
+from aah.store.approvals import ApprovalStep, ApprovedRun, ApprovedRuns, approval_steps
 from aah.store.connection import StoreConnection
 from aah.store.file_errors import StoreFileError
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
@@ -574,6 +574,10 @@ class SessionStore:
     def approved_run(self, session_id: str, call_id: str) -> ApprovedRun | None:
         """The run of this approved call, if it started."""
         return self._approved.approved_run(session_id, call_id)
+
+    def approval_steps(self, runs: Sequence[str] | None = None) -> list[ApprovalStep]:
+        """Every approval request and decision of ``runs`` (None: all), session by session."""
+        return approval_steps(self._connection, runs)
 
     def expire_human_request(self, request_id: str) -> bool:
         """Give up waiting on a pending request; True if it was still pending."""
