@@ -458,15 +458,12 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
         ["skipped (awareness no)", summary.skipped],
         ["stopped at the step limit", summary.stopped["step_limit"]],
         ["stopped: reply cut off", summary.stopped["cut_off"]],
-        *(
-            [["terminated by a person"] + [summary.stopped["terminated"]]]
-            if summary.stopped["terminated"]
-            else []
-        ),
         ["errors", summary.errors],
         ["seconds", f"{summary.seconds:.1f}"],
         ["tasks/s", f"{summary.tasks_per_second:.2f}"],
     ]
+    if summary.stopped["terminated"]:
+        rows.insert(6, ["terminated by a person", summary.stopped["terminated"]])
     print_table(table(f"Run {run}", ["", "count"], rows))
     print_line(
         f"stored in {db}; next: "
