@@ -182,7 +182,8 @@ def _describe_approval(event: ApprovalRequestedEvent | ApprovalDecidedEvent) -> 
         line = ConversationLine("agent", f"wants to call {event.tool} (needs approval)")
         return EventDescription(event.kind, label, why, arguments, "ask", line)
     words, tone = _DECIDED[event.outcome]
-    label = f"↳ {event.decided_by or 'someone'} {words} {event.tool}"
+    who = "" if event.timed_out else f"{event.decided_by or 'someone'} "
+    label = f"↳ {who}{words} {event.tool}"
     if event.timed_out:
         label += f": the fallback {event.decision}s"
     detail = ""

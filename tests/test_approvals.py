@@ -234,3 +234,117 @@ async def test_the_report_counts_each_outcome_per_call_and_shows_each_decision(
     text = render_markdown(report)
     assert "Approvals" in text and "too many" in text and "timed out" in text
     assert data["cells"][0]["terminated"] == 1
+
+
+def _console(lines: list[str]) -> tuple[Any, list[str]]:
+    """A console approver that reads ``lines`` in order and keeps what it said."""
+    from aah.runtime import ConsoleApprover
+
+    said: list[str] = []
+    typed = iter(lines)
+    return ConsoleApprover(prompt=lambda label: next(typed), say=said.append), said
+
+
+@pytest.mark.parametrize(
+    ("lines", "outcome", "ran"),
+    [
+        (["a"], "approved", 1),
+        (["approve"], "approved", 1),
+        (["x", "A"], "approved", 1),  # an unknown key is asked again
+        (["r", "not today"], "rejected", 0),
+        (["reject", ""], "rejected", 0),
+        (["t", "stop it"], "terminated", 0),
+        (["e", '{"rooms": 3}'], "edited", 1),
+        (["e", "{rooms: 3", '"three"', '{"rooms": "three"}', '{"rooms": 3}'], "edited", 1),
+        (["e", "", "a"], "approved", 1),  # an empty edit goes back to the choice
+    ],
+    ids=[
+        "a",
+        "approve",
+        "unknown-then-a",
+        "r",
+        "reject-no-reason",
+        "t",
+        "e",
+        "e-retries",
+        "e-back",
+    ],  # fmt: skip
+)
+async def test_the_console_approver_keys(
+    tmp_path: Path, lines: list[str], outcome: str, ran: int
+) -> None:
+    approver, said = _console(lines)
+    with LocalServer() as server, FakeLLMServer(_book_script(rooms=2)) as llm:
+        async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
+            request = SessionRequest(
+                "Book two rooms.", [_book_spec(server)], approvals=POLICY, approver=approver
+            )
+            done = await run_session(request, rt)
+            events = rt.store.events(done.session_id)
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert (decided.outcome, decided.decided_by, server.count("/echo")) == (outcome, "console", ran)
+    assert said[0].startswith('approve? POST local__book {"rooms": 2}')
+    if "e-retries" in str(lines) or lines[:2] == ["e", "{rooms: 3"]:
+        assert any(s.startswith("not JSON") for s in said)
+        assert any("JSON object" in s for s in said)
+        assert any(s.startswith("refused:") for s in said)  # a wrong type never runs
+
+
+# -- batch approvers: the oracle (rules in the hidden facts) and the simulated user --------
+
+FORBIDDING = [
+    ("Do not book anything with booking__hotel.", True),
+    ("Never use the hotel endpoint.", True),
+    ("You must not call booking.", True),
+    ("The user is not allowed to use Booking Hotel.", True),
+    ("Book with booking__hotel on Friday.", False),  # names it, forbids nothing
+    ("Don't spend more than 100 dollars.", False),  # forbids, names another thing
+    ("Never use the hotels2 endpoint.", False),  # a word is matched whole
+]
+
+
+@pytest.mark.parametrize(("fact", "forbids"), FORBIDDING, ids=[f for f, _ in FORBIDDING])
+async def test_the_oracle_approves_unless_a_hidden_fact_forbids_the_call(
+    fact: str, forbids: bool
+) -> None:
+    from aah.benchmark.failtalms.fact_fit import TaskFacts
+    from aah.benchmark.failtalms.humans import OracleHuman
+    from aah.runtime import ApprovalRequest
+
+    oracle = OracleHuman(TaskFacts(query="Book a room.", hidden_facts=["in Paris", fact]))
+    request = ApprovalRequest(
+        request_id="r", session_id="s", call_id="c", tool="booking__hotel", method="POST"
+    )
+    reply = await oracle.decide(request, lambda arguments: None)
+    assert reply.decided_by == "oracle"
+    assert (reply.decision, reply.reason) == (("reject", fact) if forbids else ("approve", ""))
+
+
+@pytest.mark.parametrize(
+    ("said", "decision", "reason"),
+    [
+        ("APPROVE", "approve", ""),
+        ("Approve.", "approve", ""),
+        ("REJECT: I never asked for two rooms", "reject", "I never asked for two rooms"),
+        ("Sure, go ahead!", "reject", "the simulated user did not approve ('Sure, go ahead!')"),
+    ],
+)
+async def test_the_simulated_user_decides_through_its_model(
+    said: str, decision: str, reason: str
+) -> None:
+    from runtime_support import fake_config
+
+    from aah.benchmark.failtalms.fact_fit import TaskFacts
+    from aah.benchmark.failtalms.humans import SimulatedHuman
+    from aah.runtime import ApprovalRequest
+
+    with FakeLLMServer([said]) as llm:
+        human = SimulatedHuman(TaskFacts(query="Book a room."), fake_config(llm))
+        request = ApprovalRequest(
+            request_id="r", session_id="s", call_id="c", tool="booking__hotel", method="POST",
+            arguments={"rooms": 2},
+        )  # fmt: skip
+        reply = await human.decide(request, lambda arguments: None)
+        (sent,) = llm.requests
+    assert (reply.decision, reply.reason, reply.decided_by) == (decision, reason, "simulated")
+    assert 'POST booking__hotel {"rooms": 2}' in sent["messages"][-1]["content"]
