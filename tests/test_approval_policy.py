@@ -192,6 +192,7 @@ def test_the_cli_refuses_a_bad_policy_in_one_line_with_exit_2(tmp_path: Path) ->
         ["run", "hello", "--approve", str(path)],
         ["bench", "run", "--run", "r", "--approve", str(path), "--db", str(tmp_path / "s.db")],
         ["run", "hello", "--approve-tools", "booking *"],
+        ["bench", "run", "--run", "r", "--benchmark", "bfcl", "--approve-methods", "POST"],
     ):
         done = subprocess.run(
             [sys.executable, "-m", "aah", *command], capture_output=True, text=True, timeout=120
