@@ -161,3 +161,49 @@ def test_a_run_killed_while_approvals_wait_and_while_a_call_runs_sends_each_call
         (c_call,) = [e for e in store.events(sessions[c_id].id) if isinstance(e, ToolCallEvent)]
         assert not c_call.ok and "not sent again" in c_call.result
         store.close()
+
+
+@pytest.mark.usefixtures("allow_private_tool_hosts")
+def test_aah_run_asks_on_the_console_and_refuses_an_invalid_edit_before_it_runs(
+    shared_data: Path, shared_registry: Path, tmp_path: Path
+) -> None:
+    registry = tmp_path / "registry.db"
+    shutil.copy(shared_registry, registry)
+    ((_, tool),) = _three_tasks(shared_data, registry)[:1]
+    with LocalServer() as server, FakeLLMServer(_agent([tool])) as llm:
+        _point_at(registry, tool, server.url("/echo/book"))
+        with sqlite3.connect(registry) as conn:  # one integer parameter to edit
+            (text,) = conn.execute(
+                "SELECT spec FROM endpoints WHERE qualified_name = ?", [tool]
+            ).fetchone()
+            rooms = {"name": "rooms", "type": "integer", "required": False, "location": "body"}
+            spec = json.loads(text) | {"parameters": [rooms]}
+            conn.execute(
+                "UPDATE endpoints SET spec = ? WHERE qualified_name = ?",
+                [json.dumps(spec), tool],
+            )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+        env |= {
+            "AAH_REGISTRY": str(registry),
+            "AAH_DATA_DIR": str(shared_data),
+            "AAH_BASE_URL": llm.base_url,
+            "AAH_MODEL": "fake-model",
+            "AAH_DB": str(tmp_path / "aah.db"),
+            "AAH_LLM_RETRIES": "0",
+            "AAH_HTTP_ALLOW_PRIVATE": "1",
+            "COLUMNS": "200",
+        }
+        # e, then not JSON, then a wrong type (refused), then a valid edit.
+        keys = 'e\n{rooms: 3\n{"rooms": "three"}\n{"rooms": 3}\n'
+        done = subprocess.run(
+            [sys.executable, "-m", "aah", "run", "Book it.", "--tool", tool, "--http", "live",
+             "--human", "console", "--approve-methods", "POST"],
+            input=keys, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert f"approve? POST {tool}" in out and "[a]pprove, [e]dit, [r]eject, [t]erminate" in out
+    assert "not JSON" in out and "refused:" in out
+    assert f"↳ console edited the arguments of {tool}" in out
+    assert ": finished" in out
+    assert server.count("/echo") == 1

@@ -271,7 +271,7 @@ async def decide_call(
 def edit_problem(ctx: SessionContext, tool: str, arguments: dict[str, Any]) -> str | None:
     """Why edited ``arguments`` cannot run as a call of ``tool`` (its checks), or None."""
     verdict = ctx.tools.checker([]).check(tool, arguments)
-    return None if verdict.ok else " ".join(verdict.feedback.split())
+    return None if verdict.ok else " ".join(verdict.feedback.split()).rstrip(".")
 
 
 def _queue_deadline(channel: object) -> float | None:

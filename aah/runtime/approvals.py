@@ -328,9 +328,11 @@ class ConsoleApprover:
 
 
 def _terminal_prompt(label: str) -> str:
+    from rich.markup import escape
     from rich.prompt import Prompt
 
-    return Prompt.ask(f"[bold]{label}[/]", default="", show_default=False)
+    # Escaped: "[a]pprove" is no markup tag.
+    return Prompt.ask(f"[bold]{escape(label)}[/]", default="", show_default=False)
 
 
 def _terminal_say(text: str) -> None:
