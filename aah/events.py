@@ -307,15 +307,15 @@ class ApprovalDecidedEvent(EventBase):
     @property
     def outcome(self) -> ApprovalOutcome:
         """How the call ended, as science.md §7 counts it."""
-        if self.timed_out:
-            return "timed_out"
-        return {
-            "approve": "approved",
-            "edit": "edited",
-            "reject": "rejected",
-            "terminate": "terminated",
-        }[self.decision]  # type: ignore[return-value]
+        return "timed_out" if self.timed_out else _OUTCOME_OF[self.decision]
 
+
+_OUTCOME_OF: dict[ApprovalDecision, ApprovalOutcome] = {
+    "approve": "approved",
+    "edit": "edited",
+    "reject": "rejected",
+    "terminate": "terminated",
+}
 
 Event = Annotated[
     AwarenessEvent

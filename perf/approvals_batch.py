@@ -109,8 +109,11 @@ def main() -> None:
             if decided.call_id in ran:
                 lags.append((ran[decided.call_id].ts - decided.ts).total_seconds() * 1000)
     store.close()
-    print(f"tasks: {len(tasks)}; finished {summary.finished}, skipped {summary.skipped}, "
-          f"errors {summary.errors}; {seconds:.1f} s ({len(tasks) / seconds:.1f} tasks/s)")  # fmt: skip
+    rate = len(tasks) / seconds
+    print(
+        f"tasks: {len(tasks)}; finished {summary.finished}, skipped {summary.skipped}, "
+        f"errors {summary.errors}; {seconds:.1f} s ({rate:.1f} tasks/s)"
+    )
     print(f"decisions: {dict(outcomes)}")
     if lags:
         lags.sort()

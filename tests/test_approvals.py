@@ -348,3 +348,38 @@ async def test_the_simulated_user_decides_through_its_model(
         (sent,) = llm.requests
     assert (reply.decision, reply.reason, reply.decided_by) == (decision, reason, "simulated")
     assert 'POST booking__hotel {"rooms": 2}' in sent["messages"][-1]["content"]
+
+
+async def test_a_parked_approval_past_its_deadline_asks_again_then_falls_back(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    policy = POLICY.model_copy(update={"deadline": 0.2, "on_timeout": ("ask_again", "reject")})
+    with LocalServer() as server, FakeLLMServer(_book_script(rooms=2)) as llm:
+        async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
+            request = SessionRequest(
+                "Book two rooms.", [_book_spec(server)], approvals=policy,
+                human=QueueHuman(rt.store, park=True),
+            )  # fmt: skip
+            first = await run_session(request, rt)
+            assert first.status == "waiting" and first.deadline is not None
+            request.session_id = first.session_id
+            await asyncio.sleep(0.3)
+            second = await run_session(request, rt)  # woken at the deadline: asked again
+            assert second.status == "waiting" and second.waiting_on != first.waiting_on
+            await asyncio.sleep(0.3)
+            done = await run_session(request, rt)
+            events = rt.store.events(done.session_id)
+            asks = [
+                rt.store.get_human_request(r or "") for r in (first.waiting_on, second.waiting_on)
+            ]
+    assert done.status == "finished" and server.count("/echo") == 0
+    assert [a.status for a in asks if a is not None] == ["expired", "expired"]
+    assert [a.fallback for a in asks if a is not None] == ["ask_again", "reject"]
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert (decided.outcome, decided.decision, decided.decided_by) == (
+        "timed_out",
+        "reject",
+        "deadline-fallback",
+    )
