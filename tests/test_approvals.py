@@ -383,3 +383,22 @@ async def test_a_parked_approval_past_its_deadline_asks_again_then_falls_back(
         "reject",
         "deadline-fallback",
     )
+
+
+def test_the_store_logs_one_request_per_ask_and_one_decision_per_call(tmp_path: Path) -> None:
+    from aah.store import SessionStore
+
+    with SessionStore(tmp_path / "s.db") as store:
+        session = store.open_session("Book")
+        asked = ApprovalRequestedEvent(
+            session_id=session.id, request_id="r1", call_id="c1", tool="t__x"
+        )
+        first = ApprovalDecidedEvent(
+            session_id=session.id, request_id="r1", call_id="c1", tool="t__x", decision="approve"
+        )
+        # A replay after a crash, or a second process, must not log a second decision.
+        second = first.model_copy(update={"decision": "reject", "request_id": "r1-2"})
+        assert len(store.append_events([asked, first])) == 2
+        assert store.append_events([asked, second]) == []
+        kinds = [e.kind for e in store.events(session.id)]
+    assert kinds == ["approval_requested", "approval_decided"]
