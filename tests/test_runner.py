@@ -175,6 +175,8 @@ MANIFEST_PAIRS = [
     ({"step_limit": 10, "aah": True}, {"step_limit": 10, "aah": False}, ("aah", True, False)),
     ({"unavailable": "hidden"}, {"unavailable": "broken"}, ("unavailable", "hidden", "broken")),
     ({"prompt_versions": {"a": "1"}}, {"prompt_versions": {"a": "2"}}, None),
+    ({"approvals": None}, {"approvals": {"rules": []}}, ("approvals", None, {"rules": []})),
+    ({"model": "a"}, {"model": "a", "approvals": None}, None),  # a run from before approvals
 ]
 
 
@@ -192,6 +194,7 @@ def test_the_pinned_fields_are_one_list_for_resume_and_merge(
     assert set(PINNED_FIELDS) == {"model", "aah", "human", "http", "unavailable"} | {
         "step_limit",
         "registry_hash",
+        "approvals",
     }
 
 

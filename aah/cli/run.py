@@ -68,6 +68,17 @@ def run(
         "--mcp",
         help="Offer an MCP server's tools: 'CMD ARGS' (stdio) or a URL (repeatable).",
     ),
+    approve: Path | None = typer.Option(
+        None, "--approve", help="Approval policy file (YAML): calls a person must approve."
+    ),
+    approve_methods: str | None = typer.Option(
+        None,
+        "--approve-methods",
+        help="Calls with these HTTP methods need approval, e.g. POST,PUT.",
+    ),
+    approve_tools: list[str] = typer.Option(
+        [], "--approve-tools", help="Calls of tools matching this glob need approval (repeatable)."
+    ),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
@@ -78,11 +89,13 @@ def run(
         SessionRequest,
         choose_tool_mode,
         make_human_channel,
+        policy_from_options,
         run_async,
         tool_mode_choice,
     )
 
     choice = tool_mode_choice(tool_mode)
+    approvals = policy_from_options(approve, approve_methods, approve_tools)
     if data is not None:
         from aah.data import find_data_dir
 
@@ -104,6 +117,7 @@ def run(
         step_limit=step_limit,
         tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
         tool_mode=mode,
+        approvals=approvals,
     )
     offered = ", ".join(s.qualified_name for s in specs) or "none"
     console.print(

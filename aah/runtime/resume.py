@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from aah.errors import AahError
+from aah.runtime.approval_policy import ApprovalPolicy
 from aah.runtime.humans import QueueHuman
 from aah.runtime.session import SessionRequest
 from aah.store import STOPPED_STATUSES, SessionRecord, SessionStore
@@ -91,5 +92,8 @@ def resume_request(store: SessionStore, session_id: str) -> Resumable:
         ),
         retry_errors=True,
         session_id=session.id,
+        approvals=(
+            ApprovalPolicy.model_validate(recipe["approvals"]) if recipe.get("approvals") else None
+        ),
     )
     return Resumable(session, request, str(recipe.get("http_mode") or "mock"))

@@ -35,6 +35,9 @@ from aah.events import (
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.runtime.activity import Activity
+from aah.runtime.approval_gate import decide_call
+from aah.runtime.approval_policy import ApprovalPolicy
+from aah.runtime.approvals import Approver
 from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS, ReplyCutOff
 from aah.runtime.checkpoints import EventOutbox
@@ -99,6 +102,10 @@ class SessionRequest:
     executor: Executor | None = None
     retry_errors: bool = False
     session_id: str | None = None
+    # Which calls wait for a person's approval (None: none), and who decides
+    # (None: the approver that goes with ``human``, see ``approver_for``).
+    approvals: ApprovalPolicy | None = None
+    approver: Approver | None = None
 
     def __post_init__(self) -> None:
         # A query from a command line may hold bytes that are not UTF-8.
@@ -205,6 +212,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         tool_mode=request.tool_mode,
         max_questions_per_reply=get_settings().max_questions_per_reply,
         max_questions_per_session=get_settings().max_questions_per_session,
+        approvals=request.approvals,
+        store=store,
     )
     runtime.activity.session_started()
     try:
@@ -308,6 +317,7 @@ def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
         "context": request.context,
         "http_mode": runtime.http_mode,
         "human": who,
+        "approvals": request.approvals.model_dump(mode="json") if request.approvals else None,
     }
 
 
@@ -325,7 +335,7 @@ async def _drive(
         runtime.store.set_status(ctx.session_id, "running")
     if snapshot and snapshot.interrupts:
         payload = Command(
-            resume=await _ask(ctx, runtime, request, record, snapshot.interrupts[0].value)
+            resume=await _answer(ctx, runtime, request, record, snapshot.interrupts[0].value)
         )
     durability = _GRAPH_DURABILITY[runtime.durability]
     while True:
@@ -334,7 +344,7 @@ async def _drive(
         pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
         if not pending:
             break
-        payload = Command(resume=await _ask(ctx, runtime, request, record, pending[0].value))
+        payload = Command(resume=await _answer(ctx, runtime, request, record, pending[0].value))
     return _finish(ctx, runtime, record, cast(AgentState, output))
 
 
@@ -360,6 +370,28 @@ def first_prompt_tokens(query: str, specs: Sequence[EndpointSpec], aah: bool) ->
     schemas = json.dumps(offered_schemas(specs, aah), ensure_ascii=False)
     chars = len(_system_prompt(aah)) + len(query) + len(schemas)
     return chars // CHARS_PER_TOKEN
+
+
+async def _answer(
+    ctx: SessionContext,
+    runtime: Runtime,
+    request: SessionRequest,
+    record: SessionRecord,
+    value: dict[str, Any],
+) -> dict[str, Any]:
+    """The reply to one interrupt: a question's answer, or the decision on a call to approve."""
+    if value.get("kind") != "approval":
+        return await _ask(ctx, runtime, request, record, value)
+    known = runtime.store.events(ctx.session_id)
+    context = {
+        **request.context,
+        "query": record.query,
+        "setting": record.setting,
+        "task_id": record.task_id,
+        "run": record.run,
+        "conversation": conversation_so_far(known),
+    }
+    return await decide_call(ctx, runtime, request, record, value, context)
 
 
 async def _ask(
@@ -475,6 +507,8 @@ def _finish(
     text = last.text if last is not None and isinstance(last.text, str) else ""
     if state.get("skipped"):
         return _close(ctx, runtime, record, "skipped", text)
+    if state.get("terminated"):
+        return _stop(runtime, record, "terminated", _terminated_message(state))
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
     if limit_hit and not ctx.answer_calls_at_limit:
         # Still calling tools at its last step: no final answer (science.md §2).
@@ -489,6 +523,13 @@ def _finish(
         text = f"(stopped after {ctx.step_limit} steps without a final answer)"
     reasoning = reasoning_of(last) if last is not None and not limit_hit else None
     return _close(ctx, runtime, record, "finished", text, limit_hit, reasoning)
+
+
+def _terminated_message(state: AgentState) -> str:
+    ended = [d for d in state.get("approvals", {}).values() if d.get("decision") == "terminate"]
+    reason = str(ended[-1].get("reason") or "").strip() if ended else ""
+    said = f": {reason}" if reason else ""
+    return f"a person terminated the session when asked to approve a tool call{said}"
 
 
 def _stop(

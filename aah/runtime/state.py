@@ -13,8 +13,10 @@ from langgraph.graph.message import add_messages
 from aah.config import DEFAULT_QUESTIONS_PER_REPLY, DEFAULT_QUESTIONS_PER_SESSION
 from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
+from aah.runtime.approval_policy import ApprovalPolicy
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.tool_mode import ToolMode, tools_prompt
+from aah.store import SessionStore
 from aah.tools import ASK_HUMAN, ASK_HUMAN_PARAMETERS, EndpointSpec, ParameterSpec
 from aah.tools.calls import CallChecker, arguments_models, ask_human_schema, openai_tool
 from aah.tools.http import Executor
@@ -33,6 +35,10 @@ class AgentState(TypedDict, total=False):
     skipped: bool
     steps: int
     seen_calls: list[str]
+    # The decision on each call that needed approval, by call id (see approval_gate).
+    approvals: dict[str, dict[str, Any]]
+    # A person deciding on a call ended the session.
+    terminated: bool
 
 
 def offered_schemas(specs: Sequence[EndpointSpec], aah: bool) -> list[dict[str, Any]]:
@@ -95,6 +101,10 @@ class SessionContext:
     # Questions to the person past these are not asked; the model is told why.
     max_questions_per_reply: int = DEFAULT_QUESTIONS_PER_REPLY
     max_questions_per_session: int = DEFAULT_QUESTIONS_PER_SESSION
+    # Which calls wait for a person's approval (None: none do), and the store
+    # that records approved calls as they run, so that none runs twice.
+    approvals: ApprovalPolicy | None = None
+    store: SessionStore | None = None
 
     @cached_property
     def tools(self) -> SessionTools:

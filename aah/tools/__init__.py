@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from aah.tools.spec import (
         EndpointSource,
         EndpointSpec,
+        HttpMethod,
         ImportResult,
         JsonType,
         ParameterSpec,
@@ -43,6 +44,7 @@ __all__ = [
     "CheckResult",
     "EndpointSource",
     "EndpointSpec",
+    "HttpMethod",
     "Executor",
     "FaultPlan",
     "HttpExecutor",
@@ -87,6 +89,7 @@ _WHERE = {
     "build_registry": "registry",
     "EndpointSource": "spec",
     "EndpointSpec": "spec",
+    "HttpMethod": "spec",
     "ImportResult": "spec",
     "JsonType": "spec",
     "ParameterSpec": "spec",
