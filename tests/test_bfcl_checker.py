@@ -27,10 +27,10 @@ from aah.benchmark.bfcl import (
     called_intent,
     called_standard,
     check_calls,
-    function_tool,
     load_bfcl,
     normalise,
 )
+from aah.benchmark.when2call import function_tool
 
 CORPUS = Path(__file__).parent / "fixtures" / "bfcl_checker_corpus.jsonl"
 SCRIPT = Path(__file__).parents[1] / "scripts" / "bfcl_checker_corpus.py"

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
         BfclTask,
         bfcl_source,
         data_files,
-        function_tool,
         load_bfcl,
         parse_categories,
     )
@@ -74,7 +73,6 @@ __all__ = [
     "check_calls",
     "data_files",
     "function_specs",
-    "function_tool",
     "load_bfcl",
     "normalise",
     "parse_categories",
@@ -116,7 +114,6 @@ _WHERE = {
     "BfclTask": "aah.benchmark.bfcl.tasks",
     "bfcl_source": "aah.benchmark.bfcl.tasks",
     "data_files": "aah.benchmark.bfcl.tasks",
-    "function_tool": "aah.benchmark.bfcl.tasks",
     "load_bfcl": "aah.benchmark.bfcl.tasks",
     "parse_categories": "aah.benchmark.bfcl.tasks",
 }

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from aah.benchmark.when2call import When2CallTool, json_schema, tool_name
+from aah.benchmark.when2call import When2CallTool, function_tool
 from aah.errors import AahError
 
 BFCL_FOLDER = "bfcl"
@@ -275,30 +275,6 @@ def _task(
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "item"
         raise AahError(f"{where}: {field}: {first['msg']}: fix the data file") from exc
-
-
-def function_tool(raw: Any, where: str) -> When2CallTool:
-    """One offered BFCL function as a tool: a valid name, its parameters in JSON Schema.
-
-    Raises:
-        AahError: not a function schema, or a name that cannot be mapped reversibly.
-    """
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
-        raise AahError(f"{where}: a function needs a string 'name': fix the data file")
-    name = raw["name"]
-    parameters = json_schema(raw.get("parameters") or {"type": "dict"}, f"{where}:{name}")
-    parameters.setdefault("type", "object")
-    parameters.setdefault("properties", {})
-    try:
-        valid = tool_name(name)
-    except AahError as exc:
-        raise AahError(f"{where}: {exc}") from exc
-    return When2CallTool(
-        name=valid,
-        original=name,
-        description=str(raw.get("description") or ""),
-        parameters=parameters,
-    )
 
 
 def _unique(tasks: list[BfclTask], path: Path) -> tuple[BfclTask, ...]:
