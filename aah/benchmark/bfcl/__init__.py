@@ -1,8 +1,9 @@
 """BFCL (Berkeley Function-Calling Leaderboard) single-turn items as a runnable benchmark.
 
 Loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the run recipe,
-the AST checker, the standard and intent readings of a turn, the run's scores
-and MBFCL's published figures.
+the AST checker (Java and JavaScript values read from their source text),
+the standard and intent readings of a turn, the run's scores and MBFCL's
+published figures.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         bfcl_scores_to_json,
         score_bfcl_run,
     )
+    from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES, read_value
     from aah.benchmark.bfcl.tasks import (
         ALL_SINGLE_TURN,
         AST_CATEGORIES,
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
         CATEGORIES,
         REFUSAL_CATEGORIES,
         RELEVANCE_CATEGORIES,
+        SOURCE_LANGUAGES,
         BfclMessage,
         BfclTask,
         bfcl_source,
@@ -51,11 +54,13 @@ __all__ = [
     "BFCL_SETTING",
     "CATEGORIES",
     "Call",
+    "LANGUAGE_TYPES",
     "MBFCL_PUBLISHED",
     "MBFCL_SOURCE",
     "PublishedBfcl",
     "REFUSAL_CATEGORIES",
     "RELEVANCE_CATEGORIES",
+    "SOURCE_LANGUAGES",
     "BfclMessage",
     "BfclScores",
     "Disagreement",
@@ -78,6 +83,7 @@ __all__ = [
     "parse_categories",
     "published_for",
     "read_turn",
+    "read_value",
     "score_bfcl_run",
 ]
 
@@ -104,12 +110,15 @@ _WHERE = {
     "bfcl_run_scores": "aah.benchmark.bfcl.scoring",
     "bfcl_scores_to_json": "aah.benchmark.bfcl.scoring",
     "score_bfcl_run": "aah.benchmark.bfcl.scoring",
+    "LANGUAGE_TYPES": "aah.benchmark.bfcl.source_values",
+    "read_value": "aah.benchmark.bfcl.source_values",
     "ALL_SINGLE_TURN": "aah.benchmark.bfcl.tasks",
     "AST_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "BFCL_SETTING": "aah.benchmark.bfcl.tasks",
     "CATEGORIES": "aah.benchmark.bfcl.tasks",
     "REFUSAL_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "RELEVANCE_CATEGORIES": "aah.benchmark.bfcl.tasks",
+    "SOURCE_LANGUAGES": "aah.benchmark.bfcl.tasks",
     "BfclMessage": "aah.benchmark.bfcl.tasks",
     "BfclTask": "aah.benchmark.bfcl.tasks",
     "bfcl_source": "aah.benchmark.bfcl.tasks",
