@@ -387,6 +387,7 @@ def code_variants(
         given = full[key]
         changed(f"{kind}_padded", key, f"  {given} ")
         changed(f"{kind}_null", key, "null")
+        changed(f"{kind}_json_null", key, None)
         if kind in ("String", "any", "char") and isinstance(value, str) and value:
             changed(f"{kind}_upper", key, given.upper())
             changed(f"{kind}_punctuated", key, f" {given}.")
