@@ -13,7 +13,13 @@ types, an int for a float, a bool for an int, missing or extra arguments,
 string variants in case and punctuation, wrong values, reordered parallel
 calls and lists, a dropped or repeated call, a dotted name written with
 underscores, a nested key left out) and the official ``ast_checker``'s
-verdict. One JSON object a line: ``id``, ``category``, ``kind``, ``calls``
+verdict. Java and JavaScript items (half as many again) get their values as
+source text in the language (``42L``, ``new int[]{1, 2}``,
+``new HashMap<>() {{ put("k", v); }}``, ``[1, 2]``, ``{"k": 1}``) and
+outputs of their own kinds: native JSON values, missing or wrong suffixes,
+quoted strings, spaces around values, other collection spellings, variables,
+empty and reordered collections, commas inside strings, dropped or extra
+keys. One JSON object a line: ``id``, ``category``, ``kind``, ``calls``
 (``[{name: arguments}]``) and ``official`` (true/false). Only ids and model
 outputs are written: the items stay in the data directory.
 
@@ -43,6 +49,8 @@ AST_CATEGORIES = (
     "live_parallel",
     "live_parallel_multiple",
 )
+# Java and JavaScript items: their values are source text in the language.
+CODE_CATEGORIES = {"simple_java": "JAVA", "simple_javascript": "JAVASCRIPT"}
 STAND_IN_MODEL = "aah-corpus"
 
 
@@ -57,10 +65,9 @@ def official_checker() -> Any:
     from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
 
     def check(functions: Any, calls: Any, answer: Any, category: str) -> bool:
+        language = Language[CODE_CATEGORIES.get(category, "PYTHON")]
         try:
-            result = ast_checker(
-                functions, calls, answer, Language.PYTHON, category, STAND_IN_MODEL
-            )
+            result = ast_checker(functions, calls, answer, language, category, STAND_IN_MODEL)
         except Exception:  # the official checker crashing on an output is a "fail"
             return False
         return bool(result["valid"])
@@ -274,6 +281,238 @@ def variants(
     return found
 
 
+# Java's element type words for ``new T[]{...}`` literals.
+JAVA_ELEMENT = {"integer": "int", "long": "long", "String": "String", "boolean": "boolean"}
+
+
+def java_literal(value: Any, items: str | None = None) -> str:
+    """A value as a Java literal inside a collection."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, int) and items == "long":
+        return f"{value}L"
+    return str(value)
+
+
+def java_text(value: Any, kind: str, items: str | None = None) -> str:
+    """A possible answer's value written as Java source text for a parameter of ``kind``."""
+    if isinstance(value, str) and kind not in ("String", "any", "char"):
+        return value  # a variable's name
+    if kind == "boolean":
+        return "true" if value else "false"
+    if kind == "long":
+        return f"{int(value)}L"
+    if kind == "float":
+        return f"{float(value)}f"
+    if kind == "double":
+        return str(float(value))
+    if kind == "Array":
+        element = JAVA_ELEMENT.get(items or "", "Object")
+        return f"new {element}[]{{{', '.join(java_literal(v, items) for v in value)}}}"
+    if kind == "ArrayList":
+        return f"new ArrayList<>(Arrays.asList({', '.join(java_literal(v, items) for v in value)}))"
+    if kind == "HashMap":
+        puts = "".join(f"put({json.dumps(k)}, {java_literal(v)}); " for k, v in value.items())
+        return f"new HashMap<String, Object>() {{{{ {puts}}}}}"
+    if isinstance(value, str):
+        return value
+    return java_literal(value, items)
+
+
+def js_literal(value: Any) -> str:
+    """A value as a JavaScript literal inside a collection."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "[" + ", ".join(js_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {js_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return str(value)
+
+
+def js_text(value: Any, kind: str, items: str | None = None) -> str:
+    """A possible answer's value written as JavaScript source text for a parameter of ``kind``."""
+    if isinstance(value, str) and kind not in ("String", "any"):
+        return value  # a variable's name
+    if kind == "float":
+        return str(float(value))
+    if kind == "Bigint":
+        return f"{int(value)}n"
+    if isinstance(value, str):
+        return value
+    return js_literal(value)
+
+
+def code_variants(
+    item: dict[str, Any], answer: list[Any], category: str, rng: random.Random
+) -> list[tuple[str, list[Any]]]:
+    """Model outputs of many kinds for one Java or JavaScript item: values as source text."""
+    java = category == "simple_java"
+    write = java_text if java else js_text
+    (function,) = item["function"]
+    props = function["parameters"].get("properties", {})
+    required = set(function["parameters"].get("required", []))
+    kinds = {k: (v.get("type"), (v.get("items") or {}).get("type")) for k, v in props.items()}
+    raw = right_call(answer[0], True)
+    name, values = next(iter(raw.items()))
+    minimal = next(iter(right_call(answer[0], False).values()))
+
+    def text(key: str, value: Any) -> str:
+        kind, items = kinds.get(key, ("any", None))
+        return write(value, kind, items)
+
+    full = {key: text(key, value) for key, value in values.items()}
+    found: list[tuple[str, list[Any]]] = [
+        ("right_full", [{name: full}]),
+        ("right_minimal", [{name: {k: text(k, v) for k, v in minimal.items()}}]),
+        ("native_values", [{name: values}]),
+        ("no_call", []),
+        ("call_repeated", [{name: full}, {name: full}]),
+    ]
+
+    def changed(kind: str, key: str, new: Any) -> None:
+        if kind not in made:  # one output of a kind per item: the parameters are shuffled
+            made.add(kind)
+            found.append((kind, [{name: {**full, key: new}}]))
+
+    made: set[str] = set()
+    for key, value in rng.sample(sorted(values.items()), len(values)):
+        kind, items = kinds.get(key, ("any", None))
+        given = full[key]
+        changed(f"{kind}_padded", key, f"  {given} ")
+        changed(f"{kind}_null", key, "null")
+        changed(f"{kind}_json_null", key, None)
+        if kind in ("String", "any", "char") and isinstance(value, str) and value:
+            changed(f"{kind}_upper", key, given.upper())
+            changed(f"{kind}_punctuated", key, f" {given}.")
+            changed(f"{kind}_quoted", key, json.dumps(given))
+            changed(f"{kind}_wrong", key, given + " zzz")
+        if isinstance(value, bool):
+            changed("boolean_capitalised", key, given.capitalize())
+            changed("boolean_flipped", key, "false" if value else "true")
+            changed("boolean_native", key, value)
+        elif isinstance(value, (int, float)):
+            changed(f"{kind}_negative", key, write(-value, kind, items))
+            changed(f"{kind}_with_d", key, f"{value}d")
+            changed(f"{kind}_with_n", key, f"{int(value)}n")
+            changed(f"{kind}_exponent", key, f"{float(value):e}")
+            changed(f"{kind}_native", key, value)
+            changed(f"{kind}_plain", key, str(value))
+            changed(f"{kind}_wrong", key, write(value + 1, kind, items))
+            changed(f"{kind}_as_int", key, str(int(value)))
+            changed(f"{kind}_as_float", key, str(float(value)))
+            changed(f"{kind}_with_f", key, f"{value}f")
+            changed(f"{kind}_with_L", key, f"{int(value)}L")
+        elif isinstance(value, list):
+            changed(f"{kind}_reversed", key, write(value[::-1], kind, items))
+            changed(f"{kind}_variable", key, "someVariable")
+            changed(f"{kind}_native", key, value)
+            if java:
+                adds = "".join(f"add({java_literal(v, items)}); " for v in value)
+                changed(f"{kind}_add_style", key, f"new ArrayList<>() {{{{ {adds}}}}}")
+                element = JAVA_ELEMENT.get(items or "", "Object")
+                inner = ", ".join(java_literal(v, items) for v in value)
+                changed(f"{kind}_array_spaced", key, f"new {element}[] {{ {inner} }}")
+                changed(f"{kind}_as_list_of", key, f"List.of({inner})")
+                changed(f"{kind}_typed_list", key, given.replace("<>", "<Object>"))
+                changed(f"{kind}_boxed", key, given.replace("new int[]", "new Integer[]"))
+                changed(f"{kind}_as_list", key, f"Arrays.asList({inner})")
+                changed(f"{kind}_braces_only", key, f"{{{inner}}}")
+                changed(f"{kind}_no_spaces", key, given.replace(", ", ","))
+                changed(f"{kind}_empty", key, write([], kind, items))
+                longs = ", ".join(f"{v}L" if isinstance(v, int) else java_literal(v) for v in value)
+                changed(f"{kind}_long_items", key, f"new long[]{{{longs}}}")
+                single = ", ".join(
+                    f"'{v}'" if isinstance(v, str) else java_literal(v) for v in value
+                )
+                changed(f"{kind}_single_quotes", key, f"new ArrayList<>(Arrays.asList({single}))")
+            else:
+                inner = ", ".join(js_literal(v) for v in value)
+                changed(f"{kind}_new_array", key, f"new Array({inner})")
+                changed(f"{kind}_single_quotes", key, given.replace('"', "'"))
+                changed(f"{kind}_no_spaces", key, given.replace(", ", ","))
+                changed(f"{kind}_nested", key, f"[{given}]")
+                bare = ", ".join(v if isinstance(v, str) else js_literal(v) for v in value)
+                changed(f"{kind}_bare_items", key, f"[{bare}]")
+                changed(f"{kind}_empty", key, "[]")
+                changed(f"{kind}_empty_new", key, "new Array()")
+                changed(
+                    f"{kind}_of_objects",
+                    key,
+                    "[" + ", ".join(f'{{"v": {js_literal(v)}}}' for v in value) + "]",
+                )
+                changed(f"{kind}_trailing_comma", key, given[:-1] + ", ]")
+            if value and all(isinstance(v, str) for v in value):
+                commas = [f"{v}, x" for v in value]
+                changed(f"{kind}_comma_inside", key, write(commas, kind, items))
+                changed(f"{kind}_upper_items", key, write([v.upper() for v in value], kind, items))
+        elif isinstance(value, dict):
+            changed(f"{kind}_variable", key, "someVariable")
+            changed(f"{kind}_native", key, value)
+            if value:
+                first = sorted(value)[0]
+                dropped = {k: v for k, v in value.items() if k != first}
+                changed(f"{kind}_key_dropped", key, write(dropped, kind, items))
+                upper = {k: v.upper() if isinstance(v, str) else v for k, v in value.items()}
+                changed(f"{kind}_upper_values", key, write(upper, kind, items))
+            if java:
+                changed(f"{kind}_extra_key", key, write({**value, "zz": 1}, kind, items))
+                changed(f"{kind}_empty", key, "new HashMap<>()")
+                changed(f"{kind}_typed", key, given.replace("<String, Object>", "<>"))
+                changed(
+                    f"{kind}_single_quoted_keys",
+                    key,
+                    given.replace('put("', "put('").replace('", ', "', "),
+                )
+                changed(f"{kind}_map_interface", key, given.replace("new HashMap", "new Map"))
+                pairs = ", ".join(f"{json.dumps(k)}, {java_literal(v)}" for k, v in value.items())
+                changed(f"{kind}_map_of", key, f"new HashMap<>(Map.of({pairs}))")
+                changed(f"{kind}_tight", key, given.replace("{{ ", "{{").replace("; }}", ";}}"))
+            else:
+                changed(f"{kind}_single_quotes", key, given.replace('"', "'"))
+                bare = ", ".join(f"{k}: {js_literal(v)}" for k, v in value.items())
+                changed(f"{kind}_bare_keys", key, "{" + bare + "}")
+                loose = ", ".join(
+                    f"{json.dumps(k)}: {v if isinstance(v, str) else js_literal(v)}"
+                    for k, v in value.items()
+                )
+                changed(f"{kind}_bare_values", key, "{" + loose + "}")
+                changed(f"{kind}_extra_key", key, write({**value, "zz": 1}, kind, items))
+                changed(f"{kind}_empty", key, "{}")
+                changed(
+                    f"{kind}_nested_object", key, write({**value, "inner": {"a": 1}}, kind, items)
+                )
+                changed(
+                    f"{kind}_single_quoted_keys",
+                    key,
+                    "{" + ", ".join(f"'{k}': {js_literal(v)}" for k, v in value.items()) + "}",
+                )
+        elif isinstance(value, str):
+            changed(f"{kind}_variable_upper", key, value.upper())
+            changed(f"{kind}_variable_other", key, value + "2")
+            changed(f"{kind}_variable_quoted", key, json.dumps(value))
+    for key in full:
+        if key in required:
+            found.append(
+                ("missing_required", [{name: {k: v for k, v in full.items() if k != key}}])
+            )
+            break
+    found.append(("extra_argument", [{name: {**full, "unexpected_flag": "true"}}]))
+    unused = [k for k in props if k not in full]
+    if unused:
+        found.append(("extra_schema_argument", [{name: {**full, unused[0]: "something"}}]))
+    if full:
+        dropped = rng.choice(sorted(full))
+        found.append(("missing_any", [{name: {k: v for k, v in full.items() if k != dropped}}]))
+    return found
+
+
 def main() -> None:
     """Write the corpus with the official verdicts."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -285,7 +524,7 @@ def main() -> None:
     check = official_checker()
     rng = random.Random(options.seed)
     lines = []
-    for category in AST_CATEGORIES:
+    for category in (*AST_CATEGORIES, *CODE_CATEGORIES):
         items = [
             json.loads(line)
             for line in (options.data / f"BFCL_v4_{category}.json").read_text().splitlines()
@@ -296,10 +535,18 @@ def main() -> None:
             .read_text()
             .splitlines()
         }
-        chosen = rng.sample(items, min(options.per_category, len(items)))
+        # More Java and JavaScript items: their types vary from item to item.
+        count = (
+            options.per_category * 3 // 2 if category in CODE_CATEGORIES else options.per_category
+        )
+        chosen = rng.sample(items, min(count, len(items)))
         for item in sorted(chosen, key=lambda i: i["id"]):
             answer = answers[item["id"]]
-            for kind, calls in variants(item, answer, rng):
+            if category in CODE_CATEGORIES:
+                made = code_variants(item, answer, category, rng)
+            else:
+                made = variants(item, answer, rng)
+            for kind, calls in made:
                 verdict = check(item["function"], calls, answer, category)
                 record = {"id": item["id"], "category": category, "kind": kind, "calls": calls}
                 lines.append(json.dumps({**record, "official": verdict}, ensure_ascii=False))

@@ -354,7 +354,7 @@ def test_categories_and_limits_per_category(data: Path) -> None:
     assert [t.id for t in choose_items(tasks, None, ["irrelevance_2"])] == ["irrelevance_2"]
 
 
-BAD_CATEGORIES = ["", "simple", "simple_java", "multi_turn_base", "all", "parallel,nope"]
+BAD_CATEGORIES = ["", "simple", "java", "multi_turn_base", "all", "parallel,nope"]
 
 
 @pytest.mark.parametrize("value", BAD_CATEGORIES)
@@ -460,7 +460,8 @@ def test_the_whole_single_turn_set_loads_and_every_function_becomes_a_tool(
     tasks = load_bfcl(bfcl_source(shared_data / "bfcl"), CATEGORIES)
     counts = {c: sum(t.category == c for t in tasks) for c in CATEGORIES}
     assert counts["live_multiple"] == 1053 and counts["irrelevance"] == 240
-    assert sum(counts.values()) == 3641 - 150  # all but simple_java and simple_javascript
+    assert counts["simple_java"] == 100 and counts["simple_javascript"] == 50
+    assert sum(counts.values()) == 3641
     for task in tasks[::97]:
         for spec in function_specs(task):
             assert wrap_endpoint(spec, executor=None).name == spec.name  # type: ignore[arg-type]

@@ -58,6 +58,11 @@ class ParameterSpec(BaseModel):
     location: ParamLocation = ParamLocation.QUERY
     items_type: JsonType | None = None
     enum: list[Any] | None = None
+    # The parameter's whole JSON Schema where the fields above cannot carry it
+    # (an object's properties, an array's item objects, at any depth), offered
+    # to the model as is. Left out of dumps when absent, so the specs of
+    # registries built before it hash as they did.
+    json_schema: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ResponseSketch(BaseModel):

@@ -1,8 +1,9 @@
 """BFCL (Berkeley Function-Calling Leaderboard) single-turn items as a runnable benchmark.
 
 Loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the run recipe,
-the AST checker, the standard and intent readings of a turn, the run's scores
-and MBFCL's published figures.
+the AST checker (Java and JavaScript values read from their source text),
+the standard and intent readings of a turn, the run's scores and MBFCL's
+published figures.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         bfcl_scores_to_json,
         score_bfcl_run,
     )
+    from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES, read_value
     from aah.benchmark.bfcl.tasks import (
         ALL_SINGLE_TURN,
         AST_CATEGORIES,
@@ -36,11 +38,11 @@ if TYPE_CHECKING:
         CATEGORIES,
         REFUSAL_CATEGORIES,
         RELEVANCE_CATEGORIES,
+        SOURCE_LANGUAGES,
         BfclMessage,
         BfclTask,
         bfcl_source,
         data_files,
-        function_tool,
         load_bfcl,
         parse_categories,
     )
@@ -52,11 +54,13 @@ __all__ = [
     "BFCL_SETTING",
     "CATEGORIES",
     "Call",
+    "LANGUAGE_TYPES",
     "MBFCL_PUBLISHED",
     "MBFCL_SOURCE",
     "PublishedBfcl",
     "REFUSAL_CATEGORIES",
     "RELEVANCE_CATEGORIES",
+    "SOURCE_LANGUAGES",
     "BfclMessage",
     "BfclScores",
     "Disagreement",
@@ -74,12 +78,12 @@ __all__ = [
     "check_calls",
     "data_files",
     "function_specs",
-    "function_tool",
     "load_bfcl",
     "normalise",
     "parse_categories",
     "published_for",
     "read_turn",
+    "read_value",
     "score_bfcl_run",
 ]
 
@@ -106,17 +110,19 @@ _WHERE = {
     "bfcl_run_scores": "aah.benchmark.bfcl.scoring",
     "bfcl_scores_to_json": "aah.benchmark.bfcl.scoring",
     "score_bfcl_run": "aah.benchmark.bfcl.scoring",
+    "LANGUAGE_TYPES": "aah.benchmark.bfcl.source_values",
+    "read_value": "aah.benchmark.bfcl.source_values",
     "ALL_SINGLE_TURN": "aah.benchmark.bfcl.tasks",
     "AST_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "BFCL_SETTING": "aah.benchmark.bfcl.tasks",
     "CATEGORIES": "aah.benchmark.bfcl.tasks",
     "REFUSAL_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "RELEVANCE_CATEGORIES": "aah.benchmark.bfcl.tasks",
+    "SOURCE_LANGUAGES": "aah.benchmark.bfcl.tasks",
     "BfclMessage": "aah.benchmark.bfcl.tasks",
     "BfclTask": "aah.benchmark.bfcl.tasks",
     "bfcl_source": "aah.benchmark.bfcl.tasks",
     "data_files": "aah.benchmark.bfcl.tasks",
-    "function_tool": "aah.benchmark.bfcl.tasks",
     "load_bfcl": "aah.benchmark.bfcl.tasks",
     "parse_categories": "aah.benchmark.bfcl.tasks",
 }

@@ -28,7 +28,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from aah.benchmark.bfcl.tasks import BfclTask
+from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES, read_value
+from aah.benchmark.bfcl.tasks import BfclTask, PossibleCall
 from aah.benchmark.when2call import When2CallTool
 
 _DROPPED = re.compile(r"[ ,./\-_*^]")
@@ -66,12 +67,16 @@ def check_calls(task: BfclTask, calls: Sequence[Call]) -> Verdict:
     if len(calls) != len(answers):
         return Verdict(False, f"wrong number of calls: {len(calls)}, expected {len(answers)}")
     functions = {tool.original: tool for tool in task.functions}
+
+    def check(call: Call, answer: PossibleCall) -> Verdict:
+        return check_call(functions, call, answer, task.declared_types, task.source_language)
+
     if "parallel" not in task.category:
-        return check_call(functions, calls[0], answers[0])
+        return check(calls[0], answers[0])
     # By position: two calls may compare equal (10 == 10.0) yet differ in type.
     unused = list(range(len(calls)))
     for answer in answers:
-        match = next((i for i in unused if check_call(functions, calls[i], answer).ok), None)
+        match = next((i for i in unused if check(calls[i], answer).ok), None)
         if match is None:
             name = next(iter(answer), "?")
             return Verdict(False, f"no call matches the expected call of {name}")
@@ -80,9 +85,18 @@ def check_calls(task: BfclTask, calls: Sequence[Call]) -> Verdict:
 
 
 def check_call(
-    functions: Mapping[str, When2CallTool], call: Call, answer: Mapping[str, Any]
+    functions: Mapping[str, When2CallTool],
+    call: Call,
+    answer: Mapping[str, Any],
+    declared_types: Mapping[str, Mapping[str, tuple[str, str | None]]] | None = None,
+    source_language: str | None = None,
 ) -> Verdict:
-    """Whether one call matches one possible answer ``{function: {argument: [values]}}``."""
+    """Whether one call matches one possible answer ``{function: {argument: [values]}}``.
+
+    In a Java or JavaScript item (``source_language``) each value must be a
+    string of source text, read back as its declared type
+    (``declared_types``, by function and parameter) before it is checked.
+    """
     expected_name, expected = next(iter(answer.items()))
     if call.name != expected_name:
         return Verdict(False, f"called {call.name}, expected {expected_name}")
@@ -90,6 +104,7 @@ def check_call(
     if function is None:
         return Verdict(False, f"{expected_name} is not an offered function")
     schema = function.parameters.get("properties") or {}
+    declared = (declared_types or {}).get(expected_name, {})
     for name in function.parameters.get("required") or []:
         if name not in call.arguments:
             return Verdict(False, f"missing required argument {name}")
@@ -100,7 +115,14 @@ def check_call(
             return Verdict(False, f"argument {name} is not in the possible answer")
         if value is None and None in expected[name]:
             continue  # an explicit null where the answer allows null (the default)
-        wanted = _checked_schema(schema[name], expected[name])
+        parameter = schema[name]
+        if source_language is not None and name in declared:
+            if not isinstance(value, str):
+                return Verdict(False, f"argument {name}: not {source_language} source text")
+            kind, element = declared[name]
+            value = read_value(value, kind, element, source_language)
+            parameter = _read_schema(kind, element, source_language)
+        wanted = _checked_schema(parameter, expected[name])
         if not has_type(value, wanted) and not _answer_type(value, expected[name]):
             return Verdict(False, f"argument {name}: wrong type {type(value).__name__}")
         if not value_matches(value, expected[name]):
@@ -109,6 +131,15 @@ def check_call(
         if name not in call.arguments and "" not in values:
             return Verdict(False, f"missing argument {name}")
     return PASS
+
+
+def _read_schema(kind: str, element: str | None, language: str) -> dict[str, Any]:
+    """The JSON Schema a value of a declared Java or JavaScript type has once read."""
+    types = LANGUAGE_TYPES[language]
+    schema: dict[str, Any] = {"type": types[kind]}
+    if element in types:
+        schema["items"] = {"type": types[element]}
+    return schema
 
 
 def has_type(value: Any, schema: Mapping[str, Any]) -> bool:
@@ -211,14 +242,21 @@ def _dict_matches(value: Mapping[str, Any], acceptable: Mapping[str, Any]) -> bo
         if key not in acceptable:
             return False
         options = acceptable[key]
-        if not isinstance(options, list):
+        if isinstance(options, str):
+            # A bare string where a list of values belongs reads as the list of
+            # its characters: no real value matches it, and "" (left out) does.
+            if not (isinstance(inner, str) and len(normalise(inner)) <= 1):
+                return False
+            if normalise(inner) not in {normalise(c) for c in options}:
+                return False
+        elif not isinstance(options, list):
             # Deeper objects in an answer hold plain values, not lists of them.
             if _normalised(inner) != _normalised(options):
                 return False
         elif not value_matches(inner, options):
             return False
     return all(
-        key in value or (isinstance(options, list) and "" in options)
+        key in value or (isinstance(options, (list, str)) and "" in options)
         for key, options in acceptable.items()
     )
 

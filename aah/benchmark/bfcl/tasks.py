@@ -21,17 +21,20 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aah.benchmark.when2call import When2CallTool, json_schema, tool_name
+from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES
+from aah.benchmark.when2call import When2CallTool, function_tool
 from aah.errors import AahError
 
 BFCL_FOLDER = "bfcl"
 BFCL_SETTING = "bfcl"
-# The categories the checker scores: Python typing. Java and JavaScript items
-# carry their values as source text in those languages, which it does not read.
+# The categories the checker scores. Java and JavaScript items carry their
+# values as source text in those languages (``SOURCE_LANGUAGES``).
 AST_CATEGORIES = (
     "simple_python",
+    "simple_java",
+    "simple_javascript",
     "multiple",
     "parallel",
     "parallel_multiple",
@@ -44,8 +47,22 @@ REFUSAL_CATEGORIES = ("irrelevance", "live_irrelevance")
 RELEVANCE_CATEGORIES = ("live_relevance",)
 CATEGORIES = AST_CATEGORIES + REFUSAL_CATEGORIES + RELEVANCE_CATEGORIES
 ALL_SINGLE_TURN = "all-single-turn"
-# Multilingual-BFCL names its subsets more coarsely than BFCL's categories.
-_SUBSET_CATEGORY = {"simple": "simple_python"}
+# The categories whose values the model writes as source text, and their language.
+SOURCE_LANGUAGES = {"simple_java": "java", "simple_javascript": "javascript"}
+# Multilingual-BFCL (after BFCL v3) names some categories more coarsely.
+_SUBSET_CATEGORY = {
+    "simple": "simple_python",
+    "java": "simple_java",
+    "javascript": "simple_javascript",
+}
+# A v3 ``simple`` item in Java or JavaScript, told by its id's start
+# (``simple_javascript`` before ``simple_java``, which starts it too).
+_ID_CATEGORY = (
+    ("simple_javascript", "simple_javascript"),
+    ("javascript_", "simple_javascript"),
+    ("simple_java", "simple_java"),
+    ("java_", "simple_java"),
+)
 MBFCL_PATTERN = "bfcl_single_turn_*.jsonl"
 
 # One acceptable call: {function name: {argument: [acceptable values]}}.
@@ -70,8 +87,13 @@ class BfclTask(BaseModel):
         category: BFCL's test category (one of ``CATEGORIES``).
         language: ``en`` for BFCL's own files; MBFCL's ``language`` otherwise.
         messages: The conversation the model reads (system, earlier turns, the request).
-        functions: The functions offered, with valid names (``tool_name``).
+        functions: The functions offered, with valid names (``tool_name``); in
+            Java and JavaScript items every parameter is offered as a string
+            of source text.
         ground_truth: The possible answers (AST categories), by BFCL function name.
+        declared_types: Java and JavaScript items: each function's parameters'
+            declared types, ``{function: {parameter: (type, element type)}}``,
+            by which the checker reads the source text back.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -83,6 +105,12 @@ class BfclTask(BaseModel):
     messages: tuple[BfclMessage, ...]
     functions: tuple[When2CallTool, ...]
     ground_truth: tuple[PossibleCall, ...] = ()
+    declared_types: dict[str, dict[str, tuple[str, str | None]]] = Field(default_factory=dict)
+
+    @property
+    def source_language(self) -> str | None:
+        """``java`` or ``javascript`` where values are written as source text; else None."""
+        return SOURCE_LANGUAGES.get(self.category)
 
     @property
     def query(self) -> str:
@@ -226,14 +254,22 @@ def _load_mbfcl(path: Path, mtime_ns: int, size: int) -> tuple[BfclTask, ...]:
     tasks = []
     for number, record in _lines(path):
         where = f"{path}:{number}"
-        subset = str(record.get("test_category") or record.get("subset") or "")
-        category = _SUBSET_CATEGORY.get(subset, subset)
+        category = _mbfcl_category(record)
         if category not in CATEGORIES:
-            continue  # Java and JavaScript items: not scored (see AST_CATEGORIES)
+            continue  # a category aah does not run (multi-turn, agentic)
         language = str(record.get("language") or "en")
         truth = _ground_truth(record, where) if category in AST_CATEGORIES else []
         tasks.append(_task(record, category, language, truth, where))
     return _unique(tasks, path)
+
+
+def _mbfcl_category(record: Mapping[str, Any]) -> str:
+    subset = str(record.get("test_category") or record.get("subset") or "")
+    category = _SUBSET_CATEGORY.get(subset, subset)
+    if category == "simple_python":
+        item_id = str(record.get("id"))
+        return next((c for prefix, c in _ID_CATEGORY if item_id.startswith(prefix)), category)
+    return category
 
 
 def _ground_truth(record: Mapping[str, Any], where: str) -> list[Any]:
@@ -262,6 +298,10 @@ def _task(
     functions = record.get("function")
     if not messages or not isinstance(functions, list):
         raise AahError(f"{where}: an item needs a question and a function list: fix the data file")
+    language_of_values = SOURCE_LANGUAGES.get(category)
+    declared: dict[str, dict[str, tuple[str, str | None]]] = {}
+    if language_of_values is not None:
+        functions = [_as_source_text(f, language_of_values, declared, where) for f in functions]
     try:
         return BfclTask(
             id=str(record.get("id")),
@@ -270,6 +310,7 @@ def _task(
             messages=tuple(BfclMessage.model_validate(m) for m in messages),
             functions=tuple(function_tool(f, where) for f in functions),
             ground_truth=tuple(truth),
+            declared_types=declared,
         )
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -277,28 +318,48 @@ def _task(
         raise AahError(f"{where}: {field}: {first['msg']}: fix the data file") from exc
 
 
-def function_tool(raw: Any, where: str) -> When2CallTool:
-    """One offered BFCL function as a tool: a valid name, its parameters in JSON Schema.
+def _as_source_text(
+    raw: Any, language: str, declared: dict[str, dict[str, tuple[str, str | None]]], where: str
+) -> Any:
+    """A Java or JavaScript function offered as BFCL offers it: each value a string of source text.
 
-    Raises:
-        AahError: not a function schema, or a name that cannot be mapped reversibly.
+    Each parameter's declared type (and element type) goes into ``declared``
+    for the checker; the model reads the type in the parameter's description.
     """
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
-        raise AahError(f"{where}: a function needs a string 'name': fix the data file")
-    name = raw["name"]
-    parameters = json_schema(raw.get("parameters") or {"type": "dict"}, f"{where}:{name}")
-    parameters.setdefault("type", "object")
-    parameters.setdefault("properties", {})
-    try:
-        valid = tool_name(name)
-    except AahError as exc:
-        raise AahError(f"{where}: {exc}") from exc
-    return When2CallTool(
-        name=valid,
-        original=name,
-        description=str(raw.get("description") or ""),
-        parameters=parameters,
-    )
+        return raw  # function_tool says what is wrong
+    parameters = raw.get("parameters") or {}
+    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return raw
+    known = LANGUAGE_TYPES[language]
+    name = "Java" if language == "java" else "JavaScript"
+    types: dict[str, tuple[str, str | None]] = {}
+    offered: dict[str, Any] = {}
+    for key, schema in properties.items():
+        kind = schema.get("type") if isinstance(schema, Mapping) else None
+        if kind not in known:
+            raise AahError(
+                f"{where}: {raw['name']}.{key}: unknown {name} type {kind!r}: use one of "
+                f"{', '.join(known)}"
+            )
+        items = schema.get("items")
+        element = items.get("type") if isinstance(items, Mapping) else None
+        types[key] = (kind, element if isinstance(element, str) else None)
+        what = f"a {name} {kind}" + (f" of {element}" if element else "")
+        note = f"{what}, written in {name} syntax" if kind != "any" else f"any {name} value"
+        described = str(schema.get("description") or "").rstrip()
+        offered[key] = {
+            "type": "string",
+            "description": f"{described} ({note}, as a string)".strip(),
+            **({"default": schema["default"]} if "default" in schema else {}),
+        }
+    declared[raw["name"]] = types
+    return {
+        **raw,
+        "description": f"{raw.get('description') or ''} (in {name} syntax)".strip(),
+        "parameters": {**parameters, "type": "dict", "properties": offered},
+    }
 
 
 def _unique(tasks: list[BfclTask], path: Path) -> tuple[BfclTask, ...]:

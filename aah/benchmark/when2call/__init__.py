@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from aah.benchmark.when2call.tools import (
         When2CallTool,
         endpoint_spec,
+        function_tool,
         json_schema,
         original_tool_name,
         tool_name,
@@ -55,6 +56,7 @@ __all__ = [
     "When2CallTask",
     "When2CallTool",
     "endpoint_spec",
+    "function_tool",
     "json_schema",
     "load_when2call",
     "original_tool_name",
@@ -83,6 +85,7 @@ _WHERE = {
     "questions_file": "aah.benchmark.when2call.tasks",
     "When2CallTool": "aah.benchmark.when2call.tools",
     "endpoint_spec": "aah.benchmark.when2call.tools",
+    "function_tool": "aah.benchmark.when2call.tools",
     "json_schema": "aah.benchmark.when2call.tools",
     "original_tool_name": "aah.benchmark.when2call.tools",
     "tool_name": "aah.benchmark.when2call.tools",

@@ -124,7 +124,7 @@ def json_schema(schema: Mapping[str, Any], where: str = "parameters") -> dict[st
 
 
 def parse_tool(text: str, where: str) -> When2CallTool:
-    """One tool of a question from its published JSON string.
+    """One tool of a question from its published JSON string (see ``function_tool``).
 
     Raises:
         AahError: the text is not a BFCL function schema.
@@ -133,8 +133,20 @@ def parse_tool(text: str, where: str) -> When2CallTool:
         raw = json.loads(text)
     except ValueError as exc:
         raise AahError(f"{where}: a tool is not JSON ({exc}): fetch the data again") from exc
-    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
-        raise AahError(f"{where}: a tool needs a string 'name': fetch the data again")
+    return function_tool(raw, where)
+
+
+def function_tool(raw: Any, where: str) -> When2CallTool:
+    """One BFCL function schema as a tool: a valid name, its parameters in JSON Schema.
+
+    The one conversion of a BFCL function, for When2Call's tools and BFCL's
+    own items alike.
+
+    Raises:
+        AahError: not a function schema, or a name that cannot be mapped reversibly.
+    """
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise AahError(f"{where}: a function needs a string 'name': fix the data file")
     name = raw["name"]
     parameters = json_schema(raw.get("parameters") or {"type": "dict"}, f"{where}:{name}")
     parameters.setdefault("type", "object")
@@ -155,10 +167,11 @@ def endpoint_spec(tool: When2CallTool) -> EndpointSpec:
     """The tool spec a session offers for ``tool``.
 
     An aah parameter has one JSON type, so an untyped (``any``) parameter is
-    offered as a string and a nested object as an object without its inner
-    properties; the top-level names, types, required flags, enums, defaults
-    and descriptions are kept. The URL's host is reserved and never called:
-    a When2Call run answers calls with a neutral result (``NeutralExecutor``).
+    offered as a string; a parameter with inner structure (an object's
+    properties, an array's items beyond a bare type, at any depth) carries its
+    whole schema, so the model sees every inner field, enum and required
+    list. The URL's host is reserved and never called: a When2Call run
+    answers calls with a neutral result (``NeutralExecutor``).
     """
     required = set(tool.parameters.get("required") or [])
     parameters = [
@@ -190,7 +203,20 @@ def _parameter(name: str, schema: Mapping[str, Any], required: bool) -> Paramete
         location=ParamLocation.BODY,
         items_type=_json_type(items.get("type")) if isinstance(items, Mapping) else None,
         enum=list(enum) if isinstance(enum, list) and enum else None,
+        json_schema=dict(schema) if _has_structure(schema) else None,
     )
+
+
+def _has_structure(schema: Mapping[str, Any]) -> bool:
+    """Whether a parameter's schema holds more than the flat parameter fields carry."""
+    items = schema.get("items")
+    if isinstance(items, Mapping) and set(items) - {"type"}:
+        return True
+    return any(key not in _FLAT_KEYS for key in schema)
+
+
+# What ``ParameterSpec``'s own fields carry of a parameter's schema.
+_FLAT_KEYS = frozenset({"type", "description", "default", "enum", "items"})
 
 
 def _json_type(value: Any) -> JsonType | None:

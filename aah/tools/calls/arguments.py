@@ -99,8 +99,12 @@ def parameters_schema(parameters: list[ParameterSpec]) -> dict[str, Any]:
     """
     properties: dict[str, Any] = {}
     for param in parameters:
-        prop: dict[str, Any] = {"type": param.type}
-        if param.type == "array":
+        # A parameter's own schema carries what the flat fields cannot (nested
+        # properties, item objects, inner required lists and enums); the flat
+        # fields still decide its type, description, enum and default.
+        whole = {k: v for k, v in (param.json_schema or {}).items() if k != "default"}
+        prop: dict[str, Any] = {**whole, "type": param.type}
+        if param.type == "array" and not isinstance(whole.get("items"), dict):
             prop["items"] = {"type": param.items_type} if param.items_type else {}
         if param.description:
             prop["description"] = param.description
