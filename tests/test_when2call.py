@@ -73,7 +73,7 @@ def test_every_tool_name_in_the_file_maps_to_a_valid_name_and_back(shared_data: 
 
 
 def test_every_tool_becomes_a_spec_the_runtime_can_offer(shared_data: Path) -> None:
-    from aah.tools import wrap_endpoint
+    from aah.tools.calls import wrap_endpoint
 
     for task in load_when2call(shared_data):
         for tool in task.tools:

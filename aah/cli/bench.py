@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms import SETTINGS
 from aah.cli.output import (
     WideOption,
     console,
@@ -21,7 +21,7 @@ from aah.cli.output import (
 from aah.errors import AahError
 
 if TYPE_CHECKING:
-    from aah.benchmark import CoverageReport, Setting, Task
+    from aah.benchmark.failtalms import CoverageReport, Setting, Task
     from aah.tools.registry import Registry
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
@@ -51,7 +51,7 @@ def data_command(
     wide: bool = WideOption,
 ) -> None:
     """Load the five settings and show how each query's original was found."""
-    from aah.benchmark import load_tasks, measure_coverage
+    from aah.benchmark.failtalms import load_tasks, measure_coverage
     from aah.data import find_data_dir
 
     chosen = _settings(setting) if setting else None
@@ -114,7 +114,7 @@ def _show(task: Task, as_json: bool, wide: bool) -> None:
 
 
 def _print_coverage(report: CoverageReport, stats: bool, wide: bool) -> None:
-    from aah.benchmark import LOW_SIMILARITY
+    from aah.benchmark.failtalms import LOW_SIMILARITY
 
     rows = []
     for row in report.settings:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms import SETTINGS
 from aah.cli.output import console, print_line, print_table, print_warning, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
@@ -22,7 +22,8 @@ from aah.runtime import Activity
 BENCHMARKS = ("fail-talms", "when2call", "bfcl")
 
 if TYPE_CHECKING:
-    from aah.benchmark import ProgressHook, RunSummary, Setting, Task, TaskT, UnavailableMode
+    from aah.benchmark import ProgressHook, RunSummary, TaskT, UnavailableMode
+    from aah.benchmark.failtalms import Setting, Task
     from aah.llm import ProbeReport
     from aah.runtime import SessionOutcome
 
@@ -184,7 +185,8 @@ def bench_run(
         )  # fmt: skip
         run_when2call(flags)
         return
-    from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, shard_tasks
+    from aah.benchmark import RunOptions, parse_shard, shard_tasks
+    from aah.benchmark.failtalms import BatchRunner, load_tasks
     from aah.config import get_settings
     from aah.data import find_data_dir
     from aah.llm import model_config, probe_server

@@ -19,7 +19,7 @@ from aah.cli.output import (
 from aah.errors import AahError
 
 if TYPE_CHECKING:
-    from aah.benchmark import ImportProgress, ImportSummary
+    from aah.benchmark.failtalms import ImportProgress, ImportSummary
 
 app = typer.Typer(
     help="Import results made elsewhere (the Fail-TaLMs paper's outputs).",
@@ -44,7 +44,7 @@ def failtalms_outputs(
     a file that cannot be read is named, and the others still import.
     Importing again adds nothing; `aah report` then shows them beside your runs.
     """
-    from aah.benchmark import import_failtalms_outputs
+    from aah.benchmark.failtalms import import_failtalms_outputs
     from aah.config import get_settings
     from aah.store import SessionStore
 

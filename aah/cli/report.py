@@ -77,7 +77,7 @@ def report(
         raise AahError("--paper-table and --as go with --compare paper: add it")
     tables = None
     if compare == "paper":
-        from aah.benchmark import load_paper_tables
+        from aah.benchmark.failtalms import load_paper_tables
 
         tables = load_paper_tables(paper_table)
     to_terminal = format == "table" and out is None

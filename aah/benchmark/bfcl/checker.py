@@ -50,21 +50,23 @@ class Call(NamedTuple):
     arguments: Mapping[str, Any]
 
 
-class Verdict(NamedTuple):
+class AstCheckResult(NamedTuple):
     """The AST check's result: whether the calls match, and why not."""
 
     ok: bool
     reason: str = ""
 
 
-PASS = Verdict(True)
+PASS = AstCheckResult(True)
 
 
-def check_calls(task: BfclTask, calls: Sequence[Call]) -> Verdict:
+def check_calls(task: BfclTask, calls: Sequence[Call]) -> AstCheckResult:
     """Whether ``calls`` match ``task``'s possible answers (AST categories only)."""
     answers = list(task.ground_truth)
     if len(calls) != len(answers):
-        return Verdict(False, f"wrong number of calls: {len(calls)}, expected {len(answers)}")
+        return AstCheckResult(
+            False, f"wrong number of calls: {len(calls)}, expected {len(answers)}"
+        )
     functions = {tool.original: tool for tool in task.functions}
     if "parallel" not in task.category:
         return check_call(functions, calls[0], answers[0])
@@ -74,40 +76,40 @@ def check_calls(task: BfclTask, calls: Sequence[Call]) -> Verdict:
         match = next((i for i in unused if check_call(functions, calls[i], answer).ok), None)
         if match is None:
             name = next(iter(answer), "?")
-            return Verdict(False, f"no call matches the expected call of {name}")
+            return AstCheckResult(False, f"no call matches the expected call of {name}")
         unused.remove(match)
     return PASS
 
 
 def check_call(
     functions: Mapping[str, When2CallTool], call: Call, answer: Mapping[str, Any]
-) -> Verdict:
+) -> AstCheckResult:
     """Whether one call matches one possible answer ``{function: {argument: [values]}}``."""
     expected_name, expected = next(iter(answer.items()))
     if call.name != expected_name:
-        return Verdict(False, f"called {call.name}, expected {expected_name}")
+        return AstCheckResult(False, f"called {call.name}, expected {expected_name}")
     function = functions.get(expected_name)
     if function is None:
-        return Verdict(False, f"{expected_name} is not an offered function")
+        return AstCheckResult(False, f"{expected_name} is not an offered function")
     schema = function.parameters.get("properties") or {}
     for name in function.parameters.get("required") or []:
         if name not in call.arguments:
-            return Verdict(False, f"missing required argument {name}")
+            return AstCheckResult(False, f"missing required argument {name}")
     for name, value in call.arguments.items():
         if name not in schema:
-            return Verdict(False, f"unexpected argument {name}")
+            return AstCheckResult(False, f"unexpected argument {name}")
         if name not in expected:
-            return Verdict(False, f"argument {name} is not in the possible answer")
+            return AstCheckResult(False, f"argument {name} is not in the possible answer")
         if value is None and None in expected[name]:
             continue  # an explicit null where the answer allows null (the default)
         wanted = _checked_schema(schema[name], expected[name])
         if not has_type(value, wanted) and not _answer_type(value, expected[name]):
-            return Verdict(False, f"argument {name}: wrong type {type(value).__name__}")
+            return AstCheckResult(False, f"argument {name}: wrong type {type(value).__name__}")
         if not value_matches(value, expected[name]):
-            return Verdict(False, f"argument {name}: value {value!r} is not acceptable")
+            return AstCheckResult(False, f"argument {name}: value {value!r} is not acceptable")
     for name, values in expected.items():
         if name not in call.arguments and "" not in values:
-            return Verdict(False, f"missing argument {name}")
+            return AstCheckResult(False, f"missing argument {name}")
     return PASS
 
 

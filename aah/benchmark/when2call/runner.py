@@ -28,9 +28,10 @@ from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
 from aah.benchmark.when2call.tools import endpoint_spec
 from aah.llm import ModelConfig
 from aah.runtime import Activity, HumanChannel, Runtime, ScriptedHuman, SessionRequest
-from aah.tools import EndpointSpec, ToolResult
+from aah.tools import EndpointSpec
+from aah.tools.http import ToolResult
 
-BENCHMARK = "when2call"
+WHEN2CALL_BENCHMARK = "when2call"
 # What every When2Call tool call gets back: it neither helps nor misleads.
 NEUTRAL_RESULT = '{"status": "ok"}'
 DEFAULT_TURNS = 1
@@ -90,7 +91,7 @@ class When2CallRunner:
         base = run_manifest(self.options, self.model, "", [WHEN2CALL_SETTING])
         return {
             **base,
-            "benchmark": BENCHMARK,
+            "benchmark": WHEN2CALL_BENCHMARK,
             # Pinned fields: a run resumed with other turns or tools is another run.
             "human": "idk" if self.options.aah else "none",
             "http": "neutral",
