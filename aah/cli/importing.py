@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from aah.cli.options import DbOption, JsonOption
 from aah.cli.output import (
     err_console,
     print_error,
@@ -33,10 +34,8 @@ def failtalms_outputs(
         Path,
         typer.Argument(help="The Fail-TaLMs outputs folder (<Setting>/<model>/answers.json)."),
     ],
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Session database (default AAH_DB).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Import the paper's published answers as runs named published:<model folder>.
 
