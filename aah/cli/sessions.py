@@ -52,7 +52,10 @@ def list_sessions(
     as_json: JsonOption = False,
     wide: WideOption = False,
 ) -> None:
-    """List sessions, oldest first: the newest ones, with counts of all by status."""
+    """List sessions, oldest first: the newest ones, with counts of all by status.
+
+    With --json, every session.
+    """
     with open_store(db) as store:
         every = store.list_sessions(run=run, status=status)  # type: ignore[arg-type]
     if as_json:
