@@ -41,7 +41,8 @@ from typing import Any
 from batch_bench import fake_model, process_cpu_seconds
 from pydantic import SecretStr
 
-from aah.benchmark import BatchRunner, RunOptions, batch_human_factory
+from aah.benchmark import RunOptions
+from aah.benchmark.failtalms import BatchRunner, batch_human_factory
 from aah.benchmark.failtalms.dataset import load_tasks
 from aah.data.locate import find_data_dir
 from aah.llm.config import ModelConfig

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from aah.llm import parse_text_tool_calls
+from aah.llm.text_calls import parse_text_tool_calls
 from aah.scoring.behavior import BEHAVIOR_CLASSES, classify_reply, confusion
 
 BLIND = Path(__file__).parent / "fixtures" / "behavior_blind.jsonl"

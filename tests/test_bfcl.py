@@ -455,7 +455,7 @@ def test_missing_data_is_one_line(tmp_path: Path) -> None:
 def test_the_whole_single_turn_set_loads_and_every_function_becomes_a_tool(
     shared_data: Path,
 ) -> None:
-    from aah.tools import wrap_endpoint
+    from aah.tools.calls import wrap_endpoint
 
     tasks = load_bfcl(bfcl_source(shared_data / "bfcl"), CATEGORIES)
     counts = {c: sum(t.category == c for t in tasks) for c in CATEGORIES}

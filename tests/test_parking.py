@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from runtime_support import ASK_FIRST_SCRIPT, fake_config, runtime_on, waiting_request
 
-from aah.benchmark import BatchRunner, RunOptions
+from aah.benchmark import RunOptions
+from aah.benchmark.failtalms import BatchRunner
 from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError

@@ -64,3 +64,59 @@ def test_no_public_name_is_also_a_module_name(package: str) -> None:
     module = importlib.import_module(package)
     submodules = {info.name for info in pkgutil.iter_modules(module.__path__)}
     assert submodules & set(getattr(module, "__all__", ())) == set()
+
+
+def _listings() -> dict[str, list[str]]:
+    """Every package's ``__all__``, read from its ``__init__.py`` source (the UI's too)."""
+    listings = {}
+    for path in sorted(PACKAGE_ROOT.rglob("__init__.py")):
+        package = ".".join(path.parent.relative_to(PACKAGE_ROOT.parent).parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+            ):
+                listings[package] = list(ast.literal_eval(node.value))
+    return listings
+
+
+def _listed_twice(listings: dict[str, list[str]]) -> list[str]:
+    """Each name twice in one ``__all__``, or in the ``__all__`` of two packages."""
+    found = []
+    owners: dict[str, list[str]] = {}
+    for package, names in listings.items():
+        found += [
+            f"{package} lists {name} twice" for name in sorted(set(names)) if names.count(name) > 1
+        ]
+        for name in sorted(set(names)):
+            owners.setdefault(name, []).append(package)
+    found += [
+        f"{name} in {', '.join(packages)}" for name, packages in owners.items() if len(packages) > 1
+    ]
+    return found
+
+
+def test_listings_are_read_from_every_package() -> None:
+    # A guard for the test below: it must see the packages it judges.
+    listings = _listings()
+    assert {"aah.benchmark", "aah.benchmark.bfcl", "aah.store", "aah.ui.web"} <= set(listings)
+    assert all(listings.values())
+
+
+@pytest.mark.parametrize(
+    ("listings", "expected"),
+    [
+        ({"aah.a": ["x", "y"], "aah.b": ["z"]}, []),
+        ({"aah.a": ["x", "x"]}, ["aah.a lists x twice"]),
+        ({"aah.a": ["x"], "aah.a.b": ["x"]}, ["x in aah.a, aah.a.b"]),  # a parent re-exporting
+        ({"aah.a": ["Verdict"], "aah.c": ["Verdict"]}, ["Verdict in aah.a, aah.c"]),  # two things
+    ],
+)
+def test_listed_twice_finds_both_kinds(listings: dict[str, list[str]], expected: list[str]) -> None:
+    assert _listed_twice(listings) == expected
+
+
+def test_each_public_name_is_listed_once() -> None:
+    # One owner per name: a parent package lists only what it defines, so a
+    # reader imports every name from the one package that holds it, and two
+    # different things never share a public name.
+    assert _listed_twice(_listings()) == []

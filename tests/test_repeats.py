@@ -12,13 +12,8 @@ import pytest
 from runtime_support import fake_config
 from test_cli import aah
 
-from aah.benchmark import (
-    BatchRunner,
-    RunOptions,
-    batch_human_factory,
-    epoch_task_id,
-    epoch_tasks,
-)
+from aah.benchmark import RunOptions, epoch_task_id, epoch_tasks
+from aah.benchmark.failtalms import BatchRunner, batch_human_factory
 from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError

@@ -351,7 +351,7 @@ def test_the_store_answers_flags_and_errors_for_a_selection(store: SessionStore)
 
 
 def test_cancelled_sessions_count_as_not_passed_and_are_noted(tmp_path: Path) -> None:
-    from aah.scoring import build_report
+    from aah.scoring.report import build_report
 
     store = SessionStore(tmp_path / "c.db")
     store.create_run("rc", {"model": "m"})

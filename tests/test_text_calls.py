@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import pytest
 from langchain_core.messages import AIMessage
 
-from aah.llm import parse_text_tool_calls, recover_text_tool_calls
+from aah.llm.text_calls import parse_text_tool_calls, recover_text_tool_calls
 from aah.scoring.behavior import classify_reply
 
 TOOLS = (

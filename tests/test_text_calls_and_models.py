@@ -3,7 +3,8 @@ from langchain_core.messages import AIMessage
 
 from aah.config import Settings
 from aah.errors import AahError
-from aah.llm import model_config, parse_text_tool_calls, recover_text_tool_calls
+from aah.llm import model_config
+from aah.llm.text_calls import parse_text_tool_calls, recover_text_tool_calls
 from aah.runtime.awareness import parse_awareness
 
 TOOLS = {"get_weather", "ask_human"}

@@ -73,7 +73,7 @@ def test_every_tool_name_in_the_file_maps_to_a_valid_name_and_back(shared_data: 
 
 
 def test_every_tool_becomes_a_spec_the_runtime_can_offer(shared_data: Path) -> None:
-    from aah.tools import wrap_endpoint
+    from aah.tools.calls import wrap_endpoint
 
     for task in load_when2call(shared_data):
         for tool in task.tools:
@@ -309,7 +309,7 @@ def test_awareness_is_off_by_default_and_on_when_asked(data_dir: Path, tmp_path:
     with FakeLLMServer({"rules": [*aware["rules"], *SCRIPT["rules"]]}) as llm:
         run(tasks, tmp_path / "a.db", llm, name="plain")
         plain = len(llm.requests)
-        run(tasks, tmp_path / "a.db", llm, name="aware", awareness=True)
+        run(tasks, tmp_path / "a.db", llm, name="aware", awareness="both")
         assert plain == 1 and len(llm.requests) > 2
     with SessionStore(tmp_path / "a.db") as store:
         assert store.get_run("aware").manifest["awareness"] is True  # type: ignore[union-attr]
@@ -332,7 +332,7 @@ def test_a_rerun_does_nothing_new(data_dir: Path, tmp_path: Path) -> None:
         assert label_run_with_rules(store, "w", tasks) == 0
     for change, problem in (
         ({"turns": 2}, "made with turns=1, not 2"),
-        ({"awareness": True}, "made with awareness=False, not True"),
+        ({"awareness": "both"}, "made with awareness=False, not True"),
     ):
         with FakeLLMServer(SCRIPT) as llm, pytest.raises(AahError, match=problem):
             run(tasks, db, llm, **change)
@@ -476,7 +476,7 @@ def test_a_question_the_awareness_gate_skips_counts_as_cannot_answer(
     tasks = load_when2call(data_dir)[:3]
     declines = {"when": {"last_message_contains": "Before anything is done"}, "reply": "No: none."}
     with FakeLLMServer({"rules": [declines, *SCRIPT["rules"]]}) as llm:
-        summary = run(tasks, tmp_path / "s.db", llm, awareness=True)
+        summary = run(tasks, tmp_path / "s.db", llm, awareness="both")
     assert summary.skipped == 3
     with SessionStore(tmp_path / "s.db") as store:
         [scores] = run_scores(store, "w")

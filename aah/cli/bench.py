@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms import SETTINGS
+from aah.cli.options import DataOption, JsonOption, WideOption
 from aah.cli.output import (
-    WideOption,
     console,
     err_console,
     one_line,
@@ -21,7 +20,7 @@ from aah.cli.output import (
 from aah.errors import AahError
 
 if TYPE_CHECKING:
-    from aah.benchmark import CoverageReport, Setting, Task
+    from aah.benchmark.failtalms import CoverageReport, Setting, Task
     from aah.tools.registry import Registry
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
@@ -34,9 +33,7 @@ def bench() -> None:
 
 @app.command("data")
 def data_command(
-    data: Annotated[
-        Path | None, typer.Option("--data", help="Data directory (default: discovered).")
-    ] = None,
+    data: DataOption = None,
     stats: Annotated[
         bool, typer.Option("--stats", help="Also list the hard cases, with reasons.")
     ] = False,
@@ -44,14 +41,14 @@ def data_command(
         list[str] | None,
         typer.Option("--setting", help=f"Only this setting (repeatable): {', '.join(SETTINGS)}."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    as_json: JsonOption = False,
     show: Annotated[
         str | None, typer.Option("--show", help="Print one task, e.g. underspecified-17.")
     ] = None,
-    wide: bool = WideOption,
+    wide: WideOption = False,
 ) -> None:
     """Load the five settings and show how each query's original was found."""
-    from aah.benchmark import load_tasks, measure_coverage
+    from aah.benchmark.failtalms import load_tasks, measure_coverage
     from aah.data import find_data_dir
 
     chosen = _settings(setting) if setting else None
@@ -114,7 +111,7 @@ def _show(task: Task, as_json: bool, wide: bool) -> None:
 
 
 def _print_coverage(report: CoverageReport, stats: bool, wide: bool) -> None:
-    from aah.benchmark import LOW_SIMILARITY
+    from aah.benchmark.failtalms import LOW_SIMILARITY
 
     rows = []
     for row in report.settings:

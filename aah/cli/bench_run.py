@@ -12,7 +12,21 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms import SETTINGS
+from aah.cli.options import (
+    AahOption,
+    AwarenessOption,
+    ConcurrencyOption,
+    DataOption,
+    DbOption,
+    HumanDeadlineOption,
+    ModelOption,
+    RunOption,
+    StepLimitOption,
+    ToolModeOption,
+    ToolResultTokensOption,
+    awareness_mode,
+)
 from aah.cli.output import console, print_line, print_table, print_warning, table
 from aah.cli.tools import open_registry
 from aah.errors import AahError
@@ -22,7 +36,8 @@ from aah.runtime import Activity
 BENCHMARKS = ("fail-talms", "when2call", "bfcl")
 
 if TYPE_CHECKING:
-    from aah.benchmark import ProgressHook, RunSummary, Setting, Task, TaskT, UnavailableMode
+    from aah.benchmark import ProgressHook, RunSummary, TaskT, UnavailableMode
+    from aah.benchmark.failtalms import Setting, Task
     from aah.llm import ProbeReport
     from aah.runtime import SessionOutcome
 
@@ -83,11 +98,9 @@ def choose_by_group(
 
 
 def bench_run(
-    run: str = typer.Option(..., "--run", help="Run name; the same name resumes the run."),
+    run: RunOption,
     setting: str = typer.Option("all", "--setting", help="A setting, a comma list, or all."),
-    aah: bool | None = typer.Option(
-        None, "--aah/--no-aah", help="Offer the ask_human tool (default: on; BFCL: off)."
-    ),
+    aah: AahOption = None,
     human: str = typer.Option("oracle", "--human", help=f"{listed(BATCH_HUMAN_NAMES)}."),
     limit: int | None = typer.Option(
         None,
@@ -99,41 +112,30 @@ def bench_run(
         "all-single-turn", "--category", help="BFCL: a category, a comma list, or all-single-turn."
     ),
     ids: list[str] = typer.Option([], "--ids", help="Only these task ids (repeatable)."),
-    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Sessions at once."),
+    concurrency: ConcurrencyOption = 8,
     http: str = typer.Option("mock", "--http", help=f"{listed(BASE_HTTP_MODE_NAMES)}."),
     unavailable: str = typer.Option("hidden", "--unavailable", help="hidden or broken."),
     shard: str | None = typer.Option(None, "--shard", help="Run shard i of n, e.g. 1/4."),
-    model: str | None = typer.Option(None, "--model", help="Agent model (default AAH_MODEL)."),
+    model: ModelOption = None,
     seed: int | None = typer.Option(None, "--seed", help="Seed sent to the model."),
     task_timeout: float = typer.Option(600.0, "--task-timeout", help="Seconds per task."),
-    step_limit: int = typer.Option(10, "--step-limit", min=1, help="Most model steps per task."),
-    human_deadline: float | None = typer.Option(
-        None, "--human-deadline", help="Queue: seconds to wait for a person, then 'I don't know'."
-    ),
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
-    data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+    step_limit: StepLimitOption = 10,
+    human_deadline: HumanDeadlineOption = None,
+    db: DbOption = None,
+    data: DataOption = None,
     benchmark: str = typer.Option("fail-talms", "--benchmark", help=f"{listed(BENCHMARKS)}."),
     turns: int = typer.Option(
         1, "--turns", min=1, help="When2Call: model turns per question (the first is scored)."
     ),
-    awareness: bool = typer.Option(
-        False, "--awareness", help="When2Call: ask the awareness question first (off by default)."
-    ),
+    awareness: AwarenessOption = None,
     judge: bool = typer.Option(
         False, "--judge", help="When2Call: label first turns with the LLM judge too."
     ),
     judge_model: str | None = typer.Option(
         None, "--judge-model", help="When2Call judge model (default AAH_JUDGE_MODEL)."
     ),
-    tool_result_tokens: int | None = typer.Option(
-        None,
-        "--tool-result-tokens",
-        min=1,
-        help="Tokens of each tool result the model reads (default AAH_TOOL_RESULT_TOKENS, 2000).",
-    ),
-    tool_mode: str = typer.Option(
-        "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
-    ),
+    tool_result_tokens: ToolResultTokensOption = None,
+    tool_mode: ToolModeOption = "native",
     probe: bool = typer.Option(
         True,
         "--probe/--no-probe",
@@ -168,6 +170,12 @@ def bench_run(
     if approvals is not None and benchmark != "fail-talms":
         # Their scores read the calls the model proposed in one turn, not a person's decisions.
         raise AahError(f"--approve* flags work with --benchmark fail-talms, not {benchmark}")
+    if awareness is not None and benchmark != "when2call":
+        # Fail-TaLMs asks what each setting asks, BFCL never asks: a flag
+        # that would change nothing is an error, not a silent no-op.
+        raise AahError(
+            f"--awareness applies to --benchmark when2call; {benchmark} sets its own: drop it"
+        )
     if benchmark == "bfcl":
         from aah.cli.bench_bfcl import BfclFlags, run_bfcl
 
@@ -197,11 +205,13 @@ def bench_run(
 
         flags = When2CallFlags(
             run, aah, limit, ids, concurrency, shard, model, seed, task_timeout, turns,
-            awareness, judge, judge_model, db, data, epochs, tool_mode, probe,
+            awareness_mode(awareness or "none"), judge, judge_model, db, data, epochs,
+            tool_mode, probe,
         )  # fmt: skip
         run_when2call(flags)
         return
-    from aah.benchmark import BatchRunner, RunOptions, load_tasks, parse_shard, shard_tasks
+    from aah.benchmark import RunOptions, parse_shard, shard_tasks
+    from aah.benchmark.failtalms import BatchRunner, load_tasks
     from aah.config import get_settings
     from aah.data import find_data_dir
     from aah.llm import model_config, probe_server

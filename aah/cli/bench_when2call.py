@@ -15,6 +15,7 @@ from aah.cli.output import console
 
 if TYPE_CHECKING:
     from aah.benchmark.when2call import When2CallTask
+    from aah.events import AwarenessMode
     from aah.llm import ModelConfig
     from aah.store import SessionStore
 
@@ -32,7 +33,7 @@ class When2CallFlags(NamedTuple):
     seed: int | None
     task_timeout: float
     turns: int
-    awareness: bool
+    awareness: AwarenessMode
     judge: bool
     judge_model: str | None
     db: Path | None
@@ -101,7 +102,7 @@ def run_when2call(flags: When2CallFlags) -> None:
     db_path = flags.db or get_settings().db
     console.print(
         f"run [bold]{flags.run}[/]: {len(tasks)} When2Call questions, model {config.model}, "
-        f"aah {'on' if flags.aah else 'off'}, awareness {'on' if flags.awareness else 'off'}, "
+        f"aah {'on' if flags.aah else 'off'}, awareness {flags.awareness}, "
         f"turns {flags.turns}, tools {mode} ({why})"
         + (f" × {flags.epochs} epochs" if flags.epochs > 1 else ""),
         highlight=False,

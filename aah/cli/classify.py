@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
+from aah.cli.options import ConcurrencyOption, ModelOption
 from aah.cli.output import err_console
 from aah.errors import AahError
 from aah.extensions import BEHAVIOUR_JUDGE_NAMES, BehaviourJudgeName
@@ -48,12 +49,8 @@ def classify(
     judge: str = typer.Option(
         "rule", "--judge", help=f"{' or '.join(BEHAVIOUR_JUDGE_NAMES)}: offline rules or an LLM."
     ),
-    model: str | None = typer.Option(
-        None,
-        "--model",
-        help="Judge model for --judge llm (default AAH_JUDGE_MODEL, else AAH_GRADER_MODEL).",
-    ),
-    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Judge requests at once."),
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = 8,
     votes: int = typer.Option(
         1,
         "--votes",
@@ -67,7 +64,10 @@ def classify(
         "per-class F1 against the judge.",
     ),
 ) -> None:
-    """Classify replies as tool_call, request_for_info, cannot_answer or direct."""
+    """Classify replies as tool_call, request_for_info, cannot_answer or direct.
+
+    The LLM judge's model is AAH_JUDGE_MODEL (else AAH_GRADER_MODEL) unless --model names one.
+    """
     judge_replies = choose_judge("rule" if compare_judge else judge)
     lines = read_reply_lines(file)
     options = JudgeOptions(model, concurrency, Counter(), votes)

@@ -11,6 +11,7 @@ import typer
 from rich.filesize import decimal
 from rich.markup import escape
 
+from aah.cli.options import DataOption, FromOption, JsonOption
 from aah.cli.output import console, err_console, print_json, print_line
 
 if TYPE_CHECKING:
@@ -21,8 +22,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
 
 @app.command()
 def fetch(
@@ -30,15 +29,12 @@ def fetch(
         str | None,
         typer.Argument(help="bfcl: BFCL's data, read out of the pinned bfcl-eval wheel."),
     ] = None,
-    from_dir: Annotated[
-        Path | None,
-        typer.Option("--from", help="Copy from this local copy instead of downloading."),
-    ] = None,
+    from_dir: FromOption = None,
     dest: Annotated[
         Path | None,
         typer.Option(help="Directory to fill (default: <cache dir>/datasets)."),
     ] = None,
-    as_json: JsonFlag = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Download every data file (or copy it with --from), checking each sha256.
 
@@ -78,10 +74,8 @@ def _fetch_bfcl(what: str, wheel: Path | None, dest: Path | None, as_json: bool)
 
 @app.command()
 def where(
-    data: Annotated[
-        Path | None, typer.Option("--data", help="A data directory to check instead.")
-    ] = None,
-    as_json: JsonFlag = False,
+    data: DataOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Show which data directory aah reads, and why it picked that one."""
     from aah.data import count_present, locate_data_dir, packaged_manifest
@@ -107,7 +101,7 @@ def where(
 
 @app.command("manifest")
 def write_manifest(
-    from_dir: Annotated[Path, typer.Option("--from", help="A local copy of the data.")],
+    from_dir: FromOption = None,
     out: Annotated[
         Path | None,
         typer.Option(help="Where to write the manifest (default: the one aah ships)."),
@@ -118,6 +112,10 @@ def write_manifest(
     Each top-level folder needs a SOURCE.md naming its GitHub origin.
     """
     from aah.data import MANIFEST_PATH, build_manifest, manifest_json
+    from aah.errors import AahError
+
+    if from_dir is None:
+        raise AahError("`aah data manifest` needs --from DIR: the local copy of the data to hash")
 
     out = out or MANIFEST_PATH
     manifest = build_manifest(from_dir)

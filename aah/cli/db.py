@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from aah.cli.output import WideOption, print_json, print_line, print_table, table
+from aah.cli.options import DbOption, JsonOption, WideOption
+from aah.cli.output import print_json, print_line, print_table, table
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -14,14 +15,12 @@ app = typer.Typer(no_args_is_help=True)
 @app.command()
 def check(
     # Not ``readable``: a file this user may not read is a problem to report.
-    db: Path | None = typer.Option(
-        None, "--db", readable=False, help="Session database (default AAH_DB)."
-    ),
+    db: DbOption = None,
     quick: bool = typer.Option(
         False, "--quick", help="SQLite's quick_check: faster, skips matching indexes to tables."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-    wide: bool = WideOption,
+    as_json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Check a session database without changing it; exit 1, one line per problem, if unwell."""
     from aah.config import get_settings
@@ -49,7 +48,7 @@ def check(
 def merge(
     sources: list[Path] = typer.Argument(..., help="Session databases to merge."),
     into: Path = typer.Option(..., "--into", help="The database to merge into."),
-    wide: bool = WideOption,
+    wide: WideOption = False,
 ) -> None:
     """Merge session databases (e.g. the shards of one run) into one."""
     from aah.store import merge_databases

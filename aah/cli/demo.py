@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import WideOption, console, one_line, print_line, print_table, table
+from aah.cli.options import DataOption, DbOption, WideOption
+from aah.cli.output import console, one_line, print_line, print_table, table
 
 if TYPE_CHECKING:
     from aah.benchmark import DemoTask
@@ -27,12 +28,12 @@ if TYPE_CHECKING:
 
 def demo(
     task: list[str] = typer.Option([], "--task", help="Run only these demo tasks (repeatable)."),
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
-    data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+    db: DbOption = None,
+    data: DataOption = None,
     plain: bool = typer.Option(
         False, "--plain", help="Print a trace even in a terminal (no terminal app)."
     ),
-    wide: bool = WideOption,
+    wide: WideOption = False,
 ) -> None:
     """Run the demo tasks: a question to the human, a tool failure, a skip, a success.
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from aah.cli.options import HostOption
 from aah.errors import AahError
 
 
@@ -17,7 +18,7 @@ def fake_llm(
         typer.Option("--script", help="Reply list or rule table (.json, .yaml or .yml)."),
     ],
     port: Annotated[int, typer.Option("--port", help="TCP port; 0 picks a free one.")] = 8765,
-    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    host: HostOption = "127.0.0.1",
     latency_ms: Annotated[
         int, typer.Option("--latency-ms", min=0, help="Delay added to every answer.")
     ] = 0,

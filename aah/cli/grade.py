@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.output import WideOption, print_error, print_table, table
+from aah.cli.options import ConcurrencyOption, DbOption, ModelOption, RunOption, WideOption
+from aah.cli.output import print_error, print_table, table
 from aah.cli.sessions import open_store
 from aah.errors import AahError
 
@@ -18,17 +18,18 @@ if TYPE_CHECKING:
 
 
 def grade(
-    run: str = typer.Option(..., "--run", help="The run whose sessions to grade."),
+    run: RunOption,
     votes: int = typer.Option(5, "--votes", help="Grader votes per session (odd)."),
-    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Sessions graded at once."),
-    model: str | None = typer.Option(
-        None, "--model", help="Grader model (default AAH_GRADER_MODEL, else AAH_MODEL)."
-    ),
+    concurrency: ConcurrencyOption = 8,
+    model: ModelOption = None,
     temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (> 0)."),
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
-    wide: bool = WideOption,
+    db: DbOption = None,
+    wide: WideOption = False,
 ) -> None:
-    """Grade a run's finished sessions by majority vote; graded ones are not sent again."""
+    """Grade a run's finished sessions by majority vote; graded ones are not sent again.
+
+    The grader model is AAH_GRADER_MODEL (else AAH_MODEL) unless --model names one.
+    """
     from aah.llm import model_config
     from aah.runtime import run_async
     from aah.scoring.grader import check_vote_settings, grade_run

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from aah.cli.options import DbOption, JsonOption
 from aah.cli.output import (
     err_console,
     print_error,
@@ -19,7 +20,7 @@ from aah.cli.output import (
 from aah.errors import AahError
 
 if TYPE_CHECKING:
-    from aah.benchmark import ImportProgress, ImportSummary
+    from aah.benchmark.failtalms import ImportProgress, ImportSummary
 
 app = typer.Typer(
     help="Import results made elsewhere (the Fail-TaLMs paper's outputs).",
@@ -33,10 +34,8 @@ def failtalms_outputs(
         Path,
         typer.Argument(help="The Fail-TaLMs outputs folder (<Setting>/<model>/answers.json)."),
     ],
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Session database (default AAH_DB).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Import the paper's published answers as runs named published:<model folder>.
 
@@ -44,7 +43,7 @@ def failtalms_outputs(
     a file that cannot be read is named, and the others still import.
     Importing again adds nothing; `aah report` then shows them beside your runs.
     """
-    from aah.benchmark import import_failtalms_outputs
+    from aah.benchmark.failtalms import import_failtalms_outputs
     from aah.config import get_settings
     from aah.store import SessionStore
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import typer
+
+from aah.cli.options import DbOption, HostOption
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -15,8 +16,8 @@ def serve(
     port: int | None = typer.Option(
         None, "--port", min=1, max=65535, help="Serve streamable HTTP on PORT (default: stdio)."
     ),
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface for --port."),
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+    host: HostOption = "127.0.0.1",
+    db: DbOption = None,
 ) -> None:
     """Expose ask_human to MCP clients: questions go to the queue people answer.
 

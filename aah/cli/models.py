@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
-from aah.cli.output import WideOption, print_json, print_line, print_table, print_warning, table
+from aah.cli.options import JsonOption, ModelOption, WideOption
+from aah.cli.output import print_json, print_line, print_table, print_warning, table
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -20,15 +21,15 @@ ROLES = ("agent", "grader", "human", "judge")
 @app.command("check")
 def check(
     role: str = typer.Option("agent", "--role", help="agent, grader, human or judge."),
-    model: str | None = typer.Option(None, "--model", help="Model name (default: the role's)."),
+    model: ModelOption = None,
     overflow: bool | None = typer.Option(
         None,
         "--overflow-probe/--no-overflow-probe",
         help="Send a too-long prompt to learn the context length "
         "(default: only for a server on this machine or network).",
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    wide: bool = WideOption,
+    json_output: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Probe the role's model server and say what aah will do about what it finds.
 

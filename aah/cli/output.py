@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -14,12 +13,6 @@ from aah.terminal_text import printable
 
 console = Console()
 err_console = Console(stderr=True)
-# Every command that prints a table takes it: one declaration, one meaning.
-WideOption = typer.Option(
-    False,
-    "--wide",
-    help="Print tables whole, however wide (default: fit the terminal, cutting cells with …).",
-)
 # Wider than any table: measuring at this width finds what a table needs.
 _UNBOUNDED_WIDTH = 100_000
 # A column of a table too wide for the terminal keeps this many cells while it can.

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console, Group
 from rich.table import Table
 
+from aah.cli.options import DataOption, DbOption, WideOption
 from aah.cli.output import console, err_console, print_line, print_table
 from aah.cli.sessions import open_store
 from aah.errors import AahError
@@ -37,16 +38,9 @@ def report(
     out: Path | None = typer.Option(
         None, "--out", help="Write to this file (html: report.html by default)."
     ),
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
-    data: Path | None = typer.Option(
-        None, "--data", help="Benchmark data, for IAC (default: found as `aah data` finds it)."
-    ),
-    wide: bool = typer.Option(
-        False,
-        "--wide",
-        help="Print each table whole, however wide (default: a table wider than the terminal "
-        "is split into parts that each repeat the row names).",
-    ),
+    db: DbOption = None,
+    data: DataOption = None,
+    wide: WideOption = False,
     charts: Path | None = typer.Option(
         None,
         "--charts",
@@ -77,7 +71,7 @@ def report(
         raise AahError("--paper-table and --as go with --compare paper: add it")
     tables = None
     if compare == "paper":
-        from aah.benchmark import load_paper_tables
+        from aah.benchmark.failtalms import load_paper_tables
 
         tables = load_paper_tables(paper_table)
     to_terminal = format == "table" and out is None

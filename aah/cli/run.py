@@ -8,6 +8,18 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
+from aah.cli.options import (
+    AahOption,
+    AwarenessOption,
+    DataOption,
+    DbOption,
+    HumanDeadlineOption,
+    ModelOption,
+    StepLimitOption,
+    ToolModeOption,
+    ToolResultTokensOption,
+    awareness_mode,
+)
 from aah.cli.output import console
 from aah.cli.tools import open_registry
 from aah.errors import AahError
@@ -17,7 +29,6 @@ from aah.terminal_text import printable
 # Heavy modules (LangChain, LangGraph, openai) load when a command runs, so
 # `aah --help` and the light commands start fast.
 if TYPE_CHECKING:
-    from aah.events import AwarenessMode
     from aah.llm import ModelConfig
     from aah.mcp import McpTools
     from aah.runtime import HumanChannel, SessionOutcome, SessionRequest
@@ -42,27 +53,20 @@ def run(
     query: str = typer.Argument(..., help="The user's request."),
     tool: list[str] = typer.Option([], "--tool", help="Offer this endpoint (repeatable)."),
     auto_tools: int = typer.Option(0, "--auto-tools", help="Also offer the K best search hits."),
-    aah: bool = typer.Option(True, "--aah/--no-aah", help="Offer the ask_human tool."),
+    aah: AahOption = None,
     human: str = typer.Option(
         "console", "--human", help=f"Who answers: {listed(HUMAN_CHANNEL_NAMES)}."
     ),
-    awareness: str = typer.Option("both", "--awareness", help="info, tool, both or none."),
+    awareness: AwarenessOption = None,
     http: str = typer.Option("live", "--http", help=f"{listed(HTTP_MODE_NAMES)}."),
     fault: list[str] = typer.Option([], "--fault", help="Fault plan, e.g. TOOL=404 (fault mode)."),
-    model: str | None = typer.Option(None, "--model", help="Model name (default AAH_MODEL)."),
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
-    step_limit: int = typer.Option(10, "--step-limit", min=1, help="Most model steps."),
-    deadline: float | None = typer.Option(None, "--deadline", help="Queue: seconds to wait."),
-    data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
-    tool_result_tokens: int | None = typer.Option(
-        None,
-        "--tool-result-tokens",
-        min=1,
-        help="Tokens of each tool result the model reads (default AAH_TOOL_RESULT_TOKENS, 2000).",
-    ),
-    tool_mode: str = typer.Option(
-        "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
-    ),
+    model: ModelOption = None,
+    db: DbOption = None,
+    step_limit: StepLimitOption = 10,
+    human_deadline: HumanDeadlineOption = None,
+    data: DataOption = None,
+    tool_result_tokens: ToolResultTokensOption = None,
+    tool_mode: ToolModeOption = "native",
     mcp: list[str] = typer.Option(
         [],
         "--mcp",
@@ -96,6 +100,7 @@ def run(
 
     choice = tool_mode_choice(tool_mode)
     approvals = policy_from_options(approve, approve_methods, approve_tools)
+    awareness_choice = awareness_mode(awareness or "both")
     if data is not None:
         from aah.data import find_data_dir
 
@@ -106,14 +111,14 @@ def run(
     servers = configured_servers(mcp)
     config = model_config("agent", model=model)
     mode, _ = run_async(choose_tool_mode(choice, config))
-    channel = make_human_channel(human, ChannelOptions(db_path, deadline))
+    channel = make_human_channel(human, ChannelOptions(db_path, human_deadline))
     tools = open_mcp_tools(servers, http_mode=http, fault_plan=fault or None, offered=specs)
     specs += tools.specs
     request = SessionRequest(
         query=query,
         specs=specs,
-        aah=aah,
-        awareness=awareness_mode(awareness),
+        aah=aah is not False,
+        awareness=awareness_choice,
         step_limit=step_limit,
         tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
         tool_mode=mode,
@@ -170,10 +175,3 @@ def _report(outcome: SessionOutcome) -> None:
     console.print(f"[dim]session {outcome.session_id}: {outcome.status}[/]")
     if outcome.error:
         raise AahError(outcome.error)
-
-
-def awareness_mode(value: str) -> AwarenessMode:
-    """Validate an ``--awareness`` value."""
-    if value not in ("info", "tool", "both", "none"):
-        raise AahError(f"unknown awareness mode {value!r}: use info, tool, both or none")
-    return value  # type: ignore[return-value]

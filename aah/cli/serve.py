@@ -8,6 +8,7 @@ from types import FrameType
 
 import typer
 
+from aah.cli.options import EnvFileOption
 from aah.cli.output import print_line, print_warning
 from aah.errors import AahError
 from aah.serve import (
@@ -22,9 +23,6 @@ from aah.serve import (
 
 app = typer.Typer(no_args_is_help=True)
 
-EnvFileOption = typer.Option(
-    None, "--env-file", help="Also write the AAH_* settings to this file (NAME=value lines)."
-)
 PortOption = typer.Option(0, "--port", min=0, help="TCP port on 127.0.0.1; 0 picks a free one.")
 
 
@@ -42,7 +40,7 @@ def llamacpp(
         None, "--threads", min=1, help="CPU threads (default: one per physical core)."
     ),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the server."),
-    env_file: Path | None = EnvFileOption,
+    env_file: EnvFileOption = None,
 ) -> None:
     """Serve a GGUF model with llama.cpp (CPU) on 127.0.0.1, set up for tools."""
     require_llama_cpp()
@@ -81,7 +79,7 @@ def vllm(
     timeout: float = typer.Option(
         1800.0, "--timeout", help="Seconds to wait for the server (loading can be slow)."
     ),
-    env_file: Path | None = EnvFileOption,
+    env_file: EnvFileOption = None,
 ) -> None:
     """Serve MODEL with vLLM, with its family's tool-call and reasoning parsers.
 

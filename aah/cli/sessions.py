@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from aah.cli.options import DbOption, JsonOption, ModelOption, WideOption
 from aah.cli.output import (
-    WideOption,
     console,
     one_line,
     print_json,
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(no_args_is_help=True)
 
-DbOption = typer.Option(None, "--db", help="Session database (default AAH_DB).")
 # Without --all, `aah sessions list` shows the newest ones and counts the rest.
 LIST_NEWEST = 20
 
@@ -46,14 +45,17 @@ def open_store(db: Path | None) -> SessionStore:
 def list_sessions(
     run: str | None = typer.Option(None, "--run", help="Only this run's sessions."),
     status: str | None = typer.Option(None, "--status", help="Only sessions in this status."),
-    db: Path | None = DbOption,
+    db: DbOption = None,
     show_all: bool = typer.Option(
         False, "--all", help=f"List every session (default: the newest {LIST_NEWEST})."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts (every session)."),
-    wide: bool = WideOption,
+    as_json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
-    """List sessions, oldest first: the newest ones, with counts of all by status."""
+    """List sessions, oldest first: the newest ones, with counts of all by status.
+
+    With --json, every session.
+    """
     with open_store(db) as store:
         every = store.list_sessions(run=run, status=status)  # type: ignore[arg-type]
     if as_json:
@@ -94,8 +96,8 @@ def list_sessions(
 @app.command()
 def show(
     session_id: str = typer.Argument(..., help="Session id (a unique prefix is enough)."),
-    db: Path | None = DbOption,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Show one session's steps as a trace."""
     with open_store(db) as store:
@@ -125,12 +127,10 @@ def show(
 @app.command()
 def resume(
     session_id: str = typer.Argument(..., help="Session id (a unique prefix is enough)."),
-    db: Path | None = DbOption,
-    model: str | None = typer.Option(
-        None, "--model", help="Model name (default: the session's own)."
-    ),
+    db: DbOption = None,
+    model: ModelOption = None,
 ) -> None:
-    """Resume a waiting or unfinished session from its checkpoint.
+    """Resume a waiting or unfinished session from its checkpoint (with its own model).
 
     An answer given while nothing ran is handed to the agent; a question still
     unanswered goes back to waiting in the queue.
@@ -162,7 +162,7 @@ def resume(
 @app.command()
 def cancel(
     session_id: str = typer.Argument(..., help="Session id (a unique prefix is enough)."),
-    db: Path | None = DbOption,
+    db: DbOption = None,
 ) -> None:
     """Cancel an unfinished session: its waiting question leaves the queue."""
     from aah.runtime import find_session
@@ -177,7 +177,7 @@ def cancel(
 @app.command()
 def expire(
     older_than: str = typer.Option(..., "--older-than", help="Idle time, e.g. 90s, 30m, 2h or 1d."),
-    db: Path | None = DbOption,
+    db: DbOption = None,
 ) -> None:
     """Cancel the running or waiting sessions whose last step is older than --older-than.
 

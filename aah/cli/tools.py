@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from aah.cli.options import ConcurrencyOption, DataOption, JsonOption, WideOption
 from aah.cli.output import (
-    WideOption,
     console,
     err_console,
     one_line,
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from aah.tools.registry import BuildReport, Registry
 
 app = typer.Typer(no_args_is_help=True)
-
-DataOption = typer.Option(None, "--data", help="Data directory (default: discovered).")
-JsonOption = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
 def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -> Registry:
@@ -57,7 +54,7 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
 
 @app.command()
 def build(
-    data: Path | None = DataOption,
+    data: DataOption = None,
     strict: bool = typer.Option(False, "--strict", help="Fail if any endpoint is rejected."),
     max_spec_mb: float = typer.Option(
         20.0,
@@ -65,8 +62,8 @@ def build(
         min=0.001,
         help="Reject, unread, any spec or tool file larger than this many MB.",
     ),
-    as_json: bool = JsonOption,
-    wide: bool = WideOption,
+    as_json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Import every spec source and compile the registry (SQLite + FTS5).
 
@@ -131,9 +128,9 @@ def _print_report(report: BuildReport, wide: bool) -> None:
 @app.command("list")
 def list_tools(
     category: str | None = typer.Option(None, "--category", "-c", help="Only this category."),
-    data: Path | None = DataOption,
-    as_json: bool = JsonOption,
-    wide: bool = WideOption,
+    data: DataOption = None,
+    as_json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """List endpoints, or the categories with counts when none is chosen."""
     registry = open_registry(data, build_if_missing=True)
@@ -154,9 +151,9 @@ def list_tools(
 @app.command()
 def show(
     name: str = typer.Argument(..., help="Qualified name <tool>__<endpoint>."),
-    data: Path | None = DataOption,
-    as_json: bool = JsonOption,
-    wide: bool = WideOption,
+    data: DataOption = None,
+    as_json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Show one endpoint's full spec."""
     spec = open_registry(data, build_if_missing=True).get(name)
@@ -191,9 +188,9 @@ def show(
 def search(
     query: str = typer.Argument(..., help="What the tool should do, in words."),
     k: int = typer.Option(10, "-k", help="How many results."),
-    data: Path | None = DataOption,
-    as_json: bool = JsonOption,
-    wide: bool = WideOption,
+    data: DataOption = None,
+    as_json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Find the endpoints that best match a query."""
     hits = open_registry(data, build_if_missing=True).search(query, k)
@@ -209,12 +206,12 @@ def search(
 def check(
     sample: int | None = typer.Option(None, "--sample", help="Probe N endpoints at random."),
     tool: list[str] = typer.Option([], "--tool", help="Probe these endpoints (repeatable)."),
-    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Probes at once."),
+    concurrency: ConcurrencyOption = 8,
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds per probe."),
     seed: int = typer.Option(0, "--seed", help="Seed for --sample."),
-    data: Path | None = DataOption,
-    as_json: bool = JsonOption,
-    wide: bool = WideOption,
+    data: DataOption = None,
+    as_json: JsonOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Probe endpoints live with their parameter defaults: up, down, latency."""
     from aah.tools.registry import probe_endpoints
@@ -252,7 +249,7 @@ def add_mcp(
     command: list[str] = typer.Argument(
         ..., help="After --: the command that starts it (stdio), or its URL (streamable HTTP)."
     ),
-    data: Path | None = DataOption,
+    data: DataOption = None,
 ) -> None:
     """Record an MCP server's tools in the registry, searchable beside the HTTP endpoints."""
     import shlex

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.annotators import annotator_key, check_annotator_name
+from aah.cli.options import DataOption, DbOption
 from aah.errors import AahError
 
 if TYPE_CHECKING:
@@ -17,8 +18,8 @@ UI_EXTRA_MISSING = "the terminal app needs the ui extra: pip install 'aah[ui]'"
 
 
 def tui(
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
-    data: Path | None = typer.Option(None, "--data", help="Data directory (default: discovered)."),
+    db: DbOption = None,
+    data: DataOption = None,
     annotator: str | None = typer.Option(
         None, "--annotator", help="Your name, stored with every answer (default: $USER)."
     ),

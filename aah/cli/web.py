@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from aah.cli.options import DbOption, HostOption
 from aah.cli.output import console, print_line, print_warning
 from aah.errors import AahError
 
@@ -44,9 +45,9 @@ def _web_module() -> ModuleType:
 
 
 def web(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (0.0.0.0: network)."),
+    host: HostOption = "127.0.0.1",
     port: int = typer.Option(7860, "--port", min=1, max=65535, help="Port to serve on."),
-    db: Path | None = typer.Option(None, "--db", help="Session database (default AAH_DB)."),
+    db: DbOption = None,
 ) -> None:
     """Serve the annotators' web page: the question queue, grading, results, launching runs."""
     from aah.config import get_settings

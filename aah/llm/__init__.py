@@ -1,4 +1,7 @@
-"""The one client for OpenAI-compatible model servers, for every role."""
+"""The one client for OpenAI-compatible model servers, for every role.
+
+The text tool-call parser exports its own names from ``aah.llm.text_calls``.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
     from aah.llm.probe import probe_server
     from aah.llm.probe_report import ProbeLine, ProbeReport
     from aah.llm.reasoning import Reasoned, split_reasoning
-    from aah.llm.text_calls import parse_text_tool_calls, recover_text_tool_calls
 
 __all__ = [
     "AwarenessWord",
@@ -49,9 +51,7 @@ __all__ = [
     "Role",
     "TextReplies",
     "model_config",
-    "parse_text_tool_calls",
     "probe_server",
-    "recover_text_tool_calls",
     "split_reasoning",
 ]
 
@@ -67,7 +67,6 @@ _WHERE = {
     "ModelConfig": "aah.llm.config",
     "Role": "aah.llm.config",
     "model_config": "aah.llm.config",
-    "recover_text_tool_calls": "aah.llm.text_calls",
     "ModelConnectionError": "aah.llm.errors",
     "ModelError": "aah.llm.errors",
     "ModelReplyError": "aah.llm.errors",
@@ -78,7 +77,6 @@ _WHERE = {
     "probe_server": "aah.llm.probe",
     "Reasoned": "aah.llm.reasoning",
     "split_reasoning": "aah.llm.reasoning",
-    "parse_text_tool_calls": "aah.llm.text_calls",
 }
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

@@ -14,8 +14,15 @@ from aah.mcp.executor import McpExecutor, ToolRouter
 from aah.mcp.recording import McpRecording, default_recording_path
 from aah.mcp.schema import tool_specs
 from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, unique_names
-from aah.tools import EndpointSpec, FaultPlan
-from aah.tools.http import BASE_HTTP_MODES, HTTP_MODES, Executor, FaultExecutor, make_executor
+from aah.tools import EndpointSpec
+from aah.tools.http import (
+    BASE_HTTP_MODES,
+    HTTP_MODES,
+    Executor,
+    FaultExecutor,
+    FaultPlan,
+    make_executor,
+)
 
 
 @dataclass

@@ -24,7 +24,8 @@ from langgraph.types import interrupt
 
 from aah.events import AwarenessEvent, ModelCallEvent, ToolCallEvent
 from aah.events import CheckResult as CheckCode
-from aah.llm import ModelStatusError, recover_text_tool_calls
+from aah.llm import ModelStatusError
+from aah.llm.text_calls import recover_text_tool_calls
 from aah.runtime.approval_gate import (
     APPROVAL_NODE,
     after_approval,

@@ -5,7 +5,7 @@
 support) or drop ``tool``-role messages; for them, ``prompt`` mode (as BFCL
 evaluates "prompting" models) describes the tools in the system prompt, reads
 calls from the reply's text with the shared parser
-(``aah.llm.parse_text_tool_calls``, through ``recover_text_tool_calls``), and
+(``aah.llm.text_calls.parse_text_tool_calls``, through ``recover_text_tool_calls``), and
 writes the conversation back in plain roles: the agent's calls as
 ``<tool_call>`` text, the results as a user message marked as tool output.
 

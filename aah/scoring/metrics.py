@@ -74,7 +74,7 @@ from typing import Any
 
 # The rules module, not ``aah.scoring.behavior.classes``: that one loads the OpenAI client,
 # a second of start-up that a report over stored sessions never needs.
-from aah.benchmark import SETTINGS, canonical_setting
+from aah.benchmark.failtalms import SETTINGS, canonical_setting
 from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question

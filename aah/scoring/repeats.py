@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any, NamedTuple
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms import SETTINGS
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.metrics import TaskOutcome, passes
 

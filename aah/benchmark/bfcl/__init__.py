@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.benchmark.bfcl.checker import Call, Verdict, check_call, check_calls, normalise
+    from aah.benchmark.bfcl.checker import AstCheckResult, Call, check_call, check_calls, normalise
     from aah.benchmark.bfcl.published import (
         MBFCL_PUBLISHED,
         MBFCL_SOURCE,
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         published_for,
     )
     from aah.benchmark.bfcl.reading import Turn, called_intent, called_standard, read_turn
-    from aah.benchmark.bfcl.runner import BENCHMARK, BfclRunner, function_specs
+    from aah.benchmark.bfcl.runner import BFCL_BENCHMARK, BfclRunner, function_specs
     from aah.benchmark.bfcl.scoring import (
         FIGURES,
         BfclScores,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALL_SINGLE_TURN",
     "AST_CATEGORIES",
-    "BENCHMARK",
+    "BFCL_BENCHMARK",
     "BFCL_SETTING",
     "CATEGORIES",
     "Call",
@@ -68,7 +68,7 @@ __all__ = [
     "BfclRunner",
     "BfclTask",
     "Turn",
-    "Verdict",
+    "AstCheckResult",
     "bfcl_run_scores",
     "bfcl_scores_to_json",
     "bfcl_source",
@@ -89,7 +89,7 @@ __all__ = [
 
 _WHERE = {
     "Call": "aah.benchmark.bfcl.checker",
-    "Verdict": "aah.benchmark.bfcl.checker",
+    "AstCheckResult": "aah.benchmark.bfcl.checker",
     "check_call": "aah.benchmark.bfcl.checker",
     "check_calls": "aah.benchmark.bfcl.checker",
     "normalise": "aah.benchmark.bfcl.checker",
@@ -101,7 +101,7 @@ _WHERE = {
     "called_intent": "aah.benchmark.bfcl.reading",
     "called_standard": "aah.benchmark.bfcl.reading",
     "read_turn": "aah.benchmark.bfcl.reading",
-    "BENCHMARK": "aah.benchmark.bfcl.runner",
+    "BFCL_BENCHMARK": "aah.benchmark.bfcl.runner",
     "BfclRunner": "aah.benchmark.bfcl.runner",
     "function_specs": "aah.benchmark.bfcl.runner",
     "FIGURES": "aah.benchmark.bfcl.scoring",

@@ -51,24 +51,26 @@ class Call(NamedTuple):
     arguments: Mapping[str, Any]
 
 
-class Verdict(NamedTuple):
+class AstCheckResult(NamedTuple):
     """The AST check's result: whether the calls match, and why not."""
 
     ok: bool
     reason: str = ""
 
 
-PASS = Verdict(True)
+PASS = AstCheckResult(True)
 
 
-def check_calls(task: BfclTask, calls: Sequence[Call]) -> Verdict:
+def check_calls(task: BfclTask, calls: Sequence[Call]) -> AstCheckResult:
     """Whether ``calls`` match ``task``'s possible answers (AST categories only)."""
     answers = list(task.ground_truth)
     if len(calls) != len(answers):
-        return Verdict(False, f"wrong number of calls: {len(calls)}, expected {len(answers)}")
+        return AstCheckResult(
+            False, f"wrong number of calls: {len(calls)}, expected {len(answers)}"
+        )
     functions = {tool.original: tool for tool in task.functions}
 
-    def check(call: Call, answer: PossibleCall) -> Verdict:
+    def check(call: Call, answer: PossibleCall) -> AstCheckResult:
         return check_call(functions, call, answer, task.declared_types, task.source_language)
 
     if "parallel" not in task.category:
@@ -79,7 +81,7 @@ def check_calls(task: BfclTask, calls: Sequence[Call]) -> Verdict:
         match = next((i for i in unused if check(calls[i], answer).ok), None)
         if match is None:
             name = next(iter(answer), "?")
-            return Verdict(False, f"no call matches the expected call of {name}")
+            return AstCheckResult(False, f"no call matches the expected call of {name}")
         unused.remove(match)
     return PASS
 
@@ -90,7 +92,7 @@ def check_call(
     answer: Mapping[str, Any],
     declared_types: Mapping[str, Mapping[str, tuple[str, str | None]]] | None = None,
     source_language: str | None = None,
-) -> Verdict:
+) -> AstCheckResult:
     """Whether one call matches one possible answer ``{function: {argument: [values]}}``.
 
     In a Java or JavaScript item (``source_language``) each value must be a
@@ -99,37 +101,37 @@ def check_call(
     """
     expected_name, expected = next(iter(answer.items()))
     if call.name != expected_name:
-        return Verdict(False, f"called {call.name}, expected {expected_name}")
+        return AstCheckResult(False, f"called {call.name}, expected {expected_name}")
     function = functions.get(expected_name)
     if function is None:
-        return Verdict(False, f"{expected_name} is not an offered function")
+        return AstCheckResult(False, f"{expected_name} is not an offered function")
     schema = function.parameters.get("properties") or {}
     declared = (declared_types or {}).get(expected_name, {})
     for name in function.parameters.get("required") or []:
         if name not in call.arguments:
-            return Verdict(False, f"missing required argument {name}")
+            return AstCheckResult(False, f"missing required argument {name}")
     for name, value in call.arguments.items():
         if name not in schema:
-            return Verdict(False, f"unexpected argument {name}")
+            return AstCheckResult(False, f"unexpected argument {name}")
         if name not in expected:
-            return Verdict(False, f"argument {name} is not in the possible answer")
+            return AstCheckResult(False, f"argument {name} is not in the possible answer")
         if value is None and None in expected[name]:
             continue  # an explicit null where the answer allows null (the default)
         parameter = schema[name]
         if source_language is not None and name in declared:
             if not isinstance(value, str):
-                return Verdict(False, f"argument {name}: not {source_language} source text")
+                return AstCheckResult(False, f"argument {name}: not {source_language} source text")
             kind, element = declared[name]
             value = read_value(value, kind, element, source_language)
             parameter = _read_schema(kind, element, source_language)
         wanted = _checked_schema(parameter, expected[name])
         if not has_type(value, wanted) and not _answer_type(value, expected[name]):
-            return Verdict(False, f"argument {name}: wrong type {type(value).__name__}")
+            return AstCheckResult(False, f"argument {name}: wrong type {type(value).__name__}")
         if not value_matches(value, expected[name]):
-            return Verdict(False, f"argument {name}: value {value!r} is not acceptable")
+            return AstCheckResult(False, f"argument {name}: value {value!r} is not acceptable")
     for name, values in expected.items():
         if name not in call.arguments and "" not in values:
-            return Verdict(False, f"missing argument {name}")
+            return AstCheckResult(False, f"missing argument {name}")
     return PASS
 
 

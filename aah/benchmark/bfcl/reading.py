@@ -9,7 +9,7 @@ gathers them; then (science.md §6):
   natively or recovered from text, whatever it named);
 - **intent**: the turn made a call if some call parsed *or* the reply tried
   to call (a malformed call the runtime answered with feedback, or text the
-  one text-call parser, ``aah.llm.parse_text_tool_calls``, reads as an
+  one text-call parser, ``aah.llm.text_calls.parse_text_tool_calls``, reads as an
   attempt: tags, name + arguments pairs, JSON-like calls, bracket lists,
   ``func(arg=...)``; code the user asked for is not a call).
 
@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from aah.benchmark.bfcl.checker import Call
 from aah.benchmark.when2call import original_tool_name
-from aah.llm import parse_text_tool_calls
+from aah.llm.text_calls import parse_text_tool_calls
 from aah.store import CallStep
 from aah.tools import ASK_HUMAN
 

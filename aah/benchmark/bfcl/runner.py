@@ -29,7 +29,7 @@ from aah.llm import ModelConfig
 from aah.runtime import Activity, Runtime, ScriptedHuman, SessionRequest
 from aah.tools import EndpointSource, EndpointSpec
 
-BENCHMARK = "bfcl"
+BFCL_BENCHMARK = "bfcl"
 # Host of a BFCL function's URL: reserved (RFC 2606), so it is never called.
 TOOL_HOST = "bfcl.invalid"
 # Besides the store's pinned fields, what makes a BFCL run another run.
@@ -72,7 +72,7 @@ class BfclRunner:
         base = run_manifest(self.options, self.model, "", [BFCL_SETTING])
         return {
             **base,
-            "benchmark": BENCHMARK,
+            "benchmark": BFCL_BENCHMARK,
             "human": "idk" if self.options.aah else "none",
             "http": "neutral",
             "unavailable": None,

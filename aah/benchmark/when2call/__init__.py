@@ -8,8 +8,8 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.benchmark.when2call.runner import (
-        BENCHMARK,
         NEUTRAL_RESULT,
+        WHEN2CALL_BENCHMARK,
         NeutralExecutor,
         When2CallRunner,
     )
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "BENCHMARK",
+    "WHEN2CALL_BENCHMARK",
     "PUBLISHED",
     "When2CallScores",
     "label_run_with_judge",
@@ -72,7 +72,7 @@ _WHERE = {
     "label_run_with_rules": "aah.benchmark.when2call.scoring",
     "run_scores": "aah.benchmark.when2call.scoring",
     "scores_to_json": "aah.benchmark.when2call.scoring",
-    "BENCHMARK": "aah.benchmark.when2call.runner",
+    "WHEN2CALL_BENCHMARK": "aah.benchmark.when2call.runner",
     "NEUTRAL_RESULT": "aah.benchmark.when2call.runner",
     "NeutralExecutor": "aah.benchmark.when2call.runner",
     "When2CallRunner": "aah.benchmark.when2call.runner",

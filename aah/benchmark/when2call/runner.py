@@ -26,11 +26,14 @@ from aah.benchmark.batch import (
 )
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
 from aah.benchmark.when2call.tools import endpoint_spec
+from aah.events import AwarenessMode
 from aah.llm import ModelConfig
 from aah.runtime import Activity, HumanChannel, Runtime, ScriptedHuman, SessionRequest
-from aah.tools import EndpointSpec, ToolResult
+from aah.tools import EndpointSpec
+from aah.tools.http import ToolResult
 
-BENCHMARK = "when2call"
+WHEN2CALL_BENCHMARK = "when2call"
+_PINNED_AWARENESS: dict[str, bool] = {"both": True, "none": False}
 # What every When2Call tool call gets back: it neither helps nor misleads.
 NEUTRAL_RESULT = '{"status": "ok"}'
 DEFAULT_TURNS = 1
@@ -69,7 +72,7 @@ class When2CallRunner:
         model: ModelConfig,
         *,
         turns: int = DEFAULT_TURNS,
-        awareness: bool = False,
+        awareness: AwarenessMode = "none",
     ) -> None:
         """Prepare a run; nothing starts until :meth:`run`.
 
@@ -77,7 +80,7 @@ class When2CallRunner:
             options: The run's name, Aah on or off, concurrency, seed, timeout.
             model: The agent's model.
             turns: Model turns per session (the first is the one scored).
-            awareness: Ask the awareness question before acting (off by default).
+            awareness: The awareness questions asked before acting (none by default).
         """
         self.options = options
         self.model = model
@@ -90,7 +93,7 @@ class When2CallRunner:
         base = run_manifest(self.options, self.model, "", [WHEN2CALL_SETTING])
         return {
             **base,
-            "benchmark": BENCHMARK,
+            "benchmark": WHEN2CALL_BENCHMARK,
             # Pinned fields: a run resumed with other turns or tools is another run.
             "human": "idk" if self.options.aah else "none",
             "http": "neutral",
@@ -98,7 +101,9 @@ class When2CallRunner:
             "step_limit": self.turns,
             "registry_hash": None,
             "turns": self.turns,
-            "awareness": self.awareness,
+            # True/False for both/none, as runs recorded it when it was a switch,
+            # so those runs still resume; info and tool by name.
+            "awareness": _PINNED_AWARENESS.get(self.awareness, self.awareness),
             "tool_result": NEUTRAL_RESULT,
             "data_sha256": data_sha256,
         }
@@ -109,7 +114,7 @@ class When2CallRunner:
             query=task.query,
             specs=[endpoint_spec(tool) for tool in task.tools],
             aah=self.options.aah,
-            awareness="both" if self.awareness else "none",
+            awareness=self.awareness,
             step_limit=self.turns,
             answer_calls_at_limit=True,
             tool_mode=self.options.tool_mode,

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from aah.benchmark import canonical_setting
+from aah.benchmark.failtalms import canonical_setting
 from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
 from aah.scoring.behavior.judge import (
     JudgePrompt,

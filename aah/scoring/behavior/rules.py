@@ -63,7 +63,8 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Literal, NamedTuple
 
-from aah.llm import parse_text_tool_calls, split_reasoning
+from aah.llm import split_reasoning
+from aah.llm.text_calls import parse_text_tool_calls
 from aah.scoring.behavior.phrases import (
     ASKS,
     CHOICE,

@@ -72,7 +72,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark import (
+from aah.benchmark.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
+from aah.benchmark.failtalms import (
     SETTINGS,
     Comparison,
     PaperTables,
@@ -82,7 +83,6 @@ from aah.benchmark import (
     parse_model_map,
     unmatched_runs,
 )
-from aah.benchmark.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
 from aah.benchmark.when2call import When2CallScores, run_scores, scores_to_json
 from aah.config import get_settings
 from aah.errors import AahError
@@ -346,7 +346,7 @@ def _needed_endpoints(
 ) -> dict[str, list[str]] | None:
     """Each session's needed endpoints by session id; None (with a note) without data."""
     # Imported here: the dataset loaders are needed only for runs that made tool calls.
-    from aah.benchmark import load_tasks
+    from aah.benchmark.failtalms import load_tasks
     from aah.data import find_data_dir
 
     # When2Call tasks name no endpoints: IAC is a Fail-TaLMs figure.

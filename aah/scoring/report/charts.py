@@ -32,7 +32,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms import SETTINGS
 from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix
 from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any, NamedTuple
 
-from aah.benchmark import SETTINGS, Comparison
+from aah.benchmark.failtalms import SETTINGS, Comparison
 from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix, confusion
 from aah.scoring.errors import ERROR_PATTERNS
 from aah.scoring.intervals import Proportion

@@ -18,7 +18,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
-from aah.benchmark import SCRIPTED_LABEL, SETTINGS, demo_task, load_demo_tasks
+from aah.benchmark import SCRIPTED_LABEL, demo_task, load_demo_tasks
+from aah.benchmark.failtalms import SETTINGS
 from aah.errors import AahError
 from aah.tools.http import FAULT_KINDS, FaultKind
 from aah.ui.tui.tasks import (
@@ -31,7 +32,7 @@ from aah.ui.tui.tasks import (
 )
 
 if TYPE_CHECKING:
-    from aah.benchmark import Task
+    from aah.benchmark.failtalms import Task
     from aah.tools.registry import Registry
 
 _SOURCES: list[tuple[str, TaskSource]] = [

@@ -24,7 +24,8 @@ from aah.tools.http import FaultKind, FaultPlan
 # LangChain and openai take seconds to import: the app's first screen must
 # not wait for them, so they load where a session needs them.
 if TYPE_CHECKING:
-    from aah.benchmark import DemoTask, Task
+    from aah.benchmark import DemoTask
+    from aah.benchmark.failtalms import Task
     from aah.events import AwarenessMode
     from aah.llm import ModelConfig
     from aah.testing import FakeLLMServer
@@ -186,7 +187,7 @@ def load_benchmark(data: Path | None) -> tuple[list[Task], str]:
     The benchmark is optional for the app: without the data, that source says
     how to get it and the others still work.
     """
-    from aah.benchmark import load_tasks
+    from aah.benchmark.failtalms import load_tasks
     from aah.data import find_data_dir
 
     try:

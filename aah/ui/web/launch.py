@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aah.benchmark import SETTINGS
+from aah.benchmark.failtalms import SETTINGS
 
 SETTING_CHOICES: tuple[str, ...] = (*SETTINGS, "all")
 LAUNCH_HEADERS = ["run", "pid", "status", "started", "log"]

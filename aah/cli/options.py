@@ -1,0 +1,143 @@
+"""The options several commands share: each declared once, with one meaning.
+
+A command takes one as ``db: DbOption = None``; the name, type, help and
+checks come from here, so ``--db`` reads the same in every ``--help``.
+``tests/test_cli_options.py`` walks the whole app and fails when one option
+name is declared two ways, unless ``PER_COMMAND`` says why it differs there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from aah.errors import AahError
+
+if TYPE_CHECKING:
+    from aah.events import AwarenessMode
+
+# readable=False: a database aah cannot read is reported by the store's own
+# one-line error (StoreFileError), which names the file and the fix.
+DbOption = Annotated[
+    Path | None, typer.Option("--db", readable=False, help="Session database (default AAH_DB).")
+]
+DataOption = Annotated[
+    Path | None,
+    typer.Option("--data", help="Data directory (default: found as `aah data where` shows)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+WideOption = Annotated[
+    bool,
+    typer.Option(
+        "--wide", help="Print tables whole, however wide (default: fit them to the terminal)."
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Model name (default: the command's role's setting, AAH_MODEL for the agent).",
+    ),
+]
+RunOption = Annotated[str, typer.Option("--run", help="The run, by name.")]
+ConcurrencyOption = Annotated[
+    int, typer.Option("--concurrency", min=1, help="Sessions or requests in flight at once.")
+]
+StepLimitOption = Annotated[
+    int, typer.Option("--step-limit", min=1, help="Most model steps per session.")
+]
+ToolModeOption = Annotated[
+    str,
+    typer.Option("--tool-mode", help="native, prompt (tools described in the prompt) or auto."),
+]
+ToolResultTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--tool-result-tokens",
+        min=1,
+        help="Tokens of each tool result the model reads (default AAH_TOOL_RESULT_TOKENS, 2000).",
+    ),
+]
+AahOption = Annotated[
+    bool | None,
+    typer.Option("--aah/--no-aah", help="Offer the ask_human tool (default: on; BFCL: off)."),
+]
+AwarenessOption = Annotated[
+    str | None,
+    typer.Option(
+        "--awareness",
+        help="The awareness questions asked before acting: info, tool, both or none "
+        "(default: both; When2Call: none; Fail-TaLMs: its setting's).",
+    ),
+]
+# --deadline was `aah run`'s name for it: kept so old commands still work.
+HumanDeadlineOption = Annotated[
+    float | None,
+    typer.Option(
+        "--human-deadline",
+        "--deadline",
+        help="Queue: seconds to wait for a person, then 'I don't know'.",
+    ),
+]
+HostOption = Annotated[
+    str, typer.Option("--host", help="Address to listen on (0.0.0.0: every network).")
+]
+FromOption = Annotated[
+    Path | None, typer.Option("--from", help="A local copy of the data, instead of downloading.")
+]
+EnvFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--env-file", help="Also write the AAH_* settings to this file (NAME=value lines)."
+    ),
+]
+
+# Option names that mean something of their own in one command, and why; the
+# test holds every other use of a name to one declaration.
+PER_COMMAND: dict[tuple[str, str], str] = {
+    ("--model", "serve llamacpp"): "a .gguf file to serve, not a model name",
+    ("--run", "report"): "several runs, repeatable",
+    ("--run", "sessions list"): "an optional filter",
+    ("--port", "web"): "each server has its own default port",
+    ("--port", "fake-llm"): "each server has its own default port",
+    ("--out", "report"): "the file each command writes",
+    ("--out", "classify"): "the file each command writes",
+    ("--out", "data manifest"): "the file each command writes",
+    ("--timeout", "tools check"): "seconds per probe",
+    ("--timeout", "serve llamacpp"): "a server's own load time",
+    ("--timeout", "serve vllm"): "a server's own load time",
+    ("--tool", "run"): "endpoints to offer the agent",
+    ("--tool", "tools check"): "endpoints to probe",
+    ("--human", "run"): "a live person: console or queue",
+    ("--human", "bench run"): "batch people: oracle, simulated or queue",
+    ("--http", "run"): "live by default, and fault plans",
+    ("--http", "bench run"): "mock by default: benchmark tools are not called",
+    ("--votes", "grade"): "grader votes, a majority of 5",
+    ("--votes", "classify"): "judge votes, 1 unless asked",
+    ("--judge", "classify"): "which labeller: rule or llm",
+    ("--judge", "bench run"): "When2Call: add the LLM judge's labels",
+    ("--category", "tools list"): "a tool category",
+    ("--category", "bench run"): "BFCL test categories",
+    ("--seed", "tools check"): "the sample's seed",
+    ("--seed", "bench run"): "the seed sent to the model",
+    ("--setting", "bench data"): "repeatable filter",
+    ("--setting", "bench run"): "a comma list or all",
+}
+
+AWARENESS_MODES = ("info", "tool", "both", "none")
+
+
+def awareness_mode(value: str) -> AwarenessMode:
+    """Validate an ``--awareness`` value.
+
+    Raises:
+        AahError: not one of info, tool, both or none.
+    """
+    if value not in AWARENESS_MODES:
+        raise AahError(
+            f"unknown awareness mode {value!r}: use info, tool, both or none "
+            "(`--awareness both` is what a bare `--awareness` used to ask)"
+        )
+    return value  # type: ignore[return-value]
