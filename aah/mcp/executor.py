@@ -20,8 +20,8 @@ from aah.mcp.connections import McpConnections, McpFailure, McpReply
 from aah.mcp.recording import McpRecording
 from aah.mcp.servers import is_mcp_spec, server_of
 from aah.secrets import remember_named
-from aah.tools import EndpointSpec, ToolResult
-from aah.tools.http import Executor, describe_body, failure_result
+from aah.tools import EndpointSpec
+from aah.tools.http import Executor, ToolResult, describe_body, failure_result
 
 # JSON-RPC's "invalid params": the server, not a check, refused the arguments.
 # It is logged as HTTP 422 is, so ToolScan's IAV counts it (aah.scoring.errors).
