@@ -1,4 +1,4 @@
-"""The compiled tool registry: build it, read and search it, probe its endpoints."""
+"""The compiled tool registry: build it, read and search it (BM25 + dense), probe its endpoints."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.tools.registry.build import BuildReport, build_registry
+    from aah.tools.registry.dense import dense_available
     from aah.tools.registry.health import probe_endpoints
     from aah.tools.registry.read import Registry, SearchHit
 
@@ -16,6 +17,7 @@ __all__ = [
     "Registry",
     "SearchHit",
     "build_registry",
+    "dense_available",
     "probe_endpoints",
 ]
 
@@ -24,6 +26,7 @@ _WHERE = {
     "Registry": "aah.tools.registry.read",
     "SearchHit": "aah.tools.registry.read",
     "build_registry": "aah.tools.registry.build",
+    "dense_available": "aah.tools.registry.dense",
     "probe_endpoints": "aah.tools.registry.health",
 }
 
