@@ -181,16 +181,19 @@ def _write(
         pk="qualified_name",
     )
     db.table("endpoints").create_index(["category"])
-    db.table("search").insert_all(
-        (
-            {
-                "qualified_name": spec.qualified_name,
-                **search_columns(spec, about.get(spec.qualified_name, "")),
-            }
-            for spec in result.endpoints
-        ),
-    )
-    db.table("search").enable_fts(FTS_COLUMNS, tokenize="porter unicode61")
+    # One FTS5 table per part: FTS5's bm25 normalises by the length of the
+    # whole row, so in one table an endpoint with many documented parameters
+    # would lose to a terse one on a word both have in their names.
+    texts = [
+        (spec.qualified_name, search_columns(spec, about.get(spec.qualified_name, "")))
+        for spec in result.endpoints
+    ]
+    for column in FTS_COLUMNS:
+        part = db.table(f"search_{column}")
+        part.insert_all(
+            {"qualified_name": name, "text": columns[column]} for name, columns in texts
+        )
+        part.enable_fts(["text"], tokenize="porter unicode61")
     db.table("rejections").insert_all(
         (
             {

@@ -128,9 +128,10 @@ class Embedder:
                 rows.append(pooled)
         if not rows:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        matrix = np.concatenate(rows).astype(np.float32)
+        matrix: NDArray[np.float32] = np.concatenate(rows).astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return matrix / np.clip(norms, 1e-12, None)
+        unit: NDArray[np.float32] = matrix / np.clip(norms, 1e-12, None)
+        return unit
 
 
 def embed_cached(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:

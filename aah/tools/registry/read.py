@@ -27,10 +27,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Registry", "SearchHit", "name_words"]
 
-_FTS_WEIGHTS = tuple(weight for _, _, weight in PARTS)
+# Words of a request that say nothing about which tool it needs.
 _STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from get give how i in is it me my of on "
-    "or please show tell the this to what when where which who with you".split()
+    "a about also an and any are as at be been by can could do does for from get give "
+    "had has have how i i'd i'm if in is it its let like me might my need of on or our "
+    "please provide should show so some tell than that the their them then there these "
+    "this those to us want was we were what when where which who whose why will with "
+    "would you your".split()
 )
 # Each ranking hands this many candidates to the fusion.
 _POOL = 50
@@ -210,14 +213,19 @@ class Registry:
         match = _match_expression(query)
         if match is None:
             return []
-        weights = ", ".join(str(w) for w in _FTS_WEIGHTS)
+        # Each part's bm25 (negative: lower is better) times its weight, summed.
+        parts = " UNION ALL ".join(
+            f"SELECT s.qualified_name AS name, {weight} * bm25(search_{column}_fts) AS score "
+            f"FROM search_{column}_fts JOIN search_{column} s "
+            f"ON s.rowid = search_{column}_fts.rowid WHERE search_{column}_fts MATCH :match"
+            for column, _, weight in PARTS
+        )
         rows = self._conn.execute(
-            f"SELECT s.qualified_name, bm25(search_fts, {weights}) AS rank "
-            "FROM search_fts JOIN search s ON s.rowid = search_fts.rowid "
-            "WHERE search_fts MATCH ? ORDER BY rank LIMIT ?",
-            (match, k),
+            f"SELECT name, sum(score) AS total FROM ({parts}) GROUP BY name "
+            "ORDER BY total LIMIT :k",
+            {"match": match, "k": k},
         ).fetchall()
-        return [(name, -float(rank)) for name, rank in rows]
+        return [(name, -float(total)) for name, total in rows]
 
     def _dense(self, texts: list[str], k: int) -> list[list[tuple[str, float]]]:
         import numpy as np
@@ -243,25 +251,21 @@ class Registry:
         match = _match_expression(query)
         if match is None or not names:
             return {}
-        columns = ", ".join(
-            f"highlight(search_fts, {i}, char(2), char(3))" for i in range(len(PARTS))
-        )
         marks = ",".join("?" * len(names))
-        rows = self._conn.execute(
-            f"SELECT s.qualified_name, {columns} "
-            "FROM search_fts JOIN search s ON s.rowid = search_fts.rowid "
-            f"WHERE search_fts MATCH ? AND s.qualified_name IN ({marks})",
-            (match, *names),
-        ).fetchall()
-        found: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
-        for name, *texts in rows:
-            parts = []
-            for (_, part, _), text in zip(PARTS, texts, strict=True):
+        found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        for column, part, _ in PARTS:
+            rows = self._conn.execute(
+                f"SELECT s.qualified_name, highlight(search_{column}_fts, 0, char(2), char(3)) "
+                f"FROM search_{column}_fts JOIN search_{column} s "
+                f"ON s.rowid = search_{column}_fts.rowid "
+                f"WHERE search_{column}_fts MATCH ? AND s.qualified_name IN ({marks})",
+                (match, *names),
+            ).fetchall()
+            for name, text in rows:
                 words = tuple(dict.fromkeys(w.lower() for w in _MARK.findall(text or "")))
                 if words:
-                    parts.append((part, words))
-            found[name] = tuple(parts)
-        return found
+                    found.setdefault(name, []).append((part, words))
+        return {name: tuple(parts) for name, parts in found.items()}
 
 
 def _match_expression(query: str) -> str | None:
