@@ -131,7 +131,7 @@ def main() -> None:
             registry.search("warm up the registry", DEPTH)
         print(f"\n{'queries':<15} {'mode':<7} {'n':>4}  r@1    r@5    r@10   MRR    cap")
         results: dict[tuple[str, str], Scores] = {}
-        sets = [(s, setting_queries(data, s)) for s in settings]
+        sets: list[tuple[str, list[Query]]] = [(s, setting_queries(data, s)) for s in settings]
         sets.append(("natural", natural_queries()))
         for label, queries in sets:
             for mode, registry in modes.items():
