@@ -82,7 +82,7 @@ def build(
     as_json: bool = JsonOption,
     wide: bool = WideOption,
 ) -> None:
-    """Import every spec source and compile the registry (SQLite + FTS5).
+    """Import every spec source and compile the registry (SQLite + FTS5 + search vectors).
 
     A source file that cannot be read (over the size cap, not UTF-8,
     malformed, nesting or expanding out of bounds) is one rejected entry
@@ -117,6 +117,8 @@ def _report_json(report: BuildReport) -> dict[str, object]:
         "rejections": [r.model_dump(mode="json") for r in report.rejections],
         "registry_hash": report.registry_hash,
         "seconds": round(report.seconds, 3),
+        "embedding_model": report.embedding_model,
+        "vector_seconds": round(report.vector_seconds, 3),
     }
 
 
@@ -140,6 +142,10 @@ def _print_report(report: BuildReport, wide: bool) -> None:
         f"[bold]{report.endpoints}[/] endpoints ({report.repairs} source defects repaired, "
         f"{len(report.rejections)} rejected) in {report.seconds:.2f} s → {report.path}"
     )
+    if report.embedding_model:
+        print_line(f"search vectors: {report.embedding_model} ({report.vector_seconds:.1f} s)")
+    else:
+        print_line("search: BM25 alone (install the [retrieval] extra for hybrid search)")
 
 
 @app.command("list")
