@@ -116,9 +116,13 @@ class Embedder:
         with self._lock:
             if self._session is None:
                 self._load()
+            # Batches of texts of like length: a batch is padded to its
+            # longest text, and padding costs as much as words.
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            ordered = [texts[i] for i in order]
             rows = []
-            for start in range(0, len(texts), _BATCH):
-                encoded = self._tokenizer.encode_batch(list(texts[start : start + _BATCH]))
+            for start in range(0, len(ordered), _BATCH):
+                encoded = self._tokenizer.encode_batch(ordered[start : start + _BATCH])
                 ids = np.array([e.ids for e in encoded], dtype=np.int64)
                 mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
                 feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": 0 * ids}
@@ -128,7 +132,8 @@ class Embedder:
                 rows.append(pooled)
         if not rows:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        matrix: NDArray[np.float32] = np.concatenate(rows).astype(np.float32)
+        matrix: NDArray[np.float32] = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        matrix[order] = np.concatenate(rows)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         unit: NDArray[np.float32] = matrix / np.clip(norms, 1e-12, None)
         return unit
