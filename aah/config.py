@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     data_mirror: str | None = None
     db: Path = Path("sessions/aah.db")
     registry: Path | None = None
+    # Tool search: "hybrid" fuses BM25 with dense vectors when the [retrieval]
+    # extra is installed (BM25 alone otherwise); "bm25" never uses vectors.
+    retrieval: Literal["hybrid", "bm25"] = "hybrid"
     http_timeout: float = 10.0
     http_retries: int = 2
     http_max_bytes: int = 200_000

@@ -11,6 +11,10 @@ import pytest
 SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 # `make screenshots` names docs/screenshots here; a plain test run never writes there.
 SCREENSHOTS_ENV = "AAH_SCREENSHOTS_DIR"
+# Tests search with BM25 alone unless they ask for dense vectors (the
+# [retrieval] tests do): embedding 956 endpoints for every registry a test
+# builds would cost CI minutes and test nothing new.
+os.environ.setdefault("AAH_RETRIEVAL", "bm25")
 
 
 @pytest.fixture(scope="session")

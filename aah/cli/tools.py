@@ -43,13 +43,28 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
     path = get_settings().registry_path()
     if data is not None:
         find_data_dir(data)
-    if build_if_missing and not path.is_file():
+    if build_if_missing and (not path.is_file() or _stale(path)):
         from aah.tools.registry import build_registry
 
         data_dir = find_data_dir(data)
         err_console.print("[dim]building the tool registry (once)…[/]")
         build_registry(data_dir, path, project_root() / "tool_registry" / "fixes.yaml")
     return Registry(path)
+
+
+def _stale(path: Path) -> bool:
+    """Whether the registry at ``path`` predates this install's index or embedding model."""
+    import sqlite3
+
+    from aah.tools.registry import Registry
+
+    registry = Registry(path)
+    try:
+        return registry.stale
+    except sqlite3.Error:
+        return False  # a damaged registry is reported by the command that reads it
+    finally:
+        registry.close()
 
 
 @app.command()
@@ -65,7 +80,7 @@ def build(
     as_json: JsonOption = False,
     wide: WideOption = False,
 ) -> None:
-    """Import every spec source and compile the registry (SQLite + FTS5).
+    """Import every spec source and compile the registry (SQLite + FTS5 + search vectors).
 
     A source file that cannot be read (over the size cap, not UTF-8,
     malformed, nesting or expanding out of bounds) is one rejected entry
@@ -100,6 +115,8 @@ def _report_json(report: BuildReport) -> dict[str, object]:
         "rejections": [r.model_dump(mode="json") for r in report.rejections],
         "registry_hash": report.registry_hash,
         "seconds": round(report.seconds, 3),
+        "embedding_model": report.embedding_model,
+        "vector_seconds": round(report.vector_seconds, 3),
     }
 
 
@@ -123,6 +140,10 @@ def _print_report(report: BuildReport, wide: bool) -> None:
         f"[bold]{report.endpoints}[/] endpoints ({report.repairs} source defects repaired, "
         f"{len(report.rejections)} rejected) in {report.seconds:.2f} s → {report.path}"
     )
+    if report.embedding_model:
+        print_line(f"search vectors: {report.embedding_model} ({report.vector_seconds:.1f} s)")
+    else:
+        print_line("search: BM25 alone (install the [retrieval] extra for hybrid search)")
 
 
 @app.command("list")
@@ -193,13 +214,35 @@ def search(
     wide: WideOption = False,
 ) -> None:
     """Find the endpoints that best match a query."""
-    hits = open_registry(data, build_if_missing=True).search(query, k)
+    registry = open_registry(data, build_if_missing=True)
+    hits = registry.search(query, k)
     if as_json:
-        print_json([{**_summary(h.spec), "score": round(h.score, 3)} for h in hits])
+        print_json(
+            [
+                {
+                    **_summary(h.spec),
+                    "score": round(h.score, 4),
+                    "bm25_rank": h.bm25_rank,
+                    "dense_rank": h.dense_rank,
+                    "matched": {part: list(words) for part, words in h.matched},
+                }
+                for h in hits
+            ]
+        )
         return
-    rows = ([f"{h.score:.2f}", h.spec.qualified_name, one_line(h.spec.description)] for h in hits)
-    title = f"Best matches for {query!r}"
-    print_table(table(title, ["score", "name", "description"], rows, compact=True), wide=wide)
+    rows = (
+        [
+            h.spec.qualified_name,
+            "; ".join(f"{part}: {', '.join(words)}" for part, words in h.matched) or "-",
+            "-" if h.dense_rank is None else str(h.dense_rank),
+            one_line(h.spec.description),
+        ]
+        for h in hits
+    )
+    how = "BM25 + dense" if registry.hybrid else "BM25 only (no [retrieval] extra)"
+    columns = ["name", "matched words (where)", "dense rank", "description"]
+    title = f"Best matches for {query!r} ({how})"
+    print_table(table(title, columns, rows, compact=True, wrap=True), wide=wide)
 
 
 @app.command()

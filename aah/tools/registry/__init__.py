@@ -1,4 +1,4 @@
-"""The compiled tool registry: build it, read and search it, probe its endpoints."""
+"""The compiled tool registry: build it, read and search it (BM25 + dense), probe its endpoints."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.tools.registry.added import added_path, load_added, save_added
     from aah.tools.registry.build import BuildReport, build_registry
+    from aah.tools.registry.dense import dense_available
     from aah.tools.registry.health import probe_endpoints
     from aah.tools.registry.read import Registry, SearchHit
 
@@ -19,6 +20,7 @@ __all__ = [
     "added_path",
     "build_registry",
     "load_added",
+    "dense_available",
     "probe_endpoints",
     "save_added",
 ]
@@ -31,6 +33,7 @@ _WHERE = {
     "added_path": "aah.tools.registry.added",
     "load_added": "aah.tools.registry.added",
     "save_added": "aah.tools.registry.added",
+    "dense_available": "aah.tools.registry.dense",
     "probe_endpoints": "aah.tools.registry.health",
 }
 

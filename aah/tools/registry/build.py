@@ -31,11 +31,15 @@ from aah.tools.importers import (
     load_fixes,
 )
 from aah.tools.registry.added import load_added
-from aah.tools.registry.read import name_words
+from aah.tools.registry.dense import Embedder, dense_available, embed_cached
+from aah.tools.registry.index import (
+    FTS_COLUMNS,
+    INDEX_VERSION,
+    dense_text,
+    search_columns,
+    tool_abouts,
+)
 from aah.tools.spec import EndpointSpec, ImportResult, Rejection
-
-# The searchable columns; aah.tools.registry.read weighs them in this order.
-_FTS_COLUMNS = ("words", "tool", "category", "description", "params")
 
 
 @dataclass
@@ -51,6 +55,8 @@ class BuildReport:
     registry_hash: str
     seconds: float
     repairs: int = field(default=0)
+    embedding_model: str | None = None
+    vector_seconds: float = 0.0
 
 
 def build_registry(
@@ -59,6 +65,7 @@ def build_registry(
     fixes_path: Path | None = None,
     *,
     max_spec_bytes: int = DEFAULT_MAX_SPEC_BYTES,
+    vectors: bool | None = None,
 ) -> BuildReport:
     """Import every source under ``data_dir`` and compile it into ``path``.
 
@@ -70,6 +77,9 @@ def build_registry(
         path: where the registry database goes.
         fixes_path: the project's fixes file, if any.
         max_spec_bytes: a source file larger than this is rejected unread.
+        vectors: compute every endpoint's dense vector (for hybrid search);
+            by default when the ``[retrieval]`` extra is installed and
+            ``AAH_RETRIEVAL`` is not ``bm25``.
 
     Raises:
         AahError: the Fail-TaLMs folder is missing, or the fixes file is
@@ -84,7 +94,13 @@ def build_registry(
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
-    _write(partial, result, registry_hash, data_dir)
+    about = _abouts(data_dir, result.endpoints, max_spec_bytes)
+    _write(partial, result, registry_hash, data_dir, about)
+    embedding_model, vector_seconds = None, 0.0
+    if dense_available() if vectors is None else vectors:
+        vectors_started = time.perf_counter()
+        embedding_model = _write_vectors(partial, result.endpoints, about)
+        vector_seconds = time.perf_counter() - vectors_started
     os.replace(partial, path)
     return BuildReport(
         path=path,
@@ -96,6 +112,8 @@ def build_registry(
         registry_hash=registry_hash,
         seconds=time.perf_counter() - started,
         repairs=sum(len(spec.repairs) for spec in result.endpoints),
+        embedding_model=embedding_model,
+        vector_seconds=vector_seconds,
     )
 
 
@@ -135,7 +153,18 @@ def _hash_specs(endpoints: list[EndpointSpec]) -> str:
     return digest.hexdigest()
 
 
-def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path) -> None:
+def _abouts(data_dir: Path, endpoints: list[EndpointSpec], max_bytes: int) -> dict[str, str]:
+    """What each endpoint's tool is about, by qualified name (Fail-TaLMs tools only)."""
+    failtalms = [spec for spec in endpoints if spec.source.kind == "fail-talms"]
+    by_file = tool_abouts(
+        data_dir / "fail-talms", (spec.source.file for spec in failtalms), max_bytes
+    )
+    return {spec.qualified_name: by_file.get(spec.source.file, "") for spec in failtalms}
+
+
+def _write(
+    path: Path, result: ImportResult, registry_hash: str, data_dir: Path, about: dict[str, str]
+) -> None:
     db = sqlite_utils.Database(path)
     db.table("endpoints").insert_all(
         (
@@ -154,20 +183,19 @@ def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path)
         pk="qualified_name",
     )
     db.table("endpoints").create_index(["category"])
-    db.table("search").insert_all(
-        (
-            {
-                "qualified_name": spec.qualified_name,
-                "words": name_words(f"{spec.tool} {spec.name}"),
-                "tool": name_words(spec.tool),
-                "category": spec.category.lower(),
-                "description": spec.description,
-                "params": " ".join(f"{p.name} {p.description}" for p in spec.parameters),
-            }
-            for spec in result.endpoints
-        ),
-    )
-    db.table("search").enable_fts(_FTS_COLUMNS, tokenize="porter unicode61")
+    # One FTS5 table per part: FTS5's bm25 normalises by the length of the
+    # whole row, so in one table an endpoint with many documented parameters
+    # would lose to a terse one on a word both have in their names.
+    texts = [
+        (spec.qualified_name, search_columns(spec, about.get(spec.qualified_name, "")))
+        for spec in result.endpoints
+    ]
+    for column in FTS_COLUMNS:
+        part = db.table(f"search_{column}")
+        part.insert_all(
+            {"qualified_name": name, "text": columns[column]} for name, columns in texts
+        )
+        part.enable_fts(["text"], tokenize="porter unicode61")
     db.table("rejections").insert_all(
         (
             {
@@ -187,6 +215,25 @@ def _write(path: Path, result: ImportResult, registry_hash: str, data_dir: Path)
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data_dir": str(data_dir),
         "endpoints": str(len(result.endpoints)),
+        "search_index": INDEX_VERSION,
     }
     db.table("meta").insert_all(({"key": k, "value": v} for k, v in meta.items()), pk="key")
     db.close()
+
+
+def _write_vectors(path: Path, endpoints: list[EndpointSpec], about: dict[str, str]) -> str:
+    """Store every endpoint's dense vector and the model that made them; return its id."""
+    embedder = Embedder()
+    texts = [dense_text(spec, about.get(spec.qualified_name, "")) for spec in endpoints]
+    matrix = embed_cached(embedder, texts)
+    db = sqlite_utils.Database(path)
+    db.table("vectors").insert_all(
+        (
+            {"qualified_name": spec.qualified_name, "vector": row.tobytes()}
+            for spec, row in zip(endpoints, matrix, strict=True)
+        ),
+        pk="qualified_name",
+    )
+    db.table("meta").insert({"key": "embedding_model", "value": embedder.model}, replace=True)
+    db.close()
+    return embedder.model
