@@ -62,6 +62,19 @@ def run(
     tool_mode: str = typer.Option(
         "native", "--tool-mode", help="native, prompt (tools described in the prompt) or auto."
     ),
+    discover: bool | None = typer.Option(
+        None,
+        "--discover/--no-discover",
+        help="Give the agent find_tools to search the registry as it goes "
+        "(default: on when no --tool or --auto-tools is given).",
+    ),
+    discover_k: int | None = typer.Option(
+        None,
+        "--discover-k",
+        min=1,
+        max=50,
+        help="Endpoints one find_tools call returns (default AAH_DISCOVER_K, 5).",
+    ),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
@@ -69,6 +82,7 @@ def run(
     from aah.runtime import (
         ChannelOptions,
         SessionRequest,
+        ToolFinder,
         choose_tool_mode,
         make_human_channel,
         run_async,
@@ -81,8 +95,13 @@ def run(
 
         find_data_dir(data)  # a mistyped --data is an error even when no tool needs it
     db_path = db or get_settings().db
-    registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
+    # With no tool named, the agent finds its own (find_tools), unless told not to.
+    discovering = discover if discover is not None else not (tool or auto_tools)
+    needs_registry = bool(tool or auto_tools or discovering)
+    registry = open_registry(data, build_if_missing=True) if needs_registry else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
+    k = discover_k or get_settings().discover_k
+    finder = ToolFinder(registry, k) if registry is not None and discovering else None
     config = model_config("agent", model=model)
     mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, deadline))
@@ -94,8 +113,10 @@ def run(
         step_limit=step_limit,
         tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
         tool_mode=mode,
+        finder=finder,
     )
     offered = ", ".join(s.qualified_name for s in specs) or "none"
+    offered += f" + find_tools ({k} per search)" if finder is not None else ""
     console.print(
         f"[bold]query:[/] {escape(printable(query))}\n"
         f"[dim]tools: {escape(offered)} ({mode}); model: {escape(config.model)}[/]",

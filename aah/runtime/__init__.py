@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from aah.runtime.answer_watch import AnswerWatcher
     from aah.runtime.awareness import SETTING_AWARENESS, ask_awareness, parse_awareness
     from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
+    from aah.runtime.discovery import Discovery, ToolFinder
     from aah.runtime.environment import open_runtime
     from aah.runtime.graph import build_graph
     from aah.runtime.humans import (
@@ -55,6 +56,8 @@ __all__ = [
     "IDK_REPLY",
     "DEFAULT_TOOL_RESULT_TOKENS",
     "ContextOverflowError",
+    "Discovery",
+    "ToolFinder",
     "ToolMode",
     "ToolModeChoice",
     "choose_tool_mode",
@@ -100,6 +103,8 @@ _WHERE = {
     "IDK_REPLY": "aah.runtime.humans",
     "DEFAULT_TOOL_RESULT_TOKENS": "aah.runtime.budget",
     "ContextOverflowError": "aah.runtime.budget",
+    "Discovery": "aah.runtime.discovery",
+    "ToolFinder": "aah.runtime.discovery",
     "ToolMode": "aah.runtime.tool_mode",
     "ToolModeChoice": "aah.runtime.tool_mode",
     "choose_tool_mode": "aah.runtime.tool_mode",

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from aah.store.queries import (
         AnnotatorAnswer,
         CallStep,
+        Discovery,
         GradeFlag,
         GradeVerdict,
         SessionError,
@@ -45,6 +46,7 @@ __all__ = [
     "GradeFlagReason",
     "GradeRecord",
     "CallStep",
+    "Discovery",
     "GradeVerdict",
     "HumanRequestRecord",
     "ManifestDifference",
@@ -82,6 +84,7 @@ _WHERE = {
     "GradeFlagReason": "aah.store.schema",
     "GradeRecord": "aah.store.sessions",
     "CallStep": "aah.store.queries",
+    "Discovery": "aah.store.queries",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
     "ManifestDifference": "aah.store.manifest",

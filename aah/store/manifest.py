@@ -10,7 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-PINNED_FIELDS = ("model", "aah", "human", "http", "unavailable", "step_limit", "registry_hash")
+PINNED_FIELDS = (
+    "model",
+    "aah",
+    "human",
+    "http",
+    "unavailable",
+    "step_limit",
+    "registry_hash",
+    "tools",
+    "discover",
+)
 
 
 class ManifestDifference(NamedTuple):

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
+    from aah.tools.builtin import (
+        ASK_HUMAN,
+        ASK_HUMAN_PARAMETERS,
+        BUILTIN_TOOLS,
+        FIND_TOOLS,
+        FIND_TOOLS_PARAMETERS,
+    )
     from aah.tools.calls import CallChecker, CheckResult, wrap_endpoint
     from aah.tools.http import (
         Executor,
@@ -38,6 +44,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ASK_HUMAN_PARAMETERS",
     "ASK_HUMAN",
+    "BUILTIN_TOOLS",
+    "FIND_TOOLS",
+    "FIND_TOOLS_PARAMETERS",
     "CallChecker",
     "CheckResult",
     "EndpointSource",
@@ -69,6 +78,9 @@ __all__ = [
 _WHERE = {
     "ASK_HUMAN_PARAMETERS": "builtin",
     "ASK_HUMAN": "builtin",
+    "BUILTIN_TOOLS": "builtin",
+    "FIND_TOOLS": "builtin",
+    "FIND_TOOLS_PARAMETERS": "builtin",
     "CallChecker": "calls",
     "CheckResult": "calls",
     "benchmark_endpoint_name": "importers",

@@ -40,6 +40,14 @@ paper order)::
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
      "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
+     "discovery": [{"run": str, "tools": "given the tools" | "found the tools",
+                    "tasks": int, "searches": int,   # find_tools calls, tasks not skipped
+                    "searches_per_task": float | null, "per_task": {<task>: int},
+                    "gold_found": P,                 # every gold endpoint among the hits
+                    "missed": {<session>: [str, ...]}}],   # runs with find_tools only
+     "discovery_cost": [{"setting", "model", "aah", "given_run", "found_run",
+                         "pass_rate": {"given": P, "found": P},
+                         "difference": float | null}],     # found - given, in points
      "paper_comparison": null | {"source": str, "url": str,   # --compare paper
                                  "difference_unit": "percentage points",
                                  "rows": [{"run", "model", "setting", "aah", "metric",
@@ -98,6 +106,16 @@ from aah.scoring.metrics import (
     proportion_to_json,
 )
 from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
+from aah.scoring.report.discovery import (
+    DiscoveryCost,
+    RunDiscovery,
+    cost_to_json,
+    discovering,
+    discovery_costs,
+    discovery_to_json,
+    load_discoveries,
+    run_discovery,
+)
 from aah.scoring.report.quote import quote
 from aah.scoring.report.steps import (
     RunBehavior,
@@ -156,6 +174,8 @@ class Report:
     repeats: list[RepeatScores] = field(default_factory=list)
     paper: PaperComparison | None = None
     bfcl: list[BfclScores] = field(default_factory=list)
+    discovery: list[RunDiscovery] = field(default_factory=list)
+    discovery_cost: list[DiscoveryCost] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -305,8 +325,23 @@ def build_report(
         if run.manifest.get("benchmark") == "bfcl"
         for scores in bfcl_run_scores(store, run.name, str(run.manifest.get("model") or ""))
     ]
+    step("tool discovery")
+    searched = [run for run in chosen if discovering(run)]
+    found = load_discoveries(store, [run.name for run in searched]) if searched else {}
+    discovery = [run_discovery(run, by_run.get(run.name, []), found, needed) for run in searched]
     return Report(
-        chosen, cells, behavior, patterns, agreement, examples, notes, when2call, repeats, bfcl=bfcl
+        chosen,
+        cells,
+        behavior,
+        patterns,
+        agreement,
+        examples,
+        notes,
+        when2call,
+        repeats,
+        bfcl=bfcl,
+        discovery=discovery,
+        discovery_cost=discovery_costs(chosen, cells),
     )
 
 
@@ -524,6 +559,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "when2call": [scores_to_json(scores) for scores in report.when2call],
         "bfcl": [bfcl_scores_to_json(scores) for scores in report.bfcl],
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
+        "discovery": [discovery_to_json(item) for item in report.discovery],
+        "discovery_cost": [cost_to_json(cost) for cost in report.discovery_cost],
         "paper_comparison": None
         if report.paper is None
         else {
