@@ -89,8 +89,9 @@ def patterns_of(check: str | None, status: int | None) -> frozenset[ErrorPattern
 
 
 def session_call_patterns(events: Sequence[Event]) -> list[frozenset[ErrorPattern]]:
-    """The patterns of each call in one session's events, valid ``ask_human`` and
-    ``find_tools`` calls included.
+    """The patterns of each call in one session's events, valid builtin calls included.
+
+    A valid ``ask_human`` call leaves a question, a valid ``find_tools`` call a search.
     """
     found: list[frozenset[ErrorPattern]] = []
     for event in events:

@@ -74,8 +74,7 @@ StepKind = Literal["model_call", "tool_call", "human_question", "discovery"]
 
 
 class Step(NamedTuple):
-    """A model call, a tool call, a question to a person or a ``find_tools`` search, with
-    what scoring needs of it.
+    """A model call, a tool call, a question or a ``find_tools`` search, and what scoring needs.
 
     Fields that do not belong to the step's kind are None.
 

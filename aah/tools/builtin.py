@@ -1,4 +1,4 @@
-"""Tools that are not HTTP endpoints: ``ask_human`` (Ask-and-Help) and ``find_tools`` (discovery)."""
+"""Tools that are not HTTP endpoints: ``ask_human`` (Ask-and-Help), ``find_tools`` (discovery)."""
 
 from __future__ import annotations
 

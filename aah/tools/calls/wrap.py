@@ -123,6 +123,6 @@ def find_tools_schema() -> dict[str, Any]:
 
 
 def one_line_description(spec: EndpointSpec, limit: int = 160) -> str:
-    """``spec``'s description on one line, cut to ``limit`` characters (the method and URL if none)."""
+    """``spec``'s description on one line, cut to ``limit`` characters (else method and URL)."""
     text = " ".join(spec.description.split()) or f"{spec.method} {spec.url_template}"
     return text if len(text) <= limit else text[: limit - 1] + "…"
