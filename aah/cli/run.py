@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from aah.cli.output import console
+from aah.cli.output import console, print_warning
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import HTTP_MODE_NAMES, HUMAN_CHANNEL_NAMES, listed
@@ -95,14 +95,15 @@ def run(
 
         find_data_dir(data)  # a mistyped --data is an error even when no tool needs it
     db_path = db or get_settings().db
-    # With no tool named, the agent finds its own (find_tools), unless told not to.
-    discovering = discover if discover is not None else not (tool or auto_tools)
-    needs_registry = bool(tool or auto_tools or discovering)
-    registry = open_registry(data, build_if_missing=True) if needs_registry else None
+    config = model_config("agent", model=model)  # a missing model is said before any build
+    registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
     k = discover_k or get_settings().discover_k
+    # With no tool named, the agent finds its own (find_tools), unless told not to.
+    discovering = discover if discover is not None else not (tool or auto_tools)
+    if discovering and registry is None:
+        registry = _discovery_registry(data, asked=discover is True)
     finder = ToolFinder(registry, k) if registry is not None and discovering else None
-    config = model_config("agent", model=model)
     mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, deadline))
     request = SessionRequest(
@@ -153,6 +154,21 @@ async def _run(
             return await run_session(request, runtime)
         finally:
             printer.close()
+
+
+def _discovery_registry(data: Path | None, *, asked: bool) -> Registry | None:
+    """The registry find_tools searches; None, with a note, where there is none to build.
+
+    Raises:
+        AahError: ``--discover`` was asked for and no registry can be had.
+    """
+    try:
+        return open_registry(data, build_if_missing=True)
+    except AahError as exc:
+        if asked:
+            raise
+        print_warning(f"find_tools is off: {exc}")
+        return None
 
 
 def _report(outcome: SessionOutcome) -> None:

@@ -286,7 +286,8 @@ def build_report(
     steps = load_steps(store, names)
     imported = {run.name for run in chosen if run.manifest.get("imported")}
     notes: list[str] = []
-    needed = _needed_endpoints(chosen, outcomes, task_of, data_dir, search_roots, notes)
+    removed: dict[str, list[str]] = {}
+    needed = _needed_endpoints(chosen, outcomes, task_of, data_dir, search_roots, notes, removed)
     by_run = group_by_run(outcomes)
     behavior = [run_behavior(name, by_run.get(name, []), steps) for name in names]
     patterns = [
@@ -328,7 +329,9 @@ def build_report(
     step("tool discovery")
     searched = [run for run in chosen if discovering(run)]
     found = load_discoveries(store, [run.name for run in searched]) if searched else {}
-    discovery = [run_discovery(run, by_run.get(run.name, []), found, needed) for run in searched]
+    discovery = [
+        run_discovery(run, by_run.get(run.name, []), found, needed, removed) for run in searched
+    ]
     return Report(
         chosen,
         cells,
@@ -355,8 +358,13 @@ def _needed_endpoints(
     data_dir: Path | None,
     search_roots: Sequence[Path] | None,
     notes: list[str],
+    unavailable: dict[str, list[str]] | None = None,
 ) -> dict[str, list[str]] | None:
-    """Each session's needed endpoints by session id; None (with a note) without data."""
+    """Each session's needed endpoints by session id; None (with a note) without data.
+
+    ``unavailable``, when given, is filled with each session's endpoints that
+    its setting made unavailable (a subset of the needed ones).
+    """
     # Imported here: the dataset loaders are needed only for runs that made tool calls.
     from aah.benchmark import load_tasks
     from aah.data import find_data_dir
@@ -383,13 +391,20 @@ def _needed_endpoints(
         return None
     present = {o.setting for o in mine}
     settings = [s for s in SETTINGS if s in present]
-    endpoints = {task.id: task.needed for task in load_tasks(found, settings)}
+    tasks = load_tasks(found, settings)
+    endpoints = {task.id: task.needed for task in tasks}
+    taken = {task.id: task.unavailable for task in tasks if task.unavailable}
     # A repeat (epoch 2 and on) needs what its task needs.
     needed = {
         o.session_id: endpoints[base_task_id(task_of[o.session_id])]
         for o in mine
         if base_task_id(task_of[o.session_id]) in endpoints
     }
+    if unavailable is not None:
+        for session_id in needed:
+            gone = taken.get(base_task_id(task_of[session_id]))
+            if gone:
+                unavailable[session_id] = list(gone)
     if not needed:
         notes.append(f"IAC not scored: no session's task id is a benchmark task in {found}")
     return needed

@@ -3,9 +3,10 @@
 A run whose agent could discover tools (``--discover``, ``--tools registry``)
 is scored on how it searched: the ``find_tools`` calls per task, and, for
 Fail-TaLMs tasks with gold endpoints, whether every gold endpoint the task
-needs was ever among a search's hits. A removed endpoint (the unavailable
-settings) is no gold endpoint here: the session could not find it, and the
-task's needed list leaves it out already.
+needs was ever among a search's hits. An endpoint the setting removed (the
+unavailable settings, with ``--unavailable hidden``) is no gold endpoint
+here: the session could not find it. A broken one (``--unavailable broken``)
+stays findable, and gold.
 
 A run that found its tools (``--tools registry``) is set beside the run that
 was given them (same model, Aah and setup but the tools), setting by setting,
@@ -83,18 +84,28 @@ def run_discovery(
     outcomes: Sequence[TaskOutcome],
     discoveries: Mapping[str, Sequence[Discovery]],
     needed: Mapping[str, Sequence[str]] | None,
+    unavailable: Mapping[str, Sequence[str]] | None = None,
 ) -> RunDiscovery:
-    """Score one run's searches (see the module docstring)."""
+    """Score one run's searches (see the module docstring).
+
+    Args:
+        run: The run.
+        outcomes: Its sessions' outcomes.
+        discoveries: Every search, by session id.
+        needed: Each session's gold endpoints, by session id (None: no data).
+        unavailable: Each session's endpoints its setting made unavailable.
+    """
     acted = [o for o in outcomes if not o.skipped]
+    hidden = run.manifest.get("unavailable", "hidden") == "hidden"
     per_task = Counter(
         {o.task_id or o.session_id: len(discoveries.get(o.session_id, ())) for o in acted}
     )
     missed: dict[str, list[str]] = {}
     with_gold = 0
     for outcome in acted:
-        gold = [
-            n for n in dict.fromkeys((needed or {}).get(outcome.session_id, ())) if n != ASK_HUMAN
-        ]
+        gone = set((unavailable or {}).get(outcome.session_id, ())) if hidden else set()
+        wanted = (needed or {}).get(outcome.session_id, ())
+        gold = [n for n in dict.fromkeys(wanted) if n != ASK_HUMAN and n not in gone]
         if not gold:
             continue
         with_gold += 1
