@@ -372,3 +372,13 @@ def test_bench_run_with_tools_from_the_registry_and_its_report(
         env={"AAH_REGISTRY": str(shared_registry)},
     )  # fmt: skip
     assert "Tool discovery" in text.stdout and "Cost of discovery" in text.stdout
+
+
+def test_the_terminal_app_counts_a_search_as_a_tool_call() -> None:
+    from aah.ui.tui.widgets import SessionStats, entry_view
+
+    event = DiscoveryEvent(session_id="s", call_id="c", need=NEED, hits=[WEATHER], added=[WEATHER])
+    assert SessionStats().after(event).tool_calls == 1
+    view = entry_view(event)
+    assert view is not None and view.heading == "⌕ find_tools → 1 endpoint(s), 1 new"
+    assert f"{WEATHER} (new)" in view.body

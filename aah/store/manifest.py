@@ -20,6 +20,7 @@ PINNED_FIELDS = (
     "registry_hash",
     "tools",
     "discover",
+    "discover_k",
 )
 
 
