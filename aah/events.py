@@ -187,7 +187,7 @@ class DiscoveryEvent(EventBase):
 
     kind: Literal["discovery"] = "discovery"
     call_id: str
-    need: str
+    need: Excerpt
     hits: list[str] = Field(default_factory=list)
     added: list[str] = Field(default_factory=list)
 

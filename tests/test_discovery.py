@@ -382,3 +382,44 @@ def test_the_terminal_app_counts_a_search_as_a_tool_call() -> None:
     view = entry_view(event)
     assert view is not None and view.heading == "⌕ find_tools → 1 endpoint(s), 1 new"
     assert f"{WEATHER} (new)" in view.body
+
+
+# find_tools called with needs a model may send: each gets a check's feedback
+# or a search's answer, and the session goes on to its end.
+LONG_NEED = " ".join(f"word{i}" for i in range(2_000))
+NEED_CORPUS: dict[str, tuple[dict[str, Any], str]] = {
+    "empty": ({"need": ""}, "IAV"),
+    "spaces only": ({"need": "   \t"}, "IAV"),
+    "a zero-width space": ({"need": "\u200b"}, "IAV"),
+    "no need at all": ({}, "IAV"),
+    "a number": ({"need": 5}, "IAT"),
+    "a list": ({"need": ["weather", "forecast"]}, "IAT"),
+    "an extra argument": ({"need": NEED, "k": 50}, "IAN"),
+    "stop words only": ({"need": "what is the"}, "ok"),
+    "search syntax": ({"need": 'weather" OR * NEAR(forecast'}, "ok"),
+    "another script": ({"need": "天気予報"}, "ok"),
+    "two thousand words": ({"need": LONG_NEED}, "ok"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEED_CORPUS))
+def test_find_tools_takes_any_need_a_model_sends(
+    registry: Registry, tmp_path: Path, case: str
+) -> None:
+    arguments, expected = NEED_CORPUS[case]
+    script = {
+        "rules": [
+            {"when": {"last_role": "tool"}, "reply": "Done."},
+            {"reply": {"tool_calls": [{"name": "find_tools", "arguments": arguments}]}},
+        ]
+    }
+    with FakeLLMServer(script) as llm:
+        status, events = _run(llm, tmp_path / "n.db", ToolFinder(registry))
+    assert status == "finished"
+    rejected = [e for e in events if isinstance(e, ToolCallEvent)]
+    searches = [e for e in events if isinstance(e, DiscoveryEvent)]
+    if expected == "ok":
+        assert not rejected and len(searches) == 1
+        assert len(searches[0].need) <= 2_000  # a long need is stored cut, with a marker
+    else:
+        assert [e.check for e in rejected] == [expected] and not searches
