@@ -53,6 +53,12 @@ class Settings(BaseSettings):
     # public (loopback, private, link-local, CGNAT...): a spec cannot reach the
     # user's own network or a cloud metadata service unless this is set.
     http_allow_private: bool = False
+    # MCP servers whose tools every `aah run` offers (AAH_MCP, a JSON list of
+    # 'CMD ARGS', URLs or NAME=...), and how long one may take to start and
+    # to answer a call.
+    mcp: list[str] = Field(default_factory=list)
+    mcp_start_timeout: float = Field(default=30.0, gt=0)
+    mcp_timeout: float = Field(default=30.0, gt=0)
 
     # Models: every role is an OpenAI-compatible chat endpoint. A role's own
     # setting wins; an unset one falls back to the agent's.

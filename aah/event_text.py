@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 from aah.events import (
+    ApprovalDecidedEvent,
+    ApprovalRequestedEvent,
     AwarenessEvent,
     DiscoveryEvent,
     ErrorEvent,
@@ -149,15 +151,49 @@ def describe_event(event: Event) -> EventDescription | None:
         return EventDescription(
             event.kind, "final answer", event.text, tone="final", reasoning=reasoning
         )
+    if isinstance(event, ApprovalRequestedEvent | ApprovalDecidedEvent):
+        return _describe_approval(event)
     if isinstance(event, StoppedEvent):
-        label = "■ stopped without a final answer" + (
-            " (step limit reached)" if event.reason == "step_limit" else " (reply cut off)"
-        )
+        label = "■ stopped without a final answer" + _STOPPED_WHY[event.reason]
         return EventDescription(event.kind, label, event.message, tone="warn")
     if isinstance(event, ErrorEvent):
         label = f"✗ error in {event.where or 'the runtime'}"
         return EventDescription(event.kind, label, event.message, tone="fail")
     return None
+
+
+_STOPPED_WHY = {
+    "step_limit": " (step limit reached)",
+    "cut_off": " (reply cut off)",
+    "terminated": " (a person terminated the session)",
+}
+_DECIDED: dict[str, tuple[str, Tone]] = {
+    "approved": ("approved", "ok"),
+    "edited": ("edited the arguments of", "warn"),
+    "rejected": ("rejected", "fail"),
+    "timed_out": ("no one decided in time on", "warn"),
+    "terminated": ("terminated the session at", "fail"),
+}
+
+
+def _describe_approval(event: ApprovalRequestedEvent | ApprovalDecidedEvent) -> EventDescription:
+    if isinstance(event, ApprovalRequestedEvent):
+        arguments = clip(json.dumps(event.arguments, ensure_ascii=False), ARGUMENT_CHARS)
+        again = f" (asked again, {event.ask})" if event.ask > 1 else ""
+        label = f"⏸ {event.method} {event.tool} waits for approval{again}".replace("  ", " ")
+        why = f"needs approval: {event.rule}" if event.rule else ""
+        line = ConversationLine("agent", f"wants to call {event.tool} (needs approval)")
+        return EventDescription(event.kind, label, why, arguments, "ask", line)
+    words, tone = _DECIDED[event.outcome]
+    who = "" if event.timed_out else f"{event.decided_by or 'someone'} "
+    label = f"↳ {who}{words} {event.tool}"
+    if event.timed_out:
+        label += f": the fallback {event.decision}s"
+    detail = ""
+    if event.arguments is not None:
+        detail = clip(json.dumps(event.arguments, ensure_ascii=False), ARGUMENT_CHARS)
+    line = ConversationLine("user", f"{event.outcome.replace('_', ' ')}: {event.tool}")
+    return EventDescription(event.kind, label, event.reason, detail, tone, line)
 
 
 def _describe_model_call(event: ModelCallEvent) -> EventDescription | None:

@@ -21,8 +21,13 @@ AwarenessMode = Literal["info", "tool", "both", "none"]
 # "CAP" is no pattern: a question the runtime did not ask, being past the cap on
 # questions per reply or per session (the model is told, and it is counted).
 CheckResult = Literal["ok", "IFN", "IAN", "IAT", "IFE", "RAC", "IAV", "CAP"]
-# Why a session stopped without a final answer (science.md §2).
-StopReason = Literal["step_limit", "cut_off"]
+# Why a session stopped without a final answer (science.md §2), or that a
+# person deciding on a tool call ended it (science.md §7).
+StopReason = Literal["step_limit", "cut_off", "terminated"]
+# What a person decided about a tool call that needed approval.
+ApprovalDecision = Literal["approve", "edit", "reject", "terminate"]
+# How a call needing approval ended (science.md §7): exactly one of these.
+ApprovalOutcome = Literal["approved", "edited", "rejected", "timed_out", "terminated"]
 EventKind = Literal[
     "awareness",
     "model_call",
@@ -33,6 +38,8 @@ EventKind = Literal[
     "final_answer",
     "stopped",
     "error",
+    "approval_requested",
+    "approval_decided",
 ]
 
 EXCERPT_CHARS = 2_000
@@ -270,6 +277,68 @@ class ErrorEvent(EventBase):
     where: str = ""
 
 
+class ApprovalRequestedEvent(EventBase):
+    """A tool call that passed its checks waits for a person's approval before it runs.
+
+    Attributes:
+        request_id: The human request that carries the call to a person
+            (one per ask: a timeout may ask again).
+        call_id: The id the model gave the call.
+        tool: The qualified tool name.
+        method: The endpoint's HTTP method.
+        arguments: The arguments as the model proposed them.
+        rule: The policy rule that made the call need approval, in words.
+        ask: 1 for the first ask, 2 when the first deadline asked again...
+    """
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    request_id: str
+    call_id: str
+    tool: str
+    method: str = ""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    rule: str = ""
+    ask: int = Field(default=1, ge=1)
+
+
+class ApprovalDecidedEvent(EventBase):
+    """The one decision on a call that needed approval (science.md §7).
+
+    Attributes:
+        request_id: The request whose answer (or deadline) decided.
+        call_id: The call decided.
+        tool: The qualified tool name.
+        decision: What applies: ``approve``, ``edit``, ``reject`` or ``terminate``.
+        arguments: The arguments the call runs with (an edit's), else None.
+        reason: Why, as the person said (a rejection's reason reaches the agent).
+        decided_by: An annotator, ``console``, ``oracle``, ``simulated``,
+            or ``deadline-fallback`` when no one decided in time.
+        timed_out: No one decided in time: the policy's fallback decided.
+    """
+
+    kind: Literal["approval_decided"] = "approval_decided"
+    request_id: str
+    call_id: str
+    tool: str
+    decision: ApprovalDecision
+    arguments: dict[str, Any] | None = None
+    reason: str = ""
+    decided_by: str = ""
+    timed_out: bool = False
+
+    @property
+    def outcome(self) -> ApprovalOutcome:
+        """How the call ended, as science.md §7 counts it."""
+        return "timed_out" if self.timed_out else _OUTCOME_OF[self.decision]
+
+
+_OUTCOME_OF: dict[ApprovalDecision, ApprovalOutcome] = {
+    "approve": "approved",
+    "edit": "edited",
+    "reject": "rejected",
+    "terminate": "terminated",
+}
+
 Event = Annotated[
     AwarenessEvent
     | ModelCallEvent
@@ -279,7 +348,9 @@ Event = Annotated[
     | HumanAnswerEvent
     | FinalAnswerEvent
     | StoppedEvent
-    | ErrorEvent,
+    | ErrorEvent
+    | ApprovalRequestedEvent
+    | ApprovalDecidedEvent,
     Field(discriminator="kind"),
 ]
 

@@ -21,6 +21,7 @@ from aah.store import (
     SessionStore,
     merge_databases,
 )
+from aah.store.schema import SCHEMA_VERSION
 
 SHORT_LEASE_S = 0.3
 
@@ -545,7 +546,7 @@ def test_a_version_2_file_is_upgraded_in_place(tmp_path: Path) -> None:
         assert store.queue_listing("bob").total == 1
         assert [e.id for e in store.queue_listing().entries] == ["r1", "r2"]
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert conn.execute("SELECT request_id, annotator FROM claims").fetchall() == [
             ("r1", "ana")

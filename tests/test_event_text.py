@@ -15,6 +15,8 @@ from aah.event_text import (
     describe_event,
 )
 from aah.events import (
+    ApprovalDecidedEvent,
+    ApprovalRequestedEvent,
     AwarenessEvent,
     DiscoveryEvent,
     ErrorEvent,
@@ -226,6 +228,72 @@ CASES: list[tuple[Event, EventDescription | None]] = [
         StoppedEvent(session_id=S, reason="cut_off", message="cut twice"),
         EventDescription(
             "stopped", "■ stopped without a final answer (reply cut off)", "cut twice", tone="warn"
+        ),
+    ),
+    (
+        StoppedEvent(session_id=S, reason="terminated", message="a person terminated it"),
+        EventDescription(
+            "stopped",
+            "■ stopped without a final answer (a person terminated the session)",
+            "a person terminated it",
+            tone="warn",
+        ),
+    ),
+    (
+        ApprovalRequestedEvent(
+            session_id=S,
+            request_id="r",
+            call_id="c",
+            tool="booking__hotel",
+            method="POST",
+            arguments={"rooms": 2},
+            rule="method POST",
+            ask=2,
+        ),  # fmt: skip
+        EventDescription(
+            "approval_requested",
+            "⏸ POST booking__hotel waits for approval (asked again, 2)",
+            "needs approval: method POST",
+            '{"rooms": 2}',
+            "ask",
+            ConversationLine("agent", "wants to call booking__hotel (needs approval)"),
+        ),
+    ),
+    (
+        ApprovalDecidedEvent(
+            session_id=S,
+            request_id="r",
+            call_id="c",
+            tool="booking__hotel",
+            decision="edit",
+            arguments={"rooms": 1},
+            reason="one is enough",
+            decided_by="ann",
+        ),  # fmt: skip
+        EventDescription(
+            "approval_decided",
+            "↳ ann edited the arguments of booking__hotel",
+            "one is enough",
+            '{"rooms": 1}',
+            "warn",
+            ConversationLine("user", "edited: booking__hotel"),
+        ),
+    ),
+    (
+        ApprovalDecidedEvent(
+            session_id=S,
+            request_id="r",
+            call_id="c",
+            tool="booking__hotel",
+            decision="reject",
+            decided_by="deadline-fallback",
+            timed_out=True,
+        ),  # fmt: skip
+        EventDescription(
+            "approval_decided",
+            "↳ no one decided in time on booking__hotel: the fallback rejects",
+            tone="warn",
+            conversation=ConversationLine("user", "timed out: booking__hotel"),
         ),
     ),
     (

@@ -402,6 +402,7 @@ def test_cell_json_shape_is_stable(tasks: Tasks) -> None:
         "step_limit",
         "cut_off",
         "questions_capped",
+        "terminated",
     ]
     assert data["pass_rate"] == {
         "k": 1,

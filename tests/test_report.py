@@ -141,8 +141,6 @@ def test_json_of_the_published_fixtures_gives_the_hand_computed_figures(
         "when2call",
         "repeats",
         "paper_comparison",
-        "discovery",
-        "discovery_cost",
     }
     assert data["when2call"] == []  # no When2Call run among them
     assert data["repeats"] == []  # no run with epochs among them

@@ -106,7 +106,9 @@ def test_the_headline_marks_the_cell_hides_pr_and_the_notes_say_why(store: Sessi
     assert row[4].startswith("33.3 [") and row[4].endswith(" of 6")
     assert "* beside N" in paper.caption
     assert failures.title == "What failed underneath"
-    assert failures.rows == [[RUN, "perfect", "7", "2", "1", "0", "0", "0", "1", "1", "0", "0"]]
+    assert failures.rows == [
+        [RUN, "perfect", "7", "2", "1", "0", "0", "0", "0", "1", "1", "0", "0"]
+    ]
     notes = "\n".join(report.notes)
     assert (
         f"run {RUN}, perfect: 2 of 7 sessions ended in error and count as not passed "
@@ -122,7 +124,7 @@ def test_html_and_csv_carry_the_same_counts(store: SessionStore) -> None:
     page = render_html(report)
     assert "What failed underneath" in page
     assert (
-        f"<td>{RUN}</td><td>perfect</td><td>7</td><td>2</td><td>1</td><td>0</td><td>0</td><td>0</td><td>1</td><td>1</td>"
+        f"<td>{RUN}</td><td>perfect</td><td>7</td><td>2</td><td>1</td><td>0</td><td>0</td><td>0</td><td>0</td><td>1</td><td>1</td>"
         in (page.replace("\n", ""))
     )
     assert "2 of 7 sessions ended in error" in page
@@ -145,7 +147,7 @@ def test_a_clean_run_has_no_marker_and_no_trouble_notes(store: SessionStore) -> 
     assert paper.columns[3:5] == ["PR", "Aware"]  # no PR graded column
     assert paper.rows[0][2] == "2" and paper.rows[0][3].startswith("50.0 [")
     assert "* beside N" not in paper.caption
-    assert failures.rows == [["every cell", "", "", *["0"] * 9]]
+    assert failures.rows == [["every cell", "", "", *["0"] * 10]]
     assert not [note for note in report.notes if RUN in note]
 
 

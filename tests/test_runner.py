@@ -179,6 +179,8 @@ MANIFEST_PAIRS = [
     ({"tools": "given"}, {"tools": "registry"}, ("tools", "given", "registry")),
     ({"discover": False}, {"discover": True}, ("discover", False, True)),
     ({"discover_k": 5}, {"discover_k": 8}, ("discover_k", 5, 8)),
+    ({"approvals": None}, {"approvals": {"rules": []}}, ("approvals", None, {"rules": []})),
+    ({"model": "a"}, {"model": "a", "approvals": None}, None),  # a run from before approvals
 ]
 
 
@@ -199,6 +201,7 @@ def test_the_pinned_fields_are_one_list_for_resume_and_merge(
         "tools",
         "discover",
         "discover_k",
+        "approvals",
     }
 
 
@@ -378,3 +381,29 @@ def test_activity_shows_the_work_of_a_slow_server_while_no_task_ends(
     assert busy and busy[0].startswith("3 running"), seen[:5]
     assert any("last step" in line for line in seen)
     assert activity.running == 0 and activity.describe() == ""
+
+
+def test_merge_carries_approved_calls_run_records_once(tmp_path: Path) -> None:
+    # A shard resumed from the merged file must find its approved calls'
+    # runs there, or it would send an approved call a second time.
+    shard = tmp_path / "shard.db"
+    with SessionStore(shard) as store:
+        store.create_run("r", {"model": "m"})
+        session = store.open_session("Book it", run="r", task_id="1")
+        assert store.start_approved_run(session.id, "call-1", {"day": "Monday"}) is None
+        store.finish_approved_run(
+            session.id,
+            "call-1",
+            status_code=200,
+            ok=True,
+            result="booked",
+            latency_ms=3.0,
+            http_mode="live",
+        )
+    into = tmp_path / "merged.db"
+    (summary,) = merge_databases([shard], into)
+    (again,) = merge_databases([shard], into)  # idempotent
+    assert (summary.approved_runs, again.approved_runs) == (1, 0)
+    with SessionStore(into) as store:
+        run = store.start_approved_run(session.id, "call-1", {"day": "Monday"})
+    assert run is not None and run.finished and run.result == "booked"

@@ -25,6 +25,7 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
 )
+from aah.store.schema import SCHEMA_VERSION
 from aah.store.sessions import REDACTED, SessionStore, scrub
 
 OPENAI_KEY = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123"
@@ -102,18 +103,32 @@ def test_schema_is_created_once_and_reopens(db_path: Path) -> None:
     first.close()
     second.close()
     with sqlite3.connect(db_path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     wanted = {"runs", "sessions", "events", "human_requests", "human_answers", "grades"}
     assert wanted <= tables
 
 
-def _version_3_schema() -> str:
-    """The schema as version 3 wrote it: no stopped statuses, no grade flag reason."""
+def _version_4_schema() -> str:
+    """The schema as version 4 wrote it: no terminated status, request kinds or approved runs."""
     from aah.store.schema import SCHEMA_SQL
 
-    v3 = SCHEMA_SQL.replace(",\n                          'step_limit', 'cut_off')", ")")
+    v4 = SCHEMA_SQL.replace(", 'terminated')", ")")
+    v4 = v4.replace(
+        ",\n    -- 'question' (answer it) or 'approval' (approve, edit or reject a tool call).\n"
+        "    kind TEXT NOT NULL DEFAULT 'question' CHECK (kind IN ('question', 'approval'))",
+        "",
+    )
+    start = v4.index("-- A tool call a person approved")
+    v4 = v4[:start] + v4[v4.index("CREATE TABLE IF NOT EXISTS grades") :]
+    assert "terminated" not in v4 and "approval" not in v4
+    return v4
+
+
+def _version_3_schema() -> str:
+    """The schema as version 3 wrote it: no stopped statuses, no grade flag reason."""
+    v3 = _version_4_schema().replace(",\n                          'step_limit', 'cut_off')", ")")
     v3 = v3.replace(
         ",\n    -- Why a flagged verdict is flagged: 'no_quorum' or 'tie' (NULL when not flagged).\n"
         "    flag TEXT",
@@ -155,9 +170,32 @@ def test_a_version_3_file_is_upgraded_in_place(db_path: Path) -> None:
         assert [g.flag for g in store.grades("s2")] == ["no_quorum"]
         assert [g.flag for g in store.grades("s3")] == ["tie"]
     with sqlite3.connect(db_path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_version_4_file_is_upgraded_in_place(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db_path) as conn:
+        conn.executescript(_version_4_schema())
+        conn.execute("PRAGMA user_version = 4")
+        conn.execute(
+            "INSERT INTO sessions (id, query, aah, thread_id, started, status)"
+            " VALUES ('s1', 'q', 1, 's1', '2026-01-01T00:00:00+00:00', 'waiting')"
+        )
+        conn.execute(
+            "INSERT INTO human_requests (id, session_id, question, created)"
+            " VALUES ('r1', 's1', 'Which?', '2026-01-01T00:00:00+00:00')"
+        )
+    with SessionStore(db_path) as store:
+        assert [r.kind for r in store.pending_human_requests()] == ["question"]
+        assert store.start_approved_run("s1", "c1", {}) is None  # the new table
+        store.end_session("s1", "terminated", None)  # the new status, and the triggers hold
+        assert store.pending_human_requests() == []
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:

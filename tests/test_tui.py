@@ -6,6 +6,7 @@ configured), tools answer in mock mode, questions go through the store.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -749,3 +750,62 @@ def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
         assert "in Lisbon: a high of" in shown.replace("\n", " ")
     finally:
         tmux(socket, "kill-server")
+
+
+def _approval_request(store: SessionStore, task_id: str) -> str:
+    """A waiting session whose POST call waits for approval in the queue; the request id."""
+    session = store.open_session("Book two rooms", task_id=task_id, setting="perfect")
+    store.set_status(session.id, "waiting")
+    rooms = {"name": "rooms", "type": "integer", "required": True, "location": "body"}
+    call = {"tool": "hotel__book", "method": "POST", "arguments": {"rooms": 2},
+            "parameters": [rooms], "rule": "method POST"}  # fmt: skip
+    request = store.create_human_request(
+        session.id, "Approve this call?", {"query": "Book", "approval": call}, kind="approval"
+    )
+    return request.id
+
+
+async def test_an_approval_opens_its_dialog_and_refuses_an_invalid_edit_before_sending(
+    registry: Registry, shared_data: Path, tmp_path: Path
+) -> None:
+    from aah.ui.tui.approval_screen import ApproveCallScreen
+
+    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+    with SessionStore(app.db) as runner_store:
+        edited = _approval_request(runner_store, "q1")
+        rejected = _approval_request(runner_store, "q2")
+        approved = _approval_request(runner_store, "q3")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApproveCallScreen))
+        assert "POST hotel__book" in screen_text(app)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: getattr(app.focused, "id", None) == "ask-answer")
+        app.screen.query_one("#ask-answer", Input).value = '{"rooms": "two"}'
+        await pilot.press("enter")  # refused here: the wrong type never reaches the runner
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ApproveCallScreen)
+        assert any("Refused" in str(n.message) for n in app._notifications)
+        app.screen.query_one("#ask-answer", Input).value = '{"rooms": 1}'
+        await pilot.press("enter")
+        # The next call in the queue opens by itself: reject it with a reason.
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, ApproveCallScreen) and app.screen.request.id == rejected,
+        )
+        await pilot.press("r", *"too many", "enter")
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, ApproveCallScreen) and app.screen.request.id == approved,
+        )
+        await pilot.press("a")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ApproveCallScreen))
+    with SessionStore(app.db) as store:
+        answers = {r: store.get_human_request(r) for r in (edited, rejected, approved)}
+    assert {r: json.loads(a.answer or "") for r, a in answers.items() if a is not None} == {
+        edited: {"decision": "edit", "reason": "", "arguments": {"rooms": 1}},
+        rejected: {"decision": "reject", "reason": "too many"},
+        approved: {"decision": "approve", "reason": ""},
+    }

@@ -19,6 +19,7 @@ from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
 from aah.runtime import WorkClock, waiting_for_person, within_work_time
 from aah.store import SessionStore
+from aah.store.schema import SCHEMA_VERSION
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.registry.read import Registry
 
@@ -173,7 +174,7 @@ def test_an_older_database_is_upgraded_in_place(tmp_path: Path) -> None:
         assert store.get_session("s1").status == "cancelled"  # type: ignore[union-attr]
         assert store.pending_human_requests() == []
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 

@@ -31,6 +31,7 @@ from aah.runtime import (
     DEFAULT_TOOL_RESULT_TOKENS,
     Activity,
     AnswerWatcher,
+    ApprovalPolicy,
     Runtime,
     ScriptedHuman,
     SessionOutcome,
@@ -78,6 +79,8 @@ class RunOptions:
     # What ``aah models check``'s probe found about the agent's server before
     # the run (``ProbeReport.model_dump()``); stored, never pinned.
     probe: dict[str, Any] | None = None
+    # Which calls wait for a person's approval (``--approve*``); None: none.
+    approvals: ApprovalPolicy | None = None
 
 
 class RepeatableTask(Protocol):
@@ -202,6 +205,10 @@ def run_manifest(
         "discover": options.discover or options.tools == "registry",
         "discover_k": options.discover_k,
         "probe": options.probe,
+        # Which calls needed a person's approval (pinned: another policy is another run).
+        "approvals": (
+            options.approvals.model_dump(mode="json") if options.approvals is not None else None
+        ),
         # Not pinned: a run may be resumed with more epochs.
         "epochs": options.epochs,
         # Every text a model reads in this run: the session's and the batch humans'.

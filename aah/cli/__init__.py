@@ -10,7 +10,7 @@ import typer
 # errors are these classes, not the ones of a separately installed click.
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
-from aah.cli import bench, data, db, importing, models, serve, sessions, tools
+from aah.cli import bench, data, db, importing, mcp, models, serve, sessions, tools
 from aah.cli.bench_run import bench_run
 from aah.cli.classify import classify
 from aah.cli.demo import demo
@@ -44,6 +44,7 @@ app.add_typer(
 )
 app.add_typer(serve.app, name="serve", help="Start a local model server set up for aah.")
 app.add_typer(models.app, name="models", help="Check what a model server does with aah's requests.")
+app.add_typer(mcp.app, name="mcp", help="aah's human desk for MCP agents (ask_human).")
 app.command("run")(run)
 app.command("demo")(demo)
 app.command("grade")(grade)

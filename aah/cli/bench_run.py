@@ -172,6 +172,17 @@ def bench_run(
         help="Run each task this many times (epoch by epoch; the same name resumes; "
         "the report adds pass@k and pass^k).",
     ),
+    approve: Path | None = typer.Option(
+        None, "--approve", help="Approval policy file (YAML): calls a person must approve."
+    ),
+    approve_methods: str | None = typer.Option(
+        None,
+        "--approve-methods",
+        help="Calls with these HTTP methods need approval, e.g. POST,PUT.",
+    ),
+    approve_tools: list[str] = typer.Option(
+        [], "--approve-tools", help="Calls of tools matching this glob need approval (repeatable)."
+    ),
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
     if benchmark not in BENCHMARKS:
@@ -183,6 +194,12 @@ def bench_run(
             f"--tools registry and --discover are Fail-TaLMs settings, not {benchmark}'s: "
             "drop them, or use --benchmark fail-talms"
         )
+    from aah.runtime import policy_from_options
+
+    approvals = policy_from_options(approve, approve_methods, approve_tools)
+    if approvals is not None and benchmark != "fail-talms":
+        # Their scores read the calls the model proposed in one turn, not a person's decisions.
+        raise AahError(f"--approve* flags work with --benchmark fail-talms, not {benchmark}")
     if benchmark == "bfcl":
         from aah.cli.bench_bfcl import BfclFlags, run_bfcl
 
@@ -254,6 +271,7 @@ def bench_run(
         tools=cast("ToolSource", tools),
         discover=discover,
         discover_k=discover_k or get_settings().discover_k,
+        approvals=approvals,
     )
     runner = BatchRunner(options, registry, config)
     if report is not None and options.probe is not None:
@@ -481,6 +499,8 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
         ["seconds", f"{summary.seconds:.1f}"],
         ["tasks/s", f"{summary.tasks_per_second:.2f}"],
     ]
+    if summary.stopped["terminated"]:
+        rows.insert(6, ["terminated by a person", summary.stopped["terminated"]])
     print_table(table(f"Run {run}", ["", "count"], rows))
     print_line(
         f"stored in {db}; next: "

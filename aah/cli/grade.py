@@ -64,6 +64,7 @@ _ENDED_LABELS = {
     "cancelled": "cancelled",
     "step_limit": "step limit",
     "cut_off": "reply cut off",
+    "terminated": "terminated by a person",
 }
 
 

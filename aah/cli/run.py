@@ -19,6 +19,7 @@ from aah.terminal_text import printable
 if TYPE_CHECKING:
     from aah.events import AwarenessMode
     from aah.llm import ModelConfig
+    from aah.mcp import McpTools
     from aah.runtime import HumanChannel, SessionOutcome, SessionRequest
     from aah.tools import EndpointSpec
     from aah.tools.registry import Registry
@@ -66,7 +67,7 @@ def run(
         None,
         "--discover/--no-discover",
         help="Give the agent find_tools to search the registry as it goes "
-        "(default: on when no --tool or --auto-tools is given).",
+        "(default: on when no --tool, --auto-tools or --mcp is given).",
     ),
     discover_k: int | None = typer.Option(
         None,
@@ -75,37 +76,59 @@ def run(
         max=50,
         help="Endpoints one find_tools call returns (default AAH_DISCOVER_K, 5).",
     ),
+    mcp: list[str] = typer.Option(
+        [],
+        "--mcp",
+        help="Offer an MCP server's tools: 'CMD ARGS' (stdio) or a URL (repeatable).",
+    ),
+    approve: Path | None = typer.Option(
+        None, "--approve", help="Approval policy file (YAML): calls a person must approve."
+    ),
+    approve_methods: str | None = typer.Option(
+        None,
+        "--approve-methods",
+        help="Calls with these HTTP methods need approval, e.g. POST,PUT.",
+    ),
+    approve_tools: list[str] = typer.Option(
+        [], "--approve-tools", help="Calls of tools matching this glob need approval (repeatable)."
+    ),
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
     from aah.llm import model_config
+    from aah.mcp import configured_servers, open_mcp_tools
     from aah.runtime import (
         ChannelOptions,
         SessionRequest,
         ToolFinder,
         choose_tool_mode,
         make_human_channel,
+        policy_from_options,
         run_async,
         tool_mode_choice,
     )
 
     choice = tool_mode_choice(tool_mode)
+    approvals = policy_from_options(approve, approve_methods, approve_tools)
     if data is not None:
         from aah.data import find_data_dir
 
         find_data_dir(data)  # a mistyped --data is an error even when no tool needs it
     db_path = db or get_settings().db
+    servers = configured_servers(mcp)
     config = model_config("agent", model=model)  # a missing model is said before any build
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
     k = discover_k or get_settings().discover_k
     # With no tool named, the agent finds its own (find_tools), unless told not to.
-    discovering = discover if discover is not None else not (tool or auto_tools)
+    discovering = discover if discover is not None else not (tool or auto_tools or servers)
     if discovering and registry is None:
         registry = _discovery_registry(data, asked=discover is True)
     finder = ToolFinder(registry, k) if registry is not None and discovering else None
     mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, deadline))
+    tools = open_mcp_tools(servers, http_mode=http, fault_plan=fault or None, offered=specs)
+    specs += tools.specs
     request = SessionRequest(
         query=query,
         specs=specs,
@@ -115,6 +138,7 @@ def run(
         tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
         tool_mode=mode,
         finder=finder,
+        approvals=approvals,
     )
     offered = ", ".join(s.qualified_name for s in specs) or "none"
     offered += f" + find_tools ({k} per search)" if finder is not None else ""
@@ -124,7 +148,10 @@ def run(
         markup=True,
         highlight=False,
     )
-    outcome = run_async(_run(request, db_path, config, channel, http, fault))
+    try:
+        outcome = run_async(_run(request, db_path, config, channel, http, fault, tools))
+    finally:
+        tools.close()
     _report(outcome)
 
 
@@ -135,11 +162,15 @@ async def _run(
     channel: HumanChannel,
     http: str,
     fault: list[str],
+    tools: McpTools,
 ) -> SessionOutcome:
     from aah.cli.trace import TracePrinter
     from aah.runtime import open_runtime, run_session
+    from aah.tools.http import make_executor
 
     printer = TracePrinter(console)
+    # MCP tools, if any, are routed beside the HTTP ones through one executor.
+    executor = tools.route(make_executor(http, fault_plan=fault or None)) if tools.active else None
     async with open_runtime(
         db=db,
         model=config,
@@ -147,6 +178,7 @@ async def _run(
         http_mode=http,
         fault_plan=fault or None,
         listeners=[printer],
+        executor=executor,
     ) as runtime:
         first = "the model" if request.awareness == "none" else "the model's awareness answer"
         printer.waiting_for(first)

@@ -17,6 +17,7 @@ from aah.cli.output import (
     print_table,
     table,
 )
+from aah.errors import AahError
 
 if TYPE_CHECKING:
     from aah.tools import EndpointSpec
@@ -219,7 +220,12 @@ def check(
     from aah.tools.registry import probe_endpoints
 
     registry = open_registry(data, build_if_missing=True)
-    specs = [registry.get(name) for name in tool] if tool else registry.endpoints()
+    # MCP tools are not HTTP endpoints: a probe of theirs could only fail.
+    specs = (
+        [registry.get(name) for name in tool]
+        if tool
+        else [spec for spec in registry.endpoints() if spec.source.kind != "mcp"]
+    )
     if sample is not None and not tool:
         import random
 
@@ -238,6 +244,55 @@ def check(
     for r in results:
         counts[r.state] = counts.get(r.state, 0) + 1
     console.print(", ".join(f"{state}: {n}" for state, n in sorted(counts.items())))
+
+
+@app.command("add-mcp")
+def add_mcp(
+    name: str = typer.Argument(..., help="The server's name: its tools become NAME__tool."),
+    command: list[str] = typer.Argument(
+        ..., help="After --: the command that starts it (stdio), or its URL (streamable HTTP)."
+    ),
+    data: Path | None = DataOption,
+) -> None:
+    """Record an MCP server's tools in the registry, searchable beside the HTTP endpoints."""
+    import shlex
+
+    from aah.config import get_settings, project_root
+    from aah.data import find_data_dir
+    from aah.mcp import McpConnections, McpFailure, parse_server, require_sdk, tool_specs
+    from aah.tools.registry import Registry, build_registry, save_added
+
+    require_sdk()
+    server = parse_server(shlex.join(command) if len(command) > 1 else command[0], name=name)
+    settings = get_settings()
+    connections = McpConnections(
+        start_timeout=settings.mcp_start_timeout, call_timeout=settings.mcp_timeout
+    )
+    try:
+        specs = tool_specs(server, connections.list_tools(server))
+    except McpFailure as exc:
+        raise AahError(f"{exc}: nothing was added") from None
+    finally:
+        connections.close()
+    if not specs:
+        raise AahError(f"MCP server {server.name} offers no tools: nothing was added")
+    path = settings.registry_path()
+    # The registry is built again (about a second), so the new tools are indexed
+    # by the same search as the rest, and every later build keeps them.
+    data_dir = find_data_dir(data)
+    save_added(path, server.name, specs)
+    report = build_registry(data_dir, path, project_root() / "tool_registry" / "fixes.yaml")
+    registry = Registry(path)
+    try:
+        kept = [s.qualified_name for s in specs if s.qualified_name in registry]
+    finally:
+        registry.close()
+    console.print(
+        f"added {len(kept)} tools of MCP server {server.name} to {path} "
+        f"({report.endpoints} in all): {', '.join(kept)}",
+        markup=False,
+        highlight=False,
+    )
 
 
 def _summary(spec: EndpointSpec) -> dict[str, object]:

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from aah.event_text import EventDescription, Tone, describe_event, reasoning_summary
 from aah.events import (
+    ApprovalRequestedEvent,
     ErrorEvent,
     Event,
     FinalAnswerEvent,
@@ -70,6 +71,8 @@ def _render_description(description: EventDescription) -> str:
 def next_wait(event: Event) -> str | None:
     """What a session waits for after ``event``; None when it ended or a person answers."""
     if isinstance(event, FinalAnswerEvent | StoppedEvent | ErrorEvent | HumanQuestionEvent):
+        return None
+    if isinstance(event, ApprovalRequestedEvent):  # a person decides
         return None
     if isinstance(event, ModelCallEvent) and event.purpose == "agent" and event.n_tool_calls:
         return "the tool calls"

@@ -13,6 +13,26 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.runtime.activity import Activity
     from aah.runtime.answer_watch import AnswerWatcher
+    from aah.runtime.approval_policy import (
+        ApprovalPolicy,
+        ApprovalRule,
+        ArgumentRule,
+        load_policy,
+        parse_policy,
+        policy_from_flags,
+        policy_from_options,
+    )
+    from aah.runtime.approvals import (
+        ApprovalReply,
+        ApprovalRequest,
+        Approver,
+        ConsoleApprover,
+        EditCheck,
+        QueueApprover,
+        ScriptedApprover,
+        approver_for,
+        reply_from_answer,
+    )
     from aah.runtime.awareness import SETTING_AWARENESS, ask_awareness, parse_awareness
     from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
     from aah.runtime.discovery import Discovery, ToolFinder
@@ -48,6 +68,22 @@ if TYPE_CHECKING:
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
+    "ApprovalPolicy",
+    "ApprovalRule",
+    "ArgumentRule",
+    "load_policy",
+    "parse_policy",
+    "policy_from_flags",
+    "policy_from_options",
+    "ApprovalReply",
+    "ApprovalRequest",
+    "Approver",
+    "ConsoleApprover",
+    "EditCheck",
+    "QueueApprover",
+    "ScriptedApprover",
+    "approver_for",
+    "reply_from_answer",
     "Activity",
     "AnswerWatcher",
     "Parked",
@@ -95,6 +131,22 @@ __all__ = [
 ]
 
 _WHERE = {
+    "ApprovalPolicy": "aah.runtime.approval_policy",
+    "ApprovalRule": "aah.runtime.approval_policy",
+    "ArgumentRule": "aah.runtime.approval_policy",
+    "load_policy": "aah.runtime.approval_policy",
+    "parse_policy": "aah.runtime.approval_policy",
+    "policy_from_flags": "aah.runtime.approval_policy",
+    "policy_from_options": "aah.runtime.approval_policy",
+    "ApprovalReply": "aah.runtime.approvals",
+    "ApprovalRequest": "aah.runtime.approvals",
+    "Approver": "aah.runtime.approvals",
+    "ConsoleApprover": "aah.runtime.approvals",
+    "EditCheck": "aah.runtime.approvals",
+    "QueueApprover": "aah.runtime.approvals",
+    "ScriptedApprover": "aah.runtime.approvals",
+    "approver_for": "aah.runtime.approvals",
+    "reply_from_answer": "aah.runtime.approvals",
     "Activity": "aah.runtime.activity",
     "AnswerWatcher": "aah.runtime.answer_watch",
     "Parked": "aah.runtime.humans",

@@ -11,7 +11,7 @@ from aah.runtime.checkpoints import EventOutbox, session_checkpointer
 from aah.runtime.humans import HumanChannel
 from aah.runtime.session import Durability, EventListener, Runtime
 from aah.store import SessionStore
-from aah.tools.http import make_executor
+from aah.tools.http import Executor, make_executor
 
 
 @asynccontextmanager
@@ -28,15 +28,20 @@ async def open_runtime(
     temperature: float | None = None,
     seed: int | None = None,
     durability: Durability = "step",
+    executor: Executor | None = None,
 ) -> AsyncIterator[Runtime]:
     """Everything sessions need, opened together and closed together.
 
     Checkpoints live in the session database ``db`` itself, so that each
-    one commits with the events of the steps it saves.
+    one commits with the events of the steps it saves. ``executor``, when
+    given, answers the tool calls instead of one made from ``http_mode``
+    (a run with MCP tools routes them beside the HTTP ones); it is closed
+    with the rest.
     """
-    executor = make_executor(
-        http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
-    )
+    if executor is None:
+        executor = make_executor(
+            http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
+        )
     store = SessionStore(db)
     chat = ChatClient(model, temperature=temperature, seed=seed)
     try:

@@ -25,6 +25,14 @@ from langgraph.types import interrupt
 from aah.events import AwarenessEvent, DiscoveryEvent, ModelCallEvent, ToolCallEvent
 from aah.events import CheckResult as CheckCode
 from aah.llm import ModelStatusError, recover_text_tool_calls
+from aah.runtime.approval_gate import (
+    APPROVAL_NODE,
+    after_approval,
+    approval_node,
+    decision_for,
+    run_decided,
+    undecided_calls,
+)
 from aah.runtime.awareness import (
     ask_awareness,
     awareness_questions,
@@ -56,9 +64,11 @@ def build_graph(
     graph.add_node("agent", _agent)
     graph.add_node("tools", _tools)
     graph.add_node("ask_human", _ask_human)
+    graph.add_node(APPROVAL_NODE, approval_node)
     graph.add_edge(START, "awareness")
     graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
-    graph.add_conditional_edges("agent", _after_agent, ["tools", "ask_human", END])
+    graph.add_conditional_edges("agent", _after_agent, ["tools", "ask_human", APPROVAL_NODE, END])
+    graph.add_conditional_edges(APPROVAL_NODE, after_approval, [APPROVAL_NODE, "tools", END])
     graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent", END])
     graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent", END])
     return graph.compile(checkpointer=checkpointer)
@@ -287,7 +297,10 @@ def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
     at_limit = state.get("steps", 0) >= runtime.context.step_limit
     if at_limit and not runtime.context.answer_calls_at_limit:
         return END
-    return "ask_human" if _only_good_questions(reply, state, runtime.context) else "tools"
+    if _only_good_questions(reply, state, runtime.context):
+        return "ask_human"
+    # Calls a policy marks wait for a person's decision before any of the turn runs.
+    return APPROVAL_NODE if undecided_calls(state, runtime.context) else "tools"
 
 
 def _only_good_questions(reply: AIMessage, state: AgentState, ctx: SessionContext) -> bool:
@@ -324,7 +337,7 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     tools = ctx.tools_now(state)
     checker = tools.checker(state.get("seen_calls", []))
     messages: list[ToolMessage] = []
-    runs: list[tuple[str, str, dict[str, Any]]] = []
+    runs: list[Awaitable[ToolMessage]] = []
     seen = list(state.get("seen_calls", []))
     discovered = list(state.get("discovered") or [])
     known = set(tools.offered)
@@ -349,9 +362,15 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
         seen.append(canonical_call(call["name"], call["args"]))
         if call["name"] == FIND_TOOLS:
             messages.append(_find_tools(ctx, call["id"] or "", call["args"], known, discovered))
-        elif call["name"] != ASK_HUMAN:
-            runs.append((call["id"] or "", call["name"], call["args"]))
-    messages += await asyncio.gather(*(_run(ctx, tools, *run) for run in runs))
+            continue
+        if call["name"] == ASK_HUMAN:
+            continue
+        decision = decision_for(state, ctx, call)
+        if decision is not None:  # it needed approval: it runs as decided
+            runs.append(run_decided(ctx, call, decision))
+        else:
+            runs.append(_run(ctx, tools, call["id"] or "", call["name"], call["args"]))
+    messages += await asyncio.gather(*runs)
     update: dict[str, Any] = {"messages": messages, "seen_calls": seen}
     if len(discovered) != len(state.get("discovered") or []):
         update["discovered"] = discovered

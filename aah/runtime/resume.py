@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from aah.config import get_settings
 from aah.errors import AahError
+from aah.runtime.approval_policy import ApprovalPolicy
 from aah.runtime.discovery import ToolFinder
 from aah.runtime.humans import QueueHuman
 from aah.runtime.session import SessionRequest
@@ -94,6 +95,9 @@ def resume_request(store: SessionStore, session_id: str) -> Resumable:
         retry_errors=True,
         session_id=session.id,
         finder=_finder(recipe.get("discover")),
+        approvals=(
+            ApprovalPolicy.model_validate(recipe["approvals"]) if recipe.get("approvals") else None
+        ),
     )
     return Resumable(session, request, str(recipe.get("http_mode") or "mock"))
 

@@ -35,6 +35,9 @@ from aah.events import (
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.runtime.activity import Activity
+from aah.runtime.approval_gate import decide_call
+from aah.runtime.approval_policy import ApprovalPolicy
+from aah.runtime.approvals import Approver
 from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS, ReplyCutOff
 from aah.runtime.checkpoints import EventOutbox
@@ -54,7 +57,6 @@ from aah.runtime.state import (
     DEFAULT_STEP_LIMIT,
     AgentState,
     SessionContext,
-    discovered_specs,
     offered_schemas,
 )
 from aah.runtime.tool_mode import ToolMode
@@ -109,6 +111,10 @@ class SessionRequest:
     retry_errors: bool = False
     session_id: str | None = None
     finder: ToolFinder | None = None
+    # Which calls wait for a person's approval (None: none), and who decides
+    # (None: the approver that goes with ``human``, see ``approver_for``).
+    approvals: ApprovalPolicy | None = None
+    approver: Approver | None = None
 
     def __post_init__(self) -> None:
         # A query from a command line may hold bytes that are not UTF-8.
@@ -216,6 +222,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         max_questions_per_reply=get_settings().max_questions_per_reply,
         max_questions_per_session=get_settings().max_questions_per_session,
         finder=request.finder,
+        approvals=request.approvals,
+        store=store,
     )
     runtime.activity.session_started()
     try:
@@ -325,6 +333,7 @@ def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
             if request.finder is not None
             else None
         ),
+        "approvals": request.approvals.model_dump(mode="json") if request.approvals else None,
     }
 
 
@@ -341,9 +350,10 @@ async def _drive(
     if record.status == "error":  # retried (finished and skipped ones never are)
         runtime.store.set_status(ctx.session_id, "running")
     if snapshot and snapshot.interrupts:
-        found = discovered_specs(cast(AgentState, snapshot.values))
+        # Remembered as the session's current tools: the person asked sees them.
+        ctx.tools_now(cast(AgentState, snapshot.values))
         payload = Command(
-            resume=await _ask(ctx, runtime, request, record, snapshot.interrupts[0].value, found)
+            resume=await _answer(ctx, runtime, request, record, snapshot.interrupts[0].value)
         )
     durability = _GRAPH_DURABILITY[runtime.durability]
     while True:
@@ -352,9 +362,9 @@ async def _drive(
         pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
         if not pending:
             break
-        found = discovered_specs(cast(AgentState, output))
-        value = pending[0].value
-        payload = Command(resume=await _ask(ctx, runtime, request, record, value, found))
+        # Remembered as the session's current tools: the person asked sees them.
+        ctx.tools_now(cast(AgentState, output))
+        payload = Command(resume=await _answer(ctx, runtime, request, record, pending[0].value))
     return _finish(ctx, runtime, record, cast(AgentState, output))
 
 
@@ -389,19 +399,36 @@ def first_prompt_tokens(
     return chars // CHARS_PER_TOKEN
 
 
+async def _answer(
+    ctx: SessionContext,
+    runtime: Runtime,
+    request: SessionRequest,
+    record: SessionRecord,
+    value: dict[str, Any],
+) -> dict[str, Any]:
+    """The reply to one interrupt: a question's answer, or the decision on a call to approve."""
+    if value.get("kind") != "approval":
+        return await _ask(ctx, runtime, request, record, value)
+    known = runtime.store.events(ctx.session_id)
+    context = {
+        **request.context,
+        "query": record.query,
+        "setting": record.setting,
+        "task_id": record.task_id,
+        "run": record.run,
+        "conversation": conversation_so_far(known),
+    }
+    return await decide_call(ctx, runtime, request, record, value, context)
+
+
 async def _ask(
     ctx: SessionContext,
     runtime: Runtime,
     request: SessionRequest,
     record: SessionRecord,
     value: dict[str, Any],
-    discovered: Sequence[EndpointSpec] = (),
 ) -> dict[str, Any]:
-    """Put one interrupt's question to the human channel; log question and answer.
-
-    ``discovered`` are the endpoints ``find_tools`` added so far: the person
-    sees them among the agent's tools.
-    """
+    """Put one interrupt's question to the human channel; log question and answer."""
     request_id = f"{ctx.session_id}-{value['call_id']}"
     question = str(value["question"])
     known = runtime.store.events(ctx.session_id)
@@ -418,7 +445,8 @@ async def _ask(
         "run": record.run,
         "conversation": conversation_so_far(known),
         # What the agent was given, one line a tool, for the person answering.
-        "tools": [_tool_line(spec) for spec in _known(ctx.specs, discovered)],
+        # Those found with find_tools included.
+        "tools": [_tool_line(spec) for spec in ctx.current_tools.specs.values()],
     }
     logged = next(
         (e for e in known if isinstance(e, HumanAnswerEvent) and e.request_id == request_id), None
@@ -454,11 +482,6 @@ async def _ask(
         raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
     runtime.publish(stored)
     return reply.model_dump()
-
-
-def _known(given: Sequence[EndpointSpec], found: Sequence[EndpointSpec]) -> list[EndpointSpec]:
-    names = {spec.qualified_name for spec in given}
-    return [*given, *(spec for spec in found if spec.qualified_name not in names)]
 
 
 def _tool_line(spec: EndpointSpec) -> str:
@@ -512,6 +535,8 @@ def _finish(
     text = last.text if last is not None and isinstance(last.text, str) else ""
     if state.get("skipped"):
         return _close(ctx, runtime, record, "skipped", text)
+    if state.get("terminated"):
+        return _stop(runtime, record, "terminated", _terminated_message(state))
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
     if limit_hit and not ctx.answer_calls_at_limit:
         # Still calling tools at its last step: no final answer (science.md §2).
@@ -526,6 +551,13 @@ def _finish(
         text = f"(stopped after {ctx.step_limit} steps without a final answer)"
     reasoning = reasoning_of(last) if last is not None and not limit_hit else None
     return _close(ctx, runtime, record, "finished", text, limit_hit, reasoning)
+
+
+def _terminated_message(state: AgentState) -> str:
+    ended = [d for d in state.get("approvals", {}).values() if d.get("decision") == "terminate"]
+    reason = str(ended[-1].get("reason") or "").strip() if ended else ""
+    said = f": {reason}" if reason else ""
+    return f"a person terminated the session when asked to approve a tool call{said}"
 
 
 def _stop(

@@ -13,9 +13,11 @@ from langgraph.graph.message import add_messages
 from aah.config import DEFAULT_QUESTIONS_PER_REPLY, DEFAULT_QUESTIONS_PER_SESSION
 from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
+from aah.runtime.approval_policy import ApprovalPolicy
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.discovery import ToolFinder
 from aah.runtime.tool_mode import ToolMode, tools_prompt
+from aah.store import SessionStore
 from aah.tools import (
     ASK_HUMAN,
     ASK_HUMAN_PARAMETERS,
@@ -50,6 +52,10 @@ class AgentState(TypedDict, total=False):
     steps: int
     seen_calls: list[str]
     discovered: list[dict[str, Any]]
+    # The decision on each call that needed approval, by call id (see approval_gate).
+    approvals: dict[str, dict[str, Any]]
+    # A person deciding on a call ended the session.
+    terminated: bool
 
 
 def offered_schemas(
@@ -123,6 +129,10 @@ class SessionContext:
     # Questions to the person past these are not asked; the model is told why.
     max_questions_per_reply: int = DEFAULT_QUESTIONS_PER_REPLY
     max_questions_per_session: int = DEFAULT_QUESTIONS_PER_SESSION
+    # Which calls wait for a person's approval (None: none do), and the store
+    # that records approved calls as they run, so that none runs twice.
+    approvals: ApprovalPolicy | None = None
+    store: SessionStore | None = None
     # Discovery on: the agent may call find_tools, which searches with this.
     finder: ToolFinder | None = None
     _found: tuple[tuple[str, ...], SessionTools] | None = field(
@@ -139,8 +149,20 @@ class SessionContext:
         """The session's tools before any discovery, built on the first step that needs them."""
         return SessionTools(self.specs, self.aah, self.discover)
 
+    @property
+    def current_tools(self) -> SessionTools:
+        """The tools as of the last state :meth:`tools_now` was given (those offered before).
+
+        For the steps that have no state at hand: running a decided call,
+        telling a person which tools the agent has.
+        """
+        return self._found[1] if self._found is not None else self.tools
+
     def tools_now(self, state: AgentState) -> SessionTools:
-        """The session's tools at ``state``: those offered plus those discovered so far."""
+        """The session's tools at ``state``: those offered plus those discovered so far.
+
+        Remembered as :attr:`current_tools`.
+        """
         found = discovered_specs(state)
         if not found:
             return self.tools

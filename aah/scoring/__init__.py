@@ -12,6 +12,14 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.scoring.agreement import HUMAN_GRADER_PREFIX
+    from aah.scoring.approvals import (
+        ApprovalCall,
+        ApprovalCell,
+        approval_calls,
+        approval_cell_to_json,
+        approval_metrics,
+        load_approval_calls,
+    )
     from aah.scoring.behavior import Classification, behavior_report, classify_reply
     from aah.scoring.errors import error_patterns
     from aah.scoring.grader import (
@@ -34,6 +42,12 @@ if TYPE_CHECKING:
     from aah.scoring.report import build_report, render_html, render_json
 
 __all__ = [
+    "ApprovalCall",
+    "ApprovalCell",
+    "approval_calls",
+    "approval_cell_to_json",
+    "approval_metrics",
+    "load_approval_calls",
     "HUMAN_GRADER_PREFIX",
     "CellMetrics",
     "Classification",
@@ -62,6 +76,12 @@ __all__ = [
 ]
 
 _WHERE = {
+    "ApprovalCall": "aah.scoring.approvals",
+    "ApprovalCell": "aah.scoring.approvals",
+    "approval_calls": "aah.scoring.approvals",
+    "approval_cell_to_json": "aah.scoring.approvals",
+    "approval_metrics": "aah.scoring.approvals",
+    "load_approval_calls": "aah.scoring.approvals",
     "HUMAN_GRADER_PREFIX": "aah.scoring.agreement",
     "CellMetrics": "aah.scoring.metrics",
     "Classification": "aah.scoring.behavior.classes",

@@ -56,7 +56,7 @@ JSON shape (``cell_to_json``), one object per run × setting, keys in this order
      "ungraded": int, "unfinished": int,
      "errors": int, "flagged": int, "awareness_none": int, "cancelled": int,
      "pass_rate_graded": P, "no_quorum": int, "step_limit": int, "cut_off": int,
-     "questions_capped": int}
+     "questions_capped": int, "terminated": int}
 
     P = {"k": int, "n": int, "value": float | null, "low": float | null,
          "high": float | null}   # value and bounds are null when n is 0
@@ -273,6 +273,8 @@ class CellMetrics:
     step_limit: int = 0
     cut_off: int = 0
     questions_capped: int = 0
+    # Sessions a person ended when asked to approve a tool call (science.md §7): no pass.
+    terminated: int = 0
 
     @property
     def troubles(self) -> int:
@@ -286,6 +288,7 @@ class CellMetrics:
             + self.cancelled
             + self.step_limit
             + self.cut_off
+            + self.terminated
         )
 
 
@@ -390,6 +393,7 @@ def cell_metrics(run: str | None, setting: str | None, tasks: Sequence[TaskOutco
         step_limit=sum(1 for task in tasks if task.status == "step_limit"),
         cut_off=sum(1 for task in tasks if task.status == "cut_off"),
         questions_capped=sum(task.questions_capped for task in tasks),
+        terminated=sum(1 for task in tasks if task.status == "terminated"),
     )
 
 

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.store.approvals import ApprovalStep, ApprovedRun
     from aah.store.check import DatabaseCheck, check_database
     from aah.store.file_errors import StoreFileError
-    from aah.store.humans import DEFAULT_LEASE_S
+    from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         STOPPED_STATUSES,
         GradeFlagReason,
         HumanRequestRecord,
+        RequestKind,
         SessionRecord,
         SessionStatus,
         scrub,
@@ -49,6 +51,10 @@ __all__ = [
     "Discovery",
     "GradeVerdict",
     "HumanRequestRecord",
+    "RequestKind",
+    "ApprovedRun",
+    "ApprovalStep",
+    "APPROVAL_DECISIONS",
     "ManifestDifference",
     "PINNED_FIELDS",
     "QueueEntry",
@@ -87,6 +93,10 @@ _WHERE = {
     "Discovery": "aah.store.queries",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
+    "RequestKind": "aah.store.schema",
+    "ApprovedRun": "aah.store.approvals",
+    "ApprovalStep": "aah.store.approvals",
+    "APPROVAL_DECISIONS": "aah.store.humans",
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",
     "QueueEntry": "aah.store.listings",

@@ -12,6 +12,7 @@ wrote them. Rows written by older versions keep their names as written.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -25,7 +26,10 @@ from aah.store.connection import StoreConnection
 from aah.store.listings import USABLE as _USABLE
 from aah.store.listings import WANTING_SQL, AnnotatorStats, AnsweredEntry, QueueListing
 from aah.store.listings import WANTS as _WANTS
-from aah.store.schema import HumanAnswerRecord, HumanRequestRecord
+from aah.store.schema import HumanAnswerRecord, HumanRequestRecord, RequestKind
+
+# What a person may decide about a call waiting for approval.
+APPROVAL_DECISIONS = ("approve", "edit", "reject", "terminate")
 
 _now = schema.now_text
 
@@ -53,6 +57,7 @@ class HumanRequests:
         request_id: str | None = None,
         deadline: datetime | None = None,
         fallback: str | None = None,
+        kind: RequestKind = "question",
     ) -> HumanRequestRecord:
         """Put a question to people; it stays pending until someone answers.
 
@@ -64,6 +69,8 @@ class HumanRequests:
             request_id: The id to use; random by default.
             deadline: When the asker stops waiting; None waits forever.
             fallback: Who answers at the deadline (``idk``, ``skip``, a channel).
+            kind: ``question``, or ``approval`` for a tool call to decide on
+                (its context holds the call; see ``decide_approval``).
 
         Raises:
             KeyError: No such session.
@@ -73,7 +80,7 @@ class HumanRequests:
             schema.require_session(db, session_id)
             db.execute(
                 "INSERT INTO human_requests (id, session_id, question, context, created, k,"
-                " deadline, fallback) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " deadline, fallback, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     new_id,
                     session_id,
@@ -83,6 +90,7 @@ class HumanRequests:
                     k,
                     deadline.isoformat() if deadline is not None else None,
                     fallback,
+                    kind,
                 ],
             )
             return self._human_request(new_id)
@@ -141,6 +149,51 @@ class HumanRequests:
                 ["declined" if declined else "answered", answer, annotator, _now(), request_id],
             )
             return True
+
+    def decide_approval(
+        self,
+        request_id: str,
+        annotator: str,
+        decision: str,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        reason: str = "",
+        seconds: float | None = None,
+    ) -> bool:
+        """Store one annotator's decision on a tool call waiting for approval.
+
+        The decision is stored as an answer (JSON text the runner reads back),
+        so approvals share the questions' queue, claims, deadlines and
+        agreement; the first decision settles the request.
+
+        Args:
+            request_id: The approval request.
+            annotator: Who decided.
+            decision: ``approve``, ``edit``, ``reject`` or ``terminate``.
+            arguments: An edit's new arguments (checked by the runner against
+                the endpoint's parameters before the call runs).
+            reason: Why (a rejection's reason reaches the agent).
+            seconds: How long the annotator took.
+
+        Returns:
+            True when this decision settled the request.
+
+        Raises:
+            KeyError: No such request.
+            ValueError: The request is no approval, or ``decision`` is unknown,
+                or an edit came without arguments.
+        """
+        if self._human_request(request_id).kind != "approval":
+            raise ValueError(f"request {request_id!r} is a question, not an approval")
+        if decision not in APPROVAL_DECISIONS:
+            raise ValueError(f"unknown decision {decision!r}: use {', '.join(APPROVAL_DECISIONS)}")
+        if decision == "edit" and arguments is None:
+            raise ValueError("an edit needs the new arguments")
+        answer: dict[str, Any] = {"decision": decision, "reason": reason}
+        if decision == "edit":
+            answer["arguments"] = dict(arguments or {})
+        text = json.dumps(answer, ensure_ascii=False)
+        return self.answer_human_request(request_id, annotator, text, seconds=seconds)
 
     def expire_human_request(self, request_id: str) -> bool:
         """Give up waiting on a pending request; True if it was still pending."""

@@ -21,6 +21,8 @@ PINNED_FIELDS = (
     "tools",
     "discover",
     "discover_k",
+    # Which calls need a person's approval: another policy is another run.
+    "approvals",
 )
 
 

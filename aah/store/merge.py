@@ -1,7 +1,8 @@
 """Merging session databases: shards of one run, run in different processes.
 
 A run split with ``--shard i/n`` writes n databases. Merging copies every
-run, session and its events, human requests, answers and grades into one
+run, session and its events, human requests, answers, grades and approved
+calls' run records into one
 database. Merging is idempotent (merging a file twice adds nothing) and never
 duplicates a task: a session whose run and task already exist is left out
 and counted as a conflict. LangGraph checkpoints are not merged; finished
@@ -31,6 +32,7 @@ class MergeSummary:
     events: int = 0
     human_requests: int = 0
     grades: int = 0
+    approved_runs: int = 0
     conflicts: int = 0
 
 
@@ -73,6 +75,10 @@ def _merge_one(conn: sqlite3.Connection, source: Path) -> MergeSummary:
             skip_id=True,
         )
         summary.grades = _copy("grades", conn, _children("grades"), skip_id=True)
+        if _has_table(conn, "approved_runs"):
+            # An approved call's run record goes with its session, so a shard
+            # resumed after the merge never sends an approved call twice.
+            summary.approved_runs = _copy("approved_runs", conn, _children("approved_runs"))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -84,6 +90,13 @@ def _merge_one(conn: sqlite3.Connection, source: Path) -> MergeSummary:
 
 
 _NEW = "session_id IN (SELECT id FROM new_sessions)"
+
+
+def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    found = conn.execute(
+        "SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    return found is not None
 
 
 def _children(table: str) -> str:

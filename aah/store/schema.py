@@ -34,19 +34,30 @@ from aah.secrets import scrub_text as scrub_text
 from aah.store.file_errors import RESTORE, StoreFileError, open_connection
 from aah.store.sqlite_db import Database
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SessionStatus = Literal[
-    "running", "waiting", "finished", "skipped", "error", "cancelled", "step_limit", "cut_off"
+    "running",
+    "waiting",
+    "finished",
+    "skipped",
+    "error",
+    "cancelled",
+    "step_limit",
+    "cut_off",
+    "terminated",
 ]
 # The statuses of a session that can still use a person's answer.
 LIVE_STATUSES: tuple[SessionStatus, ...] = ("running", "waiting")
 # Sessions that ended without a final answer by a limit, not by a failure:
-# the step limit, or the model's reply cut by its length limit (science.md §2).
-STOPPED_STATUSES: tuple[SessionStatus, ...] = ("step_limit", "cut_off")
+# the step limit, or the model's reply cut by its length limit (science.md §2),
+# or a person who, asked to approve a tool call, terminated the session (§7).
+STOPPED_STATUSES: tuple[SessionStatus, ...] = ("step_limit", "cut_off", "terminated")
 # Why a verdict is flagged (science.md §2): too few valid votes, or a tie.
 GradeFlagReason = Literal["no_quorum", "tie"]
 RequestStatus = Literal["pending", "answered", "declined", "expired"]
+# What a human request asks of a person: to answer a question, or to decide on a tool call.
+RequestKind = Literal["question", "approval"]
 Verdict = Literal["pass", "fail"]
 
 # Times are ISO 8601 text in UTC: they sort as text and read as datetimes.
@@ -60,7 +71,7 @@ CREATE TABLE IF NOT EXISTS NAME (
     query TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'running'
         CHECK (status IN ('running', 'waiting', 'finished', 'skipped', 'error', 'cancelled',
-                          'step_limit', 'cut_off')),
+                          'step_limit', 'cut_off', 'terminated')),
     aah INTEGER NOT NULL CHECK (aah IN (0, 1)),
     model TEXT,
     thread_id TEXT NOT NULL,
@@ -122,7 +133,9 @@ CREATE TABLE IF NOT EXISTS human_requests (
     answered_at TEXT,
     -- When the asker stops waiting, and who answers then (idk, skip, a channel).
     deadline TEXT,
-    fallback TEXT
+    fallback TEXT,
+    -- 'question' (answer it) or 'approval' (approve, edit or reject a tool call).
+    kind TEXT NOT NULL DEFAULT 'question' CHECK (kind IN ('question', 'approval'))
 );
 CREATE INDEX IF NOT EXISTS human_requests_by_status ON human_requests (status, created);
 -- Covers counting the queue (status, deadline, session, room) without the rows,
@@ -187,6 +200,23 @@ WHEN NEW.status != 'pending'
 BEGIN
     DELETE FROM closed_requests WHERE request_id = NEW.id;
 END;
+
+-- A tool call a person approved, from the moment it starts running: a runner
+-- that restarts finds it here and never sends it twice (its result, once
+-- stored, is handed back instead; a call cut off mid-request stays unknown).
+CREATE TABLE IF NOT EXISTS approved_runs (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    call_id TEXT NOT NULL,
+    arguments TEXT NOT NULL DEFAULT '{}',
+    started TEXT NOT NULL,
+    finished TEXT,
+    status_code INTEGER,
+    ok INTEGER CHECK (ok IN (0, 1)),
+    result TEXT,
+    latency_ms REAL,
+    http_mode TEXT,
+    PRIMARY KEY (session_id, call_id)
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS grades (
     id INTEGER PRIMARY KEY,
@@ -320,14 +350,17 @@ _V1_SESSION_COLUMNS = (
 
 
 def upgrade_schema(db: Database, found: int) -> None:
-    """Bring a version-1, -2 or -3 file to the current version, inside the caller's transaction.
+    """Bring a version-1 to -4 file to the current version, inside the caller's transaction.
 
     Version 2 lets a session be ``cancelled``, stores what resuming a session
     needs, and gives each human request its deadline and fallback. Version 3
     adds the ``claims`` table and the queue's indexes, which ``SCHEMA_SQL``
     creates in any file that lacks them. Version 4 lets a session end at a
-    limit (``step_limit``, ``cut_off``) and says why a grade is flagged. A new
-    status is a CHECK constraint, so ``sessions`` is rebuilt, SQLite's way.
+    limit (``step_limit``, ``cut_off``) and says why a grade is flagged.
+    Version 5 lets a person terminate a session (``terminated``), marks each
+    human request a question or an approval, and adds ``approved_runs``
+    (made by ``SCHEMA_SQL``). A new status is a CHECK constraint, so
+    ``sessions`` is rebuilt, SQLite's way.
     """
     # The triggers name ``sessions``; a table renamed while they point at a
     # dropped one is refused. ``SCHEMA_SQL`` creates them again.
@@ -342,13 +375,18 @@ def upgrade_schema(db: Database, found: int) -> None:
     if found == 1:
         db.execute("ALTER TABLE human_requests ADD COLUMN deadline TEXT")
         db.execute("ALTER TABLE human_requests ADD COLUMN fallback TEXT")
-    db.execute("ALTER TABLE grades ADD COLUMN flag TEXT")
-    # Flags stored before the reason was: no valid vote at all was the only
-    # way short of a quorum then; any other flagged verdict was a tie.
+    if found < 4:
+        db.execute("ALTER TABLE grades ADD COLUMN flag TEXT")
+        # Flags stored before the reason was: no valid vote at all was the only
+        # way short of a quorum then; any other flagged verdict was a tie.
+        db.execute(
+            "UPDATE grades SET flag = CASE WHEN (SELECT count(*) FROM json_each(grades.votes)"
+            " WHERE json_extract(value, '$.vote') IN ('pass', 'fail')) = 0"
+            " THEN 'no_quorum' ELSE 'tie' END WHERE flagged = 1"
+        )
     db.execute(
-        "UPDATE grades SET flag = CASE WHEN (SELECT count(*) FROM json_each(grades.votes)"
-        " WHERE json_extract(value, '$.vote') IN ('pass', 'fail')) = 0"
-        " THEN 'no_quorum' ELSE 'tie' END WHERE flagged = 1"
+        "ALTER TABLE human_requests ADD COLUMN kind TEXT NOT NULL DEFAULT 'question'"
+        " CHECK (kind IN ('question', 'approval'))"
     )
 
 
@@ -437,6 +475,7 @@ class HumanRequestRecord(_Row):
     answered_at: datetime | None
     deadline: datetime | None = None
     fallback: str | None = None
+    kind: RequestKind = "question"
 
 
 class HumanAnswerRecord(_Row):

@@ -26,6 +26,7 @@ from typing import Any
 from aah.config import get_settings
 from aah.events import Event
 from aah.store import schema as schema
+from aah.store.approvals import ApprovalStep, ApprovedRun, ApprovedRuns, approval_steps
 from aah.store.connection import StoreConnection
 from aah.store.file_errors import StoreFileError
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
@@ -37,6 +38,7 @@ from aah.store.schema import (
     GradeRecord,
     HumanAnswerRecord,
     HumanRequestRecord,
+    RequestKind,
     RunRecord,
     SessionRecord,
     SessionStatus,
@@ -94,6 +96,7 @@ class SessionStore:
             ) from exc
         self._connection = StoreConnection(self.path)
         self._humans = HumanRequests(self._connection)
+        self._approved = ApprovedRuns(self._connection)
 
     def __enter__(self) -> SessionStore:
         return self
@@ -462,8 +465,9 @@ class SessionStore:
         request_id: str | None = None,
         deadline: datetime | None = None,
         fallback: str | None = None,
+        kind: RequestKind = "question",
     ) -> HumanRequestRecord:
-        """Put a question to people (``HumanRequests.create_human_request``).
+        """Put a question (or a call to approve) to people (``HumanRequests.create_human_request``).
 
         Raises:
             KeyError: No such session.
@@ -476,6 +480,7 @@ class SessionStore:
             request_id=request_id,
             deadline=deadline,
             fallback=fallback,
+            kind=kind,
         )
 
     def closed_reason(self, request_id: str) -> str | None:
@@ -508,6 +513,71 @@ class SessionStore:
         return self._humans.answer_human_request(
             request_id, annotator, answer, declined, rating, seconds
         )
+
+    def decide_approval(
+        self,
+        request_id: str,
+        annotator: str,
+        decision: str,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        reason: str = "",
+        seconds: float | None = None,
+    ) -> bool:
+        """Store one annotator's decision on a call to approve (``HumanRequests.decide_approval``).
+
+        Returns:
+            True when this decision settled the request.
+
+        Raises:
+            KeyError: No such request.
+            ValueError: The request is no approval, or ``decision`` is unknown.
+        """
+        return self._humans.decide_approval(
+            request_id, annotator, decision, arguments=arguments, reason=reason, seconds=seconds
+        )
+
+    # -- approved calls' runs (``ApprovedRuns``) ------------------------------
+
+    def start_approved_run(
+        self, session_id: str, call_id: str, arguments: Mapping[str, Any]
+    ) -> ApprovedRun | None:
+        """Record that an approved call starts (``ApprovedRuns.start_approved_run``).
+
+        Returns:
+            None on the call's first start (send it), else the earlier run.
+        """
+        return self._approved.start_approved_run(session_id, call_id, arguments)
+
+    def finish_approved_run(
+        self,
+        session_id: str,
+        call_id: str,
+        *,
+        status_code: int | None,
+        ok: bool,
+        result: str,
+        latency_ms: float,
+        http_mode: str,
+    ) -> None:
+        """Store an approved call's result (``ApprovedRuns.finish_approved_run``)."""
+        self._approved.finish_approved_run(
+            session_id,
+            call_id,
+            status_code=status_code,
+            ok=ok,
+            result=result,
+            latency_ms=latency_ms,
+            http_mode=http_mode,
+        )
+
+    def approved_run(self, session_id: str, call_id: str) -> ApprovedRun | None:
+        """The run of this approved call, if it started."""
+        return self._approved.approved_run(session_id, call_id)
+
+    def approval_steps(self, runs: Sequence[str] | None = None) -> list[ApprovalStep]:
+        """Every approval request and decision of ``runs`` (None: all), session by session."""
+        return approval_steps(self._connection, runs)
 
     def expire_human_request(self, request_id: str) -> bool:
         """Give up waiting on a pending request; True if it was still pending."""

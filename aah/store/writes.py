@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
 
-from aah.events import Event, HumanAnswerEvent, HumanQuestionEvent
+from aah.events import Event
 from aah.store import schema as schema
 from aah.store.sqlite_db import Database
 
@@ -79,9 +79,9 @@ def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
 
     Each event takes its session's next seq from the session row it bumps,
     so events from many threads or processes never share or skip a number.
-    A question or an answer is logged once per human request: one whose
-    request already has its question (or answer) in the log is left out and
-    not returned. A process killed after logging an answer and before the
+    A question or an answer is logged once per human request, an approval
+    request once per request and its decision once per call: one already in
+    the log is left out and not returned. A process killed after logging an answer and before the
     next checkpoint replays that step on restart, and the replay must not
     log the answer twice.
 
@@ -109,13 +109,24 @@ def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
     return stored
 
 
+# Events logged once per key: a question, an answer, an approval request per
+# human request, and one decision per call that needed approval.
+_ONCE_PER = {
+    "human_question": "request_id",
+    "human_answer": "request_id",
+    "approval_requested": "request_id",
+    "approval_decided": "call_id",
+}
+
+
 def _already_logged(db: Database, event: Event) -> bool:
-    """Whether ``event`` is a question or answer its human request already has logged."""
-    if not isinstance(event, HumanQuestionEvent | HumanAnswerEvent):
+    """Whether ``event`` is one its request (or call) already has logged."""
+    key = _ONCE_PER.get(event.kind)
+    if key is None:
         return False
     found = db.execute(
         "SELECT 1 FROM events WHERE session_id = ? AND kind = ?"
-        " AND json_extract(payload, '$.request_id') = ? LIMIT 1",
-        [event.session_id, event.kind, event.request_id],
+        f" AND json_extract(payload, '$.{key}') = ? LIMIT 1",
+        [event.session_id, event.kind, getattr(event, key)],
     ).fetchone()
     return found is not None

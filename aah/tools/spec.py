@@ -72,7 +72,7 @@ class ResponseSketch(BaseModel):
 class EndpointSource(BaseModel):
     """Where a spec came from: the source kind, the file, and an id inside it."""
 
-    kind: Literal["fail-talms", "openapi", "builtin"]
+    kind: Literal["fail-talms", "openapi", "builtin", "mcp"]
     file: str = ""
     id: str = ""
 

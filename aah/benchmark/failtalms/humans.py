@@ -48,7 +48,16 @@ from aah.events import ModelCallEvent
 from aah.extensions import BatchHumanName, choose
 from aah.llm import ChatClient, ModelConfig, ModelError, TextReplies, model_config
 from aah.prompts import Prompt, PromptFolder
-from aah.runtime import IDK_REPLY, HumanChannel, HumanReply, HumanRequest, QueueHuman
+from aah.runtime import (
+    IDK_REPLY,
+    ApprovalReply,
+    ApprovalRequest,
+    EditCheck,
+    HumanChannel,
+    HumanReply,
+    HumanRequest,
+    QueueHuman,
+)
 from aah.store import SessionStore
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
@@ -93,6 +102,13 @@ class OracleHuman:
         """The oracle's reply to ``request.question``."""
         return HumanReply(text=self.reply_to(request.question), answered_by=self.answered_by)
 
+    async def decide(self, request: ApprovalRequest, check: EditCheck) -> ApprovalReply:
+        """Approve the call unless a hidden fact is a rule against it (``forbidding_fact``)."""
+        rule = forbidding_fact(request.tool, self.facts)
+        if rule is None:
+            return ApprovalReply(decision="approve", decided_by=self.answered_by)
+        return ApprovalReply(decision="reject", reason=rule, decided_by=self.answered_by)
+
     def reply_to(self, question: str) -> str:
         """The reply text for ``question``."""
         fit = fitting_facts(question, self.facts)
@@ -110,6 +126,31 @@ class OracleHuman:
         if "joke" in question.lower():
             return JOKE
         return easy_arithmetic(question)
+
+
+_FORBIDS = re.compile(
+    r"\b(do not|don't|dont|never|must not|mustn't|not allowed|no one may|forbidden)\b", re.I
+)
+
+
+def forbidding_fact(tool: str, facts: TaskFacts) -> str | None:
+    """The first hidden fact that forbids calling ``tool``, or None.
+
+    A fact forbids a call when it says no (do not, never, must not, not
+    allowed...) and names the tool: its qualified name, its tool part or its
+    endpoint part, with ``_`` and ``-`` read as spaces.
+    """
+    tool_part, _, endpoint = tool.partition("__")
+    names = {_words(n) for n in (tool, tool_part, endpoint) if n}
+    for fact in facts.hidden_facts:
+        text = _words(fact)
+        if _FORBIDS.search(fact) and any(re.search(rf"\b{re.escape(n)}\b", text) for n in names):
+            return fact
+    return None
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[_\-]+", " ", text.lower()).split())
 
 
 def easy_arithmetic(question: str) -> str | None:
@@ -168,7 +209,7 @@ class SimulatedHuman:
         seconds = time.perf_counter() - started
         # Reasoning a reasoning model sent is not what the user says.
         text = replies.texts[0] if replies.choices else ""
-        await self._record(request, replies, text, seconds)
+        await self._record(request.session_id, replies, text, seconds)
         return HumanReply(
             text=text.strip(),
             answered_by=self.answered_by,
@@ -176,11 +217,39 @@ class SimulatedHuman:
             flags=leak_flags(request.question, text, self.facts),
         )
 
+    async def decide(self, request: ApprovalRequest, check: EditCheck) -> ApprovalReply:
+        """Ask the model, as the user, whether the call may run: APPROVE, or REJECT: reason.
+
+        A reply that is neither is a rejection: a call runs only when approved.
+
+        Raises:
+            AahError: the simulated user's model failed (one line, saying so).
+        """
+        asked = _load_prompt("simulated_approver").render(call=request.summary)
+        messages = [SystemMessage(self.system_prompt), HumanMessage(asked)]
+        started = time.perf_counter()
+        try:
+            replies = await self._model.reply_texts(messages)
+        except ModelError as exc:
+            raise AahError(f"simulated human: {exc}") from exc
+        seconds = time.perf_counter() - started
+        text = replies.texts[0] if replies.choices else ""
+        await self._record(request.session_id, replies, text, seconds)
+        word, _, rest = text.strip().partition(" ")
+        word = word.strip(" :.,!*").lower()
+        if word == "approve" or word == "approved":
+            return ApprovalReply(decision="approve", decided_by=self.answered_by, seconds=seconds)
+        reason = rest.strip(" :") if word in ("reject", "rejected") else ""
+        reason = reason or f"the simulated user did not approve ({text.strip()[:200]!r})"
+        return ApprovalReply(
+            decision="reject", reason=reason, decided_by=self.answered_by, seconds=seconds
+        )
+
     async def _record(
-        self, request: HumanRequest, replies: TextReplies, text: str, seconds: float
+        self, session_id: str, replies: TextReplies, text: str, seconds: float
     ) -> None:
         event = ModelCallEvent(
-            session_id=request.session_id,
+            session_id=session_id,
             model=self.config.model,
             purpose="human",
             prompt_tokens=replies.prompt_tokens,

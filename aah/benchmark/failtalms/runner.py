@@ -192,6 +192,7 @@ class BatchRunner:
             },
             human=self.human_factory(task, runtime),
             executor=executor,
+            approvals=self.options.approvals,
             retry_errors=True,
             finder=self.finder_for(task),
         )

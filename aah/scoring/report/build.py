@@ -40,6 +40,7 @@ paper order)::
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
      "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
+     # Only reports over runs whose agent could search (find_tools) have these two keys.
      "discovery": [{"run": str, "tools": "given the tools" | "found the tools",
                     "tasks": int, "searches": int,   # find_tools calls, tasks not skipped
                     "searches_per_task": float | null, "per_task": {<task>: int},
@@ -95,6 +96,13 @@ from aah.benchmark.when2call import When2CallScores, run_scores, scores_to_json
 from aah.config import get_settings
 from aah.errors import AahError
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
+from aah.scoring.approvals import (
+    ApprovalCall,
+    ApprovalCell,
+    approval_cell_to_json,
+    approval_metrics,
+    load_approval_calls,
+)
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.errors import ErrorPatternReport
 from aah.scoring.metrics import (
@@ -176,6 +184,9 @@ class Report:
     bfcl: list[BfclScores] = field(default_factory=list)
     discovery: list[RunDiscovery] = field(default_factory=list)
     discovery_cost: list[DiscoveryCost] = field(default_factory=list)
+    # Calls that needed a person's approval, per run × setting and one by one.
+    approval_cells: list[ApprovalCell] = field(default_factory=list)
+    approval_calls: list[ApprovalCall] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -332,6 +343,8 @@ def build_report(
     discovery = [
         run_discovery(run, by_run.get(run.name, []), found, needed, removed) for run in searched
     ]
+    step("approvals")
+    gated = load_approval_calls(store, names)
     return Report(
         chosen,
         cells,
@@ -345,6 +358,8 @@ def build_report(
         bfcl=bfcl,
         discovery=discovery,
         discovery_cost=discovery_costs(chosen, cells),
+        approval_cells=approval_metrics(gated, outcomes),
+        approval_calls=gated,
     )
 
 
@@ -486,17 +501,19 @@ def _cell_notes(cell: CellMetrics, outcomes: Sequence[TaskOutcome]) -> list[str]
             "Fail: run `aah grade` again with more --votes, or a grader that answers Pass or "
             "Fail, to settle them"
         )
-    if cell.step_limit or cell.cut_off:
+    if cell.step_limit or cell.cut_off or cell.terminated:
         why = ", ".join(
             part
             for part in (
                 f"{cell.step_limit} at the step limit" if cell.step_limit else "",
                 f"{cell.cut_off} with the reply cut by its length limit" if cell.cut_off else "",
+                f"{cell.terminated} terminated by a person" if cell.terminated else "",
             )
             if part
         )
+        stopped = cell.step_limit + cell.cut_off + cell.terminated
         notes.append(
-            f"{where}: {cell.step_limit + cell.cut_off} of {cell.n} sessions stopped without a "
+            f"{where}: {stopped} of {cell.n} sessions stopped without a "
             f"final answer ({why}): they count as Fail and were not sent to the grader"
         )
     if cell.questions_capped:
@@ -574,8 +591,20 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "when2call": [scores_to_json(scores) for scores in report.when2call],
         "bfcl": [bfcl_scores_to_json(scores) for scores in report.bfcl],
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
-        "discovery": [discovery_to_json(item) for item in report.discovery],
-        "discovery_cost": [cost_to_json(cost) for cost in report.discovery_cost],
+        **(
+            {
+                "discovery": [discovery_to_json(item) for item in report.discovery],
+                "discovery_cost": [cost_to_json(cost) for cost in report.discovery_cost],
+            }
+            if report.discovery
+            else {}
+        ),
+        # Only reports over runs with approvals have this key.
+        **(
+            {"approvals": [approval_cell_to_json(cell) for cell in report.approval_cells]}
+            if report.approval_cells
+            else {}
+        ),
         "paper_comparison": None
         if report.paper is None
         else {

@@ -59,6 +59,12 @@ def render_csv(report: Report) -> str:
 
         rows = [[_text(value) for value in row] for row in bfcl_csv_rows(report)]
         csv.writer(sink).writerows([[], *rows])
+    if report.approval_cells:
+        # Imported here: only reports over runs with approvals have this table.
+        from aah.scoring.report.approval_tables import approval_csv_rows
+
+        rows = [[_text(value) for value in row] for row in approval_csv_rows(report)]
+        csv.writer(sink).writerows([[], *rows])
     return sink.getvalue()
 
 

@@ -242,6 +242,7 @@ def failure_table(report: Report) -> ReportTable:
         "no quorum",
         "step limit",
         "cut off",
+        "terminated",
         "aware none",
         "ungraded",
         "unfinished",
@@ -260,6 +261,7 @@ def failure_table(report: Report) -> ReportTable:
                     cell.no_quorum,
                     cell.step_limit,
                     cell.cut_off,
+                    cell.terminated,
                     cell.awareness_none,
                     cell.ungraded,
                     cell.unfinished,
@@ -631,6 +633,7 @@ def example_table(report: Report) -> ReportTable:
 def report_tables(report: Report) -> list[ReportTable]:
     """Every table of the report, in reading order."""
     # Imported here: the When2Call tables build on this module's helpers.
+    from aah.scoring.report.approval_tables import approval_tables
     from aah.scoring.report.bfcl_tables import bfcl_tables
     from aah.scoring.report.when2call_tables import when2call_tables
 
@@ -646,6 +649,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         *discovery_tables(report),
         *when2call_tables(report),
         *bfcl_tables(report),
+        *approval_tables(report),
         *agreement_tables(report),
         example_table(report),
     ]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.tools.registry.added import added_path, load_added, save_added
     from aah.tools.registry.build import BuildReport, build_registry
     from aah.tools.registry.health import probe_endpoints
     from aah.tools.registry.read import Registry, SearchHit
@@ -15,8 +16,11 @@ __all__ = [
     "BuildReport",
     "Registry",
     "SearchHit",
+    "added_path",
     "build_registry",
+    "load_added",
     "probe_endpoints",
+    "save_added",
 ]
 
 _WHERE = {
@@ -24,6 +28,9 @@ _WHERE = {
     "Registry": "aah.tools.registry.read",
     "SearchHit": "aah.tools.registry.read",
     "build_registry": "aah.tools.registry.build",
+    "added_path": "aah.tools.registry.added",
+    "load_added": "aah.tools.registry.added",
+    "save_added": "aah.tools.registry.added",
     "probe_endpoints": "aah.tools.registry.health",
 }
 

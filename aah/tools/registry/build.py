@@ -30,6 +30,7 @@ from aah.tools.importers import (
     import_openapi,
     load_fixes,
 )
+from aah.tools.registry.added import load_added
 from aah.tools.registry.read import name_words
 from aah.tools.spec import EndpointSpec, ImportResult, Rejection
 
@@ -76,6 +77,7 @@ def build_registry(
     """
     started = time.perf_counter()
     result = _import_all(data_dir, max_spec_bytes)
+    result.extend(load_added(path))  # MCP servers' tools (`aah tools add-mcp`)
     result = _without_clashes(result)
     fixes_applied = apply_fixes(result.endpoints, load_fixes(fixes_path)) if fixes_path else []
     registry_hash = _hash_specs(result.endpoints)

@@ -35,6 +35,7 @@ from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import HumanRequestRecord, SessionStore
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
+from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
 from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen, queue_place, taken_by
 from aah.ui.tui.setup import SetupPanel
 from aah.ui.tui.tasks import ScriptedModel, TuiTask, configured_model
@@ -467,7 +468,13 @@ class AahApp(App[None]):
         self._opened.add(request.id)
         self._claimed.add(request.id)
         own = request.session_id == self.session_id
-        screen = AskHumanScreen(request, where="" if own else self._place(request))
+        where = "" if own else self._place(request)
+        if request.kind == "approval":
+            # A tool call to decide on: its own dialog, the same claim and queue.
+            decide = ApproveCallScreen(request, where=where)
+            self.push_screen(decide, callback=partial(self._decided, request, decide))
+            return
+        screen = AskHumanScreen(request, where=where)
         self.push_screen(screen, callback=partial(self._answered, request, screen))
 
     def _place(self, request: HumanRequestRecord) -> str:
@@ -488,7 +495,7 @@ class AahApp(App[None]):
 
     def _renew_claim(self) -> None:
         """Keep the open question's claim alive while the person is at it."""
-        if isinstance(self.screen, AskHumanScreen):
+        if isinstance(self.screen, AskHumanScreen | ApproveCallScreen):
             self._renew(self.screen.request.id)
 
     @work(thread=True, group="claims")
@@ -499,6 +506,37 @@ class AahApp(App[None]):
         self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | None
     ) -> None:
         self._write_answer(request, answer, screen.seconds)
+
+    def _decided(
+        self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: ApprovalChoice | None
+    ) -> None:
+        if choice is not None:
+            self._write_decision(request, choice, screen.seconds)
+
+    @work(thread=True, group="answers")
+    def _write_decision(
+        self, request: HumanRequestRecord, choice: ApprovalChoice, seconds: float
+    ) -> None:
+        # As an answer: a write off the event loop, the claim ends with it.
+        self._claimed.discard(request.id)
+        settled = self.store.decide_approval(
+            request.id,
+            self.annotator,
+            str(choice["decision"]),
+            arguments=choice.get("arguments"),
+            reason=str(choice.get("reason") or ""),
+            seconds=seconds,
+        )
+        if not settled:
+            closed = self.store.closed_reason(request.id)
+            message = (
+                f"{closed[0].upper()}{closed[1:]}: your decision was not used."
+                if closed is not None
+                else "Someone else decided on this call first."
+            )
+            self.call_from_thread(self.notify, message, severity="warning")
+        if self._queue_mode:
+            self._ask_next()
 
     @work(thread=True, group="answers")
     def _write_answer(

@@ -168,6 +168,7 @@ _STATUS_STYLE = {
     "error": "bold red",
     "step_limit": "bold yellow",
     "cut_off": "bold yellow",
+    "terminated": "bold yellow",
 }
 
 

@@ -1,0 +1,77 @@
+"""MCP both ways: MCP servers' tools as aah tools, and aah's human desk for MCP agents.
+
+Needs the ``mcp`` extra (``pip install 'aah[mcp]'``); the SDK is imported only
+when a server is started, so everything else runs without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aah.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from aah.mcp.connections import McpConnections, McpFailure, McpReply, require_sdk
+    from aah.mcp.desk import HumanDesk, Question
+    from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
+    from aah.mcp.recording import McpRecording, default_recording_path
+    from aah.mcp.schema import tool_spec, tool_specs
+    from aah.mcp.serve import BearerGuard, build_desk_server, serve_http
+    from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, server_of, unique_names
+    from aah.mcp.tools import McpTools, configured_servers, open_mcp_tools
+
+__all__ = [
+    "BearerGuard",
+    "serve_http",
+    "HumanDesk",
+    "Question",
+    "build_desk_server",
+    "McpConnections",
+    "McpExecutor",
+    "McpFailure",
+    "McpRecording",
+    "McpReply",
+    "McpServer",
+    "McpTools",
+    "ToolRouter",
+    "configured_servers",
+    "default_recording_path",
+    "is_mcp_spec",
+    "open_mcp_tools",
+    "parse_server",
+    "reply_result",
+    "require_sdk",
+    "server_of",
+    "tool_spec",
+    "tool_specs",
+    "unique_names",
+]
+
+_WHERE = {
+    "BearerGuard": "aah.mcp.serve",
+    "serve_http": "aah.mcp.serve",
+    "HumanDesk": "aah.mcp.desk",
+    "Question": "aah.mcp.desk",
+    "build_desk_server": "aah.mcp.serve",
+    "McpConnections": "aah.mcp.connections",
+    "McpFailure": "aah.mcp.connections",
+    "McpReply": "aah.mcp.connections",
+    "require_sdk": "aah.mcp.connections",
+    "McpExecutor": "aah.mcp.executor",
+    "ToolRouter": "aah.mcp.executor",
+    "reply_result": "aah.mcp.executor",
+    "McpRecording": "aah.mcp.recording",
+    "default_recording_path": "aah.mcp.recording",
+    "tool_spec": "aah.mcp.schema",
+    "tool_specs": "aah.mcp.schema",
+    "McpServer": "aah.mcp.servers",
+    "is_mcp_spec": "aah.mcp.servers",
+    "parse_server": "aah.mcp.servers",
+    "server_of": "aah.mcp.servers",
+    "unique_names": "aah.mcp.servers",
+    "McpTools": "aah.mcp.tools",
+    "configured_servers": "aah.mcp.tools",
+    "open_mcp_tools": "aah.mcp.tools",
+}
+
+__getattr__ = lazy_getattr(__name__, _WHERE)

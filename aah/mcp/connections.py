@@ -1,0 +1,334 @@
+"""Live connections to MCP servers, owned by one background event loop.
+
+The SDK's client is an async context manager whose transport (a child
+process, an HTTP stream) must be entered and left by the same task. Sessions
+call tools from their own event loop, and commands such as ``aah tools
+add-mcp`` from plain code; so every server is held open by one task of a
+private loop in a daemon thread, and calls are handed to that loop.
+
+Nothing here can hang a session: starting a server, listing its tools and
+each call have a deadline, and a server that exits fails every call waiting
+on it at once. Each failure is one line naming the server and what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import tempfile
+import threading
+from collections.abc import Awaitable, Coroutine
+from typing import IO, Any, NamedTuple, TypeVar
+
+from aah import __version__
+from aah.errors import AahError
+from aah.mcp.servers import McpServer
+
+T = TypeVar("T")
+# Lines of a server's stderr quoted when it fails to start or exits.
+_STDERR_TAIL_BYTES = 4096
+
+
+class McpReply(NamedTuple):
+    """What a server answered one call with, in JSON form (``CallToolResult``)."""
+
+    content: list[dict[str, Any]]
+    structured: Any
+    is_error: bool
+
+
+class McpFailure(Exception):
+    """A call got no answer: the server did not start, exited, timed out or broke the protocol.
+
+    Attributes:
+        code: The JSON-RPC error code, when the server answered with an error.
+    """
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Held:
+    """One open server: its client, the task holding it, and how to let it go."""
+
+    def __init__(self, server: McpServer) -> None:
+        self.server = server
+        self.client: Any = None
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.errlog: IO[bytes] | None = None
+        self.ended: str | None = None
+
+    def stderr_tail(self) -> str:
+        """The last line the server wrote to stderr, if any."""
+        if self.errlog is None:
+            return ""
+        try:
+            self.errlog.flush()
+            self.errlog.seek(0, 2)
+            size = self.errlog.tell()
+            self.errlog.seek(max(0, size - _STDERR_TAIL_BYTES))
+            text = self.errlog.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+
+class McpConnections:
+    """Open MCP servers, by target, with deadlines on everything.
+
+    Args:
+        start_timeout: Seconds a server has to start and answer the handshake.
+        call_timeout: Seconds one tool call (or tool listing) may take.
+    """
+
+    def __init__(self, *, start_timeout: float, call_timeout: float) -> None:
+        self.start_timeout = start_timeout
+        self.call_timeout = call_timeout
+        # The SDK logs what it drops (a line that is not JSON-RPC, a closed
+        # stream) with tracebacks; aah reports each failure itself, in one line.
+        logging.getLogger("mcp").setLevel(logging.CRITICAL)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="aah-mcp", daemon=True)
+        self._thread.start()
+        self._held: dict[str, _Held] = {}
+        self._opening: dict[str, asyncio.Future[_Held]] = {}
+        self._closed = False
+
+    def list_tools(self, server: McpServer) -> list[dict[str, Any]]:
+        """Every tool ``server`` offers, in JSON form (name, description, inputSchema).
+
+        Raises:
+            McpFailure: the server did not start or did not list its tools in time.
+        """
+        return self._wait(self._list(server), self.start_timeout + self.call_timeout + 5)
+
+    async def alist_tools(self, server: McpServer) -> list[dict[str, Any]]:
+        """:meth:`list_tools` from any event loop."""
+        return await self._submit(self._list(server))
+
+    def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
+        """Call ``tool`` of ``server``; see :meth:`acall`."""
+        return self._wait(
+            self._call(server, tool, arguments), self.start_timeout + self.call_timeout + 5
+        )
+
+    async def acall(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
+        """Call ``tool`` of ``server`` (started if it is not running yet).
+
+        Raises:
+            McpFailure: no answer came: what happened, in one line.
+        """
+        return await self._submit(self._call(server, tool, arguments))
+
+    def close(self) -> None:
+        """Stop every server and the loop; calls after this fail."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._close_all(), self._loop).result(
+                timeout=self.call_timeout + 10
+            )
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass  # a server that will not stop is left to the daemon thread's end
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    # Everything below runs on the private loop.
+
+    async def _submit(self, work: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            work.close()
+            raise McpFailure("the MCP connections are closed")
+        future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        return await asyncio.wrap_future(future)
+
+    def _wait(self, work: Coroutine[Any, Any, T], timeout: float) -> T:
+        if self._closed:
+            work.close()
+            raise McpFailure("the MCP connections are closed")
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout=timeout)
+
+    async def _list(self, server: McpServer) -> list[dict[str, Any]]:
+        held = await self._open(server)
+        result = await self._guarded(held, held.client.list_tools(), "listing its tools")
+        return [tool.model_dump(mode="json", by_alias=True) for tool in result.tools]
+
+    async def _call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
+        held = await self._open(server)
+        result = await self._guarded(held, held.client.call_tool(tool, arguments), f"{tool}")
+        content = [block.model_dump(mode="json", by_alias=True) for block in result.content]
+        return McpReply(content, result.structured_content, bool(result.is_error))
+
+    async def _guarded(self, held: _Held, request: Awaitable[T], doing: str) -> T:
+        """``request``'s answer, unless the server exits or the deadline passes first."""
+        assert held.task is not None
+        call = asyncio.ensure_future(request)
+        done, _ = await asyncio.wait(
+            {call, held.task}, timeout=self.call_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if call in done:
+            try:
+                return call.result()
+            except Exception as exc:
+                if not _connection_closed(exc):
+                    code = getattr(exc, "code", None)
+                    message = self._broken(held, doing, exc)
+                    raise McpFailure(message, code if isinstance(code, int) else None) from None
+                held.ended = f"{self._exited(held)} earlier in this run"
+                raise McpFailure(f"{self._exited(held)} while answering {doing}") from None
+        call.cancel()
+        if held.task in done:
+            raise McpFailure(held.ended or self._exited(held))
+        raise McpFailure(
+            f"MCP server {held.server.name} gave no answer to {doing} within "
+            f"{self.call_timeout:g} s (timeout; AAH_MCP_TIMEOUT sets the limit)"
+        )
+
+    async def _open(self, server: McpServer) -> _Held:
+        held = self._held.get(server.target)
+        if held is not None:
+            if held.ended is not None:
+                raise McpFailure(held.ended)
+            return held
+        opening = self._opening.get(server.target)
+        if opening is None:
+            opening = asyncio.ensure_future(self._start(server))
+            self._opening[server.target] = opening
+        return await asyncio.shield(opening)
+
+    async def _start(self, server: McpServer) -> _Held:
+        held = _Held(server)
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        held.task = asyncio.ensure_future(self._hold(held, ready))
+        try:
+            await asyncio.wait(
+                {ready, held.task}, timeout=self.start_timeout, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            self._opening.pop(server.target, None)
+        if not ready.done() or ready.exception() is not None:
+            why = self._start_failure(held, ready)
+            held.ended = why
+            held.stop.set()
+            held.task.cancel()
+            self._held[server.target] = held
+            raise McpFailure(why)
+        self._held[server.target] = held
+        return held
+
+    def _start_failure(self, held: _Held, ready: asyncio.Future[None]) -> str:
+        name = held.server.name
+        if not ready.done():
+            return (
+                f"MCP server {name} did not start within {self.start_timeout:g} s "
+                "(AAH_MCP_START_TIMEOUT sets the limit)"
+            )
+        exc = ready.exception() or McpFailure("it stopped")
+        tail = held.stderr_tail()
+        said = f"; it said: {tail}" if tail else ""
+        if isinstance(exc, FileNotFoundError | PermissionError):
+            program = held.server.argv[0] if not held.server.is_http else held.server.target
+            return f"MCP server {name} did not start: cannot run {program!r} ({_reason(exc)})"
+        if _connection_closed(exc) and not held.server.is_http:
+            return f"MCP server {name} exited before it answered{said}"
+        if "timed out" in _reason(exc):
+            # Silent, or writing lines that are not JSON-RPC (the SDK drops those).
+            return f"MCP server {name} did not answer the MCP handshake{said}"
+        if held.server.is_http:
+            return f"MCP server {name} at {held.server.target} did not answer ({_reason(exc)})"
+        return f"MCP server {name} did not start: {_reason(exc)}{said}"
+
+    async def _hold(self, held: _Held, ready: asyncio.Future[None]) -> None:
+        """Keep one server's client open until told to stop (or the server goes away)."""
+        from mcp import Client, Implementation, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        server = held.server
+        try:
+            if server.is_http:
+                transport: Any = server.target
+            else:
+                argv = server.argv
+                held.errlog = tempfile.TemporaryFile()
+                params = StdioServerParameters(command=argv[0], args=argv[1:])
+                transport = stdio_client(params, errlog=held.errlog)  # type: ignore[arg-type]
+            client = Client(
+                transport,
+                read_timeout_seconds=self.call_timeout,
+                client_info=Implementation(name="aah", version=__version__),
+                cache=None,
+            )
+            async with client:
+                held.client = client
+                ready.set_result(None)
+                await held.stop.wait()
+        except asyncio.CancelledError:
+            ready.cancel()
+            raise
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+        finally:
+            if held.ended is None:
+                held.ended = f"{self._exited(held)} earlier in this run"
+
+    def _exited(self, held: _Held) -> str:
+        where = "stopped answering" if held.server.is_http else "exited"
+        return f"MCP server {held.server.name} {where}"
+
+    def _broken(self, held: _Held, doing: str, exc: BaseException) -> str:
+        if held.ended is not None:
+            return held.ended
+        return f"MCP server {held.server.name} failed {doing}: {_reason(exc)}"
+
+    async def _close_all(self) -> None:
+        for held in self._held.values():
+            held.stop.set()
+        tasks = [h.task for h in self._held.values() if h.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.call_timeout)
+        for task in tasks:
+            task.cancel()
+        for held in self._held.values():
+            if held.errlog is not None:
+                held.errlog.close()
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception in a few words: its message's first line, else its type."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    said = getattr(exc, "message", None)  # MCPError's str() is its argument tuple
+    said = said if isinstance(said, str) and said.strip() else str(exc)
+    text = said.strip().splitlines()[0] if said.strip() else ""
+    return text[:300] or type(exc).__name__
+
+
+def _connection_closed(exc: BaseException) -> bool:
+    # The SDK fails every request in flight with "Connection closed" when the
+    # transport ends: the process exited, or the HTTP server went away.
+    return "connection closed" in _reason(exc).lower()
+
+
+def mcp_failure_message(exc: BaseException) -> str:
+    """How an MCP failure reads in one line, whatever raised it."""
+    if isinstance(exc, concurrent.futures.TimeoutError | TimeoutError):
+        return "the MCP server gave no answer in time (timeout)"
+    return _reason(exc)
+
+
+def require_sdk() -> None:
+    """Check that the MCP SDK is installed.
+
+    Raises:
+        AahError: it is not; the message says which extra to install.
+    """
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise AahError("MCP needs the mcp extra: pip install 'aah[mcp]'") from None

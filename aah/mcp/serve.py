@@ -1,0 +1,107 @@
+"""``aah mcp serve``: the human desk as an MCP server (stdio or streamable HTTP)."""
+
+# No ``from __future__ import annotations``: the SDK reads the tool's
+# annotations at definition time, and ``Context`` is imported in the function.
+import hmac
+from typing import Any
+
+from aah.errors import AahError
+from aah.mcp.desk import HumanDesk, Question
+
+SERVER_NAME = "aah"
+INSTRUCTIONS = (
+    "ask_human puts a question to the people at aah's human desk and returns their "
+    "answer. People take minutes or hours: pass a deadline (seconds) and a fallback "
+    "to bound the wait; while it waits the server sends progress notifications. "
+    "If your client gives up, ask again with the same id: the answer is kept."
+)
+
+
+def build_desk_server(desk: HumanDesk) -> Any:
+    """An MCP server (the SDK's ``MCPServer``) whose ``ask_human`` tool asks ``desk``."""
+    from mcp.server.mcpserver import Context, MCPServer
+
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+
+    @server.tool()
+    async def ask_human(
+        question: str,
+        ctx: Context,
+        context: str | None = None,
+        deadline: float | None = None,
+        fallback: str | None = None,
+        id: str | None = None,  # noqa: A002 - the name MCP clients see
+    ) -> str:
+        """Ask a person a question and wait for the answer.
+
+        Args:
+            question: What you need to know, as you would ask a colleague.
+            ctx: The request (filled in by the server).
+            context: What the person needs to know to answer.
+            deadline: Seconds to wait; afterwards the fallback is returned.
+            fallback: The answer to return if no one answers by the deadline.
+            id: Your id for the question: asking again with it returns its answer.
+        """
+
+        async def progress(waited: float) -> None:
+            await ctx.report_progress(waited, deadline, "waiting for a person")
+
+        asked = Question(question, context, deadline, fallback, id)
+        return await desk.ask(asked, _client_name(ctx), progress)
+
+    return server
+
+
+def _client_name(ctx: Any) -> str:
+    """The name the MCP client gave, or ``unknown``."""
+    try:
+        info = ctx.session.client_params.client_info
+    except (AttributeError, ValueError):
+        return "unknown"
+    return str(getattr(info, "name", "") or "unknown")
+
+
+# The most bytes one request to the HTTP transport may carry: a question and
+# its context are text a person reads, not uploads.
+MAX_REQUEST_BYTES = 256_000
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+def serve_http(server: Any, *, host: str, port: int, token: str | None) -> None:
+    """Serve ``server`` over streamable HTTP; with ``token``, every request needs it as a bearer.
+
+    Raises:
+        AahError: a host other than loopback was asked for without a token.
+    """
+    import anyio
+    import uvicorn
+
+    if token is None and host not in LOOPBACK_HOSTS:
+        raise AahError(
+            f"serving MCP on {host} lets anyone there ask your annotators: "
+            "set AAH_MCP_TOKEN (clients send it as a bearer token) or use --host 127.0.0.1"
+        )
+    app = server.streamable_http_app(host=host, max_request_body_size=MAX_REQUEST_BYTES)
+    guarded = BearerGuard(app, token) if token else app
+    config = uvicorn.Config(guarded, host=host, port=port, log_level="warning")
+    anyio.run(uvicorn.Server(config).serve)
+
+
+class BearerGuard:
+    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get a 401."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Pass the request on when it carries the token; answer 401 otherwise."""
+        if scope.get("type") == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = b'{"error": "unauthorized: send the AAH_MCP_TOKEN as a bearer token"}'
+                headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+                await send({"type": "http.response.start", "status": 401, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

@@ -1,0 +1,138 @@
+"""The dialog for a tool call waiting for approval: a approve, e edit, r reject, t terminate.
+
+Shown for queue requests of kind ``approval``, as ``AskHumanScreen`` is for
+questions, with the same claims and "later" (Esc). An edit is the arguments
+as JSON, checked against the endpoint's parameters before it is sent: an
+invalid one is refused here, with the reason, and never reaches the runner.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Label, Static
+
+from aah.store import HumanRequestRecord
+from aah.terminal_text import printable
+from aah.tools import ParameterSpec
+from aah.tools.calls import CallChecker, arguments_models
+from aah.ui.tui.screens import AskHumanScreen, describe_context
+
+# What the dialog returns: the decision, an edit's arguments, a reason.
+ApprovalChoice = dict[str, Any]
+_Mode = Literal["choose", "edit", "reject", "terminate"]
+
+
+class ApproveCallScreen(ModalScreen[ApprovalChoice]):
+    """A tool call to approve, edit, reject, or to terminate its session."""
+
+    BINDINGS = [
+        Binding("a", "approve", "Approve"),
+        Binding("e", "edit", "Edit"),
+        Binding("r", "reject", "Reject"),
+        Binding("t", "terminate", "Terminate"),
+        Binding("escape", "back", "Back / later"),
+    ]
+
+    def __init__(self, request: HumanRequestRecord, where: str = "") -> None:
+        """Show ``request`` (kind ``approval``); ``where`` names its setting and task."""
+        super().__init__()
+        self.request = request
+        self.where = where
+        self.call: dict[str, Any] = dict(request.context.get("approval") or {})
+        self.mode: _Mode = "choose"
+        self.opened = time.monotonic()
+
+    @property
+    def seconds(self) -> float:
+        """How long the dialog has been open."""
+        return time.monotonic() - self.opened
+
+    def compose(self) -> ComposeResult:
+        """The call, why it needs approval, the context, and a box for an edit or a reason."""
+        tool = str(self.call.get("tool", "?"))
+        arguments = json.dumps(self.call.get("arguments", {}), ensure_ascii=False)
+        with Vertical(id="ask-dialog"):
+            title = "Approve this call?" + (f" ({printable(self.where)})" if self.where else "")
+            yield Label(title, id="ask-title")
+            line = f"{self.call.get('method', '')} {tool} {arguments}".strip()
+            rule = str(self.call.get("rule") or "")
+            shown = line + (f"\nneeds approval: {rule}" if rule else "")
+            yield Static(Text(printable(shown)), id="ask-question")
+            with VerticalScroll(id="ask-context"):
+                yield Static(describe_context(self.request.context))
+            box = Input(id="ask-answer")
+            box.display = False
+            yield box
+            keys = "a approve · e edit · r reject · t terminate · Esc later"
+            yield Label(keys, id="approve-keys")
+        yield Footer()
+
+    def action_approve(self) -> None:
+        """Let the call run as proposed."""
+        self.dismiss({"decision": "approve"})
+
+    def action_edit(self) -> None:
+        """Open the arguments as JSON for editing (Enter sends them once valid)."""
+        arguments = json.dumps(self.call.get("arguments", {}), ensure_ascii=False)
+        self._open_box("edit", arguments, "The arguments as JSON (Enter sends, Esc back)")
+
+    def action_reject(self) -> None:
+        """Ask for an optional reason (Enter rejects)."""
+        self._open_box("reject", "", "Why (optional; the agent reads it). Enter rejects")
+
+    def action_terminate(self) -> None:
+        """Ask for an optional reason (Enter ends the session)."""
+        self._open_box("terminate", "", "Why (optional). Enter terminates the session")
+
+    def action_back(self) -> None:
+        """From a box, back to the choice; otherwise close and decide later."""
+        if self.mode != "choose":
+            self.mode = "choose"
+            self.query_one("#ask-answer", Input).display = False
+            self.set_focus(None)
+            return
+        self.app.post_message(AskHumanScreen.PutAside(self.request.id))
+        self.app.pop_screen()
+
+    def _open_box(self, mode: _Mode, value: str, placeholder: str) -> None:
+        self.mode = mode
+        box = self.query_one("#ask-answer", Input)
+        box.value, box.placeholder, box.display = value, placeholder, True
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the box: send the edit (if valid), the rejection or the termination."""
+        event.stop()
+        text = event.value.strip()
+        if self.mode == "edit":
+            arguments, problem = self._checked(text)
+            if problem is not None:
+                self.notify(f"Refused: {problem}", severity="error")
+                return
+            self.dismiss({"decision": "edit", "arguments": arguments})
+        elif self.mode in ("reject", "terminate"):
+            self.dismiss({"decision": self.mode, "reason": text})
+
+    def _checked(self, text: str) -> tuple[dict[str, Any], str | None]:
+        """The edited arguments, and why they cannot run (None when they can)."""
+        try:
+            arguments = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return {}, f"not JSON ({exc.msg} at column {exc.colno})"
+        if not isinstance(arguments, dict):
+            return {}, 'the arguments are a JSON object, e.g. {"city": "Oslo"}'
+        tool = str(self.call.get("tool", ""))
+        parameters = [ParameterSpec.model_validate(p) for p in self.call.get("parameters", [])]
+        offered = {tool: parameters}
+        verdict = CallChecker(offered, seen=[], models=arguments_models(offered)).check(
+            tool, arguments
+        )
+        return arguments, None if verdict.ok else " ".join(verdict.feedback.split())

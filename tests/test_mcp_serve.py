@@ -1,0 +1,228 @@
+"""``aah mcp serve``: the SDK's own client asks aah's people, over stdio and streamable HTTP.
+
+The server runs as ``aah mcp serve`` in its own process; the test answers
+through the store's API from this one, as the web page does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aah.events import HumanAnswerEvent, HumanQuestionEvent
+from aah.store import SessionStore
+
+pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'aah[mcp]'")
+
+from mcp import Client, Implementation, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVE_ENV = {"PYTHONPATH": str(ROOT), "AAH_MCP_START_TIMEOUT": "60"}
+TOKEN = "desk-token-0123456789"
+
+
+async def pending_request(db: Path, question: str, timeout: float = 60) -> str:
+    """The id of the pending request asking ``question``, once the server wrote it."""
+    store = SessionStore(db)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if db.exists():
+                for request in store.pending_human_requests():
+                    if request.question == question:
+                        return request.id
+            await asyncio.sleep(0.1)
+    finally:
+        store.close()
+    raise AssertionError(f"{question!r} never reached the queue")
+
+
+def answer(db: Path, request_id: str, text: str) -> None:
+    store = SessionStore(db)
+    try:
+        assert store.claim_request(request_id, "alice") is not None
+        assert store.answer_human_request(request_id, "alice", text)
+    finally:
+        store.close()
+
+
+def text_of(result: Any) -> str:
+    assert not result.is_error, result
+    return str(result.content[0].text)
+
+
+async def ask_and_answer(server: Any, db: Path) -> dict[str, Any]:
+    """List the tools, ask, answer through the store, re-ask, let a deadline pass."""
+    found: dict[str, Any] = {}
+    async with Client(server, client_info=Implementation(name="planner", version="1")) as client:
+        tools = await client.list_tools()
+        found["tools"] = [tool.name for tool in tools.tools]
+        asking = asyncio.ensure_future(
+            client.call_tool("ask_human", {"question": "Which city?", "id": "q1"})
+        )
+        request_id = await pending_request(db, "Which city?")
+        answered_at = time.monotonic()
+        await asyncio.to_thread(answer, db, request_id, "Paris")
+        found["answer"] = text_of(await asking)
+        found["latency"] = time.monotonic() - answered_at
+        # The client asks again (say, after its own timeout): the same answer, not a new question.
+        again = await client.call_tool("ask_human", {"question": "Which city?", "id": "q1"})
+        found["again"] = text_of(again)
+        late = await client.call_tool(
+            "ask_human", {"question": "Budget?", "deadline": 1, "fallback": "use 100 EUR"}
+        )
+        found["fallback"] = text_of(late)
+    return found
+
+
+def check(found: dict[str, Any], db: Path) -> None:
+    assert found["tools"] == ["ask_human"]
+    assert found["answer"] == found["again"] == "Paris"
+    assert found["fallback"] == "use 100 EUR"
+    assert found["latency"] < 5  # polls every 0.5 s; quoted in the closing note
+    store = SessionStore(db)
+    try:
+        [session] = store.list_sessions()
+        events = store.events(session.id)
+    finally:
+        store.close()
+    assert session.model == "mcp:planner"
+    questions = [e.question for e in events if isinstance(e, HumanQuestionEvent)]
+    answers = [(e.answer, e.answered_by) for e in events if isinstance(e, HumanAnswerEvent)]
+    assert questions == ["Which city?", "Budget?"]
+    assert answers == [("Paris", "alice"), ("use 100 EUR", "deadline-fallback")]
+
+
+def test_stdio_client_asks_and_gets_the_answer(tmp_path: Path) -> None:
+    db = tmp_path / "desk.db"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aah", "mcp", "serve", "--db", str(db)],
+        env=SERVE_ENV,
+        cwd=str(tmp_path),
+    )
+    found = asyncio.run(ask_and_answer(stdio_client(params), db))
+    check(found, db)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    db, port = tmp_path_factory.mktemp("desk") / "desk.db", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
+    env["AAH_MCP_TOKEN"] = TOKEN
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aah", "mcp", "serve", "--port", str(port), "--db", str(db)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp", db
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_http_client_asks_and_gets_the_answer(http_desk: tuple[str, Path]) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    url, db = http_desk
+    bearer = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
+    )
+    found = asyncio.run(ask_and_answer(streamable_http_client(url, http_client=bearer), db))
+    check(found, db)
+
+
+REFUSED = [
+    {},
+    {"Authorization": "Bearer wrong-token-0000"},
+    {"Authorization": TOKEN},
+    {"Authorization": f"bearer {TOKEN}x"},
+]
+
+
+@pytest.mark.parametrize("headers", REFUSED)
+def test_http_requests_without_the_token_are_refused(
+    http_desk: tuple[str, Path], headers: dict[str, str]
+) -> None:
+    import requests
+
+    url, _ = http_desk
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = requests.post(url, json=body, headers=headers, timeout=10)
+    assert response.status_code == 401 and "AAH_MCP_TOKEN" in response.text
+
+
+def test_serving_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
+    result = subprocess.run(
+        [sys.executable, "-m", "aah", "mcp", "serve", "--port", "1", "--host", "0.0.0.0"],
+        env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stderr.startswith("error: serving MCP on 0.0.0.0")
+
+
+async def give_up_then_ask_again(db: Path, tmp_path: Path) -> tuple[str, str]:
+    """A client times out on a question; the server restarts; asking again gets the answer."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aah", "mcp", "serve", "--db", str(db)],
+        env=SERVE_ENV,
+        cwd=str(tmp_path),
+    )
+    question = {"question": "Which account?", "id": "acct"}
+    async with Client(
+        stdio_client(params), client_info=Implementation(name="impatient", version="1")
+    ) as first:
+        try:
+            gave_up = await first.call_tool("ask_human", question, read_timeout_seconds=2)
+            why = "answered before anyone did" if not gave_up.is_error else "error result"
+        except Exception as exc:  # the client's own timeout
+            why = type(exc).__name__
+    # The first server is gone; a person answers meanwhile, through the store.
+    request_id = await pending_request(db, "Which account?")
+    await asyncio.to_thread(answer, db, request_id, "the savings one")
+    async with Client(
+        stdio_client(params), client_info=Implementation(name="impatient", version="1")
+    ) as again:
+        result = await again.call_tool("ask_human", question)
+    return why, text_of(result)
+
+
+def test_a_client_that_gave_up_gets_the_answer_by_asking_again(tmp_path: Path) -> None:
+    db = tmp_path / "desk.db"
+    why, text = asyncio.run(give_up_then_ask_again(db, tmp_path))
+    assert why != "answered before anyone did"
+    assert text == "the savings one"
+    store = SessionStore(db)
+    try:
+        [session] = store.list_sessions()
+        answers = [e.answer for e in store.events(session.id) if isinstance(e, HumanAnswerEvent)]
+    finally:
+        store.close()
+    assert answers == ["the savings one"]  # logged once, though asked twice
