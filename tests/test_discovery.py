@@ -423,3 +423,35 @@ def test_find_tools_takes_any_need_a_model_sends(
         assert len(searches[0].need) <= 2_000  # a long need is stored cut, with a marker
     else:
         assert [e.check for e in rejected] == [expected] and not searches
+
+
+def test_a_discovered_endpoint_waits_for_approval_like_an_offered_one(
+    registry: Registry, tmp_path: Path
+) -> None:
+    from aah.events import ApprovalDecidedEvent
+    from aah.runtime import ApprovalPolicy, ApprovalReply, ApprovalRule, ScriptedApprover
+
+    approver = ScriptedApprover([ApprovalReply(decision="approve", decided_by="ann")])
+    policy = ApprovalPolicy(rules=(ApprovalRule(methods=("GET",)),))
+
+    async def scenario(llm: FakeLLMServer) -> tuple[str, list[Any]]:
+        async with runtime_on(llm, tmp_path / "a.db") as runtime:
+            request = SessionRequest(
+                "Weather in Paris?",
+                awareness="none",
+                finder=ToolFinder(registry),
+                approvals=policy,
+                approver=approver,
+            )
+            outcome = await run_session(request, runtime)
+            return outcome.status, runtime.store.events(outcome.session_id)
+
+    with FakeLLMServer(discover_then_call()) as llm:
+        status, events = asyncio.run(scenario(llm))
+    assert status == "finished"
+    (asked,) = approver.asked
+    assert (asked.tool, asked.method, asked.arguments) == (WEATHER, "GET", PARIS)
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert decided.outcome == "approved"
+    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert [(c.tool, c.check, c.ok) for c in calls] == [(WEATHER, "ok", True)]
