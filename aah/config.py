@@ -13,6 +13,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # Questions to a person a model may put in one reply, and in one session.
 DEFAULT_QUESTIONS_PER_REPLY = 3
 DEFAULT_QUESTIONS_PER_SESSION = 10
+# Endpoints one find_tools call returns (and adds to the agent's tools).
+DEFAULT_DISCOVER_K = 5
 
 
 def project_root() -> Path:
@@ -99,6 +101,8 @@ class Settings(BaseSettings):
     max_connections: int | None = Field(default=None, ge=1)
     # Each tool result reaches the model cut to about this many tokens.
     tool_result_tokens: int = Field(default=2_000, ge=1)
+    # Endpoints one find_tools call returns (`--discover-k` overrides it).
+    discover_k: int = Field(default=DEFAULT_DISCOVER_K, ge=1, le=50)
     # Apprise URLs `aah web` notifies when questions wait longer than
     # notify_after seconds, at most once per notify_interval seconds; the
     # message links to web_url (default: the address `aah web` serves on).

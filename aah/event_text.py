@@ -19,6 +19,7 @@ from aah.events import (
     ApprovalDecidedEvent,
     ApprovalRequestedEvent,
     AwarenessEvent,
+    DiscoveryEvent,
     ErrorEvent,
     Event,
     EventKind,
@@ -128,6 +129,8 @@ def describe_event(event: Event) -> EventDescription | None:
         return _describe_model_call(event)
     if isinstance(event, ToolCallEvent):
         return _describe_tool_call(event)
+    if isinstance(event, DiscoveryEvent):
+        return _describe_discovery(event)
     if isinstance(event, HumanQuestionEvent):
         line = ConversationLine("agent asks", event.question)
         return EventDescription(
@@ -222,6 +225,20 @@ def _describe_tool_call(event: ToolCallEvent) -> EventDescription:
     return EventDescription(
         event.kind, label, result, arguments, "ok" if event.ok else "fail", line
     )
+
+
+def _describe_discovery(event: DiscoveryEvent) -> EventDescription:
+    found = f"{len(event.hits)} endpoint(s)" if event.hits else "nothing"
+    added = f", {len(event.added)} new" if event.hits else ""
+    label = f"⌕ find_tools → {found}{added}"
+    need = clip(json.dumps({"need": event.need}, ensure_ascii=False), ARGUMENT_CHARS)
+    # The new ones are marked: they joined the agent's tools with this call.
+    names = [f"{name} (new)" if name in event.added else name for name in event.hits]
+    text = clip(", ".join(names), RESULT_CHARS)
+    line = ConversationLine(
+        "tool", f"find_tools({event.need!r}) → {', '.join(event.hits) or 'none'}"
+    )
+    return EventDescription(event.kind, label, text, need, "ok" if event.hits else "warn", line)
 
 
 def conversation_lines(events: Iterable[Event]) -> list[ConversationLine]:

@@ -32,6 +32,7 @@ EventKind = Literal[
     "awareness",
     "model_call",
     "tool_call",
+    "discovery",
     "human_question",
     "human_answer",
     "final_answer",
@@ -175,6 +176,27 @@ class ToolCallEvent(EventBase):
     feedback: str = ""
     result: Excerpt = ""
     http_mode: str = "live"
+
+
+class DiscoveryEvent(EventBase):
+    """The agent called ``find_tools``: what it asked for, what it found, what joined its tools.
+
+    A ``find_tools`` call that a check stopped is a ``ToolCallEvent`` with its
+    pattern, as any tool call's; one that ran leaves this event.
+
+    Attributes:
+        call_id: The id the model gave the call.
+        need: The need as the agent described it.
+        hits: The endpoints returned (qualified names), best first.
+        added: Those of ``hits`` that were not among the session's tools yet:
+            they are offered from the next model step on.
+    """
+
+    kind: Literal["discovery"] = "discovery"
+    call_id: str
+    need: Excerpt
+    hits: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
 
 
 class HumanQuestionEvent(EventBase):
@@ -321,6 +343,7 @@ Event = Annotated[
     AwarenessEvent
     | ModelCallEvent
     | ToolCallEvent
+    | DiscoveryEvent
     | HumanQuestionEvent
     | HumanAnswerEvent
     | FinalAnswerEvent

@@ -175,7 +175,10 @@ def test_demo_runs_offline_without_a_key(registry: Path, tmp_path: Path) -> None
 # A corpus of wrong invocations: each must give one `error:` line naming what
 # was wrong and the --help to read, with exit status 2 and no boxed panel.
 USAGE_ERRORS = [
-    (("bench", "run", "--foo"), "no such option: --foo; see `python -m aah bench run --help`"),
+    (
+        ("bench", "run", "--foo"),
+        "no such option: --foo (Possible options: --tools); see `python -m aah bench run --help`",
+    ),
     (("bench", "run", "--run", "r", "--limit", "x"), "invalid value for '--limit'"),
     (("grade",), "missing option '--run'; see `python -m aah grade --help`"),
     (("tools", "show"), "missing argument 'name'"),

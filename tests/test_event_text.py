@@ -18,6 +18,7 @@ from aah.events import (
     ApprovalDecidedEvent,
     ApprovalRequestedEvent,
     AwarenessEvent,
+    DiscoveryEvent,
     ErrorEvent,
     Event,
     EventKind,
@@ -141,6 +142,38 @@ CASES: list[tuple[Event, EventDescription | None]] = [
             '{"town": "Oslo"}',
             "fail",
             ConversationLine("tool", "weather__get → rejected (IAN)"),
+        ),
+    ),
+    (
+        DiscoveryEvent(
+            session_id=S,
+            call_id="d1",
+            need="weather forecast",
+            hits=["openmeteo__get_weather_forecast", "weather__get"],
+            added=["openmeteo__get_weather_forecast"],
+        ),
+        EventDescription(
+            "discovery",
+            "⌕ find_tools → 2 endpoint(s), 1 new",
+            "openmeteo__get_weather_forecast (new), weather__get",
+            '{"need": "weather forecast"}',
+            "ok",
+            ConversationLine(
+                "tool",
+                "find_tools('weather forecast') → openmeteo__get_weather_forecast, weather__get",
+            ),
+        ),
+    ),
+    (
+        # Nothing found: a warning, and the conversation says so.
+        DiscoveryEvent(session_id=S, call_id="d2", need="teleport me"),
+        EventDescription(
+            "discovery",
+            "⌕ find_tools → nothing",
+            "",
+            '{"need": "teleport me"}',
+            "warn",
+            ConversationLine("tool", "find_tools('teleport me') → none"),
         ),
     ),
     (

@@ -169,6 +169,10 @@ MANIFEST_PAIRS = [
     ({"step_limit": 10, "aah": True}, {"step_limit": 10, "aah": False}, ("aah", True, False)),
     ({"unavailable": "hidden"}, {"unavailable": "broken"}, ("unavailable", "hidden", "broken")),
     ({"prompt_versions": {"a": "1"}}, {"prompt_versions": {"a": "2"}}, None),
+    # Given the tools or found them (find_tools) are two experiments.
+    ({"tools": "given"}, {"tools": "registry"}, ("tools", "given", "registry")),
+    ({"discover": False}, {"discover": True}, ("discover", False, True)),
+    ({"discover_k": 5}, {"discover_k": 8}, ("discover_k", 5, 8)),
     ({"approvals": None}, {"approvals": {"rules": []}}, ("approvals", None, {"rules": []})),
     ({"model": "a"}, {"model": "a", "approvals": None}, None),  # a run from before approvals
 ]
@@ -188,6 +192,9 @@ def test_the_pinned_fields_are_one_list_for_resume_and_merge(
     assert set(PINNED_FIELDS) == {"model", "aah", "human", "http", "unavailable"} | {
         "step_limit",
         "registry_hash",
+        "tools",
+        "discover",
+        "discover_k",
         "approvals",
     }
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, Self, TypeVar, cast
 
 from aah import __version__
+from aah.config import DEFAULT_DISCOVER_K
 from aah.errors import AahError
 from aah.extensions import BaseHttpModeName, BatchHumanName
 from aah.llm import ModelConfig
@@ -47,6 +48,8 @@ from aah.runtime.prompts import prompt_versions
 from aah.store import STOPPED_STATUSES, SessionStore, StoreFileError, pinned_difference
 
 UnavailableMode = Literal["hidden", "broken"]
+# How a task's endpoints reach the agent: handed to it, or found with find_tools.
+ToolSource = Literal["given", "registry"]
 
 
 @dataclass
@@ -67,6 +70,12 @@ class RunOptions:
     tool_result_tokens: int = DEFAULT_TOOL_RESULT_TOKENS
     tool_mode: ToolMode = "native"
     epochs: int = 1
+    # ``registry``: no endpoint is handed to the agent; it has find_tools over
+    # the whole registry (minus what the setting removes). ``discover`` adds
+    # find_tools beside the given endpoints; ``discover_k``: hits per search.
+    tools: ToolSource = "given"
+    discover: bool = False
+    discover_k: int = DEFAULT_DISCOVER_K
     # What ``aah models check``'s probe found about the agent's server before
     # the run (``ProbeReport.model_dump()``); stored, never pinned.
     probe: dict[str, Any] | None = None
@@ -191,6 +200,10 @@ def run_manifest(
         # How much of each tool result the model reads, and how it is told of tools.
         "tool_result_tokens": options.tool_result_tokens,
         "tool_mode": options.tool_mode,
+        # Given the tools, or found them: the report sets the two side by side.
+        "tools": options.tools,
+        "discover": options.discover or options.tools == "registry",
+        "discover_k": options.discover_k,
         "probe": options.probe,
         # Which calls needed a person's approval (pinned: another policy is another run).
         "approvals": (

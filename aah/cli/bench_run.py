@@ -36,7 +36,7 @@ from aah.runtime import Activity
 BENCHMARKS = ("fail-talms", "when2call", "bfcl")
 
 if TYPE_CHECKING:
-    from aah.benchmark import ProgressHook, RunSummary, TaskT, UnavailableMode
+    from aah.benchmark import ProgressHook, RunSummary, TaskT, ToolSource, UnavailableMode
     from aah.benchmark.failtalms import Setting, Task
     from aah.llm import ProbeReport
     from aah.runtime import SessionOutcome
@@ -142,6 +142,23 @@ def bench_run(
         help="Probe the agent's server once before the run (as `aah models check`) and "
         "store what it found in the run's manifest.",
     ),
+    tools: str = typer.Option(
+        "given",
+        "--tools",
+        help="Fail-TaLMs: given (the task's endpoints are handed to the agent) or registry "
+        "(none are: it finds them with find_tools over the whole registry, minus what the "
+        "setting removes).",
+    ),
+    discover: bool = typer.Option(
+        False, "--discover", help="Fail-TaLMs: also give the agent find_tools beside its endpoints."
+    ),
+    discover_k: int | None = typer.Option(
+        None,
+        "--discover-k",
+        min=1,
+        max=50,
+        help="Endpoints one find_tools call returns (default AAH_DISCOVER_K, 5).",
+    ),
     epochs: int = typer.Option(
         1,
         "--epochs",
@@ -164,6 +181,13 @@ def bench_run(
     """Run benchmark tasks as sessions of one named, resumable run."""
     if benchmark not in BENCHMARKS:
         raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
+    if tools not in ("given", "registry"):
+        raise AahError(f"unknown --tools {tools!r}: use given or registry")
+    if benchmark != "fail-talms" and (tools != "given" or discover):
+        raise AahError(
+            f"--tools registry and --discover are Fail-TaLMs settings, not {benchmark}'s: "
+            "drop them, or use --benchmark fail-talms"
+        )
     from aah.runtime import policy_from_options
 
     approvals = policy_from_options(approve, approve_methods, approve_tools)
@@ -246,6 +270,9 @@ def bench_run(
         tool_mode=mode,
         epochs=epochs,
         probe=report.model_dump(mode="json") if report is not None else None,
+        tools=cast("ToolSource", tools),
+        discover=discover,
+        discover_k=discover_k or get_settings().discover_k,
         approvals=approvals,
     )
     runner = BatchRunner(options, registry, config)
@@ -258,7 +285,9 @@ def bench_run(
         f"run [bold]{run}[/]: {len(tasks)} tasks"
         + (f" × {epochs} epochs" if epochs > 1 else "")
         + f", model {config.model}, "
-        f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})",
+        f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})"
+        + (", tools found with find_tools" if tools == "registry" else "")
+        + (", find_tools on" if discover and tools == "given" else ""),
         highlight=False,
     )
     activity = Activity()

@@ -102,6 +102,7 @@ PER_COMMAND: dict[tuple[str, str], str] = {
     ("--run", "sessions list"): "an optional filter",
     ("--port", "web"): "each server has its own default port",
     ("--port", "fake-llm"): "each server has its own default port",
+    ("--discover", "run"): "on by default when no tool is named (--no-discover turns it off)",
     ("--port", "mcp serve"): "optional: without it the desk serves stdio",
     ("--out", "report"): "the file each command writes",
     ("--out", "classify"): "the file each command writes",

@@ -20,7 +20,7 @@ from aah.cli.options import (
     ToolResultTokensOption,
     awareness_mode,
 )
-from aah.cli.output import console
+from aah.cli.output import console, print_warning
 from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import HTTP_MODE_NAMES, HUMAN_CHANNEL_NAMES, listed
@@ -67,6 +67,19 @@ def run(
     data: DataOption = None,
     tool_result_tokens: ToolResultTokensOption = None,
     tool_mode: ToolModeOption = "native",
+    discover: bool | None = typer.Option(
+        None,
+        "--discover/--no-discover",
+        help="Give the agent find_tools to search the registry as it goes "
+        "(default: on when no --tool, --auto-tools or --mcp is given).",
+    ),
+    discover_k: int | None = typer.Option(
+        None,
+        "--discover-k",
+        min=1,
+        max=50,
+        help="Endpoints one find_tools call returns (default AAH_DISCOVER_K, 5).",
+    ),
     mcp: list[str] = typer.Option(
         [],
         "--mcp",
@@ -91,6 +104,7 @@ def run(
     from aah.runtime import (
         ChannelOptions,
         SessionRequest,
+        ToolFinder,
         choose_tool_mode,
         make_human_channel,
         policy_from_options,
@@ -106,10 +120,16 @@ def run(
 
         find_data_dir(data)  # a mistyped --data is an error even when no tool needs it
     db_path = db or get_settings().db
+    servers = configured_servers(mcp)
+    config = model_config("agent", model=model)  # a missing model is said before any build
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
-    servers = configured_servers(mcp)
-    config = model_config("agent", model=model)
+    k = discover_k or get_settings().discover_k
+    # With no tool named, the agent finds its own (find_tools), unless told not to.
+    discovering = discover if discover is not None else not (tool or auto_tools or servers)
+    if discovering and registry is None:
+        registry = _discovery_registry(data, asked=discover is True)
+    finder = ToolFinder(registry, k) if registry is not None and discovering else None
     mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, human_deadline))
     tools = open_mcp_tools(servers, http_mode=http, fault_plan=fault or None, offered=specs)
@@ -122,9 +142,11 @@ def run(
         step_limit=step_limit,
         tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
         tool_mode=mode,
+        finder=finder,
         approvals=approvals,
     )
     offered = ", ".join(s.qualified_name for s in specs) or "none"
+    offered += f" + find_tools ({k} per search)" if finder is not None else ""
     console.print(
         f"[bold]query:[/] {escape(printable(query))}\n"
         f"[dim]tools: {escape(offered)} ({mode}); model: {escape(config.model)}[/]",
@@ -169,6 +191,21 @@ async def _run(
             return await run_session(request, runtime)
         finally:
             printer.close()
+
+
+def _discovery_registry(data: Path | None, *, asked: bool) -> Registry | None:
+    """The registry find_tools searches; None, with a note, where there is none to build.
+
+    Raises:
+        AahError: ``--discover`` was asked for and no registry can be had.
+    """
+    try:
+        return open_registry(data, build_if_missing=True)
+    except AahError as exc:
+        if asked:
+            raise
+        print_warning(f"find_tools is off: {exc}")
+        return None
 
 
 def _report(outcome: SessionOutcome) -> None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from aah.runtime.awareness import SETTING_AWARENESS, ask_awareness, parse_awareness
     from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
+    from aah.runtime.discovery import FoundTools, ToolFinder
     from aah.runtime.environment import open_runtime
     from aah.runtime.graph import build_graph
     from aah.runtime.humans import (
@@ -91,6 +92,8 @@ __all__ = [
     "IDK_REPLY",
     "DEFAULT_TOOL_RESULT_TOKENS",
     "ContextOverflowError",
+    "FoundTools",
+    "ToolFinder",
     "ToolMode",
     "ToolModeChoice",
     "choose_tool_mode",
@@ -152,6 +155,8 @@ _WHERE = {
     "IDK_REPLY": "aah.runtime.humans",
     "DEFAULT_TOOL_RESULT_TOKENS": "aah.runtime.budget",
     "ContextOverflowError": "aah.runtime.budget",
+    "FoundTools": "aah.runtime.discovery",
+    "ToolFinder": "aah.runtime.discovery",
     "ToolMode": "aah.runtime.tool_mode",
     "ToolModeChoice": "aah.runtime.tool_mode",
     "choose_tool_mode": "aah.runtime.tool_mode",

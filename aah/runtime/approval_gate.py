@@ -42,11 +42,12 @@ def undecided_calls(state: AgentState, ctx: SessionContext) -> list[tuple[ToolCa
     if ctx.approvals is None:
         return []
     reply = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
-    checker = ctx.tools.checker(state.get("seen_calls", []))
+    tools = ctx.tools_now(state)  # endpoints found with find_tools need approval too
+    checker = tools.checker(state.get("seen_calls", []))
     decided = state.get("approvals", {})
     waiting = []
     for call in reply.tool_calls:
-        spec = ctx.tools.specs.get(call["name"])
+        spec = tools.specs.get(call["name"])
         if spec is None or call["name"] == ASK_HUMAN or (call["id"] or "") in decided:
             continue
         if not checker.check(call["name"], call["args"]).ok:
@@ -63,7 +64,7 @@ async def approval_node(state: AgentState, runtime: GraphRuntime[SessionContext]
     Nothing before ``interrupt()`` has effects: the node runs again on resume.
     """
     call, rule = undecided_calls(state, runtime.context)[0]
-    spec = runtime.context.tools.specs[call["name"]]
+    spec = runtime.context.tools_now(state).specs[call["name"]]
     value = interrupt(
         {
             "kind": "approval",
@@ -92,7 +93,7 @@ def decision_for(state: AgentState, ctx: SessionContext, call: ToolCall) -> dict
     """The decision on ``call`` when it needed approval (it passed its checks), else None."""
     if ctx.approvals is None:
         return None
-    spec = ctx.tools.specs.get(call["name"])
+    spec = ctx.tools_now(state).specs.get(call["name"])
     if spec is None or ctx.approvals.rule_for(spec, call["args"]) is None:
         return None
     # A call the gate let through always has a decision; none would mean the
@@ -137,7 +138,7 @@ async def _run_once(
         else None
     )
     if earlier is None:
-        result = await ctx.executor.acall(ctx.tools.specs[name], arguments)
+        result = await ctx.executor.acall(ctx.current_tools.specs[name], arguments)
         if ctx.store is not None:
             ctx.store.finish_approved_run(
                 ctx.session_id,
@@ -212,7 +213,7 @@ async def decide_call(
             f"{type(channel).__name__} cannot decide on tool calls: use --human console, "
             "queue, oracle or simulated with an approval policy"
         )
-    spec = ctx.tools.specs[tool]
+    spec = ctx.current_tools.specs[tool]
     ask, timed_out = 1, False
     while True:
         request_id = f"{ctx.session_id}-{call_id}-approval" + (f"-{ask}" if ask > 1 else "")
@@ -270,7 +271,7 @@ async def decide_call(
 
 def edit_problem(ctx: SessionContext, tool: str, arguments: dict[str, Any]) -> str | None:
     """Why edited ``arguments`` cannot run as a call of ``tool`` (its checks), or None."""
-    verdict = ctx.tools.checker([]).check(tool, arguments)
+    verdict = ctx.current_tools.checker([]).check(tool, arguments)
     return None if verdict.ok else " ".join(verdict.feedback.split()).rstrip(".")
 
 

@@ -74,13 +74,19 @@ def parse_awareness(text: str, reasoning: str | None = None) -> tuple[AwarenessA
     return parse_awareness_reply(text, reasoning)
 
 
-def describe_tools(specs: Sequence[EndpointSpec], ask_human: bool) -> str:
+def describe_tools(specs: Sequence[EndpointSpec], ask_human: bool, discover: bool = False) -> str:
     """The offered tools as text: name, what it does, its arguments."""
     lines = [
         f"- {s.qualified_name}: {s.description.strip() or 'no description'} "
         f"Arguments: {describe_parameters(s.parameters)}."
         for s in specs
     ]
+    if discover:
+        lines.append(
+            "- find_tools: search a registry of hundreds of web APIs for endpoints that do "
+            "what you need; the ones found become tools you can call. "
+            "Arguments: need (string, required)."
+        )
     if ask_human:
         lines.append(
             "- ask_human: ask the user a question and get their reply. "

@@ -22,7 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime as GraphRuntime
 from langgraph.types import interrupt
 
-from aah.events import AwarenessEvent, ModelCallEvent, ToolCallEvent
+from aah.events import AwarenessEvent, DiscoveryEvent, ModelCallEvent, ToolCallEvent
 from aah.events import CheckResult as CheckCode
 from aah.llm import ModelStatusError
 from aah.llm.text_calls import recover_text_tool_calls
@@ -42,12 +42,14 @@ from aah.runtime.awareness import (
 )
 from aah.runtime.budget import ReplyCutOff, complete_within_context, cut_tool_result, was_cut_off
 from aah.runtime.prompts import load_prompt
-from aah.runtime.state import AgentState, SessionContext
+from aah.runtime.state import AgentState, SessionContext, SessionTools
 from aah.runtime.tool_mode import prompted_conversation
-from aah.tools import ASK_HUMAN, tool_prompt
+from aah.tools import ASK_HUMAN, BUILTIN_TOOLS, FIND_TOOLS, tool_prompt
 from aah.tools.calls import CheckResult, canonical_call
 
 Route = str  # a node name, or END
+# Tool names an unknown-tool feedback lists at most.
+_MAX_LISTED_TOOLS = 40
 
 
 def build_graph(
@@ -104,7 +106,7 @@ def _pending_questions(messages: list[AnyMessage]) -> list[ToolCall]:
 
 async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     ctx = runtime.context
-    tools_text = describe_tools(ctx.specs, ctx.aah)
+    tools_text = describe_tools(ctx.specs, ctx.aah, discover=ctx.discover)
     for question in awareness_questions(ctx.awareness):
         result = await ask_awareness(ctx.model, question, ctx.query, tools_text)
         ctx.emit(
@@ -140,12 +142,14 @@ async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -
 async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     ctx = runtime.context
     started = time.perf_counter()
+    # Bound per call: endpoints that find_tools added are offered from the next turn on.
+    tools = ctx.tools_now(state)
 
     async def complete(messages: Sequence[BaseMessage], max_tokens: int | None) -> AIMessage:
         if ctx.tool_mode == "prompt":
-            conversation = prompted_conversation(messages, ctx.tools.prompt_text)
+            conversation = prompted_conversation(messages, tools.prompt_text)
             return await ctx.model.complete(conversation, max_tokens=max_tokens)
-        return await ctx.model.complete(messages, ctx.tools.schemas, max_tokens=max_tokens)
+        return await ctx.model.complete(messages, tools.schemas, max_tokens=max_tokens)
 
     # Results compacted to fit the context replace theirs in the state (same ids).
     reply, compacted = await complete_within_context(
@@ -157,7 +161,7 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
         )
         compacted = more or compacted
     sent = reply
-    reply = recover_text_tool_calls(reply, ctx.tools.offered)
+    reply = recover_text_tool_calls(reply, tools.offered)
     reply = with_unique_call_ids(reply, state["messages"], state.get("steps", 0) + 1)
     _log_model_call(ctx, reply, started, raw=_raw_reply(sent, reply))
     return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
@@ -310,7 +314,7 @@ def _only_good_questions(reply: AIMessage, state: AgentState, ctx: SessionContex
         return False
     if len(reply.tool_calls) > _questions_left(state["messages"], ctx):
         return False
-    checker = ctx.tools.checker(state.get("seen_calls", []))
+    checker = ctx.tools_now(state).checker(state.get("seen_calls", []))
     return all(checker.check(c["name"], c["args"]).ok for c in reply.tool_calls)
 
 
@@ -331,10 +335,13 @@ def _questions_left(messages: Sequence[AnyMessage], ctx: SessionContext) -> int:
 async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     ctx = runtime.context
     reply = _last_ai(state["messages"])
-    checker = ctx.tools.checker(state.get("seen_calls", []))
+    tools = ctx.tools_now(state)
+    checker = tools.checker(state.get("seen_calls", []))
     messages: list[ToolMessage] = []
     runs: list[Awaitable[ToolMessage]] = []
     seen = list(state.get("seen_calls", []))
+    discovered = list(state.get("discovered") or [])
+    known = set(tools.offered)
     questions_left = _questions_left(state["messages"], ctx)
     for bad in reply.invalid_tool_calls:
         error = bad.get("error") or "malformed call"
@@ -348,19 +355,66 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
                 verdict = _past_question_cap(ctx)
             else:
                 questions_left -= 1
+        if verdict.code == "IFN" and ctx.discover and call["name"] not in BUILTIN_TOOLS:
+            verdict = _undiscovered(call["name"], tools)
         if not verdict.ok:
             messages.append(_rejected(ctx, call["id"] or "", call["name"], call["args"], verdict))
             continue
         seen.append(canonical_call(call["name"], call["args"]))
+        if call["name"] == FIND_TOOLS:
+            messages.append(_find_tools(ctx, call["id"] or "", call["args"], known, discovered))
+            continue
         if call["name"] == ASK_HUMAN:
             continue
         decision = decision_for(state, ctx, call)
         if decision is not None:  # it needed approval: it runs as decided
             runs.append(run_decided(ctx, call, decision))
         else:
-            runs.append(_run(ctx, call["id"] or "", call["name"], call["args"]))
+            runs.append(_run(ctx, tools, call["id"] or "", call["name"], call["args"]))
     messages += await asyncio.gather(*runs)
-    return {"messages": messages, "seen_calls": seen}
+    update: dict[str, Any] = {"messages": messages, "seen_calls": seen}
+    if len(discovered) != len(state.get("discovered") or []):
+        update["discovered"] = discovered
+    return update
+
+
+def _undiscovered(name: str, tools: SessionTools) -> _Refusal:
+    """IFN for a session that discovers tools: the feedback points to ``find_tools``.
+
+    The same words whether or not the registry holds ``name``, so that the
+    feedback never tells of an endpoint the session may not find.
+    """
+    names = sorted(tools.offered)
+    listed = ", ".join(names[:_MAX_LISTED_TOOLS])
+    more = f" and {len(names) - _MAX_LISTED_TOOLS} more" if len(names) > _MAX_LISTED_TOOLS else ""
+    return _Refusal("IFN", tool_prompt("check_undiscovered").render(name=name, tools=listed + more))
+
+
+def _find_tools(
+    ctx: SessionContext,
+    call_id: str,
+    arguments: dict[str, Any],
+    known: set[str],
+    discovered: list[dict[str, Any]],
+) -> ToolMessage:
+    """Answer one ``find_tools`` call; the endpoints it found join ``known`` and ``discovered``."""
+    assert ctx.finder is not None  # find_tools is offered only with a finder
+    need = str(arguments.get("need", ""))
+    found = ctx.finder.discover(need, known)
+    for spec in found.hits:
+        if spec.qualified_name in found.added:
+            discovered.append(spec.model_dump(mode="json"))
+            known.add(spec.qualified_name)
+    ctx.emit(
+        DiscoveryEvent(
+            session_id=ctx.session_id,
+            call_id=call_id,
+            need=need,
+            hits=[spec.qualified_name for spec in found.hits],
+            added=found.added,
+        )
+    )
+    return ToolMessage(found.feedback, tool_call_id=call_id, name=FIND_TOOLS)
 
 
 class _Refusal(NamedTuple):
@@ -405,9 +459,9 @@ def _rejected(
 
 
 async def _run(
-    ctx: SessionContext, call_id: str, name: str, arguments: dict[str, Any]
+    ctx: SessionContext, tools: SessionTools, call_id: str, name: str, arguments: dict[str, Any]
 ) -> ToolMessage:
-    result = await ctx.executor.acall(ctx.tools.specs[name], arguments)
+    result = await ctx.executor.acall(tools.specs[name], arguments)
     ctx.emit(
         ToolCallEvent(
             session_id=ctx.session_id,

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from aah.config import get_settings
 from aah.errors import AahError
 from aah.runtime.approval_policy import ApprovalPolicy
+from aah.runtime.discovery import ToolFinder
 from aah.runtime.humans import QueueHuman
 from aah.runtime.session import SessionRequest
 from aah.store import STOPPED_STATUSES, SessionRecord, SessionStore
 from aah.tools import EndpointSpec
+from aah.tools.registry import Registry
 
 # Statuses a session never leaves: resuming one has nothing to do.
 _ENDED = ("finished", "skipped", "cancelled", *STOPPED_STATUSES)
@@ -92,8 +95,21 @@ def resume_request(store: SessionStore, session_id: str) -> Resumable:
         ),
         retry_errors=True,
         session_id=session.id,
+        finder=_finder(recipe.get("discover")),
         approvals=(
             ApprovalPolicy.model_validate(recipe["approvals"]) if recipe.get("approvals") else None
         ),
     )
     return Resumable(session, request, str(recipe.get("http_mode") or "mock"))
+
+
+def _finder(discover: Any) -> ToolFinder | None:
+    """The session's ``find_tools`` search again, over the registry of this process.
+
+    The endpoints it already found are in its checkpoint; only new searches
+    read the registry.
+    """
+    if not isinstance(discover, dict):
+        return None
+    registry = Registry(get_settings().registry_path())
+    return ToolFinder(registry, int(discover.get("k") or 1), discover.get("removed") or ())

@@ -41,6 +41,7 @@ from aah.runtime.approvals import Approver
 from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS, ReplyCutOff
 from aah.runtime.checkpoints import EventOutbox
+from aah.runtime.discovery import ToolFinder
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import (
     HumanChannel,
@@ -52,7 +53,12 @@ from aah.runtime.humans import (
     SkipTask,
 )
 from aah.runtime.prompts import load_prompt
-from aah.runtime.state import DEFAULT_STEP_LIMIT, AgentState, SessionContext, offered_schemas
+from aah.runtime.state import (
+    DEFAULT_STEP_LIMIT,
+    AgentState,
+    SessionContext,
+    offered_schemas,
+)
 from aah.runtime.tool_mode import ToolMode
 from aah.storable import storable_text
 from aah.store import (
@@ -84,6 +90,8 @@ class SessionRequest:
     ``retry_errors`` runs a session that ended in error again, from its
     checkpoint; finished and skipped sessions are never run twice.
     ``session_id`` reopens that stored session (``aah sessions resume``).
+    ``finder`` turns discovery on: the agent gets ``find_tools``, and the
+    endpoints it finds join ``specs`` for the rest of the session.
     """
 
     query: str
@@ -102,6 +110,7 @@ class SessionRequest:
     executor: Executor | None = None
     retry_errors: bool = False
     session_id: str | None = None
+    finder: ToolFinder | None = None
     # Which calls wait for a person's approval (None: none), and who decides
     # (None: the approver that goes with ``human``, see ``approver_for``).
     approvals: ApprovalPolicy | None = None
@@ -212,6 +221,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         tool_mode=request.tool_mode,
         max_questions_per_reply=get_settings().max_questions_per_reply,
         max_questions_per_session=get_settings().max_questions_per_session,
+        finder=request.finder,
         approvals=request.approvals,
         store=store,
     )
@@ -317,6 +327,12 @@ def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
         "context": request.context,
         "http_mode": runtime.http_mode,
         "human": who,
+        # Discovery needs the registry again on resume; the removed endpoints stay unfindable.
+        "discover": (
+            {"k": request.finder.k, "removed": sorted(request.finder.removed)}
+            if request.finder is not None
+            else None
+        ),
         "approvals": request.approvals.model_dump(mode="json") if request.approvals else None,
     }
 
@@ -334,6 +350,8 @@ async def _drive(
     if record.status == "error":  # retried (finished and skipped ones never are)
         runtime.store.set_status(ctx.session_id, "running")
     if snapshot and snapshot.interrupts:
+        # Remembered as the session's current tools: the person asked sees them.
+        ctx.tools_now(cast(AgentState, snapshot.values))
         payload = Command(
             resume=await _answer(ctx, runtime, request, record, snapshot.interrupts[0].value)
         )
@@ -344,31 +362,40 @@ async def _drive(
         pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
         if not pending:
             break
+        # Remembered as the session's current tools: the person asked sees them.
+        ctx.tools_now(cast(AgentState, output))
         payload = Command(resume=await _answer(ctx, runtime, request, record, pending[0].value))
     return _finish(ctx, runtime, record, cast(AgentState, output))
 
 
 def _initial_state(request: SessionRequest) -> AgentState:
     return {
-        "messages": [SystemMessage(_system_prompt(request.aah)), HumanMessage(request.query)],
+        "messages": [
+            SystemMessage(_system_prompt(request.aah, request.finder is not None)),
+            HumanMessage(request.query),
+        ],
         "steps": 0,
         "seen_calls": [],
+        "discovered": [],
     }
 
 
-def _system_prompt(aah: bool) -> str:
-    rules = load_prompt("agent_ask_human").render() if aah else ""
-    return load_prompt("agent_system").render(ask_human_rules=rules)
+def _system_prompt(aah: bool, discover: bool = False) -> str:
+    rules = [load_prompt("agent_find_tools").render()] if discover else []
+    rules += [load_prompt("agent_ask_human").render()] if aah else []
+    return load_prompt("agent_system").render(ask_human_rules="\n".join(rules))
 
 
-def first_prompt_tokens(query: str, specs: Sequence[EndpointSpec], aah: bool) -> int:
+def first_prompt_tokens(
+    query: str, specs: Sequence[EndpointSpec], aah: bool, discover: bool = False
+) -> int:
     """About how many tokens the agent's first request holds: prompts, query, tool schemas.
 
     The same estimate as the tool-result budget (characters / 4), for checking
     a run against a server's context length before it starts.
     """
-    schemas = json.dumps(offered_schemas(specs, aah), ensure_ascii=False)
-    chars = len(_system_prompt(aah)) + len(query) + len(schemas)
+    schemas = json.dumps(offered_schemas(specs, aah, discover), ensure_ascii=False)
+    chars = len(_system_prompt(aah, discover)) + len(query) + len(schemas)
     return chars // CHARS_PER_TOKEN
 
 
@@ -418,7 +445,8 @@ async def _ask(
         "run": record.run,
         "conversation": conversation_so_far(known),
         # What the agent was given, one line a tool, for the person answering.
-        "tools": [_tool_line(spec) for spec in ctx.specs],
+        # Those found with find_tools included.
+        "tools": [_tool_line(spec) for spec in ctx.current_tools.specs.values()],
     }
     logged = next(
         (e for e in known if isinstance(e, HumanAnswerEvent) and e.request_id == request_id), None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated, Any, TypedDict
 
@@ -15,10 +15,24 @@ from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
 from aah.runtime.approval_policy import ApprovalPolicy
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
+from aah.runtime.discovery import ToolFinder
 from aah.runtime.tool_mode import ToolMode, tools_prompt
 from aah.store import SessionStore
-from aah.tools import ASK_HUMAN, ASK_HUMAN_PARAMETERS, EndpointSpec, ParameterSpec
-from aah.tools.calls import CallChecker, arguments_models, ask_human_schema, openai_tool
+from aah.tools import (
+    ASK_HUMAN,
+    ASK_HUMAN_PARAMETERS,
+    FIND_TOOLS,
+    FIND_TOOLS_PARAMETERS,
+    EndpointSpec,
+    ParameterSpec,
+)
+from aah.tools.calls import (
+    CallChecker,
+    arguments_models,
+    ask_human_schema,
+    find_tools_schema,
+    openai_tool,
+)
 from aah.tools.http import Executor
 
 DEFAULT_STEP_LIMIT = 10
@@ -28,41 +42,55 @@ class AgentState(TypedDict, total=False):
     """The checkpointed state of one session's graph.
 
     Everything a resumed session needs lives here, so a process restart loses
-    nothing: the conversation, the step count and the calls already made.
+    nothing: the conversation, the step count, the calls already made and the
+    endpoints ``find_tools`` added to the session's tools (whole specs, as
+    JSON, so that they stay callable whatever the registry holds later).
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
     skipped: bool
     steps: int
     seen_calls: list[str]
+    discovered: list[dict[str, Any]]
     # The decision on each call that needed approval, by call id (see approval_gate).
     approvals: dict[str, dict[str, Any]]
     # A person deciding on a call ended the session.
     terminated: bool
 
 
-def offered_schemas(specs: Sequence[EndpointSpec], aah: bool) -> list[dict[str, Any]]:
-    """The tool definitions the model is sent: ``specs``, and ``ask_human`` when ``aah`` is on."""
-    return [openai_tool(spec) for spec in specs] + ([ask_human_schema()] if aah else [])
+def offered_schemas(
+    specs: Sequence[EndpointSpec], aah: bool, discover: bool = False
+) -> list[dict[str, Any]]:
+    """The tool definitions the model is sent.
+
+    ``specs``, then ``find_tools`` when ``discover`` is on, then ``ask_human``
+    when ``aah`` is on.
+    """
+    schemas = [openai_tool(spec) for spec in specs]
+    schemas += [find_tools_schema()] if discover else []
+    return schemas + ([ask_human_schema()] if aah else [])
 
 
 class SessionTools:
     """The tools one session offers, in the forms its graph nodes need.
 
-    Built once per session: the model's schemas, the parameters each offered
-    name takes (``ask_human`` included when the session may ask) and their
-    argument models.
+    Built once per session, and again each time ``find_tools`` adds
+    endpoints: the model's schemas, the parameters each offered name takes
+    (``ask_human`` and ``find_tools`` included when on) and their argument
+    models.
     """
 
-    def __init__(self, specs: Sequence[EndpointSpec], aah: bool) -> None:
-        """Offer ``specs``, and ``ask_human`` when ``aah`` is on."""
+    def __init__(self, specs: Sequence[EndpointSpec], aah: bool, discover: bool = False) -> None:
+        """Offer ``specs``, ``find_tools`` if ``discover`` is on, ``ask_human`` if ``aah`` is."""
         self.specs = {spec.qualified_name: spec for spec in specs}
         offered: dict[str, Sequence[ParameterSpec]] = {
             name: spec.parameters for name, spec in self.specs.items()
         }
+        if discover:
+            offered[FIND_TOOLS] = FIND_TOOLS_PARAMETERS
         if aah:
             offered[ASK_HUMAN] = ASK_HUMAN_PARAMETERS
-        self.schemas = offered_schemas(specs, aah)
+        self.schemas = offered_schemas(list(self.specs.values()), aah, discover)
         self.offered = offered
         self.models = arguments_models(offered)
 
@@ -105,8 +133,47 @@ class SessionContext:
     # that records approved calls as they run, so that none runs twice.
     approvals: ApprovalPolicy | None = None
     store: SessionStore | None = None
+    # Discovery on: the agent may call find_tools, which searches with this.
+    finder: ToolFinder | None = None
+    _found: tuple[tuple[str, ...], SessionTools] | None = field(
+        default=None, init=False, repr=False
+    )
+
+    @property
+    def discover(self) -> bool:
+        """Whether the agent may call ``find_tools``."""
+        return self.finder is not None
 
     @cached_property
     def tools(self) -> SessionTools:
-        """The session's tools, built on the first step that needs them."""
-        return SessionTools(self.specs, self.aah)
+        """The session's tools before any discovery, built on the first step that needs them."""
+        return SessionTools(self.specs, self.aah, self.discover)
+
+    @property
+    def current_tools(self) -> SessionTools:
+        """The tools as of the last state :meth:`tools_now` was given (those offered before).
+
+        For the steps that have no state at hand: running a decided call,
+        telling a person which tools the agent has.
+        """
+        return self._found[1] if self._found is not None else self.tools
+
+    def tools_now(self, state: AgentState) -> SessionTools:
+        """The session's tools at ``state``: those offered plus those discovered so far.
+
+        Remembered as :attr:`current_tools`.
+        """
+        found = discovered_specs(state)
+        if not found:
+            return self.tools
+        key = tuple(spec.qualified_name for spec in found)
+        if self._found is None or self._found[0] != key:
+            names = set(key)
+            given = [s for s in self.specs if s.qualified_name not in names]
+            self._found = (key, SessionTools([*given, *found], self.aah, self.discover))
+        return self._found[1]
+
+
+def discovered_specs(state: AgentState) -> list[EndpointSpec]:
+    """The endpoints ``find_tools`` added to the session's tools, in the order found."""
+    return [EndpointSpec.model_validate(spec) for spec in state.get("discovered") or []]

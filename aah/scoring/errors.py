@@ -20,7 +20,10 @@ Choices made here:
 - ``ask_human`` calls are tool calls and pass the same checks, so they are in
   the per-call denominators: a rejected one is a tool-call event with its
   code, and a valid one leaves only a human-question event, counted as a
-  clean call. They never satisfy a needed endpoint.
+  clean call. They never satisfy a needed endpoint. ``find_tools`` calls are
+  counted the same way (science.md names no exception for either): a valid
+  one leaves only a discovery event, a clean call; finding an endpoint is
+  not calling it.
 - IAC: a needed endpoint counts as called when any call named it, run or
   rejected (a rejected call is already counted by its own pattern). Tasks
   with no needed endpoint, tasks missing from ``needed``, and skipped tasks
@@ -33,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from aah.events import Event, HumanQuestionEvent, ToolCallEvent
+from aah.events import DiscoveryEvent, Event, HumanQuestionEvent, ToolCallEvent
 from aah.scoring.intervals import Proportion, wilson
 from aah.store import SessionStore
 from aah.tools import ASK_HUMAN
@@ -86,12 +89,15 @@ def patterns_of(check: str | None, status: int | None) -> frozenset[ErrorPattern
 
 
 def session_call_patterns(events: Sequence[Event]) -> list[frozenset[ErrorPattern]]:
-    """The patterns of each call in one session's events, valid ``ask_human`` calls included."""
+    """The patterns of each call in one session's events, valid builtin calls included.
+
+    A valid ``ask_human`` call leaves a question, a valid ``find_tools`` call a search.
+    """
     found: list[frozenset[ErrorPattern]] = []
     for event in events:
         if isinstance(event, ToolCallEvent):
             found.append(call_patterns(event))
-        elif isinstance(event, HumanQuestionEvent):
+        elif isinstance(event, HumanQuestionEvent | DiscoveryEvent):
             found.append(frozenset())
     return found
 

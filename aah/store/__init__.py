@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from aah.store.queries import (
         AnnotatorAnswer,
         CallStep,
+        Discovery,
         GradeFlag,
         GradeVerdict,
         SessionError,
@@ -47,6 +48,7 @@ __all__ = [
     "GradeFlagReason",
     "GradeRecord",
     "CallStep",
+    "Discovery",
     "GradeVerdict",
     "HumanRequestRecord",
     "RequestKind",
@@ -88,6 +90,7 @@ _WHERE = {
     "GradeFlagReason": "aah.store.schema",
     "GradeRecord": "aah.store.sessions",
     "CallStep": "aah.store.queries",
+    "Discovery": "aah.store.queries",
     "GradeVerdict": "aah.store.queries",
     "HumanRequestRecord": "aah.store.schema",
     "RequestKind": "aah.store.schema",

@@ -18,6 +18,9 @@ PINNED_FIELDS = (
     "unavailable",
     "step_limit",
     "registry_hash",
+    "tools",
+    "discover",
+    "discover_k",
     # Which calls need a person's approval: another policy is another run.
     "approvals",
 )

@@ -70,11 +70,11 @@ class SessionSummary(NamedTuple):
     questions: tuple[str, ...]
 
 
-StepKind = Literal["model_call", "tool_call", "human_question"]
+StepKind = Literal["model_call", "tool_call", "human_question", "discovery"]
 
 
 class Step(NamedTuple):
-    """A model call, a tool call or a question to a person, with what scoring needs of it.
+    """A model call, a tool call, a question or a ``find_tools`` search, and what scoring needs.
 
     Fields that do not belong to the step's kind are None.
 
@@ -96,6 +96,15 @@ class Step(NamedTuple):
     tool: str | None
     status_code: int | None
     check: CheckResult | None
+
+
+class Discovery(NamedTuple):
+    """One ``find_tools`` search of a session: the need, the endpoints found, those new."""
+
+    session_id: str
+    need: str
+    hits: tuple[str, ...]
+    added: tuple[str, ...]
 
 
 class CallStep(NamedTuple):
@@ -194,8 +203,14 @@ SELECT e.session_id, e.seq, e.kind,
        CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.status_code') END,
        CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check') END
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
-WHERE e.kind IN ('model_call', 'tool_call', 'human_question') AND {where}
+WHERE e.kind IN ('model_call', 'tool_call', 'human_question', 'discovery') AND {where}
 ORDER BY e.session_id, e.seq
+"""
+_DISCOVERIES_SQL = """
+SELECT e.session_id, json_extract(e.payload, '$.need'), json_extract(e.payload, '$.hits'),
+       json_extract(e.payload, '$.added')
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind = 'discovery' AND {where} ORDER BY e.session_id, e.seq
 """
 _CALL_STEPS_SQL = """
 SELECT e.session_id, e.seq, e.kind,
@@ -330,12 +345,19 @@ class SessionQueries:
     def steps(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
     ) -> Iterator[Step]:
-        """Every model call, tool call and question of the selected sessions, by session and seq.
+        """Every model call, tool call, question and search of the selected sessions, in order.
 
         The steps stream from the file as they are consumed (there may be
         hundreds of thousands): consume them before this object is closed.
         """
         return map(_as_step, self._select(_STEPS_SQL, runs, outside_runs))
+
+    def discoveries(self, runs: Sequence[str]) -> list[Discovery]:
+        """Every ``find_tools`` search of the runs' sessions, by session and seq."""
+        return [
+            Discovery(session_id, need or "", tuple(json.loads(hits)), tuple(json.loads(added)))
+            for session_id, need, hits, added in self._select(_DISCOVERIES_SQL, runs, False)
+        ]
 
     def call_steps(self, runs: Sequence[str]) -> Iterator[CallStep]:
         """Every model call and tool call of the runs' sessions, by session and seq.

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_PARAMETERS
+    from aah.tools.builtin import (
+        ASK_HUMAN,
+        ASK_HUMAN_PARAMETERS,
+        BUILTIN_TOOLS,
+        FIND_TOOLS,
+        FIND_TOOLS_PARAMETERS,
+    )
     from aah.tools.prompts import tool_prompt, tool_prompt_versions
     from aah.tools.spec import (
         EndpointSource,
@@ -32,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ASK_HUMAN_PARAMETERS",
     "ASK_HUMAN",
+    "BUILTIN_TOOLS",
+    "FIND_TOOLS",
+    "FIND_TOOLS_PARAMETERS",
     "EndpointSource",
     "EndpointSpec",
     "HttpMethod",
@@ -50,6 +59,9 @@ __all__ = [
 _WHERE = {
     "ASK_HUMAN_PARAMETERS": "builtin",
     "ASK_HUMAN": "builtin",
+    "BUILTIN_TOOLS": "builtin",
+    "FIND_TOOLS": "builtin",
+    "FIND_TOOLS_PARAMETERS": "builtin",
     "EndpointSource": "spec",
     "EndpointSpec": "spec",
     "HttpMethod": "spec",

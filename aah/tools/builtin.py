@@ -1,4 +1,4 @@
-"""Tools that are not HTTP endpoints: the ``ask_human`` tool of Ask-and-Help."""
+"""Tools that are not HTTP endpoints: ``ask_human`` (Ask-and-Help), ``find_tools`` (discovery)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,21 @@ ASK_HUMAN_PARAMETERS = [
         location=ParamLocation.BODY,
     )
 ]
+
+FIND_TOOLS = "find_tools"
+
+# What the model reads about the discovery tool (prompt files: aah/tools/prompts/find_tools_*.md).
+FIND_TOOLS_DESCRIPTION = tool_prompt("find_tools_tool").render()
+
+FIND_TOOLS_PARAMETERS = [
+    ParameterSpec(
+        name="need",
+        type="string",
+        required=True,
+        description=tool_prompt("find_tools_need").render(),
+        location=ParamLocation.BODY,
+    )
+]
+
+# The tools the runtime answers itself: never an endpoint, never sent over HTTP.
+BUILTIN_TOOLS = frozenset({ASK_HUMAN, FIND_TOOLS})

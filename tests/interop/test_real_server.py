@@ -131,6 +131,40 @@ def test_run_with_tools(interop_env: dict[str, str], tmp_path: Path) -> None:
     )
 
 
+def test_run_discovering_tools_ends_with_a_clear_outcome(
+    interop_env: dict[str, str], tmp_path: Path
+) -> None:
+    """No tool named: the agent has find_tools; whatever the tiny model does, the run ends."""
+    db = tmp_path / "discover.db"
+    done = aah(
+        interop_env,
+        "run",
+        "What is the weather in Paris tomorrow?",
+        "--human",
+        "console",
+        "--http",
+        "mock",
+        "--step-limit",
+        "3",
+        "--db",
+        str(db),
+        stdin="Paris, France\n" * 8,
+    )
+    assert_clean_exit(done)
+    assert "find_tools (5 per search)" in done.stdout, done.stdout[-3000:]
+    store = assert_sessions_ended_and_recorded(db)
+    session = store.list_sessions()[0]
+    # The outcome is said: its status line, and an error line for a stop.
+    assert f"session {session.id}: {session.status}" in done.stdout
+    events = store.events(session.id)
+    found = [e for e in events if e.kind == "discovery"]
+    tools = [e for e in events if e.kind == "tool_call"]
+    print(
+        f"[interop] discover: {session.status}, {len(found)} searches "
+        f"{[e.need for e in found]}, tool calls {[(t.tool, t.check) for t in tools]}"
+    )
+
+
 @pytest.fixture(scope="module")
 def bench_db(
     interop_env: dict[str, str], shared_data: Path, tmp_path_factory: pytest.TempPathFactory

@@ -29,6 +29,7 @@ from aah.runtime import (
     HumanChannel,
     Runtime,
     SessionRequest,
+    ToolFinder,
     first_prompt_tokens,
 )
 from aah.tools.http import Executor, make_executor
@@ -129,25 +130,48 @@ class BatchRunner:
 
     def largest_prompt_tokens(self, tasks: Sequence[Task]) -> int:
         """About how many tokens the largest first request among ``tasks`` holds."""
+        given = self.options.tools == "given"
         return max(
             (
                 first_prompt_tokens(
                     task.query,
-                    [self.registry.get(name) for name in task.offered if name in self.registry],
+                    [self.registry.get(n) for n in task.offered if n in self.registry]
+                    if given
+                    else [],
                     self.options.aah,
+                    discover=self.discovers,
                 )
                 for task in tasks
             ),
             default=0,
         )
 
+    @property
+    def discovers(self) -> bool:
+        """Whether the run's agent has ``find_tools``."""
+        return self.options.discover or self.options.tools == "registry"
+
+    def finder_for(self, task: Task) -> ToolFinder | None:
+        """The task's ``find_tools`` search, or None without discovery.
+
+        With ``--unavailable hidden`` the endpoints the setting took away are
+        not findable either; ``broken`` ones are, and fail when called.
+        """
+        if not self.discovers:
+            return None
+        removed = task.unavailable if self.options.unavailable == "hidden" else ()
+        return ToolFinder(self.registry, self.options.discover_k, removed)
+
     def request_for(self, task: Task, runtime: Runtime) -> SessionRequest:
         """The session request for one task, with its own human and tools."""
+        # Found the tools: the agent starts with find_tools (and ask_human) alone.
         offered = [n for n in task.offered if n in self.registry]
+        offered = offered if self.options.tools == "given" else []
         unavailable = [n for n in task.unavailable if n in self.registry]
         executor: Executor | None = None
         if self.options.unavailable == "broken" and unavailable:
-            offered += [n for n in unavailable if n not in offered]
+            if self.options.tools == "given":
+                offered += [n for n in unavailable if n not in offered]
             plan = [f"{name}={self.options.broken_as}" for name in unavailable]
             executor = make_executor("fault", fault_plan=plan, base_mode=self.options.http)
         return SessionRequest(
@@ -170,6 +194,7 @@ class BatchRunner:
             executor=executor,
             approvals=self.options.approvals,
             retry_errors=True,
+            finder=self.finder_for(task),
         )
 
 

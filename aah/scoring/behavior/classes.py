@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from aah.benchmark.failtalms import canonical_setting
-from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
+from aah.events import DiscoveryEvent, Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
 from aah.scoring.behavior.judge import (
     JudgePrompt,
     JudgeVotes,
@@ -49,7 +49,7 @@ from aah.scoring.behavior.rules import (
 )
 from aah.scoring.intervals import Proportion, wilson
 from aah.store import SessionStore
-from aah.tools import ASK_HUMAN
+from aah.tools import ASK_HUMAN, FIND_TOOLS
 
 __all__ = [
     "BEHAVIOR_CLASSES",
@@ -142,6 +142,8 @@ def _calls_after(events: Sequence[Event], index: int) -> list[str]:
             called.append(event.tool)
         elif isinstance(event, HumanQuestionEvent):
             called.append(ASK_HUMAN)
+        elif isinstance(event, DiscoveryEvent):
+            called.append(FIND_TOOLS)
     return called
 
 

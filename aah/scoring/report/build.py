@@ -40,6 +40,15 @@ paper order)::
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
      "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
+     # Only reports over runs whose agent could search (find_tools) have these two keys.
+     "discovery": [{"run": str, "tools": "given the tools" | "found the tools",
+                    "tasks": int, "searches": int,   # find_tools calls, tasks not skipped
+                    "searches_per_task": float | null, "per_task": {<task>: int},
+                    "gold_found": P,                 # every gold endpoint among the hits
+                    "missed": {<session>: [str, ...]}}],   # runs with find_tools only
+     "discovery_cost": [{"setting", "model", "aah", "given_run", "found_run",
+                         "pass_rate": {"given": P, "found": P},
+                         "difference": float | null}],     # found - given, in points
      "paper_comparison": null | {"source": str, "url": str,   # --compare paper
                                  "difference_unit": "percentage points",
                                  "rows": [{"run", "model", "setting", "aah", "metric",
@@ -105,6 +114,16 @@ from aah.scoring.metrics import (
     proportion_to_json,
 )
 from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
+from aah.scoring.report.discovery import (
+    DiscoveryCost,
+    RunDiscovery,
+    cost_to_json,
+    discovering,
+    discovery_costs,
+    discovery_to_json,
+    load_discoveries,
+    run_discovery,
+)
 from aah.scoring.report.quote import quote
 from aah.scoring.report.steps import (
     RunBehavior,
@@ -163,6 +182,8 @@ class Report:
     repeats: list[RepeatScores] = field(default_factory=list)
     paper: PaperComparison | None = None
     bfcl: list[BfclScores] = field(default_factory=list)
+    discovery: list[RunDiscovery] = field(default_factory=list)
+    discovery_cost: list[DiscoveryCost] = field(default_factory=list)
     # Calls that needed a person's approval, per run × setting and one by one.
     approval_cells: list[ApprovalCell] = field(default_factory=list)
     approval_calls: list[ApprovalCall] = field(default_factory=list)
@@ -276,7 +297,8 @@ def build_report(
     steps = load_steps(store, names)
     imported = {run.name for run in chosen if run.manifest.get("imported")}
     notes: list[str] = []
-    needed = _needed_endpoints(chosen, outcomes, task_of, data_dir, search_roots, notes)
+    removed: dict[str, list[str]] = {}
+    needed = _needed_endpoints(chosen, outcomes, task_of, data_dir, search_roots, notes, removed)
     by_run = group_by_run(outcomes)
     behavior = [run_behavior(name, by_run.get(name, []), steps) for name in names]
     patterns = [
@@ -315,6 +337,12 @@ def build_report(
         if run.manifest.get("benchmark") == "bfcl"
         for scores in bfcl_run_scores(store, run.name, str(run.manifest.get("model") or ""))
     ]
+    step("tool discovery")
+    searched = [run for run in chosen if discovering(run)]
+    found = load_discoveries(store, [run.name for run in searched]) if searched else {}
+    discovery = [
+        run_discovery(run, by_run.get(run.name, []), found, needed, removed) for run in searched
+    ]
     step("approvals")
     gated = load_approval_calls(store, names)
     return Report(
@@ -328,6 +356,8 @@ def build_report(
         when2call,
         repeats,
         bfcl=bfcl,
+        discovery=discovery,
+        discovery_cost=discovery_costs(chosen, cells),
         approval_cells=approval_metrics(gated, outcomes),
         approval_calls=gated,
     )
@@ -343,8 +373,13 @@ def _needed_endpoints(
     data_dir: Path | None,
     search_roots: Sequence[Path] | None,
     notes: list[str],
+    unavailable: dict[str, list[str]] | None = None,
 ) -> dict[str, list[str]] | None:
-    """Each session's needed endpoints by session id; None (with a note) without data."""
+    """Each session's needed endpoints by session id; None (with a note) without data.
+
+    ``unavailable``, when given, is filled with each session's endpoints that
+    its setting made unavailable (a subset of the needed ones).
+    """
     # Imported here: the dataset loaders are needed only for runs that made tool calls.
     from aah.benchmark.failtalms import load_tasks
     from aah.data import find_data_dir
@@ -371,13 +406,20 @@ def _needed_endpoints(
         return None
     present = {o.setting for o in mine}
     settings = [s for s in SETTINGS if s in present]
-    endpoints = {task.id: task.needed for task in load_tasks(found, settings)}
+    tasks = load_tasks(found, settings)
+    endpoints = {task.id: task.needed for task in tasks}
+    taken = {task.id: task.unavailable for task in tasks if task.unavailable}
     # A repeat (epoch 2 and on) needs what its task needs.
     needed = {
         o.session_id: endpoints[base_task_id(task_of[o.session_id])]
         for o in mine
         if base_task_id(task_of[o.session_id]) in endpoints
     }
+    if unavailable is not None:
+        for session_id in needed:
+            gone = taken.get(base_task_id(task_of[session_id]))
+            if gone:
+                unavailable[session_id] = list(gone)
     if not needed:
         notes.append(f"IAC not scored: no session's task id is a benchmark task in {found}")
     return needed
@@ -549,6 +591,14 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "when2call": [scores_to_json(scores) for scores in report.when2call],
         "bfcl": [bfcl_scores_to_json(scores) for scores in report.bfcl],
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
+        **(
+            {
+                "discovery": [discovery_to_json(item) for item in report.discovery],
+                "discovery_cost": [cost_to_json(cost) for cost in report.discovery_cost],
+            }
+            if report.discovery
+            else {}
+        ),
         # Only reports over runs with approvals have this key.
         **(
             {"approvals": [approval_cell_to_json(cell) for cell in report.approval_cells]}

@@ -33,7 +33,7 @@ from aah.scoring.errors import CALL_PATTERNS, ErrorPattern, ErrorPatternReport, 
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.metrics import TaskOutcome
 from aah.store import SessionStore, Step
-from aah.tools import ASK_HUMAN
+from aah.tools import ASK_HUMAN, FIND_TOOLS
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,9 @@ def session_steps(session_id: str, steps: Iterable[Step]) -> SessionSteps:
             found.call_patterns.append(patterns_of(check, status_code))
             found.called.add(name)
             calls.append(name)
-        else:  # a valid ask_human call leaves only its question behind
+        else:  # a valid ask_human (find_tools) call leaves only its question (search) behind
             found.call_patterns.append(_CLEAN)
-            calls.append(ASK_HUMAN)
+            calls.append(FIND_TOOLS if kind == "discovery" else ASK_HUMAN)
     _end_turn(session_id, found, turn, calls)
     return found
 

@@ -25,12 +25,23 @@ from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics
 from aah.scoring.repeats import Estimate
 from aah.scoring.report.build import PAPER_METRIC_LABELS, Report
+from aah.scoring.report.discovery import GIVEN
 from aah.store import RunRecord
 
 NOT_REPORTED = "—"
 NO_DATA = "no data"
 # Manifest fields that, with the model, make two runs the same experiment but for Aah.
-PAIRING_FIELDS = ("http", "unavailable", "step_limit", "registry_hash", "imported")
+PAIRING_FIELDS = (
+    "http",
+    "unavailable",
+    "step_limit",
+    "registry_hash",
+    "imported",
+    "tools",
+    "discover",
+)
+# What a pairing field means when an older run's manifest lacks it.
+_PAIRING_DEFAULTS: dict[str, Any] = {"tools": "given", "discover": False}
 CLASS_NAMES = {
     "tool_call": "tool call",
     "request_for_info": "follow-up question",
@@ -129,7 +140,10 @@ def pair_runs(runs: Sequence[RunRecord], cells: Sequence[CellMetrics]) -> list[R
         if aah is None:
             alone.append(RunPair(model, None, None, run.name))
             continue
-        key = (model, *(repr(run.manifest.get(name)) for name in PAIRING_FIELDS))
+        key = (
+            model,
+            *(repr(run.manifest.get(name, _PAIRING_DEFAULTS.get(name))) for name in PAIRING_FIELDS),
+        )
         without, with_aah = groups.setdefault(key, ([], []))
         (with_aah if aah else without).append(run.name)
     pairs = [
@@ -473,6 +487,49 @@ def error_table(report: Report) -> ReportTable:
     return ReportTable("Tool-call error patterns (ToolScan)", columns, rows, caption)
 
 
+def discovery_tables(report: Report) -> list[ReportTable]:
+    """``find_tools`` searches and gold endpoints found per run; given-versus-found pass rates."""
+    tables: list[ReportTable] = []
+    if report.discovery:
+        rows = [
+            [
+                d.run,
+                d.tools,
+                str(d.tasks),
+                str(d.searches),
+                format_number(d.searches_per_task, 2),
+                format_rate(d.gold_found),
+            ]
+            for d in report.discovery
+        ]
+        columns = ["run", "tools", "tasks", "find_tools calls", "per task", "gold found"]
+        caption = (
+            "Runs whose agent could search the registry; tasks not skipped. Gold found: share of "
+            f"tasks with gold endpoints whose every one was among some search's hits, {RATE_NOTE}."
+        )
+        tables.append(ReportTable("Tool discovery", columns, rows, caption))
+    if report.discovery_cost:
+        rows = [
+            [
+                c.setting or "",
+                c.model or "",
+                {True: "on", False: "off", None: "?"}[c.aah],
+                format_rate(c.given),
+                format_rate(c.found),
+                NO_DATA if c.difference is None else f"{c.difference:+.1f}",
+            ]
+            for c in report.discovery_cost
+        ]
+        columns = ["setting", "model", "Aah", f"PR {GIVEN}", "PR found the tools", "difference"]
+        caption = (
+            "The same setting, model and setup with the task's endpoints handed to the agent "
+            "and with only find_tools over the registry (--tools registry); difference in "
+            "percentage points, found minus given."
+        )
+        tables.append(ReportTable("Cost of discovery", columns, rows, caption, keys=3))
+    return tables
+
+
 def agreement_tables(report: Report) -> list[ReportTable]:
     """Grader vs people, annotators among themselves, people vs a stand-in."""
     agreement = report.agreement
@@ -589,6 +646,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         *behavior_tables(report),
         confusion_table(report),
         error_table(report),
+        *discovery_tables(report),
         *when2call_tables(report),
         *bfcl_tables(report),
         *approval_tables(report),

@@ -14,7 +14,13 @@ if TYPE_CHECKING:
         canonical_call,
         describe_parameters,
     )
-    from aah.tools.calls.wrap import ask_human_schema, openai_tool, wrap_endpoint
+    from aah.tools.calls.wrap import (
+        ask_human_schema,
+        find_tools_schema,
+        one_line_description,
+        openai_tool,
+        wrap_endpoint,
+    )
 
 __all__ = [
     "CallChecker",
@@ -23,6 +29,8 @@ __all__ = [
     "ask_human_schema",
     "canonical_call",
     "describe_parameters",
+    "find_tools_schema",
+    "one_line_description",
     "openai_tool",
     "wrap_endpoint",
 ]
@@ -34,6 +42,8 @@ _WHERE = {
     "ask_human_schema": "aah.tools.calls.wrap",
     "canonical_call": "aah.tools.calls.checks",
     "describe_parameters": "aah.tools.calls.checks",
+    "find_tools_schema": "aah.tools.calls.wrap",
+    "one_line_description": "aah.tools.calls.wrap",
     "openai_tool": "aah.tools.calls.wrap",
     "wrap_endpoint": "aah.tools.calls.wrap",
 }

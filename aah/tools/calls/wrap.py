@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.tools import StructuredTool
 from pydantic import ValidationError
 
-from aah.tools.builtin import ASK_HUMAN, ASK_HUMAN_DESCRIPTION, ASK_HUMAN_PARAMETERS
+from aah.tools.builtin import (
+    ASK_HUMAN,
+    ASK_HUMAN_DESCRIPTION,
+    ASK_HUMAN_PARAMETERS,
+    FIND_TOOLS,
+    FIND_TOOLS_DESCRIPTION,
+    FIND_TOOLS_PARAMETERS,
+)
 from aah.tools.calls.arguments import arguments_model, parameters_schema
 from aah.tools.spec import EndpointSpec
 
@@ -97,3 +104,25 @@ def ask_human_schema() -> dict[str, Any]:
             "parameters": parameters_schema(ASK_HUMAN_PARAMETERS),
         },
     }
+
+
+def find_tools_schema() -> dict[str, Any]:
+    """The ``find_tools`` tool in OpenAI function format, for binding to a model.
+
+    Like ``ask_human`` it is a plain schema: the runtime answers it by
+    searching the registry, never by calling a function here.
+    """
+    return {
+        "type": "function",
+        "function": {
+            "name": FIND_TOOLS,
+            "description": FIND_TOOLS_DESCRIPTION,
+            "parameters": parameters_schema(FIND_TOOLS_PARAMETERS),
+        },
+    }
+
+
+def one_line_description(spec: EndpointSpec, limit: int = 160) -> str:
+    """``spec``'s description on one line, cut to ``limit`` characters (else method and URL)."""
+    text = " ".join(spec.description.split()) or f"{spec.method} {spec.url_template}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

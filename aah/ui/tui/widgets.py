@@ -20,6 +20,7 @@ from textual.widgets import Static
 from aah.event_text import Tone as EventTone
 from aah.event_text import clip, describe_event, reasoning_summary
 from aah.events import (
+    DiscoveryEvent,
     ErrorEvent,
     Event,
     HumanAnswerEvent,
@@ -148,6 +149,8 @@ class SessionStats:
             return replace(
                 self, tool_calls=self.tool_calls + 1, errors=self.errors + (not event.ok)
             )
+        if isinstance(event, DiscoveryEvent):  # a find_tools call that ran
+            return replace(self, tool_calls=self.tool_calls + 1)
         if isinstance(event, HumanQuestionEvent):
             return replace(self, questions=self.questions + 1, status="waiting")
         if isinstance(event, HumanAnswerEvent):
