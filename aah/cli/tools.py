@@ -53,7 +53,7 @@ def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -
 
 
 def _stale(path: Path) -> bool:
-    """Whether the registry at ``path`` predates this install's index or embedding model."""
+    """Whether the registry at ``path`` predates this install's search index."""
     import sqlite3
 
     from aah.tools.registry import Registry
@@ -239,7 +239,12 @@ def search(
         ]
         for h in hits
     )
-    how = "BM25 + dense" if registry.hybrid else "BM25 only (no [retrieval] extra)"
+    if registry.hybrid:
+        how = "BM25 + dense"
+    elif registry.vectors_missing:
+        how = "BM25 only: this registry has no vectors; `aah tools build` adds them"
+    else:
+        how = "BM25 only (no [retrieval] extra)"
     columns = ["name", "matched words (where)", "dense rank", "description"]
     title = f"Best matches for {query!r} ({how})"
     print_table(table(title, columns, rows, compact=True, wrap=True), wide=wide)

@@ -180,11 +180,19 @@ class Registry:
 
     @property
     def stale(self) -> bool:
-        """Whether a build now would index differently (older index, other or no vectors)."""
-        meta = self.meta
-        if meta.get("search_index") != INDEX_VERSION:
-            return True
-        return dense_available() and meta.get("embedding_model") != model_id()
+        """Whether its search index is older than this install's: it must be rebuilt to be read.
+
+        A registry without vectors for this install's model is not stale: it
+        is read with BM25 alone (``vectors_missing`` says so, and ``aah tools
+        build`` adds them). Commands that only read the registry never spend
+        a vector build, nor rewrite a registry someone built, on their own.
+        """
+        return self.meta.get("search_index") != INDEX_VERSION
+
+    @property
+    def vectors_missing(self) -> bool:
+        """Whether hybrid search could run here but the registry has no vectors of its model."""
+        return dense_available() and self.meta.get("embedding_model") != model_id()
 
     def search(self, query: str, k: int = 10) -> list[SearchHit]:
         """The ``k`` endpoints that best match ``query``, best first.
