@@ -508,7 +508,9 @@ HOSTILE = {
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
 def test_huge_and_deep_replies_parse_within_a_second(text: str) -> None:
     assert len(text) >= LARGE
+    # CPU time of this process, not wall time: other work on a shared machine
+    # must not fail it. A quadratic (or worse) reader takes minutes here.
     for read in (parse_text_tool_calls, classify_reply):
-        started = time.perf_counter()
+        started = time.process_time()
         read(text, TOOLS)
-        assert time.perf_counter() - started < 1.0, read.__name__
+        assert time.process_time() - started < 1.0, read.__name__
