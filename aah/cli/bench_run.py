@@ -15,10 +15,14 @@ import typer
 from aah.benchmark.failtalms import SETTINGS
 from aah.cli.options import (
     AahOption,
+    ApproveMethodsOption,
+    ApproveOption,
+    ApproveToolsOption,
     AwarenessOption,
     ConcurrencyOption,
     DataOption,
     DbOption,
+    DiscoverKOption,
     HumanDeadlineOption,
     ModelOption,
     RunOption,
@@ -152,13 +156,7 @@ def bench_run(
     discover: bool = typer.Option(
         False, "--discover", help="Fail-TaLMs: also give the agent find_tools beside its endpoints."
     ),
-    discover_k: int | None = typer.Option(
-        None,
-        "--discover-k",
-        min=1,
-        max=50,
-        help="Endpoints one find_tools call returns (default AAH_DISCOVER_K, 5).",
-    ),
+    discover_k: DiscoverKOption = None,
     epochs: int = typer.Option(
         1,
         "--epochs",
@@ -166,17 +164,9 @@ def bench_run(
         help="Run each task this many times (epoch by epoch; the same name resumes; "
         "the report adds pass@k and pass^k).",
     ),
-    approve: Path | None = typer.Option(
-        None, "--approve", help="Approval policy file (YAML): calls a person must approve."
-    ),
-    approve_methods: str | None = typer.Option(
-        None,
-        "--approve-methods",
-        help="Calls with these HTTP methods need approval, e.g. POST,PUT.",
-    ),
-    approve_tools: list[str] = typer.Option(
-        [], "--approve-tools", help="Calls of tools matching this glob need approval (repeatable)."
-    ),
+    approve: ApproveOption = None,
+    approve_methods: ApproveMethodsOption = None,
+    approve_tools: ApproveToolsOption = None,
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
     if benchmark not in BENCHMARKS:
@@ -190,7 +180,7 @@ def bench_run(
         )
     from aah.runtime import policy_from_options
 
-    approvals = policy_from_options(approve, approve_methods, approve_tools)
+    approvals = policy_from_options(approve, approve_methods, approve_tools or [])
     if approvals is not None and benchmark != "fail-talms":
         # Their scores read the calls the model proposed in one turn, not a person's decisions.
         raise AahError(f"--approve* flags work with --benchmark fail-talms, not {benchmark}")

@@ -94,6 +94,32 @@ EnvFileOption = Annotated[
     ),
 ]
 
+ApproveOption = Annotated[
+    Path | None,
+    typer.Option("--approve", help="Approval policy file (YAML): calls a person must approve."),
+]
+ApproveMethodsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--approve-methods", help="Calls with these HTTP methods need approval, e.g. POST,PUT."
+    ),
+]
+ApproveToolsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--approve-tools", help="Calls of tools matching this glob need approval (repeatable)."
+    ),
+]
+DiscoverKOption = Annotated[
+    int | None,
+    typer.Option(
+        "--discover-k",
+        min=1,
+        max=50,
+        help="Endpoints one find_tools call returns (default AAH_DISCOVER_K, 5).",
+    ),
+]
+
 # Option names that mean something of their own in one command, and why; the
 # test holds every other use of a name to one declaration.
 PER_COMMAND: dict[tuple[str, str], str] = {

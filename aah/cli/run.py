@@ -10,9 +10,13 @@ from rich.markup import escape
 
 from aah.cli.options import (
     AahOption,
+    ApproveMethodsOption,
+    ApproveOption,
+    ApproveToolsOption,
     AwarenessOption,
     DataOption,
     DbOption,
+    DiscoverKOption,
     HumanDeadlineOption,
     ModelOption,
     StepLimitOption,
@@ -73,29 +77,15 @@ def run(
         help="Give the agent find_tools to search the registry as it goes "
         "(default: on when no --tool, --auto-tools or --mcp is given).",
     ),
-    discover_k: int | None = typer.Option(
-        None,
-        "--discover-k",
-        min=1,
-        max=50,
-        help="Endpoints one find_tools call returns (default AAH_DISCOVER_K, 5).",
-    ),
+    discover_k: DiscoverKOption = None,
     mcp: list[str] = typer.Option(
         [],
         "--mcp",
         help="Offer an MCP server's tools: 'CMD ARGS' (stdio) or a URL (repeatable).",
     ),
-    approve: Path | None = typer.Option(
-        None, "--approve", help="Approval policy file (YAML): calls a person must approve."
-    ),
-    approve_methods: str | None = typer.Option(
-        None,
-        "--approve-methods",
-        help="Calls with these HTTP methods need approval, e.g. POST,PUT.",
-    ),
-    approve_tools: list[str] = typer.Option(
-        [], "--approve-tools", help="Calls of tools matching this glob need approval (repeatable)."
-    ),
+    approve: ApproveOption = None,
+    approve_methods: ApproveMethodsOption = None,
+    approve_tools: ApproveToolsOption = None,
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
@@ -113,7 +103,7 @@ def run(
     )
 
     choice = tool_mode_choice(tool_mode)
-    approvals = policy_from_options(approve, approve_methods, approve_tools)
+    approvals = policy_from_options(approve, approve_methods, approve_tools or [])
     awareness_choice = awareness_mode(awareness or "both")
     if data is not None:
         from aah.data import find_data_dir
