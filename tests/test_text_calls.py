@@ -506,11 +506,12 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
-def test_huge_and_deep_replies_parse_within_a_second(text: str) -> None:
+def test_huge_and_deep_replies_parse_in_linear_time(text: str) -> None:
     assert len(text) >= LARGE
     # CPU time of this process, not wall time: other work on a shared machine
-    # must not fail it. A quadratic (or worse) reader takes minutes here.
+    # must not fail it. Each read takes about 0.3 s of CPU here, more with a
+    # big test process's garbage collection; a quadratic reader takes minutes.
     for read in (parse_text_tool_calls, classify_reply):
         started = time.process_time()
         read(text, TOOLS)
-        assert time.process_time() - started < 1.0, read.__name__
+        assert time.process_time() - started < 3.0, read.__name__
