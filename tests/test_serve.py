@@ -587,3 +587,21 @@ def test_inner_completions_are_capped_at_the_request_limit(
     llama = _RecordingLlama()
     capped_handler(like_chatml_function_calling)(llama=llama, messages=[], max_tokens=asked)
     assert llama.limits == expected
+
+
+@pytest.mark.parametrize("text", ["it's", 'say "hi"', "<b>&amp;</b>", '{"type": "string"}'])
+def test_chat_templates_render_text_unescaped(text: str) -> None:
+    """llama-cpp-python's tool-calling template autoescapes: the model would read entities."""
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from aah.serve.llamacpp_server import plain_text_environment
+
+    escaping = ImmutableSandboxedEnvironment(autoescape=jinja2.select_autoescape(["html", "xml"]))
+    assert escaping.from_string("{{ x }}").render(x=text) != text  # the template's own setting
+    plain = plain_text_environment(ImmutableSandboxedEnvironment)(
+        autoescape=jinja2.select_autoescape(["html", "xml"]), undefined=jinja2.StrictUndefined
+    )
+    assert plain.from_string("{{ x }}").render(x=text) == text
+    with pytest.raises(jinja2.exceptions.SecurityError):  # still the sandbox
+        plain.from_string("{{ x.__class__.__mro__ }}").render(x=text)

@@ -12,7 +12,13 @@ It re-registers the ``chatml-function-calling`` chat handler (llama-cpp-python
   completions of a request that sets ``max_tokens`` are capped at it;
 - its template has no branch for ``tool``-role messages, so tool results
   never reach the model. They are sent as user messages that say which
-  call they answer.
+  call they answer;
+- its template is rendered with HTML autoescaping on, so the model reads
+  ``&#39;`` for every apostrophe and ``&#34;`` for every quote in the
+  messages and the tools' JSON schemas, copies the entities into its
+  replies, and sees them escaped again on the next turn (``&amp;#39;``).
+  Chat templates are plain text: the module's template environment renders
+  without escaping.
 
 Everything else (arguments, routes, shutdown) is the server's own.
 """
@@ -76,9 +82,23 @@ def capped_handler(original: Any) -> Any:
     return handler
 
 
+def plain_text_environment(environment: type[Any]) -> type[Any]:
+    """``environment`` (a Jinja environment class) that never autoescapes."""
+
+    class PlainTextEnvironment(environment):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["autoescape"] = False
+            super().__init__(*args, **kwargs)
+
+    return PlainTextEnvironment
+
+
 def install() -> None:
     """Register the fixed handler under the original's name."""
     formats = importlib.import_module("llama_cpp.llama_chat_format")
+    # The handler builds its template from this module-level name at each call.
+    environment = plain_text_environment(formats.__dict__["ImmutableSandboxedEnvironment"])
+    formats.__dict__["ImmutableSandboxedEnvironment"] = environment
     registry = formats.LlamaChatCompletionHandlerRegistry()
     original = formats.get_chat_completion_handler(HANDLER)
     registry.register_chat_completion_handler(HANDLER, capped_handler(original), overwrite=True)
