@@ -13,12 +13,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aah.events import HumanAnswerEvent, HumanQuestionEvent
+from aah.events import (
+    ApprovalDecidedEvent,
+    ApprovalRequestedEvent,
+    HumanAnswerEvent,
+    HumanQuestionEvent,
+)
 from aah.store import SessionStore
 
 pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'aah[mcp]'")
@@ -86,7 +92,7 @@ async def ask_and_answer(server: Any, db: Path) -> dict[str, Any]:
 
 
 def check(found: dict[str, Any], db: Path) -> None:
-    assert found["tools"] == ["ask_human"]
+    assert found["tools"] == ["ask_human", "request_approval"]
     assert found["answer"] == found["again"] == "Paris"
     assert found["fallback"] == "use 100 EUR"
     assert found["latency"] < 5  # polls every 0.5 s; quoted in the closing note
@@ -121,9 +127,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def http_desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    db, port = tmp_path_factory.mktemp("desk") / "desk.db", free_port()
+@contextmanager
+def http_server(db: Path, port: int | None = None) -> Iterator[str]:
+    """``aah mcp serve --port`` on ``db`` in its own process, until left; yields its URL."""
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
     env["AAH_MCP_TOKEN"] = TOKEN
     process = subprocess.Popen(
@@ -140,10 +147,17 @@ def http_desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
                 break
             except OSError:
                 time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp", db
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
+        process.kill()  # as a crash would: nothing may depend on a clean stop
         process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def http_desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    db = tmp_path_factory.mktemp("desk") / "desk.db"
+    with http_server(db) as url:
+        yield url, db
 
 
 def test_http_client_asks_and_gets_the_answer(http_desk: tuple[str, Path]) -> None:
@@ -226,3 +240,153 @@ def test_a_client_that_gave_up_gets_the_answer_by_asking_again(tmp_path: Path) -
     finally:
         store.close()
     assert answers == ["the savings one"]  # logged once, though asked twice
+
+
+# -- request_approval ----------------------------------------------------------
+
+
+async def pending_approval(db: Path, tool: str, timeout: float = 60) -> str:
+    """The id of the pending approval request for a call of ``tool``, once the server wrote it."""
+    store = SessionStore(db)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if db.exists():
+                for request in store.pending_human_requests():
+                    if request.kind == "approval" and request.context["approval"]["tool"] == tool:
+                        return request.id
+            await asyncio.sleep(0.1)
+    finally:
+        store.close()
+    raise AssertionError(f"no call of {tool!r} reached the queue")
+
+
+def decide(db: Path, request_id: str, decision: str, **how: Any) -> None:
+    """Decide as the web page and terminal app do: claim, then decide, through the store."""
+    store = SessionStore(db)
+    try:
+        assert store.claim_request(request_id, "alice") is not None
+        assert store.decide_approval(request_id, "alice", decision, **how)
+    finally:
+        store.close()
+
+
+# Each call the client asks approval for, how a person decides it (None: nobody
+# does before its deadline), and what the client must read back.
+DECISIONS: list[tuple[dict[str, Any], tuple[str, dict[str, Any]] | None, dict[str, Any]]] = [
+    (
+        {"tool": "send_email", "arguments": {"to": "bob"}, "id": "c1"},
+        ("edit", {"arguments": {"to": "carol"}}),
+        {"outcome": "edited", "run": True, "arguments": {"to": "carol"}, "decided_by": "alice"},
+    ),
+    (
+        {"tool": "delete_file", "arguments": {"path": "/etc"}, "context": "cleanup"},
+        ("reject", {"reason": "not that folder"}),
+        {"outcome": "rejected", "run": False, "arguments": None, "reason": "not that folder"},
+    ),
+    (
+        {"tool": "book_room", "arguments": {"room": 2}},
+        ("approve", {}),
+        {"outcome": "approved", "run": True, "arguments": {"room": 2}, "decided_by": "alice"},
+    ),
+    (
+        {"tool": "wire_money", "arguments": {"amount": 10_000}},
+        ("terminate", {"reason": "stop this task"}),
+        {"outcome": "terminated", "run": False, "reason": "stop this task"},
+    ),
+    (
+        {"tool": "edit_nothing", "arguments": {"a": 1}},
+        ("edit", {"arguments": {"a": 1}}),  # an edit that changed nothing is an approval
+        {"outcome": "approved", "run": True, "arguments": {"a": 1}},
+    ),
+    (
+        {"tool": "page_oncall", "arguments": {}, "deadline": 1, "fallback": "approve"},
+        None,
+        {
+            "outcome": "timed_out",
+            "run": True,
+            "fallback": "approve",
+            "decided_by": "deadline-fallback",
+        },
+    ),
+    (
+        {"tool": "drop_table", "arguments": {"t": "users"}, "deadline": 1},
+        None,
+        {"outcome": "timed_out", "run": False, "fallback": "reject", "arguments": None},
+    ),
+]
+
+
+async def approvals_decided(server: Any, db: Path) -> dict[str, Any]:
+    """Ask approval for each call of DECISIONS, decide it through the store, read the result."""
+    found: dict[str, Any] = {"results": []}
+    async with Client(server, client_info=Implementation(name="deployer", version="1")) as client:
+        for call, decision, _ in DECISIONS:
+            asking = asyncio.ensure_future(client.call_tool("request_approval", call))
+            if decision is not None:
+                request_id = await pending_approval(db, call["tool"])
+                decided_at = time.monotonic()
+                await asyncio.to_thread(decide, db, request_id, decision[0], **decision[1])
+            result = await asking
+            if decision is not None:
+                found.setdefault("latency", []).append(time.monotonic() - decided_at)
+            assert not result.is_error, result
+            found["results"].append(result.structured_content)
+        # Asked again with the same id (the client gave up meanwhile): the same decision.
+        again = await client.call_tool("request_approval", DECISIONS[0][0])
+        found["again"] = again.structured_content
+        bad = await client.call_tool(
+            "request_approval", {"tool": "x", "arguments": {}, "fallback": "maybe"}
+        )
+        found["bad"] = (bad.is_error, bad.content[0].text)
+    return found
+
+
+def check_approvals(found: dict[str, Any], db: Path) -> None:
+    for (call, _, expected), got in zip(DECISIONS, found["results"], strict=True):
+        assert {k: got[k] for k in expected} == expected, (call, got)
+    assert found["again"] == found["results"][0]
+    assert found["bad"][0] and "use 'reject' (the default) or 'approve'" in found["bad"][1]
+    assert max(found["latency"]) < 5  # polls every 0.5 s
+    store = SessionStore(db)
+    try:
+        [session] = store.list_sessions()
+        events = store.events(session.id)
+        requests = [
+            store.get_human_request(e.request_id)
+            for e in events
+            if isinstance(e, ApprovalRequestedEvent)
+        ]
+    finally:
+        store.close()
+    assert session.model == "mcp:deployer"
+    asked = [e.tool for e in events if isinstance(e, ApprovalRequestedEvent)]
+    decided = [e.outcome for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert asked == [call["tool"] for call, _, _ in DECISIONS]  # once each, though c1 asked twice
+    assert decided == [expected["outcome"] for _, _, expected in DECISIONS]
+    assert [r.kind for r in requests if r is not None] == ["approval"] * len(DECISIONS)
+
+
+def test_stdio_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
+    db = tmp_path / "desk.db"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "aah", "mcp", "serve", "--db", str(db)],
+        env=SERVE_ENV,
+        cwd=str(tmp_path),
+    )
+    check_approvals(asyncio.run(approvals_decided(stdio_client(params), db)), db)
+
+
+def test_http_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    with http_server(tmp_path / "desk.db") as url:
+        bearer = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
+        )
+        found = asyncio.run(
+            approvals_decided(streamable_http_client(url, http_client=bearer), tmp_path / "desk.db")
+        )
+    check_approvals(found, tmp_path / "desk.db")
