@@ -338,7 +338,7 @@ async def approvals_decided(server: Any, db: Path) -> dict[str, Any]:
         bad = await client.call_tool(
             "request_approval", {"tool": "x", "arguments": {}, "fallback": "maybe"}
         )
-        found["bad"] = (bad.is_error, bad.content[0].text)
+        found["bad"] = (bad.is_error, getattr(bad.content[0], "text", ""))
     return found
 
 
