@@ -130,6 +130,15 @@ def free_port() -> int:
 @contextmanager
 def http_server(db: Path, port: int | None = None) -> Iterator[str]:
     """``aah mcp serve --port`` on ``db`` in its own process, until left; yields its URL."""
+    with http_process(db, port) as (url, _):
+        yield url
+
+
+@contextmanager
+def http_process(
+    db: Path, port: int | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``aah mcp serve --port`` on ``db``, killed when left; yields its URL and process."""
     port = port or free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
     env["AAH_MCP_TOKEN"] = TOKEN
@@ -147,7 +156,7 @@ def http_server(db: Path, port: int | None = None) -> Iterator[str]:
                 break
             except OSError:
                 time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", process
     finally:
         process.kill()  # as a crash would: nothing may depend on a clean stop
         process.wait(timeout=10)
@@ -378,15 +387,85 @@ def test_stdio_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
     check_approvals(asyncio.run(approvals_decided(stdio_client(params), db)), db)
 
 
-def test_http_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
+def http_transport(url: str) -> Any:
+    """The SDK's streamable HTTP transport to ``url``, sending the desk's token."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
+    bearer = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
+    )
+    return streamable_http_client(url, http_client=bearer)
+
+
+def test_http_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
     with http_server(tmp_path / "desk.db") as url:
-        bearer = httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(30, read=300)
-        )
-        found = asyncio.run(
-            approvals_decided(streamable_http_client(url, http_client=bearer), tmp_path / "desk.db")
-        )
+        found = asyncio.run(approvals_decided(http_transport(url), tmp_path / "desk.db"))
     check_approvals(found, tmp_path / "desk.db")
+
+
+# -- the server restarted while a question and a call wait ---------------------
+
+QUESTION = {"question": "Which branch?", "id": "br"}
+CALL = {"tool": "deploy", "arguments": {"branch": "main"}, "id": "d1"}
+
+
+async def ask_until_killed(url: str, process: subprocess.Popen[bytes], db: Path) -> int:
+    """Ask a question and for an approval; kill the server while both wait.
+
+    Returns:
+        How many of the two calls returned a result (none should: nobody answered).
+    """
+    client_info = Implementation(name="restarted", version="1")
+    async with Client(http_transport(url), client_info=client_info) as client:
+        asking = asyncio.ensure_future(client.call_tool("ask_human", QUESTION))
+        approving = asyncio.ensure_future(client.call_tool("request_approval", CALL))
+        await pending_request(db, "Which branch?")
+        await pending_approval(db, "deploy")
+        process.kill()  # as a crash would
+        await asyncio.to_thread(process.wait, 10)
+        both = asyncio.gather(asking, approving, return_exceptions=True)
+        results = await asyncio.wait_for(both, 15)
+        return sum(not isinstance(r, BaseException) and not r.is_error for r in results)
+
+
+async def ask_again(url: str) -> tuple[str, dict[str, Any] | None]:
+    client_info = Implementation(name="restarted", version="1")
+    async with Client(http_transport(url), client_info=client_info) as client:
+        answer_text = text_of(await client.call_tool("ask_human", QUESTION))
+        decision = (await client.call_tool("request_approval", CALL)).structured_content
+    return answer_text, decision
+
+
+def test_a_question_and_a_call_survive_a_server_restart(tmp_path: Path) -> None:
+    db, port = tmp_path / "desk.db", free_port()
+    with http_process(db, port) as (url, process):
+        try:
+            returned = asyncio.run(asyncio.wait_for(ask_until_killed(url, process, db), 60))
+        except (TimeoutError, OSError, ExceptionGroup):
+            returned = 0  # the client noticed the dead server its own way
+    assert returned == 0
+    # While no server runs, people answer and decide in the web page (here, the store).
+    question_id = asyncio.run(pending_request(db, "Which branch?", timeout=5))
+    call_id = asyncio.run(pending_approval(db, "deploy", timeout=5))
+    answer(db, question_id, "release-2.1")
+    decide(db, call_id, "edit", arguments={"branch": "release-2.1"})
+    with http_server(db, port) as url:
+        text, decision = asyncio.run(ask_again(url))
+    assert text == "release-2.1"
+    assert decision is not None and decision["outcome"] == "edited"
+    assert decision["arguments"] == {"branch": "release-2.1"}
+    store = SessionStore(db)
+    try:
+        [session] = store.list_sessions()
+        kinds = [e.kind for e in store.events(session.id)]
+        records = [store.get_human_request(question_id), store.get_human_request(call_id)]
+        pending = store.pending_human_requests()
+    finally:
+        store.close()
+    # Nothing lost, nothing twice: one of each step, both requests settled once.
+    assert sorted(kinds) == sorted(
+        ["human_question", "approval_requested", "human_answer", "approval_decided"]
+    )
+    assert [r.status for r in records if r is not None] == ["answered", "answered"]
+    assert pending == []
