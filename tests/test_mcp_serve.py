@@ -7,6 +7,7 @@ through the store's API from this one, as the web page does.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -109,6 +110,17 @@ def check(found: dict[str, Any], db: Path) -> None:
     assert answers == [("Paris", "alice"), ("use 100 EUR", "deadline-fallback")]
 
 
+def report(db: Path, format: str = "json", *more: str) -> str:
+    """``aah report`` over ``db``, run as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AAH_")} | SERVE_ENV
+    result = subprocess.run(
+        [sys.executable, "-m", "aah", "report", "--db", str(db), "--format", format, *more],
+        env=env, capture_output=True, text=True, timeout=120, cwd=db.parent,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_stdio_client_asks_and_gets_the_answer(tmp_path: Path) -> None:
     db = tmp_path / "desk.db"
     params = StdioServerParameters(
@@ -119,6 +131,19 @@ def test_stdio_client_asks_and_gets_the_answer(tmp_path: Path) -> None:
     )
     found = asyncio.run(ask_and_answer(stdio_client(params), db))
     check(found, db)
+    # aah report shows the external agent's asking: a store with no runs is no error.
+    [agent] = json.loads(report(db))["external_agents"]
+    assert {k: agent[k] for k in ("agent", "sessions", "questions", "answered")} == {
+        "agent": "planner", "sessions": 1, "questions": 2, "answered": 1,
+    }  # fmt: skip
+    assert (agent["fallbacks"], agent["waiting"], agent["declined"]) == (1, 0, 0)
+    assert agent["questions_per_session"] == 2.0
+    assert agent["answered_by"] == {"alice": 1}
+    assert 0 <= agent["answer_seconds_median"] == agent["answer_seconds_p90"] < 60
+    assert agent["approval_calls"] == 0
+    table = report(db, "table", "--wide")
+    assert "External agents" in table and "planner" in table and "alice 1" in table
+    assert "planner" in report(db, "md") and "external_agents" in report(db, "csv")
 
 
 def free_port() -> int:
@@ -385,6 +410,13 @@ def test_stdio_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
         cwd=str(tmp_path),
     )
     check_approvals(asyncio.run(approvals_decided(stdio_client(params), db)), db)
+    [agent] = json.loads(report(db))["external_agents"]
+    assert (agent["agent"], agent["questions"], agent["approval_calls"]) == ("deployer", 0, 7)
+    assert agent["approvals"] == {
+        "approved": 2, "edited": 1, "rejected": 1, "timed_out": 2, "terminated": 1,
+        "undecided": 0,
+    }  # fmt: skip
+    assert agent["decide_seconds_median"] is not None
 
 
 def http_transport(url: str) -> Any:

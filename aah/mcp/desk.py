@@ -35,6 +35,7 @@ from aah.runtime import (
     QueueHuman,
     SessionEnded,
 )
+from aah.scoring import EXTERNAL_MODEL_PREFIX
 from aah.store import SessionStore
 
 T = TypeVar("T")
@@ -111,7 +112,7 @@ class HumanDesk:
         self.store.open_session(
             f"Questions from the MCP agent {client!r}",
             aah=True,
-            model=f"mcp:{client}",
+            model=f"{EXTERNAL_MODEL_PREFIX}{client}",  # how ``aah report`` finds it
             session_id=session_id,
         )
         return session_id
