@@ -116,6 +116,8 @@ def serve_http(server: Any, *, host: str, port: int, token: str | None) -> None:
     Raises:
         AahError: a host other than loopback was asked for without a token.
     """
+    import logging
+
     import anyio
     import uvicorn
 
@@ -127,6 +129,8 @@ def serve_http(server: Any, *, host: str, port: int, token: str | None) -> None:
     app = server.streamable_http_app(host=host, max_request_body_size=MAX_REQUEST_BYTES)
     guarded = BearerGuard(app, token) if token else app
     config = uvicorn.Config(guarded, host=host, port=port, log_level="warning")
+    # The SDK logs each session manager start and stop at INFO: not news to the person serving.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     anyio.run(uvicorn.Server(config).serve)
 
 
