@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def run_http(db: Path, rounds: int, run: Callable[[Any], Awaitable[Any]]) -> Any:
+def run_http(db: Path, rounds: int, run: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
