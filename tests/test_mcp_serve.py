@@ -501,3 +501,40 @@ def test_a_question_and_a_call_survive_a_server_restart(tmp_path: Path) -> None:
     )
     assert [r.status for r in records if r is not None] == ["answered", "answered"]
     assert pending == []
+
+
+# -- the same id asked twice at once: one request, one log ---------------------
+
+TWINS = 6
+
+
+async def ask_twice_at_once(db: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    from aah.mcp import HumanDesk, Question
+    from aah.mcp.desk import ApprovalAsk
+
+    store = SessionStore(db)
+    desk = HumanDesk(store, poll_seconds=0.05)
+    try:
+        question = Question("Which region?", ask_id="r1")
+        call = ApprovalAsk("scale_up", {"nodes": 3}, ask_id="s1")
+        asks = [asyncio.ensure_future(desk.ask(question, "twin")) for _ in range(TWINS)]
+        approvals = [asyncio.ensure_future(desk.approve(call, "twin")) for _ in range(TWINS)]
+        await asyncio.to_thread(answer, db, await pending_request(db, "Which region?"), "eu")
+        await asyncio.to_thread(decide, db, await pending_approval(db, "scale_up"), "approve")
+        return list(await asyncio.gather(*asks)), list(await asyncio.gather(*approvals))
+    finally:
+        store.close()
+
+
+def test_the_same_id_asked_twice_at_once_is_one_request_logged_once(tmp_path: Path) -> None:
+    db = tmp_path / "desk.db"
+    answers, decisions = asyncio.run(ask_twice_at_once(db))
+    assert answers == ["eu"] * TWINS
+    assert [d["outcome"] for d in decisions] == ["approved"] * TWINS
+    store = SessionStore(db)
+    try:
+        [session] = store.list_sessions()
+        kinds = sorted(e.kind for e in store.events(session.id))
+    finally:
+        store.close()
+    assert kinds == ["approval_decided", "approval_requested", "human_answer", "human_question"]

@@ -105,6 +105,9 @@ class HumanDesk:
         self.store = store
         self.poll_seconds = poll_seconds
         self.progress_seconds = progress_seconds
+        # Requests being waited on in this process, by id: a client that asks
+        # again while the first ask still waits joins it (one request, one log).
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
 
     def session_for(self, client: str) -> str:
         """The session that holds ``client``'s questions (made on first use)."""
@@ -121,6 +124,14 @@ class HumanDesk:
         """Wait for a person's answer to ``question`` (or its fallback) and return it."""
         session_id = await asyncio.to_thread(self.session_for, client)
         request_id = f"{session_id}-{_digest(question.ask_id or question.question)}"
+        shared = self._shared(
+            request_id, lambda: self._ask(question, client, session_id, request_id)
+        )
+        text: str = await self._waiting(shared, progress)
+        return text
+
+    async def _ask(self, question: Question, client: str, session_id: str, request_id: str) -> str:
+        """Log ``question`` (once), wait for its answer and log that (once)."""
         known = await asyncio.to_thread(self.store.get_human_request, request_id)
         if known is None:
             asked = HumanQuestionEvent(
@@ -136,7 +147,7 @@ class HumanDesk:
             question=question.question,
             context=_context(question, client),
         )
-        reply = await self._waiting(channel.ask(request), progress)
+        reply = await channel.ask(request)
         fell_back = reply.answered_by == "deadline-fallback"
         text = (question.fallback or IDK_REPLY) if fell_back else reply.text
         if not await asyncio.to_thread(self._answer_logged, session_id, request_id):
@@ -186,34 +197,53 @@ class HumanDesk:
             fallback="approve" if call.fallback == "approve" else "reject",
             context={"query": call.context or "", "agent": f"MCP client {client}"},
         )
+        shared = self._shared(request_id, lambda: self._approve(request))
+        decided: ApprovalDecidedEvent = await self._waiting(shared, progress)
+        return _approval_result(decided, call)
+
+    async def _approve(self, request: ApprovalRequest) -> ApprovalDecidedEvent:
+        """Log ``request`` (once), wait for its decision and log that (once)."""
+        session_id, request_id, call_id = request.session_id, request.request_id, request.call_id
         known = await asyncio.to_thread(self.store.get_human_request, request_id)
         if known is None:
             asked = ApprovalRequestedEvent(
                 session_id=session_id,
                 request_id=request_id,
                 call_id=call_id,
-                tool=call.tool,
+                tool=request.tool,
                 method=EXTERNAL_METHOD,
-                arguments=call.arguments,
+                arguments=request.arguments,
                 rule=request.rule,
             )
             await asyncio.to_thread(self.store.set_status, session_id, "waiting", [asked])
         approver = QueueApprover(QueueHuman(self.store, poll_seconds=self.poll_seconds))
         try:
-            reply = await self._waiting(approver.decide(request, _any_edit), progress)
+            reply = await approver.decide(request, _any_edit)
         except SessionEnded as exc:
             reply = ApprovalReply(decision="terminate", reason=str(exc), decided_by="aah")
-        decided = _decided_event(request, reply, call.fallback)
+        decided = _decided_event(request, reply, request.fallback)
         logged = await asyncio.to_thread(self._logged, session_id, request_id, decided.kind)
         if isinstance(logged, ApprovalDecidedEvent):
-            decided = logged  # decided before: the client reads the decision logged then
-        else:
-            await asyncio.to_thread(self.store.set_status, session_id, "running", [decided])
-        return _approval_result(decided, call)
+            return logged  # decided before: the client reads the decision logged then
+        await asyncio.to_thread(self.store.set_status, session_id, "running", [decided])
+        return decided
 
-    async def _waiting(self, work: Awaitable[T], progress: Progress | None) -> T:
-        """``work``'s result, telling ``progress`` every so often that it still waits."""
-        wait = asyncio.ensure_future(work)
+    def _shared(self, request_id: str, start: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        """The wait on ``request_id`` in this process, started with ``start`` if none runs."""
+        running = self._inflight.get(request_id)
+        if running is None:
+            running = asyncio.ensure_future(start())
+            self._inflight[request_id] = running
+            running.add_done_callback(lambda _: self._inflight.pop(request_id, None))
+        return running
+
+    async def _waiting(self, work: asyncio.Future[T], progress: Progress | None) -> T:
+        """``work``'s result, telling ``progress`` every so often that it still waits.
+
+        A client that gives up (its request cancelled) leaves ``work`` running:
+        the answer is logged when it comes, for whoever asks again.
+        """
+        wait = asyncio.shield(work)
         started = time.monotonic()
         while True:
             done, _ = await asyncio.wait({wait}, timeout=self.progress_seconds)
