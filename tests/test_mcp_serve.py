@@ -295,6 +295,18 @@ async def pending_approval(db: Path, tool: str, timeout: float = 60) -> str:
     raise AssertionError(f"no call of {tool!r} reached the queue")
 
 
+def shown_parameters(db: Path, request_id: str) -> list[tuple[str, str, bool]]:
+    """The parameters a face checks an edit of the call against: name, type, required."""
+    store = SessionStore(db)
+    try:
+        record = store.get_human_request(request_id)
+    finally:
+        store.close()
+    assert record is not None
+    shown = record.context["approval"]["parameters"]
+    return [(p["name"], p["type"], p["required"]) for p in shown]
+
+
 def decide(db: Path, request_id: str, decision: str, **how: Any) -> None:
     """Decide as the web page and terminal app do: claim, then decide, through the store."""
     store = SessionStore(db)
@@ -314,7 +326,15 @@ DECISIONS: list[tuple[dict[str, Any], tuple[str, dict[str, Any]] | None, dict[st
         {"outcome": "edited", "run": True, "arguments": {"to": "carol"}, "decided_by": "alice"},
     ),
     (
-        {"tool": "delete_file", "arguments": {"path": "/etc"}, "context": "cleanup"},
+        {
+            "tool": "delete_file",
+            "arguments": {"path": "/etc"},
+            "context": "cleanup",
+            "input_schema": {
+                "properties": {"path": {"type": "string"}, "force": {"type": "boolean"}},
+                "required": ["path"],
+            },
+        },
         ("reject", {"reason": "not that folder"}),
         {"outcome": "rejected", "run": False, "arguments": None, "reason": "not that folder"},
     ),
@@ -359,6 +379,9 @@ async def approvals_decided(server: Any, db: Path) -> dict[str, Any]:
             asking = asyncio.ensure_future(client.call_tool("request_approval", call))
             if decision is not None:
                 request_id = await pending_approval(db, call["tool"])
+                found.setdefault("parameters", {})[call["tool"]] = await asyncio.to_thread(
+                    shown_parameters, db, request_id
+                )
                 decided_at = time.monotonic()
                 await asyncio.to_thread(decide, db, request_id, decision[0], **decision[1])
             result = await asking
@@ -380,6 +403,12 @@ def check_approvals(found: dict[str, Any], db: Path) -> None:
     for (call, _, expected), got in zip(DECISIONS, found["results"], strict=True):
         assert {k: got[k] for k in expected} == expected, (call, got)
     assert found["again"] == found["results"][0]
+    # The client's schema, where it gave one; else the types of the proposed arguments.
+    assert found["parameters"]["delete_file"] == [
+        ("path", "string", True),
+        ("force", "boolean", False),
+    ]
+    assert found["parameters"]["send_email"] == [("to", "string", False)]
     assert found["bad"][0] and "use 'reject' (the default) or 'approve'" in found["bad"][1]
     assert max(found["latency"]) < 5  # polls every 0.5 s
     store = SessionStore(db)
@@ -520,7 +549,14 @@ async def ask_twice_at_once(db: Path) -> tuple[list[str], list[dict[str, Any]]]:
         asks = [asyncio.ensure_future(desk.ask(question, "twin")) for _ in range(TWINS)]
         approvals = [asyncio.ensure_future(desk.approve(call, "twin")) for _ in range(TWINS)]
         await asyncio.to_thread(answer, db, await pending_request(db, "Which region?"), "eu")
-        await asyncio.to_thread(decide, db, await pending_approval(db, "scale_up"), "approve")
+        call_id = await pending_approval(db, "scale_up")
+        shown = store.get_human_request(call_id)
+        # No schema given: a person's edit is checked against the proposed arguments' types.
+        assert shown is not None
+        assert [(p["name"], p["type"]) for p in shown.context["approval"]["parameters"]] == [
+            ("nodes", "integer")
+        ]
+        await asyncio.to_thread(decide, db, call_id, "approve")
         return list(await asyncio.gather(*asks)), list(await asyncio.gather(*approvals))
     finally:
         store.close()

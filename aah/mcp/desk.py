@@ -26,6 +26,7 @@ from aah.events import (
     HumanAnswerEvent,
     HumanQuestionEvent,
 )
+from aah.mcp.schema import parameters, parameters_of
 from aah.runtime import (
     IDK_REPLY,
     ApprovalReply,
@@ -37,6 +38,7 @@ from aah.runtime import (
 )
 from aah.scoring import EXTERNAL_MODEL_PREFIX
 from aah.store import SessionStore
+from aah.tools import ParameterSpec
 
 T = TypeVar("T")
 
@@ -80,6 +82,8 @@ class ApprovalAsk(NamedTuple):
         fallback: What applies when the deadline passes: ``reject`` (default) or ``approve``.
         ask_id: The client's id for the call; asking again with it returns the same decision.
         context: What a person needs to know to decide, if given.
+        input_schema: The tool's JSON schema, if given: an edit is checked
+            against it (else against the types of the proposed arguments).
     """
 
     tool: str
@@ -88,6 +92,7 @@ class ApprovalAsk(NamedTuple):
     fallback: str = "reject"
     ask_id: str | None = None
     context: str | None = None
+    input_schema: dict[str, Any] | None = None
 
 
 class HumanDesk:
@@ -192,6 +197,7 @@ class HumanDesk:
             tool=call.tool,
             method=EXTERNAL_METHOD,
             arguments=call.arguments,
+            parameters=[p.model_dump(mode="json") for p in _parameters(call)],
             rule=f"the MCP client {client} asked for approval",
             deadline_seconds=call.deadline,
             fallback="approve" if call.fallback == "approve" else "reject",
@@ -263,6 +269,13 @@ class HumanDesk:
             if event.kind == kind and getattr(event, "request_id", None) == request_id:
                 return event
         return None
+
+
+def _parameters(call: ApprovalAsk) -> list[ParameterSpec]:
+    """What a face checks an edit of ``call`` against: its schema's, else its arguments' types."""
+    if call.input_schema:
+        return parameters(call.input_schema)
+    return parameters_of(call.arguments)
 
 
 def _any_edit(arguments: dict[str, Any]) -> str | None:

@@ -65,6 +65,7 @@ def build_desk_server(desk: HumanDesk) -> Any:
         fallback: str = "reject",
         context: str | None = None,
         id: str | None = None,  # noqa: A002 - the name MCP clients see
+        input_schema: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Ask a person to approve a tool call before you make it, and wait for the decision.
 
@@ -76,6 +77,7 @@ def build_desk_server(desk: HumanDesk) -> Any:
             fallback: What applies at the deadline: "reject" (default) or "approve".
             context: What the person needs to know to decide.
             id: Your id for the call: asking again with it returns its decision.
+            input_schema: The tool's input JSON schema, so a person's edit is checked against it.
 
         Returns:
             outcome (approved, edited, rejected, terminated or timed_out), run
@@ -86,7 +88,7 @@ def build_desk_server(desk: HumanDesk) -> Any:
         async def progress(waited: float) -> None:
             await ctx.report_progress(waited, deadline, "waiting for a person to decide")
 
-        asked = ApprovalAsk(tool, arguments, deadline, fallback, id, context)
+        asked = ApprovalAsk(tool, arguments, deadline, fallback, id, context, input_schema)
         try:
             return await desk.approve(asked, _client_name(ctx), progress)
         except AahError as exc:  # the client's mistake: its one line is the tool's error
