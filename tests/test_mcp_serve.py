@@ -538,8 +538,7 @@ TWINS = 6
 
 
 async def ask_twice_at_once(db: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    from aah.mcp import HumanDesk, Question
-    from aah.mcp.desk import ApprovalAsk
+    from aah.mcp import ApprovalAsk, HumanDesk, Question
 
     store = SessionStore(db)
     desk = HumanDesk(store, poll_seconds=0.05)
