@@ -11,7 +11,9 @@ A secret is found three ways:
   so an endpoint that echoes the key in an error page, a redirect URL or a
   ``Basic`` header is scrubbed too.
 - By shape: OpenAI- and Hugging Face-style keys (``sk-...``, ``sk-proj-...``,
-  ``hf_...``), ``Bearer``/``Basic``/``Token`` credentials (also ``Bearer+TOKEN``
+  ``hf_...``), GitHub, GitLab, Slack, AWS, Google and Stripe keys (``ghp_...``,
+  ``github_pat_...``, ``glpat-...``, ``xoxb-...``, ``AKIA...``, ``AIza...``,
+  ``sk_live_...``), ``Bearer``/``Basic``/``Token`` credentials (also ``Bearer+TOKEN``
   and ``Bearer%20TOKEN`` in URLs), and credential-named query values
   (``?api_key=...``) or JSON members (``"token": "..."``) inside any text.
 - By name: values under credential-like keys (``api_key``, ``token``,
@@ -56,6 +58,10 @@ _LONG = r"(?=\S{8})(?=[A-Za-z._~\-]*[0-9+/=%\[])"
 _LONGER = r"(?=\S{16})(?=[A-Za-z._~\-]*[0-9+/=%\[])"
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{16,})"
+    # Keys MCP servers are started with: GitHub, GitLab, Slack, AWS, Google, Stripe.
+    r"|\b(?:gh[opusr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_\-]{20,})"
+    r"|\b(?:xox[abposr]-[A-Za-z0-9\-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35})"
+    r"|\b(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,})"
     # The scheme word stays, so "Bearer [redacted]" still says what was there.
     rf"|(?<=[Bb]earer ){_LONG}{_TOKEN}+=*"
     rf"|(?<=[Bb]asic ){_LONG}{_TOKEN}+=*"
@@ -70,7 +76,11 @@ _NAMED_QUERY_VALUE = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]*)
 # "name": "value" in JSON text (an error body that repeats the request).
 _NAMED_JSON_VALUE = re.compile(r"\"([A-Za-z][A-Za-z0-9_\- ]*)\"\s*:\s*\"((?:[^\"\\]|\\.)+)\"")
 # Cheap substring tests that decide whether a text can hold a shaped secret.
-_SHAPE_HINTS = ("sk-", "hf_", "earer", "asic", "oken ", "=", '":')
+_SHAPE_HINTS = (
+    *("sk-", "hf_", "earer", "asic", "oken ", "=", '":'),
+    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox"),
+    *("AKIA", "ASIA", "AIza", "k_live_", "k_test_"),
+)
 _URL_NAME = re.compile(r"(^|_)(URL|ENDPOINT|DSN|PROXY)$", re.IGNORECASE)
 
 

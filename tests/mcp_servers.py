@@ -3,7 +3,8 @@
 Run as ``python tests/mcp_servers.py KIND [PORT]``:
 
 - ``stdio``: a working server over stdio (tools ``add``, ``echo``, ``shout``,
-  ``fail``, ``huge``, ``crash``, ``hang``).
+  ``fail``, ``huge``, ``crash``, ``hang``, ``key_ends``); ``--api-key KEY``
+  after the kind gives it a key, whose last four characters ``key_ends`` tells.
 - ``http PORT``: the same server over streamable HTTP on 127.0.0.1:PORT.
 - ``exit``: exits at once with a message on stderr.
 - ``silent``: reads its stdin and never answers.
@@ -19,6 +20,8 @@ import time
 from typing import Any
 
 HUGE_CHARS = 3_000_000
+# The key given with --api-key (stdio and http kinds).
+API_KEY = {"value": ""}
 
 
 def build_server() -> Any:
@@ -58,12 +61,19 @@ def build_server() -> Any:
         time.sleep(3600)
         return "late"
 
+    @server.tool()
+    def key_ends() -> str:
+        """The last four characters of the key the server was started with."""
+        return API_KEY["value"][-4:]
+
     return server
 
 
 def main(argv: list[str]) -> None:
     """Run the server kind named on the command line."""
     kind = argv[1] if len(argv) > 1 else "stdio"
+    if "--api-key" in argv:
+        API_KEY["value"] = argv[argv.index("--api-key") + 1]
     if kind == "exit":
         print("fatal: missing configuration file", file=sys.stderr)
         sys.exit(1)

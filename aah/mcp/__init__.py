@@ -12,7 +12,7 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.mcp.connections import McpConnections, McpFailure, McpReply, require_sdk
-    from aah.mcp.desk import HumanDesk, Question
+    from aah.mcp.desk import ApprovalAsk, HumanDesk, Question
     from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
     from aah.mcp.recording import McpRecording, default_recording_path
     from aah.mcp.schema import tool_spec, tool_specs
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from aah.mcp.tools import McpTools, configured_servers, open_mcp_tools
 
 __all__ = [
+    "ApprovalAsk",
     "BearerGuard",
     "serve_http",
     "HumanDesk",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "ApprovalAsk": "aah.mcp.desk",
     "BearerGuard": "aah.mcp.serve",
     "serve_http": "aah.mcp.serve",
     "HumanDesk": "aah.mcp.desk",

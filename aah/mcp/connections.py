@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import json
 import logging
+import os
 import tempfile
 import threading
 from collections.abc import Awaitable, Coroutine
@@ -24,6 +27,7 @@ from typing import IO, Any, NamedTuple, TypeVar
 from aah import __version__
 from aah.errors import AahError
 from aah.mcp.servers import McpServer
+from aah.secrets import remember_secret
 
 T = TypeVar("T")
 # Lines of a server's stderr quoted when it fails to start or exits.
@@ -229,6 +233,8 @@ class McpConnections:
                 "(AAH_MCP_START_TIMEOUT sets the limit)"
             )
         exc = ready.exception() or McpFailure("it stopped")
+        if isinstance(exc, AahError):
+            return str(exc)  # its settings: a variable not set, unreadable headers
         tail = held.stderr_tail()
         said = f"; it said: {tail}" if tail else ""
         if isinstance(exc, FileNotFoundError | PermissionError):
@@ -247,23 +253,29 @@ class McpConnections:
         """Keep one server's client open until told to stop (or the server goes away)."""
         from mcp import Client, Implementation, StdioServerParameters
         from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
 
         server = held.server
         try:
-            if server.is_http:
-                transport: Any = server.target
-            else:
-                argv = server.argv
-                held.errlog = tempfile.TemporaryFile()
-                params = StdioServerParameters(command=argv[0], args=argv[1:])
-                transport = stdio_client(params, errlog=held.errlog)  # type: ignore[arg-type]
-            client = Client(
-                transport,
-                read_timeout_seconds=self.call_timeout,
-                client_info=Implementation(name="aah", version=__version__),
-                cache=None,
-            )
-            async with client:
+            async with contextlib.AsyncExitStack() as stack:
+                if server.is_http:
+                    # The SDK's client, with the headers AAH_MCP_HEADERS gives this server.
+                    http = create_mcp_http_client(headers=headers_for(server))
+                    await stack.enter_async_context(http)
+                    transport: Any = streamable_http_client(server.started_url(), http_client=http)
+                else:
+                    argv = server.started_argv()
+                    held.errlog = tempfile.TemporaryFile()
+                    params = StdioServerParameters(command=argv[0], args=argv[1:])
+                    transport = stdio_client(params, errlog=held.errlog)  # type: ignore[arg-type]
+                client = Client(
+                    transport,
+                    read_timeout_seconds=self.call_timeout,
+                    client_info=Implementation(name="aah", version=__version__),
+                    cache=None,
+                )
+                await stack.enter_async_context(client)
                 held.client = client
                 ready.set_result(None)
                 await held.stop.wait()
@@ -320,6 +332,46 @@ def mcp_failure_message(exc: BaseException) -> str:
     if isinstance(exc, concurrent.futures.TimeoutError | TimeoutError):
         return "the MCP server gave no answer in time (timeout)"
     return _reason(exc)
+
+
+# The headers sent to HTTP MCP servers, by server name or URL, as JSON. Read from
+# the environment only, never a settings file: it holds keys, and settings are
+# shown and stored; each value is remembered as a secret when read.
+HEADERS_VARIABLE = "AAH_MCP_HEADERS"
+_SCHEMES = ("Bearer ", "Basic ", "Token ")
+
+
+def headers_for(server: McpServer) -> dict[str, str]:
+    """The headers ``AAH_MCP_HEADERS`` gives ``server`` (by its name, else its URL).
+
+    Raises:
+        AahError: the variable is not a JSON object of header objects; the
+            message quotes no value.
+    """
+    text = os.environ.get(HEADERS_VARIABLE, "").strip()
+    if not text:
+        return {}
+    example = """'{"NAME": {"Authorization": "Bearer ..."}}'"""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise AahError(f"{HEADERS_VARIABLE} is not JSON: set it as {example}") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(headers, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+        for headers in data.values()
+    ):
+        raise AahError(
+            f"{HEADERS_VARIABLE} maps server names (or URLs) to objects of header text: "
+            f"set it as {example}"
+        )
+    headers: dict[str, str] = data.get(server.name) or data.get(server.target) or {}
+    for value in headers.values():
+        remember_secret(value)
+        for scheme in _SCHEMES:
+            if value.startswith(scheme):
+                remember_secret(value.removeprefix(scheme).strip())
+    return dict(headers)
 
 
 def require_sdk() -> None:

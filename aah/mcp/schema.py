@@ -60,6 +60,38 @@ def parameters(schema: Mapping[str, Any]) -> list[ParameterSpec]:
     ]
 
 
+def parameters_of(arguments: Mapping[str, Any]) -> list[ParameterSpec]:
+    """Parameters read off proposed arguments, for a call whose tool's schema is unknown.
+
+    Each argument becomes an optional parameter of its value's JSON type, so
+    a person editing the call may change values and drop arguments, and an
+    edit of the wrong type is refused as it would be against a schema.
+    """
+    return [
+        ParameterSpec(
+            name=str(name),
+            type=_type_of(value),
+            required=False,
+            location=ParamLocation.BODY,
+        )
+        for name, value in arguments.items()
+    ]
+
+
+def _type_of(value: Any) -> JsonType:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return "string"
+
+
 def _parameter(name: str, prop: Mapping[str, Any], required: bool) -> ParameterSpec:
     json_type = _json_type(prop)
     items = prop.get("items")

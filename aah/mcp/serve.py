@@ -6,20 +6,27 @@ import hmac
 from typing import Any
 
 from aah.errors import AahError
-from aah.mcp.desk import HumanDesk, Question
+from aah.mcp.desk import ApprovalAsk, HumanDesk, Question
 
 SERVER_NAME = "aah"
 INSTRUCTIONS = (
     "ask_human puts a question to the people at aah's human desk and returns their "
     "answer. People take minutes or hours: pass a deadline (seconds) and a fallback "
     "to bound the wait; while it waits the server sends progress notifications. "
+    "request_approval asks them to approve a tool call before you make it: the result "
+    "says approved or edited (run the call with the arguments given), rejected (with "
+    "their reason), terminated (stop the task) or timed_out (the fallback applied). "
     "If your client gives up, ask again with the same id: the answer is kept."
 )
 
 
 def build_desk_server(desk: HumanDesk) -> Any:
-    """An MCP server (the SDK's ``MCPServer``) whose ``ask_human`` tool asks ``desk``."""
+    """An MCP server (the SDK's ``MCPServer``) whose tools ask ``desk``'s people.
+
+    ``ask_human`` puts a question; ``request_approval`` a tool call to approve.
+    """
     from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
 
@@ -49,6 +56,44 @@ def build_desk_server(desk: HumanDesk) -> Any:
         asked = Question(question, context, deadline, fallback, id)
         return await desk.ask(asked, _client_name(ctx), progress)
 
+    @server.tool()
+    async def request_approval(
+        tool: str,
+        arguments: dict[str, Any],
+        ctx: Context,
+        deadline: float | None = None,
+        fallback: str = "reject",
+        context: str | None = None,
+        id: str | None = None,  # noqa: A002 - the name MCP clients see
+        input_schema: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Ask a person to approve a tool call before you make it, and wait for the decision.
+
+        Args:
+            tool: The tool you want to call.
+            arguments: The arguments you would call it with.
+            ctx: The request (filled in by the server).
+            deadline: Seconds to wait; afterwards the fallback decides.
+            fallback: What applies at the deadline: "reject" (default) or "approve".
+            context: What the person needs to know to decide.
+            id: Your id for the call: asking again with it returns its decision.
+            input_schema: The tool's input JSON schema, so a person's edit is checked against it.
+
+        Returns:
+            outcome (approved, edited, rejected, terminated or timed_out), run
+            (whether to make the call), arguments (the ones to run it with),
+            reason, decided_by, and fallback when it timed out.
+        """
+
+        async def progress(waited: float) -> None:
+            await ctx.report_progress(waited, deadline, "waiting for a person to decide")
+
+        asked = ApprovalAsk(tool, arguments, deadline, fallback, id, context, input_schema)
+        try:
+            return await desk.approve(asked, _client_name(ctx), progress)
+        except AahError as exc:  # the client's mistake: its one line is the tool's error
+            raise ToolError(str(exc)) from None
+
     return server
 
 
@@ -73,6 +118,8 @@ def serve_http(server: Any, *, host: str, port: int, token: str | None) -> None:
     Raises:
         AahError: a host other than loopback was asked for without a token.
     """
+    import logging
+
     import anyio
     import uvicorn
 
@@ -84,6 +131,8 @@ def serve_http(server: Any, *, host: str, port: int, token: str | None) -> None:
     app = server.streamable_http_app(host=host, max_request_body_size=MAX_REQUEST_BYTES)
     guarded = BearerGuard(app, token) if token else app
     config = uvicorn.Config(guarded, host=host, port=port, log_level="warning")
+    # The SDK logs each session manager start and stop at INFO: not news to the person serving.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     anyio.run(uvicorn.Server(config).serve)
 
 

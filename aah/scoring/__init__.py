@@ -24,6 +24,13 @@ if TYPE_CHECKING:
         load_approval_calls,
     )
     from aah.scoring.errors import error_patterns
+    from aah.scoring.external import (
+        EXTERNAL_MODEL_PREFIX,
+        ExternalAgentAsking,
+        external_to_json,
+        is_external,
+        load_external_agents,
+    )
     from aah.scoring.intervals import Proportion, wilson
     from aah.scoring.metrics import (
         CellMetrics,
@@ -42,6 +49,11 @@ __all__ = [
     "approval_metrics",
     "load_approval_calls",
     "HUMAN_GRADER_PREFIX",
+    "EXTERNAL_MODEL_PREFIX",
+    "ExternalAgentAsking",
+    "external_to_json",
+    "is_external",
+    "load_external_agents",
     "CellMetrics",
     "Proportion",
     "TaskOutcome",
@@ -64,6 +76,11 @@ _WHERE = {
     "approval_metrics": "aah.scoring.approvals",
     "load_approval_calls": "aah.scoring.approvals",
     "HUMAN_GRADER_PREFIX": "aah.scoring.agreement",
+    "EXTERNAL_MODEL_PREFIX": "aah.scoring.external",
+    "ExternalAgentAsking": "aah.scoring.external",
+    "external_to_json": "aah.scoring.external",
+    "is_external": "aah.scoring.external",
+    "load_external_agents": "aah.scoring.external",
     "CellMetrics": "aah.scoring.metrics",
     "Proportion": "aah.scoring.intervals",
     "TaskOutcome": "aah.scoring.metrics",

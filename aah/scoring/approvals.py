@@ -170,14 +170,14 @@ def _cell(
         rejected=wilson(counts["rejected"], n),
         timed_out=wilson(counts["timed_out"], n),
         terminated=wilson(counts["terminated"], n),
-        decide_seconds_median=_quantile(seconds, 0.5),
-        decide_seconds_p90=_quantile(seconds, 0.9),
+        decide_seconds_median=quantile(seconds, 0.5),
+        decide_seconds_p90=quantile(seconds, 0.9),
         pass_rate_with_edits=wilson(sum(1 for t in with_edits if passes(t)), len(with_edits)),
         pass_rate_without_edits=wilson(sum(1 for t in without if passes(t)), len(without)),
     )
 
 
-def _quantile(ordered: Sequence[float], q: float) -> float | None:
+def quantile(ordered: Sequence[float], q: float) -> float | None:
     """The ``q`` quantile of sorted values, linear between ranks (numpy's default), or None."""
     if not ordered:
         return None

@@ -49,6 +49,9 @@ paper order)::
      "discovery_cost": [{"setting", "model", "aah", "given_run", "found_run",
                          "pass_rate": {"given": P, "found": P},
                          "difference": float | null}],     # found - given, in points
+     # Only reports over the whole store with external agents (MCP clients of
+     # `aah mcp serve`) have this key: their asking and approval metrics.
+     "external_agents": [<external_to_json object>, ...],
      "paper_comparison": null | {"source": str, "url": str,   # --compare paper
                                  "difference_unit": "percentage points",
                                  "rows": [{"run", "model", "setting", "aah", "metric",
@@ -105,6 +108,7 @@ from aah.scoring.approvals import (
 )
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.errors import ErrorPatternReport
+from aah.scoring.external import ExternalAgentAsking, external_to_json, load_external_agents
 from aah.scoring.metrics import (
     CellMetrics,
     TaskOutcome,
@@ -187,6 +191,8 @@ class Report:
     # Calls that needed a person's approval, per run × setting and one by one.
     approval_cells: list[ApprovalCell] = field(default_factory=list)
     approval_calls: list[ApprovalCall] = field(default_factory=list)
+    # External agents' (MCP clients') asking and approval metrics, reported over the whole store.
+    external: list[ExternalAgentAsking] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -242,13 +248,17 @@ def _outside_cells(rows: Sequence[Comparison]) -> str:
     return "; ".join(f"run {run} ({', '.join(cells)})" for run, cells in by_run.items())
 
 
-def select_runs(store: SessionStore, names: Sequence[str] | None) -> list[RunRecord]:
+def select_runs(
+    store: SessionStore, names: Sequence[str] | None, *, none_is_fine: bool = False
+) -> list[RunRecord]:
     """The runs named (all when None or empty), in name order.
 
     Raises:
-        AahError: The store has no runs, or a name is not one of them.
+        AahError: The store has no runs (unless ``none_is_fine``), or a name is not one of them.
     """
     known = {run.name: run for run in store.runs()}
+    if not known and none_is_fine and not names:
+        return []
     if not known:
         raise AahError(
             f"no runs in {store.path}: run `aah bench run` or `aah import` first, or pass --db"
@@ -287,7 +297,9 @@ def build_report(
         AahError: No runs, an unknown run, or a named data folder without data.
     """
     step = progress or (lambda _name: None)
-    chosen = select_runs(store, runs)
+    # External agents belong to no run: a report over the whole store shows them.
+    external = [] if runs else load_external_agents(store)
+    chosen = select_runs(store, runs, none_is_fine=bool(external))
     names = [run.name for run in chosen]
     step("metrics")
     outcomes = load_outcomes(store, names)
@@ -360,6 +372,7 @@ def build_report(
         discovery_cost=discovery_costs(chosen, cells),
         approval_cells=approval_metrics(gated, outcomes),
         approval_calls=gated,
+        external=external,
     )
 
 
@@ -603,6 +616,11 @@ def report_to_json(report: Report) -> dict[str, Any]:
         **(
             {"approvals": [approval_cell_to_json(cell) for cell in report.approval_cells]}
             if report.approval_cells
+            else {}
+        ),
+        **(
+            {"external_agents": [external_to_json(agent) for agent in report.external]}
+            if report.external
             else {}
         ),
         "paper_comparison": None

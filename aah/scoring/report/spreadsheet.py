@@ -65,6 +65,12 @@ def render_csv(report: Report) -> str:
 
         rows = [[_text(value) for value in row] for row in approval_csv_rows(report)]
         csv.writer(sink).writerows([[], *rows])
+    if report.external:
+        # Imported here: only reports with external agents (MCP clients) have this table.
+        from aah.scoring.report.external_tables import external_csv_rows
+
+        rows = [[_text(value) for value in row] for row in external_csv_rows(report)]
+        csv.writer(sink).writerows([[], *rows])
     return sink.getvalue()
 
 

@@ -635,8 +635,11 @@ def report_tables(report: Report) -> list[ReportTable]:
     # Imported here: the When2Call tables build on this module's helpers.
     from aah.scoring.report.approval_tables import approval_tables
     from aah.scoring.report.bfcl_tables import bfcl_tables
+    from aah.scoring.report.external_tables import external_tables
     from aah.scoring.report.when2call_tables import when2call_tables
 
+    if not report.runs:
+        return external_tables(report)  # a store with external agents' sessions only
     return [
         *paper_tables(report),
         *paper_comparison_table(report),
@@ -650,6 +653,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         *when2call_tables(report),
         *bfcl_tables(report),
         *approval_tables(report),
+        *external_tables(report),
         *agreement_tables(report),
         example_table(report),
     ]
