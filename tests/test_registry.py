@@ -105,10 +105,19 @@ def test_missing_data_dir_is_one_line(tmp_path: Path) -> None:
 
 def test_fix_naming_an_unknown_endpoint_fails_the_build(shared_data: Path, tmp_path: Path) -> None:
     fixes = tmp_path / "fixes.yaml"
-    fixes.write_text("- endpoint: nope__nothing\n  reason: a fix for a tool that is not there\n")
-    with pytest.raises(AahError, match="unknown endpoint 'nope__nothing'"):
+    fixes.write_text("- endpoint: openmeteo__nothing\n  reason: a typo in an endpoint's name\n")
+    with pytest.raises(AahError, match="unknown endpoint 'openmeteo__nothing'"):
         build_registry(shared_data, tmp_path / "r.db", fixes)
     assert not (tmp_path / "r.db").exists()
+
+
+def test_a_fix_for_a_tool_the_data_does_not_hold_is_left_out(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    fixes = tmp_path / "fixes.yaml"
+    fixes.write_text("- endpoint: nope__nothing\n  reason: a tool this folder does not hold\n")
+    report = build_registry(shared_data, tmp_path / "r.db", fixes, vectors=False)
+    assert report.fixes_applied == [] and report.endpoints > 900
 
 
 @pytest.mark.parametrize(

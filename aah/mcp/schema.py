@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from aah.mcp.servers import MCP_URL_SCHEME, McpServer
+from aah.storable import storable
 from aah.tools import (
     EndpointSource,
     EndpointSpec,
@@ -25,7 +26,12 @@ _JSON_TYPES: frozenset[str] = frozenset(get_args(JsonType))
 
 
 def tool_spec(server: McpServer, tool: Mapping[str, Any]) -> EndpointSpec:
-    """One MCP tool (as ``list_tools`` describes it, in JSON form) as a spec."""
+    """One MCP tool (as ``list_tools`` describes it, in JSON form) as a spec.
+
+    A server's text is made storable first (a lone surrogate or NUL in a name
+    or schema becomes U+FFFD), as for any spec file.
+    """
+    tool = storable(dict(tool))
     name = str(tool.get("name") or "")
     schema = tool.get("inputSchema") or tool.get("input_schema") or {}
     description = str(tool.get("description") or tool.get("title") or "")

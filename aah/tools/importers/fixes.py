@@ -64,13 +64,19 @@ def load_fixes(path: Path) -> list[EndpointFix]:
 def apply_fixes(endpoints: list[EndpointSpec], fixes: list[EndpointFix]) -> list[str]:
     """Apply every fix in place; returns one line per applied fix.
 
+    A fix for a tool the sources do not hold at all is left out (a data
+    folder of one's own need not hold every tool the project fixes).
+
     Raises:
-        AahError: a fix names an endpoint that the sources do not have.
+        AahError: a fix names an endpoint its tool does not have (a typo).
     """
     by_name = {spec.qualified_name: index for index, spec in enumerate(endpoints)}
+    tools = {spec.tool for spec in endpoints}
     applied: list[str] = []
     for fix in fixes:
         index = by_name.get(fix.endpoint)
+        if index is None and fix.endpoint.partition("__")[0] not in tools:
+            continue
         if index is None:
             raise AahError(
                 f"fix names unknown endpoint {fix.endpoint!r}: correct or remove it "

@@ -1,4 +1,4 @@
-"""Reading a source file into plain data, within bounds a hostile file cannot push.
+r"""Reading a source file into plain data, within bounds a hostile file cannot push.
 
 A spec file is untrusted input: the registry build must survive any file and
 name the one it could not read. So, before anything else looks at the data:
@@ -20,6 +20,10 @@ nesting is within bounds: libyaml's composer recurses in C and crashes the
 process on very deep input instead of raising.
 
 Each refusal is a :class:`SpecFileError` whose message is the reason.
+
+Text the store cannot hold (a ``\ud800`` escape, NUL) is replaced by U+FFFD
+as the data is read, the one boundary every spec file, tool list and repair
+file passes, so no later step (hashing, the index, an event) meets it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from typing import Any
 
 import yaml
 from yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
+
+from aah.storable import storable_text
 
 DEFAULT_MAX_SPEC_BYTES = 20_000_000
 # The real specs nest 13 levels at most and hold a few thousand nodes.
@@ -116,7 +122,7 @@ def load_json(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> Any:
     except ValueError as error:
         raise SpecFileError(f"not valid JSON ({error})") from error
     check_bounds(data)
-    return data
+    return storable_data(data)
 
 
 def load_yaml(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> Any:
@@ -138,7 +144,32 @@ def load_yaml(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> Any:
         first = str(error).strip().splitlines()[0]
         raise SpecFileError(f"not valid YAML ({first})") from error
     check_bounds(data)
-    return data
+    return storable_data(data)
+
+
+def storable_data(data: Any) -> Any:
+    """``data`` with :func:`~aah.storable.storable_text` applied to every string, keys too.
+
+    Containers YAML aliases share stay shared (each is visited once), so the
+    walk costs time in proportion to the file, not to its expansion. Call it
+    after :func:`check_bounds`: it assumes no cycle.
+    """
+    done: dict[int, Any] = {}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return storable_text(node)
+        if not isinstance(node, dict | list):
+            return node
+        key = id(node)
+        if key not in done:
+            if isinstance(node, dict):
+                done[key] = {walk(name): walk(value) for name, value in node.items()}
+            else:
+                done[key] = [walk(item) for item in node]
+        return done[key]
+
+    return walk(data)
 
 
 def _check_yaml_nesting(text: str, loader: type[Any]) -> None:

@@ -89,6 +89,8 @@ def build_registry(
     result = _import_all(data_dir, max_spec_bytes)
     result.extend(load_added(path))  # MCP servers' tools (`aah tools add-mcp`)
     result = _without_clashes(result)
+    if not result.endpoints:
+        raise AahError(_nothing_imported(data_dir, result))
     fixes_applied = apply_fixes(result.endpoints, load_fixes(fixes_path)) if fixes_path else []
     registry_hash = _hash_specs(result.endpoints)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,6 +127,16 @@ def _import_all(data_dir: Path, max_bytes: int) -> ImportResult:
     if openapi.is_dir():
         result.extend(import_openapi(openapi, max_bytes))
     return result
+
+
+def _nothing_imported(data_dir: Path, result: ImportResult) -> str:
+    if not result.rejections:
+        return f"no endpoint found under {data_dir}: add spec files, or pass --data"
+    first = result.rejections[0]
+    return (
+        f"no endpoint could be imported from {data_dir}: {len(result.rejections)} rejected, "
+        f"the first {first.source.file} ({first.reason}); fix the files, or pass --data"
+    )
 
 
 def _without_clashes(result: ImportResult) -> ImportResult:
