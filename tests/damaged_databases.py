@@ -137,6 +137,18 @@ def missing_table(healthy: Path, folder: Path) -> Path:
     return _sqlite(_copy(healthy, folder), "PRAGMA foreign_keys = OFF; DROP TABLE events;")
 
 
+def missing_column(healthy: Path, folder: Path) -> Path:
+    """An aah database whose sessions lost a column (altered by hand or another tool)."""
+    return _sqlite(_copy(healthy, folder), "ALTER TABLE sessions DROP COLUMN final_answer;")
+
+
+def renamed_column(healthy: Path, folder: Path) -> Path:
+    """An aah database with a request column renamed, so queries naming it fail."""
+    return _sqlite(
+        _copy(healthy, folder), "ALTER TABLE human_requests RENAME COLUMN question TO q;"
+    )
+
+
 def newer_schema(healthy: Path, folder: Path) -> Path:
     return _sqlite(_copy(healthy, folder), "PRAGMA user_version = 99;")
 
@@ -266,6 +278,8 @@ DAMAGES: dict[str, Damage] = {
     "gzipped": Damage(gzipped),
     "other-program-sessions": Damage(other_program_sessions),
     "missing-table": Damage(missing_table),
+    "missing-column": Damage(missing_column),
+    "renamed-column": Damage(renamed_column),
     "parent-is-file": Damage(parent_is_file),
     "named-pipe": Damage(named_pipe),
     "device": Damage(device),

@@ -98,6 +98,11 @@ def _check(conn: sqlite3.Connection, path: Path, found: DatabaseCheck, quick: bo
     tables = schema.table_names(conn)
     if not _schema_fits(found, tables, path):
         return
+    if found.schema_version == schema.SCHEMA_VERSION:
+        missing = schema.column_problem(conn, path)
+        if missing is not None:
+            found.problems.append(f"{missing.problem}; {missing.advice}")
+            return
     if found.integrity != "ok":
         # What a damaged file still yields, as far as it can be read.
         with suppress(StoreFileError):

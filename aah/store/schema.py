@@ -9,6 +9,7 @@ the file.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
@@ -275,6 +276,8 @@ def needs_schema(db: Database, path: Path) -> bool:
     """
     found = int(db.execute("PRAGMA user_version").fetchone()[0])
     problem = file_problem(found, table_names(db.conn), path)
+    if problem is None and found == SCHEMA_VERSION:
+        problem = column_problem(db.conn, path)
     if problem is not None:
         raise problem
     return found < SCHEMA_VERSION
@@ -286,6 +289,44 @@ def table_names(conn: sqlite3.Connection) -> set[str]:
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
     )
     return {row[0] for row in rows}
+
+
+@functools.cache
+def expected_columns() -> dict[str, tuple[str, ...]]:
+    """Each table's columns as this aah's schema makes them."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(SCHEMA_SQL)
+        return {table: _columns(conn, table) for table in TABLES}
+    finally:
+        conn.close()
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
+    return tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def column_problem(conn: sqlite3.Connection, path: Path) -> StoreFileError | None:
+    """Why a file of the current schema lacks columns its tables need, or None.
+
+    A table altered by hand or by another tool would otherwise fail later,
+    in whichever query first names the missing column.
+    """
+    missing = [
+        f"{table}.{column}"
+        for table, columns in expected_columns().items()
+        for column in sorted(set(columns) - set(_columns(conn, table)))
+    ]
+    if not missing:
+        return None
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return StoreFileError(
+        f"{path} is an aah session database (schema {SCHEMA_VERSION}) without the column(s) "
+        f"{shown}",
+        RESTORE,
+        path,
+        damaged=True,
+    )
 
 
 def file_problem(version: int, tables: set[str], path: Path) -> StoreFileError | None:
