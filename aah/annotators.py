@@ -17,7 +17,11 @@ What is one name:
 - invisible characters are dropped: zero-width spaces and joiners, bidi
   controls, soft hyphens, variation selectors, and accent marks left over
   on a Latin, Greek or Cyrillic letter that has no accented form;
-- digits of every script are ASCII digits.
+- digits of every script are ASCII digits;
+- Latin letters that are a plain letter in another shape, which NFKC leaves
+  alone, are that letter: small capitals (``ᴀʟɪᴄᴇ``), the IPA alpha, script g
+  and iota (``ɑlice``), dotless i and j. Letters that spell differently in a
+  living orthography (``ɓ``, ``ɛ``, ``ŋ``) are kept as they are.
 
 What is refused (``check_annotator_name``): a name mixing letters of
 several scripts (``аlice`` with a Cyrillic ``а``), a Cyrillic or Greek name
@@ -30,6 +34,8 @@ never rewritten); reading answers for agreement compares their keys.
 
 from __future__ import annotations
 
+import functools
+import re
 import unicodedata
 
 __all__ = [
@@ -72,7 +78,7 @@ def annotator_key(name: str) -> str:
     empty result means the name had nothing visible in it.
     """
     text = unicodedata.normalize("NFKC", name)
-    text = "".join(_visible(text)).casefold()
+    text = "".join(_plain_latin(char) for char in _visible(text)).casefold()
     # Case folding can undo NFKC (ß -> ss is fine, but some folds decompose).
     text = unicodedata.normalize("NFKC", text)
     text = "".join(_without_stray_marks(text))
@@ -140,6 +146,26 @@ def _without_stray_marks(text: str) -> list[str]:
         base = char if char.isalpha() else ""
         kept.append(char)
     return kept
+
+
+# Unicode names of Latin letters that are a basic letter in another shape.
+_PLAIN_SHAPES = re.compile(
+    r"LATIN (?:LETTER SMALL CAPITAL|SMALL LETTER (?:DOTLESS|SCRIPT)) ([A-Z])"
+    r"|LATIN (?:SMALL|CAPITAL) LETTER (ALPHA|IOTA)"
+)
+_GREEK_NAMED = {"ALPHA": "a", "IOTA": "i"}
+
+
+@functools.cache
+def _plain_latin(char: str) -> str:
+    """The basic Latin letter ``char`` is a shape of (see the module's rules), else ``char``."""
+    if char.isascii() or not char.isalpha():
+        return char
+    shape = _PLAIN_SHAPES.fullmatch(unicodedata.name(char, ""))
+    if shape is None:
+        return char
+    letter, named = shape.groups()
+    return letter.lower() if letter else _GREEK_NAMED[named]
 
 
 def _ascii_digit(char: str) -> str:

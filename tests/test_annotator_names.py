@@ -51,6 +51,12 @@ LOOKALIKES = [
     "αlice",  # Greek alpha
     "ΑLICE",  # Greek capital alpha
     "alice\U000e0041",  # a tag character
+    "ɑlice",  # Latin alpha (IPA), which NFKC leaves alone
+    "Ɑlice",  # Latin capital alpha
+    "ᴀlice",  # Latin small capital A
+    "ᴀʟɪᴄᴇ",  # small capitals throughout
+    "alıce",  # dotless i
+    "ɑlɩce",  # Latin alpha and Latin iota
 ]
 # Spellings of one person's name with several words or digits: each group is one key.
 SAME_NAME = [
@@ -76,6 +82,10 @@ ACCEPTED = [
     ("राम्या", "राम्या"),  # Devanagari vowel signs are spelling
     ("محمد", "محمد"),
     ("Zoë", "zoë"),
+    ("Ɓello", "ɓello"),  # Hausa's hooked b spells, it is not a shape of b
+    ("Ɛkow", "ɛkow"),  # Akan's open e
+    ("Ŋozi", "ŋozi"),
+    ("ɡrace", "grace"),  # script g is g
 ]
 # Names no one may sign in with, each refused in one line.
 REFUSED = [
