@@ -213,7 +213,8 @@ async def judge_lines(
     from rich.progress import Progress
 
     from aah.llm import ChatClient
-    from aah.scoring.behavior import Classification, classify_reply, classify_with_llm, storable
+    from aah.scoring.behavior import Classification, classify_reply, classify_with_llm
+    from aah.storable import storable_text
 
     gate = asyncio.Semaphore(concurrency)
     client = ChatClient(config)
@@ -236,7 +237,7 @@ async def judge_lines(
                     judged += 1
                     return result
                 except AahError as exc:
-                    failures[storable(str(exc))] += 1
+                    failures[storable_text(str(exc))] += 1
             fallback = classify_reply(line.reply, line.tools, line.tool_calls)
             return Classification(fallback.label, f"{_JUDGE_FAILED}{fallback.rule}")
 

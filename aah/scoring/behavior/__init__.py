@@ -22,7 +22,6 @@ if TYPE_CHECKING:
         gold_pairs,
         hallucination_rates,
         load_judge_prompt,
-        storable,
         tally_votes,
         turn_class,
     )
@@ -44,7 +43,6 @@ __all__ = [
     "gold_pairs",
     "hallucination_rates",
     "load_judge_prompt",
-    "storable",
     "tally_votes",
     "turn_class",
 ]
@@ -64,7 +62,6 @@ _WHERE = {
     "gold_pairs": "aah.scoring.behavior.classes",
     "hallucination_rates": "aah.scoring.behavior.classes",
     "load_judge_prompt": "aah.scoring.behavior.classes",
-    "storable": "aah.scoring.behavior.classes",
     "tally_votes": "aah.scoring.behavior.classes",
     "JudgeVotes": "aah.scoring.behavior.classes",
     "turn_class": "aah.scoring.behavior.classes",

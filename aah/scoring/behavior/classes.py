@@ -38,7 +38,6 @@ from aah.scoring.behavior.judge import (
     classify_with_llm,
     load_judge_prompt,
     parse_judge_reply,
-    storable,
     tally_votes,
 )
 from aah.scoring.behavior.rules import (
@@ -77,7 +76,6 @@ __all__ = [
     "parse_judge_reply",
     "run_turns",
     "session_turns",
-    "storable",
     "tally_votes",
 ]
 

@@ -11,7 +11,6 @@ the version goes into the rule of every result, so labels say what made them.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from aah.errors import AahError
 from aah.llm import ReplyGrammar
 from aah.runtime.prompts import Prompt, read_prompt
 from aah.scoring.behavior.rules import BehaviorClass, Classification, classify_reply
+from aah.storable import storable_text
 
 # Reports import this module for its names only; the client loads when judging.
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "behavior.md"
 JUDGE_RETRIES = 2
 # Several votes must be sampled above temperature 0, or they could not differ.
 DEFAULT_VOTE_TEMPERATURE = 1.0
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _RETRY_TEXT = "Start with one word: TOOL_CALL, QUESTION, CANNOT_ANSWER or DIRECT."
 _JUDGE_WORDS: dict[str, BehaviorClass] = {
     "tool_call": "tool_call",
@@ -107,15 +106,6 @@ def tally_votes(votes: Sequence[BehaviorClass | None], asked: int) -> JudgeVotes
     return JudgeVotes(ranked[0][0], None, list(votes))
 
 
-def storable(text: str) -> str:
-    r"""``text`` with lone surrogates (a ``\ud800`` JSON escape) replaced by U+FFFD.
-
-    They cannot be encoded as UTF-8, so a request, a line of output or a
-    message holding one would fail to be sent, written or printed.
-    """
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
 # The rule prefixes of a reply whose label the judge did not give, by flag.
 FALLBACK_PREFIXES = {"no quorum": "llm_no_quorum:", "tie": "llm_tie:"}
 
@@ -162,7 +152,7 @@ async def classify_with_llm(
     try:
         tally = await _judge_votes(judge, prompt, text, tool_names, votes, retries, temperature)
     except ModelError as exc:
-        raise AahError(storable(f"the behaviour judge failed: {exc}")) from exc
+        raise AahError(storable_text(f"the behaviour judge failed: {exc}")) from exc
     finally:
         if client is None:
             await judge.aclose()
@@ -190,7 +180,7 @@ async def _judge_votes(
     from langchain_core.messages import AIMessage, HumanMessage
 
     tools = ", ".join(sorted(tool_names)) or "(none)"
-    reply = storable(text)
+    reply = storable_text(text)
     messages: list[BaseMessage] = [HumanMessage(prompt.template.format(tools=tools, reply=reply))]
     heat = 0.0 if votes == 1 else (DEFAULT_VOTE_TEMPERATURE if temperature is None else temperature)
     valid: list[BehaviorClass] = []
@@ -217,7 +207,7 @@ async def _sample(
 
     try:
         replies = await judge.reply_texts(messages, n=count, temperature=temperature)
-        answers = [storable(answer) for answer in replies.texts[:count]]
+        answers = [storable_text(answer) for answer in replies.texts[:count]]
     except ModelStatusError as exc:
         if count == 1 or exc.status != 400:
             raise
@@ -226,5 +216,5 @@ async def _sample(
         single = await judge.reply_texts(messages, temperature=temperature)
         if not single.texts:
             break
-        answers.append(storable(single.texts[0]))
+        answers.append(storable_text(single.texts[0]))
     return answers + [""] * (count - len(answers))
