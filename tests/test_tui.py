@@ -45,7 +45,7 @@ pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = (120, 40)
 # A presenter's large font leaves 80x24 or less; the app must read at each.
-SIZES = [(60, 20), (80, 24), (120, 40)]
+SIZES = [(60, 20), (80, 24), (104, 30), (120, 40)]
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -68,6 +68,19 @@ def no_configured_model(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def app(registry: Registry, shared_data: Path, tmp_path: Path) -> AahApp:
     return AahApp(registry, tmp_path / "sessions.db", data=shared_data)
+
+
+async def settled(pilot: Pilot[None], check: Callable[[], None], seconds: float = 30) -> None:
+    """Run ``check`` (assertions) until it passes: the screen is drawn when it is drawn."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            check()
+        except AssertionError:
+            await pilot.pause(0.1)
+        else:
+            return
+    check()
 
 
 async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], seconds: float = 60) -> None:
@@ -516,25 +529,31 @@ async def test_each_size_reads_whole_words_and_the_timeline_has_room(
 ) -> None:
     width, _ = size
     async with app.run_test(size=size) as pilot:
-        await pilot.pause(0.3)
-        timeline_width = app.query_one(Timeline).region.width
-        if width < tui_app.NARROW_BELOW:
-            assert timeline_width == width  # the full width when narrow
-        else:
-            assert timeline_width >= 40
-        shown = screen_text(app)
-        note = timeline(app)[0]
-        assert split_words(shown, f"{note.heading} {note.body}") == []
-        footer = shown.splitlines()[-1]
-        assert footer_labels(app) and all(label in footer for label in footer_labels(app))
+
+        def main_screen_reads_whole() -> None:
+            timeline_width = app.query_one(Timeline).region.width
+            if width < tui_app.NARROW_BELOW:
+                assert timeline_width == width  # the full width when narrow
+            else:
+                assert timeline_width >= 40
+            shown = screen_text(app)
+            note = timeline(app)[0]
+            assert split_words(shown, f"{note.heading} {note.body}") == []
+            footer = shown.splitlines()[-1]
+            assert footer_labels(app) and all(label in footer for label in footer_labels(app))
+
+        await settled(pilot, main_screen_reads_whole)
         await pilot.press("1", "s")  # the ask task, by keys
         await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
-        await pilot.pause(0.3)
-        shown = screen_text(app)
-        question = app.screen.request.question  # type: ignore[attr-defined]
-        assert split_words(shown, question) == []
-        assert split_words(shown, "Send Decline Later") == []
-        assert all(label in shown.splitlines()[-1] for label in footer_labels(app))
+
+        def dialog_reads_whole() -> None:
+            shown = screen_text(app)
+            question = app.screen.request.question  # type: ignore[attr-defined]
+            assert split_words(shown, question) == []
+            assert split_words(shown, "Send Decline Later") == []
+            assert all(label in shown.splitlines()[-1] for label in footer_labels(app))
+
+        await settled(pilot, dialog_reads_whole)
 
 
 async def test_a_narrow_screen_opens_the_setup_in_the_timelines_place(app: AahApp) -> None:

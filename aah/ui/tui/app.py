@@ -66,9 +66,10 @@ _RUNTIME_MODULES = ("aah.runtime.environment", "aah.runtime.session", "aah.runti
 # Actions that make no sense while a dialog is open over the main screen.
 _MAIN_SCREEN_ACTIONS = {"start", "break_tool", "fix_all", "pending", "toggle_aah", "pick"}
 _MAIN_SCREEN_ACTIONS |= {"toggle_setup"}
-# Below this many columns the three panels do not fit side by side: the
-# timeline takes the full width and the setup opens in its place (t).
-NARROW_BELOW = 100
+# Below this many columns the three panels do not fit side by side with a
+# timeline of 40 columns (the side panels take 68): the timeline takes the
+# full width and the setup opens in its place (t).
+NARROW_BELOW = 110
 # Below this many rows the dialogs drop their spacing.
 SHORT_BELOW = 30
 # Number keys pick the demo tasks, in the order the demo runs them.
