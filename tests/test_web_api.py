@@ -56,7 +56,7 @@ FORM = [
     "answer",
     "rating",
 ]
-FORM += ["request_id"]
+FORM += ["approval", "request_id"]  # the call's form (empty for a question)
 LISTS = ["summary", "table", "pick", "counter", "answered"]
 SIGN_IN = ["signed_in", "timer", "saved", "status", *FORM, *LISTS]
 ANSWER = ["status", "done", *FORM, "answered"]
