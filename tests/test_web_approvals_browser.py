@@ -241,6 +241,7 @@ def test_an_invalid_edit_is_refused_in_the_page_and_a_valid_one_runs(
             expect(page.locator("#answer-status")).to_have_text(
                 "Refused, not sent: rooms: a whole number, e.g. 3, not “two”."
             )
+            expect(page.locator("#approval-note")).to_contain_text("rooms: a whole number")
             # Nothing reached the store; the edit stays open as typed.
             assert SessionStore(db).human_answers(request.id) == []
             expect(_field(page, "rooms")).to_have_value("two")

@@ -217,9 +217,20 @@
   };
   window.aahApprovalKey = approvalKey;
   // A call opens (or another replaces it): the choice, the focus on the call.
+  let statusSeen = "";
   const followApproval = () => {
     const call = approvalCall();
     const id = call === null ? "" : call.dataset.request || "";
+    const status = document.getElementById("answer-status");
+    const said = status === null ? "" : status.textContent.trim();
+    if (said !== statusSeen) {
+      statusSeen = said;
+      // A refused edit: the form stays as typed, the reason beside it, keys live again.
+      if (call !== null && id === approvalId && said.startsWith("Refused")) {
+        sendingUntil = 0;
+        approvalNote(said);
+      }
+    }
     if (id === approvalId) return;
     approvalId = id;
     sendingUntil = 0;
