@@ -392,3 +392,27 @@ def test_a_call_one_annotator_holds_is_not_offered_to_another(
     assert stored is not None and stored.answered_by == "alice"
     assert json.loads(stored.answer or "")["decision"] == "approve"
     assert SessionStore(db).human_answers(question.id) == []
+
+
+def test_a_reload_keeps_an_edit_open_as_typed(browser: Browser, tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    approval = _seed_approval(db)
+    with serve_app(db) as url:
+        page = _page(browser, url)
+        _signed_in(page, "alice")
+        _call_ready(page, approval.id)
+        page.keyboard.press("e")
+        page.keyboard.press("Control+a")
+        page.keyboard.type("5")
+        page.reload()
+        # Her claim brings the call back; the browser kept the edit, open for Ctrl+Enter.
+        expect(_field(page, "rooms")).to_have_value("5")
+        expect(_field(page, "rooms")).to_be_focused()
+        page.keyboard.press("Control+Enter")
+        expect(page.locator("#answer-status")).to_contain_text("Edited and approved")
+        page.wait_for_function(
+            "(id) => localStorage.getItem('aah-draft:' + id) === null", arg=approval.id
+        )
+    stored = SessionStore(db).get_human_request(approval.id)
+    assert stored is not None and stored.answered_by == "alice"
+    assert json.loads(stored.answer or "")["arguments"] == {"rooms": 5}

@@ -17,7 +17,8 @@
   //   twice when something was typed: the second drops it) and, from the
   //   choice, puts the call aside for later (u undoes); n does the same.
   //   While a box is open, letters are only typing: no key decides but
-  //   Ctrl+Enter, so a stray key never throws typed work away.
+  //   Ctrl+Enter, so a stray key never throws typed work away; an edit or a
+  //   reason typed is kept like an answer's draft (a reload brings it back).
   // Grade tab: p / f label Pass / Fail, n shows the next answer.
   // A question that arrives while none is open opens by itself.
   // Whenever a question opens, focus lands in the answer box, with the
@@ -178,6 +179,21 @@
     decide.click();
   };
   // One key (or the button of the same name) on the open call; true when it was used.
+  // What was typed into the open call, kept like an answer's draft (dropped once sent).
+  const keepApprovalDraft = () => {
+    const call = approvalCall();
+    if (call === null || !approvalId) return;
+    const fields = {};
+    for (const el of approvalFields()) if (el.value !== el.dataset.proposed) fields[el.dataset.arg] = el.value;
+    const typed = Object.keys(fields).length > 0 || typedReason();
+    const reason = reasonBox() === null ? "" : reasonBox().value;
+    saveDraft(approvalId, typed ? JSON.stringify({ mode: approvalMode, fields: fields, reason: reason }) : "");
+  };
+  for (const kind of ["input", "change"]) {
+    document.addEventListener(kind, (event) => {
+      if (event.target && event.target.closest && event.target.closest("#approval-call")) keepApprovalDraft();
+    });
+  }
   const approvalKey = (key) => {
     const call = approvalCall();
     if (call === null) return false;
@@ -193,6 +209,7 @@
         if (approvalMode === "edit") for (const el of approvalFields()) el.value = el.dataset.proposed;
         else reasonBox().value = "";
         setApprovalMode("choose");
+        keepApprovalDraft();
         return true;
       }
       // The buttons: another mode keeps what was typed in this one.
@@ -236,7 +253,22 @@
     sendingUntil = 0;
     if (call === null) return;
     for (const el of approvalFields()) el.dataset.proposed = el.value;
-    setApprovalMode("choose");
+    // An edit or a reason this browser kept for the call (a reload) comes back, open.
+    let kept = null;
+    try {
+      kept = JSON.parse(readDraft(id) || "null");
+    } catch (error) {
+      kept = null;
+    }
+    if (kept !== null && typeof kept === "object") {
+      for (const el of approvalFields()) {
+        const value = kept.fields && kept.fields[el.dataset.arg];
+        if (typeof value === "string") el.value = value;
+      }
+      if (typeof kept.reason === "string" && reasonBox() !== null) reasonBox().value = kept.reason;
+    }
+    const mode = kept !== null && ["edit", "reject", "terminate"].includes(kept.mode) ? kept.mode : "choose";
+    setApprovalMode(edited() ? "edit" : typedReason() ? mode : "choose");
     const top = document.getElementById("answer-status-row");
     if (top !== null) top.scrollIntoView({ block: "start" });
     call.dataset.aahOpened = id; // what a test waits for before it presses a key
