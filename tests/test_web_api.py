@@ -56,7 +56,7 @@ FORM = [
     "answer",
     "rating",
 ]
-FORM += ["request_id"]
+FORM += ["approval", "request_id"]  # the call's form (empty for a question)
 LISTS = ["summary", "table", "pick", "counter", "answered"]
 SIGN_IN = ["signed_in", "timer", "saved", "status", *FORM, *LISTS]
 ANSWER = ["status", "done", *FORM, "answered"]
@@ -113,7 +113,7 @@ def test_sign_in_opens_the_oldest_question_and_send_opens_the_next(db: Path, ser
     assert "Signed in as **alice**" in shown["signed_in"]
     assert "2 questions wait" in shown["summary"] and "0** answered today" in shown["counter"]
     row = cells(shown["table"])[0]
-    assert row[1:6] == ["-", "underspecified", "Weather?", "Which city?", "open: yours"]
+    assert row[1:7] == ["-", "underspecified", "Weather?", "question", "Which city?", "open: yours"]
     label = "[no task · underspecified · “Weather?”] Which city?"
     assert shown["pick"]["choices"][0] == [label, first.id]
     assert shown["request_id"] == first.id and shown["question"] == "Which city?"
@@ -126,7 +126,7 @@ def test_sign_in_opens_the_oldest_question_and_send_opens_the_next(db: Path, ser
     # The counter (on the page: just after the answer) and the queue follow.
     lists = named(LISTS, api.predict(None, api_name="/refresh_queue"))
     assert "1** answered today" in lists["counter"] and "1** waiting" in lists["counter"]
-    assert [row[4:6] for row in cells(lists["table"])] == [["Which day?", "open: yours"]]
+    assert [row[5:7] for row in cells(lists["table"])] == [["Which day?", "open: yours"]]
     store = SessionStore(db)
     stored = store.get_human_request(first.id)
     assert stored is not None and stored.status == "answered"
@@ -190,7 +190,7 @@ def test_two_annotators_never_get_the_same_question(db: Path, served: str) -> No
     alice, _ = signed_in(served, "alice")
     bob, shown = signed_in(served, "bob")
     assert shown["request_id"] == second.id  # the first is alice's
-    rows = {row[4]: row[5] for row in cells(shown["table"])}
+    rows = {row[5]: row[6] for row in cells(shown["table"])}
     assert rows == {"Which city?": "taken by alice", "Which day?": "open: yours"}
     assert [choice[1] for choice in shown["pick"]["choices"]] == [second.id]
     # Opening alice's question by hand (a stale picker) gives the next free one instead.
@@ -364,7 +364,7 @@ def test_model_text_is_never_markup(db: Path, served: str) -> None:
     seed_request(db, HOSTILE, context={"setting": HOSTILE, "task_id": "<script>x"})
     api, shown = signed_in(served, "alice")
     assert "<img" not in shown["table"] and "<script" not in shown["table"]
-    assert cells(shown["table"])[0][4].startswith("<img")  # a table cell: shown as text
+    assert cells(shown["table"])[0][5].startswith("<img")  # a table cell: shown as text
     assert "<" not in shown["meta"] and "](" not in shown["meta"]
     note = send(api, "ok", 1)["status"]
     assert "<" not in note and "](" not in note and "![" not in note

@@ -390,8 +390,8 @@ def test_the_phone_layout_is_a_real_one(
         # Every queue row shows all its fields, each labelled, within the screen.
         row = page.locator("#queue-table tbody tr").first
         cells = row.locator("td")
-        expect(cells).to_have_count(7)
-        for n in range(7):
+        expect(cells).to_have_count(8)
+        for n in range(8):
             cell = cells.nth(n)
             expect(cell).to_be_visible()
             box = cell.bounding_box()

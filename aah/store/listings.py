@@ -15,7 +15,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any, NamedTuple
 
 from aah.store import schema as schema
-from aah.store.schema import RequestStatus, SessionStatus
+from aah.store.schema import RequestKind, RequestStatus, SessionStatus
 
 _LIVE = f"s.status IN {tuple(schema.LIVE_STATUSES)!r}"
 # The indexes named below exist in every file of schema version 3 or later.
@@ -88,7 +88,7 @@ WANTING_SQL = _ordered("r.*", _WANTING)
 REQUEST_START = 120
 _ENTRY_COLUMNS = (
     "r.id, r.session_id, r.question, r.created, r.status, r.k, r.deadline, r.fallback,"
-    " s.setting, s.task_id, s.run,"
+    " s.setting, s.task_id, s.run, r.kind,"
     " (SELECT count(*) FROM human_answers AS a WHERE a.request_id = r.id) AS answers,"
     # The start of the request is enough to tell questions apart; a whole
     # query can be long, and the list shows dozens.
@@ -116,6 +116,7 @@ class QueueEntry(NamedTuple):
         answers: How many answers it has.
         request: The start of the asking session's request (``REQUEST_START``
             characters at most).
+        kind: ``question``, or ``approval`` for a tool call to decide on.
     """
 
     id: str
@@ -132,6 +133,7 @@ class QueueEntry(NamedTuple):
     claimed_by: tuple[str, ...]
     answers: int
     request: str = ""
+    kind: RequestKind = "question"
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +265,7 @@ def queue_counts(db: sqlite3.Connection, annotator: str | None, now: str) -> tup
 
 def _entry(row: tuple[Any, ...], holders: dict[str, list[str]]) -> QueueEntry:
     request_id, session_id, question, created, status, k, deadline, fallback = row[:8]
-    setting, task_id, run, answers, request = row[8:13]
+    setting, task_id, run, kind, answers, request = row[8:14]
     return QueueEntry(
         request_id,
         session_id,
@@ -279,6 +281,7 @@ def _entry(row: tuple[Any, ...], holders: dict[str, list[str]]) -> QueueEntry:
         tuple(sorted(holders.get(request_id, ()))),
         answers,
         request or "",
+        kind,
     )
 
 

@@ -55,6 +55,21 @@ CSS = """
 #signed-in p { margin: 0; }
 #queue-counter p, #queue-keys p, #answer-status p { margin: 0; }
 #queue-keys { font-size: 0.85em; color: #555; }
+#approval-call { outline: none; }
+#approval-fields .aah-field {
+  display: grid; grid-template-columns: minmax(7em, 13em) 1fr; gap: 0.1em 0.6em;
+  align-items: center; margin: 0.3em 0;
+}
+#approval-fields .aah-about { grid-column: 2; color: #666; }
+#approval-fields input, #approval-fields select, #approval-fields textarea, #approval-reason {
+  width: 100%; border: 1px solid #bbb; border-radius: 4px; padding: 0.25em 0.4em; font: inherit;
+}
+#approval-fields :disabled { background: #f4f4f4; color: #222; }
+#approval-call[data-mode=edit] #approval-fields :enabled { background: #fffbe6; }
+#approval-note { color: #a40; font-weight: 600; margin: 0.3em 0; }
+#approval-keys { font-size: 0.85em; color: #555; }
+.aah-type, .aah-required { font-size: 0.85em; color: #666; }
+.aah-required { color: #a40; }
 #answer-status-row { min-height: 0; align-items: center; }
 #answer-form { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 0.5rem; }
 #answer-meta p { margin: 0; font-size: 0.85em; }

@@ -10,6 +10,15 @@
   //   Alt+C shows what the agent was given (and pages through it), the
   //   focus staying in the answer box.
   //   1 / 2 rate yes / no, n skips (or opens the next): outside text boxes.
+  // A tool call to approve (the approval form shows instead of the answer box):
+  //   a approves; e opens the fields for an edit and Ctrl+Enter sends it;
+  //   r (t) opens a reason box to reject (terminate the session) and
+  //   Ctrl+Enter sends it; Esc goes back from a box to the choice (press it
+  //   twice when something was typed: the second drops it) and, from the
+  //   choice, puts the call aside for later (u undoes); n does the same.
+  //   While a box is open, letters are only typing: no key decides but
+  //   Ctrl+Enter, so a stray key never throws typed work away; an edit or a
+  //   reason typed is kept like an answer's draft (a reload brings it back).
   // Grade tab: p / f label Pass / Fail, n shows the next answer.
   // A question that arrives while none is open opens by itself.
   // Whenever a question opens, focus lands in the answer box, with the
@@ -85,10 +94,214 @@
     return true;
   };
 
+  // -- approvals ---------------------------------------------------------
+  let approvalMode = "choose"; // choose | edit | reject | terminate
+  let approvalId = "";
+  let approvalConfirm = "";
+  let approvalConfirmUntil = 0;
+  let sendingUntil = 0;
+  const approvalCall = () => {
+    const part = document.getElementById("approval-part");
+    const call = document.getElementById("approval-call");
+    return shown(part) && call !== null ? call : null;
+  };
+  const approvalFields = () =>
+    Array.from(document.querySelectorAll("#approval-fields [data-arg]")).filter((el) =>
+      ["INPUT", "SELECT", "TEXTAREA"].includes(el.tagName),
+    );
+  const reasonBox = () => document.getElementById("approval-reason");
+  const approvalNote = (text) => {
+    const note = document.getElementById("approval-note");
+    if (note !== null) {
+      note.textContent = text;
+      note.hidden = !text;
+    }
+  };
+  const edited = () => approvalFields().some((el) => el.value !== el.dataset.proposed);
+  const typedReason = () => reasonBox() !== null && reasonBox().value.trim() !== "";
+  const REASON_LABELS = {
+    reject: "Why reject it (optional; the agent reads it). Ctrl+Enter rejects, Esc goes back",
+    terminate: "Why end the session (optional). Ctrl+Enter terminates it, Esc goes back",
+  };
+  const setApprovalMode = (mode) => {
+    const call = approvalCall();
+    if (call === null) return;
+    approvalMode = mode;
+    approvalConfirm = "";
+    call.dataset.mode = mode;
+    for (const el of approvalFields()) el.disabled = mode !== "edit";
+    const box = document.getElementById("approval-reason-box");
+    if (box !== null) box.hidden = !(mode in REASON_LABELS);
+    const label = document.getElementById("approval-reason-label");
+    if (label !== null && mode in REASON_LABELS) label.textContent = REASON_LABELS[mode];
+    if (mode === "edit") {
+      const first = approvalFields()[0];
+      approvalNote(first ? "Editing: Ctrl+Enter sends the edit, Esc goes back." : "This call has no arguments to edit.");
+      if (first) {
+        first.focus();
+        if (first.setSelectionRange && first.tagName !== "SELECT") first.setSelectionRange(first.value.length, first.value.length);
+      } else {
+        approvalMode = "choose";
+        call.dataset.mode = "choose";
+        call.focus();
+      }
+    } else if (mode in REASON_LABELS) {
+      approvalNote("");
+      reasonBox().focus();
+    } else {
+      approvalNote("");
+      call.focus({ preventScroll: true });
+    }
+  };
+  // Asks for ``key`` to be pressed again; true when this press is that second one.
+  const confirmed = (key, text) => {
+    if (approvalConfirm === key && Date.now() < approvalConfirmUntil) {
+      approvalConfirm = "";
+      return true;
+    }
+    approvalConfirm = key;
+    approvalConfirmUntil = Date.now() + CONFIRM_MS;
+    approvalNote(text);
+    return false;
+  };
+  const sendDecision = (decision) => {
+    const call = approvalCall();
+    const choice = box("approval-choice");
+    const decide = document.getElementById("approval-decide");
+    if (call === null || choice === null || decide === null || Date.now() < sendingUntil) return;
+    const fields = {};
+    for (const el of approvalFields()) fields[el.dataset.arg] = el.value;
+    const reason = decision === "reject" || decision === "terminate" ? reasonBox().value : "";
+    choice.value = JSON.stringify({ decision: decision, fields: decision === "edit" ? fields : null, reason: reason });
+    choice.dispatchEvent(new Event("input", { bubbles: true }));
+    sendingUntil = Date.now() + 1500;
+    approvalNote("Sending…");
+    decide.click();
+  };
+  // One key (or the button of the same name) on the open call; true when it was used.
+  // What was typed into the open call, kept like an answer's draft (dropped once sent).
+  const keepApprovalDraft = () => {
+    const call = approvalCall();
+    if (call === null || !approvalId) return;
+    const fields = {};
+    for (const el of approvalFields()) if (el.value !== el.dataset.proposed) fields[el.dataset.arg] = el.value;
+    const typed = Object.keys(fields).length > 0 || typedReason();
+    const reason = reasonBox() === null ? "" : reasonBox().value;
+    saveDraft(approvalId, typed ? JSON.stringify({ mode: approvalMode, fields: fields, reason: reason }) : "");
+  };
+  for (const kind of ["input", "change"]) {
+    document.addEventListener(kind, (event) => {
+      if (event.target && event.target.closest && event.target.closest("#approval-call")) keepApprovalDraft();
+    });
+  }
+  const approvalKey = (key) => {
+    const call = approvalCall();
+    if (call === null) return false;
+    if (approvalMode !== "choose") {
+      if (key === "send") {
+        sendDecision(approvalMode);
+        return true;
+      }
+      if (key === "escape") {
+        const typed = approvalMode === "edit" ? edited() : typedReason();
+        const what = approvalMode === "edit" ? "your edit" : "your reason";
+        if (typed && !confirmed("escape", `Press Esc again to drop ${what} and go back to the choice.`)) return true;
+        if (approvalMode === "edit") for (const el of approvalFields()) el.value = el.dataset.proposed;
+        else reasonBox().value = "";
+        setApprovalMode("choose");
+        keepApprovalDraft();
+        return true;
+      }
+      // The buttons: another mode keeps what was typed in this one.
+      if (key === "e" || key === "r" || key === "t") {
+        setApprovalMode({ e: "edit", r: "reject", t: "terminate" }[key]);
+        return true;
+      }
+      if (key === "a") {
+        approvalNote("Send or drop the open " + (approvalMode === "edit" ? "edit" : "reason") + " first (Ctrl+Enter or Esc).");
+        return true;
+      }
+      return false;
+    }
+    if (key === "a") sendDecision("approve");
+    else if (key === "e") setApprovalMode("edit");
+    else if (key === "r") setApprovalMode("reject");
+    else if (key === "t") setApprovalMode("terminate");
+    else if (key === "escape" || key === "n") press("approval-later");
+    else if (key === "send") approvalNote("Press a to approve, e to edit or r to reject.");
+    else return false;
+    return true;
+  };
+  window.aahApprovalKey = approvalKey;
+  // A call opens (or another replaces it): the choice, the focus on the call.
+  let statusSeen = "";
+  const followApproval = () => {
+    const call = approvalCall();
+    const id = call === null ? "" : call.dataset.request || "";
+    const status = document.getElementById("answer-status");
+    const said = status === null ? "" : status.textContent.trim();
+    if (said !== statusSeen) {
+      statusSeen = said;
+      // A refused edit: the form stays as typed, the reason beside it, keys live again.
+      if (call !== null && id === approvalId && said.startsWith("Refused")) {
+        sendingUntil = 0;
+        approvalNote(said);
+      }
+    }
+    if (id === approvalId) return;
+    approvalId = id;
+    sendingUntil = 0;
+    if (call === null) return;
+    for (const el of approvalFields()) el.dataset.proposed = el.value;
+    // An edit or a reason this browser kept for the call (a reload) comes back, open.
+    let kept = null;
+    try {
+      kept = JSON.parse(readDraft(id) || "null");
+    } catch (error) {
+      kept = null;
+    }
+    if (kept !== null && typeof kept === "object") {
+      for (const el of approvalFields()) {
+        const value = kept.fields && kept.fields[el.dataset.arg];
+        if (typeof value === "string") el.value = value;
+      }
+      if (typeof kept.reason === "string" && reasonBox() !== null) reasonBox().value = kept.reason;
+    }
+    const mode = kept !== null && ["edit", "reject", "terminate"].includes(kept.mode) ? kept.mode : "choose";
+    setApprovalMode(edited() ? "edit" : typedReason() ? mode : "choose");
+    const top = document.getElementById("answer-status-row");
+    if (top !== null) top.scrollIntoView({ block: "start" });
+    call.dataset.aahOpened = id; // what a test waits for before it presses a key
+  };
+
   document.addEventListener(
     "keydown",
     (event) => {
       const formOpen = shown(document.getElementById("answer-form"));
+      if (formOpen && approvalCall() !== null) {
+        const active = document.activeElement;
+        const ctrl = event.ctrlKey || event.metaKey;
+        let key = "";
+        if (event.key === "Enter" && ctrl) key = "send";
+        else if (event.key === "Escape") {
+          // A field's own list (an enum) is ours: a closed select takes no Esc.
+          const field = active !== null && active.closest && active.closest("#approval-fields") !== null;
+          if (!field && (inPicker(active) || inPicker(event.target) || dialogOpen())) return;
+          key = "escape";
+        } else if (ctrl || event.altKey) {
+          if (event.altKey && event.code === "KeyC" && showContext()) event.preventDefault();
+          return;
+        } else if (typingIn(active) || (active !== null && active.tagName === "SELECT")) {
+          return; // letters typed into a field or a box are text
+        } else if ((event.key === "u" || event.key === "U") && press("queue-undo")) {
+          event.preventDefault();
+          return;
+        } else {
+          key = event.key.toLowerCase();
+        }
+        if (approvalKey(key)) event.preventDefault();
+        return;
+      }
       const active = document.activeElement;
       const answer = box("answer-text");
       if (event.key !== "Escape") disarm();
@@ -244,6 +457,7 @@
   let doneId = "";
   const RESTORE_MS = 1500;
   const follow = () => {
+    followApproval();
     const done = box("answer-done");
     if (done !== null && done.value !== doneId) {
       doneId = done.value;

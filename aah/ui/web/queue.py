@@ -25,11 +25,13 @@ from aah.store import (
 from aah.ui.briefing import Briefing, briefing, deadline_note, word_diff_html
 from aah.ui.web.format import clip, conversation_text, plain, waited
 
-QUEUE_HEADERS = ["waited", "task", "setting", "request", "question", "status", "fallback"]
+QUEUE_HEADERS = ["waited", "task", "setting", "request", "kind", "question", "status", "fallback"]
 ANSWERED_HEADERS = ["question", "your answer", "request", "session"]
 MAX_ANSWER_CHARS = 4_000
 _LABEL_CHARS = 90
 _REQUEST_CHARS = 48
+# How ``QueueApprover`` words an approval request's question.
+APPROVAL_PREFIX = "Approve this call? "
 
 
 @dataclass(frozen=True)
@@ -70,14 +72,19 @@ class OpenedRequest:
 def queue_rows(
     entries: list[QueueEntry], annotator: str, now: datetime | None = None
 ) -> list[list[str]]:
-    """One table row per entry: waited, task, setting, request, question, status, fallback."""
+    """One row per entry: waited, task, setting, request, kind, question, status, fallback.
+
+    The kind is ``question`` or ``approval`` (a tool call to approve, edit or
+    reject); an approval's "question" is the call.
+    """
     return [
         [
             waited(entry.created, now),
             entry.task_id or "-",
             entry.setting or "interactive",
             clip(" ".join(entry.request.split()), _REQUEST_CHARS) or "-",
-            clip(entry.question, _LABEL_CHARS),
+            entry.kind,
+            clip(_asked(entry), _LABEL_CHARS),
             holder_note(entry, annotator),
             deadline_note(entry, now) or "none: waits for a person",
         ]
@@ -115,7 +122,15 @@ def entry_label(entry: QueueEntry) -> str:
     request = clip(" ".join(entry.request.split()), _REQUEST_CHARS)
     where = f"task {entry.task_id}" if entry.task_id else "no task"
     said = f" · “{request}”" if request else ""
-    return f"[{where} · {entry.setting or 'interactive'}{said}] {clip(entry.question, 60)}"
+    marker = "approval: " if entry.kind == "approval" else ""
+    return f"[{where} · {entry.setting or 'interactive'}{said}] {marker}{clip(_asked(entry), 60)}"
+
+
+def _asked(entry: QueueEntry) -> str:
+    # An approval's question reads "Approve this call? POST ...": the kind says the first half.
+    return (
+        entry.question.removeprefix(APPROVAL_PREFIX) if entry.kind == "approval" else entry.question
+    )
 
 
 def holder_note(entry: QueueEntry, annotator: str) -> str:

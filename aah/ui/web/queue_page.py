@@ -10,6 +10,12 @@ line in the status area, never an error dialog. The page reads only the
 rows it shows: the first ``LISTED`` questions and the latest ``ANSWERS_SHOWN``
 answers. Model, tool and user text goes into text boxes and tables, which
 show it as text, never as HTML.
+
+A request of kind ``approval`` (a tool call waiting for a person) opens as
+the call's form instead of the answer box (``aah.ui.web.approval``), with
+the same claims, heartbeat, Skip and undo; the page script sends the
+decision (``decide``), and an edit that would not run is refused with one
+line and never stored.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 import gradio as gr
 
 from aah.store import HumanRequestRecord, QueueEntry, SessionStore
+from aah.ui.web.approval import call_html, read_decision, submit_decision
 from aah.ui.web.auth import Annotator
 from aah.ui.web.desk import QueueDesk
 from aah.ui.web.format import clip, plain
@@ -56,6 +63,10 @@ AWAY = "You left the Queue tab: your question was let go; it comes back when you
 SIGN_IN_FIRST = "Sign in first (top of the page): answers are never anonymous."
 NOTHING_OPEN = "Nothing is open: press **n** (or Next) for the next question."
 NOTHING_FREE = "No free question waits for you now: press **n** (or Next) to look again."
+APPROVAL_KEYS = (
+    "Keys: **a** approve · **e** edit, then **Ctrl+Enter** sends it · **r** reject (a reason,"
+    " then **Ctrl+Enter**) · **t** terminate the session · **Esc** back, or later (**u** undoes)"
+)
 OPEN_ALREADY = "A question is open: answer it, decline it (Esc) or skip it (Skip) first."
 
 Choices = list[tuple[str, str]]
@@ -123,6 +134,7 @@ class QueueHandlers:
         if request is None:
             return self.form_hidden()
         view = request_view(self.store, request)
+        approval = request.kind == "approval"
         return (
             gr.update(visible=True),
             view.meta,
@@ -134,6 +146,10 @@ class QueueHandlers:
             view.question,
             "",
             None,
+            gr.update(visible=not approval),
+            gr.update(visible=not approval),
+            gr.update(visible=approval),
+            call_html(request) if approval else "",
             request.id,
             self.desk.opened(who.name, request),
         )
@@ -184,7 +200,23 @@ class QueueHandlers:
 
     def form_hidden(self) -> tuple[Any, ...]:
         """The form's values with nothing open."""
-        return (gr.update(visible=False), "", "", "", "", "", "", "", "", None, "", None)
+        parts = (gr.update(visible=True), gr.update(visible=True), gr.update(visible=False))
+        return (
+            gr.update(visible=False),
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            None,
+            *parts,
+            "",
+            "",
+            None,
+        )
 
     def open(
         self,
@@ -203,12 +235,14 @@ class QueueHandlers:
             self.desk.leave(who.name, current.request_id, release=True)
         if self.desk.open(who.name, picked):
             shown = self.form(who, self.store.get_human_request(picked))
-            if again:  # keep what they typed, and when they first opened it
+            if again:  # keep what they typed (an answer, an edit), and when they first opened it
                 return (
                     "That question is open below.",
-                    *shown[:8],
+                    *shown[:_ANSWER],
                     *_skips(2),
-                    *shown[10:11],
+                    *shown[_ANSWER + 2 : _CALL],
+                    gr.skip(),
+                    *shown[_CALL + 1 : -1],
                     current,
                 )
             return ("", *shown)
@@ -361,12 +395,56 @@ class QueueHandlers:
         undoable = who is not None and self.desk.undoable(who.name) is not None
         return (status, *lists, gr.skip() if undoable else gr.update(visible=False))
 
+    def decide(
+        self,
+        who: Annotator | None,
+        current: OpenedRequest | None,
+        sent: str,
+        skipped: list[str],
+    ) -> tuple[Any, ...]:
+        """Send the decision on the open tool call (``sent``, JSON), then open the next request.
+
+        An edit whose arguments would not run is refused here, with one line
+        saying what to change, and never stored: the form stays as it is.
+        """
+        if who is None:
+            return (SIGN_IN_FIRST, *_skips(3 + _FORM_SIZE))
+        if current is None:
+            return (NOTHING_OPEN, *_skips(3 + _FORM_SIZE))
+        request = self.store.get_human_request(current.request_id)
+        if request is not None and request.kind != "approval":
+            return ("This is a question: answer it (Ctrl+Enter).", *_skips(3 + _FORM_SIZE))
+        if request is None:
+            note = "That call is gone: here is the next request."
+        else:
+            try:
+                decision = read_decision(request, sent or "")
+            except ValueError as exc:
+                return (f"Refused, not sent: {plain(str(exc))}.", *_skips(3 + _FORM_SIZE))
+            try:
+                note = submit_decision(self.store, who.name, current, decision)
+            except LookupError as exc:
+                note = _sentence(str(exc))
+        self.desk.leave(who.name, current.request_id, release=False)
+        found = self.desk.next_for(who.name, skipped)
+        after = found.note or ("" if found.request else NOTHING_FREE)
+        return (
+            f"{note} {after}".strip(),
+            current.request_id,
+            *self.form(who, found.request),
+            self.answered(who),
+            gr.update(visible=False),
+        )
+
 
 LOST_CLAIM = (
     "Your hold on this question ran out and someone else has it now (or it needs no more"
     " answers): an answer you send is kept only if it is still wanted."
 )
-_FORM_SIZE = 12
+_FORM_SIZE = 16
+# Where the answer box and the call's form sit among the form's values.
+_ANSWER = 8
+_CALL = 13
 _SKIPS_KEPT = 200
 
 
@@ -398,32 +476,49 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
         with gr.Row(equal_height=False, elem_id="answer-columns"):
             with gr.Column(scale=3, min_width=320, elem_id="answer-main"):
                 meta = gr.Markdown(elem_id="answer-meta")
-                question = gr.Textbox(
-                    label="The agent asks you",
-                    interactive=False,
-                    lines=1,
-                    max_lines=4,
-                    elem_id="answer-question",
-                )
-                request = gr.HTML(elem_id="answer-request")
-                answer = gr.Textbox(
-                    label="Your answer (as the user)",
-                    lines=3,
-                    max_lines=8,
-                    placeholder="Answer the question as the user would.",
-                    elem_id="answer-text",
-                )
-                with gr.Row(elem_id="answer-buttons"):
-                    send = gr.Button(
-                        "Send answer", variant="primary", min_width=90, elem_id="answer-send"
+                with gr.Column(elem_id="question-part") as question_part:
+                    question = gr.Textbox(
+                        label="The agent asks you",
+                        interactive=False,
+                        lines=1,
+                        max_lines=4,
+                        elem_id="answer-question",
                     )
-                    decline = gr.Button("Decline", min_width=80, elem_id="answer-decline")
-                    skip = gr.Button("Skip (n)", min_width=70, elem_id="queue-skip")
-                rating = gr.Radio(
-                    choices=RATING_CHOICES,
-                    label="Was it appropriate for the agent to ask this? (optional: press 1 or 2)",
-                    elem_id="answer-rating",
-                )
+                # A tool call to approve: its form (built by ``call_html``, keys in page.js).
+                with gr.Column(visible=False, elem_id="approval-part") as approval_part:
+                    gr.Markdown("**Approve this call?**", elem_id="approval-title")
+                    call = gr.HTML(elem_id="approval-form")
+                    gr.Markdown(APPROVAL_KEYS, elem_id="approval-keys")
+                    with gr.Row(elem_id="approval-buttons"):
+                        approve = gr.Button(
+                            "Approve (a)", variant="primary", min_width=90, size="sm"
+                        )
+                        edit = gr.Button("Edit (e)", min_width=70, size="sm")
+                        reject = gr.Button("Reject (r)", min_width=70, size="sm")
+                        later = gr.Button(
+                            "Later (Esc)", min_width=70, elem_id="approval-later", size="sm"
+                        )
+                request = gr.HTML(elem_id="answer-request")
+                with gr.Column(elem_id="answer-part") as answer_part:
+                    answer = gr.Textbox(
+                        label="Your answer (as the user)",
+                        lines=3,
+                        max_lines=8,
+                        placeholder="Answer the question as the user would.",
+                        elem_id="answer-text",
+                    )
+                    with gr.Row(elem_id="answer-buttons"):
+                        send = gr.Button(
+                            "Send answer", variant="primary", min_width=90, elem_id="answer-send"
+                        )
+                        decline = gr.Button("Decline", min_width=80, elem_id="answer-decline")
+                        skip = gr.Button("Skip (n)", min_width=70, elem_id="queue-skip")
+                    rating = gr.Radio(
+                        choices=RATING_CHOICES,
+                        label="Was it appropriate for the agent to ask this?"
+                        " (optional: press 1 or 2)",
+                        elem_id="answer-rating",
+                    )
             with gr.Column(scale=2, min_width=300, elem_id="answer-context"):
                 persona = gr.Textbox(
                     label="You are this user: your full request",
@@ -442,6 +537,9 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
     # the release beacon) and which was just answered (its draft is dropped).
     request_box = gr.Textbox(visible="hidden", elem_id="answer-request-id")
     done_box = gr.Textbox(visible="hidden", elem_id="answer-done")
+    # The page script writes a decision on a call here, as JSON, and presses Decide.
+    choice_box = gr.Textbox(visible="hidden", elem_id="approval-choice")
+    decide = gr.Button("Decide", visible="hidden", elem_id="approval-decide")
     summary = gr.Markdown("Sign in to see the questions.", elem_id="queue-summary")
     table = gr.HTML(elem_id="queue-table")
     with gr.Row():
@@ -467,7 +565,7 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
     skipped = gr.State([])
     shown = gr.State([])
     form_parts = [form, meta, request, brief, persona, query, conversation, question, answer]
-    form_parts += [rating, request_box, opened]
+    form_parts += [rating, question_part, answer_part, approval_part, call, request_box, opened]
     lists = [summary, table, pick, shown, counter, answered]
     page = QueuePage(
         handlers, status, form_parts, lists, opened, skipped, answer, pick, shown, undo
@@ -501,12 +599,21 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
             api_name=name,
             **quiet,
         ).then(handlers.counter, [user], [counter], api_visibility="private", **quiet)
-    skip.click(
-        handlers.skip_undoably,
-        [user, opened, skipped],
-        [status, skipped, *form_parts, undo],
-        api_name="skip_request",
+    decide.click(
+        handlers.decide,
+        [user, opened, choice_box, skipped],
+        answer_outputs,
+        api_name="decide_call",
         **quiet,
+    ).then(handlers.counter, [user], [counter], api_visibility="private", **quiet)
+    # The buttons a mouse presses do what the keys do (page.js): one way in.
+    for button, key in ((approve, "a"), (edit, "e"), (reject, "r")):
+        button.click(None, js=f"() => window.aahApprovalKey && window.aahApprovalKey('{key}')")
+    skip_inputs, skip_outputs = [user, opened, skipped], [status, skipped, *form_parts, undo]
+    skip.click(handlers.skip_undoably, skip_inputs, skip_outputs, api_name="skip_request", **quiet)
+    # Later (Esc) on a call is Skip: the call goes back to the queue, and u undoes it.
+    later.click(
+        handlers.skip_undoably, skip_inputs, skip_outputs, api_visibility="private", **quiet
     )
     next_button.click(
         handlers.next,

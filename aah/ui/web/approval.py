@@ -1,0 +1,372 @@
+"""A tool call waiting for approval as the web page shows it, and the decision back.
+
+No Gradio here. The call is shown as a form made from the endpoint's
+parameters (``approval.parameters`` in the request's context, written by
+``QueueApprover``): one field a parameter, typed, required ones marked,
+enums as a choice, the proposed values filled in. The page script
+(``page.js``) turns the keys into a decision (a approve, e edit, r reject,
+t terminate) and sends it as JSON; ``read_decision`` checks it here. An edit
+is checked against the endpoint's parameters as the runner checks it
+(``CallChecker``), plus its enums: an invalid one is refused with one line
+and never reaches the store. Every text from the request is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aah.store import APPROVAL_DECISIONS, HumanRequestRecord, SessionStore
+from aah.tools import ParameterSpec
+from aah.tools.calls import CallChecker
+from aah.ui.web.format import clip, plain
+from aah.ui.web.queue import OpenedRequest
+
+MAX_REASON_CHARS = 4_000
+MAX_FIELD_CHARS = 20_000
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A checked decision on one call, ready for ``SessionStore.decide_approval``.
+
+    Attributes:
+        decision: ``approve``, ``edit``, ``reject`` or ``terminate``.
+        arguments: An edit's arguments (None for the other decisions).
+        reason: Why (a rejection's reason reaches the agent).
+    """
+
+    decision: str
+    arguments: dict[str, Any] | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ProposedCall:
+    """The call a request asks about, as ``QueueApprover`` stored it in its context."""
+
+    tool: str
+    method: str
+    url: str
+    arguments: dict[str, Any]
+    parameters: list[ParameterSpec]
+    rule: str = ""
+    fallback: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, request: HumanRequestRecord) -> ProposedCall:
+        """The call in ``request``'s context (fields a damaged context lacks left empty)."""
+        call = request.context.get("approval")
+        call = call if isinstance(call, dict) else {}
+        arguments = call.get("arguments")
+        arguments = dict(arguments) if isinstance(arguments, dict) else {}
+        parameters = []
+        for raw in call.get("parameters") or []:
+            try:
+                parameters.append(ParameterSpec.model_validate(raw))
+            except ValueError:
+                continue  # a parameter this version cannot read: shown as an extra argument
+        named = {p.name for p in parameters}
+        return cls(
+            tool=str(call.get("tool") or "?"),
+            method=str(call.get("method") or ""),
+            url=str(call.get("url") or ""),
+            arguments=arguments,
+            parameters=parameters,
+            rule=str(call.get("rule") or ""),
+            fallback=str(call.get("fallback") or ""),
+            extra={k: v for k, v in arguments.items() if k not in named},
+        )
+
+    @property
+    def summary(self) -> str:
+        """The call on one line: ``POST local__book {"rooms": 2}``."""
+        return f"{self.method} {self.tool} {json.dumps(self.arguments, ensure_ascii=False)}"
+
+
+# -- the form ------------------------------------------------------------------
+
+
+def call_html(request: HumanRequestRecord) -> str:
+    """The call waiting in ``request`` as an HTML form, every text in it escaped.
+
+    The fields are disabled until the page script opens them for an edit
+    (``e``), so a key pressed by mistake changes nothing.
+    """
+    call = ProposedCall.of(request)
+    head = (
+        f'<p class="aah-call"><code>{html.escape(call.method)}</code>'
+        f" <b>{html.escape(call.tool)}</b>"
+        + (f' <span class="aah-url">{html.escape(call.url)}</span>' if call.url else "")
+        + "</p>"
+    )
+    why = f'<p class="aah-rule">needs approval: {html.escape(call.rule)}</p>' if call.rule else ""
+    fields = [_field_html(n, p, call.arguments) for n, p in enumerate(call.parameters)]
+    if call.extra:
+        extra = html.escape(json.dumps(call.extra, ensure_ascii=False))
+        fields.append(
+            f'<p class="aah-extra">Other arguments (kept as proposed): <code>{extra}</code></p>'
+        )
+    if not fields:
+        fields.append('<p class="aah-extra">This call takes no arguments.</p>')
+    return (
+        f'<div id="approval-call" tabindex="-1" data-request="{html.escape(request.id)}">'
+        f"{head}{why}"
+        f'<div id="approval-fields">{"".join(fields)}</div>'
+        '<div id="approval-reason-box" hidden>'
+        '<label for="approval-reason" id="approval-reason-label">Why (optional; the agent'
+        " reads it)</label>"
+        f'<textarea id="approval-reason" rows="2" maxlength="{MAX_REASON_CHARS}"></textarea>'
+        "</div>"
+        '<p id="approval-note" role="alert" hidden></p>'
+        "</div>"
+    )
+
+
+def _field_html(number: int, parameter: ParameterSpec, proposed: dict[str, Any]) -> str:
+    name = html.escape(parameter.name, quote=True)
+    ident = f"approval-arg-{number}"
+    kind = parameter.type + (f" of {parameter.items_type}" if parameter.items_type else "")
+    if parameter.enum:
+        kind = f"one of {len(parameter.enum)}"
+    label = (
+        f'<label for="{ident}"><code>{html.escape(parameter.name)}</code>'
+        f' <span class="aah-type">{html.escape(kind)}</span>'
+        + (' <span class="aah-required">required</span>' if parameter.required else "")
+        + "</label>"
+    )
+    given = parameter.name in proposed
+    value = proposed.get(parameter.name)
+    common = f'id="{ident}" data-arg="{name}" disabled'
+    if parameter.enum:
+        options = ['<option value="">(not given)</option>']
+        for choice in parameter.enum:
+            encoded = html.escape(json.dumps(choice, ensure_ascii=False), quote=True)
+            picked = " selected" if given and choice == value else ""
+            shown = html.escape(choice if isinstance(choice, str) else json.dumps(choice))
+            options.append(f'<option value="{encoded}"{picked}>{shown}</option>')
+        control = f'<select {common} data-enum="1">{"".join(options)}</select>'
+    elif parameter.type == "boolean":
+        options = ['<option value="">(not given)</option>']
+        for word in ("true", "false"):
+            picked = " selected" if given and value is (word == "true") else ""
+            options.append(f'<option value="{word}"{picked}>{word}</option>')
+        control = f"<select {common}>{''.join(options)}</select>"
+    else:
+        text = "" if not given or value is None else _as_text(parameter, value)
+        escaped = html.escape(text, quote=True)
+        if parameter.type in ("object", "array") or "\n" in text:
+            lines = min(8, max(2, text.count("\n") + 1))
+            control = f'<textarea {common} rows="{lines}">{html.escape(text)}</textarea>'
+        else:
+            mode = {"integer": "numeric", "number": "decimal"}.get(parameter.type, "text")
+            control = f'<input type="text" inputmode="{mode}" {common} value="{escaped}">'
+    about = (
+        f'<small class="aah-about">{html.escape(clip(parameter.description, 200))}</small>'
+        if parameter.description
+        else ""
+    )
+    return f'<div class="aah-field" data-arg="{name}">{label}{control}{about}</div>'
+
+
+def _as_text(parameter: ParameterSpec, value: Any) -> str:
+    if parameter.type == "string" and isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, indent=1 if len(str(value)) > 60 else None)
+    return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+
+
+# -- the decision back ---------------------------------------------------------
+
+
+def read_decision(request: HumanRequestRecord, sent: str) -> Decision:
+    """The decision the page sent for ``request``, checked; an edit's arguments typed.
+
+    ``sent`` is JSON: ``{"decision": ..., "fields": {name: text}, "reason": ...}``.
+
+    Raises:
+        ValueError: The decision cannot be used: an unknown one, a reason
+            too long, or an edit whose arguments would not run (one line
+            naming the field and what it needs).
+    """
+    try:
+        data = json.loads(sent)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or data.get("decision") not in APPROVAL_DECISIONS:
+        raise ValueError("press a (approve), e (edit), r (reject) or t (terminate)")
+    decision = str(data["decision"])
+    reason = data.get("reason")
+    reason = reason.strip() if isinstance(reason, str) else ""
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValueError(f"shorten the reason to at most {MAX_REASON_CHARS:,} characters")
+    if decision == "approve":
+        return Decision("approve")  # runs as proposed: nothing typed goes with it
+    if decision != "edit":
+        return Decision(decision, None, reason)
+    fields = data.get("fields")
+    if not isinstance(fields, dict):
+        raise ValueError("the edit came without its fields: press e and edit again")
+    call = ProposedCall.of(request)
+    arguments = edited_arguments(call, fields)
+    problem = edit_problem(call, arguments)
+    if problem is not None:
+        raise ValueError(problem)
+    return Decision("edit", arguments, reason)
+
+
+def edited_arguments(call: ProposedCall, fields: dict[str, Any]) -> dict[str, Any]:
+    """The arguments the form's ``fields`` (name to the text typed) stand for.
+
+    An empty field leaves its argument out (a proposed null stays null);
+    the arguments the form does not show stay as proposed.
+
+    Raises:
+        ValueError: A field's text is no value of its type (one line).
+    """
+    arguments = dict(call.extra)
+    for parameter in call.parameters:
+        raw = fields.get(parameter.name, "")
+        if raw is None:
+            raw = ""
+        if not isinstance(raw, str):
+            raise ValueError(f"{parameter.name}: the page sent no text for it; reload the page")
+        if len(raw) > MAX_FIELD_CHARS:
+            raise ValueError(f"{parameter.name}: at most {MAX_FIELD_CHARS:,} characters")
+        if not raw.strip():
+            if parameter.name in call.arguments and call.arguments[parameter.name] is None:
+                arguments[parameter.name] = None
+            continue
+        arguments[parameter.name] = _typed(parameter, raw)
+    return arguments
+
+
+def _typed(parameter: ParameterSpec, raw: str) -> Any:
+    """The value of ``parameter`` that ``raw`` (typed or chosen in the form) stands for."""
+    name, text = parameter.name, raw.strip()
+    shown = clip(text, 40)
+    if parameter.enum:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text  # a value typed by hand, not chosen
+        if value not in parameter.enum:
+            choices = ", ".join(
+                clip(c if isinstance(c, str) else json.dumps(c), 30) for c in parameter.enum[:8]
+            )
+            raise ValueError(f"{name}: choose one of {choices}, not “{shown}”")
+        return value
+    if parameter.type == "string":
+        return raw
+    if parameter.type == "integer":
+        if not _INTEGER.fullmatch(text):
+            raise ValueError(f"{name}: a whole number, e.g. 3, not “{shown}”")
+        return int(text)
+    if parameter.type == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise ValueError(f"{name}: a number, e.g. 2.5, not “{shown}”")
+        return int(text) if _INTEGER.fullmatch(text) else number
+    if parameter.type == "boolean":
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"{name}: true or false, not “{shown}”")
+        return text.lower() == "true"
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        where = (
+            f" ({exc.msg} at column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        )
+        example = '["a", "b"]' if parameter.type == "array" else '{"key": "value"}'
+        raise ValueError(f"{name}: JSON {parameter.type}, e.g. {example}{where}") from None
+    wanted = list if parameter.type == "array" else dict
+    if not isinstance(value, wanted):
+        example = '["a", "b"]' if parameter.type == "array" else '{"key": "value"}'
+        raise ValueError(f"{name}: JSON {parameter.type}, e.g. {example}")
+    return value
+
+
+def edit_problem(call: ProposedCall, arguments: dict[str, Any]) -> str | None:
+    """Why ``arguments`` cannot run as ``call``'s tool (one line), or None when they can.
+
+    The runner's own check (``CallChecker``: required, types, names), told
+    in a person's words, and the enums, which that check leaves to the API.
+    """
+    offered = {call.tool: call.parameters}
+    verdict = CallChecker(offered).check(call.tool, arguments)
+    if not verdict.ok:
+        # The checker speaks to the model: its first sentence names the problem.
+        first = " ".join(verdict.feedback.split()).split(". Valid arguments")[0]
+        return first.removeprefix(f"{call.tool} ").rstrip(".")
+    for parameter in call.parameters:
+        value = arguments.get(parameter.name)
+        if parameter.enum and parameter.name in arguments and value not in parameter.enum:
+            return _enum_problem(parameter, value)
+    return None
+
+
+def _enum_problem(parameter: ParameterSpec, value: Any) -> str:
+    choices = ", ".join(str(c) for c in (parameter.enum or [])[:8])
+    return f"{parameter.name}: choose one of {choices}, not “{clip(str(value), 40)}”"
+
+
+def submit_decision(
+    store: SessionStore,
+    annotator: str,
+    opened: OpenedRequest,
+    decision: Decision,
+    *,
+    at: float | None = None,
+) -> str:
+    """Store ``annotator``'s decision and say, in Markdown, what came of it.
+
+    Raises:
+        LookupError: The request is gone.
+    """
+    request = store.get_human_request(opened.request_id)
+    if request is None:
+        raise LookupError("that call is gone: refresh the queue")
+    closed = store.closed_reason(request.id)
+    if closed is not None:
+        return f"{plain(_about_call(closed))}: your decision was not used."
+    if any(given.annotator == annotator for given in store.human_answers(request.id)):
+        return "You already decided on this call; your first decision stands."
+    seconds = max(0.0, (time.time() if at is None else at) - opened.opened_at)
+    settled = store.decide_approval(
+        request.id,
+        annotator,
+        decision.decision,
+        arguments=decision.arguments,
+        reason=decision.reason,
+        seconds=seconds,
+    )
+    closed = None if settled else store.closed_reason(request.id)
+    if closed is not None:
+        return f"{plain(_about_call(closed))}: your decision was not used."
+    if not settled:
+        return "Someone decided on this call first; yours is kept for agreement."
+    call = ProposedCall.of(request)
+    done = {
+        "approve": "Approved",
+        "edit": "Edited and approved",
+        "reject": "Rejected",
+        "terminate": "Terminated the session of",
+    }[decision.decision]
+    then = "the session ends." if decision.decision == "terminate" else "the agent goes on."
+    return f"{done} **{plain(clip(call.summary, 60))}**: {then}"
+
+
+def _about_call(reason: str) -> str:
+    # The store's words are about questions; here a call waits.
+    return reason.replace("this question's", "this call's").replace("answered instead", "decided")
