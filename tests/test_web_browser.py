@@ -60,6 +60,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _patient_expect() -> Iterator[None]:
+    """A loaded machine can take seconds over a sign-in: wait as long as an action does."""
+    expect.set_options(timeout=TIMEOUT_MS)
+    yield
+    expect.set_options(timeout=5_000)  # Playwright's default, for other modules
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as playwright:
