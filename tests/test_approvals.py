@@ -44,7 +44,8 @@ def _book_script(**arguments: Any) -> dict[str, Any]:
 
 def _book_spec(server: LocalServer) -> Any:
     rooms = ParameterSpec(name="rooms", type="integer", required=True, location="body")
-    return make_spec(server.url("/echo/book"), method="POST", name="book", params=[rooms])
+    kind = ParameterSpec(name="kind", type="string", location="body", enum=["single", "double"])
+    return make_spec(server.url("/echo/book"), method="POST", name="book", params=[rooms, kind])
 
 
 def _tool_results(events: list[Any]) -> list[ToolCallEvent]:
@@ -110,8 +111,22 @@ async def test_an_edited_call_runs_with_the_new_arguments_and_the_agent_is_told(
 
 @pytest.mark.parametrize(
     "arguments",
-    [{"rooms": "two"}, {}, {"rooms": 2, "pets": True}, {"rooms": [2]}],
-    ids=["wrong-type", "missing-required", "unknown-argument", "list-for-integer"],
+    [
+        {"rooms": "two"},
+        {},
+        {"rooms": 2, "pets": True},
+        {"rooms": [2]},
+        {"rooms": 2, "kind": "suite"},
+        {"rooms": 2, "kind": "Double"},
+    ],
+    ids=[
+        "wrong-type",
+        "missing-required",
+        "unknown-argument",
+        "list-for-integer",
+        "outside-enum",
+        "enum-case",
+    ],
 )
 async def test_an_invalid_edit_is_refused_and_never_sent(
     tmp_path: Path, arguments: dict[str, Any]

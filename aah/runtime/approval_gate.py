@@ -29,6 +29,7 @@ from aah.runtime.humans import SessionEnded
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.tools import ASK_HUMAN
+from aah.tools.calls import enum_problem
 
 if TYPE_CHECKING:
     from aah.runtime.session import Runtime, SessionRequest
@@ -270,9 +271,11 @@ async def decide_call(
 
 
 def edit_problem(ctx: SessionContext, tool: str, arguments: dict[str, Any]) -> str | None:
-    """Why edited ``arguments`` cannot run as a call of ``tool`` (its checks), or None."""
+    """Why edited ``arguments`` cannot run as ``tool``'s call (checks, enums), or None."""
     verdict = ctx.current_tools.checker([]).check(tool, arguments)
-    return None if verdict.ok else " ".join(verdict.feedback.split()).rstrip(".")
+    if not verdict.ok:
+        return " ".join(verdict.feedback.split()).rstrip(".")
+    return enum_problem(ctx.current_tools.offered.get(tool, ()), arguments)
 
 
 def _queue_deadline(channel: object) -> float | None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         arguments_models,
         canonical_call,
         describe_parameters,
+        enum_problem,
     )
     from aah.tools.calls.wrap import (
         ask_human_schema,
@@ -29,6 +30,7 @@ __all__ = [
     "ask_human_schema",
     "canonical_call",
     "describe_parameters",
+    "enum_problem",
     "find_tools_schema",
     "one_line_description",
     "openai_tool",
@@ -42,6 +44,7 @@ _WHERE = {
     "ask_human_schema": "aah.tools.calls.wrap",
     "canonical_call": "aah.tools.calls.checks",
     "describe_parameters": "aah.tools.calls.checks",
+    "enum_problem": "aah.tools.calls.checks",
     "find_tools_schema": "aah.tools.calls.wrap",
     "one_line_description": "aah.tools.calls.wrap",
     "openai_tool": "aah.tools.calls.wrap",

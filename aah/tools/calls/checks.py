@@ -53,6 +53,26 @@ def describe_parameters(parameters: Sequence[ParameterSpec]) -> str:
     return ", ".join(f"{p.name} ({p.type}{', required' if p.required else ''})" for p in parameters)
 
 
+def enum_problem(parameters: Sequence[ParameterSpec], arguments: Mapping[str, Any]) -> str | None:
+    """One line naming the first argument outside its parameter's enum, or None.
+
+    The call checks leave enums to the API (a model's wrong value is the
+    API's to refuse); a person's edit of a call waiting for approval is
+    checked against them before it is sent.
+    """
+    for parameter in parameters:
+        if not parameter.enum or parameter.name not in arguments:
+            continue
+        value = arguments[parameter.name]
+        if value not in parameter.enum:
+            choices = ", ".join(str(choice)[:30] for choice in parameter.enum[:8])
+            more = ", ..." if len(parameter.enum) > 8 else ""
+            shown = str(value)
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            return f"{parameter.name}: choose one of {choices}{more}, not “{shown}”"
+    return None
+
+
 def arguments_models(
     tools: Mapping[str, Sequence[ParameterSpec]],
 ) -> dict[str, type[BaseModel]]:

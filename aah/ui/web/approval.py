@@ -23,7 +23,7 @@ from typing import Any
 
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord, SessionStore
 from aah.tools import ParameterSpec
-from aah.tools.calls import CallChecker
+from aah.tools.calls import CallChecker, enum_problem
 from aah.ui.web.format import clip, plain
 from aah.ui.web.queue import OpenedRequest
 
@@ -309,16 +309,7 @@ def edit_problem(call: ProposedCall, arguments: dict[str, Any]) -> str | None:
         # The checker speaks to the model: its first sentence names the problem.
         first = " ".join(verdict.feedback.split()).split(". Valid arguments")[0]
         return first.removeprefix(f"{call.tool} ").rstrip(".")
-    for parameter in call.parameters:
-        value = arguments.get(parameter.name)
-        if parameter.enum and parameter.name in arguments and value not in parameter.enum:
-            return _enum_problem(parameter, value)
-    return None
-
-
-def _enum_problem(parameter: ParameterSpec, value: Any) -> str:
-    choices = ", ".join(str(c) for c in (parameter.enum or [])[:8])
-    return f"{parameter.name}: choose one of {choices}, not “{clip(str(value), 40)}”"
+    return enum_problem(call.parameters, arguments)
 
 
 def submit_decision(
