@@ -14,6 +14,11 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.command()
 def check(
+    location: str | None = typer.Argument(
+        None,
+        metavar="[DB]",
+        help="The database: an SQLite file or postgresql://USER@HOST/DB (default --db, AAH_DB).",
+    ),
     # Not ``readable``: a file this user may not read is a problem to report.
     db: DbOption = None,
     quick: bool = typer.Option(
@@ -24,9 +29,11 @@ def check(
 ) -> None:
     """Check a session database without changing it; exit 1, one line per problem, if unwell."""
     from aah.config import get_settings
+    from aah.db_url import parse_location
     from aah.store import check_database
 
-    found = check_database(db or get_settings().db, quick=quick)
+    where = parse_location(location) if location is not None else db or get_settings().db
+    found = check_database(where, quick=quick)
     if as_json:
         print_json(found.model_dump(mode="json"))
     else:
