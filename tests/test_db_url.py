@@ -77,21 +77,35 @@ def workdir(tmp_path: Path) -> Path:
     return folder
 
 
+# A command that only reads a store, and one that makes it if missing (the
+# one that, before, made the folder ``postgresql:`` and a file inside it).
+def commands(tmp_path: Path) -> dict[str, list[str]]:
+    outputs = tmp_path / "outputs"
+    outputs.mkdir(exist_ok=True)
+    return {
+        "sessions list": ["sessions", "list"],
+        "import": ["import", "failtalms-outputs", str(outputs)],
+    }
+
+
 @pytest.mark.parametrize("url", URL_SHAPES)
 @pytest.mark.parametrize("via", ["--db", "AAH_DB"])
+@pytest.mark.parametrize("command", ["sessions list", "import"])
 def test_a_url_is_a_server_never_a_folder(
     url: str,
     via: str,
+    command: str,
+    tmp_path: Path,
     workdir: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("psycopg")
+    args = commands(tmp_path)[command]
     if via == "AAH_DB":
         monkeypatch.setenv("AAH_DB", url)
-        args = ["sessions", "list"]
     else:
-        args = ["sessions", "list", "--db", url]
+        args = [*args, "--db", url]
     status, printed = aah(args, workdir, monkeypatch, capsys)
     assert list(workdir.iterdir()) == []  # no folder "postgresql:", no file
     assert_one_line(status, printed, "aah db check")
@@ -99,18 +113,21 @@ def test_a_url_is_a_server_never_a_folder(
 
 @pytest.mark.parametrize("text", MALFORMED)
 @pytest.mark.parametrize("via", ["--db", "AAH_DB"])
+@pytest.mark.parametrize("command", ["sessions list", "import"])
 def test_a_malformed_url_is_refused_in_one_line(
     text: str,
     via: str,
+    command: str,
+    tmp_path: Path,
     workdir: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    args = commands(tmp_path)[command]
     if via == "AAH_DB":
         monkeypatch.setenv("AAH_DB", text)
-        args = ["sessions", "list"]
     else:
-        args = ["sessions", "list", "--db", text]
+        args = [*args, "--db", text]
     status, printed = aah(args, workdir, monkeypatch, capsys)
     assert list(workdir.iterdir()) == []
     assert_one_line(status, printed, "postgresql://USER@HOST:5432/DATABASE")
@@ -129,12 +146,18 @@ def test_a_url_prints_without_its_password() -> None:
         assert SECRET not in shown and "[redacted]" in shown
 
 
+@pytest.mark.parametrize("command", ["sessions list", "import"])
 def test_without_the_extra_one_line_says_how_to_install_it(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    command: str,
+    tmp_path: Path,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # the import fails, as uninstalled
     url = f"postgresql://alice:{SECRET}@127.0.0.1:1/aah"
-    status, printed = aah(["sessions", "list", "--db", url], workdir, monkeypatch, capsys)
+    args = [*commands(tmp_path)[command], "--db", url]
+    status, printed = aah(args, workdir, monkeypatch, capsys)
     assert list(workdir.iterdir()) == []
     assert_one_line(status, printed, "pip install 'aah[postgres]'")
 
@@ -210,3 +233,25 @@ def test_db_check_takes_the_url_as_its_argument_and_counts_the_store(
     assert status == 0, printed
     assert '"sessions": 1' in printed and '"healthy": true' in printed
     assert raw_rows(parse_location(postgres_url), "SELECT count(*) FROM sessions") == [(1,)]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["db", "merge", "a.db", "--into", "postgresql://alice@127.0.0.1:1/aah"],
+        ["db", "merge", "postgres://alice@127.0.0.1:1/aah", "--into", "all.db"],
+        ["db", "merge", "a.db", "--into", "postgresql:/127.0.0.1/aah"],
+    ],
+)
+def test_merge_refuses_a_url_instead_of_making_a_folder(
+    args: list[str],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from aah.store import SessionStore
+
+    SessionStore(workdir / "a.db").close()
+    status, printed = aah(args, workdir, monkeypatch, capsys)
+    assert sorted(p.name for p in workdir.iterdir()) == ["a.db"]
+    assert_one_line(status, printed, "PostgreSQL")

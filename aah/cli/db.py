@@ -8,6 +8,7 @@ import typer
 
 from aah.cli.options import DbOption, JsonOption, WideOption
 from aah.cli.output import print_json, print_line, print_table, table
+from aah.db_url import parse_location
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -53,8 +54,12 @@ def check(
 
 @app.command()
 def merge(
-    sources: list[Path] = typer.Argument(..., help="Session databases to merge."),
-    into: Path = typer.Option(..., "--into", help="The database to merge into."),
+    sources: list[Path] = typer.Argument(
+        ..., parser=parse_location, help="Session databases (SQLite files) to merge."
+    ),
+    into: Path = typer.Option(
+        ..., "--into", parser=parse_location, help="The database (an SQLite file) to merge into."
+    ),
     wide: WideOption = False,
 ) -> None:
     """Merge session databases (e.g. the shards of one run) into one."""
