@@ -14,12 +14,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+from postgres_cluster import PostgresServer
 from runtime_support import ASK_FIRST_SCRIPT, runtime_on
 
 from aah.db_url import parse_location
 from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
 from aah.runtime import resume_request, run_session
-from aah.store import SessionStore
+from aah.store import SessionStore, StoreFileError
 from aah.testing.fake_llm import FakeLLMServer
 
 PARK = """
@@ -76,3 +78,23 @@ def test_a_session_parked_in_one_process_resumes_in_another(postgres_url: str) -
         kinds = Counter(type(e) for e in events)
         assert kinds[HumanQuestionEvent] == kinds[HumanAnswerEvent] == 1, kinds
         assert kinds[FinalAnswerEvent] == 1, kinds
+
+
+def test_a_dropped_connection_fails_one_call_in_one_line_then_reconnects(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    url = parse_location(postgres_url)
+    with SessionStore(url) as store:
+        session = store.open_session("q")
+        database = postgres_url.rsplit("/", 1)[1]
+        # What a server restart does to every open connection.
+        postgres_server.admin(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            f" WHERE datname = '{database}' AND pid != pg_backend_pid()"
+        )
+        with pytest.raises(StoreFileError) as lost:
+            store.get_session(session.id)
+        assert "\n" not in str(lost.value) and "aah db check" in str(lost.value)
+        assert store.get_session(session.id) is not None  # a new connection
+        store.append_event(FinalAnswerEvent(session_id=session.id, text="done"))
+        assert [e.seq for e in store.events(session.id)] == [1]

@@ -66,6 +66,11 @@ class StoreConnection:
     def db(self) -> Database:
         """This thread's connection, opened on first use."""
         db: Database | None = getattr(self._local, "db", None)
+        if db is not None and getattr(db, "broken", False):
+            # A PostgreSQL connection the server dropped (a restart, a network
+            # cut) failed its last statement in one line; the next one gets a
+            # new connection instead of failing for good.
+            db = None
         if db is None:
             db = schema.connect(self.path)
             self._local.db = db

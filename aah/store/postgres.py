@@ -173,6 +173,11 @@ class PgDatabase:
             raise_server_error(exc, url)
 
     @property
+    def broken(self) -> bool:
+        """Whether the connection is lost (the server restarted, the network dropped)."""
+        return bool(self._conn.broken or self._conn.closed)
+
+    @property
     def raw(self) -> Any:
         """The psycopg connection itself (for LangGraph's ``PostgresSaver``)."""
         return self._conn
