@@ -255,3 +255,16 @@ def test_merge_refuses_a_url_instead_of_making_a_folder(
     status, printed = aah(args, workdir, monkeypatch, capsys)
     assert sorted(p.name for p in workdir.iterdir()) == ["a.db"]
     assert_one_line(status, printed, "PostgreSQL")
+
+
+def test_db_migrate_makes_the_tables_once(
+    postgres_url: str,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for _ in range(2):  # the second run finds them made
+        status, printed = aah(["db", "migrate", postgres_url], workdir, monkeypatch, capsys)
+        assert status == 0 and "uses session schema" in printed, printed
+    assert raw_rows(parse_location(postgres_url), "SELECT version FROM aah_schema") == [(5,)]
+    assert list(workdir.iterdir()) == []

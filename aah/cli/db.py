@@ -72,3 +72,26 @@ def merge(
     )
     columns = ["source", "runs", "sessions", "events", "questions", "grades", "conflicts"]
     print_table(table(f"Merged into {into}", columns, rows), wide=wide)
+
+
+@app.command()
+def migrate(
+    location: str | None = typer.Argument(
+        None,
+        metavar="[DB]",
+        help="The database: an SQLite file or postgresql://USER@HOST/DB (default --db, AAH_DB).",
+    ),
+    db: DbOption = None,
+) -> None:
+    """Create a session database's tables, or bring an older one to this aah's schema.
+
+    Every command does this on first use; run it ahead, as a user allowed to
+    create tables, where the users of a PostgreSQL store may not.
+    """
+    from aah.config import get_settings
+    from aah.db_url import parse_location
+    from aah.store import SessionStore, check_database
+
+    where = parse_location(location) if location is not None else db or get_settings().db
+    SessionStore(where).close()
+    print_line(f"{where} uses session schema {check_database(where, quick=True).schema_version}")

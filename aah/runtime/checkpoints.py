@@ -231,7 +231,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
 
-    from aah.store.postgres import PgDatabase
+    from aah.store import PgDatabase
 
     class SessionPostgresSaver(_InlineAsync, PostgresSaver):
         """Checkpoints in the PostgreSQL store, written with the events they cover.

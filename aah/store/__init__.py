@@ -1,4 +1,4 @@
-"""The session store: one SQLite file that records runs, sessions, events and people's answers."""
+"""The session store: runs, sessions, events and answers, in SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
+    from aah.store.postgres import PgDatabase
     from aah.store.queries import (
         AnnotatorAnswer,
         CallStep,
@@ -57,6 +58,7 @@ __all__ = [
     "APPROVAL_DECISIONS",
     "ManifestDifference",
     "PINNED_FIELDS",
+    "PgDatabase",
     "QueueEntry",
     "QueueListing",
     "RequestWatch",
@@ -99,6 +101,7 @@ _WHERE = {
     "APPROVAL_DECISIONS": "aah.store.humans",
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",
+    "PgDatabase": "aah.store.postgres",
     "QueueEntry": "aah.store.listings",
     "QueueListing": "aah.store.listings",
     "RequestWatch": "aah.store.watch",
