@@ -95,3 +95,37 @@ def migrate(
     where = parse_location(location) if location is not None else db or get_settings().db
     SessionStore(where).close()
     print_line(f"{where} uses session schema {check_database(where, quick=True).schema_version}")
+
+
+@app.command()
+def copy(
+    source: Path = typer.Argument(
+        ..., parser=parse_location, help="The store to copy: an SQLite file or a PostgreSQL URL."
+    ),
+    target: Path = typer.Argument(
+        ..., parser=parse_location, help="The store to copy into (made if missing)."
+    ),
+    wide: WideOption = False,
+) -> None:
+    """Copy a session store to another engine (SQLite to PostgreSQL, or back); run again to resume.
+
+    Exits 1, one line per table, when the two stores' row counts differ after the copy.
+    """
+    from aah.store import copy_database
+
+    summary = copy_database(source, target)
+    rows = [
+        (table, summary.copied[table], summary.source[table], summary.target[table])
+        for table in summary.copied
+    ]
+    columns = ["table", "copied now", "in source", "in destination"]
+    print_table(table(f"Copied {source} to {target}", columns, rows), wide=wide)
+    if summary.unfinished:
+        print_line(
+            f"note: {summary.unfinished} running or waiting session(s) cannot go on from the "
+            "copy (checkpoints are not copied): finish them where they are"
+        )
+    for problem in summary.problems:
+        print_line(f"problem: {problem}")
+    if summary.problems:
+        raise typer.Exit(1)

@@ -9,6 +9,7 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.store.approvals import ApprovalStep, ApprovedRun
     from aah.store.check import DatabaseCheck, check_database
+    from aah.store.copy import CopySummary, copy_database
     from aah.store.file_errors import StoreFileError
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
@@ -74,6 +75,8 @@ __all__ = [
     "StoreFileError",
     "Verdict",
     "check_database",
+    "CopySummary",
+    "copy_database",
     "insert_events",
     "merge_databases",
     "pinned_difference",
@@ -117,6 +120,8 @@ _WHERE = {
     "StoreFileError": "aah.store.file_errors",
     "Verdict": "aah.store.sessions",
     "check_database": "aah.store.check",
+    "CopySummary": "aah.store.copy",
+    "copy_database": "aah.store.copy",
     "insert_events": "aah.store.writes",
     "merge_databases": "aah.store.merge",
     "pinned_difference": "aah.store.manifest",

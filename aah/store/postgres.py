@@ -207,13 +207,15 @@ class PgDatabase:
             raise_server_error(exc, self.url)
             raise  # unreachable: for the type checker
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        """Run one statement once per row."""
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
+        """Run one statement once per row; the cursor's ``rowcount`` is their total."""
         try:
             with self._conn.cursor() as cursor:
                 cursor.executemany(render(sql, "postgresql"), list(rows))
+                return PgCursor(cursor)
         except Exception as exc:
             raise_server_error(exc, self.url)
+            raise
 
     def executescript(self, sql: str) -> None:
         """Run several statements of PostgreSQL's own SQL, as they are (no parameters)."""
