@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,ui,notify,mcp,retrieval]'
+	$(BIN)/pip install --quiet -e '.[dev,ui,notify,mcp,retrieval,postgres]'
 	touch $(STAMP)
 
 # `aah` is installed in .venv/bin, not on the shell's PATH: say how to reach it.

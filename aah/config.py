@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from aah.db_url import parse_location
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Questions to a person a model may put in one reply, and in one session.
@@ -44,7 +46,8 @@ class Settings(BaseSettings):
     data_dir: Path | None = None
     cache_dir: Path = Field(default_factory=default_cache_dir)
     data_mirror: str | None = None
-    db: Path = Path("sessions/aah.db")
+    # An SQLite file, or a PostgreSQL URL (a DatabaseURL: see aah.db_url).
+    db: Annotated[Path, BeforeValidator(parse_location)] = Path("sessions/aah.db")
     registry: Path | None = None
     # Tool search: "hybrid" fuses BM25 with dense vectors when the [retrieval]
     # extra is installed (BM25 alone otherwise); "bm25" never uses vectors.

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# The throwaway PostgreSQL cluster and the store tests' engine parameter.
+from postgres_cluster import postgres_server, postgres_url, store_location  # noqa: F401
+
 # The read-only data copy beside the checkout (../shared/datasets).
 SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 # `make screenshots` names docs/screenshots here; a plain test run never writes there.

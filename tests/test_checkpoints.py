@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
+from postgres_cluster import raw_rows
 
+from aah.db_url import DatabaseURL
 from aah.events import Event, FinalAnswerEvent, ModelCallEvent
 from aah.runtime.checkpoint_serde import ScrubbingSerializer, scrub_state
 from aah.runtime.checkpoints import CheckpointsStopped, EventOutbox, session_checkpointer
@@ -22,12 +23,14 @@ def _config(thread: str, checkpoint: str = "c1") -> Any:
 
 
 def _count(db: Path, table: str) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    """Rows of the checkpointer's ``table`` (PostgresSaver names its writes' table its own way)."""
+    if isinstance(db, DatabaseURL) and table == "writes":
+        table = "checkpoint_writes"
+    return int(raw_rows(db, f"SELECT count(*) FROM {table}")[0][0])  # type: ignore[call-overload]
 
 
-def test_a_write_commits_the_threads_held_events_and_publishes_them(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+def test_a_write_commits_the_threads_held_events_and_publishes_them(store_location: Path) -> None:
+    db = store_location
     store = SessionStore(db)
     session = store.open_session("Hi")
     published: list[Event] = []
@@ -42,8 +45,8 @@ def test_a_write_commits_the_threads_held_events_and_publishes_them(tmp_path: Pa
     assert outbox.take("another-thread")  # other threads' events wait for their own write
 
 
-def test_a_failed_write_stores_nothing_and_keeps_the_events(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+def test_a_failed_write_stores_nothing_and_keeps_the_events(store_location: Path) -> None:
+    db = store_location
     store = SessionStore(db)
     session = store.open_session("Hi")
     outbox = EventOutbox()
@@ -61,12 +64,14 @@ def test_a_failed_write_stores_nothing_and_keeps_the_events(tmp_path: Path) -> N
     assert [e.text for e in outbox.take("t")] == ["first", "second"]  # type: ignore[attr-defined]
 
 
-def test_a_stopped_outbox_drops_its_events_and_refuses_every_later_write(tmp_path: Path) -> None:
+def test_a_stopped_outbox_drops_its_events_and_refuses_every_later_write(
+    store_location: Path,
+) -> None:
     # A run whose store file failed stops the outbox. A step's writes still
     # on their way (LangGraph saves them in a task of their own, which runs
     # after the session is cancelled) must not save the step without the
     # events it held: the rerun would resume past them and they would be lost.
-    db = tmp_path / "s.db"
+    db = store_location
     store = SessionStore(db)
     session = store.open_session("Hi")
     outbox = EventOutbox()

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from postgres_cluster import raw_rows
 
 from aah.store import (
     DEFAULT_LEASE_S,
@@ -27,8 +28,9 @@ SHORT_LEASE_S = 0.3
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore(tmp_path / "claims.db") as opened:
+def store(store_location: Path) -> Iterator[SessionStore]:
+    """A new store on each engine (``postgres_cluster.store_location``)."""
+    with SessionStore(store_location) as opened:
         yield opened
 
 
@@ -129,8 +131,7 @@ def test_answering_ends_the_annotators_claim(store: SessionStore) -> None:
     entry = store.queue_listing("bob").entries[0]
     assert (entry.claimed_by, entry.answers) == (("bob",), 1)
     store.answer_human_request(request_id, "bob", "Porto")
-    with sqlite3.connect(store.path) as conn:
-        assert conn.execute("SELECT count(*) FROM claims").fetchone()[0] == 0
+    assert raw_rows(store.path, "SELECT count(*) FROM claims") == [(0,)]
 
 
 # Every way a request stops wanting an annotator's answer: their claim is then worthless.
@@ -233,8 +234,8 @@ def test_claim_next_passes_over_a_held_request_that_no_longer_wants_them(
     assert found is not None and found.id == other
 
 
-def test_claims_from_many_threads_never_exceed_k(tmp_path: Path) -> None:
-    path = tmp_path / "race.db"
+def test_claims_from_many_threads_never_exceed_k(store_location: Path) -> None:
+    path = store_location
     with SessionStore(path) as setup:
         places = {
             waiting(setup, "One?"): 1,
@@ -489,7 +490,13 @@ _PLAN_PARAMS = {"annotator": "ana", "now": "2026-01-01T00:00:00+00:00"}
 # What may be read whole: live claims (as few as the annotators at work),
 # the settled requests that want more answers (a partial index), and a
 # subquery's own rows.
-_SMALL_SCANS = ("SCAN claims", "SCAN held", "SCAN r USING INDEX human_requests_overlap", "SCAN (")
+_SMALL_SCANS = (
+    "SCAN claims",
+    "SCAN held",
+    "SCAN r USING INDEX human_requests_overlap",
+    "SCAN (",
+    "SCAN wanting",
+)
 SHORT_VIEWS: list[tuple[str, Callable[[SessionStore], object], bool]] = [
     ("listing page", lambda s: s.queue_listing(limit=50), True),
     ("annotator's page", lambda s: s.queue_listing("ana", limit=50), True),
@@ -504,9 +511,10 @@ SHORT_VIEWS: list[tuple[str, Callable[[SessionStore], object], bool]] = [
     ("label", "call", "unsorted"), SHORT_VIEWS, ids=[label for label, _, _ in SHORT_VIEWS]
 )
 def test_short_views_walk_indexes_not_tables(
-    store: SessionStore, label: str, call: Callable[[SessionStore], object], unsorted: bool
+    tmp_path: Path, label: str, call: Callable[[SessionStore], object], unsorted: bool
 ) -> None:
-    """A view that scans a table or sorts its rows costs what the whole file holds."""
+    """A view that scans a table or sorts its rows costs what the whole file holds (SQLite's plans)."""
+    store = SessionStore(tmp_path / "plans.db")
     for n in range(3):
         request_id = waiting(store, f"Question {n}?", k=2)
         store.answer_human_request(request_id, "bob", "x")

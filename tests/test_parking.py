@@ -50,8 +50,8 @@ SETTLE_CORPUS = {
 
 
 @pytest.mark.parametrize("how", sorted(SETTLE_CORPUS))
-def test_a_watched_request_is_ready_once_it_no_longer_waits(tmp_path: Path, how: str) -> None:
-    db = tmp_path / "w.db"
+def test_a_watched_request_is_ready_once_it_no_longer_waits(store_location: Path, how: str) -> None:
+    db = store_location
     with SessionStore(db) as store:
         settled, still = waiting_request(store), waiting_request(store)
         watch = RequestWatch(db)
@@ -65,8 +65,8 @@ def test_a_watched_request_is_ready_once_it_no_longer_waits(tmp_path: Path, how:
         watch.close()
 
 
-def test_a_request_settled_before_it_was_watched_is_ready_at_once(tmp_path: Path) -> None:
-    db = tmp_path / "w.db"
+def test_a_request_settled_before_it_was_watched_is_ready_at_once(store_location: Path) -> None:
+    db = store_location
     with SessionStore(db) as store:
         request_id = waiting_request(store)
         watch = RequestWatch(db)
@@ -78,8 +78,8 @@ def test_a_request_settled_before_it_was_watched_is_ready_at_once(tmp_path: Path
         watch.close()
 
 
-def test_the_watcher_wakes_each_parked_session_once(tmp_path: Path) -> None:
-    db = tmp_path / "w.db"
+def test_the_watcher_wakes_each_parked_session_once(store_location: Path) -> None:
+    db = store_location
     woken: list[str] = []
     with SessionStore(db) as store:
         answered = waiting_request(store)
@@ -198,8 +198,8 @@ def test_a_parked_session_past_its_deadline_gets_the_fallback_and_a_cancelled_on
 # -- two processes resuming one parked session: only one goes on ---------------
 
 
-def test_a_parked_session_resumed_twice_at_once_goes_on_once(tmp_path: Path) -> None:
-    db = tmp_path / "twice.db"
+def test_a_parked_session_resumed_twice_at_once_goes_on_once(store_location: Path) -> None:
+    db = store_location
 
     async def scenario(llm: FakeLLMServer) -> list[SessionOutcome]:
         async with runtime_on(llm, db) as first:

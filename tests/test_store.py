@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from postgres_cluster import stored_bytes
 
 from aah.errors import AahError
 from aah.events import (
@@ -37,8 +38,9 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[SessionStore]:
-    with SessionStore(db_path) as opened:
+def store(store_location: Path) -> Iterator[SessionStore]:
+    """A new store on each engine (``postgres_cluster.store_location``)."""
+    with SessionStore(store_location) as opened:
         yield opened
 
 
@@ -524,9 +526,7 @@ def test_no_secret_reaches_the_file(store: SessionStore) -> None:
     store.answer_human_request(request.id, "ann", f"here: {OPENAI_KEY}")
     store.finish_session(session.id, "finished", f"done {OPENAI_KEY}")
     store.close()
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    raw = store.path.read_bytes()
+    raw = stored_bytes(store.path)
     for secret in secrets:
         assert secret.encode() not in raw
     assert b"[redacted]" in raw

@@ -25,7 +25,7 @@ from aah.store import (
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
+def store(store_location: Path) -> Iterator[SessionStore]:
     """Two runs and one interactive session, with events, grades and people's answers.
 
     - s1 (run r1, t1, perfect): awareness, an awareness model call, an agent
@@ -35,7 +35,7 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
     - s3 (run r2, no task, no setting): still running, nothing logged.
     - s4 (no run): one agent turn; labelled fail by a person; one question.
     """
-    with SessionStore(tmp_path / "aah.db") as opened:
+    with SessionStore(store_location) as opened:
         fill(opened)
         yield opened
 

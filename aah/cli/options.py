@@ -13,15 +13,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from aah.db_url import parse_location
 from aah.errors import AahError
 
 if TYPE_CHECKING:
     from aah.events import AwarenessMode
 
-# readable=False: a database aah cannot read is reported by the store's own
-# one-line error (StoreFileError), which names the file and the fix.
+# Parsed by aah, not click: a PostgreSQL URL stays whole (a DatabaseURL, never a
+# folder ``postgresql:``), and a database aah cannot read is reported by the
+# store's own one-line error (StoreFileError), which names the file and the fix.
 DbOption = Annotated[
-    Path | None, typer.Option("--db", readable=False, help="Session database (default AAH_DB).")
+    Path | None,
+    typer.Option(
+        "--db",
+        parser=parse_location,
+        help="Session database: an SQLite file or postgresql://USER@HOST/DB (default AAH_DB).",
+    ),
 ]
 DataOption = Annotated[
     Path | None,

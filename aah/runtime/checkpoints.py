@@ -24,6 +24,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -31,6 +32,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from aah.db_url import is_database_url
 from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
 from aah.store import StoreFileError, insert_events, write_lock, write_transaction
@@ -90,8 +92,8 @@ class CheckpointsStopped(StoreFileError):
         )
 
 
-class InlineSqliteSaver(SqliteSaver):
-    """``SqliteSaver`` with async methods that run inline (no thread hand-off)."""
+class _InlineAsync(BaseCheckpointSaver[str]):
+    """A saver's async methods, run inline by its sync ones (no thread hand-off)."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See ``SqliteSaver.get_tuple``."""
@@ -138,6 +140,10 @@ class InlineSqliteSaver(SqliteSaver):
     ) -> Mapping[str, Any]:
         """See ``SqliteSaver.get_delta_channel_history``."""
         return self.get_delta_channel_history(config=config, channels=channels)
+
+
+class InlineSqliteSaver(_InlineAsync, SqliteSaver):
+    """``SqliteSaver`` with async methods that run inline (no thread hand-off)."""
 
 
 class SessionSaver(InlineSqliteSaver):
@@ -217,11 +223,115 @@ class SessionSaver(InlineSqliteSaver):
         self._outbox.publish(stored)
 
 
+def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
+    """A ``SessionPostgresSaver`` (LangGraph's ``PostgresSaver``, the ``postgres`` extra).
+
+    Made here, not at import: the extra is optional, and SQLite users never load it.
+    """
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    from aah.store import PgDatabase
+
+    class SessionPostgresSaver(_InlineAsync, PostgresSaver):
+        """Checkpoints in the PostgreSQL store, written with the events they cover.
+
+        A checkpoint or a step's writes and the events its thread emitted
+        commit in one transaction, under the store's write lock (as
+        ``SessionSaver`` does in SQLite); reads run outside any transaction.
+        """
+
+        def __init__(self) -> None:
+            self._db = PgDatabase(url)  # type: ignore[arg-type]  # a DatabaseURL
+            self._path = url
+            self._outbox = outbox
+            self._write_lock = write_lock(url)
+            self._thread: str | None = None
+            super().__init__(self._db.raw, serde=ScrubbingSerializer())
+            with self._db.translated_errors():
+                self.setup()
+
+        def close(self) -> None:
+            self._db.close()
+
+        def put(
+            self,
+            config: RunnableConfig,
+            checkpoint: Checkpoint,
+            metadata: CheckpointMetadata,
+            new_versions: ChannelVersions,
+        ) -> RunnableConfig:
+            with _writing(self, config), self._db.translated_errors():
+                return super().put(config, checkpoint, metadata, new_versions)
+
+        def put_writes(
+            self,
+            config: RunnableConfig,
+            writes: Sequence[tuple[str, Any]],
+            task_id: str,
+            task_path: str = "",
+        ) -> None:
+            with _writing(self, config), self._db.translated_errors():
+                super().put_writes(config, writes, task_id, task_path)
+
+        @contextmanager
+        def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+            if not pipeline:  # a read, or the saver's own setup
+                with self.lock, self._db.raw.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+                return
+            with (
+                self.lock,
+                _logging_events(self) as db,
+                db.raw.cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                yield cur
+
+    return SessionPostgresSaver()
+
+
 @contextmanager
-def session_checkpointer(path: Path, outbox: EventOutbox) -> Iterator[SessionSaver]:
-    """A checkpointer in the session database ``path`` (WAL, safe beside other processes)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    saver = SessionSaver(path, outbox)
+def _writing(saver: Any, config: RunnableConfig) -> Iterator[None]:
+    """Tell ``saver`` whose thread the write in progress is for (its events go with it)."""
+    saver._thread = str(config["configurable"]["thread_id"])
+    try:
+        yield
+    finally:
+        saver._thread = None
+
+
+@contextmanager
+def _logging_events(saver: Any) -> Iterator[Any]:
+    """A write transaction of ``saver``'s connection that first logs its thread's held events."""
+    if saver._outbox.stopped:
+        raise CheckpointsStopped(saver._path)
+    thread = saver._thread
+    events = saver._outbox.take(thread) if thread is not None else []
+    try:
+        with write_transaction(saver._db, saver._write_lock) as db:
+            stored = insert_events(db, events)
+            yield db
+    except BaseException:
+        if thread is not None:
+            saver._outbox.put_back(thread, events)
+        raise
+    saver._outbox.publish(stored)
+
+
+@contextmanager
+def session_checkpointer(path: Path, outbox: EventOutbox) -> Iterator[Any]:
+    """A checkpointer in the session store ``path`` (safe beside other processes).
+
+    An SQLite file gets ``SessionSaver`` (WAL); a PostgreSQL URL gets
+    LangGraph's ``PostgresSaver`` in the same database, its writes
+    committed with their events the same way.
+    """
+    saver: Any
+    if is_database_url(path):
+        saver = _postgres_saver(path, outbox)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        saver = SessionSaver(path, outbox)
     try:
         yield saver
     finally:

@@ -1,4 +1,4 @@
-"""The session store: one SQLite file that records runs, sessions, events and people's answers."""
+"""The session store: runs, sessions, events and answers, in SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.store.approvals import ApprovalStep, ApprovedRun
     from aah.store.check import DatabaseCheck, check_database
+    from aah.store.copy import CopySummary, copy_database
     from aah.store.file_errors import StoreFileError
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
+    from aah.store.postgres import PgDatabase
     from aah.store.queries import (
         AnnotatorAnswer,
         CallStep,
@@ -57,6 +59,7 @@ __all__ = [
     "APPROVAL_DECISIONS",
     "ManifestDifference",
     "PINNED_FIELDS",
+    "PgDatabase",
     "QueueEntry",
     "QueueListing",
     "RequestWatch",
@@ -72,6 +75,8 @@ __all__ = [
     "StoreFileError",
     "Verdict",
     "check_database",
+    "CopySummary",
+    "copy_database",
     "insert_events",
     "merge_databases",
     "pinned_difference",
@@ -99,6 +104,7 @@ _WHERE = {
     "APPROVAL_DECISIONS": "aah.store.humans",
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",
+    "PgDatabase": "aah.store.postgres",
     "QueueEntry": "aah.store.listings",
     "QueueListing": "aah.store.listings",
     "RequestWatch": "aah.store.watch",
@@ -114,6 +120,8 @@ _WHERE = {
     "StoreFileError": "aah.store.file_errors",
     "Verdict": "aah.store.sessions",
     "check_database": "aah.store.check",
+    "CopySummary": "aah.store.copy",
+    "copy_database": "aah.store.copy",
     "insert_events": "aah.store.writes",
     "merge_databases": "aah.store.merge",
     "pinned_difference": "aah.store.manifest",

@@ -5,7 +5,9 @@ it is. SQLite's own check (``PRAGMA integrity_check``, or the faster
 ``quick_check`` that skips matching indexes to tables) finds damaged pages;
 the store's own rules are checked after it: rows whose session is gone, and
 sessions whose event count disagrees with their events (an event lost or
-written twice).
+written twice). A PostgreSQL store (a URL) is checked for what keeps it from
+opening, said in one line (server down, wrong password, no such database, a
+missing privilege), then for the same rules.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import sqlite3
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
+from aah.db_url import is_database_url
 from aah.errors import AahError
 from aah.store import schema as schema
 from aah.store.file_errors import StoreFileError, open_connection
@@ -67,6 +71,8 @@ def check_database(path: Path, *, quick: bool = False) -> DatabaseCheck:
     Raises:
         AahError: There is no file at ``path``.
     """
+    if is_database_url(path):
+        return _check_server(path)
     if not path.exists() and not path.is_symlink():
         raise AahError(f"no session database at {path}: pass the session database to --db")
     found = DatabaseCheck(path=str(path))
@@ -82,6 +88,48 @@ def check_database(path: Path, *, quick: bool = False) -> DatabaseCheck:
     finally:
         conn.close()
     return found
+
+
+def _check_server(url: Path) -> DatabaseCheck:
+    """Check a PostgreSQL store: reachable, usable, aah's, and its rows consistent.
+
+    What keeps the store from opening (the server down, a wrong password, no
+    such database, a missing privilege) is the one problem found; the
+    server's own storage checks are its administrator's (``amcheck``).
+    """
+    from aah.store.postgres import PgDatabase
+
+    found = DatabaseCheck(path=str(url))
+    try:
+        db = PgDatabase(url)  # type: ignore[arg-type]  # is_database_url said so
+    except StoreFileError as exc:
+        found.problems.append(f"{exc.problem}; {exc.advice}")
+        return found
+    try:
+        found.schema_version = schema.schema_version(db)
+        if _schema_fits(found, schema.table_names(db), url):
+            _count(db, found)
+            found.problems += _orphans(db) + _event_counts(db)
+        if found.schema_version == 0 and not found.problems:
+            found.problems += _privileges(db, url)
+    except StoreFileError as exc:
+        found.problems.append(f"{exc.problem}; {exc.advice}")
+    finally:
+        db.close()
+    return found
+
+
+def _privileges(db: Any, url: Path) -> list[str]:
+    """A line if the user may not make the store's tables in an empty database."""
+    user, allowed = db.execute(
+        "SELECT current_user, has_schema_privilege(current_schema(), 'CREATE')"
+    ).fetchone()
+    if allowed:
+        return []
+    return [
+        f"user {user} may not create the store's tables in {url}; an admin can "
+        f"GRANT CREATE ON SCHEMA public TO {user}"
+    ]
 
 
 def _check(conn: sqlite3.Connection, path: Path, found: DatabaseCheck, quick: bool) -> None:
@@ -112,7 +160,7 @@ def _check(conn: sqlite3.Connection, path: Path, found: DatabaseCheck, quick: bo
     found.problems += _orphans(conn) + _event_counts(conn)
 
 
-def _count(conn: sqlite3.Connection, found: DatabaseCheck) -> None:
+def _count(conn: Any, found: DatabaseCheck) -> None:
     for table in _COUNTED_TABLES:
         found.counts[table] = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     found.sessions_by_status = _by_status(conn, "sessions")
@@ -129,12 +177,12 @@ def _schema_fits(found: DatabaseCheck, tables: set[str], path: Path) -> bool:
     return problem is None and version > 0
 
 
-def _by_status(conn: sqlite3.Connection, table: str) -> dict[str, int]:
+def _by_status(conn: Any, table: str) -> dict[str, int]:
     rows = conn.execute(f"SELECT status, count(*) FROM {table} GROUP BY status ORDER BY status")
     return {status: int(count) for status, count in rows}
 
 
-def _orphans(conn: sqlite3.Connection) -> list[str]:
+def _orphans(conn: Any) -> list[str]:
     """One line per table whose rows name sessions that do not exist."""
     problems = []
     for table in _SESSION_REFERENCES:
@@ -147,7 +195,7 @@ def _orphans(conn: sqlite3.Connection) -> list[str]:
     return problems
 
 
-def _event_counts(conn: sqlite3.Connection) -> list[str]:
+def _event_counts(conn: Any) -> list[str]:
     """A line if some session's event count is not the number of its events (lost or doubled)."""
     (count,) = conn.execute(
         "SELECT count(*) FROM sessions AS s WHERE s.n_events !="

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from aah.db_url import is_database_url
 from aah.store import schema as schema
 from aah.store.sqlite_db import Database
 from aah.store.writes import write_lock, write_transaction
@@ -23,10 +24,12 @@ from aah.store.writes import write_lock, write_transaction
 class StoreConnection:
     """Per-thread connections to one session database, and its write transactions.
 
-    Opening a file that has no tables yet creates them (WAL mode first).
+    Opening a file that has no tables yet creates them (WAL mode first);
+    so does opening an empty PostgreSQL database.
 
     Args:
-        path: The database file; its parent folder must exist.
+        path: The database file (its parent folder must exist), or a
+            ``DatabaseURL``.
 
     Raises:
         StoreFileError: The file cannot be used (see ``schema.needs_schema``).
@@ -38,6 +41,15 @@ class StoreConnection:
         self._open: weakref.WeakSet[Database] = weakref.WeakSet()
         self._open_guard = threading.Lock()
         self._lock = write_lock(path)
+        self.engine = "postgresql" if is_database_url(path) else "sqlite"
+        if self.engine == "postgresql":
+            # Every writer of every process queues on the server (see
+            # ``write_transaction``), so a new database gets its tables once.
+            if schema.needs_schema(self.db(), path):
+                with self.write() as db:
+                    if schema.needs_schema(db, path):
+                        schema.create_schema(db)
+            return
         # Only a new file takes the write lock, so that readers never need it.
         if schema.needs_schema(self.db(), path):
             self.db().enable_wal()
@@ -54,6 +66,11 @@ class StoreConnection:
     def db(self) -> Database:
         """This thread's connection, opened on first use."""
         db: Database | None = getattr(self._local, "db", None)
+        if db is not None and getattr(db, "broken", False):
+            # A PostgreSQL connection the server dropped (a restart, a network
+            # cut) failed its last statement in one line; the next one gets a
+            # new connection instead of failing for good.
+            db = None
         if db is None:
             db = schema.connect(self.path)
             self._local.db = db

@@ -328,7 +328,9 @@ class HumanRequests:
                 params,
             ).fetchone()
             if held is None:
-                held = db.execute(f"SELECT id FROM ({WANTING_SQL}) LIMIT 1", params).fetchone()
+                held = db.execute(
+                    f"SELECT id FROM ({WANTING_SQL}) AS wanting LIMIT 1", params
+                ).fetchone()
             if held is None:
                 return None
             self._hold(db, held[0], annotator, until)

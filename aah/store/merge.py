@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from aah.db_url import is_database_url
 from aah.errors import AahError
 from aah.store.manifest import pinned_difference
 from aah.store.sessions import SessionStore
@@ -42,6 +43,12 @@ def merge_databases(sources: Sequence[Path], into: Path) -> list[MergeSummary]:
     Raises:
         AahError: a source is missing, or holds a run whose setup differs.
     """
+    for location in (*sources, into):
+        if is_database_url(location):
+            raise AahError(
+                f"aah db merge joins SQLite files, and {location} is a PostgreSQL URL: "
+                "merge the shards into a file, or run the shards against the server itself"
+            )
     for source in sources:
         if not source.is_file():
             raise AahError(f"no session database at {source}: check the path")

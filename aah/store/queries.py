@@ -18,7 +18,6 @@ one snapshot of the file, even where it takes several statements.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -27,7 +26,9 @@ from types import TracebackType
 from typing import Any, Literal, NamedTuple
 
 from aah.annotators import annotator_key
+from aah.db_url import is_database_url
 from aah.events import AwarenessAnswer, CheckResult
+from aah.store.dialect import Engine, for_connection
 from aah.store.file_errors import open_connection
 from aah.store.schema import SessionStatus, Verdict
 
@@ -179,48 +180,48 @@ SELECT s.id, s.run, s.task_id, s.setting, s.aah, s.model, s.status, s.query, s.f
        s.info_awareness, s.tool_awareness, s.n_human_questions, s.n_tool_calls,
        s.prompt_tokens + s.completion_tokens,
        (SELECT count(*) FROM events AS e WHERE e.session_id = s.id AND e.kind = 'model_call'
-            AND json_extract(e.payload, '$.purpose') = 'agent'),
-       (SELECT total(json_extract(e.payload, '$.latency_ms')) FROM events AS e
+            AND JSON_TEXT(e.payload, purpose) = 'agent'),
+       (SELECT total(JSON_REAL(e.payload, latency_ms)) FROM events AS e
             WHERE e.session_id = s.id AND e.kind = 'model_call'),
-       (SELECT total(json_extract(e.payload, '$.seconds')) FROM events AS e
+       (SELECT total(JSON_REAL(e.payload, seconds)) FROM events AS e
             WHERE e.session_id = s.id AND e.kind = 'human_answer'),
        (SELECT count(*) FROM events AS e WHERE e.session_id = s.id AND e.kind = 'tool_call'
-            AND s.n_tool_errors > 0 AND json_extract(e.payload, '$.check') = 'CAP')
-FROM sessions AS s WHERE {where} ORDER BY s.run, s.started, s.id
+            AND s.n_tool_errors > 0 AND JSON_TEXT(e.payload, check) = 'CAP')
+FROM sessions AS s WHERE {where} ORDER BY s.run NULLS FIRST, s.started, s.id
 """
 _QUESTIONS_SQL = """
-SELECT e.session_id, json_extract(e.payload, '$.question')
+SELECT e.session_id, JSON_TEXT(e.payload, question)
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind = 'human_question' AND {where} ORDER BY e.session_id, e.seq
 """
-# Each json_extract parses the payload, so a row extracts only its kind's fields.
+# Each JSON field read parses the payload, so a row extracts only its kind's fields.
 _STEPS_SQL = """
 SELECT e.session_id, e.seq, e.kind,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.purpose') END,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.n_tool_calls') END,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.text') END,
-       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.tool') END,
-       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.status_code') END,
-       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check') END
+       CASE e.kind WHEN 'model_call' THEN JSON_TEXT(e.payload, purpose) END,
+       CASE e.kind WHEN 'model_call' THEN JSON_INT(e.payload, n_tool_calls) END,
+       CASE e.kind WHEN 'model_call' THEN JSON_TEXT(e.payload, text) END,
+       CASE e.kind WHEN 'tool_call' THEN JSON_TEXT(e.payload, tool) END,
+       CASE e.kind WHEN 'tool_call' THEN JSON_INT(e.payload, status_code) END,
+       CASE e.kind WHEN 'tool_call' THEN JSON_TEXT(e.payload, check) END
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind IN ('model_call', 'tool_call', 'human_question', 'discovery') AND {where}
 ORDER BY e.session_id, e.seq
 """
 _DISCOVERIES_SQL = """
-SELECT e.session_id, json_extract(e.payload, '$.need'), json_extract(e.payload, '$.hits'),
-       json_extract(e.payload, '$.added')
+SELECT e.session_id, JSON_TEXT(e.payload, need), JSON_RAW(e.payload, hits),
+       JSON_RAW(e.payload, added)
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind = 'discovery' AND {where} ORDER BY e.session_id, e.seq
 """
 _CALL_STEPS_SQL = """
 SELECT e.session_id, e.seq, e.kind,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.purpose') END,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.cut_off') END,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.text') END,
-       CASE e.kind WHEN 'model_call' THEN json_extract(e.payload, '$.raw') END,
-       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.tool') END,
-       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.arguments') END,
-       CASE e.kind WHEN 'tool_call' THEN json_extract(e.payload, '$.check') END
+       CASE e.kind WHEN 'model_call' THEN JSON_TEXT(e.payload, purpose) END,
+       CASE e.kind WHEN 'model_call' THEN JSON_BOOL(e.payload, cut_off) END,
+       CASE e.kind WHEN 'model_call' THEN JSON_TEXT(e.payload, text) END,
+       CASE e.kind WHEN 'model_call' THEN JSON_TEXT(e.payload, raw) END,
+       CASE e.kind WHEN 'tool_call' THEN JSON_TEXT(e.payload, tool) END,
+       CASE e.kind WHEN 'tool_call' THEN JSON_RAW(e.payload, arguments) END,
+       CASE e.kind WHEN 'tool_call' THEN JSON_TEXT(e.payload, check) END
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind IN ('model_call', 'tool_call') AND {where}
 ORDER BY e.session_id, e.seq
@@ -243,7 +244,7 @@ FROM grades AS g JOIN sessions AS s ON s.id = g.session_id
 WHERE {where} ORDER BY g.created, g.id
 """
 _ERRORS_SQL = """
-SELECT e.session_id, json_extract(e.payload, '$.message'), json_extract(e.payload, '$.where')
+SELECT e.session_id, JSON_TEXT(e.payload, message), JSON_TEXT(e.payload, where)
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind = 'error' AND s.status = 'error' AND {where} ORDER BY e.session_id, e.seq
 """
@@ -298,6 +299,14 @@ class SessionQueries:
     """
 
     def __init__(self, path: Path) -> None:
+        self._conn: Any
+        if is_database_url(path):
+            from aah.store.postgres import PgDatabase
+
+            self._engine: Engine = "postgresql"
+            self._conn = PgDatabase(path)  # type: ignore[arg-type]  # is_database_url said so
+            return
+        self._engine = "sqlite"
         # Transactions are begun explicitly, so that one query's parts share a snapshot.
         self._conn = open_connection(path, read_only=True, isolation_level=None)
 
@@ -318,15 +327,22 @@ class SessionQueries:
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
-        self._conn.execute("BEGIN")
+        if self._engine == "postgresql":
+            self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        else:
+            self._conn.execute("BEGIN")
         try:
             yield
         finally:
             self._conn.execute("COMMIT")
 
-    def _select(self, sql: str, runs: Sequence[str] | None, outside_runs: bool) -> sqlite3.Cursor:
+    def _execute(self, sql: str, params: list[Any]) -> Any:
+        """Run ``sql`` (with the dialect's JSON marks) on this engine's connection."""
+        return self._conn.execute(for_connection(self._conn, sql), params)
+
+    def _select(self, sql: str, runs: Sequence[str] | None, outside_runs: bool) -> Any:
         where, params = _selection(runs, outside_runs)
-        return self._conn.execute(sql.format(where=where), params)
+        return self._execute(sql.format(where=where), params)
 
     def session_summaries(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False
@@ -370,12 +386,15 @@ class SessionQueries:
     def grade_votes(self, runs: Sequence[str], grader_model: str) -> list[tuple[str, list[Any]]]:
         """Each grade by ``grader_model`` of the runs' sessions: session id, votes; oldest first."""
         where, params = _selection(runs, False)
-        rows = self._conn.execute(_GRADE_VOTES_SQL.format(where=where), [*params, grader_model])
+        rows = self._execute(_GRADE_VOTES_SQL.format(where=where), [*params, grader_model])
         return [(session_id, json.loads(votes)) for session_id, votes in rows]
 
     def session_tasks(self, runs: Sequence[str]) -> list[tuple[str, str | None, SessionStatus]]:
         """Each session of the runs: its id, task id and status."""
-        return self._select(_SESSION_TASKS_SQL, runs, False).fetchall()
+        rows: list[tuple[str, str | None, SessionStatus]] = self._select(
+            _SESSION_TASKS_SQL, runs, False
+        ).fetchall()
+        return rows
 
     def task_ids(
         self, runs: Sequence[str] | None = None, *, outside_runs: bool = False

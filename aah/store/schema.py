@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from aah import secrets as secrets
+from aah.db_url import is_database_url
 from aah.events import (
     AwarenessAnswer,
     AwarenessEvent,
@@ -242,12 +242,19 @@ TABLES: tuple[str, ...] = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", 
 _V1_TABLES = ("runs", "sessions", "events", "human_requests", "human_answers", "grades")
 # The graph's checkpointer (LangGraph's SqliteSaver) keeps its tables in the same file.
 CHECKPOINT_TABLES = ("checkpoints", "writes")
+# LangGraph's PostgresSaver's tables, in the same database.
+PG_CHECKPOINT_TABLES = (
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "checkpoint_migrations",
+)
 
 BUSY_TIMEOUT_S = 30.0
 
 
 def connect(path: Path) -> Database:
-    """Open ``path`` the way every store connection needs it.
+    """Open ``path`` the way every store connection needs it (a URL: PostgreSQL's way).
 
     Transactions are begun explicitly (``isolation_level=None``), never
     implied by the driver. With WAL, ``synchronous=NORMAL`` may lose the last
@@ -257,6 +264,10 @@ def connect(path: Path) -> Database:
         StoreFileError: ``path`` cannot be a database; its connection raises
             it too wherever the file fails later (a damaged page, a full disk).
     """
+    if is_database_url(path):
+        from aah.store.postgres import PgDatabase
+
+        return PgDatabase(path)  # type: ignore[arg-type]  # is_database_url said so
     conn = open_connection(
         path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
@@ -274,7 +285,7 @@ def needs_schema(db: Database, path: Path) -> bool:
         StoreFileError: The file was written by a newer aah, is another
             program's database, or is an aah database that lost tables.
     """
-    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    found = schema_version(db)
     problem = file_problem(found, table_names(db.conn), path)
     if problem is None and found == SCHEMA_VERSION:
         problem = column_problem(db.conn, path)
@@ -283,8 +294,32 @@ def needs_schema(db: Database, path: Path) -> bool:
     return found < SCHEMA_VERSION
 
 
-def table_names(conn: sqlite3.Connection) -> set[str]:
-    """The tables of the file ``conn`` is open on, SQLite's own left out."""
+def schema_version(db: Database) -> int:
+    """The session schema of the database (0: none yet)."""
+    if getattr(db, "engine", "sqlite") == "postgresql":
+        # The version table is ours: a table of that name elsewhere on the
+        # search path is not (``current_schema()`` is where aah makes its own).
+        if (
+            db.execute("SELECT to_regclass(current_schema() || '.aah_schema')").fetchone()[0]
+            is None
+        ):
+            return 0
+        return int(db.execute("SELECT COALESCE(max(version), 0) FROM aah_schema").fetchone()[0])
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def table_names(conn: Any) -> set[str]:
+    """The tables of the database ``conn`` is open on, the engine's own left out.
+
+    On PostgreSQL: those of the connection's schema (``public`` by
+    default), less the version table.
+    """
+    if getattr(conn, "engine", "sqlite") == "postgresql":
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_name != 'aah_schema'"
+        )
+        return {row[0] for row in rows}
     rows = conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
     )
@@ -340,11 +375,12 @@ def file_problem(version: int, tables: set[str], path: Path) -> StoreFileError |
     if version == 0:
         # Only aah makes its tables, and it marks the version as it does: other
         # tables in a version-0 file are another program's, which aah's would change.
-        foreign = tables - set(CHECKPOINT_TABLES)
+        foreign = tables - set(CHECKPOINT_TABLES) - set(PG_CHECKPOINT_TABLES)
         if not foreign:
             return None
+        engine = "PostgreSQL" if is_database_url(path) else "SQLite"
         return StoreFileError(
-            f"{path} is another program's SQLite database (tables: "
+            f"{path} is another program's {engine} database (tables: "
             f"{', '.join(sorted(foreign)[:5])}), not an aah session database",
             "pass another --db (a new database is made there)",
             path,
@@ -367,6 +403,10 @@ def create_schema(db: Database) -> None:
     A file of an older version is upgraded first (``upgrade_schema``); the
     caller turns foreign keys off around this, as SQLite's table rebuild needs.
     """
+    if getattr(db, "engine", "sqlite") == "postgresql":
+        # A PostgreSQL store starts at the current version: no older one exists.
+        db.executescript(postgres_schema_sql())
+        return
     found = int(db.execute("PRAGMA user_version").fetchone()[0])
     if 0 < found < SCHEMA_VERSION:
         upgrade_schema(db, found)
@@ -380,6 +420,79 @@ def create_schema(db: Database) -> None:
             f" WHERE r.status = 'pending' AND s.status NOT IN {tuple(LIVE_STATUSES)!r}"
         )
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+_LIVE_SQL = repr(tuple(LIVE_STATUSES))
+# SQLite's triggers above, as PostgreSQL spells them: a function per trigger.
+_PG_TRIGGERS = f"""
+CREATE OR REPLACE FUNCTION aah_session_status() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status NOT IN {_LIVE_SQL} AND OLD.status IN {_LIVE_SQL} THEN
+        INSERT INTO closed_requests (request_id)
+            SELECT id FROM human_requests WHERE session_id = NEW.id AND status = 'pending'
+            ON CONFLICT DO NOTHING;
+    ELSIF NEW.status IN {_LIVE_SQL} AND OLD.status NOT IN {_LIVE_SQL} THEN
+        DELETE FROM closed_requests
+            WHERE request_id IN (SELECT id FROM human_requests WHERE session_id = NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER session_status AFTER UPDATE OF status ON sessions
+    FOR EACH ROW EXECUTE FUNCTION aah_session_status();
+CREATE OR REPLACE FUNCTION aah_request_of_closed_session() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM sessions WHERE id = NEW.session_id AND status IN {_LIVE_SQL}) THEN
+        INSERT INTO closed_requests (request_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER request_of_closed_session AFTER INSERT ON human_requests
+    FOR EACH ROW WHEN (NEW.status = 'pending') EXECUTE FUNCTION aah_request_of_closed_session();
+CREATE OR REPLACE FUNCTION aah_request_leaves_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM closed_requests WHERE request_id = NEW.id;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER request_leaves_pending AFTER UPDATE OF status ON human_requests
+    FOR EACH ROW WHEN (NEW.status != 'pending') EXECUTE FUNCTION aah_request_leaves_pending();
+"""
+
+
+# PostgreSQL keeps the schema version in a one-row table ``aah_schema``
+# (SQLite in its ``user_version`` pragma).
+def postgres_schema_sql() -> str:
+    """``SCHEMA_SQL`` as PostgreSQL makes it, with its triggers and version mark.
+
+    The tables are SQLite's, translated: 64-bit integers, identity columns
+    for SQLite's ``INTEGER PRIMARY KEY``, double precision for ``REAL``, no
+    ``WITHOUT ROWID``; ``sessions`` and ``human_requests`` get the ``rowid``
+    column SQLite gives every table (queues order by it). SQLite's
+    ``total()`` (a sum that is 0.0 over no rows) is made as an aggregate.
+    """
+    tables = re.sub(r"CREATE TRIGGER .*?\nEND;\n", "", SCHEMA_SQL, flags=re.S)
+    tables = tables.replace(
+        "id INTEGER PRIMARY KEY,", "id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,"
+    )
+    tables = tables.replace(") WITHOUT ROWID;", ");")
+    tables = re.sub(r"\bINTEGER\b", "BIGINT", tables)
+    tables = re.sub(r"\bREAL\b", "DOUBLE PRECISION", tables)
+    tables = tables.replace(
+        "    id TEXT PRIMARY KEY,\n",
+        "    id TEXT PRIMARY KEY,\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY,\n",
+    )
+    # Text compares byte by byte, as in SQLite, whatever the database's locale.
+    tables = re.sub(r"\bTEXT\b", 'TEXT COLLATE "C"', tables)
+    return (
+        tables
+        + _PG_TRIGGERS
+        + """
+CREATE OR REPLACE AGGREGATE total(double precision)
+    (SFUNC = float8pl, STYPE = double precision, INITCOND = '0');
+CREATE TABLE IF NOT EXISTS aah_schema (version INTEGER NOT NULL);
+DELETE FROM aah_schema;
+"""
+        + f"INSERT INTO aah_schema (version) VALUES ({SCHEMA_VERSION});\n"
+    )
 
 
 # The columns version 1 gave ``sessions``, in their order.

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from aah.config import get_settings
+from aah.db_url import is_database_url, parse_location
 from aah.events import Event
 from aah.store import schema as schema
 from aah.store.approvals import ApprovalStep, ApprovedRun, ApprovedRuns, approval_steps
@@ -75,8 +76,9 @@ class SessionStore:
     ``asyncio.to_thread``: a write may wait while another process writes.
 
     Args:
-        path: The database file; default ``get_settings().db`` (``AAH_DB``).
-            Missing parent folders are created.
+        path: The database file, or a PostgreSQL URL (``postgresql://...``,
+            the ``postgres`` extra); default ``get_settings().db``
+            (``AAH_DB``). Missing parent folders of a file are created.
 
     Raises:
         StoreFileError: The file cannot be used (damaged, another program's,
@@ -85,9 +87,10 @@ class SessionStore:
     """
 
     def __init__(self, path: Path | str | None = None) -> None:
-        self.path = Path(path) if path is not None else get_settings().db
+        self.path = parse_location(path) if path is not None else get_settings().db
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not is_database_url(self.path):  # a server's database has no folder
+                self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a file where a folder should be, a folder it may not write
             raise StoreFileError(
                 f"cannot make the folder of {self.path} ({exc.strerror}: {exc.filename})",
@@ -408,10 +411,10 @@ class SessionStore:
             schema.require_session(db, session_id)
             grade_id = db.execute(
                 "INSERT INTO grades (session_id, grader_model, prompt_version, votes, verdict,"
-                " flagged, created, flag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " flagged, created, flag) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 [session_id, grader_model, prompt_version, schema.to_json(votes), verdict]
                 + [int(flagged), _now(), flag if flagged else None],
-            ).lastrowid
+            ).fetchone()[0]
             return schema.grade_from_row(
                 self._rows("SELECT * FROM grades WHERE id = ?", [grade_id])[0]
             )

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aah.events import Event
 from aah.store import schema as schema
+from aah.store.dialect import for_connection
 from aah.store.sqlite_db import Database
 
 # busy_timeout covers nearly every wait; a few SQLite paths (WAL recovery,
@@ -55,6 +56,10 @@ def write_transaction(db: Database, lock: threading.Lock) -> Iterator[Database]:
     wait its turn (up to the busy timeout) instead. ``lock`` is the
     process-wide lock of the file (``write_lock``).
     """
+    if getattr(db, "engine", "sqlite") == "postgresql":
+        with lock, _postgres_transaction(db):
+            yield db
+        return
     with lock:
         for attempt in range(_BUSY_RETRIES):
             try:
@@ -72,6 +77,27 @@ def write_transaction(db: Database, lock: threading.Lock) -> Iterator[Database]:
             # back: it would hold SQLite's write lock for good.
             db.rollback()
             raise
+
+
+# Every write transaction on PostgreSQL takes this transaction-scoped advisory
+# lock first: writers of every process and host queue on the server as
+# SQLite's writers queue on the file, so the exactly-once rules (an answer
+# resumes once, at most k claims, one log line per request) read and write
+# under the same guarantee on both engines. It is released at COMMIT or
+# ROLLBACK, and with the connection if a process dies.
+WRITE_LOCK_KEY = 0x616168  # "aah"
+
+
+@contextmanager
+def _postgres_transaction(db: Database) -> Iterator[None]:
+    db.execute("BEGIN")
+    try:
+        db.execute("SELECT pg_advisory_xact_lock(?)", [WRITE_LOCK_KEY])
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        db.rollback()
+        raise
 
 
 def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
@@ -124,9 +150,10 @@ def _already_logged(db: Database, event: Event) -> bool:
     key = _ONCE_PER.get(event.kind)
     if key is None:
         return False
-    found = db.execute(
+    sql = for_connection(
+        db,
         "SELECT 1 FROM events WHERE session_id = ? AND kind = ?"
-        f" AND json_extract(payload, '$.{key}') = ? LIMIT 1",
-        [event.session_id, event.kind, getattr(event, key)],
-    ).fetchone()
+        f" AND JSON_TEXT(payload, {key}) = ? LIMIT 1",
+    )
+    found = db.execute(sql, [event.session_id, event.kind, getattr(event, key)]).fetchone()
     return found is not None

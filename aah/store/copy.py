@@ -1,0 +1,150 @@
+"""``aah db copy SRC DST``: a store from one engine to the other, resumable, checked by counts.
+
+Every table is copied in the order its references need (runs, sessions,
+then what belongs to them), each row inserted unless its key is there
+already: a copy cut off midway is run again and goes on, adding nothing
+twice. ``closed_requests`` is not copied: the destination's triggers make
+it as the requests arrive. Afterwards each table must hold as many rows in
+the destination as in the source; a destination that held other rows
+before fails that check.
+
+LangGraph's checkpoints are not copied (the two engines' savers store them
+differently): a session still waiting for a person or running cannot go on
+from the copy, and the summary counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aah.db_url import is_database_url
+from aah.errors import AahError
+from aah.store import schema as schema
+from aah.store.sessions import SessionStore
+from aah.store.writes import write_lock, write_transaction
+
+# Each table with the columns that identify a row; ``id`` columns that are
+# only a row number (events, answers) are left for the destination to number.
+_TABLES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("runs", ("name",), True),
+    ("sessions", ("id",), True),
+    ("events", ("session_id", "seq"), False),
+    ("human_requests", ("id",), True),
+    ("human_answers", ("request_id", "annotator"), False),
+    ("claims", ("request_id", "annotator"), True),
+    ("approved_runs", ("session_id", "call_id"), True),
+    ("grades", ("id",), True),
+)
+_BATCH = 1000
+
+
+@dataclass
+class CopySummary:
+    """What a copy found and did.
+
+    Attributes:
+        copied: Rows inserted now, by table (0 where a resumed copy had them).
+        source: Rows of each table in the source.
+        target: Rows of each table in the destination after the copy.
+        unfinished: Sessions running or waiting, whose checkpoints stay behind.
+    """
+
+    copied: dict[str, int] = field(default_factory=dict)
+    source: dict[str, int] = field(default_factory=dict)
+    target: dict[str, int] = field(default_factory=dict)
+    unfinished: int = 0
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per table whose counts differ."""
+        return [
+            f"{table}: {self.target.get(table, 0)} row(s) in the destination, {count} in the source"
+            for table, count in self.source.items()
+            if self.target.get(table, 0) != count
+        ]
+
+
+def copy_database(source: Path, target: Path) -> CopySummary:
+    """Copy every row of the store at ``source`` into the store at ``target`` (made if missing).
+
+    Raises:
+        AahError: ``source`` is missing, or both name the same store.
+    """
+    if not is_database_url(source) and not source.is_file():
+        raise AahError(f"no session database at {source}: check the path")
+    if source == target or (
+        not is_database_url(source)
+        and not is_database_url(target)
+        and source.resolve() == target.resolve()
+    ):
+        raise AahError(f"{source} is the destination itself: name another DST")
+    SessionStore(source).close()  # an older file is upgraded first, so columns match
+    SessionStore(target).close()  # creates the destination's tables
+    src, dst = schema.connect(source), schema.connect(target)
+    summary = CopySummary()
+    try:
+        for table, keys, keep_id in _TABLES:
+            summary.copied[table] = _copy_table(src, dst, target, table, keys, keep_id)
+        if getattr(dst, "engine", "sqlite") == "postgresql":
+            # Grades kept their ids; the next one made there must not reuse one.
+            dst.execute(
+                "SELECT setval(pg_get_serial_sequence('grades', 'id'),"
+                " (SELECT COALESCE(max(id), 0) + 1 FROM grades), false)"
+            )
+        for table, _, _ in _TABLES:
+            summary.source[table] = _count(src, table)
+            summary.target[table] = _count(dst, table)
+        summary.unfinished = int(
+            src.execute(
+                "SELECT count(*) FROM sessions WHERE status IN ('running', 'waiting')"
+            ).fetchone()[0]
+        )
+    finally:
+        src.close()
+        dst.close()
+    return summary
+
+
+def _count(db: Any, table: str) -> int:
+    return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def _columns(db: Any, table: str) -> list[str]:
+    """The table's columns as SQLite's schema names them (not PostgreSQL's ``rowid``)."""
+    if getattr(db, "engine", "sqlite") == "postgresql":
+        rows = db.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    else:
+        rows = [(row[1],) for row in db.execute(f"PRAGMA table_info({table})").fetchall()]
+    return [name for (name,) in rows if name != "rowid"]
+
+
+def _copy_table(
+    src: Any, dst: Any, target: Path, table: str, keys: Sequence[str], keep_id: bool
+) -> int:
+    columns = [c for c in _columns(src, table) if keep_id or c != "id"]
+    names = ", ".join(columns)
+    insert = (
+        f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' for _ in columns)})"
+        f" ON CONFLICT ({', '.join(keys)}) DO NOTHING"
+    )
+    order = ", ".join(keys)
+    copied, offset = 0, 0
+    lock = write_lock(target)
+    while True:
+        # Pages in key order: a resumed copy reads the same pages again, and
+        # its inserts of rows already there do nothing.
+        rows = src.execute(
+            f"SELECT {names} FROM {table} ORDER BY {order} LIMIT {_BATCH} OFFSET {offset}"
+        ).fetchall()
+        if not rows:
+            return copied
+        with write_transaction(dst, lock) as db:
+            copied += db.conn.executemany(insert, [tuple(row) for row in rows]).rowcount
+        offset += len(rows)

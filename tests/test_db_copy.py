@@ -1,0 +1,71 @@
+"""aah db copy: SQLite to PostgreSQL and back, resumable, the same rows on each side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_store_queries import fill
+
+from aah.db_url import parse_location
+from aah.store import SessionStore, copy_database
+
+
+def everything(location: Path) -> tuple[object, ...]:
+    """What scoring and the queue read of a store, to compare two stores by."""
+    with SessionStore(location) as store, store.queries() as read:
+        sessions = store.list_sessions()
+        return (
+            [run.model_dump() for run in store.runs()],
+            [s.model_dump() for s in sessions],
+            {s.id: [e.model_dump() for e in store.events(s.id)] for s in sessions},
+            {s.id: [g.model_dump() for g in store.grades(s.id)] for s in sessions},
+            read.session_summaries(outside_runs=True),
+            list(read.grade_verdicts(outside_runs=True)),
+            read.annotator_answers(outside_runs=True),
+            [r.model_dump() for r in store.pending_human_requests()],
+            store.queue_listing("zed").total,
+        )
+
+
+def test_a_copy_to_postgres_and_back_holds_the_same_store(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    original = tmp_path / "a.db"
+    with SessionStore(original) as store:
+        fill(store)
+        session = store.open_session("still waiting")
+        store.set_status(session.id, "waiting")
+        store.create_human_request(session.id, "Which city?", k=2)
+    server = parse_location(postgres_url)
+    first = copy_database(original, server)
+    assert first.problems == [] and first.unfinished == 3  # s3, s4 and this one
+    assert first.copied["events"] == first.source["events"] > 0
+    again = copy_database(original, server)  # a resumed copy adds nothing
+    assert again.problems == [] and set(again.copied.values()) == {0}
+    back = tmp_path / "b.db"
+    assert copy_database(server, back).problems == []
+    assert everything(original) == everything(server) == everything(back)
+    with SessionStore(server) as store:  # the server's own numbering goes on past the copy
+        some = store.list_sessions()[0]
+        assert store.add_grade(some.id, "g", "v", [], "pass").verdict == "pass"
+
+
+def test_a_copy_into_a_store_holding_other_rows_fails_its_count(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with SessionStore(tmp_path / "a.db") as store:
+        store.open_session("q")
+    server = parse_location(postgres_url)
+    with SessionStore(server) as store:
+        store.open_session("another")
+    summary = copy_database(tmp_path / "a.db", server)
+    assert summary.problems == ["sessions: 2 row(s) in the destination, 1 in the source"]
+
+
+def test_a_missing_source_is_refused(tmp_path: Path) -> None:
+    from aah.errors import AahError
+
+    with pytest.raises(AahError, match="no session database"):
+        copy_database(tmp_path / "none.db", tmp_path / "b.db")
+    assert not (tmp_path / "b.db").exists()
