@@ -329,6 +329,8 @@ def table_names(conn: Any) -> set[str]:
 @functools.cache
 def expected_columns() -> dict[str, tuple[str, ...]]:
     """Each table's columns as this aah's schema makes them."""
+    import sqlite3
+
     conn = sqlite3.connect(":memory:")
     try:
         conn.executescript(SCHEMA_SQL)
@@ -337,11 +339,19 @@ def expected_columns() -> dict[str, tuple[str, ...]]:
         conn.close()
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
+def _columns(conn: Any, table: str) -> tuple[str, ...]:
+    """The columns of ``table`` in the database ``conn`` is open on (either engine)."""
+    if getattr(conn, "engine", "sqlite") == "postgresql":
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?",
+            [table],
+        )
+        return tuple(row[0] for row in rows)
     return tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
-def column_problem(conn: sqlite3.Connection, path: Path) -> StoreFileError | None:
+def column_problem(conn: Any, path: Path) -> StoreFileError | None:
     """Why a file of the current schema lacks columns its tables need, or None.
 
     A table altered by hand or by another tool would otherwise fail later,
