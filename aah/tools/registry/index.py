@@ -1,7 +1,9 @@
 """What the registry indexes about each endpoint: the words a person searches by.
 
 BM25 gets one column per part, weighted by how much a word there says about
-what the endpoint does (a name word more than a word of a long description).
+what the endpoint does (a name word more than a word of a long description);
+the tool's part holds its name and the site name of its host ("wikipedia"
+for the "mediawiki" tool), the name people use for a service.
 The dense model gets one short text per endpoint: its name in words and its
 description. Changing either changes ``INDEX_VERSION``, so older registries
 are rebuilt on their next open.
@@ -18,7 +20,7 @@ from typing import Any
 
 from aah.tools.spec import EndpointSpec
 
-INDEX_VERSION = "3"
+INDEX_VERSION = "4"
 
 # Searchable parts with their weights (each part has its own BM25, so a long
 # parameter list does not dilute a name) and the name `aah tools search`
@@ -39,6 +41,11 @@ FTS_COLUMNS = tuple(column for column, _, _ in PARTS)
 
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
 _PLACEHOLDER = re.compile(r"\{[^}]*\}")
+# Words of a host name that name no service ("api.coinlore.net" is Coinlore).
+_HOST_NOISE = frozenset(
+    "api apis www com org net io co dev app gov edu uk us eu en v1 v2 v3 cdn herokuapp "
+    "vercel firebaseio".split()
+)
 # Example values longer than this are payloads (JSON bodies, long texts), not
 # words a person would search by.
 _MAX_EXAMPLE = 60
@@ -54,6 +61,16 @@ def name_words(text: str) -> str:
     return " ".join(word.lower() for word in _WORD.findall(plain))
 
 
+def host_words(host: str) -> str:
+    """The words of a host name that name its service: "en.wikipedia.org" is "wikipedia".
+
+    People call a service by its site ("on Wikipedia"), which its tool name
+    may not say (the tool is "mediawiki").
+    """
+    words = name_words(host.split(":", 1)[0]).split()
+    return " ".join(w for w in dict.fromkeys(words) if w not in _HOST_NOISE and not w.isdigit())
+
+
 def search_columns(spec: EndpointSpec, about: str = "") -> dict[str, str]:
     """The text of each searchable part of ``spec``, keyed by FTS column.
 
@@ -64,7 +81,7 @@ def search_columns(spec: EndpointSpec, about: str = "") -> dict[str, str]:
     params = " ".join(f"{name_words(p.name)} {p.description}".strip() for p in spec.parameters)
     return {
         "words": name_words(f"{spec.tool} {spec.name}"),
-        "tool": name_words(spec.tool),
+        "tool": f"{name_words(spec.tool)} {host_words(spec.host)}".strip(),
         "category": f"{spec.category.lower()} {name_words(spec.category)}",
         "description": spec.description,
         "about": about,

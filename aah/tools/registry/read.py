@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -100,9 +102,16 @@ class Registry:
         self._dense_wanted = dense
         self._vectors: tuple[list[str], NDArray[np.float32]] | None = None
         self._embedder: Embedder | None = None
+        self._model: str | None = None
+        self._worker: ThreadPoolExecutor | None = None
+        self._closed = False
+        self._loading = threading.Lock()
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection (and the thread that embeds queries, if any)."""
+        self._closed = True
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
         self._conn.close()
 
     @property
@@ -176,7 +185,11 @@ class Registry:
     def hybrid(self) -> bool:
         """Whether search fuses dense vectors with BM25 (else BM25 alone)."""
         wanted = dense_available() if self._dense_wanted is None else self._dense_wanted
-        return wanted and self.meta.get("embedding_model") == model_id()
+        if not wanted:
+            return False
+        if self._model is None:  # a read-only registry's model never changes
+            self._model = self.meta.get("embedding_model", "")
+        return self._model == model_id()
 
     @property
     def stale(self) -> bool:
@@ -203,16 +216,21 @@ class Registry:
         """
         if k <= 0 or not query.strip():
             return []
+        if self._closed:
+            raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
         pool = max(k, _POOL)
         # A request that asks for two things ("the weather in Paris, and also
         # the euro rate") is searched whole and part by part, so neither
         # part's tools bury the other's.
-        texts = [query, *request_parts(query)]
+        spans = request_spans(query)
+        texts = [query, *(query[start:end] for start, end in spans)]
+        # The model reads the request on another thread while SQLite ranks
+        # its words: both let go of the GIL, so the two overlap. One pass of
+        # the model gives the request's vector and each part's (perfect
+        # recall@10 0.923 -> 0.932 over the whole request's alone).
+        pending = self._dense(query, spans, pool) if self.hybrid else None
         bm25 = [self._bm25(text, pool) for text in texts]
-        # The dense model reads the whole request only: each text costs it
-        # about 10 ms, and per part it added little (perfect recall@5 0.831
-        # with the whole request alone, 0.842 with every part).
-        dense = self._dense([query], pool) if self.hybrid else []
+        dense = pending.result() if pending is not None else []
         ranked = _fuse(bm25, dense)[:k]
         matched = self._matched(query, [name for name, *_ in ranked])
         return [
@@ -238,22 +256,42 @@ class Registry:
         ).fetchall()
         return [(name, -float(total)) for name, total in rows]
 
-    def _dense(self, texts: list[str], k: int) -> list[list[tuple[str, float]]]:
+    def _dense(
+        self, query: str, spans: list[tuple[int, int]], k: int
+    ) -> Future[list[list[tuple[str, float]]]]:
+        """The dense ranking of the request and of each of its parts, computed on a worker thread.
+
+        The endpoint vectors are read once, into one unit-length matrix, so
+        a query costs one pass of the model (its parts' vectors come from
+        the same pass, see ``Embedder.embed_query``) and one product.
+        """
         import numpy as np
 
-        if self._vectors is None:
-            rows = self._conn.execute("SELECT qualified_name, vector FROM vectors").fetchall()
-            blob = b"".join(row[1] for row in rows)
-            matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1)
-            self._vectors = ([row[0] for row in rows], matrix)
-        if self._embedder is None:
-            self._embedder = Embedder()
-        names, matrix = self._vectors
-        rankings = []
-        for similarity in self._embedder.embed(texts) @ matrix.T:
-            top = np.argsort(-similarity)[:k]
-            rankings.append([(names[i], float(similarity[i])) for i in top])
-        return rankings
+        with self._loading:  # sessions search from several threads
+            if self._vectors is None:
+                rows = self._conn.execute("SELECT qualified_name, vector FROM vectors").fetchall()
+                blob = b"".join(row[1] for row in rows)
+                matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1)
+                self._vectors = ([row[0] for row in rows], np.ascontiguousarray(matrix.T))
+            if self._embedder is None:
+                self._embedder = Embedder()
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aah-embed")
+        names, columns = self._vectors
+        embedder = self._embedder
+
+        def rank() -> list[list[tuple[str, float]]]:
+            rankings: list[list[tuple[str, float]]] = []
+            if not names:
+                return rankings
+            for similarity in embedder.embed_query(query, spans) @ columns:
+                depth = min(k, len(names))
+                top = np.argpartition(-similarity, depth - 1)[:depth]
+                top = top[np.argsort(-similarity[top])]
+                rankings.append([(names[i], float(similarity[i])) for i in top])
+            return rankings
+
+        return self._worker.submit(rank)
 
     def _matched(
         self, query: str, names: list[str]
@@ -292,8 +330,27 @@ def request_parts(query: str) -> list[str]:
 
     Returns nothing for a request that asks one thing (it is searched whole).
     """
-    parts = [p.strip() for p in _SPLIT.split(query) if p and _match_expression(p)]
-    return parts if len(parts) > 1 else []
+    return [query[start:end] for start, end in request_spans(query)]
+
+
+def request_spans(query: str) -> list[tuple[int, int]]:
+    """Where each separate ask of a request lies in it, as ``(start, end)`` offsets.
+
+    Returns nothing for a request that asks one thing.
+    """
+    pieces, start = [], 0
+    for separator in _SPLIT.finditer(query):
+        pieces.append((start, separator.start()))
+        start = separator.end()
+    pieces.append((start, len(query)))
+    spans = []
+    for start, end in pieces:
+        text = query[start:end]
+        stripped = text.strip()
+        if stripped and _match_expression(stripped):
+            begin = start + len(text) - len(text.lstrip())
+            spans.append((begin, begin + len(stripped)))
+    return spans if len(spans) > 1 else []
 
 
 def _fuse(
