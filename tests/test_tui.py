@@ -345,12 +345,21 @@ async def test_free_text_finds_tools_and_runs_without_aah(app: AahApp) -> None:
         app.query_one("#free-query", Input).focus()
         await pilot.press(*"forecast")
         note = str(app.query_one("#task-note").render())
-        assert note.startswith("tools: ") and "forecast" in note
+        assert note.startswith("tools: found as it goes (find_tools), likely ")
+        assert "forecast" in note
         await pilot.press("enter")
         await wait_for(pilot, lambda: not app.running)
         entries = timeline(app)
     assert not any(e.tone == "ask" for e in entries)
     assert any(e.tone == "ok" for e in entries) and entries[-1].tone == "final"
+    # No endpoint was handed over: the agent searched, then called what it found.
+    with SessionStore(app.db) as store:
+        (session,) = store.list_sessions()
+        events = store.events(session.id)
+    (found,) = [e for e in events if e.kind == "discovery"]
+    assert found.need == "forecast" and found.hits
+    calls = [e for e in events if e.kind == "tool_call"]
+    assert [c.tool for c in calls] == [found.hits[0]] and calls[0].check == "ok"
 
 
 async def test_main_screen_snapshot_for_the_readme(

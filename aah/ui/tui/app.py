@@ -38,7 +38,7 @@ from aah.tools.http import LiveFaultExecutor, live_fault_executor
 from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
 from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen, queue_place, taken_by
 from aah.ui.tui.setup import SetupPanel
-from aah.ui.tui.tasks import ScriptedModel, TuiTask, configured_model
+from aah.ui.tui.tasks import FREE_TEXT_TOOLS, ScriptedModel, TuiTask, configured_model
 from aah.ui.tui.widgets import (
     SessionDone,
     SessionEvent,
@@ -214,8 +214,15 @@ class AahApp(App[None]):
         """Run one session to its end; its events come back as messages."""
         try:
             await asyncio.to_thread(_import_runtime)
-            from aah.runtime import QueueHuman, SessionRequest, open_runtime, run_session
+            from aah.runtime import (
+                QueueHuman,
+                SessionRequest,
+                ToolFinder,
+                open_runtime,
+                run_session,
+            )
 
+            finder = ToolFinder(self.registry, FREE_TEXT_TOOLS) if task.discover else None
             request = SessionRequest(
                 query=task.query,
                 specs=task.specs,
@@ -225,6 +232,7 @@ class AahApp(App[None]):
                 setting=task.setting,
                 context=task.context,
                 executor=self.faults,
+                finder=finder,
             )
             human = QueueHuman(self.store, poll_seconds=QUESTION_POLL_SECONDS)
             async with open_runtime(
@@ -379,9 +387,8 @@ class AahApp(App[None]):
         for name, kind in task.faults.items():
             self.faults.break_tool(name, kind)
         aah, (model, label) = self.setup.aah, self._model(task)
-        tools = ", ".join(task.tool_names) or "none"
         ask = "on" if aah else "off"
-        body = f"user: {task.query}\ntools: {tools} · Ask-and-Help {ask}"
+        body = f"user: {task.query}\ntools: {task.tools_line} · Ask-and-Help {ask}"
         self.screen_stack[0].remove_class("-setup-open")  # a narrow screen shows the run
         self.refresh_bindings()
         self.timeline.follow()

@@ -180,8 +180,7 @@ class SetupPanel(VerticalScroll):
         self, task: TuiTask | None, problem: str = "", broken: Sequence[str] = ()
     ) -> None:
         """Name the chosen task's tools (or the problem) and offer them for breaking."""
-        tools = ", ".join(task.tool_names) if task else ""
-        note = problem or (f"tools: {tools or 'none'}" if task else "")
+        note = problem or (f"tools: {task.tools_line}" if task else "")
         self.query_one("#task-note", Static).update(note)
         names = list(dict.fromkeys((task.tool_names if task else []) + list(broken)))
         select = self.query_one("#fault-tool", Select)

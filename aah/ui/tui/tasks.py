@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from aah.config import get_settings
 from aah.errors import AahError
-from aah.tools import ASK_HUMAN, EndpointSpec, ParameterSpec
+from aah.tools import ASK_HUMAN, FIND_TOOLS, EndpointSpec, ParameterSpec
 from aah.tools.http import FaultKind, FaultPlan
 
 # LangChain and openai take seconds to import: the app's first screen must
@@ -60,6 +60,10 @@ class TuiTask:
         task_id: The demo or benchmark task id, if any.
         setting: The benchmark setting, if any.
         context: Extra context a person answering the agent sees.
+        discover: The agent starts with ``find_tools`` (no endpoint handed
+            to it) and the endpoints it finds join its tools.
+        likely: With ``discover``, what a search for the request finds now:
+            shown, and offered for breaking before the agent finds them.
     """
 
     title: str
@@ -71,11 +75,21 @@ class TuiTask:
     task_id: str | None = None
     setting: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    discover: bool = False
+    likely: tuple[str, ...] = ()
 
     @property
     def tool_names(self) -> list[str]:
-        """The qualified names of the offered endpoints."""
-        return [spec.qualified_name for spec in self.specs]
+        """The qualified names of the offered endpoints (the likely finds when discovering)."""
+        return [spec.qualified_name for spec in self.specs] + list(self.likely)
+
+    @property
+    def tools_line(self) -> str:
+        """The tools in a few words: the offered ones, or how they are found."""
+        names = ", ".join(self.tool_names)
+        if self.discover:
+            return "found as it goes (find_tools)" + (f", likely {names}" if names else "")
+        return names or "none"
 
 
 def configured_model() -> ModelConfig | None:
@@ -163,7 +177,11 @@ def benchmark_choice(task: Task, registry: Registry) -> TuiTask:
 
 
 def free_text_choice(query: str, registry: Registry, k: int = FREE_TEXT_TOOLS) -> TuiTask:
-    """A typed request, offered the ``k`` endpoints that best match it.
+    """A typed request: the agent finds its tools as it goes, as ``aah run`` with none named.
+
+    It starts with ``find_tools`` (``k`` endpoints a search) and ``ask_human``;
+    the scripted demo model searches for the request itself, then calls the
+    best match.
 
     Raises:
         AahError: the request is empty.
@@ -171,13 +189,15 @@ def free_text_choice(query: str, registry: Registry, k: int = FREE_TEXT_TOOLS) -
     text = " ".join(query.split())
     if not text:
         raise AahError("type a request first")
-    specs = tuple(hit.spec for hit in registry.search(text, k))
+    found = tuple(hit.spec for hit in registry.search(text, k))
     return TuiTask(
         title="Your request",
         query=text,
-        specs=specs,
+        specs=(),
         awareness="both",
-        script=generic_script(specs),
+        script=generic_script(found, find_first=text),
+        discover=True,
+        likely=tuple(spec.qualified_name for spec in found),
     )
 
 
@@ -196,14 +216,22 @@ def load_benchmark(data: Path | None) -> tuple[list[Task], str]:
         return [], str(exc)
 
 
-def generic_script(specs: Sequence[EndpointSpec]) -> dict[str, Any]:
+def generic_script(specs: Sequence[EndpointSpec], find_first: str | None = None) -> dict[str, Any]:
     """A script for any task: awareness IDK, one question, one tool call, an answer.
 
     With Ask-and-Help off the question is skipped; with no endpoints the
-    answer follows the question directly.
+    answer follows the question directly. With ``find_first`` (a need) the
+    model calls ``find_tools`` with it before the call, and ``specs`` are
+    what that search finds.
     """
     first = specs[0].qualified_name if specs else None
     call_first = _call(specs[0].qualified_name, placeholder_arguments(specs[0])) if specs else None
+    if find_first is not None:
+        search = _call(FIND_TOOLS, {"need": find_first})
+        found_rule = {"when": {"last_tool_name": FIND_TOOLS}, "reply": call_first}
+        call_first, discovery = search, ([found_rule] if first is not None else [])
+    else:
+        discovery = []
     after_answer = call_first or (
         "Thank you. With what you told me I would answer your request, but no tool "
         "was found for it; this reply comes from the scripted demo model."
@@ -223,6 +251,7 @@ def generic_script(specs: Sequence[EndpointSpec]) -> dict[str, Any]:
                 "(the scripted demo model does not read results).",
             }
         )
+    rules += discovery
     rules += [
         {"when": {"last_tool_name": ASK_HUMAN}, "reply": after_answer},
         {
