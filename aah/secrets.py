@@ -23,6 +23,7 @@ A secret is found three ways:
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import threading
@@ -84,8 +85,10 @@ _SHAPE_HINTS = (
 _URL_NAME = re.compile(r"(^|_)(URL|ENDPOINT|DSN|PROXY)$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(key: str) -> bool:
     """Whether values named ``key`` are credentials (any case, ``-`` or ``_``)."""
+    # Cached: every key of every stored dict is asked, and the names repeat.
     return bool(_SECRET_KEY.search(key.lower().replace("-", "_").replace(" ", "_")))
 
 
@@ -116,8 +119,10 @@ class _KnownSecrets:
         self._remembered: dict[str, None] = {}
         self._env_names: tuple[str, ...] = ()
         self._env_key: tuple[Any, ...] = ()
-        self._forms: tuple[str, ...] = ()
-        self._pattern: re.Pattern[str] | None = None
+        # The forms, their pattern, and the texts already scrubbed against
+        # exactly these forms, replaced as one: a new memo comes with every
+        # rebuild, so each text is scrubbed again once a secret is added.
+        self._state: tuple[tuple[str, ...], re.Pattern[str] | None, dict[str, str]] = ((), None, {})
         # No pattern is a valid state (no secret configured), so staleness
         # needs its own flag: scrubbing runs on every write.
         self._stale = True
@@ -134,6 +139,11 @@ class _KnownSecrets:
 
     def forms(self) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
         """Every form of every known value, longest first, and one pattern of them."""
+        forms, pattern, _ = self.current()
+        return forms, pattern
+
+    def current(self) -> tuple[tuple[str, ...], re.Pattern[str] | None, dict[str, str]]:
+        """`forms`, and the memo of texts already scrubbed against them."""
         # The names as stored (a tuple of the raw keys: under a microsecond)
         # and the known values: any variable added, removed or renamed, even
         # one added as another goes, sends us back to scan the environment.
@@ -141,14 +151,20 @@ class _KnownSecrets:
         if key != self._env_key or self._stale:
             with self._lock:
                 self._rebuild()
-        return self._forms, self._pattern
+        return self._state
+
+    @property
+    def stale(self) -> bool:
+        """Whether a value was remembered since the forms were last built."""
+        return self._stale
 
     def _rebuild(self) -> None:
         names = sorted(n for n in os.environ if is_secret_name(n) or _URL_NAME.search(n))
         values = [*_secret_env_values(names), *self._remembered]
         forms = {form for value in values for form in encoded_forms(value)}
-        self._forms = tuple(sorted(forms, key=len, reverse=True))
-        self._pattern = re.compile("|".join(map(re.escape, self._forms))) if forms else None
+        ordered = tuple(sorted(forms, key=len, reverse=True))
+        pattern = re.compile("|".join(map(re.escape, ordered))) if forms else None
+        self._state = (ordered, pattern, {})
         self._env_names = tuple(names)
         self._env_key = (_environ_names(), *(os.environ.get(name) for name in names))
         self._stale = False
@@ -204,8 +220,41 @@ def scrub_text(text: str | None) -> str | None:
     """
     if not text:
         return text
+    return _scrub_known(text, *_KNOWN.current())
+
+
+# Texts longer than this are scrubbed every time, not kept in the memo (tool
+# results, whole conversations: rarely written twice, and costly to hold).
+_MEMO_TEXT_CHARS = 1024
+_MEMO_ENTRIES = 4096
+
+
+def _scrub_known(
+    text: str,
+    forms: tuple[str, ...],
+    pattern: re.Pattern[str] | None,
+    memo: dict[str, str],
+) -> str:
+    """:func:`scrub_text` of a non-empty ``text`` against ``forms``, remembered in ``memo``.
+
+    The same short texts (tool descriptions, parameter names, a request's
+    question) are written again and again: each is scrubbed once per set of
+    known secrets, and looked up after that.
+    """
+    # Plain str only: a str subclass (an enum) must come back as itself.
+    if type(text) is not str or len(text) > _MEMO_TEXT_CHARS:
+        return _scrub_once(text, forms, pattern)
+    done = memo.get(text)
+    if done is None:
+        done = _scrub_once(text, forms, pattern)
+        if len(memo) >= _MEMO_ENTRIES:
+            memo.clear()
+        memo[text] = done
+    return done
+
+
+def _scrub_once(text: str, forms: tuple[str, ...], pattern: re.Pattern[str] | None) -> str:
     text = storable_text(text)
-    forms, pattern = _KNOWN.forms()
     if pattern is not None and any(form in text for form in forms):
         text = pattern.sub(REDACTED, text)
     if not any(hint in text for hint in _SHAPE_HINTS):
@@ -227,21 +276,72 @@ def scrub(value: Any) -> Any:
     :func:`scrub_text`. Other leaves that JSON cannot hold (paths, enums)
     become text.
     """
-    if isinstance(value, Mapping):
-        remember_named(value)
-        return {
-            storable_text(str(key)): REDACTED
-            if item is not None and is_secret_name(str(key))
-            else scrub(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple | set | frozenset):
-        return [scrub(item) for item in value]
-    if isinstance(value, str):
-        return scrub_text(value)
-    if value is None or isinstance(value, bool | int | float):
+    return Scrubber().scrub(value)
+
+
+class Scrubber:
+    """One write's scrubbing: the known secrets are read once, and again after a remember.
+
+    :func:`scrub`, :func:`scrub_tree` and :func:`scrub_text` each check the
+    environment for new secrets on every call; a writer that scrubs many
+    values at once (a checkpoint's messages) makes one ``Scrubber`` and
+    scrubs them all through it.
+    """
+
+    __slots__ = ("forms", "memo", "pattern")
+
+    def __init__(self) -> None:
+        self.forms, self.pattern, self.memo = _KNOWN.current()
+
+    def text(self, text: str) -> str:
+        """:func:`scrub_text` of ``text``."""
+        return _scrub_known(text, self.forms, self.pattern, self.memo) if text else text
+
+    def named(self, values: Mapping[Any, Any]) -> None:
+        """:func:`remember_named`; a value remembered is cut from the rest of the write too."""
+        remember_named(values)
+        if _KNOWN.stale:
+            self.forms, self.pattern, self.memo = _KNOWN.current()
+
+    def scrub(self, value: Any) -> Any:
+        """:func:`scrub` of ``value``."""
+        if isinstance(value, str):
+            return self.text(value)
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if isinstance(value, Mapping):
+            self.named(value)
+            return {
+                storable_text(str(key)): REDACTED
+                if item is not None and is_secret_name(str(key))
+                else self.scrub(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list | tuple | set | frozenset):
+            return [self.scrub(item) for item in value]
+        return self.text(str(value))
+
+    def tree(self, value: Any) -> Any:
+        """:func:`scrub_tree` of ``value``."""
+        if isinstance(value, dict):
+            self.named(value)
+            return {
+                storable_text(key) if isinstance(key, str) else key: _redacted_like(item)
+                if _is_named_secret(key, item)
+                else self.tree(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return type(value)(self.tree(item) for item in value)
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, bytes):
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                return scrub_bytes(value)
+            return self.text(text).encode()
         return value
-    return scrub(str(value))
 
 
 def scrub_tree(value: Any) -> Any:
@@ -251,25 +351,7 @@ def scrub_tree(value: Any) -> Any:
     ``[redacted]`` (bytes stay bytes), strings and UTF-8 bytes are scrubbed,
     and any other leaf is returned as it is.
     """
-    if isinstance(value, dict):
-        remember_named(value)
-        return {
-            storable_text(key) if isinstance(key, str) else key: _redacted_like(item)
-            if _is_named_secret(key, item)
-            else scrub_tree(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return type(value)(scrub_tree(item) for item in value)
-    if isinstance(value, str):
-        return scrub_text(value)
-    if isinstance(value, bytes):
-        try:
-            text = value.decode()
-        except UnicodeDecodeError:
-            return scrub_bytes(value)
-        return (scrub_text(text) or "").encode()
-    return value
+    return Scrubber().tree(value)
 
 
 def _is_named_secret(key: Any, item: Any) -> bool:

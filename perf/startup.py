@@ -12,6 +12,9 @@ figure is their fixed cost: imports, settings, opening the store.
 - ``aah bench run --limit 1`` of one setting: one task (a few ms of its own)
   against the fake model at zero latency, so nearly all of it is the cost
   before the first task.
+- ``aah bench run --limit 1, before the first task``: the same command's CPU
+  read from ``/proc`` when its first chat request reaches the fake model, that
+  is everything it spent before its first task could talk to a model.
 
 The fake model serves from this process, so its CPU is not counted.
 Budget: every command but the floor under 1 s.
@@ -28,11 +31,15 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aah.data.locate import find_data_dir
 from aah.store import SessionStore
 from aah.testing import FakeLLMServer
 from aah.tools.registry import build_registry
+
+if TYPE_CHECKING:
+    from aah.testing.fake_llm_script import Reply, ScriptedError
 
 # The agent asks once, then answers: one task in a few model calls.
 AGENT = {
@@ -53,14 +60,50 @@ AGENT = {
 BUDGET_SECONDS = 1.0
 
 
-def cpu_seconds(args: Sequence[str], env: Mapping[str, str], status: int = 0) -> float:
-    """User + system CPU seconds of one ``python -m aah`` process that exits with ``status``."""
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a running process has spent so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class FirstRequestClock(FakeLLMServer):
+    """The fake model, noting the CPU its client process had spent at its first chat request."""
+
+    def __init__(self, script: Any) -> None:
+        """Serve ``script``; nothing is watched until `watch` names a process."""
+        super().__init__(script)
+        self.pid: int | None = None
+        self.first: float | None = None
+
+    def watch(self, pid: int | None) -> None:
+        """Note ``pid``'s CPU at its first chat request (None: watch nothing)."""
+        self.pid, self.first = pid, None
+
+    def _answer(self, body: dict[str, Any]) -> list[Reply] | ScriptedError:
+        # The client waits for this answer, so its CPU stands still meanwhile.
+        if self.pid is not None and self.first is None:
+            self.first = proc_cpu_seconds(self.pid)
+        return super()._answer(body)
+
+
+def cpu_seconds(
+    args: Sequence[str],
+    env: Mapping[str, str],
+    status: int = 0,
+    clock: FirstRequestClock | None = None,
+) -> float:
+    """User + system CPU seconds of one ``python -m aah`` process that exits with ``status``.
+
+    With ``clock``, the process is watched for its first chat request.
+    """
     process = subprocess.Popen(
         [sys.executable, "-m", "aah", *args],
         env=dict(env),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    if clock is not None:
+        clock.watch(process.pid)
     _, wait_status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(wait_status)
     stderr = process.stderr.read().decode() if process.stderr else ""
@@ -99,7 +142,8 @@ def main() -> None:
     options = parser.parse_args()
 
     data = find_data_dir(None, need_benchmark=True)
-    with tempfile.TemporaryDirectory() as folder, FakeLLMServer(AGENT) as llm:
+    llm = FirstRequestClock(AGENT)
+    with tempfile.TemporaryDirectory() as folder, llm:
         tmp = Path(folder)
         registry = tmp / "registry.db"
         build_registry(data, registry)
@@ -136,22 +180,32 @@ def main() -> None:
             ("aah report (1-session runs)", ["report", "--db", bench_db], 0),
         ]
         print(f"CPU seconds (user + system) per process, {options.repeat} runs after a warm-up")
-        print(f"{'command':30} {'min':>6} {'median':>6} {'max':>6}")
+        print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+        print(f"{'command':48} {'min':>6} {'median':>6} {'max':>6}")
         count = 0
         for label, template, status in commands:
-            figures = []
+            figures, firsts = [], []
             for index in range(options.repeat + 1):
                 count += 1
                 args = [arg.format(n=count) for arg in template]
-                seconds = cpu_seconds(args, env, status)
+                llm.watch(None)  # a command that talks to no model notes nothing
+                seconds = cpu_seconds(args, env, status, llm if "bench" in template else None)
                 if index:  # the first run warms the disk cache
                     figures.append(seconds)
-            low, mid, high = min(figures), statistics.median(figures), max(figures)
-            over = label != "aah --version" and mid >= BUDGET_SECONDS
-            print(f"{label:30} {low:6.3f} {mid:6.3f} {high:6.3f}{'  over budget' if over else ''}")
+                    if llm.first is not None:
+                        firsts.append(llm.first)
+            rows = [(label, figures)]
+            if firsts:
+                rows.append((f"{label}, before the first task", firsts))
+            for row_label, values in rows:
+                low, mid, high = min(values), statistics.median(values), max(values)
+                over = label != "aah --version" and mid >= BUDGET_SECONDS
+                mark = "  over budget" if over else ""
+                print(f"{row_label:48} {low:6.3f} {mid:6.3f} {high:6.3f}{mark}")
             if options.importtime:
                 count += 1
                 print(import_report([arg.format(n=count) for arg in template], env))
+        print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":

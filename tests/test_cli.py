@@ -59,8 +59,10 @@ HEAVY_AT_START_UP = [
     "langgraph",
     "pydantic",
     "requests",
+    "requests_cache",
     "rich.progress",
     "sqlite_utils",
+    "urllib.request",
     "yaml",
 ]
 

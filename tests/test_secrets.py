@@ -6,10 +6,15 @@ import base64
 import io
 import os
 import pickle
+import uuid
+from collections.abc import Callable
+from enum import StrEnum
 from urllib.parse import quote, quote_plus
 
 import pytest
+from langchain_core.messages import AIMessage
 
+from aah.runtime.checkpoint_serde import scrub_state
 from aah.secrets import (
     REDACTED,
     ScrubbingStream,
@@ -215,3 +220,61 @@ def test_a_secret_set_as_another_variable_goes_is_still_scrubbed(
     monkeypatch.delenv("AAH_TEST_PLAIN_VARIABLE")
     monkeypatch.setenv("AAH_API_KEY", KEY)
     assert KEY not in (scrub_text(f"bad key {KEY}") or "")
+
+
+# Each text is scrubbed once per set of known secrets and looked up after
+# that: a secret learned later (set in the environment, seen under a
+# credential name, remembered) must still be cut from a text scrubbed before.
+# (A remembered value stays known for the process: each case learns its own.)
+
+
+def _by_environment(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("AAH_API_KEY", value)
+
+
+def _by_name(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    scrub({"X-Acme-Token": value})
+
+
+def _by_remembering(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    remember_secret(value)
+
+
+@pytest.mark.parametrize("learn", [_by_environment, _by_name, _by_remembering])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda text: scrub_text(text),
+        lambda text: scrub({"said": text})["said"],
+        lambda text: scrub_tree([text])[0],
+        lambda text: scrub_state({"messages": [AIMessage(text)]})["messages"][0].content,
+    ],
+    ids=["text", "scrub", "tree", "checkpoint"],
+)
+def test_a_text_scrubbed_before_a_secret_was_known_is_scrubbed_again(
+    monkeypatch: pytest.MonkeyPatch,
+    learn: Callable[[pytest.MonkeyPatch, str], None],
+    write: Callable[[str], str],
+) -> None:
+    value = f"Qm4-{uuid.uuid4().hex[:12]}-7Zp"
+    text = f"the value is {value}."
+    assert write(text) == text  # not key-shaped: kept while unknown
+    learn(monkeypatch, value)
+    assert write(text) == f"the value is {REDACTED}."
+
+
+def test_a_value_under_a_credential_name_is_cut_from_the_rest_of_the_same_write() -> None:
+    value = "Hn2-same-write-8Rt"
+    first = scrub({"a_token": value, "url": f"https://h/{value}"})
+    assert first == {"a_token": REDACTED, "url": f"https://h/{REDACTED}"}
+    echoed = scrub_tree({"x_api_key": value.encode(), "body": f"echo {value}".encode()})
+    assert echoed == {"x_api_key": REDACTED.encode(), "body": f"echo {REDACTED}".encode()}
+
+
+def test_a_string_subclass_comes_back_as_itself() -> None:
+    class Colour(StrEnum):
+        RED = "red"
+
+    assert scrub_text("red") == "red"
+    assert type(scrub_text(Colour.RED)) is Colour
+    assert type(scrub_text("red")) is str

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from aah.errors import AahError
@@ -188,6 +187,8 @@ def load_policy(path: Path) -> ApprovalPolicy:
         raise AahError(f"{where}: the file is not UTF-8 text: give a YAML policy file") from None
     except OSError as exc:
         raise AahError(f"{where}: cannot read the file ({exc.strerror}): check it") from None
+    import yaml  # only a policy file needs it: tens of ms off every run's start-up
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from aah.secrets import scrub, scrub_bytes, scrub_text
+from aah.secrets import Scrubber, scrub_bytes
 
 
 class ScrubbingSerializer(JsonPlusSerializer):
@@ -31,38 +31,40 @@ class ScrubbingSerializer(JsonPlusSerializer):
         return kind, scrub_bytes(data)
 
 
-def scrub_state(value: Any) -> Any:
+def scrub_state(value: Any, scrubber: Scrubber | None = None) -> Any:
     """``value`` with secrets cut from its messages and strings; other leaves kept.
 
     Only plain dicts, lists and tuples are walked (LangGraph's own objects
     such as ``Send`` or ``Interrupt`` pass unchanged), so the structure the
-    checkpointer expects is kept.
+    checkpointer expects is kept. One ``scrubber`` serves a whole checkpoint.
     """
+    if scrubber is None:
+        scrubber = Scrubber()
     if isinstance(value, BaseMessage):
-        return scrub_message(value)
+        return scrub_message(value, scrubber)
     if type(value) is dict:
-        return {key: scrub_state(item) for key, item in value.items()}
+        return {key: scrub_state(item, scrubber) for key, item in value.items()}
     if type(value) is list:
-        return [scrub_state(item) for item in value]
+        return [scrub_state(item, scrubber) for item in value]
     if type(value) is tuple:
-        return tuple(scrub_state(item) for item in value)
+        return tuple(scrub_state(item, scrubber) for item in value)
     if isinstance(value, str):
-        return scrub_text(value)
+        return scrubber.text(value)
     if isinstance(value, BaseException):
         # What LangGraph's serializer makes of an exception anyway: its repr.
-        return scrub_text(repr(value))
+        return scrubber.text(repr(value))
     return value
 
 
-def scrub_message(message: BaseMessage) -> BaseMessage:
+def scrub_message(message: BaseMessage, scrubber: Scrubber) -> BaseMessage:
     """The message itself if it holds no secret, else a scrubbed copy."""
     update: dict[str, Any] = {}
     if isinstance(message.content, str):
-        text = scrub_text(message.content)
+        text = scrubber.text(message.content)
         if text != message.content:
             update["content"] = text
     if isinstance(message, AIMessage) and message.tool_calls:
-        calls = [{**call, "args": scrub(call["args"])} for call in message.tool_calls]
+        calls = [{**call, "args": scrubber.scrub(call["args"])} for call in message.tool_calls]
         if calls != message.tool_calls:
             update["tool_calls"] = calls
     return message.model_copy(update=update) if update else message

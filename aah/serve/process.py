@@ -14,8 +14,6 @@ import socket
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,15 +231,18 @@ def _new_log_file(name: str) -> Path:
     return Path(path)
 
 
-# A proxy set for the user's other traffic must not sit between aah and a
-# server it started on this machine.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
 def answers_ok(url: str, timeout: float = 2.0) -> bool:
     """Whether a GET of ``url`` answers 200 now."""
+    # Imported here: urllib.request costs a tenth of a second of every
+    # command's start-up (this module sits in the command table).
+    import urllib.error
+    import urllib.request
+
+    # A proxy set for the user's other traffic must not sit between aah and a
+    # server it started on this machine.
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with _DIRECT.open(url, timeout=timeout) as response:
+        with direct.open(url, timeout=timeout) as response:
             return int(response.status) == 200
     except (urllib.error.URLError, OSError, ValueError):
         return False
