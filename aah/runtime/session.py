@@ -226,6 +226,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         store=store,
     )
     runtime.activity.session_started()
+    store_failed = False
     try:
         return await _drive(ctx, record, request, runtime)
     except Parked as exc:
@@ -248,6 +249,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         # The store's file failed (a full disk, damage): recording the
         # failure there would fail too, or blame the session for it. The
         # session stays as its last checkpoint left it, for a rerun to resume.
+        store_failed = True
         raise
     except AahError as exc:
         return _fail(ctx, runtime, record, str(exc), "runtime")
@@ -260,8 +262,11 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         # handlers above has events no checkpoint saved: they are stored now,
         # since the calls they record did happen (an API was called, a person
         # asked). A rerun from the last checkpoint logs its own steps after them.
+        # Not when the store's file failed: the rerun runs those steps again
+        # from the last checkpoint and logs them itself, so writing them now
+        # (a small write may fit where the checkpoint did not) logs them twice.
         held = runtime.take_held_events(record)
-        if held:
+        if held and not store_failed:
             runtime.publish(runtime.store.append_events(held))
 
 
