@@ -152,3 +152,20 @@ def test_sqlite_has_no_socket_to_wait_on(tmp_path: Path) -> None:
     watch = RequestWatch(db)
     assert watch.fileno() is None
     watch.close()
+
+
+def test_a_database_made_before_the_store_notified_is_watched_on_every_look(
+    postgres_url: str, postgres_server: PostgresServer
+) -> None:
+    db = parse_location(postgres_url)
+    database = postgres_url.rsplit("/", 1)[1]
+    with SessionStore(db) as store:
+        request_id = waiting_request(store)
+        postgres_server.admin("DROP TRIGGER notify_requests ON human_requests", database)
+        postgres_server.admin("DROP TRIGGER notify_sessions ON sessions", database)
+        watch = RequestWatch(db)
+        watch.add([request_id])
+        assert watch.ready() == []
+        store.answer_human_request(request_id, "ana", "Lisbon")
+        assert watch.ready() == [request_id]  # no notification, no waiting for the slow poll
+        watch.close()

@@ -154,6 +154,12 @@ class RequestWatch:
         self._down_since = 0.0
         if self._server:
             self._listener = _Listener(path)  # type: ignore[arg-type]  # a URL, said so
+            # A database made before the store notified has no such trigger:
+            # its watch joins on every look, as it did then.
+            notifies = self._db.execute(
+                "SELECT 1 FROM pg_trigger WHERE tgname = 'notify_requests'"
+            ).fetchone()
+            self._fallback_s = FALLBACK_POLL_S if notifies else 0.0
         else:
             self._db.execute(_CREATE)
         self._version: int | None = None
@@ -214,7 +220,7 @@ class RequestWatch:
     def _ready_on_server(self, listener: _Listener) -> list[str]:
         heard = listener.heard()
         now = time.monotonic()
-        due = now - self._last_join >= FALLBACK_POLL_S
+        due = now - self._last_join >= min(self._fallback_s, FALLBACK_POLL_S)
         if not self._watched or not (heard or self._added or due):
             return []
         try:
