@@ -81,6 +81,18 @@ class PostgresServer:
         with psycopg.connect(self.url(database), autocommit=True) as conn:
             conn.execute(sql)
 
+    def restart(self) -> None:
+        """Stop the server (fast: every connection is cut) and start it again on the same port."""
+        binaries = _binaries()
+        assert binaries is not None
+        subprocess.run(
+            _as_owner([str(binaries / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast"])
+            + ["-l", str(self.folder / "log"), "-w", "restart"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
     def create_database(self) -> str:
         """A new empty database's name."""
         name = f"t_{uuid.uuid4().hex[:12]}"

@@ -1,6 +1,7 @@
 """Sessions waiting for a person are parked: one watcher per runner, no coroutine per session."""
 
 import asyncio
+import select
 import sqlite3
 import threading
 import time
@@ -38,6 +39,13 @@ def registry_path(shared_registry: Path) -> Path:
 # -- the watch: which watched requests no longer wait --------------------------
 
 
+def news(watch: RequestWatch) -> None:
+    """Wait for PostgreSQL's notification of the last commit (SQLite's counter needs none)."""
+    fd = watch.fileno()
+    if fd is not None:
+        assert select.select([fd], [], [], 5)[0], "no notification within 5 s"
+
+
 # How a request stops waiting, done from another connection (another process's view).
 SETTLE_CORPUS = {
     "answered": lambda store, rid: store.answer_human_request(rid, "ana", "Lisbon"),
@@ -58,6 +66,7 @@ def test_a_watched_request_is_ready_once_it_no_longer_waits(store_location: Path
         watch.add([settled, still])
         assert watch.ready() == []
         SETTLE_CORPUS[how](store, settled)
+        news(watch)
         assert watch.ready() == [settled]
         assert watch.ready() == []  # nothing committed since: not even a query
         watch.discard([settled])
@@ -91,6 +100,7 @@ def test_the_watcher_wakes_each_parked_session_once(store_location: Path) -> Non
             watcher.watch(request_id, deadline, lambda r=request_id: woken.append(r))
         assert watcher.check() == 0 and len(watcher) == 3
         store.answer_human_request(answered, "ana", "Lisbon")
+        asyncio.run(watcher.pause())  # on PostgreSQL: until the answer's notification
         assert watcher.check() == 1 and woken == [answered]
         assert watcher.check(now=time.time() + 31) == 1 and woken == [answered, due]
         store.answer_human_request(answered, "bo", "Porto")  # a later answer wakes nothing

@@ -373,7 +373,7 @@ async def run_batch(
 
         async def watch() -> None:
             while not all_ended.is_set():
-                await asyncio.sleep(watcher.poll_seconds)
+                await watcher.pause()
                 try:
                     woken = watcher.check()
                 except sqlite3.Error as exc:

@@ -3,7 +3,8 @@
 A batch session whose question waits for a person is parked (``Parked``): it
 keeps only its checkpoint and its pending request in the store, and the
 runner keeps one small entry here. The watcher looks at the store every
-``poll_seconds`` (one pragma while nothing changes) and calls an entry's
+``poll_seconds`` (one pragma while nothing changes; on PostgreSQL sooner, as
+soon as the store NOTIFYs, see ``pause``) and calls an entry's
 ``wake`` once its request is answered, declined or expired, its session
 ended elsewhere, or its deadline passed (the resumed session then finds the
 deadline and lets the fallback answer). Ten thousand waiting sessions cost
@@ -12,6 +13,8 @@ one timer, not ten thousand pollers.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import heapq
 import time
 from collections.abc import Callable
@@ -49,6 +52,21 @@ class AnswerWatcher:
         self._watch.add([request_id])
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline.timestamp(), request_id))
+
+    async def pause(self) -> None:
+        """Wait ``poll_seconds``, or less: until the store may have news (PostgreSQL's NOTIFY)."""
+        fd = self._watch.fileno()
+        if fd is None:
+            await asyncio.sleep(self.poll_seconds)
+            return
+        loop = asyncio.get_running_loop()
+        news = asyncio.Event()
+        loop.add_reader(fd, news.set)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(news.wait(), self.poll_seconds)
+        finally:
+            loop.remove_reader(fd)
 
     def check(self, now: float | None = None) -> int:
         """Wake every parked session that can go on now; return how many were woken."""

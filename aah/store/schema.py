@@ -433,6 +433,11 @@ def create_schema(db: Database) -> None:
 
 
 _LIVE_SQL = repr(tuple(LIVE_STATUSES))
+# The channel a PostgreSQL store notifies, in the writing transaction (so on
+# its commit), whenever a human request is added or leaves ``pending`` or a
+# session's status changes: what runners' watches (``RequestWatch``) LISTEN on.
+# Notifications of one transaction with the same payload arrive as one.
+NOTIFY_CHANNEL = "aah_requests"
 # SQLite's triggers above, as PostgreSQL spells them: a function per trigger.
 _PG_TRIGGERS = f"""
 CREATE OR REPLACE FUNCTION aah_session_status() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -465,6 +470,15 @@ BEGIN
 END $$;
 CREATE OR REPLACE TRIGGER request_leaves_pending AFTER UPDATE OF status ON human_requests
     FOR EACH ROW WHEN (NEW.status != 'pending') EXECUTE FUNCTION aah_request_leaves_pending();
+CREATE OR REPLACE FUNCTION aah_notify_requests() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{NOTIFY_CHANNEL}', '');
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER notify_requests AFTER INSERT OR UPDATE OF status ON human_requests
+    FOR EACH STATEMENT EXECUTE FUNCTION aah_notify_requests();
+CREATE OR REPLACE TRIGGER notify_sessions AFTER UPDATE OF status ON sessions
+    FOR EACH STATEMENT EXECUTE FUNCTION aah_notify_requests();
 """
 
 

@@ -1,0 +1,204 @@
+"""The PostgreSQL drill: runners and answerers in separate processes and folders, one server.
+
+Three ``aah bench run`` runners (each its own run, folder and copy of the
+registry; nothing shared but the database's URL) park sessions whose first
+step asks "Which city?"; two answering processes, each with annotators on
+threads, claim and answer through the store API. Midway one runner is
+killed with SIGKILL and started again, and PostgreSQL itself is restarted
+(every connection cut): a runner whose run stops on that is run again, as
+its error line says. At the end every question was answered exactly once
+and every session ended exactly once, with one question, one answer and
+one final answer in its log.
+
+``AAH_DRILL_QUESTIONS`` (default 60: under two minutes on two busy cores)
+and ``AAH_DRILL_ANNOTATORS`` (per answering process, default 2) scale it;
+perf/postgres_drill.py runs the full figures (2,000 questions, 20 annotators).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from postgres_cluster import PostgresServer, raw_rows
+from runtime_support import ASK_FIRST_SCRIPT
+
+from aah.benchmark.failtalms.dataset import load_tasks
+from aah.db_url import parse_location
+from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
+from aah.store import SessionStore
+from aah.testing.fake_llm import FakeLLMServer
+
+RUNNERS = 3
+ANSWERERS = 2
+
+ANSWERER = """
+import json, sys, threading, time
+from aah.db_url import parse_location
+from aah.store import SessionStore, StoreFileError
+
+db = parse_location(sys.argv[1])
+stop = threading.Event()
+log, lock = [], threading.Lock()
+
+def wait_for_stop():
+    sys.stdin.read()
+    stop.set()
+
+def annotator(name):
+    store = None
+    while not stop.is_set():
+        try:
+            store = store or SessionStore(db)
+            request = store.claim_next(name)
+            if request is None:
+                time.sleep(0.05)
+                continue
+            settled = store.answer_human_request(request.id, name, "Lisbon")
+            with lock:
+                log.append([request.id, name, settled])
+        except StoreFileError:
+            time.sleep(0.2)  # the server restarts: a person would try again
+
+threading.Thread(target=wait_for_stop, daemon=True).start()
+names = sys.argv[2].split(",")
+threads = [threading.Thread(target=annotator, args=(n,)) for n in names]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(log), flush=True)
+"""
+
+
+def _folder(root: Path, name: str) -> Path:
+    folder = root / name
+    folder.mkdir()
+    return folder
+
+
+def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart(
+    postgres_server: PostgresServer,
+    postgres_url: str,
+    shared_data: Path,
+    shared_registry: Path,
+    tmp_path: Path,
+) -> None:
+    questions = int(os.environ.get("AAH_DRILL_QUESTIONS", "60"))
+    annotators = int(os.environ.get("AAH_DRILL_ANNOTATORS", "2"))
+    started = time.monotonic()
+    tasks = [task.id for task in load_tasks(shared_data)][:questions]
+    assert len(tasks) == questions
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+    env |= {
+        "AAH_DATA_DIR": str(shared_data),
+        "AAH_MODEL": "fake-model",
+        "AAH_DB": postgres_url,
+        "AAH_LLM_RETRIES": "0",
+        "COLUMNS": "200",
+    }
+    db = parse_location(postgres_url)
+    SessionStore(db).close()  # the tables, before several processes race to make them
+    with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
+        env["AAH_BASE_URL"] = llm.base_url
+        commands: list[tuple[list[str], dict[str, str], Path]] = []
+        for index in range(RUNNERS):
+            folder = _folder(tmp_path, f"runner-{index}")
+            shutil.copy(shared_registry, folder / "registry.db")
+            command = [sys.executable, "-m", "aah", "bench", "run", "--run", f"drill-{index}"]
+            command += ["--no-probe", "--human", "queue", "--concurrency", "8"]
+            for task_id in tasks[index::RUNNERS]:
+                command += ["--ids", task_id]
+            commands.append((command, env | {"AAH_REGISTRY": str(folder / "registry.db")}, folder))
+
+        starts = Counter[int]()
+
+        def start(index: int) -> subprocess.Popen[str]:
+            command, runner_env, folder = commands[index]
+            starts[index] += 1
+            # A file, not a pipe nobody reads while it runs (its progress fills one).
+            with open(folder / f"stderr-{starts[index]}.txt", "w") as stderr:
+                return subprocess.Popen(
+                    command, cwd=folder, env=runner_env, stdout=subprocess.DEVNULL, stderr=stderr
+                )
+
+        def stderr_of(index: int) -> str:
+            return (commands[index][2] / f"stderr-{starts[index]}.txt").read_text()
+
+        answerers = [
+            subprocess.Popen(
+                [sys.executable, "-c", ANSWERER, postgres_url]
+                + [",".join(f"ann-{a}-{n}" for n in range(annotators))],
+                cwd=_folder(tmp_path, f"answerer-{a}"),
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for a in range(ANSWERERS)
+        ]
+        runners = [start(index) for index in range(RUNNERS)]
+        answered = lambda: raw_rows(db, "SELECT count(*) FROM human_answers")[0][0]  # noqa: E731
+        limit = 240 + questions / 5
+        deadline = time.monotonic() + limit
+        killed = restarted = False
+        reruns = Counter[int]()  # runs stopped by the restart
+        while True:
+            assert time.monotonic() < deadline, f"the drill did not finish in {limit:.0f} s"
+            done = answered()
+            if not killed and done >= questions // 4:
+                runners[0].send_signal(signal.SIGKILL)
+                runners[0].wait(timeout=30)
+                runners[0], killed = start(0), True
+            if killed and not restarted and done >= questions // 2:
+                postgres_server.restart()
+                restarted = True
+            for index, runner in enumerate(runners):
+                code = runner.poll()
+                if code not in (None, 0):
+                    # The server went away under it: it says to run it again.
+                    error = stderr_of(index)
+                    assert code == 2 and "error:" in error, (code, error)
+                    reruns[index] += 1
+                    assert reruns[index] <= 3, error
+                    runners[index] = start(index)
+            if restarted and all(runner.poll() == 0 for runner in runners):
+                break
+            time.sleep(0.2)
+        ran = time.monotonic() - started
+        logs = []
+        for answerer in answerers:
+            out, err = answerer.communicate("", timeout=60)
+            assert answerer.returncode == 0, err
+            logs += json.loads(out.strip().splitlines()[-1])
+
+    settled = Counter(request_id for request_id, _, ok in logs if ok)
+    assert max(settled.values()) == 1, "an answer settled a request twice"
+    with SessionStore(db) as store:
+        requests = raw_rows(db, "SELECT id, status FROM human_requests")
+        per_request = Counter(r for (r,) in raw_rows(db, "SELECT request_id FROM human_answers"))
+        assert len(requests) == questions
+        assert {status for _, status in requests} == {"answered"}
+        assert set(per_request.values()) == {1}, "a question was answered twice"
+        # Answers whose reply a restart cut off are in the store, not in the log.
+        assert set(settled) <= {r for r, _ in requests}
+        sessions = [s for i in range(RUNNERS) for s in store.list_sessions(run=f"drill-{i}")]
+        assert sorted(s.task_id for s in sessions) == sorted(tasks)
+        for session in sessions:
+            assert session.status == "finished", session
+            kinds = Counter(type(e) for e in store.events(session.id))
+            ends = (kinds[HumanQuestionEvent], kinds[HumanAnswerEvent], kinds[FinalAnswerEvent])
+            assert ends == (1, 1, 1), (session.id, kinds)
+    print(
+        f"drill: {questions} questions, {RUNNERS} runners ({dict(reruns)} rerun after the "
+        f"restart), {ANSWERERS} x {annotators} annotators: {ran:.1f} s, "
+        f"{questions / ran:.1f} questions/s"
+    )
