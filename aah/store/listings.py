@@ -3,7 +3,9 @@
 A queue page lists many requests but opens one, so these views never read
 the ``context`` JSON (kilobytes a request) and fetch only the rows shown;
 their counts walk covering indexes. They also hold the rule that says
-which requests want a given annotator's answer, shared with the claims.
+which requests want a given annotator's answer, shared with the claims, and
+the full listing (``pending_requests``: whole records, context included) on
+the queue's own plan.
 """
 
 from __future__ import annotations
