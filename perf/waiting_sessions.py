@@ -7,8 +7,8 @@ sessions that all ask a question first (fake model in its own process,
 - the runner's memory per waiting session (RSS once all N wait, less its
   RSS after a one-task warm-up that loads every module);
 - the runner's CPU while all N wait and nobody answers (% of one core);
-- the time to list the pending questions (the full records, and the light
-  listing the web page and terminal app use);
+- the time to list the pending questions (the full records, the light
+  listing the web page and terminal app use, and the page of 50 they show);
 - the time to answer them all through the queue API (one by one, as
   annotators would), and the time until every session has finished.
 
@@ -134,6 +134,8 @@ def measure(n: int, mode: str, tmp: Path, config: ModelConfig, idle: float) -> d
     listing = getattr(store, "queue_listing", None)
     if listing is not None:
         figures["list_light_ms"] = timed(listing)
+        # What a face reads: the queue page's first 50 entries and the total.
+        figures["list_page_ms"] = timed(lambda: listing(None, limit=50))
     pending = store.pending_human_requests()
     started = time.perf_counter()
     for request in pending:
@@ -178,14 +180,16 @@ def main() -> None:
     print()
     print(
         f"{'N':>6} {'mode':5} {'KB/session':>10} {'idle CPU':>9} {'list full ms':>16}"
-        f" {'list light ms':>16} {'answer ms':>9} {'finish s':>8} {'ended':>6}"
+        f" {'list light ms':>16} {'page of 50 ms':>14} {'answer ms':>9} {'finish s':>8}"
+        f" {'ended':>6}"
     )
     for r in rows:
         full = "/".join(f"{v:.0f}" for v in r["list_full_ms"])
         light = "/".join(f"{v:.1f}" for v in r.get("list_light_ms", ())) or "-"
+        page = "/".join(f"{v:.1f}" for v in r.get("list_page_ms", ())) or "-"
         print(
             f"{r['n']:>6} {r['mode']:5} {r['kb_per_session']:>10.1f} {r['idle_cpu_pct']:>8.1f}%"
-            f" {full:>16} {light:>16} {r['answer_ms_each']:>9.2f}"
+            f" {full:>16} {light:>16} {page:>14} {r['answer_ms_each']:>9.2f}"
             f" {r['finish_after_answers_s']:>8.1f} {r['finished']:>6}"
         )
     for mode in ("park", "poll"):

@@ -75,6 +75,30 @@ def test_the_command_table_loads_no_heavy_module() -> None:
     assert [name for name in HEAVY_AT_START_UP if name in loaded] == []
 
 
+# What the way to a bench run's first task must not load: the task reads no
+# tool file and builds no LangChain tool (perf/startup.py).
+NOT_BEFORE_THE_FIRST_TASK = [
+    "aah.data.fetch",  # a named data folder needs no manifest
+    "aah.tools.importers.failtalms",  # the importer's parsers
+    "aah.tools.importers.loading",
+    "langchain_core.tools",  # StructuredTool: the runtime sends JSON schemas
+    "yaml",
+]
+
+
+def test_the_way_to_the_first_task_loads_no_importer_and_no_langchain_tool() -> None:
+    modules = (
+        "aah.cli.bench_run, aah.benchmark.batch, aah.benchmark.failtalms.runner,"
+        " aah.benchmark.failtalms.dataset, aah.runtime.session, aah.data.locate"
+    )
+    code = f"import sys, {modules}; print(*sorted(sys.modules), sep='\\n')"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "aah.runtime.graph" in loaded  # the import reached the runtime
+    assert [name for name in NOT_BEFORE_THE_FIRST_TASK if name in loaded] == []
+
+
 def test_tools_search_json_puts_weather_first(registry: Path) -> None:
     result = aah(
         "tools", "search", "weather forecast", "--json", env={"AAH_REGISTRY": str(registry)}

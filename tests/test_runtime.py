@@ -317,3 +317,24 @@ async def test_secrets_in_the_conversation_stay_out_of_every_file(tmp_path: Path
         data = path.read_bytes()
         assert typed_key.encode() not in data, path.name
         assert argument_key.encode() not in data, path.name
+
+
+async def test_a_session_without_awareness_questions_skips_the_awareness_superstep(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    spec = make_spec("https://api.example.org/forecast", name="forecast", params=[CITY])
+    saved: dict[str, int] = {}
+    with FakeLLMServer(ask_then_call_script("local__forecast", {"city": "Lisbon"})) as llm:
+        for awareness in ("none", "tool"):
+            db = tmp_path / f"{awareness}.db"
+            async with runtime_on(llm, db, human=ScriptedHuman(["Lisbon"])) as rt:
+                request = SessionRequest("Weather where I live?", [spec], awareness=awareness)
+                outcome = await run_session(request, rt)
+                kinds = [e.kind for e in rt.store.events(outcome.session_id)]
+            assert outcome.status == "finished" and kinds.count("final_answer") == 1
+            with sqlite3.connect(db) as conn:
+                (saved[awareness],) = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+    # A checkpoint a superstep: asking no question takes one fewer, the rest alike.
+    assert saved["tool"] == saved["none"] + 1

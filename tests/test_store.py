@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -431,6 +432,28 @@ def test_pending_requests_are_oldest_first(store: SessionStore) -> None:
         requests[2].id,
         requests[3].id,
     ]
+
+
+def test_the_full_listing_pages_whole_records_as_the_queue_orders_them(
+    store: SessionStore,
+) -> None:
+    live, ended = store.open_session("q"), store.open_session("q2")
+    deadline = datetime(2099, 1, 1, tzinfo=UTC)
+    context = {"query": "q", "conversation": [{"role": "user", "text": "é"}], "n": 1.5}
+    made = [
+        store.create_human_request(live.id, "q0?", context, k=2, deadline=deadline, fallback="idk"),
+        store.create_human_request(ended.id, "gone?"),
+        store.create_human_request(live.id, "q2?", kind="approval"),
+        store.create_human_request(live.id, "q3?"),
+    ]
+    store.end_session(ended.id, "error", None)
+    store.expire_human_request(made[3].id)
+    usable = [made[0], made[2]]
+    assert store.pending_human_requests() == usable  # whole records: context, deadline, kind
+    assert [r.id for r in store.queue_listing().entries] == [r.id for r in usable]
+    assert store.pending_human_requests(limit=1) == usable[:1]
+    assert store.pending_human_requests(limit=0) == []
+    assert store.pending_human_requests()[0].deadline == deadline
 
 
 def test_grades_keep_every_vote(store: SessionStore) -> None:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
         ManifestFile,
         ProgressCallback,
         build_manifest,
-        default_fetch_dir,
         fetch_data,
         load_manifest,
         manifest_json,
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from aah.data.locate import (
         DataLocation,
         count_present,
+        default_fetch_dir,
         failtalms_dir,
         find_data_dir,
         locate_data_dir,
@@ -56,7 +56,7 @@ __all__ = [
 
 _WHERE = {
     "BfclFetch": "aah.data.bfcl_wheel",
-    "default_fetch_dir": "aah.data.fetch",
+    "default_fetch_dir": "aah.data.locate",
     "fetch_bfcl": "aah.data.bfcl_wheel",
     "DataLocation": "aah.data.locate",
     "FetchReport": "aah.data.fetch",

@@ -30,6 +30,7 @@ from requests.exceptions import ChunkedEncodingError, ContentDecodingError
 
 from aah import __version__
 from aah.config import get_settings
+from aah.data.locate import default_fetch_dir
 from aah.errors import AahError
 
 MANIFEST_PATH = Path(__file__).with_name("manifest.json")
@@ -126,11 +127,6 @@ class FetchReport:
             "skipped": self.skipped,
             "bytes_fetched": self.bytes_fetched,
         }
-
-
-def default_fetch_dir() -> Path:
-    """Where ``aah data fetch`` puts the data unless told otherwise."""
-    return get_settings().cache_dir / "datasets"
 
 
 def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:

@@ -17,11 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from aah.config import get_settings, project_root
-from aah.data.fetch import Manifest, default_fetch_dir, packaged_manifest
 from aah.errors import AahError
+
+# The fetcher (its manifest models, ``requests``) is imported where a
+# manifest is read: a named data directory, the usual case of a run, needs none.
+if TYPE_CHECKING:
+    from aah.data.fetch import Manifest
 
 DataSource = Literal["flag", "env", "cache", "shared"]
 
@@ -56,6 +60,11 @@ def missing_parts(data_dir: Path, *, need_benchmark: bool = False) -> list[str]:
     return [part for part in needed if not (data_dir / part).is_dir()]
 
 
+def default_fetch_dir() -> Path:
+    """Where ``aah data fetch`` puts the data unless told otherwise."""
+    return get_settings().cache_dir / "datasets"
+
+
 def count_present(data_dir: Path, manifest: Manifest | None = None) -> int:
     """How many manifest files ``data_dir`` holds with the manifest's size.
 
@@ -63,6 +72,8 @@ def count_present(data_dir: Path, manifest: Manifest | None = None) -> int:
     into place after verifying its hash, so a fetched copy never holds a file
     of the right size but wrong content unless someone edited it.
     """
+    from aah.data.fetch import packaged_manifest
+
     files = (manifest if manifest is not None else packaged_manifest()).files
     present = 0
     for entry in files:
@@ -74,12 +85,16 @@ def count_present(data_dir: Path, manifest: Manifest | None = None) -> int:
 
 def is_complete_copy(data_dir: Path, manifest: Manifest | None = None) -> bool:
     """Whether ``data_dir`` holds every manifest file (see ``count_present``)."""
+    from aah.data.fetch import packaged_manifest
+
     files = (manifest if manifest is not None else packaged_manifest()).files
     return count_present(data_dir, manifest) == len(files)
 
 
 def missing_data_message() -> str:
     """The one-line error shown when no data directory can be found."""
+    from aah.data.fetch import packaged_manifest
+
     megabytes = max(1, round(packaged_manifest().total_bytes / 1_000_000))
     return (
         f"no benchmark data found: run `aah data fetch` (downloads ~{megabytes} MB) "

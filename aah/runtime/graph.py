@@ -66,13 +66,19 @@ def build_graph(
     graph.add_node("tools", _tools)
     graph.add_node("ask_human", _ask_human)
     graph.add_node(APPROVAL_NODE, approval_node)
-    graph.add_edge(START, "awareness")
+    graph.add_conditional_edges(START, _entry, ["awareness", "agent"])
     graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
     graph.add_conditional_edges("agent", _after_agent, ["tools", "ask_human", APPROVAL_NODE, END])
     graph.add_conditional_edges(APPROVAL_NODE, after_approval, [APPROVAL_NODE, "tools", END])
     graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent", END])
     graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent", END])
     return graph.compile(checkpointer=checkpointer)
+
+
+def _entry(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+    # With no awareness question to ask the node would do nothing: the
+    # session starts at the agent, a superstep (and its checkpoint) fewer.
+    return "awareness" if awareness_questions(runtime.context.awareness) else "agent"
 
 
 def _after_awareness(state: AgentState) -> Route:

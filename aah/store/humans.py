@@ -242,13 +242,16 @@ class HumanRequests:
             raise KeyError(f"no human request {request_id!r}")
         return request
 
-    def pending_human_requests(self) -> list[HumanRequestRecord]:
-        """Requests nobody has answered yet that an answer can still reach, oldest first."""
-        rows = self._connection.rows(
-            f"SELECT * FROM human_requests AS r WHERE {_USABLE} ORDER BY r.created, r.rowid",
-            {"now": _now()},
-        )
-        return [schema.request_from_row(row) for row in rows]
+    def pending_human_requests(self, limit: int | None = None) -> list[HumanRequestRecord]:
+        """Requests nobody has answered yet that an answer can still reach, oldest first.
+
+        Each comes whole, context included (about a kilobyte of JSON each):
+        a list to show reads ``queue_listing`` instead, which leaves it out.
+
+        Args:
+            limit: How many to return, the oldest first; None returns all.
+        """
+        return listings.pending_requests(self._connection.db().conn, limit, _now())
 
     def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
         """Requests that still want ``annotator``'s answer and have room for it, oldest first.

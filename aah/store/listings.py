@@ -3,11 +3,14 @@
 A queue page lists many requests but opens one, so these views never read
 the ``context`` JSON (kilobytes a request) and fetch only the rows shown;
 their counts walk covering indexes. They also hold the rule that says
-which requests want a given annotator's answer, shared with the claims.
+which requests want a given annotator's answer, shared with the claims, and
+the full listing (``pending_requests``: whole records, context included) on
+the queue's own plan.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import statistics
 from dataclasses import dataclass
@@ -216,6 +219,36 @@ def queue_listing(
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return QueueListing(total, [_entry(row, holders) for row in db.execute(sql, params)])
+
+
+# The whole record of each listed request, in ``HumanRequestRecord``'s order.
+_RECORD_COLUMNS = (
+    "r.id, r.session_id, r.question, r.context, r.status, r.created, r.k, r.answer,"
+    " r.answered_by, r.answered_at, r.deadline, r.fallback, r.kind"
+)
+_RECORD_FIELDS = tuple(column.strip()[2:] for column in _RECORD_COLUMNS.split(","))
+
+
+def pending_requests(
+    db: sqlite3.Connection, limit: int | None, now: str
+) -> list[schema.HumanRequestRecord]:
+    """Every usable pending request's whole record (its first ``limit``), oldest first.
+
+    The queue's own plan walks the pending requests' index and reads only
+    the record's columns. Decoding each context (about a kilobyte of JSON)
+    is most of what is left: ``limit`` pages, and a list to show reads
+    ``queue_listing``, which leaves the context out.
+    """
+    sql = _ordered(_RECORD_COLUMNS, _QUEUE)
+    if limit is not None:
+        sql += f" LIMIT {max(int(limit), 0)}"
+    return [_record(row) for row in db.execute(sql, {"now": now})]
+
+
+def _record(row: tuple[Any, ...]) -> schema.HumanRequestRecord:
+    fields = dict(zip(_RECORD_FIELDS, row[: len(_RECORD_FIELDS)], strict=True))
+    fields["context"] = json.loads(fields["context"])
+    return schema.HumanRequestRecord.model_validate(fields)
 
 
 # Counting reads the pending requests' index alone, less the few in

@@ -590,9 +590,9 @@ class SessionStore:
         """The request with this id, if there is one."""
         return self._humans.get_human_request(request_id)
 
-    def pending_human_requests(self) -> list[HumanRequestRecord]:
-        """Requests nobody has answered yet that an answer can still reach, oldest first."""
-        return self._humans.pending_human_requests()
+    def pending_human_requests(self, limit: int | None = None) -> list[HumanRequestRecord]:
+        """Usable pending requests, whole, oldest first (``HumanRequests`` has the rules)."""
+        return self._humans.pending_human_requests(limit)
 
     def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
         """Requests that still want ``annotator``'s answer (``HumanRequests.requests_for``)."""

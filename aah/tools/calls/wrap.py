@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.tools import StructuredTool
 from pydantic import ValidationError
 
 from aah.tools.builtin import (
@@ -19,6 +18,8 @@ from aah.tools.calls.arguments import arguments_model, parameters_schema
 from aah.tools.spec import EndpointSpec
 
 if TYPE_CHECKING:
+    from langchain_core.tools import StructuredTool
+
     from aah.tools.http import Executor
 
 # OpenAI caps a function description at 1,024 characters.
@@ -40,6 +41,10 @@ def wrap_endpoint(spec: EndpointSpec, executor: Executor) -> StructuredTool:
     text for the model and the full ``ToolResult`` as the message artifact,
     for logging and scoring.
     """
+    # Here, not at the top: the runtime sends the schemas (``openai_tool``)
+    # and never a LangChain tool, whose module costs tens of ms at start-up.
+    from langchain_core.tools import StructuredTool
+
     model = arguments_model(spec.qualified_name, spec.parameters)
 
     def validated(arguments: dict[str, Any]) -> dict[str, Any] | str:

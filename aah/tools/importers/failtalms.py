@@ -38,7 +38,7 @@ from typing import Any
 from aah.errors import AahError
 from aah.tools.importers.failtalms_repairs import read_default, read_type, repair_url
 from aah.tools.importers.loading import DEFAULT_MAX_SPEC_BYTES, SpecFileError, load_json
-from aah.tools.importers.naming import unique_endpoint
+from aah.tools.importers.naming import benchmark_endpoint_name, unique_endpoint
 from aah.tools.spec import (
     EndpointSource,
     EndpointSpec,
@@ -57,14 +57,6 @@ ASK_HUMAN_REASON = (
     "the paper's ask-the-human tool, not an HTTP endpoint: aah's built-in ask_human replaces it"
 )
 
-# The benchmark files name some tools differently from the tool files'
-# ``tool_name`` (case, or the file stem instead of the name inside).
-_BENCHMARK_TOOL_ALIASES = {
-    "DnD5": "dnd5",
-    "jikan": "Jikan",
-    "jobicy": "remotejobs",
-    "ronswanson": "Ronswanson",
-}
 _METHODS: dict[str, HttpMethod] = {
     "GET": "GET",
     "POST": "POST",
@@ -88,19 +80,6 @@ class _ToolFile:
     category: str
     file: str
     home_url: str
-
-
-def benchmark_endpoint_name(tool_name: str, api_name: str) -> str:
-    """The registry's qualified name for a benchmark ``api_list`` item.
-
-    Args:
-        tool_name: the item's ``tool_name``.
-        api_name: the item's ``api_name``.
-
-    Returns:
-        The ``<tool>__<endpoint>`` name the imported endpoint has.
-    """
-    return qualified_name(_BENCHMARK_TOOL_ALIASES.get(tool_name, tool_name), api_name)
 
 
 def import_failtalms(root: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> ImportResult:

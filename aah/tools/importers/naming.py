@@ -27,3 +27,29 @@ def unique_endpoint(spec: EndpointSpec, taken: set[str]) -> EndpointSpec:
     )
     taken.add(renamed.qualified_name)
     return renamed
+
+
+# The benchmark files name some tools differently from the tool files'
+# ``tool_name`` (case, or the file stem instead of the name inside).
+_BENCHMARK_TOOL_ALIASES = {
+    "DnD5": "dnd5",
+    "jikan": "Jikan",
+    "jobicy": "remotejobs",
+    "ronswanson": "Ronswanson",
+}
+
+
+def benchmark_endpoint_name(tool_name: str, api_name: str) -> str:
+    """The registry's qualified name for a benchmark ``api_list`` item.
+
+    Here, not beside the importer, so that reading the benchmark's tasks
+    does not load the importer's parsers (YAML among them).
+
+    Args:
+        tool_name: the item's ``tool_name``.
+        api_name: the item's ``api_name``.
+
+    Returns:
+        The ``<tool>__<endpoint>`` name the imported endpoint has.
+    """
+    return qualified_name(_BENCHMARK_TOOL_ALIASES.get(tool_name, tool_name), api_name)
