@@ -44,6 +44,7 @@ from test_mcp_serve import (  # noqa: E402
 )
 
 from aah.mcp import (  # noqa: E402
+    CANCELLED_ANSWER,
     CANCELLED_BY,
     TASKS_EXTENSION,
     CancelTaskRequest,
@@ -216,6 +217,7 @@ async def approval_and_cancels(url: str, db: Path) -> dict[str, Any]:
         found["cancelled_ids"] = (asked.task_id, approving.task_id)
     async with plain_client(http_transport(url), "deployer") as client:
         found["plain"] = await client.call_tool("request_approval", CALL)
+        found["re_asked"] = await client.call_tool("ask_human", {"question": "?", "id": "p1"})
     return found
 
 
@@ -229,6 +231,8 @@ def test_http_call_as_a_task_is_decided_and_tasks_cancel(tmp_path: Path) -> None
     structured = found["plain"].structured_content
     assert structured["outcome"] == "edited" and structured["arguments"] == {"branch": "rc"}
     assert found["cancelled"] == ["cancelled", "cancelled"]
+    # Asked again without tasks, the cancelled question says so at once (no new request).
+    assert text_of(found["re_asked"]) == CANCELLED_ANSWER
     question_id, call_id = found["cancelled_ids"]
     store = SessionStore(db)
     try:

@@ -12,7 +12,14 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.mcp.connections import McpConnections, McpFailure, McpReply, require_sdk
-    from aah.mcp.desk import CANCELLED_BY, ApprovalAsk, HumanDesk, Question, TaskView
+    from aah.mcp.desk import (
+        CANCELLED_ANSWER,
+        CANCELLED_BY,
+        ApprovalAsk,
+        HumanDesk,
+        Question,
+        TaskView,
+    )
     from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
     from aah.mcp.recording import McpRecording, default_recording_path
     from aah.mcp.schema import tool_spec, tool_specs
@@ -30,6 +37,7 @@ if TYPE_CHECKING:
     from aah.mcp.tools import McpTools, configured_servers, open_mcp_tools
 
 __all__ = [
+    "CANCELLED_ANSWER",
     "CANCELLED_BY",
     "TASKS_EXTENSION",
     "ApprovalAsk",
@@ -67,6 +75,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "CANCELLED_ANSWER": "aah.mcp.desk",
     "CANCELLED_BY": "aah.mcp.desk",
     "TaskView": "aah.mcp.desk",
     "TASKS_EXTENSION": "aah.mcp.tasks",

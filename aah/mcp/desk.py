@@ -48,6 +48,8 @@ Progress = Callable[[float], Awaitable[None]]
 
 # Who settled a request the MCP client itself withdrew (``tasks/cancel``), as the log shows it.
 CANCELLED_BY = "mcp-client-cancelled"
+# What asking a cancelled question again returns: the cancel settled it.
+CANCELLED_ANSWER = "no answer: the MCP client cancelled this question"
 # How long a task's creation waits for its request to reach the store before giving up.
 CREATE_SECONDS = 30.0
 
@@ -434,7 +436,7 @@ class HumanDesk:
             event = HumanAnswerEvent(
                 session_id=session_id,
                 request_id=request_id,
-                answer="",
+                answer=CANCELLED_ANSWER,
                 answered_by=CANCELLED_BY,
                 seconds=seconds,
                 declined=True,
