@@ -394,3 +394,26 @@ def test_a_client_without_the_extension_gets_no_task(http_desk: tuple[str, Path]
     result, error = asyncio.run(asyncio.wait_for(call(), 60))
     assert text_of(result) == "no"  # waited for the answer, as before tasks
     assert error.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+def test_a_client_on_an_older_protocol_gets_no_task(http_desk: tuple[str, Path]) -> None:
+    url, _ = http_desk
+
+    async def call() -> tuple[str, Any]:
+        client = Client(
+            http_transport(url),
+            client_info=Implementation(name="legacy", version="1"),
+            extensions=[Tasks()],
+            mode="legacy",  # the initialize handshake: 2025-11-25 at the latest, no tasks
+        )
+        async with client:
+            result = await client.session.call_tool(
+                "ask_human",
+                {"question": "Old?", "deadline": 0.5, "fallback": "yes"},
+                allow_claimed=True,
+            )
+            return client.protocol_version, result
+
+    version, result = asyncio.run(asyncio.wait_for(call(), 60))
+    assert version < "2026"
+    assert isinstance(result, CallToolResult) and text_of(result) == "yes"

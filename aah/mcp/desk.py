@@ -6,7 +6,9 @@ a request of kind ``approval``) show in the web page and the terminal app
 like any agent's, are claimed and decided there, and are counted by ``aah
 report``. A request's id is derived from the client and its ``id`` (or its
 text), so a client that gave up waiting and asks again gets the same
-request: an answer or decision given meanwhile is never lost.
+request: an answer or decision given meanwhile is never lost. The same
+requests serve as MCP tasks (``start_ask``, ``start_approval``, ``task_view``,
+``cancel``; see ``aah.mcp.tasks``).
 """
 
 from __future__ import annotations
