@@ -12,16 +12,42 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.mcp.connections import McpConnections, McpFailure, McpReply, require_sdk
-    from aah.mcp.desk import ApprovalAsk, HumanDesk, Question
+    from aah.mcp.desk import (
+        CANCELLED_ANSWER,
+        CANCELLED_BY,
+        ApprovalAsk,
+        HumanDesk,
+        Question,
+        TaskView,
+    )
     from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
     from aah.mcp.recording import McpRecording, default_recording_path
     from aah.mcp.schema import tool_spec, tool_specs
     from aah.mcp.serve import BearerGuard, build_desk_server, serve_http
     from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, server_of, unique_names
+    from aah.mcp.tasks import (
+        TASKS_EXTENSION,
+        CancelTaskRequest,
+        CreateTaskResult,
+        DeskTasks,
+        GetTaskRequest,
+        GetTaskResult,
+        TaskIdParams,
+    )
     from aah.mcp.tools import McpTools, configured_servers, open_mcp_tools
 
 __all__ = [
+    "CANCELLED_ANSWER",
+    "CANCELLED_BY",
+    "TASKS_EXTENSION",
     "ApprovalAsk",
+    "CancelTaskRequest",
+    "CreateTaskResult",
+    "DeskTasks",
+    "GetTaskRequest",
+    "GetTaskResult",
+    "TaskIdParams",
+    "TaskView",
     "BearerGuard",
     "serve_http",
     "HumanDesk",
@@ -49,6 +75,16 @@ __all__ = [
 ]
 
 _WHERE = {
+    "CANCELLED_ANSWER": "aah.mcp.desk",
+    "CANCELLED_BY": "aah.mcp.desk",
+    "TaskView": "aah.mcp.desk",
+    "TASKS_EXTENSION": "aah.mcp.tasks",
+    "CancelTaskRequest": "aah.mcp.tasks",
+    "CreateTaskResult": "aah.mcp.tasks",
+    "DeskTasks": "aah.mcp.tasks",
+    "GetTaskRequest": "aah.mcp.tasks",
+    "GetTaskResult": "aah.mcp.tasks",
+    "TaskIdParams": "aah.mcp.tasks",
     "ApprovalAsk": "aah.mcp.desk",
     "BearerGuard": "aah.mcp.serve",
     "serve_http": "aah.mcp.serve",

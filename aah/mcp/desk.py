@@ -6,7 +6,9 @@ a request of kind ``approval``) show in the web page and the terminal app
 like any agent's, are claimed and decided there, and are counted by ``aah
 report``. A request's id is derived from the client and its ``id`` (or its
 text), so a client that gave up waiting and asks again gets the same
-request: an answer or decision given meanwhile is never lost.
+request: an answer or decision given meanwhile is never lost. The same
+requests serve as MCP tasks (``start_ask``, ``start_approval``, ``task_view``,
+``cancel``; see ``aah.mcp.tasks``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from aah.errors import AahError
@@ -37,13 +40,20 @@ from aah.runtime import (
     SessionEnded,
 )
 from aah.scoring import EXTERNAL_MODEL_PREFIX
-from aah.store import SessionStore
+from aah.store import HumanRequestRecord, SessionStore
 from aah.tools import ParameterSpec
 
 T = TypeVar("T")
 
 # Called while a question waits, with the seconds waited: keeps the client's request alive.
 Progress = Callable[[float], Awaitable[None]]
+
+# Who settled a request the MCP client itself withdrew (``tasks/cancel``), as the log shows it.
+CANCELLED_BY = "mcp-client-cancelled"
+# What asking a cancelled question again returns: the cancel settled it.
+CANCELLED_ANSWER = "no answer: the MCP client cancelled this question"
+# How long a task's creation waits for its request to reach the store before giving up.
+CREATE_SECONDS = 30.0
 
 
 class Question(NamedTuple):
@@ -95,6 +105,28 @@ class ApprovalAsk(NamedTuple):
     input_schema: dict[str, Any] | None = None
 
 
+class TaskView(NamedTuple):
+    """Where one question or call to approve stands, as an MCP task reports it.
+
+    Attributes:
+        status: ``working`` (a person has yet to answer), ``completed``,
+            ``cancelled`` (the client withdrew it) or ``failed``.
+        message: The status in words, for the client.
+        created: When the request entered the queue.
+        updated: When it last changed.
+        tool: The tool asked: ``ask_human`` or ``request_approval``.
+        value: What the tool returns, once completed: the answer's text, or
+            the decision as ``request_approval`` returns it.
+    """
+
+    status: Literal["working", "completed", "cancelled", "failed"]
+    message: str
+    created: datetime
+    updated: datetime
+    tool: str
+    value: str | dict[str, Any] | None = None
+
+
 class HumanDesk:
     """Questions from MCP clients into the queue, answers back to them.
 
@@ -113,6 +145,11 @@ class HumanDesk:
         # Requests being waited on in this process, by id: a client that asks
         # again while the first ask still waits joins it (one request, one log).
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        # Why a wait in this process failed, by request id: a task reports it.
+        self._failed: dict[str, str] = {}
+        # Logging a request's one settling event (an answer, a decision, the
+        # client's cancel) checks the log first: one at a time, so never two.
+        self._settling = asyncio.Lock()
 
     def session_for(self, client: str) -> str:
         """The session that holds ``client``'s questions (made on first use)."""
@@ -127,13 +164,28 @@ class HumanDesk:
 
     async def ask(self, question: Question, client: str, progress: Progress | None = None) -> str:
         """Wait for a person's answer to ``question`` (or its fallback) and return it."""
+        _, shared = await self._asking(question, client)
+        text: str = await self._waiting(shared, progress)
+        return text
+
+    async def start_ask(self, question: Question, client: str) -> str:
+        """Put ``question`` in the queue (once) and return its request id, without waiting.
+
+        The wait goes on in this process: a deadline's fallback applies and the
+        answer is logged as for ``ask``; ``task_view`` reads where it stands.
+        """
+        request_id, shared = await self._asking(question, client)
+        await self._created(request_id, shared)
+        return request_id
+
+    async def _asking(self, question: Question, client: str) -> tuple[str, asyncio.Future[str]]:
+        """``question``'s request id and the wait on it (joined if one runs)."""
         session_id = await asyncio.to_thread(self.session_for, client)
         request_id = f"{session_id}-{_digest(question.ask_id or question.question)}"
         shared = self._shared(
             request_id, lambda: self._ask(question, client, session_id, request_id)
         )
-        text: str = await self._waiting(shared, progress)
-        return text
+        return request_id, shared
 
     async def _ask(self, question: Question, client: str, session_id: str, request_id: str) -> str:
         """Log ``question`` (once), wait for its answer and log that (once)."""
@@ -155,7 +207,10 @@ class HumanDesk:
         reply = await channel.ask(request)
         fell_back = reply.answered_by == "deadline-fallback"
         text = (question.fallback or IDK_REPLY) if fell_back else reply.text
-        if not await asyncio.to_thread(self._answer_logged, session_id, request_id):
+        async with self._settling:
+            logged = await asyncio.to_thread(self._logged, session_id, request_id, "human_answer")
+            if isinstance(logged, HumanAnswerEvent):
+                return logged.answer  # settled before (asked again, or the client cancelled)
             answer = HumanAnswerEvent(
                 session_id=session_id,
                 request_id=request_id,
@@ -181,6 +236,24 @@ class HumanDesk:
         Raises:
             AahError: the fallback is neither ``reject`` nor ``approve``.
         """
+        _, shared = await self._approving(call, client)
+        decided: ApprovalDecidedEvent = await self._waiting(shared, progress)
+        return _approval_result(decided, call.arguments)
+
+    async def start_approval(self, call: ApprovalAsk, client: str) -> str:
+        """Put ``call`` in the queue to approve (once) and return its request id, without waiting.
+
+        Raises:
+            AahError: the fallback is neither ``reject`` nor ``approve``.
+        """
+        request_id, shared = await self._approving(call, client)
+        await self._created(request_id, shared)
+        return request_id
+
+    async def _approving(
+        self, call: ApprovalAsk, client: str
+    ) -> tuple[str, asyncio.Future[ApprovalDecidedEvent]]:
+        """``call``'s request id and the wait for a decision on it (joined if one runs)."""
         if call.fallback not in APPROVAL_FALLBACKS:
             raise AahError(
                 f"fallback {call.fallback!r} is no decision: "
@@ -203,9 +276,7 @@ class HumanDesk:
             fallback="approve" if call.fallback == "approve" else "reject",
             context={"query": call.context or "", "agent": f"MCP client {client}"},
         )
-        shared = self._shared(request_id, lambda: self._approve(request))
-        decided: ApprovalDecidedEvent = await self._waiting(shared, progress)
-        return _approval_result(decided, call)
+        return request_id, self._shared(request_id, lambda: self._approve(request))
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecidedEvent:
         """Log ``request`` (once), wait for its decision and log that (once)."""
@@ -228,10 +299,11 @@ class HumanDesk:
         except SessionEnded as exc:
             reply = ApprovalReply(decision="terminate", reason=str(exc), decided_by="aah")
         decided = _decided_event(request, reply, request.fallback)
-        logged = await asyncio.to_thread(self._logged, session_id, request_id, decided.kind)
-        if isinstance(logged, ApprovalDecidedEvent):
-            return logged  # decided before: the client reads the decision logged then
-        await asyncio.to_thread(self.store.set_status, session_id, "running", [decided])
+        async with self._settling:
+            logged = await asyncio.to_thread(self._logged, session_id, request_id, decided.kind)
+            if isinstance(logged, ApprovalDecidedEvent):
+                return logged  # decided before: the client reads the decision logged then
+            await asyncio.to_thread(self.store.set_status, session_id, "running", [decided])
         return decided
 
     def _shared(self, request_id: str, start: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
@@ -240,8 +312,163 @@ class HumanDesk:
         if running is None:
             running = asyncio.ensure_future(start())
             self._inflight[request_id] = running
-            running.add_done_callback(lambda _: self._inflight.pop(request_id, None))
+            running.add_done_callback(lambda done: self._settled(request_id, done))
         return running
+
+    def _settled(self, request_id: str, done: asyncio.Future[Any]) -> None:
+        """Forget the wait on ``request_id``; keep why it failed, if it did."""
+        self._inflight.pop(request_id, None)
+        if not done.cancelled() and done.exception() is not None:
+            self._failed[request_id] = str(done.exception()) or type(done.exception()).__name__
+
+    async def _created(self, request_id: str, work: asyncio.Future[Any]) -> None:
+        """Return once ``request_id`` is in the store (a task exists only once it is there).
+
+        Raises:
+            AahError: the wait failed before, or never wrote the request.
+        """
+        waited = 0.0
+        while await asyncio.to_thread(self.store.get_human_request, request_id) is None:
+            if work.done():
+                work.result()  # the wait's own error, if it failed
+            if waited >= CREATE_SECONDS:
+                raise AahError(f"the request {request_id} did not reach the store: try again")
+            await asyncio.sleep(0.02)
+            waited += 0.02
+
+    async def task_view(self, request_id: str, client: str) -> TaskView | None:
+        """Where ``client``'s request ``request_id`` stands; None if it has no such request.
+
+        A request whose wait is not running in this process (the server
+        restarted since it was asked) is waited on again, so its deadline's
+        fallback still applies and its answer is logged.
+        """
+        found = await asyncio.to_thread(self._found, request_id, client)
+        if found is None:
+            return None
+        record, events = found
+        tool = "request_approval" if record.kind == "approval" else "ask_human"
+        settled = next(
+            (
+                event
+                for event in events
+                if isinstance(event, HumanAnswerEvent | ApprovalDecidedEvent)
+                and event.request_id == request_id
+            ),
+            None,
+        )
+        if isinstance(settled, HumanAnswerEvent | ApprovalDecidedEvent):
+            by = (
+                settled.answered_by if isinstance(settled, HumanAnswerEvent) else settled.decided_by
+            )
+            if by == CANCELLED_BY:
+                return TaskView(
+                    "cancelled", "the client cancelled it", record.created, settled.ts, tool
+                )
+            if isinstance(settled, HumanAnswerEvent):
+                return TaskView(
+                    "completed",
+                    f"answered by {by}",
+                    record.created,
+                    settled.ts,
+                    tool,
+                    settled.answer,
+                )
+            asked = next(
+                (
+                    e
+                    for e in events
+                    if isinstance(e, ApprovalRequestedEvent) and e.request_id == request_id
+                ),
+                None,
+            )
+            proposed = asked.arguments if asked is not None else {}
+            value = _approval_result(settled, proposed)
+            return TaskView(
+                "completed", f"decided by {by}", record.created, settled.ts, tool, value
+            )
+        if request_id in self._failed:
+            return TaskView(
+                "failed", self._failed[request_id], record.created, record.created, tool
+            )
+        if request_id not in self._inflight:
+            self._resume(record, client)
+        return TaskView(
+            "working", "waiting for a person in aah's queue", record.created, record.created, tool
+        )
+
+    async def cancel(self, request_id: str, client: str) -> TaskView | None:
+        """Withdraw ``client``'s request ``request_id`` from the queue, logged once.
+
+        A request already answered or decided stays as it is (cancelling is
+        cooperative). A question is logged as declined by ``CANCELLED_BY``, a
+        call to approve as terminated by it.
+
+        Returns:
+            Where the request stands afterwards; None if ``client`` has no such request.
+        """
+        found = await asyncio.to_thread(self._found, request_id, client)
+        if found is None:
+            return None
+        record, _ = found
+        async with self._settling:
+            await asyncio.to_thread(self._withdraw, record)
+        return await self.task_view(request_id, client)
+
+    def _withdraw(self, record: HumanRequestRecord) -> None:
+        """Log the client's cancel of ``record`` unless it is settled; take it off the queue."""
+        session_id, request_id = record.session_id, record.id
+        kind = "approval_decided" if record.kind == "approval" else "human_answer"
+        if self._logged(session_id, request_id, kind) is not None:
+            return
+        seconds = max(0.0, (datetime.now(record.created.tzinfo) - record.created).total_seconds())
+        event: Event
+        if record.kind == "approval":
+            shown = record.context.get("approval") or {}
+            event = ApprovalDecidedEvent(
+                session_id=session_id,
+                request_id=request_id,
+                call_id=str(shown.get("call_id") or ""),
+                tool=str(shown.get("tool") or ""),
+                decision="terminate",
+                reason="the MCP client cancelled the request",
+                decided_by=CANCELLED_BY,
+            )
+        else:
+            event = HumanAnswerEvent(
+                session_id=session_id,
+                request_id=request_id,
+                answer=CANCELLED_ANSWER,
+                answered_by=CANCELLED_BY,
+                seconds=seconds,
+                declined=True,
+            )
+        # Logged first: a wait that sees the request leave the queue finds it settled.
+        self.store.set_status(session_id, "running", [event])
+        self.store.expire_human_request(request_id)
+
+    def _found(self, request_id: str, client: str) -> tuple[HumanRequestRecord, list[Event]] | None:
+        """``request_id``'s record and its session's log, if it is ``client``'s request."""
+        record = self.store.get_human_request(request_id)
+        # Only the client's own requests: a task id is no way into other agents' questions.
+        if record is None or record.session_id != self.session_for(client):
+            return None
+        return record, list(self.store.events(record.session_id))
+
+    def _resume(self, record: HumanRequestRecord, client: str) -> None:
+        """Wait again on ``record`` (asked before this process started), in the background."""
+        context = dict(record.context)
+        if record.kind == "approval":
+            shown = dict(context.pop("approval", None) or {})
+            request = ApprovalRequest.model_validate({**shown, "context": context})
+            self._shared(record.id, lambda: self._approve(request))
+            return
+        question = Question(
+            record.question,
+            context=str(context.get("query") or "") or None,
+            fallback=context.get("fallback"),
+        )
+        self._shared(record.id, lambda: self._ask(question, client, record.session_id, record.id))
 
     async def _waiting(self, work: asyncio.Future[T], progress: Progress | None) -> T:
         """``work``'s result, telling ``progress`` every so often that it still waits.
@@ -257,11 +484,6 @@ class HumanDesk:
                 return wait.result()
             if progress is not None:
                 await progress(time.monotonic() - started)
-
-    def _answer_logged(self, session_id: str, request_id: str) -> bool:
-        # Asked again (the client gave up, or the server restarted meanwhile):
-        # the answer is logged once, whichever ask received it first.
-        return self._logged(session_id, request_id, "human_answer") is not None
 
     def _logged(self, session_id: str, request_id: str, kind: str) -> Event | None:
         """The event of ``kind`` already logged for ``request_id``, if any."""
@@ -310,13 +532,13 @@ def _decided_event(
     )
 
 
-def _approval_result(decided: ApprovalDecidedEvent, call: ApprovalAsk) -> dict[str, Any]:
+def _approval_result(decided: ApprovalDecidedEvent, proposed: dict[str, Any]) -> dict[str, Any]:
     """What the MCP client reads: how the call ended and what, if anything, to run."""
     run = decided.decision in ("approve", "edit")
     result: dict[str, Any] = {
         "outcome": decided.outcome,
         "run": run,
-        "arguments": (decided.arguments or call.arguments) if run else None,
+        "arguments": (decided.arguments or proposed) if run else None,
         "reason": decided.reason,
         "decided_by": decided.decided_by,
     }

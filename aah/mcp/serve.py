@@ -16,7 +16,8 @@ INSTRUCTIONS = (
     "request_approval asks them to approve a tool call before you make it: the result "
     "says approved or edited (run the call with the arguments given), rejected (with "
     "their reason), terminated (stop the task) or timed_out (the fallback applied). "
-    "If your client gives up, ask again with the same id: the answer is kept."
+    "If your client gives up, ask again with the same id: the answer is kept. "
+    "A client with the MCP tasks extension gets a task at once and polls tasks/get."
 )
 
 
@@ -27,8 +28,18 @@ def build_desk_server(desk: HumanDesk) -> Any:
     """
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
 
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    from aah.mcp.tasks import TASK_CREATED, DeskTasks
+
+    # What each tool sends for a value it returned: a task's result is sent as the call's would be.
+    tools: dict[str, Any] = {}
+
+    def result_of(tool: str, value: Any) -> Any:
+        return tools[tool].fn_metadata.convert_result(value)
+
+    tasks = DeskTasks(desk, result_of, _client_name)
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, extensions=[tasks])
 
     @server.tool()
     async def ask_human(
@@ -54,6 +65,9 @@ def build_desk_server(desk: HumanDesk) -> Any:
             await ctx.report_progress(waited, deadline, "waiting for a person")
 
         asked = Question(question, context, deadline, fallback, id)
+        if (created := TASK_CREATED.get()) is not None:  # a task: queue it, answer later
+            created.append(await desk.start_ask(asked, _client_name(ctx)))
+            return ""
         return await desk.ask(asked, _client_name(ctx), progress)
 
     @server.tool()
@@ -90,10 +104,14 @@ def build_desk_server(desk: HumanDesk) -> Any:
 
         asked = ApprovalAsk(tool, arguments, deadline, fallback, id, context, input_schema)
         try:
+            if (created := TASK_CREATED.get()) is not None:  # a task: queue it, decide later
+                created.append(await desk.start_approval(asked, _client_name(ctx)))
+                return {}
             return await desk.approve(asked, _client_name(ctx), progress)
         except AahError as exc:  # the client's mistake: its one line is the tool's error
             raise ToolError(str(exc)) from None
 
+    tools.update((fn.__name__, Tool.from_function(fn)) for fn in (ask_human, request_approval))
     return server
 
 
