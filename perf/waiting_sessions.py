@@ -7,8 +7,9 @@ sessions that all ask a question first (fake model in its own process,
 - the runner's memory per waiting session (RSS once all N wait, less its
   RSS after a one-task warm-up that loads every module);
 - the runner's CPU while all N wait and nobody answers (% of one core);
-- the time to list the pending questions (the full records, the light
-  listing the web page and terminal app use, and the page of 50 they show);
+- the time to list the pending questions: the full records, the light
+  listing of them all (no face reads it whole), and the page of 50 the
+  web page and terminal app show;
 - the time to answer them all through the queue API (one by one, as
   annotators would), and the time until every session has finished.
 

@@ -317,6 +317,46 @@ def test_the_queue_listing_holds_exactly_what_a_list_shows(store: SessionStore) 
     assert [e.id for e in store.queue_listing("cy").entries] == [plain]
 
 
+def test_one_entry_and_the_count_since_agree_with_the_whole_listing(store: SessionStore) -> None:
+    """What a face asks about one request, or how many waited, never lists the queue."""
+    ahead = datetime.now(UTC) + timedelta(minutes=5)
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    plain = waiting(store, "Which city?", task_id="t1", run="r1")
+    held = waiting(store, "Which day?", deadline=ahead, fallback="idk")
+    settled = waiting(store, "Which size?", k=2)
+    gone = waiting(store, "Which colour?")
+    late = waiting(store, "Which hour?", deadline=past)
+    store.end_session(session_of(store, gone), "finished", "done")
+    assert store.claim_request(held, "bob")
+    assert store.answer_human_request(settled, "cy", "Large")
+
+    listing = store.queue_listing()
+    for request_id in (plain, held, settled, gone, late, "no-such-request"):
+        expected = next((e for e in listing.entries if e.id == request_id), None)
+        assert store.queue_entry(request_id) == expected, request_id
+    assert store.queue_entry(held).claimed_by == ("bob",)  # type: ignore[union-attr]
+
+    for entry in [*listing.entries, None]:
+        since = entry.created if entry is not None else datetime.now(UTC)
+        counted = sum(e.created <= since for e in listing.entries)
+        assert store.queue_waited(since) == counted
+    assert store.queue_waited(datetime.now(UTC) - timedelta(days=1)) == 0
+
+
+def test_expiring_a_sessions_requests_takes_them_all_out_of_the_queue(store: SessionStore) -> None:
+    first = waiting(store, "Which city?")
+    session = session_of(store, first)
+    second = store.create_human_request(session, "Which day?", {}).id
+    other = waiting(store, "Which size?")
+    assert store.answer_human_request(first, "ana", "Paris")
+
+    assert store.expire_session_requests(session) == 1  # the answered one stays answered
+    assert [e.id for e in store.queue_listing().entries] == [other]
+    assert store.get_human_request(second).status == "expired"  # type: ignore[union-attr]
+    assert store.get_human_request(first).status == "answered"  # type: ignore[union-attr]
+    assert store.expire_session_requests(session) == 0
+
+
 @pytest.mark.parametrize(("annotator", "limit"), [(None, 2), (None, 0), ("ana", 3), ("ana", None)])
 def test_a_limited_listing_counts_the_whole_queue(
     store: SessionStore, annotator: str | None, limit: int | None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aah.annotators import annotator_key
@@ -24,7 +24,13 @@ from aah.store import listings as listings
 from aah.store import schema as schema
 from aah.store.connection import StoreConnection
 from aah.store.listings import USABLE as _USABLE
-from aah.store.listings import WANTING_SQL, AnnotatorStats, AnsweredEntry, QueueListing
+from aah.store.listings import (
+    WANTING_SQL,
+    AnnotatorStats,
+    AnsweredEntry,
+    QueueEntry,
+    QueueListing,
+)
 from aah.store.listings import WANTS as _WANTS
 from aah.store.schema import HumanAnswerRecord, HumanRequestRecord, RequestKind
 
@@ -201,6 +207,15 @@ class HumanRequests:
             sql = "UPDATE human_requests SET status = 'expired' WHERE id = ? AND status = 'pending'"
             return bool(db.execute(sql, [request_id]).rowcount)
 
+    def expire_session_requests(self, session_id: str) -> int:
+        """Give up waiting on every pending request of a session; how many were pending."""
+        with self._connection.write() as db:
+            sql = (
+                "UPDATE human_requests SET status = 'expired'"
+                " WHERE session_id = ? AND status = 'pending'"
+            )
+            return int(db.execute(sql, [session_id]).rowcount)
+
     def _usable(self, db: Any, request_id: str) -> bool:
         sql = f"SELECT 1 FROM human_requests AS r WHERE r.id = :id AND {_USABLE}"
         return db.execute(sql, {"id": request_id, "now": _now()}).fetchone() is not None
@@ -375,6 +390,15 @@ class HumanRequests:
         """
         whose = annotator_key(annotator) if annotator is not None else None
         return listings.queue_listing(self._connection.db().conn, whose, limit, _now())
+
+    def queue_entry(self, request_id: str) -> QueueEntry | None:
+        """One request as the whole queue lists it (no annotator), or None when not in it."""
+        return listings.queue_entry(self._connection.db().conn, request_id, _now())
+
+    def queue_waited(self, since: datetime) -> int:
+        """How many requests of the whole queue were asked at ``since`` or earlier."""
+        since_text = since.astimezone(UTC).isoformat()
+        return listings.queue_waited(self._connection.db().conn, since_text, _now())
 
     def answers_by(self, annotator: str, limit: int = 20) -> list[AnsweredEntry]:
         """``annotator``'s latest answers (and declines), newest first.

@@ -221,6 +221,29 @@ def queue_listing(
     return QueueListing(total, [_entry(row, holders) for row in db.execute(sql, params)])
 
 
+def queue_entry(db: sqlite3.Connection, request_id: str, now: str) -> QueueEntry | None:
+    """One request as the whole queue lists it, or None when it is not in the queue.
+
+    Read by its key: a face asking about one request never lists the queue.
+    """
+    params = {"id": request_id, "now": now}
+    sql = f"SELECT {_ENTRY_COLUMNS} FROM {_PENDING.tables} WHERE {_PENDING.where} AND r.id = :id"
+    row = db.execute(sql, params).fetchone()
+    if row is None:
+        return None
+    claims = "SELECT annotator FROM claims WHERE request_id = :id AND until > :now"
+    return _entry(row, {request_id: [holder for (holder,) in db.execute(claims, params)]})
+
+
+def queue_waited(db: sqlite3.Connection, since: str, now: str) -> int:
+    """How many requests of the whole queue were asked at ``since`` or before, from indexes."""
+    params = {"now": now, "since": since}
+    asked = f"{_OPEN} AND r.created <= :since"
+    open_ = int(db.execute(_COUNT_OPEN.format(open=asked), params).fetchone()[0])
+    closed = db.execute(f"{_COUNT_CLOSED} AND r.created <= :since", params).fetchone()
+    return open_ - int(closed[0])
+
+
 # The whole record of each listed request, in ``HumanRequestRecord``'s order.
 _RECORD_COLUMNS = (
     "r.id, r.session_id, r.question, r.context, r.status, r.created, r.k, r.answer,"

@@ -31,7 +31,7 @@ from aah.store.approvals import ApprovalStep, ApprovedRun, ApprovedRuns, approva
 from aah.store.connection import StoreConnection
 from aah.store.file_errors import StoreFileError
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
-from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueListing
+from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
 from aah.store.queries import SessionQueries
 from aah.store.schema import (
     REDACTED,
@@ -582,6 +582,10 @@ class SessionStore:
         """Every approval request and decision of ``runs`` (None: all), session by session."""
         return approval_steps(self._connection, runs)
 
+    def expire_session_requests(self, session_id: str) -> int:
+        """Give up on a session's pending requests (``HumanRequests.expire_session_requests``)."""
+        return self._humans.expire_session_requests(session_id)
+
     def expire_human_request(self, request_id: str) -> bool:
         """Give up waiting on a pending request; True if it was still pending."""
         return self._humans.expire_human_request(request_id)
@@ -633,6 +637,14 @@ class SessionStore:
     def queue_listing(self, annotator: str | None = None, limit: int | None = None) -> QueueListing:
         """The queue's length and first ``limit`` light rows (``HumanRequests.queue_listing``)."""
         return self._humans.queue_listing(annotator, limit)
+
+    def queue_entry(self, request_id: str) -> QueueEntry | None:
+        """One request as the whole queue lists it, or None (``HumanRequests.queue_entry``)."""
+        return self._humans.queue_entry(request_id)
+
+    def queue_waited(self, since: datetime) -> int:
+        """How many queued requests were asked at ``since`` or earlier (``HumanRequests``)."""
+        return self._humans.queue_waited(since)
 
     def answers_by(self, annotator: str, limit: int = 20) -> list[AnsweredEntry]:
         """``annotator``'s latest answers, newest first (``HumanRequests.answers_by``)."""

@@ -247,9 +247,7 @@ class AahApp(App[None]):
 
     def _abandon(self, session_id: str) -> None:
         """Record that the app closed mid-session, so no one answers a dead question."""
-        for entry in self.store.queue_listing().entries:
-            if entry.session_id == session_id:
-                self.store.expire_human_request(entry.id)
+        self.store.expire_session_requests(session_id)
         message = "the terminal app was closed while the session ran"
         self.store.append_event(ErrorEvent(session_id=session_id, message=message, where="tui"))
         self.store.finish_session(session_id, "error")
@@ -465,7 +463,7 @@ class AahApp(App[None]):
         closed = self.store.closed_reason(request_id)
         if closed is not None:
             return f"{closed[0].upper()}{closed[1:]}."
-        entry = next((e for e in self.store.queue_listing().entries if e.id == request_id), None)
+        entry = self.store.queue_entry(request_id)
         holders = taken_by(entry, self.annotator) if entry is not None else ()
         if holders:
             return f"Taken by {', '.join(holders)}: press p later, or answer another question."

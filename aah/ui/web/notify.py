@@ -153,21 +153,20 @@ class QueueNotifier:
         """The title and body to send now, or None when no question has waited long enough."""
         moment = now or datetime.now(UTC)
         cutoff = moment - timedelta(seconds=self.settings.after_seconds)
-        # The oldest question alone says whether any is overdue: the whole
-        # queue (light rows, no context) is read only when a message is due.
+        # The oldest question says whether any is overdue, and how long it
+        # waited; the counts come from indexes: the queue is never listed.
         first = self.store.queue_listing(limit=1)
         if not first.entries or _aware(first.entries[0].created) > cutoff:
             return None
-        listing = self.store.queue_listing()
-        waiting = listing.total
-        overdue = [e for e in listing.entries if _aware(e.created) <= cutoff]
+        waiting = first.total
+        overdue = self.store.queue_waited(_aware(cutoff))
         if not overdue:  # answered in between
             return None
-        oldest = int((moment - _aware(overdue[0].created)).total_seconds() // 60)
+        oldest = int((moment - _aware(first.entries[0].created)).total_seconds() // 60)
         noun = "question waits" if waiting == 1 else "questions wait"
         title = f"aah: {waiting} {noun} for an answer"
         body = (
-            f"{waiting} {noun} for a person; {len(overdue)} for more than "
+            f"{waiting} {noun} for a person; {overdue} for more than "
             f"{_span(self.settings.after_seconds)} (the oldest {oldest} min). "
             f"Answer at {self.settings.queue_url}"
         )
