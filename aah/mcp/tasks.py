@@ -76,30 +76,28 @@ class CancelTaskRequest(Request[TaskIdParams, Literal["tasks/cancel"]]):
     name_param = "taskId"
 
 
-class CreateTaskResult(McpResult):
+class _TaskState(McpResult):
+    """A task's fields as every answer about it carries them."""
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+
+
+class CreateTaskResult(_TaskState):
     """The task handle a ``tools/call`` returns in place of its result (``resultType: "task"``)."""
 
     result_type: Literal["task"] = "task"
-    task_id: str
-    status: str
-    status_message: str | None = None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
 
 
-class GetTaskResult(McpResult):
+class GetTaskResult(_TaskState):
     """What ``tasks/get`` answers: the task, with its result once completed."""
 
     result_type: str = "complete"
-    task_id: str
-    status: str
-    status_message: str | None = None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
 
