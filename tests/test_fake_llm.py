@@ -453,7 +453,11 @@ def test_cli_serves_until_interrupted() -> None:
         "app = typer.Typer(); app.command()(fake_llm); app()"
     )
     command = [sys.executable, "-c", program, "--script", str(AGENT_SCRIPT), "--port", "0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    # A test run started in the background (``cmd &``) hands its children
+    # SIGINT ignored; Ctrl-C is what this test presses, so it is restored.
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_default
+    )
     try:
         assert process.stdout is not None
         banner = process.stdout.readline()
@@ -468,3 +472,7 @@ def test_cli_serves_until_interrupted() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def _ctrl_c_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -400,6 +400,9 @@ def test_serve_vllm_starts_waits_prints_and_stops(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A test run started in the background (``cmd &``) hands its children
+        # SIGINT ignored; Ctrl-C is what this test presses, so it is restored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         _wait_for(env_file, process)
