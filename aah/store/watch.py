@@ -220,7 +220,7 @@ class RequestWatch:
     def _ready_on_server(self, listener: _Listener) -> list[str]:
         heard = listener.heard()
         now = time.monotonic()
-        due = now - self._last_join >= min(self._fallback_s, FALLBACK_POLL_S)
+        due = now - self._last_join >= self._fallback_s
         if not self._watched or not (heard or self._added or due):
             return []
         try:
