@@ -18,7 +18,10 @@ from aah.tools.spec import ParameterSpec, ParamLocation, ResponseSketch
 
 pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
 
-FAST: dict[str, Any] = {"timeout": 0.2, "retries": 2, "backoff": 0.001, "max_bytes": 10_000}
+# Quick retries and a generous timeout: a loaded machine must not turn a success into a timeout.
+FAST: dict[str, Any] = {"timeout": 10, "retries": 2, "backoff": 0.001, "max_bytes": 10_000}
+# For the calls meant to time out against the server's /slow path.
+IMPATIENT: dict[str, Any] = {**FAST, "timeout": 0.2}
 
 
 @pytest.fixture
@@ -268,7 +271,7 @@ def test_mock_missing_required_is_a_400_and_no_request(server: LocalServer) -> N
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_each_fault_kind(kind: str, server: LocalServer) -> None:
     spec = make_spec(server.url("/json"), name="weather")
-    result = make_executor("fault", fault_plan=f"local__weather={kind}", **FAST).call(spec, {})
+    result = make_executor("fault", fault_plan=f"local__weather={kind}", **IMPATIENT).call(spec, {})
     expected = {
         "404": (404, "HTTP 404 Not Found\n{"),
         "500": (500, "HTTP 500 Internal Server Error\n{"),
@@ -290,12 +293,14 @@ def test_deprecated_body_says_so() -> None:
 
 
 def test_faults_read_like_real_failures(server: LocalServer) -> None:
-    live = HttpExecutor(**FAST)
+    live = HttpExecutor(**IMPATIENT)
     slow = make_spec(server.url("/slow"), name="slow")
     refused = make_spec(f"http://127.0.0.1:{closed_port()}/json", name="gone")
     missing = make_spec(server.url("/missing"), name="missing")
     faults = make_executor(
-        "fault", fault_plan="local__slow=timeout,local__gone=refused,local__missing=404", **FAST
+        "fault",
+        fault_plan="local__slow=timeout,local__gone=refused,local__missing=404",
+        **IMPATIENT,
     )
     assert faults.call(slow, {}).text == live.call(slow, {}).text
     assert faults.call(refused, {}).text == live.call(refused, {}).text
