@@ -1,11 +1,14 @@
 """The PostgreSQL store beside the SQLite one, in one sitting: throughput, wake-up, a large queue.
 
 1. Batch throughput: the first ``--tasks`` (default 120) under-specified
-   tasks against the fake model (its own process, zero latency) at
-   concurrency 16, oracle human, once into a new SQLite file and once into a
-   new PostgreSQL database, in turn ``--repeats`` times; tasks/s and CPU ms
-   per task of the runner (and of the PostgreSQL server's processes, which
-   SQLite does not have). Target: PostgreSQL within 10% of SQLite's tasks/s.
+   tasks against the fake model (its own process, ``--latency-ms`` per
+   reply, default 300) at ``--concurrency`` (default 64), oracle human, once
+   into a new SQLite file and once into a new PostgreSQL database, in turn
+   ``--repeats`` times; tasks/s and CPU ms per task of the runner (and of the
+   PostgreSQL server's processes, which SQLite does not have). Target:
+   PostgreSQL within 10% of SQLite's tasks/s. ``--latency-ms 0
+   --concurrency 16`` makes it a CPU-bound stress instead, where the
+   server's CPU competes with the runner's on a small machine.
 2. Answer-to-resume across processes: a watcher process (a runner's
    ``AnswerWatcher`` loop) watches ``--answers`` waiting requests, this
    process answers them one by one; the delay from the answer's call to the
@@ -20,6 +23,7 @@ The load average is printed with each section: on a shared machine the
 figures move with it. Without ``--url`` a throwaway cluster is started the
 way the tests start theirs (tests/postgres_cluster.py: initdb, fsync off).
 Run: .venv/bin/python perf/postgres_store.py [--tasks 120] [--repeats 3] [--url URL]
+     [--latency-ms 300] [--concurrency 64]
 """
 
 from __future__ import annotations
@@ -162,26 +166,33 @@ def new_database(base: str, admin: object) -> Path:
 
 
 def throughput(
-    tasks: list, registry: Registry, tmp: Path, base: str, admin: object, repeats: int
+    tasks: list,
+    registry: Registry,
+    tmp: Path,
+    base: str,
+    admin: object,
+    repeats: int,
+    latency_ms: int,
+    concurrency: int,
 ) -> None:
     figures: dict[str, dict[str, list[float]]] = {
         e: {"rate": [], "cpu": [], "server": []} for e in ("sqlite", "postgresql")
     }
-    with fake_model(tmp, 0) as config:
-        run(tasks[:5], config, registry, tmp / "warm.db", 16, "warm")  # imports, connections
+    with fake_model(tmp, latency_ms) as config:
+        run(tasks[:5], config, registry, tmp / "warm.db", concurrency, "warm")  # imports
         for repeat in range(repeats):
             for engine in ("sqlite", "postgresql"):
                 db = tmp / f"t{repeat}.db" if engine == "sqlite" else new_database(base, admin)
                 spent: list[float] = []
                 with server_cpu(spent):
-                    wall, cpu = run(tasks, config, registry, db, 16, f"t{repeat}")
+                    wall, cpu = run(tasks, config, registry, db, concurrency, f"t{repeat}")
                 server = spent[0] if engine == "postgresql" else 0.0
                 figures[engine]["rate"].append(len(tasks) / wall)
                 figures[engine]["cpu"].append(cpu / len(tasks) * 1000)
                 figures[engine]["server"].append(server / len(tasks) * 1000)
     print(
-        f"1. batch throughput, {len(tasks)} tasks, zero latency, concurrency 16, {repeats} "
-        f"repeats (min / median / max); {load()}"
+        f"1. batch throughput, {len(tasks)} tasks, model latency {latency_ms} ms, concurrency "
+        f"{concurrency}, {repeats} repeats (min / median / max); {load()}"
     )
     for engine, got in figures.items():
         extra = (
@@ -314,6 +325,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=120, help="Tasks per batch run.")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--latency-ms", type=int, default=300, help="The fake model's delay.")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument(
+        "--only", choices=["throughput", "wake", "queue"], help="Run one section only."
+    )
     parser.add_argument("--answers", type=int, default=100, help="Answers per wake-up repeat.")
     parser.add_argument("--waiting", type=int, default=10_000)
     parser.add_argument(
@@ -327,9 +343,14 @@ def main() -> None:
         build_registry(data, tmp / "registry.db")
         registry = Registry(tmp / "registry.db")
         tasks = load_tasks(data, ["underspecified"])[: args.tasks]
-        throughput(tasks, registry, tmp, base, admin, args.repeats)
-        answer_to_resume(tmp, base, admin, args.answers, args.repeats)
-        large_queue(tmp, base, admin, args.waiting)
+        if args.only in (None, "throughput"):
+            throughput(
+                tasks, registry, tmp, base, admin, args.repeats, args.latency_ms, args.concurrency
+            )
+        if args.only in (None, "wake"):
+            answer_to_resume(tmp, base, admin, args.answers, args.repeats)
+        if args.only in (None, "queue"):
+            large_queue(tmp, base, admin, args.waiting)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,12 @@ blocks the loop for that wait, bounded by the busy timeout.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -37,8 +39,10 @@ from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
 from aah.store import StoreFileError, insert_events, write_lock, write_transaction
 from aah.store import schema as schema
+from aah.store.writes import needs_exclusive
 
 Publish = Callable[[list[Event]], None]
+_T = TypeVar("_T")
 
 
 class EventOutbox:
@@ -229,30 +233,39 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
     Made here, not at import: the extra is optional, and SQLite users never load it.
     """
     from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Capabilities
     from psycopg.rows import dict_row
 
-    from aah.store import PgDatabase
+    from aah.store.postgres import PgPool, raise_server_error
 
-    class SessionPostgresSaver(_InlineAsync, PostgresSaver):
+    pipelines = Capabilities().has_pipeline()
+
+    class SessionPostgresSaver(_ThreadedAsync, PostgresSaver):
         """Checkpoints in the PostgreSQL store, written with the events they cover.
 
         A checkpoint or a step's writes and the events its thread emitted
         commit in one transaction, under the store's write lock (as
         ``SessionSaver`` does in SQLite); reads run outside any transaction.
+        Each call borrows a connection of the saver's pool, so sessions'
+        calls run side by side in worker threads (``_ThreadedAsync``).
         """
 
         def __init__(self) -> None:
-            self._db = PgDatabase(url)  # type: ignore[arg-type]  # a DatabaseURL
+            self._pool = PgPool(url)  # type: ignore[arg-type]  # a DatabaseURL
             self._path = url
             self._outbox = outbox
             self._write_lock = write_lock(url)
-            self._thread: str | None = None
-            super().__init__(self._db.raw, serde=ScrubbingSerializer())
-            with self._db.translated_errors():
+            self._local = threading.local()
+            self._order: dict[str, _Turns] = {}
+            # No connection of its own: ``_cursor`` borrows the pool's.
+            super().__init__(None, serde=ScrubbingSerializer())  # type: ignore[arg-type]
+            try:
                 self.setup()
+            except Exception as exc:
+                raise_server_error(exc, url)  # type: ignore[arg-type]
 
         def close(self) -> None:
-            self._db.close()
+            self._pool.close()
 
         def put(
             self,
@@ -261,7 +274,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             metadata: CheckpointMetadata,
             new_versions: ChannelVersions,
         ) -> RunnableConfig:
-            with _writing(self, config), self._db.translated_errors():
+            with _writing(self, config), _translated(url):
                 return super().put(config, checkpoint, metadata, new_versions)
 
         def put_writes(
@@ -271,51 +284,207 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             task_id: str,
             task_path: str = "",
         ) -> None:
-            with _writing(self, config), self._db.translated_errors():
+            with _writing(self, config), _translated(url):
                 super().put_writes(config, writes, task_id, task_path)
+
+        def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+            with _translated(url):
+                return super().get_tuple(config)
 
         @contextmanager
         def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
-            if not pipeline:  # a read, or the saver's own setup
-                with self.lock, self._db.raw.cursor(binary=True, row_factory=dict_row) as cur:
+            with self._pool.connection() as db:
+                if not pipeline:  # a read, or the saver's own setup
+                    with db.raw.cursor(binary=True, row_factory=dict_row) as cur:
+                        yield cur
+                    return
+                # A pipeline sends the write's statements without waiting for
+                # each reply: one round trip where there were several.
+                with (
+                    _logging_events(self, db) as db,
+                    db.raw.pipeline() if pipelines else nullcontext(),
+                    db.raw.cursor(binary=True, row_factory=dict_row) as cur,
+                ):
                     yield cur
-                return
-            with (
-                self.lock,
-                _logging_events(self) as db,
-                db.raw.cursor(binary=True, row_factory=dict_row) as cur,
-            ):
-                yield cur
 
     return SessionPostgresSaver()
 
 
+class _Turns:
+    """The calls one session's thread has in flight, taken in the order they came."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.waiting = 0
+
+
+class _ThreadedAsync(BaseCheckpointSaver[str]):
+    """A server saver's async methods, each run by its sync one in a worker thread.
+
+    Every statement to a server waits a network round trip, which inline
+    would stall every other session on the event loop; in a thread the
+    loop goes on while it waits. One session's calls still run one at a time
+    and in the order they came (``_Turns``): a checkpoint must not overtake
+    the step writes before it. The events a write logs are taken from the
+    outbox on the loop when the call is made, handed to the thread, and told
+    to listeners back on the loop once stored.
+    """
+
+    _outbox: EventOutbox
+    _local: threading.local
+    _order: dict[str, _Turns]
+
+    async def _in_turn(self, config: RunnableConfig | None, call: Callable[[], _T]) -> _T:
+        thread = _thread_of(config)
+        if thread is None:
+            return await asyncio.to_thread(call)
+        turns = self._order.get(thread)
+        if turns is None:
+            turns = self._order[thread] = _Turns()
+        turns.waiting += 1
+        try:
+            async with turns.lock:
+                return await asyncio.to_thread(call)
+        finally:
+            turns.waiting -= 1
+            if not turns.waiting:
+                del self._order[thread]
+
+    async def _write(self, config: RunnableConfig, call: Callable[[], _T]) -> _T:
+        thread = _thread_of(config)
+        events = self._outbox.take(thread) if thread is not None else []
+
+        def handed() -> tuple[_T, list[Event]]:
+            self._local.events, self._local.stored = events, []
+            try:
+                return call(), self._local.stored
+            finally:
+                self._local.events = self._local.stored = None
+
+        written = asyncio.ensure_future(self._in_turn(config, handed))
+        try:
+            # Shielded: a cancelled session's write goes on in its thread,
+            # and either commits its events with its checkpoint or neither.
+            result, stored = await asyncio.shield(written)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            if thread is not None:
+                self._outbox.put_back(thread, events)
+            raise
+        self._outbox.publish(stored)
+        return result
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """See ``PostgresSaver.get_tuple``."""
+        return await self._in_turn(config, lambda: self.get_tuple(config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - the base class's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """See ``PostgresSaver.list``."""
+        items = await self._in_turn(
+            config, lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """See ``PostgresSaver.put``."""
+        return await self._write(
+            config, lambda: self.put(config, checkpoint, metadata, new_versions)
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """See ``PostgresSaver.put_writes``."""
+        await self._write(config, lambda: self.put_writes(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """See ``PostgresSaver.delete_thread``."""
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        await self._in_turn(config, lambda: self.delete_thread(thread_id))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        """See ``PostgresSaver.get_delta_channel_history``."""
+        return await self._in_turn(
+            config, lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )
+
+
+def _thread_of(config: RunnableConfig | None) -> str | None:
+    thread = (config or {}).get("configurable", {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
+@contextmanager
+def _translated(url: Path) -> Iterator[None]:
+    """What goes wrong with the server inside the block, as a one-line ``StoreFileError``."""
+    from aah.store.postgres import raise_server_error
+
+    try:
+        yield
+    except Exception as exc:
+        raise_server_error(exc, url)  # type: ignore[arg-type]  # a DatabaseURL
+
+
 @contextmanager
 def _writing(saver: Any, config: RunnableConfig) -> Iterator[None]:
-    """Tell ``saver`` whose thread the write in progress is for (its events go with it)."""
-    saver._thread = str(config["configurable"]["thread_id"])
+    """Tell ``saver`` whose thread the write in progress (in this OS thread) is for."""
+    saver._local.thread = str(config["configurable"]["thread_id"])
     try:
         yield
     finally:
-        saver._thread = None
+        saver._local.thread = None
 
 
 @contextmanager
-def _logging_events(saver: Any) -> Iterator[Any]:
-    """A write transaction of ``saver``'s connection that first logs its thread's held events."""
+def _logging_events(saver: Any, db: Any) -> Iterator[Any]:
+    """A write transaction on ``db`` that first logs the held events of ``saver``'s thread.
+
+    Events an async call handed over (``_ThreadedAsync``) are logged once,
+    by the call's first write, and told to listeners by the call on the
+    loop; a sync call takes its thread's events from the outbox here.
+    """
     if saver._outbox.stopped:
         raise CheckpointsStopped(saver._path)
-    thread = saver._thread
-    events = saver._outbox.take(thread) if thread is not None else []
+    handed: list[Event] | None = getattr(saver._local, "events", None)
+    thread: str | None = getattr(saver._local, "thread", None)
+    if handed is not None:
+        events, saver._local.events = handed, []
+    else:
+        events = saver._outbox.take(thread) if thread is not None else []
+    exclusive = needs_exclusive(events)
     try:
-        with write_transaction(saver._db, saver._write_lock) as db:
+        with write_transaction(db, saver._write_lock, exclusive=exclusive) as db:
             stored = insert_events(db, events)
             yield db
     except BaseException:
-        if thread is not None:
+        if handed is None and thread is not None:  # else the call puts them back
             saver._outbox.put_back(thread, events)
         raise
-    saver._outbox.publish(stored)
+    if handed is not None:
+        saver._local.stored.extend(stored)
+    else:
+        saver._outbox.publish(stored)
 
 
 @contextmanager

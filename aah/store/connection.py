@@ -1,9 +1,12 @@
-"""The session database's connections: one per thread, and writes one at a time.
+"""The session database's connections, and writes one at a time.
 
-Each thread gets its own connection, because a sqlite3 connection must not
-be used by two threads at once. Writes take SQLite's write lock up front
-(``write_transaction``) and, within one process, one Python lock per file.
-The store's parts (sessions, human requests) share one ``StoreConnection``.
+An SQLite file gets one connection per thread, because a sqlite3 connection
+must not be used by two threads at once. A PostgreSQL database gets a pool
+(``PgPool``): each statement borrows a connection, and a write transaction
+keeps one from BEGIN to COMMIT. Writes take the engine's write lock up front
+(``write_transaction``) and, within one process, one Python lock per
+database. The store's parts (sessions, human requests) share one
+``StoreConnection``.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aah.db_url import is_database_url
 from aah.store import schema as schema
 from aah.store.sqlite_db import Database
 from aah.store.writes import write_lock, write_transaction
+
+if TYPE_CHECKING:
+    from aah.store.postgres import PooledPgDatabase
 
 
 class StoreConnection:
@@ -42,7 +48,11 @@ class StoreConnection:
         self._open_guard = threading.Lock()
         self._lock = write_lock(path)
         self.engine = "postgresql" if is_database_url(path) else "sqlite"
+        self._pooled: PooledPgDatabase | None = None
         if self.engine == "postgresql":
+            from aah.store.postgres import PgPool, PooledPgDatabase
+
+            self._pooled = PooledPgDatabase(PgPool(path))  # type: ignore[arg-type]  # a URL
             # Every writer of every process queues on the server (see
             # ``write_transaction``), so a new database gets its tables once.
             if schema.needs_schema(self.db(), path):
@@ -64,13 +74,10 @@ class StoreConnection:
                 self.db().execute("PRAGMA foreign_keys = ON")
 
     def db(self) -> Database:
-        """This thread's connection, opened on first use."""
+        """This thread's connection, opened on first use (PostgreSQL: the pool's)."""
+        if self._pooled is not None:
+            return self._pooled  # speaks as a Database does
         db: Database | None = getattr(self._local, "db", None)
-        if db is not None and getattr(db, "broken", False):
-            # A PostgreSQL connection the server dropped (a restart, a network
-            # cut) failed its last statement in one line; the next one gets a
-            # new connection instead of failing for good.
-            db = None
         if db is None:
             db = schema.connect(self.path)
             self._local.db = db
@@ -81,6 +88,10 @@ class StoreConnection:
     @contextmanager
     def write(self) -> Iterator[Database]:
         """One write transaction of this thread's connection (``write_transaction``)."""
+        if self._pooled is not None:
+            with self._pooled.pinned() as pinned, write_transaction(pinned, self._lock) as db:
+                yield db
+            return
         with write_transaction(self.db(), self._lock) as db:
             yield db
 
@@ -92,6 +103,8 @@ class StoreConnection:
 
     def close(self) -> None:
         """Close the connections opened here, in every thread."""
+        if self._pooled is not None:
+            self._pooled.close()
         with self._open_guard:
             for db in list(self._open):
                 db.close()

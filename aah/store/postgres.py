@@ -14,6 +14,8 @@ connection) becomes a ``StoreFileError``: one line naming the server
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +29,9 @@ from aah.store.file_errors import StoreFileError
 INSTALL = "pip install 'aah[postgres]'"
 # How long opening a connection may take before the server counts as unreachable.
 CONNECT_TIMEOUT_S = 10
+# How many connections one pool (a store, a checkpointer) keeps open at most.
+POOL_SIZE_ENV = "AAH_PG_POOL_SIZE"
+DEFAULT_POOL_SIZE = 8
 
 
 def psycopg_module() -> Any:
@@ -122,19 +127,28 @@ def raise_server_error(exc: BaseException, url: DatabaseURL) -> None:
 
 
 class PgCursor:
-    """The rows of one statement, as the store reads an sqlite3 cursor's."""
+    """The rows of one statement, as the store reads an sqlite3 cursor's.
+
+    They are read at once: the connection may go back to its pool (and to
+    another thread) before the caller reads them.
+    """
 
     def __init__(self, cursor: Any) -> None:
-        self._cursor = cursor
         self.rowcount: int = cursor.rowcount
+        self._rows: list[Any] = list(cursor.fetchall()) if cursor.description else []
+        self._next = 0
 
     def fetchone(self) -> Any:
         """The next row (a tuple), or None."""
-        return self._cursor.fetchone() if self._cursor.description else None
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
 
     def fetchall(self) -> list[Any]:
         """Every row left."""
-        return list(self._cursor.fetchall()) if self._cursor.description else []
+        rows, self._next = self._rows[self._next :], len(self._rows)
+        return rows
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
@@ -178,6 +192,12 @@ class PgDatabase:
         return bool(self._conn.broken or self._conn.closed)
 
     @property
+    def idle(self) -> bool:
+        """Whether no transaction is open on the connection."""
+        psycopg = psycopg_module()
+        return bool(self._conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
+
+    @property
     def raw(self) -> Any:
         """The psycopg connection itself (for LangGraph's ``PostgresSaver``)."""
         return self._conn
@@ -201,8 +221,8 @@ class PgDatabase:
 
         try:
             # Tuples whatever the connection's row factory (a saver's gives dicts).
-            cursor = self._conn.cursor(row_factory=tuple_row)
-            return PgCursor(cursor.execute(render(sql, "postgresql"), params or ()))
+            with self._conn.cursor(row_factory=tuple_row) as cursor:
+                return PgCursor(cursor.execute(render(sql, "postgresql"), params or ()))
         except Exception as exc:
             raise_server_error(exc, self.url)
             raise  # unreachable: for the type checker
@@ -251,3 +271,178 @@ class PgDatabase:
     def close(self) -> None:
         """Close the connection."""
         self._conn.close()
+
+
+def pool_size() -> int:
+    """``AAH_PG_POOL_SIZE`` (connections per pool), or the default.
+
+    Raises:
+        AahError: It is not a whole number of at least 1.
+    """
+    said = os.environ.get(POOL_SIZE_ENV, "").strip()
+    if not said:
+        return DEFAULT_POOL_SIZE
+    try:
+        size = int(said)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise AahError(f"{POOL_SIZE_ENV}={said!r} is not a number of connections: write e.g. 8")
+    return size
+
+
+class PgPool:
+    """Connections to one database, shared by a process's threads, at most ``size`` lent.
+
+    A thread borrows one for a statement or a transaction and gives it back;
+    one the server dropped (a restart, a network cut) is closed on its
+    return, and the next borrower opens a new one, so each process
+    reconnects on its own. A thread that finds every connection lent waits
+    for one. Opening a connection fails the way ``PgDatabase`` does, at once
+    and in one line: psycopg_pool's pool would instead retry in the
+    background and fail after its timeout without the server's reason.
+
+    Args:
+        url: The server's URL.
+        size: The most connections open at once (``pool_size()`` if None).
+    """
+
+    def __init__(self, url: DatabaseURL, size: int | None = None) -> None:
+        self.url = url
+        self.size = size if size is not None else pool_size()
+        self._idle: list[PgDatabase] = []
+        self._lent: set[PgDatabase] = set()
+        self._opening = 0
+        self._retired: set[PgDatabase] = set()
+        self._ready = threading.Condition()
+
+    @contextmanager
+    def connection(self) -> Iterator[PgDatabase]:
+        """A connection of the pool's, this thread's alone until the block ends."""
+        db = self._take()
+        try:
+            yield db
+        finally:
+            self._give_back(db)
+
+    def _take(self) -> PgDatabase:
+        with self._ready:
+            while True:
+                while self._idle:
+                    db = self._idle.pop()
+                    if not db.broken:
+                        self._lent.add(db)
+                        return db
+                    db.close()
+                if len(self._lent) + self._opening < self.size:
+                    self._opening += 1
+                    break
+                self._ready.wait()
+        try:
+            db = PgDatabase(self.url)
+        except BaseException:
+            with self._ready:
+                self._opening -= 1
+                self._ready.notify()
+            raise
+        with self._ready:
+            self._opening -= 1
+            self._lent.add(db)
+        return db
+
+    def _give_back(self, db: PgDatabase) -> None:
+        if not db.broken and not db.idle:
+            # A transaction left open (an error between BEGIN and COMMIT).
+            try:
+                db.rollback()
+            except Exception:
+                db.close()
+        with self._ready:
+            self._lent.discard(db)
+            if db in self._retired or db.broken:
+                self._retired.discard(db)
+                db.close()
+            else:
+                self._idle.append(db)
+            self._ready.notify()
+
+    def close(self) -> None:
+        """Close every connection: the idle ones now, a lent one on its return.
+
+        The pool stays usable: a later borrower opens a new connection.
+        """
+        with self._ready:
+            idle, self._idle = self._idle, []
+            self._retired |= self._lent
+        for db in idle:
+            db.close()
+
+
+class PooledPgDatabase:
+    """A ``PgDatabase`` whose statements borrow a connection of a ``PgPool`` each.
+
+    Inside ``pinned()`` the thread keeps one connection for every statement
+    (a transaction needs them all on one); outside, each statement borrows
+    whichever is free, so threads that read at once do not queue on one
+    connection, and a process's connections stay bounded however many
+    threads it runs (a web server's workers).
+    """
+
+    engine = "postgresql"
+    broken = False  # a dropped connection is the pool's to replace
+
+    def __init__(self, pool: PgPool) -> None:
+        self.pool = pool
+        self.url = pool.url
+        self._local = threading.local()
+
+    @contextmanager
+    def pinned(self) -> Iterator[PgDatabase]:
+        """One connection for this thread's statements until the block ends."""
+        held: PgDatabase | None = getattr(self._local, "held", None)
+        if held is not None:
+            yield held
+            return
+        with self.pool.connection() as db:
+            self._local.held = db
+            try:
+                yield db
+            finally:
+                self._local.held = None
+
+    @property
+    def conn(self) -> PooledPgDatabase:
+        """Itself: the store passes ``db.conn`` where SQLite's raw connection goes."""
+        return self
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> PgCursor:
+        """``PgDatabase.execute`` on a borrowed connection."""
+        with self.pinned() as db:
+            return db.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
+        """``PgDatabase.executemany`` on a borrowed connection."""
+        with self.pinned() as db:
+            return db.executemany(sql, rows)
+
+    def executescript(self, sql: str) -> None:
+        """``PgDatabase.executescript`` on a borrowed connection."""
+        with self.pinned() as db:
+            db.executescript(sql)
+
+    def query(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """``PgDatabase.query`` on a borrowed connection."""
+        with self.pinned() as db:
+            return db.query(sql, params)
+
+    def rollback(self) -> None:
+        """Roll back this thread's pinned connection, if it holds one."""
+        held: PgDatabase | None = getattr(self._local, "held", None)
+        if held is not None:
+            held.rollback()
+
+    def close(self) -> None:
+        """Close the pool."""
+        self.pool.close()

@@ -48,15 +48,27 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 @contextmanager
-def write_transaction(db: Database, lock: threading.Lock) -> Iterator[Database]:
+def write_transaction(
+    db: Database, lock: threading.Lock, *, exclusive: bool = True
+) -> Iterator[Database]:
     """One write transaction on ``db`` that holds SQLite's write lock from its start.
 
     A deferred transaction that reads and then writes fails at once with
     BUSY if another writer got in between; taking the lock first makes it
     wait its turn (up to the busy timeout) instead. ``lock`` is the
     process-wide lock of the file (``write_lock``).
+
+    On PostgreSQL, ``exclusive=False`` lets the transaction run beside
+    others: for a write that reads nothing it decides on and touches only its
+    own session's rows (a checkpoint and its steps' events, see
+    ``needs_exclusive``), the row locks it takes suffice. SQLite has one
+    writer whatever is asked.
     """
     if getattr(db, "engine", "sqlite") == "postgresql":
+        if not exclusive:
+            with _postgres_transaction(db, exclusive=False):
+                yield db
+            return
         with lock, _postgres_transaction(db):
             yield db
         return
@@ -89,16 +101,28 @@ WRITE_LOCK_KEY = 0x616168  # "aah"
 
 
 @contextmanager
-def _postgres_transaction(db: Database) -> Iterator[None]:
+def _postgres_transaction(db: Database, *, exclusive: bool = True) -> Iterator[None]:
     # One round trip for both (a simple query; the key is a constant): each
     # one more per write transaction is felt when every writer queues here.
-    db.executescript(f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+    db.executescript(
+        f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})" if exclusive else "BEGIN"
+    )
     try:
         yield
         db.execute("COMMIT")
     except BaseException:
         db.rollback()
         raise
+
+
+def needs_exclusive(events: Sequence[Event]) -> bool:
+    """Whether logging ``events`` needs the exclusive write transaction.
+
+    A question, an answer, an approval request or decision is logged once
+    per request (or call), which is checked by reading the log first; that
+    read and the insert must not interleave with another writer's.
+    """
+    return any(event.kind in _ONCE_PER for event in events)
 
 
 def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:

@@ -1,0 +1,127 @@
+"""The PostgreSQL store's connection pool, against the test run's real server.
+
+Threads share a bounded set of connections; one the server drops is
+replaced on its next borrow; a transaction left open is not handed to the
+next borrower; a bad pool size is refused in one line.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from postgres_cluster import PostgresServer
+
+from aah.db_url import parse_location
+from aah.errors import AahError
+from aah.store import SessionStore
+from aah.store.postgres import PgPool, pool_size
+
+
+def backends(server: PostgresServer, database: str) -> int:
+    import psycopg
+
+    with psycopg.connect(server.url()) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (database,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_threads_share_at_most_size_connections(postgres_server: PostgresServer) -> None:
+    database = postgres_server.create_database()
+    pool = PgPool(parse_location(postgres_server.url(database)), size=2)  # type: ignore[arg-type]
+    most, inside, guard = [0], [0], threading.Lock()
+
+    def borrow() -> None:
+        with pool.connection() as db:
+            with guard:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            db.execute("SELECT pg_sleep(0.05)")
+            with guard:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=borrow) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert most[0] == 2
+    assert backends(postgres_server, database) == 2  # the two stay open for the next borrower
+    pool.close()
+    deadline = time.monotonic() + 10
+    while backends(postgres_server, database) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert backends(postgres_server, database) == 0
+    with pool.connection() as db:  # a closed pool opens anew when used again
+        assert db.execute("SELECT 1").fetchone() == (1,)
+    pool.close()
+
+
+def test_a_connection_the_server_dropped_is_replaced(postgres_server: PostgresServer) -> None:
+    database = postgres_server.create_database()
+    pool = PgPool(parse_location(postgres_server.url(database)), size=1)  # type: ignore[arg-type]
+    with pool.connection() as db:
+        first_pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
+    postgres_server.admin(f"SELECT pg_terminate_backend({first_pid})")
+    with pool.connection() as db, pytest.raises(AahError, match="PostgreSQL"):
+        db.execute("SELECT 1")  # the one statement that finds the cut fails in one line
+    with pool.connection() as db:
+        assert db.execute("SELECT pg_backend_pid()").fetchone()[0] != first_pid
+    pool.close()
+
+
+def test_a_transaction_left_open_is_not_handed_on(postgres_server: PostgresServer) -> None:
+    database = postgres_server.create_database()
+    pool = PgPool(parse_location(postgres_server.url(database)), size=1)  # type: ignore[arg-type]
+    with pool.connection() as db:
+        db.executescript("CREATE TABLE t (x integer)")
+        db.executescript("BEGIN; INSERT INTO t VALUES (1)")
+    with pool.connection() as db:
+        assert db.idle
+        assert db.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    pool.close()
+
+
+def test_a_store_keeps_its_connections_bounded_however_many_threads_read(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AAH_PG_POOL_SIZE", "3")
+    database = postgres_server.create_database()
+    store = SessionStore(parse_location(postgres_server.url(database)))
+    session = store.open_session("Weather in Oslo?")
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in range(5):
+                assert store.get_session(session.id) is not None
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors
+    assert backends(postgres_server, database) <= 3
+    store.close()
+
+
+@pytest.mark.parametrize("said", ["0", "-2", "eight", "1.5"])
+def test_a_bad_pool_size_is_refused_in_one_line(said: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AAH_PG_POOL_SIZE", said)
+    with pytest.raises(AahError, match="AAH_PG_POOL_SIZE") as caught:
+        pool_size()
+    assert "\n" not in str(caught.value)
+
+
+def test_the_pool_size_defaults_and_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AAH_PG_POOL_SIZE", raising=False)
+    assert pool_size() == 8
+    monkeypatch.setenv("AAH_PG_POOL_SIZE", " 12 ")
+    assert pool_size() == 12
