@@ -1,4 +1,4 @@
-"""The PostgreSQL drill at full size: 2,000 questions, 3 runners, 2 x 10 annotators.
+"""The PostgreSQL drill at full size: 2,000 questions, 3 runners, 2 web pages x 10 annotators.
 
 It is tests/test_postgres_drill.py with its numbers raised (the test's
 defaults are scaled down for CI): a runner is SIGKILLed and started again,
