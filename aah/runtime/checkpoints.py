@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,6 +44,10 @@ from aah.store.writes import needs_exclusive
 
 Publish = Callable[[list[Event]], None]
 _T = TypeVar("_T")
+# How long a cancelled session waits for its checkpoint call already running
+# in a thread (a write takes milliseconds; a server that went away, up to the
+# connection timeout).
+_CANCELLED_CALL_WAIT_S = 15.0
 
 
 class EventOutbox:
@@ -257,6 +262,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             self._write_lock = write_lock(url)
             self._local = threading.local()
             self._order: dict[str, _Turns] = {}
+            self._threads = ThreadPoolExecutor(self._pool.size, "aah-checkpoints")
             # No connection of its own: ``_cursor`` borrows the pool's.
             super().__init__(None, serde=ScrubbingSerializer())  # type: ignore[arg-type]
             try:
@@ -265,6 +271,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
                 raise_server_error(exc, url)  # type: ignore[arg-type]
 
         def close(self) -> None:
+            self._threads.shutdown(wait=True)
             self._pool.close()
 
         def put(
@@ -333,43 +340,54 @@ class _ThreadedAsync(BaseCheckpointSaver[str]):
     _outbox: EventOutbox
     _local: threading.local
     _order: dict[str, _Turns]
+    _threads: ThreadPoolExecutor
 
     async def _in_turn(self, config: RunnableConfig | None, call: Callable[[], _T]) -> _T:
         thread = _thread_of(config)
-        if thread is None:
-            return await asyncio.to_thread(call)
-        turns = self._order.get(thread)
-        if turns is None:
-            turns = self._order[thread] = _Turns()
-        turns.waiting += 1
+        turns = None
+        if thread is not None:
+            turns = self._order.get(thread) or self._order.setdefault(thread, _Turns())
+            turns.waiting += 1
         try:
-            async with turns.lock:
-                return await asyncio.to_thread(call)
+            async with turns.lock if turns is not None else nullcontext():
+                running = self._threads.submit(call)
+                try:
+                    return await asyncio.wrap_future(running)
+                except asyncio.CancelledError:
+                    # The call goes on in its thread: wait for it here, so
+                    # that what the cancelled session writes next (its held
+                    # events, its error) comes after it, as it would inline.
+                    with suppress(Exception):
+                        running.result(timeout=_CANCELLED_CALL_WAIT_S)
+                    raise
         finally:
-            turns.waiting -= 1
-            if not turns.waiting:
-                del self._order[thread]
+            if turns is not None and thread is not None:
+                turns.waiting -= 1
+                if not turns.waiting:
+                    del self._order[thread]
 
     async def _write(self, config: RunnableConfig, call: Callable[[], _T]) -> _T:
         thread = _thread_of(config)
         events = self._outbox.take(thread) if thread is not None else []
+        stored: list[Event] = []
+        done = False
 
-        def handed() -> tuple[_T, list[Event]]:
-            self._local.events, self._local.stored = events, []
+        def handed() -> _T:
+            nonlocal done
+            self._local.events, self._local.stored = events, stored
             try:
-                return call(), self._local.stored
+                result = call()
+                done = True
+                return result
             finally:
                 self._local.events = self._local.stored = None
 
-        written = asyncio.ensure_future(self._in_turn(config, handed))
         try:
-            # Shielded: a cancelled session's write goes on in its thread,
-            # and either commits its events with its checkpoint or neither.
-            result, stored = await asyncio.shield(written)
-        except asyncio.CancelledError:
-            raise
+            result = await self._in_turn(config, handed)
         except BaseException:
-            if thread is not None:
+            # Not written (failed, or cancelled before its turn): the events
+            # wait for the next write, or for the session's own last word.
+            if not done and thread is not None:
                 self._outbox.put_back(thread, events)
             raise
         self._outbox.publish(stored)

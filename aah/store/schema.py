@@ -746,6 +746,17 @@ RETURNING n_events
 """
 
 
+# PostgreSQL appends an event in one statement (one round trip to the server
+# where two would be): the bump's new count is the event's seq. SQLite runs
+# the two statements, which cost it no round trip (no UPDATE in a WITH there).
+APPEND_EVENT_PG_SQL = f"""
+WITH bumped AS ({BUMP_SESSION_SQL.strip()})
+INSERT INTO events (session_id, seq, kind, ts, payload)
+SELECT :id, n_events, :kind, :ts, :payload FROM bumped
+RETURNING seq
+"""
+
+
 def session_bump(event: Event) -> dict[str, Any]:
     """The parameters of ``BUMP_SESSION_SQL`` for appending ``event``."""
     bump: dict[str, Any] = {"id": event.session_id, "model_calls": 0, "tool_calls": 0}

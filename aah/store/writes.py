@@ -140,22 +140,24 @@ def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
         KeyError: An event's session does not exist.
     """
     stored: list[Event] = []
+    one_statement = getattr(db, "engine", "sqlite") == "postgresql"
     for event in events:
         if _already_logged(db, event):
             continue
-        row = db.execute(schema.BUMP_SESSION_SQL, schema.session_bump(event)).fetchone()
-        if row is None:
-            raise KeyError(f"no session {event.session_id!r}")
-        db.execute(
-            "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
-            [
-                event.session_id,
-                row[0],
-                event.kind,
-                event.ts.astimezone(UTC).isoformat(),
-                schema.event_payload(event),
-            ],
-        )
+        ts, payload = event.ts.astimezone(UTC).isoformat(), schema.event_payload(event)
+        if one_statement:
+            params = schema.session_bump(event) | {"kind": event.kind, "ts": ts}
+            row = db.execute(schema.APPEND_EVENT_PG_SQL, params | {"payload": payload}).fetchone()
+            if row is None:
+                raise KeyError(f"no session {event.session_id!r}")
+        else:
+            row = db.execute(schema.BUMP_SESSION_SQL, schema.session_bump(event)).fetchone()
+            if row is None:
+                raise KeyError(f"no session {event.session_id!r}")
+            db.execute(
+                "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
+                [event.session_id, row[0], event.kind, ts, payload],
+            )
         stored.append(event.model_copy(update={"seq": row[0]}))
     return stored
 
