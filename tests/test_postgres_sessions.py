@@ -13,14 +13,15 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from postgres_cluster import PostgresServer
 from runtime_support import ASK_FIRST_SCRIPT, runtime_on
 
 from aah.db_url import parse_location
-from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
-from aah.runtime import resume_request, run_session
+from aah.events import AwarenessEvent, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
+from aah.runtime import ScriptedHuman, SessionRequest, resume_request, run_session
 from aah.store import SessionStore, StoreFileError
 from aah.testing.fake_llm import FakeLLMServer
 
@@ -98,3 +99,64 @@ def test_a_dropped_connection_fails_one_call_in_one_line_then_reconnects(
         assert store.get_session(session.id) is not None  # a new connection
         store.append_event(FinalAnswerEvent(session_id=session.id, text="done"))
         assert [e.seq for e in store.events(session.id)] == [1]
+
+
+def test_sessions_side_by_side_log_their_steps_once_and_in_order(postgres_url: str) -> None:
+    """The checkpointer writes sessions' steps on threads side by side; each log stays whole."""
+    url = parse_location(postgres_url)
+
+    async def many(llm: FakeLLMServer) -> list[str]:
+        async with runtime_on(llm, url, human=ScriptedHuman(["Lisbon"] * 16)) as runtime:
+            requests = [SessionRequest(query=f"Weather where I live? ({n})") for n in range(16)]
+            outcomes = await asyncio.gather(*(run_session(r, runtime) for r in requests))
+        assert {o.status for o in outcomes} == {"finished"}
+        return [o.session_id for o in outcomes]
+
+    with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
+        session_ids = asyncio.run(many(llm))
+    with SessionStore(url) as store:
+        orders = set()
+        for session_id in session_ids:
+            events = store.events(session_id)
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            orders.add(tuple(e.kind for e in events))
+    # Every session took the same steps; a write that overtook another would show.
+    assert len(orders) == 1, orders
+    (order,) = orders
+    assert order.index("human_question") < order.index("human_answer") < order.index("final_answer")
+
+
+def _slowed(rule: dict[str, Any]) -> dict[str, Any]:
+    reply = rule["reply"]
+    reply = {"text": reply} if isinstance(reply, str) else reply
+    return rule | {"reply": reply | {"delay_ms": 150}}
+
+
+def test_a_session_cancelled_mid_step_logs_each_step_once(postgres_url: str) -> None:
+    """Cancelled while a checkpoint is on its way, a session's log has no step twice."""
+    url = parse_location(postgres_url)
+    slow = {"rules": [_slowed(rule) for rule in ASK_FIRST_SCRIPT["rules"]]}
+
+    async def cancelled(llm: FakeLLMServer) -> list[str]:
+        async with runtime_on(llm, url, human=ScriptedHuman(["Lisbon"] * 8)) as runtime:
+            tasks = [
+                asyncio.ensure_future(run_session(SessionRequest(query=f"Weather? ({n})"), runtime))
+                for n in range(8)
+            ]
+            for index, task in enumerate(tasks):
+                loop = asyncio.get_running_loop()
+                loop.call_later(0.1 + 0.07 * index, task.cancel)
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return [s.id for s in SessionStore(url).list_sessions()]
+
+    with FakeLLMServer(slow) as llm:
+        session_ids = asyncio.run(cancelled(llm))
+    assert len(session_ids) == 8
+    with SessionStore(url) as store:
+        for session_id in session_ids:
+            events = store.events(session_id)
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            kinds = Counter(e.kind for e in events)
+            assert all(kinds[k] <= 1 for k in ("human_question", "human_answer", "final_answer"))
+            asked = [e.question for e in events if isinstance(e, AwarenessEvent)]
+            assert len(asked) == len(set(asked)), asked  # each awareness question once
