@@ -21,7 +21,7 @@ CAP = 10_000
 
 @pytest.fixture(scope="module")
 def running() -> Iterator[LocalServer]:
-    with LocalServer(slow_seconds=1.0) as server:
+    with LocalServer(slow_seconds=2.0) as server:
         yield server
 
 
@@ -73,7 +73,7 @@ def test_slow_server_times_out(server: LocalServer) -> None:
     started = time.perf_counter()
     with HttpExecutor(timeout=0.2, retries=2, backoff=0.001, max_bytes=CAP) as impatient:
         result = impatient.call(make_spec(server.url("/slow")), {})
-    assert time.perf_counter() - started < 0.8
+    assert time.perf_counter() - started < 1.5  # the server answers after 2 s
     assert not result.ok and result.status is None
     assert result.error == f"no response from {server.host} within 0.2 s (timeout)"
     assert result.text == f"request failed: {result.error}"

@@ -203,15 +203,16 @@ def test_worker_threads_are_sized_for_the_run_and_leave_the_loop_usable() -> Non
     async def main() -> tuple[float, list[int]]:
         async with worker_threads(8):
             started = time.perf_counter()
-            await asyncio.gather(*(asyncio.to_thread(time.sleep, 0.2) for _ in range(16)))
+            await asyncio.gather(*(asyncio.to_thread(time.sleep, 0.5) for _ in range(16)))
             elapsed = time.perf_counter() - started
         # The default-sized pool that replaced it still runs work.
         after = await asyncio.gather(*(asyncio.to_thread(lambda: 1) for _ in range(3)))
         return elapsed, after
 
     elapsed, after = asyncio.run(main())
-    # 16 sleeps on 16 threads take one round; Python's default pool (6 here) takes three.
-    assert elapsed < 0.5 and after == [1, 1, 1]
+    # 16 sleeps on 16 threads take one round (0.5 s); Python's default pool (6
+    # here) takes three (1.5 s). The margin is for a loaded machine.
+    assert elapsed < 1.2 and after == [1, 1, 1]
     assert worker_count(8) == 16 and worker_count(64) == 128 and worker_count(1) >= 5
 
 
