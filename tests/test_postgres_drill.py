@@ -4,7 +4,8 @@ Three ``aah bench run`` runners (each its own run, folder and copy of the
 registry; nothing shared but the database's URL) park sessions whose first
 step asks "Which city?"; two ``aah web`` processes (each its own folder)
 serve the queue, and annotators on threads answer through their pages'
-HTTP API as a browser would. Midway one runner is
+HTTP API as a browser would; where tmux is installed, a person at ``aah
+tui`` in a real terminal answers from the same queue. Midway one runner is
 killed with SIGKILL and started again, and PostgreSQL itself is restarted
 (every connection cut): a runner whose run stops on that is run again, as
 its error line says. At the end every question was answered exactly once
@@ -20,11 +21,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -88,6 +91,84 @@ for t in threads:
     t.join()
 print(json.dumps(sent), flush=True)
 """
+
+
+TMUX = shutil.which("tmux")
+TUI_ANNOTATOR = "terminal-ann"
+
+
+class TerminalAnnotator:
+    """A person at ``aah tui`` in a real terminal (tmux), answering from the queue.
+
+    Each round: ``p`` opens the waiting questions, ``End`` and Enter take the
+    newest (the web annotators take the oldest first), the answer is typed
+    and sent with Enter. A round that does not go as a person would see it
+    (the question was taken meanwhile, the server restarted) is left with
+    Esc and tried again.
+    """
+
+    def __init__(self, env: dict[str, str], folder: Path, db: Path) -> None:
+        self.socket = f"aah-drill-{folder.name}-{os.getpid()}"
+        self.db = db
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        command = (
+            f"cd {shlex.quote(str(folder))} && env {exports} TERM=xterm-256color "
+            f"{shlex.quote(sys.executable)} -m aah tui --annotator {TUI_ANNOTATOR}"
+        )
+        self._tmux("-f", os.devnull, "new-session", "-d", "-x", "120", "-y", "40", command)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._answer, daemon=True)
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10
+        )
+        return done.stdout
+
+    def _shows(self, text: str, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not self.stop.is_set():
+            if text in self._tmux("capture-pane", "-p"):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def answered(self) -> int:
+        rows = raw_rows(
+            self.db, "SELECT count(*) FROM human_answers WHERE annotator = ?", (TUI_ANNOTATOR,)
+        )
+        return int(rows[0][0])
+
+    def _answer(self) -> None:
+        self._shows("q Quit", 60)
+        while not self.stop.is_set():
+            try:
+                before = self.answered()
+            except Exception:  # the server restarts
+                time.sleep(0.5)
+                continue
+            self._tmux("send-keys", "p")
+            if self._shows("Questions waiting for a person", 10):
+                self._tmux("send-keys", "End")
+                self._tmux("send-keys", "Enter")
+                if self._shows("Decline", 10):
+                    self._tmux("send-keys", "-l", "Lisbon")
+                    self._tmux("send-keys", "Enter")
+                    deadline = time.monotonic() + 10
+                    while time.monotonic() < deadline and not self.stop.is_set():
+                        try:
+                            if self.answered() > before:
+                                break
+                        except Exception:
+                            pass
+                        time.sleep(0.2)
+            self._tmux("send-keys", "Escape")  # whatever is still open
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        self._tmux("kill-server")
 
 
 def _free_port() -> int:
@@ -179,6 +260,13 @@ def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart
             pages.append((url, web))
         for url, web in pages:
             _serving(url, web)
+        terminal = None
+        if TMUX is not None:
+            folder = _folder(tmp_path, "terminal")
+            shutil.copy(shared_registry, folder / "registry.db")
+            terminal_env = env | {"AAH_REGISTRY": str(folder / "registry.db")}
+            terminal = TerminalAnnotator(terminal_env, folder, db)
+            terminal.thread.start()
         answerers = [
             subprocess.Popen(
                 [sys.executable, "-c", ANSWERER, url]
@@ -229,6 +317,10 @@ def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart
         for _, web in pages:
             web.terminate()
             web.wait(timeout=30)
+        if terminal is not None:
+            terminal.close()
+            # The person at the terminal answered some, side by side with the pages.
+            assert terminal.answered() >= 1, "the terminal app answered no question"
 
     assert len(set(sends)) > 1, "the questions did not spread over the annotators"
     with SessionStore(db) as store:

@@ -12,7 +12,9 @@ ones: the queries take well under a millisecond on a WAL database, and
 LangGraph's async SQLite saver would hand each one to a worker thread and
 back, which at 64 concurrent sessions costs more CPU than the queries
 (perf/batch_bench.py). A write that has to wait for another process's lock
-blocks the loop for that wait, bounded by the busy timeout.
+blocks the loop for that wait, bounded by the busy timeout. On PostgreSQL,
+where each statement waits a network round trip, the saver's calls run on
+threads of its own instead (``_ThreadedAsync``), each session's in order.
 """
 
 from __future__ import annotations
@@ -326,15 +328,19 @@ class _Turns:
 
 
 class _ThreadedAsync(BaseCheckpointSaver[str]):
-    """A server saver's async methods, each run by its sync one in a worker thread.
+    """A server saver's async methods, each run by its sync one on the saver's threads.
 
     Every statement to a server waits a network round trip, which inline
     would stall every other session on the event loop; in a thread the
-    loop goes on while it waits. One session's calls still run one at a time
-    and in the order they came (``_Turns``): a checkpoint must not overtake
-    the step writes before it. The events a write logs are taken from the
-    outbox on the loop when the call is made, handed to the thread, and told
-    to listeners back on the loop once stored.
+    loop goes on while it waits. The saver has threads of its own (as many
+    as its pool has connections), so tool calls on the loop's default
+    threads do not hold its writes up. One session's calls still run one at
+    a time and in the order they came (``_Turns``): a checkpoint must not
+    overtake the step writes before it. The events a write logs are taken
+    from the outbox on the loop when the call is made, handed to the thread,
+    and told to listeners back on the loop once stored. A session cancelled
+    meanwhile waits for its call already running, and puts back the events
+    of one that never ran.
     """
 
     _outbox: EventOutbox
