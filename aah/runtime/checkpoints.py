@@ -40,9 +40,14 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from aah.db_url import is_database_url
 from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
-from aah.store import StoreFileError, insert_events, write_lock, write_transaction
+from aah.store import (
+    StoreFileError,
+    insert_events,
+    needs_exclusive,
+    write_lock,
+    write_transaction,
+)
 from aah.store import schema as schema
-from aah.store.writes import needs_exclusive
 
 Publish = Callable[[list[Event]], None]
 _T = TypeVar("_T")
@@ -243,7 +248,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
     from psycopg import Capabilities
     from psycopg.rows import dict_row
 
-    from aah.store.postgres import PgPool, raise_server_error
+    from aah.store import PgPool, raise_server_error
 
     pipelines = Capabilities().has_pipeline()
 
@@ -462,7 +467,7 @@ def _thread_of(config: RunnableConfig | None) -> str | None:
 @contextmanager
 def _translated(url: Path) -> Iterator[None]:
     """What goes wrong with the server inside the block, as a one-line ``StoreFileError``."""
-    from aah.store.postgres import raise_server_error
+    from aah.store import raise_server_error
 
     try:
         yield

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
-    from aah.store.postgres import PgDatabase
+    from aah.store.postgres import PgDatabase, PgPool, raise_server_error
     from aah.store.queries import (
         AnnotatorAnswer,
         CallStep,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     )
     from aah.store.sessions import GradeRecord, RunRecord, SessionStore, Verdict
     from aah.store.watch import RequestWatch
-    from aah.store.writes import insert_events, write_lock, write_transaction
+    from aah.store.writes import insert_events, needs_exclusive, write_lock, write_transaction
 
 __all__ = [
     "DEFAULT_LEASE_S",
@@ -60,6 +60,7 @@ __all__ = [
     "ManifestDifference",
     "PINNED_FIELDS",
     "PgDatabase",
+    "PgPool",
     "QueueEntry",
     "QueueListing",
     "RequestWatch",
@@ -79,7 +80,9 @@ __all__ = [
     "copy_database",
     "insert_events",
     "merge_databases",
+    "needs_exclusive",
     "pinned_difference",
+    "raise_server_error",
     "scrub",
     "write_lock",
     "write_transaction",
@@ -105,6 +108,9 @@ _WHERE = {
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",
     "PgDatabase": "aah.store.postgres",
+    "PgPool": "aah.store.postgres",
+    "raise_server_error": "aah.store.postgres",
+    "needs_exclusive": "aah.store.writes",
     "QueueEntry": "aah.store.listings",
     "QueueListing": "aah.store.listings",
     "RequestWatch": "aah.store.watch",
