@@ -102,15 +102,18 @@ class TerminalAnnotator:
 
     Each round: ``p`` opens the waiting questions, ``End`` and Enter take the
     newest (the web annotators take the oldest first), the answer is typed
-    and sent with Enter. A round that does not go as a person would see it
-    (the question was taken meanwhile, the server restarted) is left with
-    Esc and tried again.
+    and sent with Enter; the app then opens the next question itself, which
+    is answered the same way. A round that does not go as a person would see
+    it (the question was taken meanwhile, the server restarted) is tried again.
     """
 
     def __init__(self, env: dict[str, str], folder: Path, db: Path) -> None:
         self.socket = f"aah-drill-{folder.name}-{os.getpid()}"
         self.db = db
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        # What the app needs of the environment, not all of it: tmux takes
+        # the command as one line.
+        wanted = ("AAH_", "PG", "PATH", "HOME", "PYTHONPATH", "LANG", "LC_")
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(wanted))
         command = (
             f"cd {shlex.quote(str(folder))} && env {exports} TERM=xterm-256color "
             f"{shlex.quote(sys.executable)} -m aah tui --annotator {TUI_ANNOTATOR}"
@@ -147,28 +150,37 @@ class TerminalAnnotator:
             except Exception:  # the server restarts
                 time.sleep(0.5)
                 continue
-            self._tmux("send-keys", "p")
-            if self._shows("Questions waiting for a person", 10):
+            # After an answer the app opens the next question by itself (and
+            # after a failed send, the same one again, the answer still typed).
+            if "Decline" not in self._tmux("capture-pane", "-p"):
+                self._tmux("send-keys", "p")
+                if not self._shows("Questions waiting for a person", 10):
+                    time.sleep(0.5)  # "No question is waiting": look again soon
+                    continue
                 self._tmux("send-keys", "End")
                 self._tmux("send-keys", "Enter")
-                if self._shows("Decline", 10):
-                    self._tmux("send-keys", "-l", "Lisbon")
-                    self._tmux("send-keys", "Enter")
-                    deadline = time.monotonic() + 10
-                    while time.monotonic() < deadline and not self.stop.is_set():
-                        try:
-                            if self.answered() > before:
-                                break
-                        except Exception:
-                            pass
-                        time.sleep(0.2)
-            self._tmux("send-keys", "Escape")  # whatever is still open
-            time.sleep(0.5)
+                if not self._shows("Decline", 10):
+                    self._tmux("send-keys", "Escape")  # taken meanwhile: the list is left
+                    continue
+            self._tmux("send-keys", "C-u")  # whatever the box holds
+            self._tmux("send-keys", "-l", "Lisbon")
+            self._tmux("send-keys", "Enter")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not self.stop.is_set():
+                try:
+                    if self.answered() > before:
+                        break
+                except Exception:
+                    pass
+                time.sleep(0.2)
 
-    def close(self) -> None:
+    def close(self) -> str:
+        """Stop answering and close the app; what its screen showed last."""
         self.stop.set()
         self.thread.join(timeout=30)
+        shown = self._tmux("capture-pane", "-p")
         self._tmux("kill-server")
+        return shown
 
 
 def _free_port() -> int:
@@ -260,13 +272,20 @@ def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart
             pages.append((url, web))
         for url, web in pages:
             _serving(url, web)
-        terminal = None
+        terminal, by_terminal = None, 0
         if TMUX is not None:
             folder = _folder(tmp_path, "terminal")
             shutil.copy(shared_registry, folder / "registry.db")
             terminal_env = env | {"AAH_REGISTRY": str(folder / "registry.db")}
             terminal = TerminalAnnotator(terminal_env, folder, db)
             terminal.thread.start()
+        runners = [start(index) for index in range(RUNNERS)]
+        if terminal is not None:
+            # The person at the terminal starts first: the pages' annotators,
+            # quicker by far, would otherwise leave no question for them.
+            head_start = time.monotonic() + 120
+            while terminal.answered() < 1 and time.monotonic() < head_start:
+                time.sleep(0.2)
         answerers = [
             subprocess.Popen(
                 [sys.executable, "-c", ANSWERER, url]
@@ -280,14 +299,23 @@ def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart
             )
             for a, (url, _) in enumerate(pages)
         ]
-        runners = [start(index) for index in range(RUNNERS)]
         answered = lambda: raw_rows(db, "SELECT count(*) FROM human_answers")[0][0]  # noqa: E731
         limit = 240 + questions / 5
         deadline = time.monotonic() + limit
         killed = restarted = False
         reruns = Counter[int]()  # runs stopped by the restart
         while True:
-            assert time.monotonic() < deadline, f"the drill did not finish in {limit:.0f} s"
+            if time.monotonic() >= deadline:
+                open_requests = raw_rows(
+                    db, "SELECT id, status FROM human_requests WHERE status != 'answered'"
+                )
+                claims = raw_rows(db, "SELECT * FROM claims")
+                shown = terminal.close() if terminal is not None else ""
+                raise AssertionError(
+                    f"the drill did not finish in {limit:.0f} s: {len(open_requests)} open "
+                    f"({open_requests[:5]}), claims {claims[:5]}, runners "
+                    f"{[r.poll() for r in runners]}; the terminal showed:\n{shown}"
+                )
             done = answered()
             if not killed and done >= questions // 4:
                 runners[0].send_signal(signal.SIGKILL)
@@ -318,9 +346,10 @@ def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart
             web.terminate()
             web.wait(timeout=30)
         if terminal is not None:
-            terminal.close()
+            shown = terminal.close()
             # The person at the terminal answered some, side by side with the pages.
-            assert terminal.answered() >= 1, "the terminal app answered no question"
+            by_terminal = terminal.answered()
+            assert by_terminal >= 1, f"the terminal app answered none:\n{shown}"
 
     assert len(set(sends)) > 1, "the questions did not spread over the annotators"
     with SessionStore(db) as store:
@@ -338,6 +367,7 @@ def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart
             assert ends == (1, 1, 1), (session.id, kinds)
     print(
         f"drill: {questions} questions, {RUNNERS} runners ({dict(reruns)} rerun after the "
-        f"restart), {ANSWERERS} x {annotators} annotators: {ran:.1f} s, "
+        f"restart), {ANSWERERS} x {annotators} annotators and {by_terminal} answers from the "
+        f"terminal app: {ran:.1f} s, "
         f"{questions / ran:.1f} questions/s"
     )

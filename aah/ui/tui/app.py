@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import os
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -33,7 +37,7 @@ from aah.annotators import annotator_key, check_annotator_name
 from aah.benchmark import load_demo_tasks
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
-from aah.store import HumanRequestRecord, SessionStore
+from aah.store import HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
 from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
 from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen, queue_place, taken_by
@@ -58,6 +62,8 @@ FALLBACK_ANNOTATOR = "tui"
 QUESTION_POLL_SECONDS = 0.1
 # An open question's claim is renewed this often, well within its lease.
 CLAIM_RENEW_SECONDS = 60.0
+# While the store keeps failing, its one-line notice comes back this often.
+STORE_NOTICE_SECONDS = 10.0
 # The waiting-questions list shows at most this many (the oldest).
 PENDING_LIST_LIMIT = 500
 # The modules a session needs take seconds to import; the app loads them off
@@ -148,6 +154,7 @@ class AahApp(App[None]):
         self._opened: set[str] = set()  # questions already shown once
         self._own_questions: list[str] = []  # this session's requests, from its events
         self._claimed: set[str] = set()  # requests this app holds a claim on
+        self._store_notice_at = -math.inf  # when the store's failure was last told
         # Working through the queue (opened from the list): each answer opens the next.
         self._queue_mode = False
         self._started = 0.0
@@ -196,9 +203,11 @@ class AahApp(App[None]):
         """Close a session cut short, let go of claims, stop the scripted model, close files."""
         if self.running and self.session_id is not None:
             self.workers.cancel_group(self, "session")
-            self._abandon(self.session_id)
-        for request_id in list(self._claimed):
-            self.store.release_claim(request_id, self.annotator)
+            with suppress(StoreFileError):
+                self._abandon(self.session_id)
+        with suppress(StoreFileError):  # closing: the claims lapse with their lease
+            for request_id in list(self._claimed):
+                self.store.release_claim(request_id, self.annotator)
         self.scripted.close()
         self.faults.close()
         self.store.close()
@@ -244,6 +253,29 @@ class AahApp(App[None]):
             self.post_message(SessionDone("error", str(exc)))
         except Exception as exc:  # the app must survive anything one session does
             self.post_message(SessionDone("error", f"{type(exc).__name__}: {exc}"))
+
+    @contextmanager
+    def _store_trouble(self, doing: str) -> Iterator[None]:
+        """Ride out a store that fails for a while (a server restarting, a full disk).
+
+        What the block does is left undone; the person reads one line, at
+        most every ``STORE_NOTICE_SECONDS`` while it lasts, and the app goes
+        on (the timers try again on their next tick). Safe on worker threads.
+        """
+        try:
+            yield
+        except StoreFileError as exc:
+            now = time.monotonic()
+            if now - self._store_notice_at < STORE_NOTICE_SECONDS:
+                return
+            self._store_notice_at = now
+            message = f"Could not {doing}: {exc}"
+            if threading.get_ident() == self._thread_id:
+                self.notify(message, severity="error", timeout=STORE_NOTICE_SECONDS)
+            else:
+                self.call_from_thread(
+                    self.notify, message, severity="error", timeout=STORE_NOTICE_SECONDS
+                )
 
     def _abandon(self, session_id: str) -> None:
         """Record that the app closed mid-session, so no one answers a dead question."""
@@ -421,7 +453,11 @@ class AahApp(App[None]):
 
     def action_pending(self) -> None:
         """List the questions waiting for a person, from any session (the oldest first)."""
-        listing = self.store.queue_listing(limit=PENDING_LIST_LIMIT)
+        listing = None
+        with self._store_trouble("list the waiting questions"):
+            listing = self.store.queue_listing(limit=PENDING_LIST_LIMIT)
+        if listing is None:
+            return
         if not listing.total:
             self.notify("No question is waiting for a person.")
             return
@@ -439,24 +475,28 @@ class AahApp(App[None]):
         waiting = self.running and self.stats.status == "waiting"
         if not waiting or isinstance(self.screen, ModalScreen):
             return
-        for request_id in self._own_questions:
-            if request_id in self._opened:
-                continue
-            request = self.store.get_human_request(request_id)
-            if request is not None and request.status == "pending":
-                self._opened.add(request_id)
-                self._claim_and_ask(request_id)
-                return
+        with self._store_trouble("look for the session's questions"):
+            for request_id in self._own_questions:
+                if request_id in self._opened:
+                    continue
+                request = self.store.get_human_request(request_id)
+                if request is not None and request.status == "pending":
+                    self._opened.add(request_id)
+                    self._claim_and_ask(request_id)
+                    return
 
     @work(thread=True, group="claims")
     def _claim_and_ask(self, request_id: str, queue: bool = False) -> None:
         # A claim is a write, which may wait on another process's lock.
-        if self.store.claim_request(request_id, self.annotator):
-            request = self.store.get_human_request(request_id)
-            if request is not None:
-                self.call_from_thread(self._ask, request, queue)
-                return
-        self.call_from_thread(self.notify, self._refusal(request_id), severity="warning")
+        with self._store_trouble("open the question"):
+            if self.store.claim_request(request_id, self.annotator):
+                request = self.store.get_human_request(request_id)
+                if request is not None:
+                    self.call_from_thread(self._ask, request, queue)
+                    return
+            self.call_from_thread(self.notify, self._refusal(request_id), severity="warning")
+        # Not opened: this session's own question is looked for again.
+        self._opened.discard(request_id)
 
     def _refusal(self, request_id: str) -> str:
         """Why this annotator cannot take the question, in one line."""
@@ -469,7 +509,7 @@ class AahApp(App[None]):
             return f"Taken by {', '.join(holders)}: press p later, or answer another question."
         return "This question needs no more answers."
 
-    def _ask(self, request: HumanRequestRecord, queue: bool = False) -> None:
+    def _ask(self, request: HumanRequestRecord, queue: bool = False, draft: str = "") -> None:
         self._queue_mode = queue
         self._opened.add(request.id)
         self._claimed.add(request.id)
@@ -480,12 +520,14 @@ class AahApp(App[None]):
             decide = ApproveCallScreen(request, where=where)
             self.push_screen(decide, callback=partial(self._decided, request, decide))
             return
-        screen = AskHumanScreen(request, where=where)
+        screen = AskHumanScreen(request, where=where, draft=draft)
         self.push_screen(screen, callback=partial(self._answered, request, screen))
 
     def _place(self, request: HumanRequestRecord) -> str:
         """Which setting and task a question comes from, as the queue list names them."""
-        session = self.store.get_session(request.session_id)
+        session = None
+        with self._store_trouble("read the question's session"):
+            session = self.store.get_session(request.session_id)
         setting, task = (session.setting, session.task_id) if session else (None, None)
         return queue_place(setting, task, request.session_id)
 
@@ -497,7 +539,8 @@ class AahApp(App[None]):
 
     @work(thread=True, group="claims")
     def _release(self, request_id: str) -> None:
-        self.store.release_claim(request_id, self.annotator)
+        with self._store_trouble("put the question back"):  # else its claim lapses
+            self.store.release_claim(request_id, self.annotator)
 
     def _renew_claim(self) -> None:
         """Keep the open question's claim alive while the person is at it."""
@@ -506,7 +549,8 @@ class AahApp(App[None]):
 
     @work(thread=True, group="claims")
     def _renew(self, request_id: str) -> None:
-        self.store.claim_request(request_id, self.annotator)
+        with self._store_trouble("keep the open question"):
+            self.store.claim_request(request_id, self.annotator)
 
     def _answered(
         self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | None
@@ -524,15 +568,21 @@ class AahApp(App[None]):
         self, request: HumanRequestRecord, choice: ApprovalChoice, seconds: float
     ) -> None:
         # As an answer: a write off the event loop, the claim ends with it.
+        try:
+            settled = self.store.decide_approval(
+                request.id,
+                self.annotator,
+                str(choice["decision"]),
+                arguments=choice.get("arguments"),
+                reason=str(choice.get("reason") or ""),
+                seconds=seconds,
+            )
+        except StoreFileError as exc:
+            # The decision is not lost: the call's dialog opens again to send it once more.
+            self.call_from_thread(self.notify, f"Not stored: {exc}", severity="error")
+            self.call_from_thread(self._ask, request, self._queue_mode)
+            return
         self._claimed.discard(request.id)
-        settled = self.store.decide_approval(
-            request.id,
-            self.annotator,
-            str(choice["decision"]),
-            arguments=choice.get("arguments"),
-            reason=str(choice.get("reason") or ""),
-            seconds=seconds,
-        )
         if not settled:
             closed = self.store.closed_reason(request.id)
             message = (
@@ -550,10 +600,16 @@ class AahApp(App[None]):
     ) -> None:
         # A write may wait on another process's lock: never on the event loop.
         # Answering also ends this annotator's claim.
+        try:
+            settled = self.store.answer_human_request(
+                request.id, self.annotator, answer or "", declined=answer is None, seconds=seconds
+            )
+        except StoreFileError as exc:
+            # The typed answer is not lost: the question opens again holding it.
+            self.call_from_thread(self.notify, f"Not stored: {exc}", severity="error")
+            self.call_from_thread(self._ask, request, self._queue_mode, answer or "")
+            return
         self._claimed.discard(request.id)
-        settled = self.store.answer_human_request(
-            request.id, self.annotator, answer or "", declined=answer is None, seconds=seconds
-        )
         if not settled:
             closed = self.store.closed_reason(request.id)
             if closed is not None:
@@ -568,7 +624,9 @@ class AahApp(App[None]):
 
     def _ask_next(self) -> None:
         """In queue mode, claim and open the next waiting question (on a worker thread)."""
-        following = self.store.claim_next(self.annotator)
+        following = None
+        with self._store_trouble("open the next question"):
+            following = self.store.claim_next(self.annotator)
         if following is not None:
             self.call_from_thread(self._ask, following, True)
             return
@@ -577,8 +635,10 @@ class AahApp(App[None]):
 
     def _tick(self) -> None:
         """Advance the clock and count the questions other sessions are waiting on."""
-        waiting = self.store.queue_listing(limit=0).total
-        elsewhere = waiting - self._own_waiting() if self.running else waiting
+        elsewhere = self.stats.waiting_elsewhere
+        with self._store_trouble("count the waiting questions"):
+            waiting = self.store.queue_listing(limit=0).total
+            elsewhere = waiting - self._own_waiting() if self.running else waiting
         elapsed = time.monotonic() - self._started if self.running else self.stats.elapsed
         self.stats = replace(self.stats, waiting_elsewhere=elsewhere, elapsed=elapsed)
 

@@ -92,10 +92,11 @@ class AskHumanScreen(ModalScreen[str | None]):
     # The answer box has the keys from the moment the dialog is shown.
     AUTO_FOCUS = "#ask-answer"
 
-    def __init__(self, request: HumanRequestRecord, where: str = "") -> None:
+    def __init__(self, request: HumanRequestRecord, where: str = "", draft: str = "") -> None:
         super().__init__()
         self.request = request
         self.where = where
+        self.draft = draft  # an answer typed before, that could not be stored then
         self.opened = time.monotonic()
 
     def compose(self) -> ComposeResult:
@@ -106,7 +107,7 @@ class AskHumanScreen(ModalScreen[str | None]):
             yield Static(Text(printable(self.request.question)), id="ask-question")
             with VerticalScroll(id="ask-context"):
                 yield Static(describe_context(self.request.context))
-            yield Input(placeholder="Your answer (Enter sends it)", id="ask-answer")
+            yield Input(self.draft, placeholder="Your answer (Enter sends it)", id="ask-answer")
             with Horizontal(id="ask-buttons"):
                 # Short labels stay whole at 60 columns; the footer names the keys.
                 yield Button("Send", variant="primary", id="ask-send")
