@@ -518,3 +518,36 @@ def test_a_bad_lease_setting_stops_the_app_with_one_line(
         AahError, match="^set AAH_WEB_LEASE_SECONDS to a positive number of seconds"
     ):
         build_app(db)
+
+
+def test_a_page_slow_to_answer_is_waited_for_and_one_that_never_does_is_one_line() -> None:
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from aah.ui.web.app import _wait_until_serving
+
+    class Slow(BaseHTTPRequestHandler):
+        calls = 0
+
+        def do_HEAD(self) -> None:  # noqa: N802 - the standard library's name
+            Slow.calls += 1
+            if Slow.calls == 1:
+                time.sleep(6)  # longer than one try's 5 s: Gradio's own check gave up here
+            self.send_response(404)  # any HTTP answer means the server is up
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Slow) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        _wait_until_serving(f"http://127.0.0.1:{server.server_address[1]}/", timeout=30)
+        server.shutdown()
+    assert Slow.calls >= 2
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]  # nothing listens on it
+    with pytest.raises(AahError, match="did not answer within 1 s") as caught:
+        _wait_until_serving(f"http://127.0.0.1:{closed}/", timeout=1)
+    assert "\n" not in str(caught.value) and "start it again" in str(caught.value)

@@ -11,7 +11,11 @@ The app binds to 127.0.0.1 unless told otherwise; the package's
 
 from __future__ import annotations
 
+import http.client
 import secrets
+import time
+import urllib.error
+import urllib.request
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +46,8 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
+# How long a started page may take to answer its first request.
+SERVING_TIMEOUT_S = 60.0
 REFRESH_SECONDS = 3.0
 # Gradio's own cap on an uploaded file; WebGuard refuses uploads before it counts.
 MAX_UPLOAD_BYTES = 1
@@ -352,7 +358,8 @@ def launch_app(
             the client; default ``AAH_WEB_TRUSTED_PROXIES`` (unset: none).
 
     Raises:
-        AahError: ``AAH_WEB_TRUSTED_PROXIES`` lists something that is not an address.
+        AahError: ``AAH_WEB_TRUSTED_PROXIES`` lists something that is not an address,
+            or the page does not answer within ``SERVING_TIMEOUT_S``.
     """
     try:
         proxies = parse_proxies(
@@ -385,5 +392,35 @@ def launch_app(
             js=PAGE_SCRIPT,
             max_file_size=MAX_UPLOAD_BYTES,
             app_kwargs=guarded,
+            # Gradio's own check that the page answers gives up after one
+            # 3 s try, then blames sharing and proxies; ``_wait_until_serving``
+            # waits longer and says what happened.
+            _frontend=False,
         )
+    if not block:  # a blocking launch comes back here only once the server has stopped
+        _wait_until_serving(str(url))
     return str(url)
+
+
+def _wait_until_serving(url: str, timeout: float = SERVING_TIMEOUT_S) -> None:
+    """Return once ``url`` answers HTTP at all (a loaded machine may take seconds).
+
+    Raises:
+        AahError: It did not answer within ``timeout`` seconds.
+    """
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
+    deadline = time.monotonic() + timeout
+    problem = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            with direct.open(urllib.request.Request(url, method="HEAD"), timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return  # an HTTP answer of any kind: the server is up
+        except (OSError, http.client.HTTPException) as exc:
+            problem = " ".join(str(exc).split()) or type(exc).__name__
+        time.sleep(0.25)
+    raise AahError(
+        f"the web page at {url} did not answer within {timeout:.0f} s ({problem}): "
+        "see whether the machine is overloaded or the port is firewalled, and start it again"
+    )
