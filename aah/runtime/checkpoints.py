@@ -109,11 +109,21 @@ class CheckpointsStopped(StoreFileError):
 
 
 class _InlineAsync(BaseCheckpointSaver[str]):
-    """A saver's async methods, run inline by its sync ones (no thread hand-off)."""
+    """A saver's async methods, run inline by its sync ones (no thread hand-off).
+
+    Each goes through ``_read`` or ``_write``, which a saver that runs its
+    calls elsewhere (``_ThreadedAsync``) overrides.
+    """
+
+    async def _read(self, config: RunnableConfig | None, call: Callable[[], _T]) -> _T:
+        return call()
+
+    async def _write(self, config: RunnableConfig, call: Callable[[], _T]) -> _T:
+        return call()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """See ``SqliteSaver.get_tuple``."""
-        return self.get_tuple(config)
+        """See the sync ``get_tuple``."""
+        return await self._read(config, lambda: self.get_tuple(config))
 
     async def alist(
         self,
@@ -123,8 +133,11 @@ class _InlineAsync(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """See ``SqliteSaver.list``."""
-        for item in self.list(config, filter=filter, before=before, limit=limit):
+        """See the sync ``list``."""
+        items = await self._read(
+            config, lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
             yield item
 
     async def aput(
@@ -134,8 +147,10 @@ class _InlineAsync(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """See ``SqliteSaver.put``."""
-        return self.put(config, checkpoint, metadata, new_versions)
+        """See the sync ``put``."""
+        return await self._write(
+            config, lambda: self.put(config, checkpoint, metadata, new_versions)
+        )
 
     async def aput_writes(
         self,
@@ -144,18 +159,21 @@ class _InlineAsync(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """See ``SqliteSaver.put_writes``."""
-        self.put_writes(config, writes, task_id, task_path)
+        """See the sync ``put_writes``."""
+        await self._write(config, lambda: self.put_writes(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        """See ``SqliteSaver.delete_thread``."""
-        self.delete_thread(thread_id)
+        """See the sync ``delete_thread``."""
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        await self._read(config, lambda: self.delete_thread(thread_id))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, Any]:
-        """See ``SqliteSaver.get_delta_channel_history``."""
-        return self.get_delta_channel_history(config=config, channels=channels)
+        """See the sync ``get_delta_channel_history``."""
+        return await self._read(
+            config, lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )
 
 
 class InlineSqliteSaver(_InlineAsync, SqliteSaver):
@@ -332,7 +350,7 @@ class _Turns:
         self.waiting = 0
 
 
-class _ThreadedAsync(BaseCheckpointSaver[str]):
+class _ThreadedAsync(_InlineAsync):
     """A server saver's async methods, each run by its sync one on the saver's threads.
 
     Every statement to a server waits a network round trip, which inline
@@ -353,7 +371,7 @@ class _ThreadedAsync(BaseCheckpointSaver[str]):
     _order: dict[str, _Turns]
     _threads: ThreadPoolExecutor
 
-    async def _in_turn(self, config: RunnableConfig | None, call: Callable[[], _T]) -> _T:
+    async def _read(self, config: RunnableConfig | None, call: Callable[[], _T]) -> _T:
         thread = _thread_of(config)
         turns = None
         if thread is not None:
@@ -394,7 +412,7 @@ class _ThreadedAsync(BaseCheckpointSaver[str]):
                 self._local.events = self._local.stored = None
 
         try:
-            result = await self._in_turn(config, handed)
+            result = await self._read(config, handed)
         except BaseException:
             # Not written (failed, or cancelled before its turn): the events
             # wait for the next write, or for the session's own last word.
@@ -403,60 +421,6 @@ class _ThreadedAsync(BaseCheckpointSaver[str]):
             raise
         self._outbox.publish(stored)
         return result
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """See ``PostgresSaver.get_tuple``."""
-        return await self._in_turn(config, lambda: self.get_tuple(config))
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - the base class's name
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """See ``PostgresSaver.list``."""
-        items = await self._in_turn(
-            config, lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """See ``PostgresSaver.put``."""
-        return await self._write(
-            config, lambda: self.put(config, checkpoint, metadata, new_versions)
-        )
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """See ``PostgresSaver.put_writes``."""
-        await self._write(config, lambda: self.put_writes(config, writes, task_id, task_path))
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """See ``PostgresSaver.delete_thread``."""
-        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        await self._in_turn(config, lambda: self.delete_thread(thread_id))
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, Any]:
-        """See ``PostgresSaver.get_delta_channel_history``."""
-        return await self._in_turn(
-            config, lambda: self.get_delta_channel_history(config=config, channels=channels)
-        )
 
 
 def _thread_of(config: RunnableConfig | None) -> str | None:
