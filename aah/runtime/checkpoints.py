@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -37,7 +37,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from aah.db_url import is_database_url
+from aah.db_url import DatabaseURL, is_database_url
 from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
 from aah.store import (
@@ -266,7 +266,9 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
     from psycopg import Capabilities
     from psycopg.rows import dict_row
 
-    from aah.store import PgPool, raise_server_error
+    from aah.store import PgPool, translated_errors
+
+    server = cast(DatabaseURL, url)  # session_checkpointer checked it is one
 
     pipelines = Capabilities().has_pipeline()
 
@@ -281,7 +283,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
         """
 
         def __init__(self) -> None:
-            self._pool = PgPool(url)  # type: ignore[arg-type]  # a DatabaseURL
+            self._pool = PgPool(server)
             self._path = url
             self._outbox = outbox
             self._write_lock = write_lock(url)
@@ -290,10 +292,8 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             self._threads = ThreadPoolExecutor(self._pool.size, "aah-checkpoints")
             # No connection of its own: ``_cursor`` borrows the pool's.
             super().__init__(None, serde=ScrubbingSerializer())  # type: ignore[arg-type]
-            try:
+            with translated_errors(server):
                 self.setup()
-            except Exception as exc:
-                raise_server_error(exc, url)  # type: ignore[arg-type]
 
         def close(self) -> None:
             self._threads.shutdown(wait=True)
@@ -306,7 +306,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             metadata: CheckpointMetadata,
             new_versions: ChannelVersions,
         ) -> RunnableConfig:
-            with _writing(self, config), _translated(url):
+            with _writing(self, config), translated_errors(server):
                 return super().put(config, checkpoint, metadata, new_versions)
 
         def put_writes(
@@ -316,11 +316,11 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             task_id: str,
             task_path: str = "",
         ) -> None:
-            with _writing(self, config), _translated(url):
+            with _writing(self, config), translated_errors(server):
                 super().put_writes(config, writes, task_id, task_path)
 
         def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-            with _translated(url):
+            with translated_errors(server):
                 return super().get_tuple(config)
 
         @contextmanager
@@ -426,17 +426,6 @@ class _ThreadedAsync(_InlineAsync):
 def _thread_of(config: RunnableConfig | None) -> str | None:
     thread = (config or {}).get("configurable", {}).get("thread_id")
     return None if thread is None else str(thread)
-
-
-@contextmanager
-def _translated(url: Path) -> Iterator[None]:
-    """What goes wrong with the server inside the block, as a one-line ``StoreFileError``."""
-    from aah.store import raise_server_error
-
-    try:
-        yield
-    except Exception as exc:
-        raise_server_error(exc, url)  # type: ignore[arg-type]  # a DatabaseURL
 
 
 @contextmanager

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
-    from aah.store.postgres import PgDatabase, PgPool, raise_server_error
+    from aah.store.postgres import PgDatabase, PgPool, translated_errors
     from aah.store.queries import (
         AnnotatorAnswer,
         CallStep,
@@ -82,7 +82,7 @@ __all__ = [
     "merge_databases",
     "needs_exclusive",
     "pinned_difference",
-    "raise_server_error",
+    "translated_errors",
     "scrub",
     "write_lock",
     "write_transaction",
@@ -109,7 +109,7 @@ _WHERE = {
     "PINNED_FIELDS": "aah.store.manifest",
     "PgDatabase": "aah.store.postgres",
     "PgPool": "aah.store.postgres",
-    "raise_server_error": "aah.store.postgres",
+    "translated_errors": "aah.store.postgres",
     "needs_exclusive": "aah.store.writes",
     "QueueEntry": "aah.store.listings",
     "QueueListing": "aah.store.listings",

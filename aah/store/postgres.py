@@ -126,6 +126,15 @@ def raise_server_error(exc: BaseException, url: DatabaseURL) -> None:
     raise error from exc
 
 
+@contextmanager
+def translated_errors(url: DatabaseURL) -> Iterator[None]:
+    """Turn what goes wrong with the server inside the block into a one-line error."""
+    try:
+        yield
+    except Exception as exc:
+        raise_server_error(exc, url)
+
+
 class PgCursor:
     """The rows of one statement, as the store reads an sqlite3 cursor's.
 
@@ -201,14 +210,6 @@ class PgDatabase:
     def raw(self) -> Any:
         """The psycopg connection itself (for LangGraph's ``PostgresSaver``)."""
         return self._conn
-
-    @contextmanager
-    def translated_errors(self) -> Iterator[None]:
-        """Turn what goes wrong with the server inside the block into a one-line error."""
-        try:
-            yield
-        except Exception as exc:
-            raise_server_error(exc, self.url)
 
     @property
     def conn(self) -> PgDatabase:
@@ -389,7 +390,6 @@ class PooledPgDatabase:
     """
 
     engine = "postgresql"
-    broken = False  # a dropped connection is the pool's to replace
 
     def __init__(self, pool: PgPool) -> None:
         self.pool = pool
