@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class StoreConnection:
-    """Per-thread connections to one session database, and its write transactions.
+    """Connections to one session database (per thread, or a pool), and its write transactions.
 
     Opening a file that has no tables yet creates them (WAL mode first);
     so does opening an empty PostgreSQL database.
