@@ -63,6 +63,28 @@ def test_a_copy_into_a_store_holding_other_rows_fails_its_count(
     assert summary.problems == ["sessions: 2 row(s) in the destination, 1 in the source"]
 
 
+def test_a_copy_to_postgres_leaves_the_planner_statistics(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    # Without them, right after a bulk copy, the planner took each table
+    # for empty and walked a queue of thousands row by row.
+    import psycopg
+
+    with SessionStore(tmp_path / "a.db") as store:
+        for _ in range(3):
+            session = store.open_session("waiting")
+            store.set_status(session.id, "waiting")
+            store.create_human_request(session.id, "Which city?")
+    server = parse_location(postgres_url)
+    assert copy_database(tmp_path / "a.db", server).problems == []
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute(
+            "SELECT relname, reltuples FROM pg_class"
+            " WHERE relname IN ('sessions', 'human_requests') ORDER BY relname"
+        ).fetchall()
+    assert rows == [("human_requests", 3.0), ("sessions", 3.0)]
+
+
 def test_a_missing_source_is_refused(tmp_path: Path) -> None:
     from aah.errors import AahError
 

@@ -94,6 +94,10 @@ def copy_database(source: Path, target: Path) -> CopySummary:
                 "SELECT setval(pg_get_serial_sequence('grades', 'id'),"
                 " (SELECT COALESCE(max(id), 0) + 1 FROM grades), false)"
             )
+            # A bulk load leaves the planner no statistics until autovacuum
+            # comes round: without them it walks the queue row by row (the
+            # light listing of 10,000 waiting took 2x as long).
+            dst.execute("ANALYZE " + ", ".join(table for table, _, _ in _TABLES))
         for table, _, _ in _TABLES:
             summary.source[table] = _count(src, table)
             summary.target[table] = _count(dst, table)
