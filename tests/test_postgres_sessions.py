@@ -160,3 +160,58 @@ def test_a_session_cancelled_mid_step_logs_each_step_once(postgres_url: str) -> 
             assert all(kinds[k] <= 1 for k in ("human_question", "human_answer", "final_answer"))
             asked = [e.question for e in events if isinstance(e, AwarenessEvent)]
             assert len(asked) == len(set(asked)), asked  # each awareness question once
+
+
+def test_only_writes_with_an_exactly_once_rule_queue_for_the_store_wide_lock(
+    postgres_url: str,
+) -> None:
+    # Starting a session and moving it between running and waiting touch its
+    # own rows only: they go on while another process holds the write lock.
+    # Logging a question (once per request) and ending a session (which takes
+    # its questions out of the queue) wait for it.
+    import threading
+
+    import psycopg
+
+    from aah.store.writes import WRITE_LOCK_KEY
+
+    location = parse_location(postgres_url)
+    done: list[str] = []
+    threads: list[threading.Thread] = []
+
+    def start(name: str, write: Any) -> threading.Thread:
+        thread = threading.Thread(target=lambda: (write(), done.append(name)), daemon=True)
+        thread.start()
+        threads.append(thread)
+        return thread
+
+    with SessionStore(location) as store:
+        first = store.open_session("q")  # the tables exist before the lock is taken
+        with psycopg.connect(postgres_url, autocommit=True) as holder:
+            holder.execute(f"SELECT pg_advisory_lock({WRITE_LOCK_KEY})")
+            try:
+                opened: list[Any] = []
+                start("opened", lambda: opened.append(store.open_session("q"))).join(5)
+                start("waiting", lambda: store.set_status(first.id, "waiting")).join(5)
+                assert done == ["opened", "waiting"]
+                session = opened[0]
+                awareness = AwarenessEvent(
+                    session_id=session.id, question="information", answer="yes", raw="y"
+                )
+                start("running", lambda: store.set_status(session.id, "running", [awareness]))
+                threads[-1].join(5)
+                assert done[-1] == "running"
+                asked = HumanQuestionEvent(session_id=session.id, request_id="r1", question="?")
+                ended = FinalAnswerEvent(session_id=first.id, text="done")
+                start("asked", lambda: store.set_status(session.id, "waiting", [asked]))
+                start("ended", lambda: store.end_session(first.id, "finished", "done", [ended]))
+                threads[-1].join(0.5)
+                threads[-2].join(0.5)
+                assert done == ["opened", "waiting", "running"]  # both queue behind the lock
+            finally:
+                holder.execute(f"SELECT pg_advisory_unlock({WRITE_LOCK_KEY})")
+                for thread in threads:
+                    thread.join(10)
+        assert sorted(done[3:]) == ["asked", "ended"]
+        assert [e.kind for e in store.events(session.id)] == ["awareness", "human_question"]
+        assert store.get_session(first.id).status == "finished"  # type: ignore[union-attr]

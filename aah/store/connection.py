@@ -86,10 +86,17 @@ class StoreConnection:
         return db
 
     @contextmanager
-    def write(self) -> Iterator[Database]:
-        """One write transaction of this thread's connection (``write_transaction``)."""
+    def write(self, *, exclusive: bool = True) -> Iterator[Database]:
+        """One write transaction of this thread's connection (``write_transaction``).
+
+        ``exclusive=False`` lets it run beside other writers on PostgreSQL
+        (SQLite has one writer whatever is asked).
+        """
         if self._pooled is not None:
-            with self._pooled.pinned() as pinned, write_transaction(pinned, self._lock) as db:
+            with (
+                self._pooled.pinned() as pinned,
+                write_transaction(pinned, self._lock, exclusive=exclusive) as db,
+            ):
                 yield db
             return
         with write_transaction(self.db(), self._lock) as db:

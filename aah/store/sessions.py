@@ -47,7 +47,7 @@ from aah.store.schema import (
     scrub,
 )
 from aah.store.sqlite_db import Database
-from aah.store.writes import insert_events
+from aah.store.writes import insert_events, needs_exclusive
 
 __all__ = [
     "REDACTED",
@@ -124,9 +124,14 @@ class SessionStore:
         return SessionQueries(self.path)
 
     @contextmanager
-    def _write(self) -> Iterator[Database]:
-        """One write transaction of this thread's connection (``write_transaction``)."""
-        with self._connection.write() as db:
+    def _write(self, *, exclusive: bool = True) -> Iterator[Database]:
+        """One write transaction of this thread's connection (``write_transaction``).
+
+        On PostgreSQL, ``exclusive=False`` runs it beside other writers: for
+        a write that decides nothing on what it reads and touches only its
+        own session's rows, the row locks it takes keep the log in order.
+        """
+        with self._connection.write(exclusive=exclusive) as db:
             yield db
 
     def _rows(
@@ -197,7 +202,8 @@ class SessionStore:
             KeyError: ``run`` names no run.
         """
         new_id = session_id or uuid.uuid4().hex
-        with self._write() as db:
+        # A new row, or the one a unique key already holds: nothing to queue for.
+        with self._write(exclusive=False) as db:
             if run is not None:
                 self._run(run)
             # A (run, task) that exists already wins over the new row.
@@ -224,7 +230,11 @@ class SessionStore:
         Raises:
             KeyError: No such session.
         """
-        with self._write() as db:
+        # Between running and waiting no request leaves or joins the queue
+        # (the triggers that keep ``closed_requests`` do nothing): unless an
+        # event is logged once per request, the session's row lock suffices.
+        exclusive = status not in schema.LIVE_STATUSES or needs_exclusive(events)
+        with self._write(exclusive=exclusive) as db:
             stored = insert_events(db, events)
             cursor = db.execute("UPDATE sessions SET status = ? WHERE id = ?", [status, session_id])
             if cursor.rowcount == 0:
@@ -379,7 +389,7 @@ class SessionStore:
         Raises:
             KeyError: A session does not exist.
         """
-        with self._write() as db:
+        with self._write(exclusive=needs_exclusive(events)) as db:
             return insert_events(db, events)
 
     def events(self, session_id: str, after: int = 0) -> list[Event]:
