@@ -41,6 +41,7 @@ from aah.ui.web.queue import OpenedRequest
 from aah.ui.web.queue_page import QueuePage, build_queue_tab
 from aah.ui.web.results_page import build_results_tab
 from aah.ui.web.signin_token import SignInTokens, app_secret
+from aah.ui.web.store_trouble import one_line_store_errors
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
 
@@ -185,6 +186,7 @@ def build_app(
         timer = gr.Timer(min(REFRESH_SECONDS, desk.lease_seconds / 3), active=False)
         wiring = (checks, tokens, sign_in, user, main, tabs, launch_tab, timer, queue)
         _wire_sign_in(app, *wiring)
+    one_line_store_errors(app)
     _RELEASES[app] = _releaser(desk, tokens)
     return app
 
