@@ -58,6 +58,10 @@ class _Part(NamedTuple):
 
     tables: str
     where: str
+    # How many answers each of its requests has (the ``{answers}`` of the
+    # columns): none while pending, since the first answer settles a
+    # request in the same transaction, so that part counts nothing.
+    answers: str = "0"
 
 
 _PENDING = _Part(
@@ -68,6 +72,7 @@ _SETTLED = _Part(
     f"human_requests AS r INDEXED BY human_requests_overlap JOIN {_SESSIONS}"
     " ON s.id = r.session_id",
     _OVERLAP,
+    "(SELECT count(*) FROM human_answers AS a WHERE a.request_id = r.id)",
 )
 # Every usable pending request; the requests that want :annotator's answer.
 _QUEUE = (_PENDING,)
@@ -80,7 +85,11 @@ _WANTING = (
 def _ordered(columns: str, parts: tuple[_Part, ...]) -> str:
     # Each part is walked in index order and the parts merged, so a short
     # page reads only its own rows.
-    selects = [f"SELECT {columns}, r.rowid AS seq FROM {p.tables} WHERE {p.where}" for p in parts]
+    selects = [
+        f"SELECT {columns.format(answers=part.answers)}, r.rowid AS seq"
+        f" FROM {part.tables} WHERE {part.where}"
+        for part in parts
+    ]
     return " UNION ALL ".join(selects) + " ORDER BY created, seq"
 
 
@@ -92,7 +101,7 @@ REQUEST_START = 120
 _ENTRY_COLUMNS = (
     "r.id, r.session_id, r.question, r.created, r.status, r.k, r.deadline, r.fallback,"
     " s.setting, s.task_id, s.run, r.kind,"
-    " (SELECT count(*) FROM human_answers AS a WHERE a.request_id = r.id) AS answers,"
+    " {answers} AS answers,"
     # The start of the request is enough to tell questions apart; a whole
     # query can be long, and the list shows dozens. Read through the join:
     # a sub-select per row looked the session up twice.
@@ -228,7 +237,8 @@ def queue_entry(db: sqlite3.Connection, request_id: str, now: str) -> QueueEntry
     Read by its key: a face asking about one request never lists the queue.
     """
     params = {"id": request_id, "now": now}
-    sql = f"SELECT {_ENTRY_COLUMNS} FROM {_PENDING.tables} WHERE {_PENDING.where} AND r.id = :id"
+    columns = _ENTRY_COLUMNS.format(answers=_PENDING.answers)
+    sql = f"SELECT {columns} FROM {_PENDING.tables} WHERE {_PENDING.where} AND r.id = :id"
     row = db.execute(sql, params).fetchone()
     if row is None:
         return None
