@@ -15,46 +15,26 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
 from aah.store import StoreFileError
+from aah.ui.web.guard import ClientErrorLog
 
 LOG_EVERY_SECONDS = 10.0
 
 _log = logging.getLogger(__name__)
 
 
-class _QuietLog:
-    """Logs a store failure, at most once per ``LOG_EVERY_SECONDS`` (with how many it left out)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = float("-inf")
-        self._left_out = 0
-
-    def note(self, error: StoreFileError) -> None:
-        with self._lock:
-            now = time.monotonic()
-            if now - self._last < LOG_EVERY_SECONDS:
-                self._left_out += 1
-                return
-            more = f" ({self._left_out} more since the last line)" if self._left_out else ""
-            self._last, self._left_out = now, 0
-        _log.warning("the page could not use the store: %s%s", error, more)
-
-
-def _refusal(error: StoreFileError, log: _QuietLog) -> gr.Error:
-    log.note(error)
+def _refusal(error: StoreFileError, log: ClientErrorLog) -> gr.Error:
+    log.note("the page could not use the store", str(error))
     message = f"The session database is not available just now ({error}). Try again in a moment."
     return gr.Error(message, print_exception=False)
 
 
-def _guarded(fn: Callable[..., Any], log: _QuietLog) -> Callable[..., Any]:
+def _guarded(fn: Callable[..., Any], log: ClientErrorLog) -> Callable[..., Any]:
     """``fn`` with a store failure turned into the page's one-line error; of the same kind.
 
     Gradio looks at a handler's kind (coroutine, generator) and signature
@@ -104,7 +84,7 @@ def _guarded(fn: Callable[..., Any], log: _QuietLog) -> Callable[..., Any]:
 
 def one_line_store_errors(app: gr.Blocks) -> None:
     """Wrap every handler of ``app`` (once it is built): a store failure is one line."""
-    log = _QuietLog()
+    log = ClientErrorLog(LOG_EVERY_SECONDS, logger=_log)
     for block_fn in app.fns.values():
         if block_fn.fn is not None and not getattr(block_fn.fn, "_aah_guarded", False):
             block_fn.fn = _guarded(block_fn.fn, log)
