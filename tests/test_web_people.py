@@ -420,6 +420,42 @@ def test_the_phone_layout_is_a_real_one(
             _until(lambda part=part: _in_view(page, part), f"{part} in view", seconds=5)  # type: ignore[misc]
 
 
+def test_a_phone_page_keeps_a_typed_answer_while_the_database_is_away(
+    browser: Browser, postgres_url: str, screenshots_dir: Path
+) -> None:
+    # A person sends while the PostgreSQL server refuses connections (a
+    # restart): one line says so, the answer stays typed, and the same tap
+    # sends it once the server is back.
+    from test_web_store_trouble import refuse_connections
+
+    from aah.db_url import parse_location
+
+    db = parse_location(postgres_url)
+    city = seed_request(db, "Which city?")
+    day = seed_request(db, "Which day?")
+    with serve_app(db) as url:
+        page = _page(browser, url, PHONE)
+        _signed_in(page, "kim")
+        _ready(page, "Which city?")
+        _answer_box(page).fill("Lisbon, the old town")
+        refuse_connections(postgres_url, refuse=True)
+        try:
+            page.locator("#answer-send").tap()
+            toast = page.get_by_text("The session database is not available just now").first
+            expect(toast).to_be_visible()
+            page.screenshot(path=str(screenshots_dir / "web-phone-database-away.png"))
+            expect(_answer_box(page)).to_have_value("Lisbon, the old town")
+        finally:
+            refuse_connections(postgres_url, refuse=False)
+        page.locator("#answer-send").tap()
+        expect(page.locator("#answer-status")).to_contain_text("the agent goes on")
+        _ready(page, "Which day?")
+    with SessionStore(db) as store:
+        first, second = store.get_human_request(city.id), store.get_human_request(day.id)
+        assert first is not None and first.answer == "Lisbon, the old town"  # sent once
+        assert second is not None and second.status == "pending"
+
+
 def test_grading_costs_one_key_a_label(browser: Browser, tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     store = SessionStore(db)

@@ -20,8 +20,11 @@ from aah.ui.web import store_trouble  # noqa: E402
 from aah.ui.web.store_trouble import one_line_store_errors  # noqa: E402
 
 
-def _refuse_connections(admin_url: str, database: str, refuse: bool) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
+def refuse_connections(url: str, *, refuse: bool) -> None:
+    """Make the database at ``url`` refuse new connections and drop its open ones, or allow them."""
+    database = url.rsplit("/", 1)[1].split("?")[0]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS {str(not refuse).lower()}')
         if refuse:
             conn.execute(
@@ -36,13 +39,11 @@ def test_a_database_server_that_refuses_is_one_line_and_the_page_goes_on(
     db = parse_location(postgres_url)
     seed_request(db, "Which city?")
     seed_request(db, "Which day?")
-    database = postgres_url.rsplit("/", 1)[1].split("?")[0]
-    admin = postgres_url.rsplit("/", 1)[0] + "/postgres"
     with serve_app(db) as url:
         api = Client(url, verbose=False)
         signed = api.predict("ada", "", api_name="/sign_in")
         assert "Which city?" in str(signed)
-        _refuse_connections(admin, database, refuse=True)
+        refuse_connections(postgres_url, refuse=True)
         try:
             with caplog.at_level(logging.WARNING, logger=store_trouble.__name__):
                 for _ in range(3):
@@ -54,7 +55,7 @@ def test_a_database_server_that_refuses_is_one_line_and_the_page_goes_on(
             lines = [r.getMessage() for r in caplog.records if r.name == store_trouble.__name__]
             assert len(lines) == 1 and "\n" not in lines[0]  # once per 10 s, not per click
         finally:
-            _refuse_connections(admin, database, refuse=False)
+            refuse_connections(postgres_url, refuse=False)
         # The server is back: the same answer goes through, and the next question opens.
         sent = api.predict("Lisbon", None, api_name="/send_answer")
         assert "Which day?" in str(sent)
