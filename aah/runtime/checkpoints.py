@@ -44,6 +44,7 @@ from aah.store import (
     StoreFileError,
     insert_events,
     needs_exclusive,
+    send_events,
     write_lock,
     write_transaction,
 )
@@ -263,14 +264,11 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
     Made here, not at import: the extra is optional, and SQLite users never load it.
     """
     from langgraph.checkpoint.postgres import PostgresSaver
-    from psycopg import Capabilities
     from psycopg.rows import dict_row
 
     from aah.store import PgPool, translated_errors
 
     server = cast(DatabaseURL, url)  # session_checkpointer checked it is one
-
-    pipelines = Capabilities().has_pipeline()
 
     class SessionPostgresSaver(_ThreadedAsync, PostgresSaver):
         """Checkpoints in the PostgreSQL store, written with the events they cover.
@@ -330,11 +328,11 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
                     with db.raw.cursor(binary=True, row_factory=dict_row) as cur:
                         yield cur
                     return
-                # A pipeline sends the write's statements without waiting for
-                # each reply: one round trip where there were several.
+                # The write transaction is a pipeline (``write_transaction``):
+                # the write's statements go out without waiting for each
+                # reply, one round trip in all.
                 with (
                     _logging_events(self, db) as db,
-                    db.raw.pipeline() if pipelines else nullcontext(),
                     db.raw.cursor(binary=True, row_factory=dict_row) as cur,
                 ):
                     yield cur
@@ -456,9 +454,12 @@ def _logging_events(saver: Any, db: Any) -> Iterator[Any]:
         events = saver._outbox.take(thread) if thread is not None else []
     exclusive = needs_exclusive(events)
     try:
+        # Pipelined: the events' appends and the saver's statements go out
+        # together, and their replies are read once the block has committed.
         with write_transaction(db, saver._write_lock, exclusive=exclusive) as db:
-            stored = insert_events(db, events)
+            sent = send_events(db, events)
             yield db
+        stored = sent.stored()
     except BaseException:
         if handed is None and thread is not None:  # else the call puts them back
             saver._outbox.put_back(thread, events)

@@ -38,7 +38,13 @@ if TYPE_CHECKING:
     )
     from aah.store.sessions import GradeRecord, RunRecord, SessionStore, Verdict
     from aah.store.watch import RequestWatch
-    from aah.store.writes import insert_events, needs_exclusive, write_lock, write_transaction
+    from aah.store.writes import (
+        insert_events,
+        needs_exclusive,
+        send_events,
+        write_lock,
+        write_transaction,
+    )
 
 __all__ = [
     "DEFAULT_LEASE_S",
@@ -79,6 +85,7 @@ __all__ = [
     "CopySummary",
     "copy_database",
     "insert_events",
+    "send_events",
     "merge_databases",
     "needs_exclusive",
     "pinned_difference",
@@ -129,6 +136,7 @@ _WHERE = {
     "CopySummary": "aah.store.copy",
     "copy_database": "aah.store.copy",
     "insert_events": "aah.store.writes",
+    "send_events": "aah.store.writes",
     "merge_databases": "aah.store.merge",
     "pinned_difference": "aah.store.manifest",
     "scrub": "aah.store.schema",

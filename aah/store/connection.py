@@ -56,7 +56,7 @@ class StoreConnection:
             # Every writer of every process queues on the server (see
             # ``write_transaction``), so a new database gets its tables once.
             if schema.needs_schema(self.db(), path):
-                with self.write() as db:
+                with self.write(pipelined=False) as db:  # the schema is a script
                     if schema.needs_schema(db, path):
                         schema.create_schema(db)
             return
@@ -86,16 +86,19 @@ class StoreConnection:
         return db
 
     @contextmanager
-    def write(self, *, exclusive: bool = True) -> Iterator[Database]:
+    def write(self, *, exclusive: bool = True, pipelined: bool = True) -> Iterator[Database]:
         """One write transaction of this thread's connection (``write_transaction``).
 
         ``exclusive=False`` lets it run beside other writers on PostgreSQL
-        (SQLite has one writer whatever is asked).
+        (SQLite has one writer whatever is asked); PostgreSQL pipelines the
+        transaction's statements unless ``pipelined=False`` (a script).
         """
         if self._pooled is not None:
             with (
                 self._pooled.pinned() as pinned,
-                write_transaction(pinned, self._lock, exclusive=exclusive) as db,
+                write_transaction(
+                    pinned, self._lock, exclusive=exclusive, pipelined=pipelined
+                ) as db,
             ):
                 yield db
             return

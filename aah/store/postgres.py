@@ -18,6 +18,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -135,20 +136,55 @@ def translated_errors(url: DatabaseURL) -> Iterator[None]:
         raise_server_error(exc, url)
 
 
+@lru_cache(maxsize=1)
+def _pipelines_supported() -> bool:
+    """Whether the libpq psycopg uses has pipeline mode (libpq 14 and later)."""
+    return bool(psycopg_module().Pipeline.is_supported())
+
+
 class PgCursor:
     """The rows of one statement, as the store reads an sqlite3 cursor's.
 
-    They are read at once: the connection may go back to its pool (and to
-    another thread) before the caller reads them.
+    Outside a pipeline they are read at once: the connection may go back to
+    its pool (and to another thread) before the caller reads them. Inside
+    one (``PgDatabase.pipelined``) the statement is only sent, and the first
+    read of its rows or ``rowcount`` waits for the replies of everything sent
+    so far: statements that nobody reads in between share one round trip.
     """
 
-    def __init__(self, cursor: Any) -> None:
-        self.rowcount: int = cursor.rowcount
-        self._rows: list[Any] = list(cursor.fetchall()) if cursor.description else []
+    def __init__(self, cursor: Any, db: PgDatabase | None = None) -> None:
+        self._cursor: Any = cursor
+        self._db = db
+        self._rows: list[Any] = []
+        self._rowcount = -1
         self._next = 0
+        if db is None:
+            self.load()
+
+    def load(self) -> None:
+        """Read the rows (waiting for the reply first if it is still on its way)."""
+        cursor, self._cursor = self._cursor, None
+        if cursor is None:
+            return
+        if self._db is not None:
+            self._db.wait_for(cursor)
+        self._rowcount = cursor.rowcount
+        self._rows = list(cursor.fetchall()) if cursor.description else []
+        cursor.close()
+
+    def forget(self) -> None:
+        """Drop the statement unread (its pipeline failed): it reads as no rows."""
+        self._cursor = None
+
+    @property
+    def rowcount(self) -> int:
+        """The rows the statement wrote (or read), as sqlite3 counts them."""
+        self.load()
+        return self._rowcount
 
     def fetchone(self) -> Any:
         """The next row (a tuple), or None."""
+        self.load()
         if self._next >= len(self._rows):
             return None
         self._next += 1
@@ -156,6 +192,7 @@ class PgCursor:
 
     def fetchall(self) -> list[Any]:
         """Every row left."""
+        self.load()
         rows, self._next = self._rows[self._next :], len(self._rows)
         return rows
 
@@ -194,6 +231,45 @@ class PgDatabase:
             ) from exc
         except psycopg.Error as exc:
             raise_server_error(exc, url)
+        self._pipeline: Any = None
+        self._sent: list[PgCursor] | None = None
+
+    @contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Send the block's statements without waiting for each reply (psycopg's pipeline mode).
+
+        A statement's reply is waited for when its cursor is first read
+        (``PgCursor``), and every reply by the end of the block, which
+        raises the first statement's error, if any. Then every cursor of the
+        block holds its rows, so reading one afterwards touches the
+        connection no more (it may be another thread's by then). Not for
+        ``executescript``: a pipeline sends one statement at a time.
+        """
+        if self._pipeline is not None or not _pipelines_supported():
+            yield  # nested, or a libpq before 14: each statement waits for its reply
+            return
+        sent: list[PgCursor] = []
+        try:
+            with self._conn.pipeline() as pipeline:
+                self._pipeline, self._sent = pipeline, sent
+                try:
+                    yield
+                finally:
+                    self._pipeline = self._sent = None
+        except Exception as exc:
+            for cursor in sent:
+                cursor.forget()
+            raise_server_error(exc, self.url)
+        for cursor in sent:
+            cursor.load()
+
+    def wait_for(self, cursor: Any) -> None:
+        """Wait for the reply to ``cursor``'s statement, sent in the pipeline."""
+        if cursor.pgresult is None and self._pipeline is not None:
+            try:
+                self._pipeline.sync()
+            except Exception as exc:
+                raise_server_error(exc, self.url)
 
     @property
     def broken(self) -> bool:
@@ -222,8 +298,12 @@ class PgDatabase:
 
         try:
             # Tuples whatever the connection's row factory (a saver's gives dicts).
-            with self._conn.cursor(row_factory=tuple_row) as cursor:
-                return PgCursor(cursor.execute(render(sql, "postgresql"), params or ()))
+            cursor = self._conn.cursor(row_factory=tuple_row)
+            cursor.execute(render(sql, "postgresql"), params or ())
+            if self._sent is None:
+                return PgCursor(cursor)
+            self._sent.append(PgCursor(cursor, self))
+            return self._sent[-1]
         except Exception as exc:
             raise_server_error(exc, self.url)
             raise  # unreachable: for the type checker
@@ -233,6 +313,8 @@ class PgDatabase:
         try:
             with self._conn.cursor() as cursor:
                 cursor.executemany(render(sql, "postgresql"), list(rows))
+                if self._pipeline is not None:
+                    self._pipeline.sync()  # for the rowcount
                 return PgCursor(cursor)
         except Exception as exc:
             raise_server_error(exc, self.url)
@@ -254,6 +336,7 @@ class PgDatabase:
         try:
             with self._conn.cursor(row_factory=dict_row) as cursor:
                 cursor.execute(render(sql, "postgresql"), params or ())
+                self.wait_for(cursor)
                 rows = cursor.fetchall() if cursor.description else []
         except Exception as exc:
             raise_server_error(exc, self.url)

@@ -747,14 +747,39 @@ RETURNING n_events
 
 
 # PostgreSQL appends an event in one statement (one round trip to the server
-# where two would be): the bump's new count is the event's seq. SQLite runs
-# the two statements, which cost it no round trip (no UPDATE in a WITH there).
+# where two would be): the bump's new count is the event's seq. An event of
+# a session that does not exist is still inserted (with seq 0), and its
+# foreign key fails the statement and so the transaction: nothing of the
+# write is kept, though its replies are read only after the block
+# (``send_events``). SQLite runs the two statements, which cost it no round
+# trip (no UPDATE in a WITH there).
 APPEND_EVENT_PG_SQL = f"""
 WITH bumped AS ({BUMP_SESSION_SQL.strip()})
 INSERT INTO events (session_id, seq, kind, ts, payload)
-SELECT :id, n_events, :kind, :ts, :payload FROM bumped
+SELECT :id, COALESCE((SELECT n_events FROM bumped), 0), :kind, :ts, :payload
 RETURNING seq
 """
+
+
+def append_once_pg_sql(key: str) -> str:
+    """``APPEND_EVENT_PG_SQL`` for an event logged once per ``key`` (a request id, a call id).
+
+    It appends nothing (no row comes back) when the session's log holds an
+    event of the same kind with the same ``:once`` value of ``key`` already.
+    The check and the append are one statement, so a pipelined transaction
+    need not wait for the check's reply before it sends the append.
+    """
+    guarded = BUMP_SESSION_SQL.strip().replace(
+        "WHERE id = :id",
+        "WHERE id = :id AND NOT EXISTS (SELECT 1 FROM events WHERE session_id = :id"
+        f" AND kind = :kind AND JSON_TEXT(payload, {key}) = :once)",
+    )
+    return APPEND_EVENT_PG_SQL.replace(BUMP_SESSION_SQL.strip(), guarded).replace(
+        "RETURNING seq",
+        # Bumped, or (to fail on the foreign key) the session is missing.
+        "WHERE EXISTS (SELECT 1 FROM bumped)"
+        " OR NOT EXISTS (SELECT 1 FROM sessions WHERE id = :id)\nRETURNING seq",
+    )
 
 
 def session_bump(event: Event) -> dict[str, Any]:

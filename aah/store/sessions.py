@@ -47,7 +47,7 @@ from aah.store.schema import (
     scrub,
 )
 from aah.store.sqlite_db import Database
-from aah.store.writes import insert_events, needs_exclusive
+from aah.store.writes import insert_events, needs_exclusive, read_later, send_events
 
 __all__ = [
     "REDACTED",
@@ -202,22 +202,30 @@ class SessionStore:
             KeyError: ``run`` names no run.
         """
         new_id = session_id or uuid.uuid4().hex
-        # A new row, or the one a unique key already holds: nothing to queue for.
+        # A new row, or the one a unique key already holds: nothing to queue
+        # for. The row is written only where its run exists, and read back
+        # in the same transaction: on PostgreSQL one round trip in all.
         with self._write(exclusive=False) as db:
-            if run is not None:
-                self._run(run)
-            # A (run, task) that exists already wins over the new row.
             db.execute(
                 "INSERT INTO sessions (id, run, task_id, setting, query, aah, model,"
-                " thread_id, started, recipe) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " thread_id, started, recipe) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+                " WHERE CAST(? AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM runs WHERE name = ?)"
                 " ON CONFLICT DO NOTHING",
                 [new_id, run, task_id, setting, schema.scrub_text(query), int(aah), model]
-                + [thread_id or new_id, _now(), schema.to_json(recipe or {})],
+                + [thread_id or new_id, _now(), schema.to_json(recipe or {}), run, run],
             )
             if run is not None and task_id is not None:
-                sql = "SELECT id FROM sessions WHERE run = ? AND task_id = ?"
-                new_id = db.execute(sql, [run, task_id]).fetchone()[0]
-            return self._session(new_id)
+                # A (run, task) that exists already wins over the new row.
+                where, key = "run = ? AND task_id = ?", [run, task_id]
+            else:
+                where, key = "id = ?", [new_id]
+            found = read_later(
+                db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}", key)
+            )
+        row = found.fetchone()
+        if row is None:
+            raise KeyError(f"no run named {run!r}: call create_run first")
+        return SessionRecord.model_validate(dict(zip(SessionRecord.model_fields, row, strict=True)))
 
     def set_status(
         self, session_id: str, status: SessionStatus, events: Sequence[Event] = ()
@@ -234,12 +242,15 @@ class SessionStore:
         # (the triggers that keep ``closed_requests`` do nothing): unless an
         # event is logged once per request, the session's row lock suffices.
         exclusive = status not in schema.LIVE_STATUSES or needs_exclusive(events)
+        # Read after the block: on PostgreSQL the whole write is one round trip.
+        # Without the session nothing is written (its events bump no row).
         with self._write(exclusive=exclusive) as db:
-            stored = insert_events(db, events)
-            cursor = db.execute("UPDATE sessions SET status = ? WHERE id = ?", [status, session_id])
-            if cursor.rowcount == 0:
-                raise KeyError(f"no session {session_id!r}")
-        return stored
+            sql = "UPDATE sessions SET status = ? WHERE id = ?"
+            updated = read_later(db.execute(sql, [status, session_id]))
+            sent = send_events(db, events)
+        if updated.rowcount == 0:
+            raise KeyError(f"no session {session_id!r}")
+        return sent.stored()
 
     def resume_waiting(self, session_id: str, events: Sequence[Event] = ()) -> list[Event] | None:
         """Move a ``waiting`` session back to ``running`` with ``events``, if it still waits.
@@ -257,7 +268,8 @@ class SessionStore:
             )
             if cursor.rowcount == 0:
                 return None
-            return insert_events(db, events)
+            sent = send_events(db, events)
+        return sent.stored()
 
     def finish_session(
         self,
@@ -290,14 +302,16 @@ class SessionStore:
             KeyError: No such session.
         """
         with self._write() as db:
-            stored = insert_events(db, events)
-            cursor = db.execute(
-                "UPDATE sessions SET status = ?, final_answer = ?, ended = ? WHERE id = ?",
-                [status, schema.scrub_text(final_answer), _now(), session_id],
+            ended = read_later(
+                db.execute(
+                    "UPDATE sessions SET status = ?, final_answer = ?, ended = ? WHERE id = ?",
+                    [status, schema.scrub_text(final_answer), _now(), session_id],
+                )
             )
-            if cursor.rowcount == 0:
-                raise KeyError(f"no session {session_id!r}")
-        return stored
+            sent = send_events(db, events)
+        if ended.rowcount == 0:
+            raise KeyError(f"no session {session_id!r}")
+        return sent.stored()
 
     def session_recipe(self, session_id: str) -> dict[str, Any]:
         """What resuming the session needs, as its driver stored it (empty if nothing).

@@ -10,13 +10,15 @@ the steps it saves commit together.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 from aah.events import Event
 from aah.store import schema as schema
@@ -49,7 +51,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 @contextmanager
 def write_transaction(
-    db: Database, lock: threading.Lock, *, exclusive: bool = True
+    db: Database, lock: threading.Lock, *, exclusive: bool = True, pipelined: bool = True
 ) -> Iterator[Database]:
     """One write transaction on ``db`` that holds SQLite's write lock from its start.
 
@@ -63,13 +65,18 @@ def write_transaction(
     own session's rows (a checkpoint and its steps' events, see
     ``needs_exclusive``), the row locks it takes suffice. SQLite has one
     writer whatever is asked.
+
+    On PostgreSQL the transaction's statements are pipelined
+    (``PgDatabase.pipelined``): a statement's cursor is a promise of its
+    reply, and reading it waits for the replies so far. Reading results
+    after the block, where the code allows, saves the wait. ``pipelined=False``
+    for a block that runs a script (``executescript``).
     """
     if getattr(db, "engine", "sqlite") == "postgresql":
-        if not exclusive:
-            with _postgres_transaction(db, exclusive=False):
-                yield db
-            return
-        with lock, _postgres_transaction(db):
+        with (
+            lock if exclusive else nullcontext(),
+            _postgres_transaction(db, exclusive=exclusive, pipelined=pipelined),
+        ):
             yield db
         return
     with lock:
@@ -101,18 +108,71 @@ WRITE_LOCK_KEY = 0x616168  # "aah"
 
 
 @contextmanager
-def _postgres_transaction(db: Database, *, exclusive: bool = True) -> Iterator[None]:
-    # One round trip for both (a simple query; the key is a constant): each
-    # one more per write transaction is felt when every writer queues here.
-    db.executescript(
-        f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})" if exclusive else "BEGIN"
-    )
+def _postgres_transaction(
+    db: Database, *, exclusive: bool = True, pipelined: bool = True
+) -> Iterator[None]:
+    # Pipelined, BEGIN, the lock and the block's statements go out without
+    # waiting for each reply, and a block that reads nothing before its end
+    # commits in one round trip: each one more is felt when every writer
+    # queues here. A block that runs a script cannot be pipelined; it begins
+    # in one simple query instead.
+    begin = ["BEGIN", f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"][: 1 + exclusive]
     try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
+        with db.pipelined() if pipelined else nullcontext():
+            if pipelined:
+                for statement in begin:
+                    db.execute(statement)
+            else:
+                db.executescript("; ".join(begin))
+            yield
+            db.execute("COMMIT")
+    except BaseException as exc:
         db.rollback()
+        missing = _missing_session(exc)
+        if missing is not None:
+            raise missing from exc
         raise
+
+
+_FOREIGN_KEY_VIOLATION = "23503"
+# PostgreSQL's detail of a foreign key that fails (in English; a server
+# speaking another language gets the general line).
+_NOT_PRESENT = re.compile(r"\(session_id\)=\((.*)\) is not present in table")
+
+
+def _missing_session(exc: BaseException) -> KeyError | None:
+    """The ``KeyError`` a PostgreSQL write amounts to when a row it wrote names no session."""
+    if getattr(exc, "sqlstate", None) != _FOREIGN_KEY_VIOLATION:
+        return None
+    found = _NOT_PRESENT.search(getattr(exc.diag, "message_detail", None) or "")  # type: ignore[attr-defined]
+    return KeyError(f"no session {found.group(1)!r}" if found else f"no such session ({exc})")
+
+
+def read_later(cursor: Any) -> Any:
+    """A statement's cursor, to read after its write transaction's block.
+
+    PostgreSQL's (a ``PgCursor``) is read when first asked, so a pipelined
+    transaction whose block reads nothing commits in one round trip.
+    SQLite's is read now: its COMMIT refuses while a statement is unread.
+    """
+    if getattr(cursor, "load", None) is not None:
+        return cursor
+    return _ReadCursor(cursor.fetchall() if cursor.description else [], cursor.rowcount)
+
+
+class _ReadCursor:
+    """An sqlite3 cursor's rows and rowcount, read."""
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+
+    def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchall(self) -> list[Any]:
+        rows, self._rows = self._rows, []
+        return rows
 
 
 def needs_exclusive(events: Sequence[Event]) -> bool:
@@ -139,27 +199,75 @@ def insert_events(db: Database, events: Sequence[Event]) -> list[Event]:
     Raises:
         KeyError: An event's session does not exist.
     """
-    stored: list[Event] = []
-    one_statement = getattr(db, "engine", "sqlite") == "postgresql"
+    return send_events(db, events).stored()
+
+
+class SentEvents:
+    """Events sent to the log in a write transaction; ``stored()`` gives them with their seqs.
+
+    On PostgreSQL in a pipelined transaction the appends are only sent:
+    ``stored()`` waits for their replies, which after the transaction's
+    block costs no round trip of its own.
+    """
+
+    def __init__(self, sent: list[tuple[Event, Any]]) -> None:
+        self._sent = sent
+        self._stored: list[Event] | None = None
+
+    def stored(self) -> list[Event]:
+        """The events as logged, with their seqs; those logged already are left out."""
+        if self._stored is None:
+            stored = []
+            for event, cursor in self._sent:
+                # No row: logged already (a missing session failed the
+                # transaction instead, see ``_missing_session``).
+                row = cursor.fetchone()
+                if row is not None:
+                    stored.append(event.model_copy(update={"seq": row[0]}))
+            self._stored = stored
+        return self._stored
+
+
+def send_events(db: Database, events: Sequence[Event]) -> SentEvents:
+    """Send ``events``' appends in the caller's write transaction (see ``insert_events``).
+
+    PostgreSQL appends each event in one statement, the check that it is not
+    logged already included, and reads no reply here. SQLite appends them at
+    once (a bump and an insert each, and the check first).
+
+    Raises:
+        KeyError: (SQLite) An event's session does not exist.
+    """
+    sent: list[tuple[Event, Any]] = []
+    if getattr(db, "engine", "sqlite") == "postgresql":
+        for event in events:
+            ts, payload = event.ts.astimezone(UTC).isoformat(), schema.event_payload(event)
+            params = schema.session_bump(event) | {"kind": event.kind, "ts": ts, "payload": payload}
+            key = _ONCE_PER.get(event.kind)
+            if key is None:
+                sent.append((event, db.execute(schema.APPEND_EVENT_PG_SQL, params)))
+            else:
+                sql = schema.append_once_pg_sql(key)
+                sent.append((event, db.execute(sql, params | {"once": getattr(event, key)})))
+        return SentEvents(sent)
     for event in events:
         if _already_logged(db, event):
             continue
-        ts, payload = event.ts.astimezone(UTC).isoformat(), schema.event_payload(event)
-        if one_statement:
-            params = schema.session_bump(event) | {"kind": event.kind, "ts": ts}
-            row = db.execute(schema.APPEND_EVENT_PG_SQL, params | {"payload": payload}).fetchone()
-            if row is None:
-                raise KeyError(f"no session {event.session_id!r}")
-        else:
-            row = db.execute(schema.BUMP_SESSION_SQL, schema.session_bump(event)).fetchone()
-            if row is None:
-                raise KeyError(f"no session {event.session_id!r}")
-            db.execute(
-                "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
-                [event.session_id, row[0], event.kind, ts, payload],
-            )
-        stored.append(event.model_copy(update={"seq": row[0]}))
-    return stored
+        row = db.execute(schema.BUMP_SESSION_SQL, schema.session_bump(event)).fetchone()
+        if row is None:
+            raise KeyError(f"no session {event.session_id!r}")
+        db.execute(
+            "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
+            [
+                event.session_id,
+                row[0],
+                event.kind,
+                event.ts.astimezone(UTC).isoformat(),
+                schema.event_payload(event),
+            ],
+        )
+        sent.append((event, _ReadCursor([row], 1)))
+    return SentEvents(sent)
 
 
 # Events logged once per key: a question, an answer, an approval request per
