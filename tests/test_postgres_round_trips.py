@@ -1,13 +1,17 @@
-"""On PostgreSQL a store write costs one round trip.
+"""On PostgreSQL a store write costs one round trip, and async callers never wait on it.
 
 A write transaction's statements are pipelined and their replies read once
 the block has committed, so BEGIN, the lock, the writes and COMMIT travel
 together. The round trips are counted on the wire, by a relay between the
 store and a real server (``wire_turns``), whatever the driver does inside.
+Async code reaches a server's store through ``SessionStore.call``, on the
+store's own thread, so the event loop goes on while a write waits.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +27,7 @@ from aah.db_url import parse_location
 from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent, ModelCallEvent
 from aah.runtime.checkpoints import EventOutbox, session_checkpointer
 from aah.store import SessionStore
-from aah.store.writes import send_events
+from aah.store.writes import WRITE_LOCK_KEY, send_events
 
 _T = TypeVar("_T")
 
@@ -146,3 +150,77 @@ def test_a_server_error_inside_a_pipelined_write_rolls_it_all_back(postgres_url:
             db.execute("UPDATE sessions SET status = 'no such status' WHERE id = ?", [session.id])
         assert store.events(session.id) == []
         assert store.append_events([event])[0].seq == 1
+
+
+def test_async_code_waits_for_a_server_store_on_its_thread_while_the_loop_goes_on(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    location = parse_location(postgres_url)
+    store = SessionStore(location)
+    session = store.open_session("Hi")
+    held = psycopg.connect(postgres_server.url(postgres_url.rsplit("/", 1)[1]), autocommit=True)
+    held.execute("BEGIN")
+    held.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")  # every exclusive write waits
+
+    async def main() -> tuple[int, str, threading.Thread]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticker = asyncio.create_task(tick())
+        threading.Timer(0.5, lambda: held.execute("COMMIT")).start()
+        seen: list[threading.Thread] = []
+
+        def end() -> str:
+            seen.append(threading.current_thread())
+            store.end_session(session.id, "finished", "done")
+            return "ended"
+
+        said = await store.call(end)
+        ticker.cancel()
+        return ticks, said, seen[0]
+
+    ticks, said, thread = asyncio.run(main())
+    assert said == "ended" and thread is not threading.main_thread()
+    assert ticks >= 20  # the loop ran on through the half second the write waited
+    held.close()
+    store.close()
+
+
+def test_a_cancelled_caller_waits_for_its_call_already_running(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    location = parse_location(postgres_url)
+    store = SessionStore(location)
+    session = store.open_session("Hi")
+    held = psycopg.connect(postgres_server.url(postgres_url.rsplit("/", 1)[1]), autocommit=True)
+    held.execute("BEGIN")
+    held.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+
+    async def main() -> None:
+        call = asyncio.create_task(store.call(store.end_session, session.id, "finished", "x"))
+        await asyncio.sleep(0.2)  # the call waits for the lock in its thread
+        threading.Timer(0.3, lambda: held.execute("COMMIT")).start()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(main())
+    # Cancelled, its caller went on only once the write already under way had ended.
+    assert store.get_session(session.id).status == "finished"  # type: ignore[union-attr]
+    held.close()
+    store.close()
+
+
+def test_an_sqlite_store_answers_async_code_inline(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "aah.db")
+
+    async def main() -> threading.Thread:
+        return await store.call(threading.current_thread)
+
+    assert asyncio.run(main()) is threading.main_thread()
+    store.close()

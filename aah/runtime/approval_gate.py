@@ -199,13 +199,13 @@ async def decide_call(
     """
     policy = request.approvals
     call_id, tool = str(value["call_id"]), str(value["tool"])
-    known = runtime.store.events(ctx.session_id)
+    known = await runtime.store.call(runtime.store.events, ctx.session_id)
     logged = next(
         (e for e in known if isinstance(e, ApprovalDecidedEvent) and e.call_id == call_id), None
     )
     if logged is not None:
         # Decided before a crash that came ahead of the next checkpoint.
-        runtime.record(record, [], "running")
+        await runtime.record(record, [], "running")
         return _resume_value(logged)
     channel = request.approver or request.human or runtime.human
     approver = approver_for(channel)
@@ -232,7 +232,7 @@ async def decide_call(
             isinstance(e, ApprovalRequestedEvent) and e.request_id == request_id for e in known
         )
         if not (before and record.status == "waiting"):
-            runtime.record(record, [] if before else [requested], "waiting")
+            await runtime.record(record, [] if before else [requested], "waiting")
         reply = await approver.decide(
             ApprovalRequest(
                 request_id=request_id,
@@ -261,9 +261,11 @@ async def decide_call(
         ask += 1
     proposed = dict(value["arguments"])
     decided = _decided_event(ctx, request_id, call_id, tool, proposed, reply, timed_out)
-    stored = runtime.store.resume_waiting(record.id, [*runtime.take_held_events(record), decided])
+    store = runtime.store
+    held = runtime.take_held_events(record)
+    stored = await store.call(store.resume_waiting, record.id, [*held, decided])
     if stored is None:
-        current = runtime.store.get_session(record.id)
+        current = await store.call(store.get_session, record.id)
         status = current.status if current is not None else "gone"
         raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
     runtime.publish(stored)

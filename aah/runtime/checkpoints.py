@@ -56,6 +56,10 @@ _T = TypeVar("_T")
 # in a thread (a write takes milliseconds; a server that went away, up to the
 # connection timeout).
 _CANCELLED_CALL_WAIT_S = 15.0
+# The threads a server saver's calls run on. Two: more cost Python's GIL more
+# CPU than they save waiting on a nearby server (perf/postgres_store.py: at
+# 64 sessions, 8 threads ran 5-10% fewer tasks per second than 2).
+_SAVER_THREADS = 2
 
 
 class EventOutbox:
@@ -287,7 +291,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             self._write_lock = write_lock(url)
             self._local = threading.local()
             self._order: dict[str, _Turns] = {}
-            self._threads = ThreadPoolExecutor(self._pool.size, "aah-checkpoints")
+            self._threads = ThreadPoolExecutor(_SAVER_THREADS, "aah-checkpoints")
             # No connection of its own: ``_cursor`` borrows the pool's.
             super().__init__(None, serde=ScrubbingSerializer())  # type: ignore[arg-type]
             with translated_errors(server):
@@ -353,9 +357,9 @@ class _ThreadedAsync(_InlineAsync):
 
     Every statement to a server waits a network round trip, which inline
     would stall every other session on the event loop; in a thread the
-    loop goes on while it waits. The saver has threads of its own (as many
-    as its pool has connections), so tool calls on the loop's default
-    threads do not hold its writes up. One session's calls still run one at
+    loop goes on while it waits. The saver has threads of its own
+    (``_SAVER_THREADS``), so tool calls on the loop's default threads do
+    not hold its writes up. One session's calls still run one at
     a time and in the order they came (``_Turns``): a checkpoint must not
     overtake the step writes before it. The events a write logs are taken
     from the outbox on the loop when the call is made, handed to the thread,

@@ -158,11 +158,12 @@ class Runtime:
         """The events the session's graph still holds for a checkpoint; they leave the outbox."""
         return self.outbox.take(record.thread_id) if self.outbox is not None else []
 
-    def record(self, record: SessionRecord, events: Sequence[Event], status: SessionStatus) -> None:
+    async def record(
+        self, record: SessionRecord, events: Sequence[Event], status: SessionStatus
+    ) -> None:
         """Store a status change and the events that come with it, after any held ones."""
-        self.publish(
-            self.store.set_status(record.id, status, [*self.take_held_events(record), *events])
-        )
+        events = [*self.take_held_events(record), *events]
+        self.publish(await self.store.call(self.store.set_status, record.id, status, events))
 
     def graph(self) -> Any:
         """The compiled graph, built on first use and shared by all sessions."""
@@ -188,7 +189,7 @@ class SessionOutcome:
 async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
     """Run (or resume) one session to its end and record everything in the store."""
     store = runtime.store
-    record = _open_record(request, runtime)
+    record = await store.call(_open_record, request, runtime)
     if record.status in _DONE and not (request.retry_errors and record.status == "error"):
         # A parked session woken because it was cancelled elsewhere says so.
         why = "the session was cancelled while it waited" if record.status == "cancelled" else None
@@ -236,15 +237,15 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         )
     except SessionEnded as exc:
         # Ended elsewhere (``aah sessions cancel``): its stored status stands.
-        ended = store.get_session(record.id)
+        ended = await store.call(store.get_session, record.id)
         status = ended.status if ended is not None else "cancelled"
         return SessionOutcome(record.id, status, "", error=str(exc))
     except SkipTask as exc:
-        return _close(ctx, runtime, record, "skipped", f"Skipped: {exc}.")
+        return await _close(ctx, runtime, record, "skipped", f"Skipped: {exc}.")
     except ReplyCutOff as exc:
-        return _stop(runtime, record, "cut_off", str(exc))
+        return await _stop(runtime, record, "cut_off", str(exc))
     except ModelError as exc:
-        return _fail(ctx, runtime, record, str(exc), "model")
+        return await _fail(runtime, record, str(exc), "model")
     except StoreFileError:
         # The store's file failed (a full disk, damage): recording the
         # failure there would fail too, or blame the session for it. The
@@ -252,10 +253,10 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         store_failed = True
         raise
     except AahError as exc:
-        return _fail(ctx, runtime, record, str(exc), "runtime")
+        return await _fail(runtime, record, str(exc), "runtime")
     except Exception as exc:  # whatever broke, the session must not stay "running"
         _log.debug("session %s failed", record.id, exc_info=True)
-        return _fail(ctx, runtime, record, unexpected_failure(exc), "runtime")
+        return await _fail(runtime, record, unexpected_failure(exc), "runtime")
     finally:
         runtime.activity.session_ended()
         # A session cancelled mid-step (a task timeout) or failed outside the
@@ -289,8 +290,13 @@ def record_failure(
     For failures :func:`run_session` cannot catch itself (a timeout that
     cancelled it, a crash in the code that called it), so that every failed
     session is recorded the same way: an ``ErrorEvent`` and the ``error`` status.
+    Called off the event loop (it waits for the store).
     """
-    return _end_in_error(runtime, _open_record(request, runtime), message, where)
+    record = _open_record(request, runtime)
+    error = ErrorEvent(session_id=record.id, message=message, where=where)
+    events = _last(runtime, record, error)
+    runtime.publish(runtime.store.end_session(record.id, "error", None, events))
+    return SessionOutcome(record.id, "error", "", error=message)
 
 
 def _open_record(request: SessionRequest, runtime: Runtime) -> SessionRecord:
@@ -353,7 +359,7 @@ async def _drive(
     snapshot = await graph.aget_state(config) if runtime.checkpointer else None
     payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
     if record.status == "error":  # retried (finished and skipped ones never are)
-        runtime.store.set_status(ctx.session_id, "running")
+        await runtime.store.call(runtime.store.set_status, ctx.session_id, "running")
     if snapshot and snapshot.interrupts:
         # Remembered as the session's current tools: the person asked sees them.
         ctx.tools_now(cast(AgentState, snapshot.values))
@@ -370,7 +376,7 @@ async def _drive(
         # Remembered as the session's current tools: the person asked sees them.
         ctx.tools_now(cast(AgentState, output))
         payload = Command(resume=await _answer(ctx, runtime, request, record, pending[0].value))
-    return _finish(ctx, runtime, record, cast(AgentState, output))
+    return await _finish(ctx, runtime, record, cast(AgentState, output))
 
 
 def _initial_state(request: SessionRequest) -> AgentState:
@@ -414,7 +420,7 @@ async def _answer(
     """The reply to one interrupt: a question's answer, or the decision on a call to approve."""
     if value.get("kind") != "approval":
         return await _ask(ctx, runtime, request, record, value)
-    known = runtime.store.events(ctx.session_id)
+    known = await runtime.store.call(runtime.store.events, ctx.session_id)
     context = {
         **request.context,
         "query": record.query,
@@ -436,12 +442,12 @@ async def _ask(
     """Put one interrupt's question to the human channel; log question and answer."""
     request_id = f"{ctx.session_id}-{value['call_id']}"
     question = str(value["question"])
-    known = runtime.store.events(ctx.session_id)
+    known = await runtime.store.call(runtime.store.events, ctx.session_id)
     asked = HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
     # Asked before a restart, it is not asked again: the person may be answering it now.
     before = any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known)
     if not (before and record.status == "waiting"):  # a parked session woken: nothing to write
-        runtime.record(record, [] if before else [asked], "waiting")
+        await runtime.record(record, [] if before else [asked], "waiting")
     context = {
         **request.context,
         "query": record.query,
@@ -459,7 +465,7 @@ async def _ask(
     if logged is not None:
         # Answered before a crash that came ahead of the next checkpoint: the
         # agent resumes with that answer; the person is not asked again.
-        runtime.record(record, [], "running")
+        await runtime.record(record, [], "running")
         return _reply_of(logged).model_dump()
     human = request.human or runtime.human
     reply = await human.ask(
@@ -480,9 +486,11 @@ async def _ask(
         declined=reply.declined,
         flags=reply.flags,
     )
-    stored = runtime.store.resume_waiting(record.id, [*runtime.take_held_events(record), answer])
+    store = runtime.store
+    held = runtime.take_held_events(record)
+    stored = await store.call(store.resume_waiting, record.id, [*held, answer])
     if stored is None:
-        current = runtime.store.get_session(record.id)
+        current = await store.call(store.get_session, record.id)
         status = current.status if current is not None else "gone"
         raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
     runtime.publish(stored)
@@ -532,16 +540,16 @@ def conversation_so_far(events: Sequence[Event]) -> list[dict[str, str | int]]:
     ]
 
 
-def _finish(
+async def _finish(
     ctx: SessionContext, runtime: Runtime, record: SessionRecord, state: AgentState
 ) -> SessionOutcome:
     messages = state.get("messages", [])
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     text = last.text if last is not None and isinstance(last.text, str) else ""
     if state.get("skipped"):
-        return _close(ctx, runtime, record, "skipped", text)
+        return await _close(ctx, runtime, record, "skipped", text)
     if state.get("terminated"):
-        return _stop(runtime, record, "terminated", _terminated_message(state))
+        return await _stop(runtime, record, "terminated", _terminated_message(state))
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
     if limit_hit and not ctx.answer_calls_at_limit:
         # Still calling tools at its last step: no final answer (science.md §2).
@@ -549,13 +557,13 @@ def _finish(
             f"stopped after {ctx.step_limit} steps without a final answer (the agent was still "
             "calling tools): raise --step-limit to give it more"
         )
-        return _stop(runtime, record, "step_limit", message)
+        return await _stop(runtime, record, "step_limit", message)
     if limit_hit and not text:
         # A one-turn protocol (When2Call) ends at its limit by design: the
         # turn's calls are what it scores, and they are recorded.
         text = f"(stopped after {ctx.step_limit} steps without a final answer)"
     reasoning = reasoning_of(last) if last is not None and not limit_hit else None
-    return _close(ctx, runtime, record, "finished", text, limit_hit, reasoning)
+    return await _close(ctx, runtime, record, "finished", text, limit_hit, reasoning)
 
 
 def _terminated_message(state: AgentState) -> str:
@@ -565,18 +573,18 @@ def _terminated_message(state: AgentState) -> str:
     return f"a person terminated the session when asked to approve a tool call{said}"
 
 
-def _stop(
+async def _stop(
     runtime: Runtime, record: SessionRecord, reason: StopReason, message: str
 ) -> SessionOutcome:
     """End the session at a limit, with no final answer: its own status, never a pass."""
     stopped = StoppedEvent(session_id=record.id, reason=reason, message=message)
-    _end(runtime, record, reason, None, stopped)
+    await _end(runtime, record, reason, None, stopped)
     return SessionOutcome(
         record.id, reason, "", step_limit_hit=reason == "step_limit", error=message
     )
 
 
-def _close(
+async def _close(
     ctx: SessionContext,
     runtime: Runtime,
     record: SessionRecord,
@@ -588,30 +596,26 @@ def _close(
     final = FinalAnswerEvent(
         session_id=ctx.session_id, text=text, step_limit_hit=limit_hit, reasoning=reasoning
     )
-    _end(runtime, record, status, text, final)
+    await _end(runtime, record, status, text, final)
     return SessionOutcome(ctx.session_id, status, text, limit_hit)
 
 
-def _fail(
-    ctx: SessionContext, runtime: Runtime, record: SessionRecord, message: str, where: str
-) -> SessionOutcome:
-    return _end_in_error(runtime, record, message, where)
-
-
-def _end_in_error(
+async def _fail(
     runtime: Runtime, record: SessionRecord, message: str, where: str
 ) -> SessionOutcome:
     error = ErrorEvent(session_id=record.id, message=message, where=where)
-    _end(runtime, record, "error", None, error)
+    await _end(runtime, record, "error", None, error)
     return SessionOutcome(record.id, "error", "", error=message)
 
 
-def _end(
+async def _end(
     runtime: Runtime, record: SessionRecord, status: SessionStatus, text: str | None, last: Event
 ) -> None:
     """The session's last event and its end, in one transaction."""
-    runtime.publish(
-        runtime.store.end_session(
-            record.id, status, text, [*runtime.take_held_events(record), last]
-        )
-    )
+    store, events = runtime.store, _last(runtime, record, last)
+    runtime.publish(await store.call(store.end_session, record.id, status, text, events))
+
+
+def _last(runtime: Runtime, record: SessionRecord, last: Event) -> list[Event]:
+    """The session's last events: those its graph still holds, then ``last``."""
+    return [*runtime.take_held_events(record), last]

@@ -14,14 +14,17 @@ many sessions at once through ``SessionQueries`` (``queries()``).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from aah.config import get_settings
 from aah.db_url import is_database_url, parse_location
@@ -63,6 +66,16 @@ __all__ = [
 ]
 
 _now = schema.now_text
+_T = TypeVar("_T")
+# The threads that make a server's store calls for async code (``call``).
+# One: each more costs Python's GIL more CPU than it saves waiting on a
+# nearby server (perf/postgres_store.py), and a process that needs more
+# throughput than one thread's round trips allow is better run twice.
+_CALL_THREADS = 1
+# How long a cancelled caller waits for its call already running in a thread
+# (a write takes milliseconds; a server that went away, up to the connection
+# timeout).
+_CANCELLED_CALL_WAIT_S = 15.0
 # Every column a SessionRecord holds: not the resume recipe (the session's
 # tools, whole), which only ``session_recipe`` reads.
 _SESSION_COLUMNS = ", ".join(SessionRecord.model_fields)
@@ -72,8 +85,9 @@ class SessionStore:
     """Runs, sessions, their events, human requests and grades in one SQLite file.
 
     Safe to share across threads and asyncio tasks, and to use from several
-    processes on one file. From async code, call it through
-    ``asyncio.to_thread``: a write may wait while another process writes.
+    processes on one file. From async code, go through ``call``: on a
+    PostgreSQL database every call waits for the server, and ``call`` makes
+    it wait on the store's own thread, not on the event loop.
 
     Args:
         path: The database file, or a PostgreSQL URL (``postgresql://...``,
@@ -100,6 +114,8 @@ class SessionStore:
         self._connection = StoreConnection(self.path)
         self._humans = HumanRequests(self._connection)
         self._approved = ApprovedRuns(self._connection)
+        self._threads: ThreadPoolExecutor | None = None
+        self._threads_guard = threading.Lock()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -114,7 +130,33 @@ class SessionStore:
 
     def close(self) -> None:
         """Close the connections this store opened, in every thread."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=True)
+            self._threads = None
         self._connection.close()
+
+    async def call(self, method: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """``method`` (one of this store's) called from async code, without holding the loop up.
+
+        On a PostgreSQL database each call waits for the server's replies:
+        it runs on the store's own thread, in the order calls come, and the
+        event loop goes on meanwhile. An SQLite file answers
+        in microseconds, sooner than a thread could take the call and give
+        it back: the call runs inline. A caller cancelled while its call
+        runs waits for it, so that what it writes next comes after.
+        """
+        if self._connection.engine != "postgresql":
+            return method(*args, **kwargs)
+        with self._threads_guard:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(_CALL_THREADS, "aah-store")
+            running = self._threads.submit(method, *args, **kwargs)
+        try:
+            return await asyncio.wrap_future(running)
+        except asyncio.CancelledError:
+            with suppress(Exception):
+                running.result(timeout=_CANCELLED_CALL_WAIT_S)
+            raise
 
     def queries(self) -> SessionQueries:
         """Read-only bulk queries over this file, on a connection of their own.
