@@ -10,6 +10,7 @@ import typer
 from aah.annotators import annotator_key, check_annotator_name
 from aah.cli.options import DataOption, DbOption
 from aah.errors import AahError
+from aah.ui.heap import freeze_start_up
 
 if TYPE_CHECKING:
     from aah.ui.tui import AahApp
@@ -41,7 +42,9 @@ def run_tui(
         AahError: the ``ui`` extra is missing, the tools cannot be found, or
             ``task_id`` names no demo task.
     """
-    build_app(db, data, task_id, annotator=annotator).run()
+    app = build_app(db, data, task_id, annotator=annotator)
+    freeze_start_up()
+    app.run()
 
 
 def build_app(

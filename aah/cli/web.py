@@ -14,6 +14,7 @@ import typer
 from aah.cli.options import DbOption, HostOption
 from aah.cli.output import console, print_line, print_warning
 from aah.errors import AahError
+from aah.ui.heap import freeze_start_up
 
 if TYPE_CHECKING:
     import gradio as gr
@@ -61,6 +62,7 @@ def web(
         )
     _start_notifications(db or get_settings().db, host, port)
     print_line(f"aah web on http://{host}:{port} (Ctrl-C stops it)")
+    freeze_start_up()
     try:
         module.launch_app(app, host, port, block=True)
     except OSError:
