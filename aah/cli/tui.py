@@ -10,7 +10,7 @@ import typer
 from aah.annotators import annotator_key, check_annotator_name
 from aah.cli.options import DataOption, DbOption
 from aah.errors import AahError
-from aah.ui.heap import freeze_start_up
+from aah.ui import freeze_start_up
 
 if TYPE_CHECKING:
     from aah.ui.tui import AahApp

@@ -14,7 +14,7 @@ import typer
 from aah.cli.options import DbOption, HostOption
 from aah.cli.output import console, print_line, print_warning
 from aah.errors import AahError
-from aah.ui.heap import freeze_start_up
+from aah.ui import freeze_start_up
 
 if TYPE_CHECKING:
     import gradio as gr
