@@ -4,7 +4,8 @@ psycopg 3 comes with the optional ``postgres`` extra; without it a
 PostgreSQL URL is refused with one line saying how to install it. A
 ``PgDatabase`` offers what the store calls on sqlite-utils' ``Database``
 (``execute``, ``executemany``, ``query``, ``executescript``, ``rollback``,
-``close``, ``conn``), running each statement as ``dialect.render`` gives it.
+``close``, ``conn``), running each statement as ``dialect.render`` gives it;
+in ``pipelined`` mode it sends statements without waiting for their replies.
 
 What can go wrong reaching a server (not running, wrong password, no such
 database, a user without the privileges the store needs, a dropped

@@ -5,7 +5,10 @@ between threads takes microseconds, while SQLite's busy handler polls with
 sleeps of a millisecond and more); writers in other processes queue on
 SQLite's own lock, taken at ``BEGIN IMMEDIATE``. Both the store and the
 graph's checkpointer write through here, so a checkpoint and the events of
-the steps it saves commit together.
+the steps it saves commit together. On PostgreSQL a write transaction is
+pipelined: its statements go out together, and a caller that reads their
+replies only after the block (``read_later``, ``send_events``) pays one
+round trip for the whole write.
 """
 
 from __future__ import annotations
