@@ -63,6 +63,62 @@ def test_a_copy_into_a_store_holding_other_rows_fails_its_count(
     assert summary.problems == ["sessions: 2 row(s) in the destination, 1 in the source"]
 
 
+def test_a_row_changed_in_the_destination_fails_the_content_check(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    with SessionStore(tmp_path / "a.db") as store:
+        fill(store)
+    server = parse_location(postgres_url)
+    first = copy_database(tmp_path / "a.db", server)
+    assert first.problems == [] and first.source_digest == first.target_digest
+    assert len(set(first.source_digest.values())) > 1  # each table its own digest
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE events SET ts = '2020-01-01T00:00:00+00:00' WHERE id = 1")
+    again = copy_database(tmp_path / "a.db", server)  # resumed: adds nothing, counts agree
+    assert set(again.copied.values()) == {0} and again.source == again.target
+    assert again.problems == [
+        "events: as many rows in the destination as in the source, but other contents"
+        " (a row changed there, or held there before the copy)"
+    ]
+
+
+def test_the_content_digest_reads_alike_from_both_engines_in_any_order(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    from aah.store.copy import rows_digest
+    from aah.store.schema import connect
+
+    rows = [("b", 2, 0.5, None), ("a", 1, 2.0, "x é"), ("c", 3, -1.25, "")]
+    for where, order in ((tmp_path / "t.db", rows), (parse_location(postgres_url), rows[::-1])):
+        db = connect(where)
+        db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, r REAL, s TEXT)")
+        for row in order:
+            db.execute("INSERT INTO t VALUES (?, ?, ?, ?)", list(row))
+        digests = [rows_digest(db, "t", ["k", "n", "r", "s"], keys) for keys in (["k"], ["n"])]
+        db.close()
+        assert digests[0] == digests[1]
+        assert digests[0] == "%064x" % expected_digest(rows)
+
+
+def expected_digest(rows: list[tuple[object, ...]]) -> int:
+    import hashlib
+    import json
+
+    return (
+        sum(
+            int.from_bytes(
+                hashlib.sha256(
+                    json.dumps(list(row), ensure_ascii=False, separators=(",", ":")).encode()
+                ).digest()
+            )
+            for row in rows
+        )
+        % 2**256
+    )
+
+
 def test_a_copy_to_postgres_leaves_the_planner_statistics(
     postgres_url: str, tmp_path: Path
 ) -> None:

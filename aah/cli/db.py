@@ -109,7 +109,8 @@ def copy(
 ) -> None:
     """Copy a session store to another engine (SQLite to PostgreSQL, or back); run again to resume.
 
-    Exits 1, one line per table, when the two stores' row counts differ after the copy.
+    Exits 1, one line per table, when the two stores' row counts or contents (a digest of
+    each table's rows) differ after the copy.
     """
     from aah.store import copy_database
 

@@ -1,12 +1,14 @@
-"""``aah db copy SRC DST``: a store from one engine to the other, resumable, checked by counts.
+"""``aah db copy SRC DST``: a store from one engine to the other, resumable and checked.
 
 Every table is copied in the order its references need (runs, sessions,
 then what belongs to them), each row inserted unless its key is there
 already: a copy cut off midway is run again and goes on, adding nothing
 twice. ``closed_requests`` is not copied: the destination's triggers make
 it as the requests arrive. Afterwards each table must hold as many rows in
-the destination as in the source; a destination that held other rows
-before fails that check.
+the destination as in the source, with the same contents: a digest of its
+rows, the same whatever their order, must match on both sides (a row
+number the destination gives anew, ``events.id``, is left out of it). A
+destination that held other rows before fails these checks.
 
 LangGraph's checkpoints are not copied (the two engines' savers store them
 differently): a session still waiting for a person or running cannot go on
@@ -15,6 +17,8 @@ from the copy, and the summary counts them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,7 @@ _TABLES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("grades", ("id",), True),
 )
 _BATCH = 1000
+_MODULUS = 2**256
 
 
 @dataclass
@@ -56,15 +61,25 @@ class CopySummary:
     source: dict[str, int] = field(default_factory=dict)
     target: dict[str, int] = field(default_factory=dict)
     unfinished: int = 0
+    source_digest: dict[str, str] = field(default_factory=dict)
+    target_digest: dict[str, str] = field(default_factory=dict)
 
     @property
     def problems(self) -> list[str]:
-        """One line per table whose counts differ."""
-        return [
-            f"{table}: {self.target.get(table, 0)} row(s) in the destination, {count} in the source"
-            for table, count in self.source.items()
-            if self.target.get(table, 0) != count
-        ]
+        """One line per table whose counts, or else whose contents, differ."""
+        found = []
+        for table, count in self.source.items():
+            if self.target.get(table, 0) != count:
+                found.append(
+                    f"{table}: {self.target.get(table, 0)} row(s) in the destination,"
+                    f" {count} in the source"
+                )
+            elif self.target_digest.get(table) != self.source_digest.get(table):
+                found.append(
+                    f"{table}: as many rows in the destination as in the source, but other"
+                    " contents (a row changed there, or held there before the copy)"
+                )
+        return found
 
 
 def copy_database(source: Path, target: Path) -> CopySummary:
@@ -98,9 +113,12 @@ def copy_database(source: Path, target: Path) -> CopySummary:
             # comes round: without them it walks the queue row by row (the
             # light listing of 10,000 waiting took 2x as long).
             dst.execute("ANALYZE " + ", ".join(table for table, _, _ in _TABLES))
-        for table, _, _ in _TABLES:
+        for table, keys, keep_id in _TABLES:
             summary.source[table] = _count(src, table)
             summary.target[table] = _count(dst, table)
+            columns = _copied_columns(src, table, keep_id)
+            summary.source_digest[table] = rows_digest(src, table, columns, keys)
+            summary.target_digest[table] = rows_digest(dst, table, columns, keys)
         summary.unfinished = int(
             src.execute(
                 "SELECT count(*) FROM sessions WHERE status IN ('running', 'waiting')"
@@ -129,10 +147,37 @@ def _columns(db: Any, table: str) -> list[str]:
     return [name for (name,) in rows if name != "rowid"]
 
 
+def _copied_columns(db: Any, table: str, keep_id: bool) -> list[str]:
+    return [c for c in _columns(db, table) if keep_id or c != "id"]
+
+
+def rows_digest(db: Any, table: str, columns: Sequence[str], keys: Sequence[str]) -> str:
+    """A digest of ``table``'s rows (their ``columns``) that their order does not change.
+
+    Each row is hashed alone (its values as JSON: text, whole numbers, real
+    numbers and NULL read alike from both engines), and the hashes are
+    added up modulo 2**256: the same rows give the same sum in any order,
+    and a changed, missing or extra row changes it. The rows are read a page
+    at a time in ``keys`` order.
+    """
+    names, order = ", ".join(columns), ", ".join(keys)
+    total, offset = 0, 0
+    while True:
+        rows = db.execute(
+            f"SELECT {names} FROM {table} ORDER BY {order} LIMIT {_BATCH} OFFSET {offset}"
+        ).fetchall()
+        if not rows:
+            return f"{total:064x}"
+        for row in rows:
+            text = json.dumps(list(row), ensure_ascii=False, separators=(",", ":"))
+            total = (total + int.from_bytes(hashlib.sha256(text.encode()).digest())) % _MODULUS
+        offset += len(rows)
+
+
 def _copy_table(
     src: Any, dst: Any, target: Path, table: str, keys: Sequence[str], keep_id: bool
 ) -> int:
-    columns = [c for c in _columns(src, table) if keep_id or c != "id"]
+    columns = _copied_columns(src, table, keep_id)
     names = ", ".join(columns)
     insert = (
         f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' for _ in columns)})"
