@@ -65,6 +65,39 @@ def test_without_a_heartbeat_the_claim_runs_out(tmp_path: Path) -> None:
     assert not desk.beat("alice", request.id)
 
 
+def test_a_heartbeat_answered_after_the_page_left_its_question_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    # The page's timer sent a heartbeat for the question, then the person
+    # sent an answer (or skipped) and the page moved on; the heartbeat is
+    # handled last. It must not claim the question again, nor report the
+    # hold lost over what the send said.
+    db = tmp_path / "s.db"
+    request = seed_request(db)
+    store = _CountingStore(db)
+    clock = _Clock()
+    desk = QueueDesk(store, lease_seconds=60, clock=clock, undo_seconds=0)
+    mine = desk.next_for("alice").request
+    assert mine is not None
+    opened = desk.opened("alice", mine)
+    desk.skipped("alice", opened)  # lets the claim go
+    claims = store.claims
+    clock.now += 100
+    assert desk.beat("alice", request.id)  # the late heartbeat of the page before the skip
+    assert store.claims == claims
+    assert store.annotator_stats("bob").held_by_others == 0  # free for anyone
+    found = desk.next_for("bob").request
+    assert found is not None and found.id == request.id
+    # Opened again later (bob lets go; alice gets it back), its heartbeats count again.
+    desk.leave("bob", request.id, release=True)
+    again = desk.next_for("alice").request
+    assert again is not None and again.id == request.id
+    desk.opened("alice", again)
+    _end_claims(db)
+    store.claim_request(request.id, "bob", 60)
+    assert not desk.beat("alice", request.id)  # lost to bob, and the page is told
+
+
 def test_web_claims_default_to_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(LEASE_ENV, raising=False)
     assert lease_from_env() == HEARTBEAT_LEASE_S == 60.0

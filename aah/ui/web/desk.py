@@ -108,6 +108,8 @@ class QueueDesk:
         self.undo_seconds = undo_seconds
         self._clock = clock
         self._renewed: dict[tuple[str, str], float] = {}
+        # Questions each page has left (sent, skipped, declined), and when.
+        self._left: dict[tuple[str, str], float] = {}
         self._undo: dict[str, Undoable] = {}
         self._lock = threading.Lock()
 
@@ -154,8 +156,10 @@ class QueueDesk:
         with self._lock:
             # Forget pages gone without a word: their leases ran out long ago.
             forget = 2 * self.lease_seconds
-            for key in [key for key, at in self._renewed.items() if now - at > forget]:
-                del self._renewed[key]
+            for kept in (self._renewed, self._left):
+                for key in [key for key, at in kept.items() if now - at > forget]:
+                    del kept[key]
+            self._left.pop((annotator, request.id), None)
             # The first heartbeat checks the claim at once (someone coming back
             # to a question long open learns whether it is still theirs).
             self._renewed[(annotator, request.id)] = now - self.renew_every
@@ -168,11 +172,17 @@ class QueueDesk:
         """
         with self._lock:
             self._renewed.pop((annotator, request_id), None)
+            self._left[(annotator, request_id)] = self._clock()
         if release and request_id not in self._declining(annotator):
             self.store.release_claim(request_id, annotator)
 
     def beat(self, annotator: str, request_id: str) -> bool:
         """The page of ``annotator`` still shows ``request_id``: renew the claim when due.
+
+        A beat for a question the page has left since (a heartbeat sent
+        before a send or a skip, answered after it) renews nothing and
+        reports nothing: it must neither claim the question again nor cover
+        what the send said with "your hold ran out".
 
         Returns:
             False when the claim is lost (the lease ran out and someone else
@@ -180,6 +190,8 @@ class QueueDesk:
         """
         now = self._clock()
         with self._lock:
+            if (annotator, request_id) in self._left:
+                return True
             renewed = self._renewed.get((annotator, request_id))
             if renewed is not None and now - renewed < self.renew_every:
                 return True
@@ -200,6 +212,7 @@ class QueueDesk:
         self.settle(annotator)
         with self._lock:
             self._renewed.pop((annotator, opened.request_id), None)
+            self._left[(annotator, opened.request_id)] = self._clock()
         if self.undo_seconds <= 0:
             self._send(annotator, Undoable("declined", opened, rating))
             return
