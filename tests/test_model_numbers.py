@@ -26,6 +26,19 @@ from aah.events import ModelCallEvent
 from aah.llm import ChatClient, ModelConfig, ModelReplyError
 from aah.store import SessionStore
 
+
+@pytest.fixture(autouse=True)
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test warns afresh: its server is new, but its port may be an earlier server's.
+
+    The client warns once per server address and field for the process's
+    life, so a port the system hands out again would hide this test's warning.
+    """
+    from aah.llm import reply
+
+    monkeypatch.setattr(reply, "_WARNED", set())
+
+
 MESSAGE = '{"choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}}]'
 
 
