@@ -384,15 +384,18 @@ class QueueHandlers:
     ) -> tuple[Any, ...]:
         """Every few seconds: the page's heartbeat renews its claim; the lists refresh."""
         self.desk.settle()
-        status: Any = gr.skip()
-        if who is not None and current is not None:
-            if not self.desk.beat(who.name, current.request_id):
-                status = LOST_CLAIM
         lists = self.lists(who, picked)
         if shown is not None and [list(c) for c in shown] == [list(c) for c in lists[3]]:
             # Re-sending the picker would close it under the hand of someone choosing.
             lists = (*lists[:2], gr.skip(), *lists[3:])
         undoable = who is not None and self.desk.undoable(who.name) is not None
+        # The claim last, just before the reply: a send that lands while the
+        # lists are read leaves the question first, and this beat then says
+        # nothing over what the send said (``QueueDesk.beat``).
+        status: Any = gr.skip()
+        if who is not None and current is not None:
+            if not self.desk.beat(who.name, current.request_id):
+                status = LOST_CLAIM
         return (status, *lists, gr.skip() if undoable else gr.update(visible=False))
 
     def decide(
