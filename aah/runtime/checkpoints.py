@@ -23,7 +23,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -44,6 +44,7 @@ from aah.store import (
     StoreFileError,
     insert_events,
     needs_exclusive,
+    on_thread,
     send_events,
     write_lock,
     write_transaction,
@@ -52,10 +53,6 @@ from aah.store import schema as schema
 
 Publish = Callable[[list[Event]], None]
 _T = TypeVar("_T")
-# How long a cancelled session waits for its checkpoint call already running
-# in a thread (a write takes milliseconds; a server that went away, up to the
-# connection timeout).
-_CANCELLED_CALL_WAIT_S = 15.0
 # The threads a server saver's calls run on. Two: more cost Python's GIL more
 # CPU than they save waiting on a nearby server (perf/postgres_store.py: at
 # 64 sessions, 8 threads ran 5-10% fewer tasks per second than 2).
@@ -381,16 +378,10 @@ class _ThreadedAsync(_InlineAsync):
             turns.waiting += 1
         try:
             async with turns.lock if turns is not None else nullcontext():
-                running = self._threads.submit(call)
-                try:
-                    return await asyncio.wrap_future(running)
-                except asyncio.CancelledError:
-                    # The call goes on in its thread: wait for it here, so
-                    # that what the cancelled session writes next (its held
-                    # events, its error) comes after it, as it would inline.
-                    with suppress(Exception):
-                        running.result(timeout=_CANCELLED_CALL_WAIT_S)
-                    raise
+                # Cancelled, the session waits for the call already running,
+                # so that what it writes next (its held events, its error)
+                # comes after it.
+                return await on_thread(self._threads, call)
         finally:
             if turns is not None and thread is not None:
                 turns.waiting -= 1

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
+    from aah.store.off_loop import on_thread
     from aah.store.postgres import PgDatabase, PgPool, translated_errors
     from aah.store.queries import (
         AnnotatorAnswer,
@@ -87,6 +88,7 @@ __all__ = [
     "insert_events",
     "send_events",
     "merge_databases",
+    "on_thread",
     "needs_exclusive",
     "pinned_difference",
     "translated_errors",
@@ -138,6 +140,7 @@ _WHERE = {
     "insert_events": "aah.store.writes",
     "send_events": "aah.store.writes",
     "merge_databases": "aah.store.merge",
+    "on_thread": "aah.store.off_loop",
     "pinned_difference": "aah.store.manifest",
     "scrub": "aah.store.schema",
     "write_lock": "aah.store.writes",

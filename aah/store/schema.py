@@ -761,6 +761,7 @@ RETURNING seq
 """
 
 
+@functools.cache  # a few keys, asked for on every such append
 def append_once_pg_sql(key: str) -> str:
     """``APPEND_EVENT_PG_SQL`` for an event logged once per ``key`` (a request id, a call id).
 

@@ -14,13 +14,12 @@ many sessions at once through ``SessionQueries`` (``queries()``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +34,7 @@ from aah.store.connection import StoreConnection
 from aah.store.file_errors import StoreFileError
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
 from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
+from aah.store.off_loop import on_thread
 from aah.store.queries import SessionQueries
 from aah.store.schema import (
     REDACTED,
@@ -72,10 +72,6 @@ _T = TypeVar("_T")
 # nearby server (perf/postgres_store.py), and a process that needs more
 # throughput than one thread's round trips allow is better run twice.
 _CALL_THREADS = 1
-# How long a cancelled caller waits for its call already running in a thread
-# (a write takes milliseconds; a server that went away, up to the connection
-# timeout).
-_CANCELLED_CALL_WAIT_S = 15.0
 # Every column a SessionRecord holds: not the resume recipe (the session's
 # tools, whole), which only ``session_recipe`` reads.
 _SESSION_COLUMNS = ", ".join(SessionRecord.model_fields)
@@ -150,13 +146,8 @@ class SessionStore:
         with self._threads_guard:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(_CALL_THREADS, "aah-store")
-            running = self._threads.submit(method, *args, **kwargs)
-        try:
-            return await asyncio.wrap_future(running)
-        except asyncio.CancelledError:
-            with suppress(Exception):
-                running.result(timeout=_CANCELLED_CALL_WAIT_S)
-            raise
+            threads = self._threads
+        return await on_thread(threads, method, *args, **kwargs)
 
     def queries(self) -> SessionQueries:
         """Read-only bulk queries over this file, on a connection of their own.
