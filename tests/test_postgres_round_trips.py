@@ -49,6 +49,17 @@ def turns(counter: TurnCounter, work: Callable[[], _T]) -> tuple[int, _T]:
     return counter.turns - before, result
 
 
+def holding_the_write_lock(server: PostgresServer, url: str) -> psycopg.Connection[Any]:
+    """A connection in a transaction that holds the store-wide write lock: exclusive writes wait.
+
+    ``COMMIT`` on it lets them go.
+    """
+    held = psycopg.connect(server.url(url.rsplit("/", 1)[1]), autocommit=True)
+    held.execute("BEGIN")
+    held.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+    return held
+
+
 def question(session_id: str, request_id: str = "r1") -> HumanQuestionEvent:
     return HumanQuestionEvent(session_id=session_id, request_id=request_id, question="Which city?")
 
@@ -155,12 +166,9 @@ def test_a_server_error_inside_a_pipelined_write_rolls_it_all_back(postgres_url:
 def test_async_code_waits_for_a_server_store_on_its_thread_while_the_loop_goes_on(
     postgres_server: PostgresServer, postgres_url: str
 ) -> None:
-    location = parse_location(postgres_url)
-    store = SessionStore(location)
+    store = SessionStore(parse_location(postgres_url))
     session = store.open_session("Hi")
-    held = psycopg.connect(postgres_server.url(postgres_url.rsplit("/", 1)[1]), autocommit=True)
-    held.execute("BEGIN")
-    held.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")  # every exclusive write waits
+    held = holding_the_write_lock(postgres_server, postgres_url)
 
     async def main() -> tuple[int, str, threading.Thread]:
         ticks = 0
@@ -194,12 +202,9 @@ def test_async_code_waits_for_a_server_store_on_its_thread_while_the_loop_goes_o
 def test_a_cancelled_caller_waits_for_its_call_already_running(
     postgres_server: PostgresServer, postgres_url: str
 ) -> None:
-    location = parse_location(postgres_url)
-    store = SessionStore(location)
+    store = SessionStore(parse_location(postgres_url))
     session = store.open_session("Hi")
-    held = psycopg.connect(postgres_server.url(postgres_url.rsplit("/", 1)[1]), autocommit=True)
-    held.execute("BEGIN")
-    held.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})")
+    held = holding_the_write_lock(postgres_server, postgres_url)
 
     async def main() -> None:
         call = asyncio.create_task(store.call(store.end_session, session.id, "finished", "x"))
