@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -9,13 +11,16 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from postgres_cluster import raw_rows
+from runtime_support import ASK_FIRST_SCRIPT, runtime_on
 
 from aah.db_url import DatabaseURL
 from aah.events import Event, FinalAnswerEvent, ModelCallEvent
+from aah.runtime import ScriptedHuman, SessionRequest, run_session
 from aah.runtime.checkpoint_serde import ScrubbingSerializer, scrub_state
 from aah.runtime.checkpoints import CheckpointsStopped, EventOutbox, session_checkpointer
 from aah.store import StoreFileError
 from aah.store.sessions import SessionStore
+from aah.testing.fake_llm import FakeLLMServer
 
 
 def _config(thread: str, checkpoint: str = "c1") -> Any:
@@ -113,3 +118,45 @@ def test_checkpoint_values_are_scrubbed_but_keep_their_shape() -> None:
     assert secret.encode() not in data and b"k-123" not in data
     restored = ScrubbingSerializer().loads_typed((kind, data))
     assert restored["messages"][1].tool_calls[0]["name"] == "t"
+
+
+class _CountingReads:
+    """Counts a saver's checkpoint reads, by thread, and passes them on."""
+
+    def __init__(self, saver: Any) -> None:
+        self.threads: list[str] = []
+        read = saver.aget_tuple
+
+        async def counted(config: Any) -> Any:
+            self.threads.append(str(config["configurable"]["thread_id"]))
+            return await read(config)
+
+        saver.aget_tuple = counted
+
+
+def test_a_new_session_reads_its_checkpoint_only_where_the_graph_does(
+    store_location: Path,
+) -> None:
+    # The graph reads a thread's checkpoint each time it runs: once at the
+    # start, once more after the question it paused on. A session made
+    # just now has nothing saved, so the driver's own read before the
+    # first run (which finds what a resumed session paused on) is skipped.
+    # Opened again, a session of the same run and task is read first.
+    async def run(llm: FakeLLMServer) -> tuple[list[str], list[str], str]:
+        async with runtime_on(llm, store_location, ScriptedHuman(["Lisbon"])) as runtime:
+            runtime.store.create_run("r", {})
+            reads = _CountingReads(runtime.checkpointer)
+            request = SessionRequest(query="Weather where I live?", run="r", task_id="t1")
+            first = await run_session(request, runtime)
+            assert first.status == "finished"
+            new_reads = list(reads.threads)
+            reads.threads.clear()
+            runtime.store.set_status(first.session_id, "error")  # to be retried
+            again = await run_session(replace(request, retry_errors=True), runtime)
+            assert again.session_id == first.session_id
+            return new_reads, reads.threads, first.session_id
+
+    with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
+        new_reads, reopened_reads, session_id = asyncio.run(run(llm))
+    assert new_reads == [session_id, session_id]
+    assert reopened_reads[0] == session_id and len(reopened_reads) == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -189,7 +190,7 @@ class SessionOutcome:
 async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
     """Run (or resume) one session to its end and record everything in the store."""
     store = runtime.store
-    record = await store.call(_open_record, request, runtime)
+    record, new = await store.call(_open_record, request, runtime)
     if record.status in _DONE and not (request.retry_errors and record.status == "error"):
         # A parked session woken because it was cancelled elsewhere says so.
         why = "the session was cancelled while it waited" if record.status == "cancelled" else None
@@ -229,7 +230,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     runtime.activity.session_started()
     store_failed = False
     try:
-        return await _drive(ctx, record, request, runtime)
+        return await _drive(ctx, record, request, runtime, new=new)
     except Parked as exc:
         # Its question waits in the store; the session holds nothing until it is run again.
         return SessionOutcome(
@@ -292,24 +293,29 @@ def record_failure(
     session is recorded the same way: an ``ErrorEvent`` and the ``error`` status.
     Called off the event loop (it waits for the store).
     """
-    record = _open_record(request, runtime)
+    record, _ = _open_record(request, runtime)
     error = ErrorEvent(session_id=record.id, message=message, where=where)
     events = _last(runtime, record, error)
     runtime.publish(runtime.store.end_session(record.id, "error", None, events))
     return SessionOutcome(record.id, "error", "", error=message)
 
 
-def _open_record(request: SessionRequest, runtime: Runtime) -> SessionRecord:
-    return runtime.store.open_session(
+def _open_record(request: SessionRequest, runtime: Runtime) -> tuple[SessionRecord, bool]:
+    """The request's session, and whether this call made it (then nothing is saved for it yet)."""
+    # An id of its own making: a row that comes back with it is the one just
+    # made, not one a task's earlier run left (nor one a caller named).
+    new_id = request.session_id or uuid.uuid4().hex
+    record = runtime.store.open_session(
         request.query,
         run=request.run,
         task_id=request.task_id,
         setting=request.setting,
         aah=request.aah,
         model=runtime.model_config.model,
-        session_id=request.session_id,
+        session_id=new_id,
         recipe=session_recipe(request, runtime),
     )
+    return record, request.session_id is None and record.id == record.thread_id == new_id
 
 
 def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
@@ -349,14 +355,21 @@ def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
 
 
 async def _drive(
-    ctx: SessionContext, record: SessionRecord, request: SessionRequest, runtime: Runtime
+    ctx: SessionContext,
+    record: SessionRecord,
+    request: SessionRequest,
+    runtime: Runtime,
+    *,
+    new: bool = False,
 ) -> SessionOutcome:
     graph = runtime.graph()
     config: RunnableConfig = {
         "configurable": {"thread_id": record.thread_id},
         "recursion_limit": 4 * ctx.step_limit + 20,
     }
-    snapshot = await graph.aget_state(config) if runtime.checkpointer else None
+    # A session made just now has no checkpoint: one read fewer (on a
+    # server, a round trip fewer before the session's first step).
+    snapshot = await graph.aget_state(config) if runtime.checkpointer and not new else None
     payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
     if record.status == "error":  # retried (finished and skipped ones never are)
         await runtime.store.call(runtime.store.set_status, ctx.session_id, "running")
