@@ -13,6 +13,7 @@ from runtime_support import ask_then_call_script
 
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
+from aah.tools.registry import Registry
 from aah.tools.registry.build import build_registry
 
 WEATHER = "openmeteo__get_weather_forecast"
@@ -402,3 +403,47 @@ def test_aah_run_names_a_long_wait_for_the_model(tmp_path: Path) -> None:
     ]
     answered = [n for n, line in enumerate(lines) if line.startswith("awareness")]
     assert waited and answered and waited[0] < answered[0], child.stdout
+
+
+# Typed by a person: each is refused in one line that says what to do, never a
+# traceback, and nothing of it reaches the terminal raw. "\udcff" and
+# "\udce9" go out as the bytes 0xff and 0xe9, which are not UTF-8.
+REFUSED_TOOL_COMMANDS = [
+    (["tools", "search", ""], "give a query"),
+    (["tools", "search", "   "], "give a query"),
+    (["tools", "search", "weather", "-k", "0"], "'-k'"),
+    (["tools", "search", "weather", "-k", "-1"], "'-k'"),
+    (["tools", "list", "--category", "NoSuchCategory"], "choose one of"),
+    (["tools", "list", "--category", "\x1b]0;PWNED\x07"], "choose one of"),
+    (["tools", "list", "--category", "\udcff"], "choose one of"),
+    (["tools", "show", "caf\udce9"], "no tool named"),
+    (["run", ""], "give a query"),
+    (["run", " \t "], "give a query"),
+    (["run", "weather?", "--auto-tools", "-3"], "'--auto-tools'"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), REFUSED_TOOL_COMMANDS)
+def test_a_bad_tool_command_is_one_line_and_escaped(
+    registry: Path, args: list[str], said: str
+) -> None:
+    result = aah(*args, env={"AAH_REGISTRY": str(registry)})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("error:") and result.stderr.count("\n") == 1
+    assert said in result.stderr
+    assert "\x1b" not in result.stderr + result.stdout and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("query", ["caf\udce9", "weather \udcff", "\udcff\udcfe"])
+def test_a_query_that_is_not_utf8_is_searched(registry: Path, query: str) -> None:
+    result = aah("tools", "search", query, "-k", "3", "--json", env={"AAH_REGISTRY": str(registry)})
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)) <= 3
+
+
+def test_a_search_for_more_hits_than_endpoints_lists_every_endpoint(registry: Path) -> None:
+    env = {"AAH_REGISTRY": str(registry)}
+    result = aah("tools", "search", "weather", "-k", "9" * 30, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert 0 < len(hits) == len({h["name"] for h in hits}) <= len(Registry(registry))

@@ -187,6 +187,20 @@ def test_a_query_without_content_words_finds_nothing_in_bm25(
     assert bm25_registry.search(query, 5) == []
 
 
+@needs_extra
+@pytest.mark.parametrize("query", ["weather \udcff", "\ud800", "caf\udce9 forecast", "\x00rain"])
+def test_a_query_with_unstorable_characters_is_searched(hybrid: Registry, query: str) -> None:
+    # Lone surrogates (a command line's bytes that are not UTF-8, a model's
+    # "\ud800" escape) and NUL reach neither the tokenizer nor SQLite.
+    hits = hybrid.search(query, 3)
+    assert 0 < len(hits) <= 3
+
+
+def test_k_beyond_the_registry_lists_each_endpoint_once(bm25_registry: Registry) -> None:
+    hits = bm25_registry.search("weather", 2**70)
+    assert 0 < len(hits) == len({h.spec.qualified_name for h in hits}) <= len(bm25_registry)
+
+
 def test_k_of_zero_or_less_finds_nothing(bm25_registry: Registry) -> None:
     assert bm25_registry.search("weather", 0) == []
     assert bm25_registry.search("weather", -3) == []

@@ -56,7 +56,9 @@ def select_tools(registry: Registry, names: list[str], auto: int, query: str) ->
 def run(
     query: str = typer.Argument(..., help="The user's request."),
     tool: list[str] = typer.Option([], "--tool", help="Offer this endpoint (repeatable)."),
-    auto_tools: int = typer.Option(0, "--auto-tools", help="Also offer the K best search hits."),
+    auto_tools: int = typer.Option(
+        0, "--auto-tools", min=0, help="Also offer the K best search hits."
+    ),
     aah: AahOption = None,
     human: str = typer.Option(
         "console", "--human", help=f"Who answers: {listed(HUMAN_CHANNEL_NAMES)}."
@@ -102,6 +104,8 @@ def run(
         tool_mode_choice,
     )
 
+    if not query.strip():
+        raise AahError("give a query: the user's request, in words")
     choice = tool_mode_choice(tool_mode)
     approvals = policy_from_options(approve, approve_methods, approve_tools or [])
     awareness_choice = awareness_mode(awareness or "both")

@@ -161,12 +161,17 @@ def list_tools(
         console.print("Use --category NAME to list one category's endpoints.")
         return
     specs = registry.endpoints(category)
+    if category is not None and not specs:
+        known = ", ".join(registry.categories())
+        raise AahError(f"no category {category!r}: choose one of {known}")
     if as_json:
         print_json([_summary(spec) for spec in specs])
         return
     rows = ([s.qualified_name, s.method, one_line(s.description)] for s in specs)
     columns = ["name", "method", "description"]
-    print_table(table(f"{category} ({len(specs)})", columns, rows, compact=True), wide=wide)
+    # The registry's own spelling of the category, not what was typed.
+    title = f"{specs[0].category if category else 'All endpoints'} ({len(specs)})"
+    print_table(table(title, columns, rows, compact=True), wide=wide)
 
 
 @app.command()
@@ -205,15 +210,24 @@ def show(
     console.print(f"source: {spec.source.kind} {spec.source.file} ({spec.source.id})", markup=False)
 
 
+# The query as a search's title repeats it: the whole of a short one, the start of a long one.
+_TITLE_QUERY_CHARS = 120
+
+
 @app.command()
 def search(
     query: str = typer.Argument(..., help="What the tool should do, in words."),
-    k: int = typer.Option(10, "-k", help="How many results."),
+    k: int = typer.Option(10, "-k", min=1, help="How many results."),
     data: DataOption = None,
     as_json: JsonOption = False,
     wide: WideOption = False,
 ) -> None:
     """Find the endpoints that best match a query."""
+    from aah.config import get_settings
+    from aah.event_text import clip
+
+    if not query.strip():
+        raise AahError("give a query: what the tool should do, in words")
     registry = open_registry(data, build_if_missing=True)
     hits = registry.search(query, k)
     if as_json:
@@ -243,10 +257,12 @@ def search(
         how = "BM25 + dense"
     elif registry.vectors_missing:
         how = "BM25 only: this registry has no vectors; `aah tools build` adds them"
+    elif get_settings().retrieval == "bm25":
+        how = "BM25 only: AAH_RETRIEVAL=bm25"
     else:
         how = "BM25 only (no [retrieval] extra)"
     columns = ["name", "matched words (where)", "dense rank", "description"]
-    title = f"Best matches for {query!r} ({how})"
+    title = f"Best matches for {clip(query, _TITLE_QUERY_CHARS)!r} ({how})"
     print_table(table(title, columns, rows, compact=True, wrap=True), wide=wide)
 
 

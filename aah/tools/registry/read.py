@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from aah.errors import AahError
+from aah.storable import storable_text
 from aah.tools.registry.dense import Embedder, dense_available, model_id
 from aah.tools.registry.index import INDEX_VERSION, PARTS, name_words
 from aah.tools.spec import EndpointSpec
@@ -105,6 +106,7 @@ class Registry:
         self._model: str | None = None
         self._worker: ThreadPoolExecutor | None = None
         self._closed = False
+        self._count: int | None = None
         self._loading = threading.Lock()
 
     def close(self) -> None:
@@ -125,9 +127,16 @@ class Registry:
         return self.meta["registry_hash"]
 
     def __len__(self) -> int:
-        return int(self._conn.execute("SELECT count(*) FROM endpoints").fetchone()[0])
+        return self._size()
+
+    def _size(self) -> int:
+        if self._count is None:  # read-only: the count never changes
+            self._count = int(self._conn.execute("SELECT count(*) FROM endpoints").fetchone()[0])
+        return self._count
 
     def __contains__(self, name: object) -> bool:
+        if isinstance(name, str):
+            name = storable_text(name)
         row = self._conn.execute(
             "SELECT 1 FROM endpoints WHERE qualified_name = ?", (name,)
         ).fetchone()
@@ -141,6 +150,8 @@ class Registry:
         """
         if name in self._cache:
             return self._cache[name]
+        # A command line's bytes that are not UTF-8 arrive as lone surrogates.
+        name = storable_text(name)
         row = self._conn.execute(
             "SELECT spec FROM endpoints WHERE qualified_name = ?", (name,)
         ).fetchone()
@@ -164,7 +175,7 @@ class Registry:
         params: tuple[str, ...] = ()
         if category:
             sql += " WHERE lower(category) = lower(?)"
-            params = (category,)
+            params = (storable_text(category),)
         rows = self._conn.execute(sql + " ORDER BY qualified_name", params)
         return [EndpointSpec.model_validate_json(row[0]) for row in rows]
 
@@ -214,10 +225,14 @@ class Registry:
         values (words are stemmed, so "forecasts" finds "forecast"), fused
         by reciprocal rank with the dense ranking when the registry is hybrid.
         """
+        # A query from a command line or a model may hold lone surrogates,
+        # which neither the tokenizer nor SQLite takes.
+        query = storable_text(query)
         if k <= 0 or not query.strip():
             return []
         if self._closed:
             raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+        k = min(k, self._size())  # no more hits than endpoints, however many are asked for
         pool = max(k, _POOL)
         # A request that asks for two things ("the weather in Paris, and also
         # the euro rate") is searched whole and part by part, so neither
