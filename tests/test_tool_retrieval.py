@@ -196,6 +196,15 @@ def test_a_query_with_unstorable_characters_is_searched(hybrid: Registry, query:
     assert 0 < len(hits) <= 3
 
 
+@pytest.mark.parametrize(
+    "query", ["\x1b]0;PWNED\x07weather", "\x1b[31mweather\x1b[0m", "weather\u202e", "wea\x00ther"]
+)
+def test_control_sequences_are_not_searched(bm25_registry: Registry, query: str) -> None:
+    # A face shows a query without its control sequences; the search reads it the same way.
+    expected = "weather" if "\x00" not in query else "wea\ufffdther"
+    assert _names(bm25_registry, query, 5) == _names(bm25_registry, expected, 5)
+
+
 def test_k_beyond_the_registry_lists_each_endpoint_once(bm25_registry: Registry) -> None:
     hits = bm25_registry.search("weather", 2**70)
     assert 0 < len(hits) == len({h.spec.qualified_name for h in hits}) <= len(bm25_registry)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from aah.errors import AahError
 from aah.storable import storable_text
+from aah.terminal_text import printable
 from aah.tools.registry.dense import Embedder, dense_available, model_id
 from aah.tools.registry.index import INDEX_VERSION, PARTS, name_words
 from aah.tools.spec import EndpointSpec
@@ -226,8 +227,10 @@ class Registry:
         by reciprocal rank with the dense ranking when the registry is hybrid.
         """
         # A query from a command line or a model may hold lone surrogates,
-        # which neither the tokenizer nor SQLite takes.
-        query = storable_text(query)
+        # which neither the tokenizer nor SQLite takes, and terminal control
+        # sequences, which every face leaves out when it shows the query:
+        # what is searched is what is shown.
+        query = printable(storable_text(query))
         if k <= 0 or not query.strip():
             return []
         if self._closed:
