@@ -41,7 +41,10 @@ def default_cache_dir() -> Path:
 class Settings(BaseSettings):
     """Everything aah can be configured with; each field is also ``AAH_<NAME>``."""
 
-    model_config = SettingsConfigDict(env_prefix="AAH_", extra="ignore", frozen=True)
+    # An empty AAH_X= is unset, as a shell user means it.
+    model_config = SettingsConfigDict(
+        env_prefix="AAH_", extra="ignore", frozen=True, env_ignore_empty=True
+    )
 
     data_dir: Path | None = None
     cache_dir: Path = Field(default_factory=default_cache_dir)

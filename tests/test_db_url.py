@@ -9,6 +9,7 @@ were wrong.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -267,4 +268,73 @@ def test_db_migrate_makes_the_tables_once(
         status, printed = aah(["db", "migrate", postgres_url], workdir, monkeypatch, capsys)
         assert status == 0 and "uses session schema" in printed, printed
     assert raw_rows(parse_location(postgres_url), "SELECT version FROM aah_schema") == [(5,)]
+    assert list(workdir.iterdir()) == []
+
+
+# Passwords written into the URL as they are, with the characters a URL gives
+# a meaning of its own (and an invalid percent escape, which libpq quotes
+# back whole when it refuses it). None of their pieces may be printed.
+UNENCODED_PASSWORDS = [
+    "Sl/ash-Pw-123",
+    "At@sign-Pw-12",
+    "Ha#sh-Pw-1234",
+    "Qu?est-Pw-123",
+    "Co:lon@x/yz-9",
+    "Pc%zz-Pw-1234",
+    "Wp@a:b/c%41zq",
+]
+
+
+def _pieces(password: str) -> list[str]:
+    """The runs of a password between its URL characters, that a leak would show."""
+    return [p for p in re.split(r"[@:/#?%]", password) if len(p) >= 3]
+
+
+@pytest.mark.parametrize("password", UNENCODED_PASSWORDS)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "postgresql://weird:{}@127.0.0.1:1/aah",
+        "postgres:/weird:{}@127.0.0.1:1/aah",
+        "postgresql//weird:{}@127.0.0.1:1/aah",
+        "postgresql://weird@127.0.0.1:1/aah?password={}",
+    ],
+)
+@pytest.mark.parametrize("via", ["--db", "AAH_DB"])
+def test_a_password_written_as_it_is_is_never_printed(
+    password: str,
+    shape: str,
+    via: str,
+    tmp_path: Path,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("psycopg")
+    url = shape.format(password)
+    args = commands(tmp_path)["sessions list"]
+    if via == "AAH_DB":
+        monkeypatch.setenv("AAH_DB", url)
+    else:
+        args = [*args, "--db", url]
+    status, printed = aah(args, workdir, monkeypatch, capsys)
+    assert list(workdir.iterdir()) == []  # not taken for a folder either
+    line = assert_one_line(status, printed)
+    assert [piece for piece in _pieces(password) if piece in line] == [], line
+
+
+def test_an_empty_aah_db_is_unset_and_an_empty_db_is_refused(
+    tmp_path: Path,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("AAH_DB", "")
+    status, printed = aah(["sessions", "list"], workdir, monkeypatch, capsys)
+    assert_one_line(status, printed, "no session database at sessions/aah.db")
+    for blank in ("", "  "):
+        monkeypatch.delenv("AAH_DB")
+        status, printed = aah(["sessions", "list", "--db", blank], workdir, monkeypatch, capsys)
+        assert_one_line(status, printed, "given as empty")
+        monkeypatch.setenv("AAH_DB", blank)
     assert list(workdir.iterdir()) == []

@@ -330,6 +330,9 @@ def test_runners_and_answerers_on_one_server_survive_a_kill_and_a_server_restart
                     # The server went away under it: it says to run it again.
                     error = stderr_of(index)
                     assert code == 2 and "error:" in error, (code, error)
+                    # One line, the last: no warning of psycopg's about the lost connection.
+                    assert "error ignored" not in error, error
+                    assert error.strip().splitlines()[-1].startswith("error:"), error
                     reruns[index] += 1
                     assert reruns[index] <= 3, error
                     runners[index] = start(index)

@@ -421,9 +421,21 @@ async def run_batch(
                     await asyncio.gather(*stopped, return_exceptions=True)
                     watcher.close()
         if crashed:
-            raise crashed[0]
+            raise _to_go_on(crashed[0])
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _to_go_on(failure: BaseException) -> BaseException:
+    """The error that stopped a run, saying that the same command goes on from where it stopped."""
+    if not isinstance(failure, StoreFileError) or "same command again" in failure.advice:
+        return failure
+    go_on = "then run the same command again to go on (what was saved is kept)"
+    said = StoreFileError(
+        failure.problem, f"{failure.advice}; {go_on}", failure.path, damaged=failure.damaged
+    )
+    said.__cause__ = failure
+    return said
 
 
 async def run_request(request: SessionRequest, runtime: Runtime, timeout: float) -> SessionOutcome:

@@ -15,6 +15,7 @@ connection) becomes a ``StoreFileError``: one line naming the server
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -23,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from aah.db_url import DatabaseURL
+from aah.db_url import DatabaseURL, hide_password
 from aah.errors import AahError
 from aah.store.dialect import render
 from aah.store.file_errors import StoreFileError
@@ -48,6 +49,9 @@ def psycopg_module() -> Any:
         raise AahError(
             f"a PostgreSQL --db needs the postgres extra, which is not installed: {INSTALL}"
         ) from exc
+    # psycopg warns of an error it drops while another is raised (a pipeline
+    # closed on a lost connection): the one raised is the one the user is told.
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     return psycopg
 
 
@@ -68,7 +72,7 @@ def server_error(exc: BaseException, url: DatabaseURL) -> StoreFileError | None:
     psycopg = psycopg_module()
     if isinstance(exc, StoreFileError) or not isinstance(exc, psycopg.Error):
         return None
-    said = " ".join(str(exc).split())
+    said = hide_password(" ".join(str(exc).split()), url.url)
     check = f"`aah db check {url}` tells what is missing"
     where = _where(url)
     user = urlsplit(url.url).username or "the current user"
@@ -225,7 +229,7 @@ class PgDatabase:
             )
         except (psycopg.ProgrammingError, ValueError, UnicodeError) as exc:
             # libpq could not read the URL (an unknown option, a bad value).
-            said = " ".join(str(exc).replace(url.url, str(url)).split())
+            said = " ".join(hide_password(str(exc), url.url).split())
             raise AahError(
                 f"{url} is not a PostgreSQL URL libpq can use ({said}): "
                 "write postgresql://USER@HOST:5432/DATABASE"
