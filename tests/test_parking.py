@@ -13,6 +13,7 @@ import pytest
 from runtime_support import ASK_FIRST_SCRIPT, fake_config, runtime_on, waiting_request
 
 from aah.benchmark import RunOptions
+from aah.db_url import DatabaseURL, parse_location
 from aah.benchmark.failtalms import BatchRunner
 from aah.benchmark.failtalms.dataset import load_tasks
 from aah.cli.bench_run import choose_tasks
@@ -26,7 +27,7 @@ from aah.runtime import (
     resume_request,
     run_session,
 )
-from aah.store import RequestWatch, SessionStore
+from aah.store import RequestWatch, SessionStore, copy_database
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.registry.read import Registry
 
@@ -274,3 +275,45 @@ def test_a_watch_that_cannot_read_the_store_stops_the_run_and_leaves_sessions_pa
     assert message.endswith("run the same command again to go on")
     with SessionStore(db) as store:
         assert [s.status for s in store.list_sessions(run="q")] == ["waiting", "waiting"]
+
+
+def test_a_waiting_session_copied_without_its_checkpoint_is_not_run_again(
+    store_location: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # `aah db copy` copies sessions, events and requests, not LangGraph's
+    # checkpoints. Resumed from the copy, a waiting session would start over:
+    # its steps logged twice, its question asked twice. It is refused instead,
+    # and the copy is left as it was.
+    source = store_location
+    target = (
+        tmp_path / "copy.db"
+        if isinstance(source, DatabaseURL)
+        else parse_location(request.getfixturevalue("postgres_url"))
+    )
+
+    async def park(llm: FakeLLMServer) -> SessionOutcome:
+        async with runtime_on(llm, source) as runtime:
+            return await run_session(
+                SessionRequest(
+                    query="Weather where I live?", human=QueueHuman(runtime.store, park=True)
+                ),
+                runtime,
+            )
+
+    async def resume(llm: FakeLLMServer, session_id: str) -> SessionOutcome:
+        async with runtime_on(llm, target) as runtime:
+            request = resume_request(runtime.store, session_id).request
+            # Run from the start, it would wait for an answer to its question asked again.
+            return await asyncio.wait_for(run_session(request, runtime), 30)
+
+    with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
+        parked = asyncio.run(park(llm))
+        assert parked.status == "waiting"
+        copy_database(source, target)
+        with SessionStore(target) as store:
+            before = (store.events(parked.session_id), store.pending_human_requests())
+        outcome = asyncio.run(resume(llm, parked.session_id))
+    assert outcome.status == "waiting" and "no checkpoint" in (outcome.error or "")
+    with SessionStore(target) as store:
+        assert (store.events(parked.session_id), store.pending_human_requests()) == before
+        assert store.get_session(parked.session_id).status == "waiting"  # type: ignore[union-attr]

@@ -236,6 +236,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return SessionOutcome(
             record.id, "waiting", "", waiting_on=exc.request_id, deadline=exc.deadline
         )
+    except _NoCheckpoint as exc:
+        return SessionOutcome(record.id, record.status, "", error=str(exc))  # left as it is
     except SessionEnded as exc:
         # Ended elsewhere (``aah sessions cancel``): its stored status stands.
         ended = await store.call(store.get_session, record.id)
@@ -270,6 +272,10 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         held = runtime.take_held_events(record)
         if held and not store_failed:
             runtime.publish(runtime.store.append_events(held))
+
+
+class _NoCheckpoint(Exception):  # noqa: N818 - a signal, not an error
+    """A session cannot go on: its checkpoint is not in this store. Nothing is written."""
 
 
 def unexpected_failure(exc: BaseException) -> str:
@@ -370,6 +376,14 @@ async def _drive(
     # A session made just now has no checkpoint: one read fewer (on a
     # server, a round trip fewer before the session's first step).
     snapshot = await graph.aget_state(config) if runtime.checkpointer and not new else None
+    if record.status == "waiting" and runtime.checkpointer and not (snapshot and snapshot.values):
+        # Its question's checkpoint stayed in the store it was copied or merged
+        # from: run from the start, it would log its steps and ask again.
+        raise _NoCheckpoint(
+            f"session {record.id} waits for a person, but this store holds no checkpoint "
+            "of it (copied or merged from another store): it cannot go on here; resume "
+            "it in the store it ran in, or run its task again in a new run"
+        )
     payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
     if record.status == "error":  # retried (finished and skipped ones never are)
         await runtime.store.call(runtime.store.set_status, ctx.session_id, "running")
