@@ -61,14 +61,47 @@ def test_threads_share_at_most_size_connections(postgres_server: PostgresServer)
     pool.close()
 
 
-def test_a_connection_the_server_dropped_is_replaced(postgres_server: PostgresServer) -> None:
+def _wait_until_gone(server: PostgresServer, pid: int) -> None:
+    """Until the server has ended backend ``pid`` (it says so to the client, then closes)."""
+    import psycopg
+
+    deadline = time.monotonic() + 30
+    with psycopg.connect(server.url("postgres"), autocommit=True) as admin:
+        while admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()[0]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+
+def test_a_connection_the_server_dropped_while_idle_is_replaced_before_use(
+    postgres_server: PostgresServer,
+) -> None:
+    # What a server restart or an idle timeout does to a pooled connection:
+    # the next borrower gets a new one, and its statement runs.
     database = postgres_server.create_database()
     pool = PgPool(parse_location(postgres_server.url(database)), size=1)  # type: ignore[arg-type]
     with pool.connection() as db:
         first_pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
     postgres_server.admin(f"SELECT pg_terminate_backend({first_pid})")
-    with pool.connection() as db, pytest.raises(AahError, match="PostgreSQL"):
-        db.execute("SELECT 1")  # the one statement that finds the cut fails in one line
+    _wait_until_gone(postgres_server, first_pid)
+    with pool.connection() as db:
+        assert db.execute("SELECT pg_backend_pid()").fetchone()[0] != first_pid
+    pool.close()
+
+
+def test_a_connection_dropped_in_use_fails_one_statement_in_one_line(
+    postgres_server: PostgresServer,
+) -> None:
+    database = postgres_server.create_database()
+    pool = PgPool(parse_location(postgres_server.url(database)), size=1)  # type: ignore[arg-type]
+    with pool.connection() as db:
+        first_pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
+        postgres_server.admin(f"SELECT pg_terminate_backend({first_pid})")
+        _wait_until_gone(postgres_server, first_pid)
+        with pytest.raises(AahError, match="PostgreSQL") as lost:
+            db.execute("SELECT 1")  # the statement that finds the cut
+        assert "\n" not in str(lost.value)
     with pool.connection() as db:
         assert db.execute("SELECT pg_backend_pid()").fetchone()[0] != first_pid
     pool.close()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from runtime_support import ASK_FIRST_SCRIPT, runtime_on
 from aah.db_url import parse_location
 from aah.events import AwarenessEvent, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
 from aah.runtime import ScriptedHuman, SessionRequest, resume_request, run_session
-from aah.store import SessionStore, StoreFileError
+from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 
 PARK = """
@@ -81,22 +83,23 @@ def test_a_session_parked_in_one_process_resumes_in_another(postgres_url: str) -
         assert kinds[FinalAnswerEvent] == 1, kinds
 
 
-def test_a_dropped_connection_fails_one_call_in_one_line_then_reconnects(
+def test_connections_the_server_dropped_are_replaced_before_the_next_call(
     postgres_server: PostgresServer, postgres_url: str
 ) -> None:
+    psycopg = pytest.importorskip("psycopg")
     url = parse_location(postgres_url)
+    database = postgres_url.rsplit("/", 1)[1]
+    others = f"FROM pg_stat_activity WHERE datname = '{database}' AND pid != pg_backend_pid()"
     with SessionStore(url) as store:
         session = store.open_session("q")
-        database = postgres_url.rsplit("/", 1)[1]
         # What a server restart does to every open connection.
-        postgres_server.admin(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            f" WHERE datname = '{database}' AND pid != pg_backend_pid()"
-        )
-        with pytest.raises(StoreFileError) as lost:
-            store.get_session(session.id)
-        assert "\n" not in str(lost.value) and "aah db check" in str(lost.value)
-        assert store.get_session(session.id) is not None  # a new connection
+        postgres_server.admin(f"SELECT pg_terminate_backend(pid) {others}")
+        deadline = time.monotonic() + 30
+        with psycopg.connect(postgres_server.url("postgres"), autocommit=True) as admin:
+            while admin.execute(f"SELECT count(*) {others}").fetchone()[0]:  # type: ignore[index]
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert store.get_session(session.id) is not None  # on a new connection
         store.append_event(FinalAnswerEvent(session_id=session.id, text="done"))
         assert [e.seq for e in store.events(session.id)] == [1]
 
@@ -215,3 +218,47 @@ def test_only_writes_with_an_exactly_once_rule_queue_for_the_store_wide_lock(
         assert sorted(done[3:]) == ["asked", "ended"]
         assert [e.kind for e in store.events(session.id)] == ["awareness", "human_question"]
         assert store.get_session(first.id).status == "finished"  # type: ignore[union-attr]
+
+
+def test_a_run_waiting_for_a_person_outlasts_a_server_restart(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    # `aah run --human queue` waits for an answer through the store. The
+    # server restarting meanwhile (every connection cut) is waited out: the
+    # answer given once it is back reaches the agent, and the run ends well.
+    url = postgres_server.url(postgres_server.create_database())
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))},
+        "AAH_MODEL": "fake-model",
+        "AAH_API_KEY": "sk-fake-0000",
+        "AAH_DB": url,
+        "COLUMNS": "120",
+    }
+    store = SessionStore(parse_location(url))
+    with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "aah", "run", "Weather where I live?", "--human", "queue"]
+            + ["--no-discover", "--http", "mock"],
+            env={**env, "AAH_BASE_URL": llm.base_url},
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not (pending := store.pending_human_requests()):
+                assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+                time.sleep(0.1)
+            postgres_server.restart()
+            time.sleep(1.5)  # a poll or two meet the cut connection
+            store.close()
+            store = SessionStore(parse_location(url))
+            assert store.answer_human_request(pending[0].id, "ana", "Lisbon")
+            out, err = run.communicate(timeout=60)
+        finally:
+            if run.poll() is None:
+                run.kill()
+            store.close()
+    assert run.returncode == 0, err
+    assert "final answer: Done" in out and "Traceback" not in err

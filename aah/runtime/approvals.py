@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from aah.events import ApprovalDecision
 from aah.runtime.approval_policy import TimeoutStep
-from aah.runtime.humans import ConsoleHuman, Parked, QueueHuman, SessionEnded
+from aah.runtime.humans import ConsoleHuman, Parked, QueueHuman, SessionEnded, while_waiting
 from aah.runtime.work_clock import waiting_for_person
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord
 
@@ -206,9 +206,7 @@ class QueueApprover:
                 if polls % self._LIVENESS_POLLS == 0:
                     await self._check_session(request.session_id)
                 await asyncio.sleep(self.queue.poll_seconds)
-                found = await asyncio.to_thread(
-                    self.queue.store.get_human_request, request.request_id
-                )
+                found = await while_waiting(self.queue.store.get_human_request, request.request_id)
                 assert found is not None
                 record = found
         if record.status == "expired":
@@ -239,10 +237,10 @@ class QueueApprover:
         # A parking queue serves batch runs, which write to the store inline.
         if self.queue.park:
             return call(*args)
-        return await asyncio.to_thread(call, *args)
+        return await while_waiting(call, *args)
 
     async def _check_session(self, session_id: str) -> None:
-        session = await asyncio.to_thread(self.queue.store.get_session, session_id)
+        session = await while_waiting(self.queue.store.get_session, session_id)
         if session is not None and session.status not in ("running", "waiting"):
             raise SessionEnded(f"the session was {session.status} while it waited for a person")
 

@@ -9,6 +9,8 @@ simulated user.
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
@@ -21,7 +23,7 @@ from aah.extensions import HumanChannelName, choose
 from aah.runtime.prompts import load_prompt
 from aah.runtime.work_clock import waiting_for_person
 from aah.storable import storable
-from aah.store import SessionStore
+from aah.store import ServerAwayError, SessionStore
 
 # What a person "says" when no one answers in time, or a script runs out:
 # the model reads it, so it is a prompt file with a version.
@@ -215,7 +217,7 @@ class QueueHuman:
         # cost more, and give each worker thread its own connection and cache.
         if self.park:
             return call(*args, **kwargs)
-        return await asyncio.to_thread(call, *args, **kwargs)
+        return await while_waiting(functools.partial(call, *args, **kwargs))
 
     async def _wait(self, request: HumanRequest) -> HumanReply:
         record = await self._store(self.store.get_human_request, request.request_id)
@@ -243,7 +245,7 @@ class QueueHuman:
             if polls % self._LIVENESS_POLLS == 0:
                 await self._check_session(request)
             await asyncio.sleep(self.poll_seconds)
-            found = await asyncio.to_thread(self.store.get_human_request, request.request_id)
+            found = await while_waiting(self.store.get_human_request, request.request_id)
             assert found is not None
             record = found
         if record.status == "expired":
@@ -257,7 +259,7 @@ class QueueHuman:
         )
 
     async def _check_session(self, request: HumanRequest) -> None:
-        session = await asyncio.to_thread(self.store.get_session, request.session_id)
+        session = await while_waiting(self.store.get_session, request.session_id)
         if session is not None and session.status not in ("running", "waiting"):
             # No session id in the text: a batch run groups its failures by message.
             raise SessionEnded(f"the session was {session.status} while it waited for a person")
@@ -277,6 +279,30 @@ def _seconds_between(start: Any, end: Any) -> float:
         return max(0.0, float((end - start).total_seconds()))
     except TypeError:
         return 0.0
+
+
+# The pauses between tries while a waited-on store's server is away: a
+# restart takes seconds, and a person's answer waits in it meanwhile.
+_AWAY_PAUSES_S = (1.0, 2.0, 5.0)
+_log = logging.getLogger(__name__)
+
+
+async def while_waiting(call: Callable[..., T], /, *args: Any) -> T:
+    """``call(*args)``, a store call made while a session waits for a person, on a thread.
+
+    A server that cannot be reached (restarting, the network dropped) is
+    tried again until it answers: the person's answer is kept there, and a
+    wait for a person never fails a session. Said once, as a warning.
+    """
+    tries = 0
+    while True:
+        try:
+            return await asyncio.to_thread(call, *args)
+        except ServerAwayError as exc:
+            if tries == 0:
+                _log.warning("%s; still waiting for the answer, trying again", exc.problem)
+            await asyncio.sleep(_AWAY_PAUSES_S[min(tries, len(_AWAY_PAUSES_S) - 1)])
+            tries += 1
 
 
 class ChannelOptions(NamedTuple):

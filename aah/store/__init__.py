@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from aah.store.approvals import ApprovalStep, ApprovedRun
     from aah.store.check import DatabaseCheck, check_database
     from aah.store.copy import CopySummary, copy_database
-    from aah.store.file_errors import StoreFileError
+    from aah.store.file_errors import ServerAwayError, StoreFileError
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
@@ -73,6 +73,7 @@ __all__ = [
     "RequestWatch",
     "RunRecord",
     "STOPPED_STATUSES",
+    "ServerAwayError",
     "SessionError",
     "SessionQueries",
     "SessionRecord",
@@ -132,6 +133,7 @@ _WHERE = {
     "SessionStore": "aah.store.sessions",
     "SessionSummary": "aah.store.queries",
     "Step": "aah.store.queries",
+    "ServerAwayError": "aah.store.file_errors",
     "StoreFileError": "aah.store.file_errors",
     "Verdict": "aah.store.sessions",
     "check_database": "aah.store.check",

@@ -62,6 +62,15 @@ class StoreFileError(AahError, sqlite3.DatabaseError):
         self.damaged = damaged
 
 
+class ServerAwayError(StoreFileError):
+    """The store's server cannot be reached now: stopped, restarting, or the network dropped.
+
+    Unlike the file's other troubles it may pass by itself: a wait for a
+    person tries again (``aah.runtime.humans``), and the pool opens a new
+    connection at the next use.
+    """
+
+
 RESTORE = "restore it from a backup or pass another --db"
 ACCESS = (
     "give this user permission to read and write the file and its folder "

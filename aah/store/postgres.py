@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from urllib.parse import urlsplit
 from aah.db_url import DatabaseURL, hide_password
 from aah.errors import AahError
 from aah.store.dialect import render
-from aah.store.file_errors import StoreFileError
+from aah.store.file_errors import ServerAwayError, StoreFileError
 
 INSTALL = "pip install 'aah[postgres]'"
 # How long opening a connection may take before the server counts as unreachable.
@@ -117,7 +118,7 @@ def server_error(exc: BaseException, url: DatabaseURL) -> StoreFileError | None:
             f"GRANT CONNECT ON DATABASE to {user}; {check}",
             url,
         )
-    return StoreFileError(
+    return ServerAwayError(
         f"cannot reach the PostgreSQL server for {where} ({said})",
         f"start the server or fix the URL's host and port; {check}",
         url,
@@ -281,6 +282,23 @@ class PgDatabase:
         """Whether the connection is lost (the server restarted, the network dropped)."""
         return bool(self._conn.broken or self._conn.closed)
 
+    def dropped_while_idle(self) -> bool:
+        """Whether the server ended this idle connection (a restart, an idle timeout).
+
+        A server that ends a connection says so and closes it, but the client
+        learns it only at its next statement, which then fails. A
+        connection that asked nothing and listens to nothing has nothing to
+        read, so anything there (most likely that last word, and the close)
+        retires it: at worst a connection is opened again for nothing.
+        """
+        if self.broken:
+            return True
+        try:
+            readable, _, _ = select.select([self._conn.pgconn.socket], [], [], 0)
+        except Exception:  # no socket any more
+            return True
+        return bool(readable)
+
     @property
     def idle(self) -> bool:
         """Whether no transaction is open on the connection."""
@@ -419,7 +437,7 @@ class PgPool:
             while True:
                 while self._idle:
                     db = self._idle.pop()
-                    if not db.broken:
+                    if not db.dropped_while_idle():
                         self._lent.add(db)
                         return db
                     db.close()
