@@ -18,6 +18,7 @@ from postgres_cluster import PostgresServer, raw_rows
 
 from aah.cli import main
 from aah.db_url import DatabaseURL, parse_location
+from aah.store import SessionStore
 
 SECRET = "s3cret-Pw-123"
 
@@ -175,6 +176,18 @@ def _no_create_role(server: PostgresServer) -> str:
     return server.url(database, role, "reader-pw")
 
 
+def _role_on_a_store_made_by_another(server: PostgresServer, *grants: str) -> str:
+    """A role that may connect to a store the admin made, with only ``grants`` on its tables."""
+    database = server.create_database()
+    SessionStore(parse_location(server.url(database))).close()  # the admin makes the tables
+    role = f"user_{database}"
+    server.admin(f"CREATE ROLE {role} LOGIN PASSWORD 'user-pw'")
+    server.admin(f'GRANT CONNECT ON DATABASE "{database}" TO {role}')
+    for grant in grants:
+        server.admin(f"GRANT {grant} ON ALL TABLES IN SCHEMA public TO {role}", database)
+    return server.url(database, role, "user-pw")
+
+
 def _free_port_url(server: PostgresServer) -> str:
     from postgres_cluster import _free_port
 
@@ -192,6 +205,10 @@ FAILURES = {
     "a bad option": (lambda s: s.url("postgres") + "?sslmode=sometimes", "libpq can use"),
     "server unreachable": (_free_port_url, "start the server"),
     "missing privileges": (_no_create_role, "GRANT CREATE ON SCHEMA public TO reader_"),
+    "no privilege on the tables": (
+        _role_on_a_store_made_by_another,
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO user_",
+    ),
 }
 
 
@@ -338,3 +355,26 @@ def test_an_empty_aah_db_is_unset_and_an_empty_db_is_refused(
         assert_one_line(status, printed, "given as empty")
         monkeypatch.setenv("AAH_DB", blank)
     assert list(workdir.iterdir()) == []
+
+
+def test_a_user_who_may_only_read_the_tables_is_told_by_db_check_and_by_a_write(
+    postgres_server: PostgresServer,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = _role_on_a_store_made_by_another(postgres_server, "SELECT")
+    grant = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO user_"
+    status, printed = aah(["db", "check", url], workdir, monkeypatch, capsys)
+    problems = [line for line in printed.splitlines() if line.startswith("problem: ")]
+    assert status == 1 and len(problems) == 1, printed
+    assert "may not read and write" in problems[0] and grant in problems[0]
+    assert "sessions" in problems[0]  # the tables it names
+    status, printed = aah(["sessions", "list", "--db", url], workdir, monkeypatch, capsys)
+    assert status == 0, printed  # reading is allowed
+    with SessionStore(parse_location(postgres_server.url(url.rsplit("/", 1)[1]))) as store:
+        session = store.open_session("q")
+    status, printed = aah(
+        ["sessions", "cancel", session.id, "--db", url], workdir, monkeypatch, capsys
+    )
+    assert_one_line(status, printed, grant)

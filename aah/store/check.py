@@ -110,8 +110,8 @@ def _check_server(url: Path) -> DatabaseCheck:
         if _schema_fits(found, schema.table_names(db), url):
             _count(db, found)
             found.problems += _orphans(db) + _event_counts(db)
-        if found.schema_version == 0 and not found.problems:
-            found.problems += _privileges(db, url)
+        if not found.problems:
+            found.problems += _privileges(db, url, found.schema_version == 0)
     except StoreFileError as exc:
         found.problems.append(f"{exc.problem}; {exc.advice}")
     finally:
@@ -119,16 +119,37 @@ def _check_server(url: Path) -> DatabaseCheck:
     return found
 
 
-def _privileges(db: Any, url: Path) -> list[str]:
-    """A line if the user may not make the store's tables in an empty database."""
+def _privileges(db: Any, url: Path, empty: bool) -> list[str]:
+    """A line if the user may not make the store's tables (an empty database) or use them."""
     user, allowed = db.execute(
         "SELECT current_user, has_schema_privilege(current_schema(), 'CREATE')"
     ).fetchone()
-    if allowed:
+    if empty:
+        if allowed:
+            return []
+        return [
+            f"user {user} may not create the store's tables in {url}; an admin can "
+            f"GRANT CREATE ON SCHEMA public TO {user}"
+        ]
+    # Every runner and page reads and writes every table: one privilege
+    # missing fails the first write of its kind, long after start-up. (Several
+    # privileges in one has_table_privilege call mean any of them, so one a row.)
+    missing = db.execute(
+        "SELECT DISTINCT c.relname FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE'])"
+        " AS p(privilege), pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()"
+        " WHERE (c.relkind IN ('r', 'p') AND NOT has_table_privilege(c.oid, p.privilege))"
+        " OR (c.relkind = 'S' AND NOT has_sequence_privilege(c.oid, 'USAGE'))"
+        " ORDER BY 1"
+    ).fetchall()
+    if not missing:
         return []
+    names = ", ".join(row[0] for row in missing)
+    from aah.store.postgres import table_grants
+
     return [
-        f"user {user} may not create the store's tables in {url}; an admin can "
-        f"GRANT CREATE ON SCHEMA public TO {user}"
+        f"user {user} may not read and write all of the store's tables in {url} "
+        f"({names}); {table_grants(user)}"
     ]
 
 

@@ -78,9 +78,16 @@ def server_error(exc: BaseException, url: DatabaseURL) -> StoreFileError | None:
     where = _where(url)
     user = urlsplit(url.url).username or "the current user"
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        lowered = said.lower()
+        if "for table" in lowered or "for sequence" in lowered or "for relation" in lowered:
+            grant = table_grants(user)
+        elif "for database" in lowered:
+            grant = f"an admin can GRANT CONNECT, CREATE ON DATABASE to {user}"
+        else:
+            grant = f"an admin can GRANT CREATE ON SCHEMA public TO {user}"
         return StoreFileError(
             f"user {user} lacks a privilege the store needs in {where} ({said})",
-            f"grant it, e.g. GRANT CREATE ON SCHEMA public TO {user}; {check}",
+            f"{grant}; {check}",
             url,
         )
     if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
@@ -122,6 +129,14 @@ def server_error(exc: BaseException, url: DatabaseURL) -> StoreFileError | None:
         f"cannot reach the PostgreSQL server for {where} ({said})",
         f"start the server or fix the URL's host and port; {check}",
         url,
+    )
+
+
+def table_grants(user: str) -> str:
+    """What an admin runs so that ``user`` may use the store's tables (made by another user)."""
+    return (
+        "an admin can GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public "
+        f"TO {user} and GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {user}"
     )
 
 
