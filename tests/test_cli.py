@@ -447,3 +447,22 @@ def test_a_search_for_more_hits_than_endpoints_lists_every_endpoint(registry: Pa
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
     assert 0 < len(hits) == len({h["name"] for h in hits}) <= len(Registry(registry))
+
+
+def test_a_question_with_standard_input_closed_is_one_line(registry: Path, tmp_path: Path) -> None:
+    script = ask_then_call_script(WEATHER, {"latitude": 48.85, "longitude": 2.35})
+    with FakeLLMServer(script) as llm:
+        env = {
+            "AAH_REGISTRY": str(registry),
+            "AAH_BASE_URL": llm.base_url,
+            "AAH_MODEL": "fake-model",
+            "AAH_API_KEY": "sk-fake-0000",
+        }
+        result = aah(
+            "run", "What is the weather?", "--tool", WEATHER, "--human", "console",
+            "--http", "mock", "--db", str(tmp_path / "aah.db"), env=env, stdin="",
+        )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "standard input is closed" in last
+    assert "report it as a bug" not in result.stderr and "Traceback" not in result.stderr

@@ -378,3 +378,19 @@ def test_a_user_who_may_only_read_the_tables_is_told_by_db_check_and_by_a_write(
         ["sessions", "cancel", session.id, "--db", url], workdir, monkeypatch, capsys
     )
     assert_one_line(status, printed, grant)
+
+
+def test_a_database_of_another_program_is_refused_with_how_to_make_one_for_aah(
+    postgres_server: PostgresServer,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    database = postgres_server.create_database()
+    postgres_server.admin("CREATE TABLE sessions (id text, owner text)", database)
+    postgres_server.admin("INSERT INTO sessions VALUES ('s1', 'theirs')", database)
+    url = postgres_server.url(database)
+    status, printed = aah(["sessions", "list", "--db", url], workdir, monkeypatch, capsys)
+    assert_one_line(status, printed, "another program's PostgreSQL database", "CREATE DATABASE")
+    assert "a new database is made there" not in printed
+    assert raw_rows(parse_location(url), "SELECT * FROM sessions") == [("s1", "theirs")]

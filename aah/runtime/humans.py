@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
 from aah.runtime.prompts import load_prompt
 from aah.runtime.work_clock import waiting_for_person
@@ -124,7 +125,13 @@ class ConsoleHuman:
         """Show the question and wait for a line; an empty line declines."""
         started = time.perf_counter()
         with waiting_for_person():
-            text = await asyncio.to_thread(self._prompt, request.question)
+            try:
+                text = await asyncio.to_thread(self._prompt, request.question)
+            except EOFError:
+                raise AahError(
+                    "the agent asked a question, but standard input is closed: run it in a "
+                    "terminal, pipe the answers in, or choose another --human (queue, oracle)"
+                ) from None
         return HumanReply(
             text=text.strip(),
             answered_by="console",

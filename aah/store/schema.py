@@ -388,11 +388,15 @@ def file_problem(version: int, tables: set[str], path: Path) -> StoreFileError |
         foreign = tables - set(CHECKPOINT_TABLES) - set(PG_CHECKPOINT_TABLES)
         if not foreign:
             return None
-        engine = "PostgreSQL" if is_database_url(path) else "SQLite"
+        server = is_database_url(path)
         return StoreFileError(
-            f"{path} is another program's {engine} database (tables: "
-            f"{', '.join(sorted(foreign)[:5])}), not an aah session database",
-            "pass another --db (a new database is made there)",
+            f"{path} is another program's {'PostgreSQL' if server else 'SQLite'} database "
+            f"(tables: {', '.join(sorted(foreign)[:5])}), not an aah session database",
+            # aah makes its tables in an empty database, but makes no database on a server.
+            "create an empty database for aah (createdb, or CREATE DATABASE as an admin) and "
+            "pass its URL"
+            if server
+            else "pass another --db (a new database is made there)",
             path,
         )
     required = TABLES if version == SCHEMA_VERSION else _V1_TABLES
