@@ -8,6 +8,8 @@ import pytest
 from test_store_queries import fill
 
 from aah.db_url import parse_location
+from aah.errors import AahError
+from aah.events import FinalAnswerEvent
 from aah.store import SessionStore, copy_database
 
 
@@ -51,16 +53,31 @@ def test_a_copy_to_postgres_and_back_holds_the_same_store(
         assert store.add_grade(some.id, "g", "v", [], "pass").verdict == "pass"
 
 
-def test_a_copy_into_a_store_holding_other_rows_fails_its_count(
+def test_a_copy_into_a_store_holding_other_sessions_is_refused_before_writing(
     postgres_url: str, tmp_path: Path
 ) -> None:
     with SessionStore(tmp_path / "a.db") as store:
         store.open_session("q")
     server = parse_location(postgres_url)
     with SessionStore(server) as store:
-        store.open_session("another")
+        theirs = store.open_session("another")
+    with pytest.raises(AahError, match="holds 1 session.* the source does not .*empty database"):
+        copy_database(tmp_path / "a.db", server)
+    with SessionStore(server) as store:
+        assert [s.id for s in store.list_sessions()] == [theirs.id]  # nothing written
+
+
+def test_a_copy_whose_destination_gained_rows_fails_its_count(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with SessionStore(tmp_path / "a.db") as store:
+        session = store.open_session("q")
+    server = parse_location(postgres_url)
+    copy_database(tmp_path / "a.db", server)
+    with SessionStore(server) as store:
+        store.append_event(FinalAnswerEvent(session_id=session.id, text="only here"))
     summary = copy_database(tmp_path / "a.db", server)
-    assert summary.problems == ["sessions: 2 row(s) in the destination, 1 in the source"]
+    assert "events: 1 row(s) in the destination, 0 in the source" in summary.problems
 
 
 def test_a_row_changed_in_the_destination_fails_the_content_check(

@@ -129,4 +129,8 @@ def copy(
     for problem in summary.problems:
         print_line(f"problem: {problem}")
     if summary.problems:
+        print_line(
+            "the copy does not match its source: if the source changed meanwhile, run the "
+            "same command again; else copy into an empty database"
+        )
         raise typer.Exit(1)

@@ -8,7 +8,9 @@ it as the requests arrive. Afterwards each table must hold as many rows in
 the destination as in the source, with the same contents: a digest of its
 rows, the same whatever their order, must match on both sides (a row
 number the destination gives anew, ``events.id``, is left out of it). A
-destination that held other rows before fails these checks.
+destination holding runs or sessions the source lacks is refused before
+anything is written; one whose rows changed since an earlier copy fails
+these checks.
 
 LangGraph's checkpoints are not copied (the two engines' savers store them
 differently): a session still waiting for a person or running cannot go on
@@ -101,6 +103,7 @@ def copy_database(source: Path, target: Path) -> CopySummary:
     src, dst = schema.connect(source), schema.connect(target)
     summary = CopySummary()
     try:
+        _refuse_a_foreign_destination(src, dst, target)
         for table, keys, keep_id in _TABLES:
             summary.copied[table] = _copy_table(src, dst, target, table, keys, keep_id)
         if getattr(dst, "engine", "sqlite") == "postgresql":
@@ -128,6 +131,26 @@ def copy_database(source: Path, target: Path) -> CopySummary:
         src.close()
         dst.close()
     return summary
+
+
+def _refuse_a_foreign_destination(src: Any, dst: Any, target: Path) -> None:
+    """Raise before writing anything if ``dst`` holds runs or sessions the source lacks.
+
+    A copy goes into an empty store, or into the one an earlier copy of the
+    same source made (it resumes there); rows of another store would make
+    the copy a merge, which ``aah db merge`` does with its checks.
+    """
+    for table, key in (("runs", "name"), ("sessions", "id")):
+        theirs = {row[0] for row in dst.execute(f"SELECT {key} FROM {table}")}
+        if not theirs:
+            continue
+        extra = theirs - {row[0] for row in src.execute(f"SELECT {key} FROM {table}")}
+        if extra:
+            raise AahError(
+                f"{target} holds {len(extra)} {table[:-1]}(s) the source does not (e.g. "
+                f"{sorted(extra)[0]!r}): copy into an empty database, or into the one an "
+                "earlier copy of this store made"
+            )
 
 
 def _count(db: Any, table: str) -> int:
