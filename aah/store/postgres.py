@@ -309,10 +309,13 @@ class PgDatabase:
         if self.broken:
             return True
         try:
-            readable, _, _ = select.select([self._conn.pgconn.socket], [], [], 0)
+            # poll, not select: a process with over 1,024 files open (a web
+            # server's clients) may hand out a larger descriptor.
+            poller = select.poll()
+            poller.register(self._conn.pgconn.socket, select.POLLIN)
+            return bool(poller.poll(0))
         except Exception:  # no socket any more
             return True
-        return bool(readable)
 
     @property
     def idle(self) -> bool:
