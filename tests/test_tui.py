@@ -219,6 +219,50 @@ async def test_closing_the_app_mid_question_closes_the_session(app: AahApp) -> N
         assert isinstance(store.events(session_id)[-1], ErrorEvent)
 
 
+async def test_quitting_mid_session_asks_for_a_second_q_first(app: AahApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        await pilot.press("escape")  # later: the session still waits
+        await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.is_running and app.running  # only warned: the session goes on
+        assert app.session_id is not None
+        with SessionStore(app.db) as store:
+            assert store.get_session(app.session_id).status == "waiting"  # type: ignore[union-attr]
+        await pilot.press("q")  # asked twice: it quits
+        await wait_for(pilot, lambda: not app.is_running)
+
+
+async def test_an_answer_typed_then_put_aside_is_there_when_the_question_reopens(
+    registry: Registry, shared_data: Path, tmp_path: Path
+) -> None:
+    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+    with SessionStore(app.db) as runner_store:
+        session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
+        asked = runner_store.create_human_request(session.id, "Which date's rate?", {"query": "x"})
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(2):  # put aside twice: the draft survives each time
+            await pilot.press("p")
+            await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+            await pilot.press(*"yest")
+            await pilot.press("escape")  # a stray Esc: later
+            await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        assert app.screen.query_one("#ask-answer", Input).value == "yestyest"
+        await pilot.press(*"erday", "enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
+    with SessionStore(app.db) as store:
+        request = store.get_human_request(asked.id)
+        assert request is not None and request.answer == "yestyesterday"
+
+
 async def test_a_question_from_another_process_is_answered_from_the_list(app: AahApp) -> None:
     with SessionStore(app.db) as runner_store:  # what a batch run elsewhere writes
         session = runner_store.open_session("Convert 20 EUR to USD", run=None, task_id="t1")

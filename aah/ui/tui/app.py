@@ -64,6 +64,8 @@ QUESTION_POLL_SECONDS = 0.1
 CLAIM_RENEW_SECONDS = 60.0
 # While the store keeps failing, its one-line notice comes back this often.
 STORE_NOTICE_SECONDS = 10.0
+# How long a first q mid-session waits for the second that confirms quitting.
+QUIT_CONFIRM_S = 5.0
 # The waiting-questions list shows at most this many (the oldest).
 PENDING_LIST_LIMIT = 500
 # The modules a session needs take seconds to import; the app loads them off
@@ -158,6 +160,9 @@ class AahApp(App[None]):
         # Working through the queue (opened from the list): each answer opens the next.
         self._queue_mode = False
         self._started = 0.0
+        # What was typed into questions put aside (Esc), shown again when they reopen.
+        self._drafts: dict[str, str] = {}
+        self._quit_asked = -math.inf  # when quitting mid-session was last asked for
 
     def compose(self) -> ComposeResult:
         """Setup on the left, the timeline in the middle, the numbers on the right."""
@@ -276,6 +281,20 @@ class AahApp(App[None]):
                 self.call_from_thread(
                     self.notify, message, severity="error", timeout=STORE_NOTICE_SECONDS
                 )
+
+    async def action_quit(self) -> None:
+        """Quit; while a session runs (it then ends in error), only when asked twice."""
+        now = time.monotonic()
+        if self.running and now - self._quit_asked > QUIT_CONFIRM_S:
+            self._quit_asked = now
+            self.notify(
+                "A session is running: quitting now ends it in error. "
+                "Press q (or ctrl+q) again to quit.",
+                severity="warning",
+                timeout=QUIT_CONFIRM_S,
+            )
+            return
+        self.exit()
 
     def _abandon(self, session_id: str) -> None:
         """Record that the app closed mid-session, so no one answers a dead question."""
@@ -520,7 +539,9 @@ class AahApp(App[None]):
             decide = ApproveCallScreen(request, where=where)
             self.push_screen(decide, callback=partial(self._decided, request, decide))
             return
-        screen = AskHumanScreen(request, where=where, draft=draft)
+        screen = AskHumanScreen(
+            request, where=where, draft=draft or self._drafts.pop(request.id, "")
+        )
         self.push_screen(screen, callback=partial(self._answered, request, screen))
 
     def _place(self, request: HumanRequestRecord) -> str:
@@ -536,6 +557,9 @@ class AahApp(App[None]):
         self._queue_mode = False  # "later" also means: no more questions now
         self._claimed.discard(message.request_id)
         self._release(message.request_id)
+        if message.draft.strip():
+            self._drafts[message.request_id] = message.draft
+            self.notify("Your answer so far is kept: press p to go back to it.")
 
     @work(thread=True, group="claims")
     def _release(self, request_id: str) -> None:

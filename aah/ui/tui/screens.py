@@ -79,11 +79,12 @@ class AskHumanScreen(ModalScreen[str | None]):
     """
 
     class PutAside(Message):
-        """The person closed the question without answering it."""
+        """The person closed the question without answering it, keeping what they typed."""
 
-        def __init__(self, request_id: str) -> None:
+        def __init__(self, request_id: str, draft: str = "") -> None:
             super().__init__()
             self.request_id = request_id
+            self.draft = draft
 
     BINDINGS = [
         Binding("escape", "later", "Answer later"),
@@ -107,7 +108,13 @@ class AskHumanScreen(ModalScreen[str | None]):
             yield Static(Text(printable(self.request.question)), id="ask-question")
             with VerticalScroll(id="ask-context"):
                 yield Static(describe_context(self.request.context))
-            yield Input(self.draft, placeholder="Your answer (Enter sends it)", id="ask-answer")
+            # A draft shown again is added to, not selected for the next key to replace.
+            yield Input(
+                self.draft,
+                placeholder="Your answer (Enter sends it)",
+                id="ask-answer",
+                select_on_focus=False,
+            )
             with Horizontal(id="ask-buttons"):
                 # Short labels stay whole at 60 columns; the footer names the keys.
                 yield Button("Send", variant="primary", id="ask-send")
@@ -149,7 +156,8 @@ class AskHumanScreen(ModalScreen[str | None]):
     def action_later(self) -> None:
         """Close without answering; the question stays pending in the queue."""
         # To the app itself: this screen is gone before its own queue would run.
-        self.app.post_message(self.PutAside(self.request.id))
+        draft = self.query_one("#ask-answer", Input).value
+        self.app.post_message(self.PutAside(self.request.id, draft))
         self.app.pop_screen()
 
 
