@@ -810,6 +810,11 @@ def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
         footer = next(line for line in reversed(lines) if line.strip())
         for label in ("1-4 Task", "s Start", "b Break", "p Queue", "t Setup", "q Quit"):
             assert re.search(rf"(?<!\S){re.escape(label)}(?!\S)", footer), footer
+        # Bytes that are not UTF-8 (a stray 0xff, half a character) are read
+        # as U+FFFD: the app goes on, where it once exited with a traceback.
+        tmux(socket, "send-keys", "-H", "ff", "ed", "a0")
+        time.sleep(0.5)
+        assert "Press 1-" in capture() and "Traceback" not in capture()
         tmux(socket, "send-keys", "1")
         tmux(socket, "send-keys", "s")
         shown = wait_until(lambda text: "Where do you live" in text and "Decline" in text)
