@@ -11,6 +11,7 @@ database. The store's parts (sessions, human requests) share one
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -20,11 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 from aah.db_url import is_database_url
 from aah.store import schema as schema
+from aah.store.file_errors import StoreFileError
 from aah.store.sqlite_db import Database
 from aah.store.writes import write_lock, write_transaction
 
 if TYPE_CHECKING:
     from aah.store.postgres import PooledPgDatabase
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file's device and inode, or None when nothing is at ``path``."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 class StoreConnection:
@@ -49,6 +60,10 @@ class StoreConnection:
         self._lock = write_lock(path)
         self.engine = "postgresql" if is_database_url(path) else "sqlite"
         self._pooled: PooledPgDatabase | None = None
+        # The file's identity once set up: one deleted or replaced while in
+        # use must not take writes (they would go to the unlinked file, and
+        # be lost) nor be made again, empty, by a new thread's connection.
+        self._identity: tuple[int, int] | None = None
         if self.engine == "postgresql":
             from aah.store.postgres import PgPool, PooledPgDatabase
 
@@ -72,6 +87,7 @@ class StoreConnection:
                         schema.create_schema(db)
             finally:
                 self.db().execute("PRAGMA foreign_keys = ON")
+        self._identity = _identity(path)
 
     def db(self) -> Database:
         """This thread's connection, opened on first use (PostgreSQL: the pool's)."""
@@ -79,6 +95,7 @@ class StoreConnection:
             return self._pooled  # speaks as a Database does
         db: Database | None = getattr(self._local, "db", None)
         if db is None:
+            self._check_file()
             db = schema.connect(self.path)
             self._local.db = db
             with self._open_guard:
@@ -102,8 +119,19 @@ class StoreConnection:
             ):
                 yield db
             return
+        self._check_file()
         with write_transaction(self.db(), self._lock) as db:
             yield db
+
+    def _check_file(self) -> None:
+        """Raise if the SQLite file set up at open is no longer at its path."""
+        if self._identity is not None and _identity(self.path) != self._identity:
+            raise StoreFileError(
+                f"{self.path} was deleted or replaced while in use",
+                "put the session database back (from a backup), or start again with another "
+                "--db; what was written since it went is not in it",
+                self.path,
+            )
 
     def rows(
         self, sql: str, params: list[Any] | dict[str, Any] | None = None
