@@ -216,3 +216,20 @@ def test_a_bad_lease_setting_says_what_to_set(monkeypatch: pytest.MonkeyPatch, r
     monkeypatch.setenv(LEASE_ENV, raw)
     with pytest.raises(ValueError, match=f"set {LEASE_ENV} to a positive number of seconds"):
         lease_from_env()
+
+
+def test_a_question_whose_session_ended_is_said_closed_at_once(tmp_path: Path) -> None:
+    # Cancelled while its question is open on a page: the next tick says so,
+    # not "your hold ran out" at the next renewal.
+    db = tmp_path / "s.db"
+    request = seed_request(db)
+    store = SessionStore(db)
+    desk = QueueDesk(store, lease_seconds=600, undo_seconds=0)
+    mine = desk.next_for("alice").request
+    assert mine is not None
+    opened = desk.opened("alice", mine)
+    assert desk.closed("alice", request.id) is None  # still wanted
+    store.cancel_session(request.session_id)
+    assert desk.closed("alice", request.id) == "this question's session has ended (cancelled)"
+    desk.skipped("alice", opened)
+    assert desk.closed("alice", request.id) is None  # the page has left it

@@ -201,6 +201,21 @@ class QueueDesk:
         except KeyError:
             return False
 
+    def closed(self, annotator: str, request_id: str) -> str | None:
+        """Why the question the page of ``annotator`` shows can no longer use an answer, or None.
+
+        Its session ended (cancelled, failed) or its deadline's fallback
+        answered: said at the next tick, before the person sends. None for a
+        question the page has left since, whose send said what happened.
+        """
+        with self._lock:
+            if (annotator, request_id) in self._left:
+                return None
+        try:
+            return self.store.closed_reason(request_id)
+        except KeyError:
+            return None
+
     # -- undo -------------------------------------------------------------
 
     def decline(self, annotator: str, opened: OpenedRequest, rating: int | None) -> None:

@@ -394,7 +394,10 @@ class QueueHandlers:
         # nothing over what the send said (``QueueDesk.beat``).
         status: Any = gr.skip()
         if who is not None and current is not None:
-            if not self.desk.beat(who.name, current.request_id):
+            closed = self.desk.closed(who.name, current.request_id)
+            if closed is not None:
+                status = f"{_sentence(closed)} {NOT_WANTED}"
+            elif not self.desk.beat(who.name, current.request_id):
                 status = LOST_CLAIM
         return (status, *lists, gr.skip() if undoable else gr.update(visible=False))
 
@@ -440,6 +443,7 @@ class QueueHandlers:
         )
 
 
+NOT_WANTED = "An answer to it would not be used: skip it for the next question."
 LOST_CLAIM = (
     "Your hold on this question ran out and someone else has it now (or it needs no more"
     " answers): an answer you send is kept only if it is still wanted."
