@@ -43,6 +43,11 @@ def printable(text: str) -> str:
     return _CONTROL.sub("", _SEQUENCE.sub("", text))
 
 
+def without_escape_sequences(text: str) -> str:
+    """``text`` without its escape sequences; every other character, controls included, stays."""
+    return _SEQUENCE.sub("", text) if "\x1b" in text or not text.isascii() else text
+
+
 def printable_value(value: Any) -> Any:
     """``value`` with :func:`printable` applied to every string inside it (dict keys too)."""
     if isinstance(value, str):

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from aah.benchmark.demo import demo_task
 from aah.errors import AahError
-from aah.events import ErrorEvent, HumanQuestionEvent
+from aah.events import ErrorEvent, HumanAnswerEvent, HumanQuestionEvent
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.http.live_faults import LiveFaultExecutor
@@ -821,10 +821,16 @@ def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
         question = "Where do you live? A city, or its latitude and longitude, is enough."
         assert split_words(shown, question) == []
         assert split_words(shown, "Send Decline Later") == []
-        tmux(socket, "send-keys", "-l", "Lisbon")
+        # Pasted from a coloured terminal: the escapes go, the answer stays in order.
+        tmux(socket, "set-buffer", "Lis\x1b[31mbon\x1b[0m")
+        tmux(socket, "paste-buffer", "-p")
         tmux(socket, "send-keys", "Enter")
         shown = wait_until(lambda text: "°C" in text)
         assert "in Lisbon: a high of" in shown.replace("\n", " ")
+        with SessionStore(tmp_path / "s.db") as store:
+            (session,) = store.list_sessions()
+            answers = [e for e in store.events(session.id) if isinstance(e, HumanAnswerEvent)]
+        assert [a.answer for a in answers] == ["Lisbon"]
     finally:
         tmux(socket, "kill-server")
 
