@@ -43,7 +43,7 @@ def run_tui(
             ``task_id`` names no demo task.
     """
     app = build_app(db, data, task_id, annotator=annotator)
-    from aah.ui.tui.terminal_input import tolerate_undecodable_input
+    from aah.ui.tui import tolerate_undecodable_input
 
     tolerate_undecodable_input()
     freeze_start_up()

@@ -205,8 +205,9 @@ class QueueDesk:
         """Why the question the page of ``annotator`` shows can no longer use an answer, or None.
 
         Its session ended (cancelled, failed) or its deadline's fallback
-        answered: said at the next tick, before the person sends. None for a
-        question the page has left since, whose send said what happened.
+        answered: said when its claim cannot be renewed, in place of "your
+        hold ran out". None for a question the page has left since, whose
+        send said what happened.
         """
         with self._lock:
             if (annotator, request_id) in self._left:

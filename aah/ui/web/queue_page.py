@@ -394,11 +394,10 @@ class QueueHandlers:
         # nothing over what the send said (``QueueDesk.beat``).
         status: Any = gr.skip()
         if who is not None and current is not None:
-            closed = self.desk.closed(who.name, current.request_id)
-            if closed is not None:
-                status = f"{_sentence(closed)} {NOT_WANTED}"
-            elif not self.desk.beat(who.name, current.request_id):
-                status = LOST_CLAIM
+            if not self.desk.beat(who.name, current.request_id):
+                # Why the hold went: the session ended or the deadline answered, if so.
+                closed = self.desk.closed(who.name, current.request_id)
+                status = f"{_sentence(closed)} {NOT_WANTED}" if closed else LOST_CLAIM
         return (status, *lists, gr.skip() if undoable else gr.update(visible=False))
 
     def decide(
