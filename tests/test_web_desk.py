@@ -218,9 +218,9 @@ def test_a_bad_lease_setting_says_what_to_set(monkeypatch: pytest.MonkeyPatch, r
         lease_from_env()
 
 
-def test_a_question_whose_session_ended_is_said_closed_at_once(tmp_path: Path) -> None:
-    # Cancelled while its question is open on a page: the next tick says so,
-    # not "your hold ran out" at the next renewal.
+def test_a_question_whose_session_ended_says_why_its_claim_went(tmp_path: Path) -> None:
+    # Cancelled while its question is open on a page: when the claim cannot be
+    # renewed, the page says the session ended, not "your hold ran out".
     db = tmp_path / "s.db"
     request = seed_request(db)
     store = SessionStore(db)
@@ -230,6 +230,7 @@ def test_a_question_whose_session_ended_is_said_closed_at_once(tmp_path: Path) -
     opened = desk.opened("alice", mine)
     assert desk.closed("alice", request.id) is None  # still wanted
     store.cancel_session(request.session_id)
+    assert not desk.beat("alice", request.id)  # the claim is not renewed
     assert desk.closed("alice", request.id) == "this question's session has ended (cancelled)"
     desk.skipped("alice", opened)
     assert desk.closed("alice", request.id) is None  # the page has left it
