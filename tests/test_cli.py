@@ -41,6 +41,16 @@ def aah(
     )
 
 
+def model_env(registry: Path, llm: FakeLLMServer, key: str) -> dict[str, str]:
+    """The environment of a run against the fake model ``llm``, with tools from ``registry``."""
+    return {
+        "AAH_REGISTRY": str(registry),
+        "AAH_BASE_URL": llm.base_url,
+        "AAH_MODEL": "fake-model",
+        "AAH_API_KEY": key,
+    }
+
+
 def test_help_lists_the_command_groups() -> None:
     result = aah("--help")
     assert result.returncode == 0
@@ -147,12 +157,7 @@ def test_run_with_a_console_human(registry: Path, tmp_path: Path) -> None:
     db = tmp_path / "aah.db"
     script = ask_then_call_script(WEATHER, {"latitude": 48.85, "longitude": 2.35})
     with FakeLLMServer(script) as llm:
-        env = {
-            "AAH_REGISTRY": str(registry),
-            "AAH_BASE_URL": llm.base_url,
-            "AAH_MODEL": "fake-model",
-            "AAH_API_KEY": "sk-never-stored-0000",
-        }
+        env = model_env(registry, llm, "sk-never-stored-0000")
         result = aah(
             "run",
             "What is the weather?",
@@ -452,12 +457,7 @@ def test_a_search_for_more_hits_than_endpoints_lists_every_endpoint(registry: Pa
 def test_a_question_with_standard_input_closed_is_one_line(registry: Path, tmp_path: Path) -> None:
     script = ask_then_call_script(WEATHER, {"latitude": 48.85, "longitude": 2.35})
     with FakeLLMServer(script) as llm:
-        env = {
-            "AAH_REGISTRY": str(registry),
-            "AAH_BASE_URL": llm.base_url,
-            "AAH_MODEL": "fake-model",
-            "AAH_API_KEY": "sk-fake-0000",
-        }
+        env = model_env(registry, llm, "sk-fake-0000")
         result = aah(
             "run", "What is the weather?", "--tool", WEATHER, "--human", "console",
             "--http", "mock", "--db", str(tmp_path / "aah.db"), env=env, stdin="",

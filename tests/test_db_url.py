@@ -72,6 +72,14 @@ def assert_one_line(status: int, printed: str, *fragments: str) -> str:
     return lines[0]
 
 
+def given(args: list[str], location: str, via: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``args`` with the store ``location`` given the way ``via`` names: --db or AAH_DB."""
+    if via == "AAH_DB":
+        monkeypatch.setenv("AAH_DB", location)
+        return args
+    return [*args, "--db", location]
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     folder = tmp_path / "work"
@@ -104,10 +112,7 @@ def test_a_url_is_a_server_never_a_folder(
 ) -> None:
     pytest.importorskip("psycopg")
     args = commands(tmp_path)[command]
-    if via == "AAH_DB":
-        monkeypatch.setenv("AAH_DB", url)
-    else:
-        args = [*args, "--db", url]
+    args = given(args, url, via, monkeypatch)
     status, printed = aah(args, workdir, monkeypatch, capsys)
     assert list(workdir.iterdir()) == []  # no folder "postgresql:", no file
     assert_one_line(status, printed, "aah db check")
@@ -126,10 +131,7 @@ def test_a_malformed_url_is_refused_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     args = commands(tmp_path)[command]
-    if via == "AAH_DB":
-        monkeypatch.setenv("AAH_DB", text)
-    else:
-        args = [*args, "--db", text]
+    args = given(args, text, via, monkeypatch)
     status, printed = aah(args, workdir, monkeypatch, capsys)
     assert list(workdir.iterdir()) == []
     assert_one_line(status, printed, "postgresql://USER@HOST:5432/DATABASE")
@@ -330,10 +332,7 @@ def test_a_password_written_as_it_is_is_never_printed(
     pytest.importorskip("psycopg")
     url = shape.format(password)
     args = commands(tmp_path)["sessions list"]
-    if via == "AAH_DB":
-        monkeypatch.setenv("AAH_DB", url)
-    else:
-        args = [*args, "--db", url]
+    args = given(args, url, via, monkeypatch)
     status, printed = aah(args, workdir, monkeypatch, capsys)
     assert list(workdir.iterdir()) == []  # not taken for a folder either
     line = assert_one_line(status, printed)

@@ -61,8 +61,17 @@ def test_threads_share_at_most_size_connections(postgres_server: PostgresServer)
     pool.close()
 
 
-def _wait_until_gone(server: PostgresServer, pid: int) -> None:
-    """Until the server has ended backend ``pid`` (it says so to the client, then closes)."""
+def _pool_of_one(server: PostgresServer) -> tuple[PgPool, int]:
+    """A pool of one connection to a new database, and that connection's backend pid."""
+    database = server.create_database()
+    pool = PgPool(parse_location(server.url(database)), size=1)  # type: ignore[arg-type]
+    with pool.connection() as db:
+        return pool, int(db.execute("SELECT pg_backend_pid()").fetchone()[0])
+
+
+def _end_backend(server: PostgresServer, pid: int) -> None:
+    """End backend ``pid`` as a restart would, and wait until it has said so and closed."""
+    server.admin(f"SELECT pg_terminate_backend({pid})")
     import psycopg
 
     deadline = time.monotonic() + 30
@@ -79,12 +88,8 @@ def test_a_connection_the_server_dropped_while_idle_is_replaced_before_use(
 ) -> None:
     # What a server restart or an idle timeout does to a pooled connection:
     # the next borrower gets a new one, and its statement runs.
-    database = postgres_server.create_database()
-    pool = PgPool(parse_location(postgres_server.url(database)), size=1)  # type: ignore[arg-type]
-    with pool.connection() as db:
-        first_pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
-    postgres_server.admin(f"SELECT pg_terminate_backend({first_pid})")
-    _wait_until_gone(postgres_server, first_pid)
+    pool, first_pid = _pool_of_one(postgres_server)
+    _end_backend(postgres_server, first_pid)
     with pool.connection() as db:
         assert db.execute("SELECT pg_backend_pid()").fetchone()[0] != first_pid
     pool.close()
@@ -93,12 +98,9 @@ def test_a_connection_the_server_dropped_while_idle_is_replaced_before_use(
 def test_a_connection_dropped_in_use_fails_one_statement_in_one_line(
     postgres_server: PostgresServer,
 ) -> None:
-    database = postgres_server.create_database()
-    pool = PgPool(parse_location(postgres_server.url(database)), size=1)  # type: ignore[arg-type]
+    pool, first_pid = _pool_of_one(postgres_server)
     with pool.connection() as db:
-        first_pid = db.execute("SELECT pg_backend_pid()").fetchone()[0]
-        postgres_server.admin(f"SELECT pg_terminate_backend({first_pid})")
-        _wait_until_gone(postgres_server, first_pid)
+        _end_backend(postgres_server, first_pid)
         with pytest.raises(AahError, match="PostgreSQL") as lost:
             db.execute("SELECT 1")  # the statement that finds the cut
         assert "\n" not in str(lost.value)
