@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -199,6 +200,45 @@ def test_a_version_4_file_is_upgraded_in_place(db_path: Path) -> None:
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+# A process that opens the store and its checkpointer at a given moment.
+OPEN_AT = """
+import sys, time
+from aah.db_url import parse_location
+from aah.runtime.checkpoints import EventOutbox, session_checkpointer
+from aah.store import SessionStore
+
+location = parse_location(sys.argv[1])
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+SessionStore(location)
+with session_checkpointer(location, EventOutbox()):
+    pass
+"""
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_processes_that_open_a_new_store_together_each_find_its_tables(
+    store_location: Path, attempt: int
+) -> None:
+    # Runners started at once on a new store each make the store's and the
+    # checkpointer's tables if missing. Side by side they used to fail:
+    # SQLite's switch to WAL found the file locked; on PostgreSQL the
+    # checkpointer's tables were made twice (a duplicate key in pg_type), and
+    # a version read before another's setup committed and a table list read
+    # after it looked like another program's database.
+    at = str(time.time() + 3)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AT, str(store_location), at],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    failed = [p.communicate(timeout=120)[1] for p in processes if p.wait(timeout=120) != 0]
+    assert failed == [], failed[0][-1500:]
+    assert SessionStore(store_location).runs() == []
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:

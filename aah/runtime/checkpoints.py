@@ -267,7 +267,7 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
 
-    from aah.store import PgPool, translated_errors
+    from aah.store import PgPool, setting_up, translated_errors
 
     server = cast(DatabaseURL, url)  # session_checkpointer checked it is one
 
@@ -293,6 +293,18 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
             super().__init__(None, serde=ScrubbingSerializer())  # type: ignore[arg-type]
             with translated_errors(server):
                 self.setup()
+
+        def setup(self) -> None:
+            """Make the checkpoint tables, one process at a time (``setting_up``).
+
+            LangGraph's migrations run on the connection that holds the lock.
+            """
+            with self._pool.connection() as db, setting_up(db, f"the checkpoints of {server}"):
+                self._local.setup = db
+                try:
+                    super().setup()
+                finally:
+                    self._local.setup = None
 
         def close(self) -> None:
             self._threads.shutdown(wait=True)
@@ -324,6 +336,11 @@ def _postgres_saver(url: Path, outbox: EventOutbox) -> Any:
 
         @contextmanager
         def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+            setting_up = getattr(self._local, "setup", None)
+            if setting_up is not None:
+                with setting_up.raw.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+                return
             with self._pool.connection() as db:
                 if not pipeline:  # a read, or the saver's own setup
                     with db.raw.cursor(binary=True, row_factory=dict_row) as cur:

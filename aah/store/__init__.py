@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
     from aah.store.off_loop import on_thread
-    from aah.store.postgres import PgDatabase, PgPool, translated_errors
+    from aah.store.postgres import PgDatabase, PgPool, setting_up, translated_errors
     from aah.store.queries import (
         AnnotatorAnswer,
         CallStep,
@@ -93,6 +93,7 @@ __all__ = [
     "needs_exclusive",
     "pinned_difference",
     "translated_errors",
+    "setting_up",
     "scrub",
     "write_lock",
     "write_transaction",
@@ -120,6 +121,7 @@ _WHERE = {
     "PgDatabase": "aah.store.postgres",
     "PgPool": "aah.store.postgres",
     "translated_errors": "aah.store.postgres",
+    "setting_up": "aah.store.postgres",
     "needs_exclusive": "aah.store.writes",
     "QueueEntry": "aah.store.listings",
     "QueueListing": "aah.store.listings",

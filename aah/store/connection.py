@@ -12,7 +12,9 @@ database. The store's parts (sessions, human requests) share one
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +38,54 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (found.st_dev, found.st_ino)
+
+
+@contextmanager
+def _one_snapshot(db: Database) -> Iterator[None]:
+    """Read the SQLite file as of one moment in the block (a read transaction).
+
+    Another process's setup commits its tables and their version at once;
+    statements read outside a transaction could see one but not the other.
+    """
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.execute("COMMIT")
+
+
+def _enable_wal(db: Database) -> None:
+    """Switch the SQLite file to WAL, waiting while other processes have it open.
+
+    Changing the journal mode does not wait out ``busy_timeout`` as other
+    statements do: processes that open a new file together find it locked.
+    """
+    deadline = time.monotonic() + schema.BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            db.enable_wal()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
+def _needs_schema_at_a_glance(db: Database, path: Path) -> bool:
+    """``schema.needs_schema`` read outside the write lock; a problem seen is looked at again.
+
+    Each statement of the look sees the server as it is then: another
+    process's setup that commits between the version read and the table list
+    shows its tables without their version, which reads as another program's
+    database. Under the write lock (the caller's second look) no setup is
+    halfway, so what is seen there is what is so.
+    """
+    try:
+        return schema.needs_schema(db, path)
+    except StoreFileError:
+        return True
 
 
 class StoreConnection:
@@ -70,14 +120,16 @@ class StoreConnection:
             self._pooled = PooledPgDatabase(PgPool(path))  # type: ignore[arg-type]  # a URL
             # Every writer of every process queues on the server (see
             # ``write_transaction``), so a new database gets its tables once.
-            if schema.needs_schema(self.db(), path):
+            if _needs_schema_at_a_glance(self.db(), path):
                 with self.write(pipelined=False) as db:  # the schema is a script
                     if schema.needs_schema(db, path):
                         schema.create_schema(db)
             return
         # Only a new file takes the write lock, so that readers never need it.
-        if schema.needs_schema(self.db(), path):
-            self.db().enable_wal()
+        with _one_snapshot(self.db()):
+            missing = schema.needs_schema(self.db(), path)
+        if missing:
+            _enable_wal(self.db())
             # Upgrading an older file rebuilds a table, which SQLite does
             # with foreign keys off (they cannot change inside a transaction).
             self.db().execute("PRAGMA foreign_keys = OFF")

@@ -19,6 +19,7 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -36,6 +37,10 @@ CONNECT_TIMEOUT_S = 10
 # How many connections one pool (a store, a checkpointer) keeps open at most.
 POOL_SIZE_ENV = "AAH_PG_POOL_SIZE"
 DEFAULT_POOL_SIZE = 8
+# The lock ``setting_up`` holds while one process makes what is missing.
+SETUP_LOCK_KEY = 0x61616873  # "aahs"
+# How long ``setting_up`` waits for another process's setup before giving up.
+SETUP_WAIT_S = 120.0
 
 
 def psycopg_module() -> Any:
@@ -155,6 +160,39 @@ def translated_errors(url: DatabaseURL) -> Iterator[None]:
         yield
     except Exception as exc:
         raise_server_error(exc, url)
+
+
+@contextmanager
+def setting_up(db: PgDatabase, what: str) -> Iterator[None]:
+    """Hold the server's setup lock on ``db`` for the block: one process at a time.
+
+    Processes that start together against a new database would each make the
+    same tables, and ``CREATE TABLE IF NOT EXISTS`` run side by side fails in
+    all but one (a duplicate key in ``pg_type``). The lock is a session-level
+    advisory lock, so the block may run statements that refuse a transaction
+    (``CREATE INDEX CONCURRENTLY``). It is polled, not waited for: a waiter
+    blocked inside ``pg_advisory_lock`` is an open transaction, which such an
+    index build waits for in turn, and the two would deadlock.
+
+    Raises:
+        StoreFileError: Another process held the lock for ``SETUP_WAIT_S``.
+    """
+    deadline = time.monotonic() + SETUP_WAIT_S
+    pause = 0.01
+    while not db.execute(f"SELECT pg_try_advisory_lock({SETUP_LOCK_KEY})").fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise StoreFileError(
+                f"another process has been setting up {what} for {SETUP_WAIT_S:.0f} s",
+                "see what holds it in pg_stat_activity, then try again",
+                db.url,
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+    try:
+        yield
+    finally:
+        if not db.broken:  # a connection that is gone let go of the lock with it
+            db.execute(f"SELECT pg_advisory_unlock({SETUP_LOCK_KEY})")
 
 
 @lru_cache(maxsize=1)

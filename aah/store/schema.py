@@ -299,10 +299,14 @@ def schema_version(db: Database) -> int:
     if getattr(db, "engine", "sqlite") == "postgresql":
         # The version table is ours: a table of that name elsewhere on the
         # search path is not (``current_schema()`` is where aah makes its own).
-        if (
-            db.execute("SELECT to_regclass(current_schema() || '.aah_schema')").fetchone()[0]
-            is None
-        ):
+        # Looked up in pg_class, as of this statement: ``to_regclass`` answers
+        # from a cache that may not yet know of a table another process has
+        # just made, while the table list (``table_names``) already shows it.
+        made = db.execute(
+            "SELECT count(*) FROM pg_class AS c, pg_namespace AS n WHERE c.relnamespace = n.oid"
+            " AND n.nspname = current_schema() AND c.relname = 'aah_schema'"
+        ).fetchone()[0]
+        if not made:
             return 0
         return int(db.execute("SELECT COALESCE(max(version), 0) FROM aah_schema").fetchone()[0])
     return int(db.execute("PRAGMA user_version").fetchone()[0])
