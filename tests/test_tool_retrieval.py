@@ -16,7 +16,7 @@ from aah.cli.run import select_tools
 from aah.config import project_root
 from aah.tools.registry import Registry, build_registry, dense_available
 from aah.tools.registry.dense import Embedder, model_id
-from aah.tools.registry.index import INDEX_VERSION, host_words, name_words
+from aah.tools.registry.index import INDEX_VERSION, host_words, name_words, request_words
 from aah.tools.registry.read import request_parts, request_spans
 
 FIXES = project_root() / "tool_registry" / "fixes.yaml"
@@ -131,6 +131,35 @@ def test_a_request_with_several_asks_is_split(request_text: str, parts: list[str
 )
 def test_a_host_name_gives_the_name_people_call_the_service(host: str, words: str) -> None:
     assert host_words(host) == words
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("papers on arXiv", "papers on ar xiv arxiv"),
+        ("GitHub's openFDA", "git hub github open fda openfda"),
+        ("get_weatherForecast", "get weather forecast weatherforecast"),
+        ("Pokémon weather", "pokemon weather"),
+    ],
+)
+def test_a_request_keeps_each_word_as_written_beside_its_parts(text: str, words: str) -> None:
+    assert request_words(text) == words
+
+
+def test_a_service_written_with_capitals_inside_is_found_by_its_name(
+    bm25_registry: Registry,
+) -> None:
+    # "arXiv" split as an identifier is "ar xiv", which no tool is called.
+    hits = bm25_registry.search("the latest papers on arXiv about transformers", 3)
+    assert hits[0].spec.qualified_name == "arxiv__query_arxiv"
+    assert ("tool", ("arxiv",)) in hits[0].matched
+
+
+@pytest.mark.parametrize("query", ["get the icon of github.com", "https://www.example.org/a.html"])
+def test_the_parts_of_a_web_address_name_no_tool(bm25_registry: Registry, query: str) -> None:
+    # "randomlovecraft_com" is a tool's name; ".com" in a request says nothing of it.
+    names = _names(bm25_registry, query, 10)
+    assert not any(name.startswith("randomlovecraft_com") for name in names), names
 
 
 def test_a_service_is_found_by_its_site_name(bm25_registry: Registry) -> None:
@@ -298,6 +327,34 @@ def test_hybrid_finds_a_forecast_for_weather_questions(hybrid: Registry, query: 
     hits = hybrid.search(query, 5)
     assert FORECASTS.intersection(h.spec.qualified_name for h in hits)
     assert any(h.dense_rank is not None for h in hits)
+
+
+@needs_extra
+@pytest.mark.parametrize(
+    ("query", "stray"),
+    [
+        # "tomorrow" is in a prayer tool's name, "hot" in a board game list's.
+        ("will it rain in Lisbon tomorrow?", "therosary__get_tomorrow_prayer"),
+        ("how hot will it be in Madrid on Friday", "boardgamesgeek__get_hot_items"),
+    ],
+)
+def test_a_request_that_names_no_service_is_ranked_by_its_meaning(
+    hybrid: Registry, query: str, stray: str
+) -> None:
+    hits = hybrid.search(query, 5)
+    assert hits[0].spec.qualified_name in FORECASTS, [h.spec.qualified_name for h in hits]
+    # The stray word's endpoint is near the top of BM25's ranking, below the forecast here.
+    lexical = {h.spec.qualified_name: h.bm25_rank for h in hybrid.search(query, 20)}
+    assert (lexical.get(stray) or 99) <= 3, lexical
+
+
+@needs_extra
+def test_a_request_that_names_its_service_is_ranked_by_words_and_meaning_alike(
+    hybrid: Registry,
+) -> None:
+    hits = hybrid.search("Find research papers on arXiv about transformers", 3)
+    assert hits[0].spec.qualified_name == "arxiv__query_arxiv"
+    assert hits[0].bm25_rank == 1
 
 
 @needs_extra

@@ -40,6 +40,8 @@ PARTS: tuple[tuple[str, str, float], ...] = (
 FTS_COLUMNS = tuple(column for column, _, _ in PARTS)
 
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
+# A run of letters and digits: a word as written, before identifiers are split.
+_RUN = re.compile(r"[A-Za-z0-9]+")
 _PLACEHOLDER = re.compile(r"\{[^}]*\}")
 # Words of a host name that name no service ("api.coinlore.net" is Coinlore).
 _HOST_NOISE = frozenset(
@@ -59,6 +61,23 @@ def name_words(text: str) -> str:
     """
     plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return " ".join(word.lower() for word in _WORD.findall(plain))
+
+
+def request_words(text: str) -> str:
+    """The words of a request, as ``name_words`` gives them, and each word as written too.
+
+    A name written with capitals inside ("arXiv", "GitHub", "openFDA") is
+    split as an identifier is ("ar xiv"), which no tool name holds: the
+    whole word ("arxiv") is searched as well.
+    """
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    words: list[str] = []
+    for run in _RUN.findall(plain):
+        parts = [part.lower() for part in _WORD.findall(run)]
+        words += parts
+        if len(parts) > 1:
+            words.append(run.lower())
+    return " ".join(words)
 
 
 def host_words(host: str) -> str:
