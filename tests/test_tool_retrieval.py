@@ -155,6 +155,22 @@ def test_a_service_written_with_capitals_inside_is_found_by_its_name(
     assert ("tool", ("arxiv",)) in hits[0].matched
 
 
+@pytest.mark.parametrize(
+    ("query", "tool", "joined"),
+    [
+        ("paintings of ships in the Met Museum", "metmuseum", "metmuseum"),
+        ("a joke by Chuck Norris", "chucknorrisjokes", "chucknorris"),
+        ("the houses in the Game Of Thrones books", "gameofthrones", "gameofthrones"),
+    ],
+)
+def test_a_service_named_in_words_run_together_is_found_by_them(
+    bm25_registry: Registry, query: str, tool: str, joined: str
+) -> None:
+    hit = bm25_registry.search(query, 3)[0]
+    assert hit.spec.tool == tool
+    assert joined in dict(hit.matched)["tool"], hit.matched
+
+
 @pytest.mark.parametrize("query", ["get the icon of github.com", "https://www.example.org/a.html"])
 def test_the_parts_of_a_web_address_name_no_tool(bm25_registry: Registry, query: str) -> None:
     # "randomlovecraft_com" is a tool's name; ".com" in a request says nothing of it.

@@ -63,16 +63,20 @@ def name_words(text: str) -> str:
     return " ".join(word.lower() for word in _WORD.findall(plain))
 
 
-def request_words(text: str) -> str:
+def request_words(text: str, *, split: bool = True) -> str:
     """The words of a request, as ``name_words`` gives them, and each word as written too.
 
     A name written with capitals inside ("arXiv", "GitHub", "openFDA") is
     split as an identifier is ("ar xiv"), which no tool name holds: the
-    whole word ("arxiv") is searched as well.
+    whole word ("arxiv") is searched as well. With ``split=False``, only
+    each word as written (lower case, accents dropped).
     """
     plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     words: list[str] = []
     for run in _RUN.findall(plain):
+        if not split:
+            words.append(run.lower())
+            continue
         parts = [part.lower() for part in _WORD.findall(run)]
         words += parts
         if len(parts) > 1:

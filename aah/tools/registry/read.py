@@ -61,6 +61,10 @@ _RRF_K = 10
 # the perfect setting (which mostly names its services) recall@5 0.857 ->
 # 0.856, recall@10 0.932 -> 0.940.
 _UNNAMED_DENSE_WEIGHT = 2.0
+# The searchable parts that hold names, searched for words run together too.
+_NAME_COLUMNS = frozenset({"words", "tool"})
+# The shortest run of joined words searched for (see ``_compound_words``).
+_COMPOUND_MIN = 7
 # A search of at most this many content words is a keyword search.
 _KEYWORD_SEARCH_WORDS = 2
 # Each endpoint's vector is its own plus this share of its category's name's
@@ -283,17 +287,19 @@ class Registry:
         match = _match_expression(query)
         if match is None:
             return []
+        named = _name_expression(query, match)
         # Each part's bm25 (negative: lower is better) times its weight, summed.
         parts = " UNION ALL ".join(
             f"SELECT s.qualified_name AS name, {weight} * bm25(search_{column}_fts) AS score "
             f"FROM search_{column}_fts JOIN search_{column} s "
-            f"ON s.rowid = search_{column}_fts.rowid WHERE search_{column}_fts MATCH :match"
+            f"ON s.rowid = search_{column}_fts.rowid WHERE search_{column}_fts MATCH "
+            + (":named" if column in _NAME_COLUMNS else ":match")
             for column, _, weight in PARTS
         )
         rows = self._conn.execute(
             f"SELECT name, sum(score) AS total FROM ({parts}) GROUP BY name "
             "ORDER BY total LIMIT :k",
-            {"match": match, "k": k},
+            {"match": match, "named": named, "k": k},
         ).fetchall()
         return [(name, -float(total)) for name, total in rows]
 
@@ -309,7 +315,7 @@ class Registry:
             return False
         row = self._conn.execute(
             "SELECT 1 FROM search_tool_fts WHERE search_tool_fts MATCH ? LIMIT 1",
-            (_any_of(terms),),
+            (_name_expression(query, _any_of(terms)),),
         ).fetchone()
         return row is None
 
@@ -366,6 +372,7 @@ class Registry:
         match = _match_expression(query)
         if match is None or not names:
             return {}
+        named = _name_expression(query, match)
         marks = ",".join("?" * len(names))
         found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for column, part, _ in PARTS:
@@ -374,7 +381,7 @@ class Registry:
                 f"FROM search_{column}_fts JOIN search_{column} s "
                 f"ON s.rowid = search_{column}_fts.rowid "
                 f"WHERE search_{column}_fts MATCH ? AND s.qualified_name IN ({marks})",
-                (match, *names),
+                (named if column in _NAME_COLUMNS else match, *names),
             ).fetchall()
             for name, text in rows:
                 words = tuple(dict.fromkeys(w.lower() for w in _MARK.findall(text or "")))
@@ -386,6 +393,34 @@ class Registry:
 def _content_words(query: str) -> list[str]:
     """The words of ``query`` that may say which tool it needs, each once."""
     return list(dict.fromkeys(w for w in request_words(query).split() if w not in _STOPWORDS))
+
+
+def _name_expression(query: str, match: str) -> str:
+    """``match`` for the parts that hold names: with the request's words run together too.
+
+    A service's name is often its words run together ("the Met Museum" is
+    "metmuseum", "Chuck Norris jokes" is "chucknorrisjokes").
+    """
+    joined = _compound_words(query)
+    return f"{match} OR {joined}" if joined else match
+
+
+def _compound_words(query: str) -> str | None:
+    """An FTS5 query for two or three neighbouring words of ``query`` run together, as prefixes.
+
+    "the Met Museum" gives "themet*", "metmuseum*" and "themetmuseum*".
+    Joined words shorter than ``_COMPOUND_MIN`` letters are left out: they
+    begin too many names.
+    """
+    words = request_words(query, split=False).split()
+    joined = [
+        "".join(words[i : i + n])
+        for n in (2, 3)
+        for i in range(len(words) - n + 1)
+        if all(w.isalpha() for w in words[i : i + n])
+    ]
+    terms = [w for w in dict.fromkeys(joined) if len(w) >= _COMPOUND_MIN]
+    return " OR ".join(f'"{term}" *' for term in terms) or None
 
 
 def _any_of(terms: list[str]) -> str:
