@@ -241,6 +241,24 @@ def test_processes_that_open_a_new_store_together_each_find_its_tables(
     assert SessionStore(store_location).runs() == []
 
 
+def test_a_new_file_held_by_another_program_is_one_line_after_the_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aah.store import StoreFileError, schema
+
+    path = tmp_path / "held.db"
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # readers go on; the switch to WAL cannot
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 0.3)
+    try:
+        with pytest.raises(StoreFileError, match="stayed locked by another process"):
+            SessionStore(path)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert SessionStore(path).runs() == []
+
+
 def test_newer_schema_is_refused(db_path: Path) -> None:
     SessionStore(db_path).close()
     with sqlite3.connect(db_path) as conn:

@@ -54,11 +54,14 @@ def _one_snapshot(db: Database) -> Iterator[None]:
         db.execute("COMMIT")
 
 
-def _enable_wal(db: Database) -> None:
+def _enable_wal(db: Database, path: Path) -> None:
     """Switch the SQLite file to WAL, waiting while other processes have it open.
 
     Changing the journal mode does not wait out ``busy_timeout`` as other
     statements do: processes that open a new file together find it locked.
+
+    Raises:
+        StoreFileError: The file stayed locked for ``BUSY_TIMEOUT_S``.
     """
     deadline = time.monotonic() + schema.BUSY_TIMEOUT_S
     pause = 0.01
@@ -67,8 +70,15 @@ def _enable_wal(db: Database) -> None:
             db.enable_wal()
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
+            if "locked" not in str(exc):
                 raise
+            if time.monotonic() > deadline:
+                raise StoreFileError(
+                    f"{path} stayed locked by another process for {schema.BUSY_TIMEOUT_S:.0f} s",
+                    "end the program that holds it (another aah, a database browser), "
+                    "then try again",
+                    path,
+                ) from exc
         time.sleep(pause)
         pause = min(pause * 2, 0.2)
 
@@ -129,7 +139,7 @@ class StoreConnection:
         with _one_snapshot(self.db()):
             missing = schema.needs_schema(self.db(), path)
         if missing:
-            _enable_wal(self.db())
+            _enable_wal(self.db(), path)
             # Upgrading an older file rebuilds a table, which SQLite does
             # with foreign keys off (they cannot change inside a transaction).
             self.db().execute("PRAGMA foreign_keys = OFF")
