@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from postgres_cluster import stored_bytes
 
+from aah.db_url import DatabaseURL
 from aah.errors import AahError
 from aah.events import (
     AwarenessEvent,
@@ -239,6 +240,31 @@ def test_processes_that_open_a_new_store_together_each_find_its_tables(
     failed = [p.communicate(timeout=120)[1] for p in processes if p.wait(timeout=120) != 0]
     assert failed == [], failed[0][-1500:]
     assert SessionStore(store_location).runs() == []
+
+
+def test_a_check_while_another_process_makes_the_store_sees_it_before_or_after(
+    store_location: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store is made between the check's version read and its table list:
+    # read as of one moment, the check sees a new store, not tables without a
+    # version ("another program's database").
+    from aah.store import check_database, schema
+
+    if not isinstance(store_location, DatabaseURL):
+        store_location.parent.mkdir(parents=True)
+        with sqlite3.connect(store_location) as new:  # a new file, already in WAL
+            new.execute("PRAGMA journal_mode = wal")
+    listed = schema.table_names
+
+    def made_meanwhile(conn: object) -> set[str]:
+        monkeypatch.setattr(schema, "table_names", listed)
+        SessionStore(store_location).close()
+        return listed(conn)
+
+    monkeypatch.setattr(schema, "table_names", made_meanwhile)
+    found = check_database(store_location)
+    assert found.problems == [] and found.schema_version == 0
+    assert check_database(store_location).schema_version == schema.SCHEMA_VERSION
 
 
 def test_a_new_file_held_by_another_program_is_one_line_after_the_busy_timeout(

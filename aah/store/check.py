@@ -82,6 +82,10 @@ def check_database(path: Path, *, quick: bool = False) -> DatabaseCheck:
         found.problems.append(f"{exc.problem}; {exc.advice}")
         return found
     try:
+        # Every look in one read transaction (one snapshot): a file being made
+        # meanwhile by another process is seen before or after, never as
+        # tables without their version.
+        conn.execute("BEGIN")
         _check(conn, path, found, quick)
     except StoreFileError as exc:
         found.problems.append(f"{exc.problem}; {exc.advice}")
@@ -106,12 +110,16 @@ def _check_server(url: Path) -> DatabaseCheck:
         found.problems.append(f"{exc.problem}; {exc.advice}")
         return found
     try:
+        # Every look in one snapshot: a store being made meanwhile by another
+        # process is seen before or after, never as tables without a version.
+        db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         found.schema_version = schema.schema_version(db)
         if _schema_fits(found, schema.table_names(db), url):
             _count(db, found)
             found.problems += _orphans(db) + _event_counts(db)
         if not found.problems:
             found.problems += _privileges(db, url, found.schema_version == 0)
+        db.execute("COMMIT")
     except StoreFileError as exc:
         found.problems.append(f"{exc.problem}; {exc.advice}")
     finally:
