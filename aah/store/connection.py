@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aah.db_url import is_database_url
 from aah.store import schema as schema
 from aah.store.file_errors import StoreFileError
+from aah.store.polling import tried_until
 from aah.store.sqlite_db import Database
 from aah.store.writes import write_lock, write_transaction
 
@@ -63,24 +63,22 @@ def _enable_wal(db: Database, path: Path) -> None:
     Raises:
         StoreFileError: The file stayed locked for ``BUSY_TIMEOUT_S``.
     """
-    deadline = time.monotonic() + schema.BUSY_TIMEOUT_S
-    pause = 0.01
-    while True:
+
+    def switched() -> bool:
         try:
             db.enable_wal()
-            return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
                 raise
-            if time.monotonic() > deadline:
-                raise StoreFileError(
-                    f"{path} stayed locked by another process for {schema.BUSY_TIMEOUT_S:.0f} s",
-                    "end the program that holds it (another aah, a database browser), "
-                    "then try again",
-                    path,
-                ) from exc
-        time.sleep(pause)
-        pause = min(pause * 2, 0.2)
+            return False
+        return True
+
+    if not tried_until(switched, schema.BUSY_TIMEOUT_S):
+        raise StoreFileError(
+            f"{path} stayed locked by another process for {schema.BUSY_TIMEOUT_S:.0f} s",
+            "end the program that holds it (another aah, a database browser), then try again",
+            path,
+        )
 
 
 def _needs_schema_at_a_glance(db: Database, path: Path) -> bool:

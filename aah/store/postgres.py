@@ -19,7 +19,6 @@ import logging
 import os
 import select
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -30,6 +29,7 @@ from aah.db_url import DatabaseURL, hide_password
 from aah.errors import AahError
 from aah.store.dialect import render
 from aah.store.file_errors import ServerAwayError, StoreFileError
+from aah.store.polling import tried_until
 
 INSTALL = "pip install 'aah[postgres]'"
 # How long opening a connection may take before the server counts as unreachable.
@@ -177,17 +177,16 @@ def setting_up(db: PgDatabase, what: str) -> Iterator[None]:
     Raises:
         StoreFileError: Another process held the lock for ``SETUP_WAIT_S``.
     """
-    deadline = time.monotonic() + SETUP_WAIT_S
-    pause = 0.01
-    while not db.execute(f"SELECT pg_try_advisory_lock({SETUP_LOCK_KEY})").fetchone()[0]:
-        if time.monotonic() > deadline:
-            raise StoreFileError(
-                f"another process has been setting up {what} for {SETUP_WAIT_S:.0f} s",
-                "see what holds it in pg_stat_activity, then try again",
-                db.url,
-            )
-        time.sleep(pause)
-        pause = min(pause * 2, 0.2)
+
+    def locked() -> bool:
+        return bool(db.execute(f"SELECT pg_try_advisory_lock({SETUP_LOCK_KEY})").fetchone()[0])
+
+    if not tried_until(locked, SETUP_WAIT_S):
+        raise StoreFileError(
+            f"another process has been setting up {what} for {SETUP_WAIT_S:.0f} s",
+            "see what holds it in pg_stat_activity, then try again",
+            db.url,
+        )
     try:
         yield
     finally:
