@@ -53,14 +53,17 @@ _HOST_NOISE = frozenset(
 _MAX_EXAMPLE = 60
 
 
+def _without_accents(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def name_words(text: str) -> str:
     """Split identifiers like ``get_weatherForecast`` into searchable words.
 
     Accents are dropped first ("Pokémon" is "pokemon"), as FTS5's unicode61
     tokenizer drops them from the indexed text.
     """
-    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return " ".join(word.lower() for word in _WORD.findall(plain))
+    return " ".join(word.lower() for word in _WORD.findall(_without_accents(text)))
 
 
 def request_words(text: str, *, split: bool = True) -> str:
@@ -71,9 +74,8 @@ def request_words(text: str, *, split: bool = True) -> str:
     whole word ("arxiv") is searched as well. With ``split=False``, only
     each word as written (lower case, accents dropped).
     """
-    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     words: list[str] = []
-    for run in _RUN.findall(plain):
+    for run in _RUN.findall(_without_accents(text)):
         if not split:
             words.append(run.lower())
             continue
