@@ -70,6 +70,29 @@ def app(registry: Registry, shared_data: Path, tmp_path: Path) -> AahApp:
     return AahApp(registry, tmp_path / "sessions.db", data=shared_data)
 
 
+@pytest.fixture
+def tess_app(registry: Registry, shared_data: Path, tmp_path: Path) -> AahApp:
+    """The app of an annotator, tess, who answers from the queue."""
+    return AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+
+
+def waiting_question(db: Path) -> str:
+    """A question a runner elsewhere left waiting in ``db``; its request id."""
+    with SessionStore(db) as runner_store:
+        session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
+        return runner_store.create_human_request(
+            session.id, "Which date's rate?", {"query": "x"}
+        ).id
+
+
+async def open_first_queued(pilot: Pilot[None], app: AahApp) -> None:
+    """Open the queue's first question, as a person does: p, then Enter."""
+    await pilot.press("p")
+    await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+
+
 async def settled(pilot: Pilot[None], check: Callable[[], None], seconds: float = 30) -> None:
     """Run ``check`` (assertions) until it passes: the screen is drawn when it is drawn."""
     deadline = time.monotonic() + seconds
@@ -236,30 +259,22 @@ async def test_quitting_mid_session_asks_for_a_second_q_first(app: AahApp) -> No
 
 
 async def test_an_answer_typed_then_put_aside_is_there_when_the_question_reopens(
-    registry: Registry, shared_data: Path, tmp_path: Path
+    tess_app: AahApp,
 ) -> None:
-    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
-    with SessionStore(app.db) as runner_store:
-        session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
-        asked = runner_store.create_human_request(session.id, "Which date's rate?", {"query": "x"})
+    app = tess_app
+    asked = waiting_question(app.db)
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(2):  # put aside twice: the draft survives each time
-            await pilot.press("p")
-            await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+            await open_first_queued(pilot, app)
             await pilot.press(*"yest")
             await pilot.press("escape")  # a stray Esc: later
             await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
-        await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        await open_first_queued(pilot, app)
         assert app.screen.query_one("#ask-answer", Input).value == "yestyest"
         await pilot.press(*"erday", "enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
     with SessionStore(app.db) as store:
-        request = store.get_human_request(asked.id)
+        request = store.get_human_request(asked)
         assert request is not None and request.answer == "yestyesterday"
 
 
@@ -286,18 +301,11 @@ def queue_holders(db: Path) -> dict[str, tuple[str, ...]]:
         return {e.question: e.claimed_by for e in store.queue_listing().entries}
 
 
-async def test_an_open_question_is_claimed_and_let_go_when_put_aside(
-    registry: Registry, shared_data: Path, tmp_path: Path
-) -> None:
-    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
-    with SessionStore(app.db) as runner_store:
-        session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
-        runner_store.create_human_request(session.id, "Which date's rate?", {"query": "x"})
+async def test_an_open_question_is_claimed_and_let_go_when_put_aside(tess_app: AahApp) -> None:
+    app = tess_app
+    waiting_question(app.db)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        await open_first_queued(pilot, app)
         assert queue_holders(app.db) == {"Which date's rate?": ("tess",)}
         with SessionStore(app.db) as web:  # a web annotator meanwhile
             assert web.claim_next("wendy") is None
@@ -309,13 +317,11 @@ async def test_an_open_question_is_claimed_and_let_go_when_put_aside(
 
 
 async def test_an_open_questions_claim_is_renewed_while_it_stays_open(
-    registry: Registry, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tess_app: AahApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tui_app, "CLAIM_RENEW_SECONDS", 0.2)
-    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
-    with SessionStore(app.db) as runner_store:
-        session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
-        runner_store.create_human_request(session.id, "Which date's rate?", {"query": "x"})
+    app = tess_app
+    waiting_question(app.db)
 
     def lease_end() -> str:
         with sqlite3.connect(app.db) as conn:
@@ -323,19 +329,16 @@ async def test_an_open_questions_claim_is_renewed_while_it_stays_open(
         return str(rows[0][0]) if rows else ""
 
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, AskHumanScreen))
+        await open_first_queued(pilot, app)
         await wait_for(pilot, lambda: lease_end() != "")
         first = lease_end()
         await wait_for(pilot, lambda: lease_end() > first, seconds=5)
 
 
 async def test_a_question_another_annotator_holds_is_marked_taken_and_not_opened(
-    registry: Registry, shared_data: Path, tmp_path: Path
+    tess_app: AahApp,
 ) -> None:
-    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+    app = tess_app
     with SessionStore(app.db) as runner_store:
         session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
         held = runner_store.create_human_request(session.id, "Which date's rate?", {"query": "x"})
@@ -681,9 +684,9 @@ async def test_number_keys_choose_a_demo_task_and_s_runs_it(app: AahApp) -> None
 
 
 async def test_the_queue_names_setting_and_task_and_opens_the_next_question(
-    registry: Registry, shared_data: Path, tmp_path: Path
+    tess_app: AahApp,
 ) -> None:
-    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+    app = tess_app
     with SessionStore(app.db) as runner_store:
         first = runner_store.open_session("Convert 20 EUR", task_id="q7", setting="underspecified")
         second = runner_store.open_session("Weather", task_id="q9", setting="perfect")
@@ -849,11 +852,11 @@ def _approval_request(store: SessionStore, task_id: str) -> str:
 
 
 async def test_an_approval_opens_its_dialog_and_refuses_an_invalid_edit_before_sending(
-    registry: Registry, shared_data: Path, tmp_path: Path
+    tess_app: AahApp,
 ) -> None:
     from aah.ui.tui.approval_screen import ApproveCallScreen
 
-    app = AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+    app = tess_app
     with SessionStore(app.db) as runner_store:
         edited = _approval_request(runner_store, "q1")
         rejected = _approval_request(runner_store, "q2")
