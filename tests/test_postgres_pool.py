@@ -2,7 +2,9 @@
 
 Threads share a bounded set of connections; one the server drops is
 replaced on its next borrow; a transaction left open is not handed to the
-next borrower; a bad pool size is refused in one line.
+next borrower; a bad pool size is refused in one line. Statements run
+often are prepared unless ``AAH_PG_PREPARE=off``, and a pooler that loses
+one is told in one line.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from postgres_cluster import PostgresServer
 from aah.db_url import parse_location
 from aah.errors import AahError
 from aah.store import SessionStore
-from aah.store.postgres import PgPool, pool_size
+from aah.store.postgres import PREPARE_AFTER, PgDatabase, PgPool, pool_size, prepares
 
 
 def backends(server: PostgresServer, database: str) -> int:
@@ -160,3 +162,47 @@ def test_the_pool_size_defaults_and_reads_the_environment(monkeypatch: pytest.Mo
     assert pool_size() == 8
     monkeypatch.setenv("AAH_PG_POOL_SIZE", " 12 ")
     assert pool_size() == 12
+
+
+def _prepared_on(db: PgDatabase) -> int:
+    return int(db.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0])
+
+
+@pytest.mark.parametrize(("said", "prepared"), [("", True), ("off", False), ("ON", True)])
+def test_statements_run_often_are_prepared_unless_switched_off(
+    said: str, prepared: bool, postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AAH_PG_PREPARE", said)
+    database = postgres_server.create_database()
+    db = PgDatabase(parse_location(postgres_server.url(database)))  # type: ignore[arg-type]
+    for number in range(PREPARE_AFTER + 2):
+        assert db.execute("SELECT ? + 1", [number]).fetchone() == (number + 1,)
+    assert (_prepared_on(db) > 0) is prepared
+    db.close()
+
+
+def test_a_pooler_that_loses_a_prepared_statement_is_told_in_one_line(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AAH_PG_PREPARE", raising=False)
+    database = postgres_server.create_database()
+    db = PgDatabase(parse_location(postgres_server.url(database)))  # type: ignore[arg-type]
+    for number in range(PREPARE_AFTER + 2):
+        db.execute("SELECT ? * 2", [number])
+    # What a pooler in transaction mode does: the next statement reaches a
+    # server connection that never prepared it (here, past psycopg's back).
+    db.raw.pgconn.exec_(b"DEALLOCATE ALL")
+    with pytest.raises(AahError, match="AAH_PG_PREPARE=off") as caught:
+        db.execute("SELECT ? * 2", [1])
+    assert "\n" not in str(caught.value)
+    db.close()
+
+
+@pytest.mark.parametrize("said", ["maybe", "2", "of"])
+def test_a_bad_prepare_switch_is_refused_in_one_line(
+    said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AAH_PG_PREPARE", said)
+    with pytest.raises(AahError, match="AAH_PG_PREPARE") as caught:
+        prepares()
+    assert "\n" not in str(caught.value)
