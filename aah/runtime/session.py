@@ -190,7 +190,9 @@ class SessionOutcome:
 async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
     """Run (or resume) one session to its end and record everything in the store."""
     store = runtime.store
-    record, new = await store.call(_open_record, request, runtime)
+    opening = _session_to_open(request, runtime)
+    record = await store.call(store.open_session, **opening)
+    new = _made_now(request, record, opening)
     if record.status in _DONE and not (request.retry_errors and record.status == "error"):
         # A parked session woken because it was cancelled elsewhere says so.
         why = "the session was cancelled while it waited" if record.status == "cancelled" else None
@@ -299,29 +301,33 @@ def record_failure(
     session is recorded the same way: an ``ErrorEvent`` and the ``error`` status.
     Called off the event loop (it waits for the store).
     """
-    record, _ = _open_record(request, runtime)
+    record = runtime.store.open_session(**_session_to_open(request, runtime))
     error = ErrorEvent(session_id=record.id, message=message, where=where)
     events = _last(runtime, record, error)
     runtime.publish(runtime.store.end_session(record.id, "error", None, events))
     return SessionOutcome(record.id, "error", "", error=message)
 
 
-def _open_record(request: SessionRequest, runtime: Runtime) -> tuple[SessionRecord, bool]:
-    """The request's session, and whether this call made it (then nothing is saved for it yet)."""
-    # An id of its own making: a row that comes back with it is the one just
-    # made, not one a task's earlier run left (nor one a caller named).
-    new_id = request.session_id or uuid.uuid4().hex
-    record = runtime.store.open_session(
-        request.query,
-        run=request.run,
-        task_id=request.task_id,
-        setting=request.setting,
-        aah=request.aah,
-        model=runtime.model_config.model,
-        session_id=new_id,
-        recipe=session_recipe(request, runtime),
-    )
-    return record, request.session_id is None and record.id == record.thread_id == new_id
+def _session_to_open(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
+    """``open_session``'s arguments for the request's session."""
+    return {
+        "query": request.query,
+        "run": request.run,
+        "task_id": request.task_id,
+        "setting": request.setting,
+        "aah": request.aah,
+        "model": runtime.model_config.model,
+        # An id of its own making: a row that comes back with it is the one
+        # just made, not one a task's earlier run left (nor one a caller named).
+        "session_id": request.session_id or uuid.uuid4().hex,
+        "recipe": session_recipe(request, runtime),
+    }
+
+
+def _made_now(request: SessionRequest, record: SessionRecord, opening: dict[str, Any]) -> bool:
+    """Whether opening the session made it (then nothing is saved for it yet)."""
+    made = opening["session_id"]
+    return request.session_id is None and record.id == record.thread_id == made
 
 
 def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
@@ -469,12 +475,18 @@ async def _ask(
     """Put one interrupt's question to the human channel; log question and answer."""
     request_id = f"{ctx.session_id}-{value['call_id']}"
     question = str(value["question"])
-    known = await runtime.store.call(runtime.store.events, ctx.session_id)
+    store = runtime.store
     asked = HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
-    # Asked before a restart, it is not asked again: the person may be answering it now.
-    before = any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known)
-    if not (before and record.status == "waiting"):  # a parked session woken: nothing to write
-        await runtime.record(record, [] if before else [asked], "waiting")
+    if record.status == "waiting":
+        # A parked session woken: asked before the restart, the question is
+        # not asked again (the person may be answering it now).
+        known = await store.call(store.events, ctx.session_id)
+        if not any(isinstance(e, HumanQuestionEvent) and e.request_id == request_id for e in known):
+            await runtime.record(record, [asked], "waiting")
+    else:
+        held = runtime.take_held_events(record)
+        known, waiting = await store.call(store.log_question, asked, held)
+        runtime.publish(waiting)
     context = {
         **request.context,
         "query": record.query,
@@ -513,7 +525,6 @@ async def _ask(
         declined=reply.declined,
         flags=reply.flags,
     )
-    store = runtime.store
     held = runtime.take_held_events(record)
     stored = await store.call(store.resume_waiting, record.id, [*held, answer])
     if stored is None:

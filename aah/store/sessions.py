@@ -18,20 +18,20 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from aah.config import get_settings
 from aah.db_url import is_database_url, parse_location
-from aah.events import Event
+from aah.events import Event, HumanQuestionEvent
 from aah.store import schema as schema
 from aah.store.approvals import ApprovalStep, ApprovedRun, ApprovedRuns, approval_steps
 from aah.store.connection import StoreConnection
 from aah.store.file_errors import StoreFileError
+from aah.store.grouped import GroupingThread, Steps, Then
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
 from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
 from aah.store.off_loop import on_thread
@@ -50,7 +50,13 @@ from aah.store.schema import (
     scrub,
 )
 from aah.store.sqlite_db import Database
-from aah.store.writes import insert_events, needs_exclusive, read_later, send_events
+from aah.store.writes import (
+    SentEvents,
+    insert_events,
+    needs_exclusive,
+    read_later,
+    send_events,
+)
 
 __all__ = [
     "REDACTED",
@@ -67,11 +73,9 @@ __all__ = [
 
 _now = schema.now_text
 _T = TypeVar("_T")
-# The threads that make a server's store calls for async code (``call``).
-# One: each more costs Python's GIL more CPU than it saves waiting on a
-# nearby server (perf/postgres_store.py), and a process that needs more
-# throughput than one thread's round trips allow is better run twice.
-_CALL_THREADS = 1
+# The columns of an event row, and the query of one session's events.
+_EVENT_ROW = ("session_id", "seq", "kind", "ts", "payload")
+_EVENTS_SQL = f"SELECT {', '.join(_EVENT_ROW)} FROM events WHERE session_id = ?"
 # Every column a SessionRecord holds: not the resume recipe (the session's
 # tools, whole), which only ``session_recipe`` reads.
 _SESSION_COLUMNS = ", ".join(SessionRecord.model_fields)
@@ -110,7 +114,7 @@ class SessionStore:
         self._connection = StoreConnection(self.path)
         self._humans = HumanRequests(self._connection)
         self._approved = ApprovedRuns(self._connection)
-        self._threads: ThreadPoolExecutor | None = None
+        self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()
 
     def __enter__(self) -> SessionStore:
@@ -136,17 +140,26 @@ class SessionStore:
 
         On a PostgreSQL database each call waits for the server's replies:
         it runs on the store's own thread, in the order calls come, and the
-        event loop goes on meanwhile. An SQLite file answers
-        in microseconds, sooner than a thread could take the call and give
-        it back: the call runs inline. A caller cancelled while its call
-        runs waits for it, so that what it writes next comes after.
+        event loop goes on meanwhile. The writes a session makes as it
+        runs (``open_session``, ``set_status``, ``log_question``,
+        ``resume_waiting``, ``end_session``) that wait there together
+        commit together, a round trip per step for all of them (see
+        ``aah.store.grouped``). An SQLite file answers in microseconds,
+        sooner than a thread could take the call and give it back: the call
+        runs inline. A caller cancelled while its call runs waits for it,
+        so that what it writes next comes after; one cancelled while its
+        call waits in the queue takes it out.
         """
         if self._connection.engine != "postgresql":
             return method(*args, **kwargs)
         with self._threads_guard:
             if self._threads is None:
-                self._threads = ThreadPoolExecutor(_CALL_THREADS, "aah-store")
+                self._threads = GroupingThread("aah-store")
             threads = self._threads
+        stepped = _STEPPED.get(getattr(method, "__name__", ""))
+        if stepped is not None and getattr(method, "__self__", None) is self:
+            # A write that may commit with others waiting at the same time.
+            return await on_thread(threads, stepped(self, *args, **kwargs))
         return await on_thread(threads, method, *args, **kwargs)
 
     def queries(self) -> SessionQueries:
@@ -234,11 +247,38 @@ class SessionStore:
         Raises:
             KeyError: ``run`` names no run.
         """
+        return self._open_steps(
+            query,
+            run=run,
+            task_id=task_id,
+            setting=setting,
+            aah=aah,
+            model=model,
+            session_id=session_id,
+            thread_id=thread_id,
+            recipe=recipe,
+        )()
+
+    def _open_steps(
+        self,
+        query: str,
+        *,
+        run: str | None = None,
+        task_id: str | None = None,
+        setting: str | None = None,
+        aah: bool = True,
+        model: str | None = None,
+        session_id: str | None = None,
+        thread_id: str | None = None,
+        recipe: Mapping[str, Any] | None = None,
+    ) -> Steps[SessionRecord]:
+        """``open_session`` as ``Steps``."""
         new_id = session_id or uuid.uuid4().hex
-        # A new row, or the one a unique key already holds: nothing to queue
-        # for. The row is written only where its run exists, and read back
-        # in the same transaction: on PostgreSQL one round trip in all.
-        with self._write(exclusive=False) as db:
+
+        def send(db: Database) -> Callable[[], SessionRecord]:
+            # A new row, or the one a unique key already holds: nothing to
+            # queue for. The row is written only where its run exists, and
+            # read back in the same transaction: on PostgreSQL one round trip.
             db.execute(
                 "INSERT INTO sessions (id, run, task_id, setting, query, aah, model,"
                 " thread_id, started, recipe) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
@@ -255,10 +295,17 @@ class SessionStore:
             found = read_later(
                 db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}", key)
             )
-        row = found.fetchone()
-        if row is None:
-            raise KeyError(f"no run named {run!r}: call create_run first")
-        return SessionRecord.model_validate(dict(zip(SessionRecord.model_fields, row, strict=True)))
+
+            def opened() -> SessionRecord:
+                row = found.fetchone()
+                if row is None:
+                    raise KeyError(f"no run named {run!r}: call create_run first")
+                fields = dict(zip(SessionRecord.model_fields, row, strict=True))
+                return SessionRecord.model_validate(fields)
+
+            return opened
+
+        return Steps(self._connection, send, exclusive=False)
 
     def set_status(
         self, session_id: str, status: SessionStatus, events: Sequence[Event] = ()
@@ -271,19 +318,70 @@ class SessionStore:
         Raises:
             KeyError: No such session.
         """
+        return self._status_steps(session_id, status, events)()
+
+    def _status_steps(
+        self, session_id: str, status: SessionStatus, events: Sequence[Event] = ()
+    ) -> Steps[list[Event]]:
+        """``set_status`` as ``Steps``."""
         # Between running and waiting no request leaves or joins the queue
         # (the triggers that keep ``closed_requests`` do nothing): unless an
         # event is logged once per request, the session's row lock suffices.
         exclusive = status not in schema.LIVE_STATUSES or needs_exclusive(events)
-        # Read after the block: on PostgreSQL the whole write is one round trip.
-        # Without the session nothing is written (its events bump no row).
-        with self._write(exclusive=exclusive) as db:
+
+        def send(db: Database) -> Callable[[], list[Event]]:
+            # Read after the commit: on PostgreSQL the whole write is one round
+            # trip. Without the session nothing is written (its events bump no row).
             sql = "UPDATE sessions SET status = ? WHERE id = ?"
-            updated = read_later(db.execute(sql, [status, session_id]))
-            sent = send_events(db, events)
-        if updated.rowcount == 0:
-            raise KeyError(f"no session {session_id!r}")
-        return sent.stored()
+            return _stored_if_any(
+                session_id,
+                read_later(db.execute(sql, [status, session_id])),
+                send_events(db, events),
+            )
+
+        return Steps(self._connection, send, exclusive=exclusive)
+
+    def log_question(
+        self, question: HumanQuestionEvent, held: Sequence[Event] = ()
+    ) -> tuple[list[Event], list[Event]]:
+        """Move a session to waiting on ``question``, logged after the ``held`` events.
+
+        A question logged already (asked before a restart) is not logged
+        again; the held events are. Returns the session's events before
+        this call, and the events stored by it.
+
+        Raises:
+            KeyError: No such session.
+        """
+        return self._question_steps(question, held)()
+
+    def _question_steps(
+        self, question: HumanQuestionEvent, held: Sequence[Event] = ()
+    ) -> Steps[tuple[list[Event], list[Event]]]:
+        """``log_question`` as ``Steps``: read the log, then write what it lacks."""
+        session_id = question.session_id
+
+        def read(db: Database) -> Then:
+            rows = read_later(db.execute(f"{_EVENTS_SQL} ORDER BY seq", [session_id]))
+
+            def write(db: Database) -> Callable[[], tuple[list[Event], list[Event]]]:
+                known = [
+                    schema.event_from_row(dict(zip(_EVENT_ROW, row, strict=True)))
+                    for row in rows.fetchall()
+                ]
+                asked_before = any(
+                    isinstance(e, HumanQuestionEvent) and e.request_id == question.request_id
+                    for e in known
+                )
+                logging = [*held, *([] if asked_before else [question])]
+                status = self._status_steps(session_id, "waiting", logging)
+                finish = cast(Callable[[], list[Event]], status.first(db))  # one step
+                return lambda: (known, finish())
+
+            return Then(write)
+
+        # Logged once per request: the read and the write must not interleave.
+        return Steps(self._connection, read, exclusive=True)
 
     def resume_waiting(self, session_id: str, events: Sequence[Event] = ()) -> list[Event] | None:
         """Move a ``waiting`` session back to ``running`` with ``events``, if it still waits.
@@ -294,15 +392,27 @@ class SessionStore:
         None, writing nothing, when the session no longer waits (resumed
         elsewhere, cancelled, ended).
         """
-        with self._write() as db:
+        return self._resume_steps(session_id, events)()
+
+    def _resume_steps(
+        self, session_id: str, events: Sequence[Event] = ()
+    ) -> Steps[list[Event] | None]:
+        """``resume_waiting`` as ``Steps``: whether it still waits decides what is written."""
+
+        def resume(db: Database) -> Then:
             cursor = db.execute(
                 "UPDATE sessions SET status = 'running' WHERE id = ? AND status = 'waiting'",
                 [session_id],
             )
-            if cursor.rowcount == 0:
-                return None
-            sent = send_events(db, events)
-        return sent.stored()
+
+            def log(db: Database) -> Callable[[], list[Event] | None]:
+                if cursor.rowcount == 0:
+                    return lambda: None
+                return send_events(db, events).stored
+
+            return Then(log)
+
+        return Steps(self._connection, resume, exclusive=True)
 
     def finish_session(
         self,
@@ -334,17 +444,25 @@ class SessionStore:
         Raises:
             KeyError: No such session.
         """
-        with self._write() as db:
-            ended = read_later(
-                db.execute(
-                    "UPDATE sessions SET status = ?, final_answer = ?, ended = ? WHERE id = ?",
-                    [status, schema.scrub_text(final_answer), _now(), session_id],
-                )
+        return self._end_steps(session_id, status, final_answer, events)()
+
+    def _end_steps(
+        self,
+        session_id: str,
+        status: SessionStatus,
+        final_answer: str | None,
+        events: Sequence[Event] = (),
+    ) -> Steps[list[Event]]:
+        """``end_session`` as ``Steps``."""
+
+        def send(db: Database) -> Callable[[], list[Event]]:
+            ended = db.execute(
+                "UPDATE sessions SET status = ?, final_answer = ?, ended = ? WHERE id = ?",
+                [status, schema.scrub_text(final_answer), _now(), session_id],
             )
-            sent = send_events(db, events)
-        if ended.rowcount == 0:
-            raise KeyError(f"no session {session_id!r}")
-        return sent.stored()
+            return _stored_if_any(session_id, read_later(ended), send_events(db, events))
+
+        return Steps(self._connection, send, exclusive=True)
 
     def session_recipe(self, session_id: str) -> dict[str, Any]:
         """What resuming the session needs, as its driver stored it (empty if nothing).
@@ -441,11 +559,7 @@ class SessionStore:
 
     def events(self, session_id: str, after: int = 0) -> list[Event]:
         """A session's events in order, as typed models; only those after seq ``after``."""
-        rows = self._rows(
-            "SELECT session_id, seq, kind, ts, payload FROM events"
-            " WHERE session_id = ? AND seq > ? ORDER BY seq",
-            [session_id, after],
-        )
+        rows = self._rows(f"{_EVENTS_SQL} AND seq > ? ORDER BY seq", [session_id, after])
         return [schema.event_from_row(row) for row in rows]
 
     # -- grades -------------------------------------------------------------
@@ -710,3 +824,24 @@ class SessionStore:
     def annotator_stats(self, annotator: str, now: datetime | None = None) -> AnnotatorStats:
         """``annotator``'s counter (``HumanRequests.annotator_stats``)."""
         return self._humans.annotator_stats(annotator, now)
+
+
+def _stored_if_any(session_id: str, updated: Any, sent: SentEvents) -> Callable[[], list[Event]]:
+    """The finish of a write that updated a session's row and logged events with it."""
+
+    def stored() -> list[Event]:
+        if updated.rowcount == 0:
+            raise KeyError(f"no session {session_id!r}")
+        return sent.stored()
+
+    return stored
+
+
+# The writes that ``SessionStore.call`` may commit with others (see ``grouped``).
+_STEPPED: dict[str, Callable[..., Steps[Any]]] = {
+    "open_session": SessionStore._open_steps,
+    "set_status": SessionStore._status_steps,
+    "log_question": SessionStore._question_steps,
+    "resume_waiting": SessionStore._resume_steps,
+    "end_session": SessionStore._end_steps,
+}
