@@ -367,6 +367,28 @@ def test_a_question_and_its_answer_are_logged_once_per_request(store: SessionSto
     assert store.get_session(session.id).n_human_questions == 1  # type: ignore[union-attr]
 
 
+def test_a_question_moves_its_session_to_waiting_once_after_the_held_events(
+    store: SessionStore,
+) -> None:
+    session = store.open_session("q")
+    said = ModelCallEvent(session_id=session.id, model="m", text="Which city?")
+    asked = HumanQuestionEvent(session_id=session.id, request_id="r1", question="Which?")
+    known, stored = store.log_question(asked, [said])
+    assert known == []
+    assert [(e.kind, e.seq) for e in stored] == [("model_call", 1), ("human_question", 2)]
+    assert store.get_session(session.id).status == "waiting"  # type: ignore[union-attr]
+    # Asked again after a restart: the log so far comes back, the question
+    # is not logged twice, and what the session held since is.
+    store.set_status(session.id, "running")
+    later = ModelCallEvent(session_id=session.id, model="m", text="still asking")
+    known, stored = store.log_question(asked, [later])
+    assert [e.seq for e in known] == [1, 2]
+    assert [(e.kind, e.seq) for e in stored] == [("model_call", 3)]
+    assert store.get_session(session.id).status == "waiting"  # type: ignore[union-attr]
+    with pytest.raises(KeyError, match="'nope'"):
+        store.log_question(asked.model_copy(update={"session_id": "nope"}))
+
+
 def test_event_for_unknown_session_is_refused(store: SessionStore) -> None:
     with pytest.raises(KeyError):
         store.append_event(ErrorEvent(session_id="nope", message="x"))

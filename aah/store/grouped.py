@@ -80,7 +80,7 @@ def _last_step(got: Then | Callable[[], Any], db: Database) -> Callable[[], Any]
     return got
 
 
-@dataclass
+@dataclass(eq=False)
 class _Call:
     future: Future[Any]
     work: Callable[..., Any]
@@ -138,10 +138,12 @@ class GroupingThread(Executor):
                 batch.append(more)
             live = [call for call in batch if call.future.set_running_or_notify_cancel()]
             grouped = [call for call in live if isinstance(call.work, Steps) and not call.args]
+            if len(grouped) < 2:
+                grouped = []
             for call in live:
-                if len(grouped) < 2 or call not in grouped:
+                if not any(call is member for member in grouped):
                     _run_alone(call)
-            if len(grouped) >= 2:
+            if grouped:
                 _run_group(grouped)
 
 
