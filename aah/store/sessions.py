@@ -358,30 +358,27 @@ class SessionStore:
     def _question_steps(
         self, question: HumanQuestionEvent, held: Sequence[Event] = ()
     ) -> Steps[tuple[list[Event], list[Event]]]:
-        """``log_question`` as ``Steps``: read the log, then write what it lacks."""
-        session_id = question.session_id
+        """``log_question`` as ``Steps``: the log is read and the question sent at once.
 
-        def read(db: Database) -> Then:
-            rows = read_later(db.execute(f"{_EVENTS_SQL} ORDER BY seq", [session_id]))
+        The question needs no check of its own: ``send_events`` leaves out
+        one its request has logged already.
+        """
+        waiting = self._status_steps(question.session_id, "waiting", [*held, question])
 
-            def write(db: Database) -> Callable[[], tuple[list[Event], list[Event]]]:
+        def send(db: Database) -> Callable[[], tuple[list[Event], list[Event]]]:
+            rows = read_later(db.execute(f"{_EVENTS_SQL} ORDER BY seq", [question.session_id]))
+            stored = cast(Callable[[], list[Event]], waiting.first(db))  # one step
+
+            def logged() -> tuple[list[Event], list[Event]]:
                 known = [
                     schema.event_from_row(dict(zip(_EVENT_ROW, row, strict=True)))
                     for row in rows.fetchall()
                 ]
-                asked_before = any(
-                    isinstance(e, HumanQuestionEvent) and e.request_id == question.request_id
-                    for e in known
-                )
-                logging = [*held, *([] if asked_before else [question])]
-                status = self._status_steps(session_id, "waiting", logging)
-                finish = cast(Callable[[], list[Event]], status.first(db))  # one step
-                return lambda: (known, finish())
+                return known, stored()
 
-            return Then(write)
+            return logged
 
-        # Logged once per request: the read and the write must not interleave.
-        return Steps(self._connection, read, exclusive=True)
+        return Steps(self._connection, send, exclusive=waiting.exclusive)
 
     def resume_waiting(self, session_id: str, events: Sequence[Event] = ()) -> list[Event] | None:
         """Move a ``waiting`` session back to ``running`` with ``events``, if it still waits.
