@@ -5,8 +5,9 @@ what the endpoint does (a name word more than a word of a long description);
 the tool's part holds its name and the site name of its host ("wikipedia"
 for the "mediawiki" tool), the name people use for a service.
 The dense model gets one short text per endpoint: its name in words and its
-description. Changing either changes ``INDEX_VERSION``, so older registries
-are rebuilt on their next open.
+description (its pooled vector and its tokens' states are stored). Changing
+either changes ``INDEX_VERSION``, so older registries are rebuilt on their
+next open.
 """
 
 from __future__ import annotations
@@ -20,7 +21,20 @@ from typing import Any
 
 from aah.tools.spec import EndpointSpec
 
-INDEX_VERSION = "4"
+INDEX_VERSION = "5"
+
+# Words of a request that say nothing about which tool it needs.
+STOPWORDS = frozenset(
+    "a about also an and any are as at be been by can could do does for from get give "
+    "had has have how i i'd i'm if in is it its let like me might my need of on or our "
+    "please provide should show so some tell than that the their them then there these "
+    "this those to us want was we were what when where which who whose why will with "
+    "would you your".split()
+    # The scheme and endings of a web address in a request ("the icon of
+    # github.com") name no tool, though a tool's name may end in one
+    # ("randomlovecraft_com").
+    + "http https www com org net html htm".split()
+)
 
 # Searchable parts with their weights (each part has its own BM25, so a long
 # parameter list does not dilute a name) and the name `aah tools search`
