@@ -155,7 +155,7 @@ class Registry:
         self._dense_wanted = dense
         self._vectors: _Vectors | None = None
         self._embedder: Embedder | None = None
-        self._model: str | None = None
+        self._hybrid: bool | None = None
         self._worker: ThreadPoolExecutor | None = None
         self._closed = False
         self._count: int | None = None
@@ -246,14 +246,19 @@ class Registry:
 
     @property
     def hybrid(self) -> bool:
-        """Whether search fuses dense vectors with BM25 (else BM25 alone)."""
-        wanted = dense_available() if self._dense_wanted is None else self._dense_wanted
-        if not wanted:
-            return False
-        if self._model is None:  # a read-only registry's model never changes
+        """Whether search fuses dense vectors with BM25 (else BM25 alone).
+
+        Decided once per opened registry: its model never changes, nor
+        (within a process) the installed extra, and the checks cost a search
+        half a millisecond.
+        """
+        if self._hybrid is None:
+            wanted = dense_available() if self._dense_wanted is None else self._dense_wanted
             # A stale registry's vectors may lack what this install reads.
-            self._model = "" if self.stale else self.meta.get("embedding_model", "")
-        return self._model == model_id()
+            self._hybrid = (
+                wanted and not self.stale and self.meta.get("embedding_model") == model_id()
+            )
+        return self._hybrid
 
     @property
     def stale(self) -> bool:
