@@ -278,6 +278,30 @@ async def test_an_answer_typed_then_put_aside_is_there_when_the_question_reopens
         assert request is not None and request.answer == "yestyesterday"
 
 
+async def test_f1_shows_the_keys_and_hides_them_leaving_a_typed_answer_as_it_was(
+    tess_app: AahApp,
+) -> None:
+    app = tess_app
+    waiting_question(app.db)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f1")  # on the main screen: its keys, then gone again
+        await wait_for(pilot, lambda: bool(app.screen.query("HelpPanel")))
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: not app.screen.query("HelpPanel"))
+        await open_first_queued(pilot, app)
+        await pilot.press(*"tues")
+        # A dialog hides the app's keys: it offers F1 itself.
+        assert any(label.startswith("f1 Help") for label in footer_labels(app))
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: bool(app.screen.query("HelpPanel")))
+        assert "Answer later" in screen_text(app)  # the question's own keys
+        answer = app.screen.query_one("#ask-answer", Input)
+        assert answer.value == "tues" and answer.has_focus
+        await pilot.press("f1", *"day")
+        await wait_for(pilot, lambda: not app.screen.query("HelpPanel"))
+        assert answer.value == "tuesday"
+
+
 async def test_a_question_from_another_process_is_answered_from_the_list(app: AahApp) -> None:
     with SessionStore(app.db) as runner_store:  # what a batch run elsewhere writes
         session = runner_store.open_session("Convert 20 EUR to USD", run=None, task_id="t1")

@@ -40,7 +40,13 @@ from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
 from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
-from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen, queue_place, taken_by
+from aah.ui.tui.screens import (
+    HELP_KEY,
+    AskHumanScreen,
+    PendingQuestionsScreen,
+    queue_place,
+    taken_by,
+)
 from aah.ui.tui.setup import SetupPanel
 from aah.ui.tui.tasks import FREE_TEXT_TOOLS, ScriptedModel, TuiTask, configured_model
 from aah.ui.tui.widgets import (
@@ -128,6 +134,7 @@ class AahApp(App[None]):
         Binding("a", "toggle_aah", "Ask-Help"),
         Binding("t", "toggle_setup", "Setup"),
         Binding("q", "quit", "Quit"),
+        HELP_KEY,
     ]
 
     running: reactive[bool] = reactive(False)
@@ -412,6 +419,16 @@ class AahApp(App[None]):
             return
         self.setup.select_demo(tasks[number - 1].id)
         self.notify(f"{number}: {tasks[number - 1].title}. Press s to start.", timeout=4)
+
+    def action_help(self) -> None:
+        """Show the keys of what has focus, with what each does, or hide them again.
+
+        The panel sits beside the screen: a typed answer keeps its text and focus.
+        """
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
 
     def action_toggle_setup(self) -> None:
         """On a narrow screen, show the setup in the timeline's place, or the timeline again."""

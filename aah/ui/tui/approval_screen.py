@@ -23,7 +23,7 @@ from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, arguments_models
-from aah.ui.tui.screens import AskHumanScreen, describe_context
+from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, describe_context
 
 # What the dialog returns: the decision, an edit's arguments, a reason.
 ApprovalChoice = dict[str, Any]
@@ -39,6 +39,7 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
         Binding("r", "reject", "Reject"),
         Binding("t", "terminate", "Terminate"),
         Binding("escape", "back", "Back / later"),
+        HELP_KEY,
     ]
 
     def __init__(self, request: HumanRequestRecord, where: str = "") -> None:

@@ -70,6 +70,12 @@ def describe_context(context: dict[str, Any]) -> Text:
     return text
 
 
+# F1 shows the keys of what has focus, with what each does, and hides them
+# again, on every screen: no typed answer uses it. A dialog hides the app's
+# keys, so each dialog binds it too.
+HELP_KEY = Binding("f1", "app.help", "Help")
+
+
 class AskHumanScreen(ModalScreen[str | None]):
     """The agent's question, its context and a box for the answer.
 
@@ -89,6 +95,7 @@ class AskHumanScreen(ModalScreen[str | None]):
     BINDINGS = [
         Binding("escape", "later", "Answer later"),
         Binding("ctrl+n", "decline", "Decline"),
+        HELP_KEY,
     ]
     # The answer box has the keys from the moment the dialog is shown.
     AUTO_FOCUS = "#ask-answer"
@@ -170,7 +177,7 @@ class PendingQuestionsScreen(ModalScreen[str | None]):
         annotator: Who is choosing: questions others hold are marked taken.
     """
 
-    BINDINGS = [Binding("escape", "close", "Close")]
+    BINDINGS = [Binding("escape", "close", "Close"), HELP_KEY]
 
     def __init__(self, entries: Sequence[QueueEntry], total: int, annotator: str) -> None:
         super().__init__()
