@@ -37,11 +37,11 @@ from typing import Any
 import yaml
 from yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
 
+from aah.bounds import MAX_NESTING
 from aah.storable import storable_text
 
 DEFAULT_MAX_SPEC_BYTES = 20_000_000
-# The real specs nest 13 levels at most and hold a few thousand nodes.
-MAX_NESTING = 100
+# The real specs hold a few thousand nodes.
 MAX_EXPANDED_NODES = 2_000_000
 
 
