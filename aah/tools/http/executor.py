@@ -38,11 +38,12 @@ from aah.tools.http.results import (
     too_large_result,
 )
 from aah.tools.http.transport import (
+    AddressGuard,
     CallDeadline,
     GuardedAdapter,
-    PrivateAddressError,
-    private_address_message,
-    refused_address,
+    RefusedHostError,
+    Resolver,
+    resolve_host,
 )
 from aah.tools.spec import EndpointSpec
 
@@ -68,9 +69,9 @@ class Failure(NamedTuple):
 
 def describe_exception(exc: requests.RequestException, *, host: str, timeout: float) -> Failure:
     """Name a transport failure in a few words, the way the agent should read it."""
-    private = find_cause(exc, PrivateAddressError)
-    if private is not None:
-        return Failure(str(private), False)
+    refused = find_cause(exc, RefusedHostError)
+    if refused is not None:
+        return Failure(str(refused), False)
     if _headers_too_large(exc):
         # The same server sends the same headers again: no retry.
         return Failure(headers_too_large_message(host), False)
@@ -181,26 +182,40 @@ def _is_compressed(response: requests.Response) -> bool:
     return encoding not in ("", "identity")
 
 
-def new_session(pool_size: int = 16, *, public_only: bool = False) -> requests.Session:
+def new_session(
+    pool_size: int = 16, *, public_only: bool = False, resolve: Resolver = resolve_host
+) -> requests.Session:
     """A pooled session (keep-alive connections reused across calls).
 
     Args:
         pool_size: Connections kept per host.
-        public_only: Refuse every connection whose peer is not a public address.
+        public_only: Connect only to public addresses, checked here, never
+            through a proxy.
+        resolve: How the address guard resolves a host.
     """
     session = requests.Session()
-    mount_pool(session, pool_size, public_only=public_only)
+    mount_pool(session, pool_size, public_only=public_only, resolve=resolve)
     return session
 
 
-def mount_pool(session: requests.Session, pool_size: int, *, public_only: bool = False) -> None:
+def mount_pool(
+    session: requests.Session,
+    pool_size: int,
+    *,
+    public_only: bool = False,
+    resolve: Resolver = resolve_host,
+) -> None:
     """Give ``session`` a connection pool sized for concurrent tool calls.
 
     Its connections obey the deadline of the call that uses them, and with
-    ``public_only`` refuse a peer address that is not public.
+    ``public_only`` go only to public addresses resolved and checked here,
+    never through a proxy (see :class:`GuardedAdapter`).
     """
     adapter: HTTPAdapter = GuardedAdapter(
-        public_only=public_only, pool_connections=pool_size, pool_maxsize=pool_size
+        public_only=public_only,
+        resolve=resolve,
+        pool_connections=pool_size,
+        pool_maxsize=pool_size,
     )
     session.mount("http://", adapter)
     session.mount("https://", adapter)
@@ -224,7 +239,12 @@ class HttpExecutor:
         mode: The mode name written on every result.
         request_options: Extra keyword arguments for every ``session.request``.
         allow_private: Call hosts whose addresses are not public (loopback,
-            private, link-local...); default: ``Settings.http_allow_private``.
+            private, link-local...), and hosts that do not resolve here, through
+            a proxy if the environment sets one; default:
+            ``Settings.http_allow_private``. Without it, calls go only to public
+            addresses checked here, never through a proxy.
+        resolve: How the address guard resolves a host (default: the system's
+            resolver); a session passed in brings its own.
     """
 
     def __init__(
@@ -240,6 +260,7 @@ class HttpExecutor:
         mode: str = "live",
         request_options: Mapping[str, Any] | None = None,
         allow_private: bool | None = None,
+        resolve: Resolver = resolve_host,
     ) -> None:
         settings = get_settings()
         self.allow_private = settings.http_allow_private if allow_private is None else allow_private
@@ -251,8 +272,9 @@ class HttpExecutor:
         self.max_backoff = max_backoff
         self.mode = mode
         self.request_options = dict(request_options or {})
+        self._guard = AddressGuard(resolve)
         if session is None:
-            session = new_session(public_only=not self.allow_private)
+            session = new_session(public_only=not self.allow_private, resolve=resolve)
         self.session = session
         self.session.hooks["response"].append(BodyCap(self.max_bytes))
 
@@ -338,17 +360,26 @@ class HttpExecutor:
         return failure_result(message, url=request.url, latency_ms=_ms(started), mode=self.mode)
 
     def _refused(self, url: str) -> str | None:
-        """Why ``url``'s host may not be called (an address that is not public), if so."""
+        """Why ``url``'s host may not be called (not public, or not checkable), if so.
+
+        The connection checks again, on the addresses it connects to; this
+        check also covers a session passed in without a guarded adapter.
+        """
         if self.allow_private:
             return None
         parts = urlsplit(url)
-        host = parts.hostname or ""
+        host = parts.hostname
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
             return None  # a bad port: the request fails on its own, saying so
-        address = refused_address(host, port)
-        return None if address is None else private_address_message(host, address)
+        if not host:
+            return None  # no host: the request fails on its own, saying so
+        try:
+            self._guard.check(host, port)
+        except RefusedHostError as exc:
+            return str(exc)
+        return None
 
     def _send(
         self, request: HttpRequest, host: str, deadline: CallDeadline

@@ -27,6 +27,7 @@ from aah.tools.http.executor import HttpExecutor
 from aah.tools.http.faults import FaultExecutor, FaultPlan
 from aah.tools.http.mock import MockExecutor
 from aah.tools.http.results import ToolResult
+from aah.tools.http.transport import Resolver, resolve_host
 from aah.tools.spec import EndpointSpec
 
 # Modes that answer every call themselves; ``fault`` wraps one of them.
@@ -72,6 +73,8 @@ class ExecutorOptions(NamedTuple):
     cache_path: Path | None = None
     fault_plan: FaultPlan | str | Sequence[str] | None = None
     base_mode: str = "mock"
+    # How the address guard resolves a tool host (live and record connect).
+    resolve: Resolver = resolve_host
 
 
 ExecutorFactory = Callable[[ExecutorOptions], Executor]
@@ -87,6 +90,7 @@ def make_executor(
     retries: int | None = None,
     max_bytes: int | None = None,
     backoff: float = 0.5,
+    resolve: Resolver = resolve_host,
 ) -> Executor:
     """The executor for an HTTP mode (a name in :data:`HTTP_MODES`).
 
@@ -100,6 +104,8 @@ def make_executor(
         retries: Retries after 429/5xx/connection errors (default from settings).
         max_bytes: Response size cap (default from settings).
         backoff: First retry delay in seconds.
+        resolve: How the address guard resolves a tool host (default: the
+            system's resolver; a parameter for tests).
 
     Returns:
         An object with ``call``, ``acall`` and ``close``.
@@ -115,11 +121,11 @@ def make_executor(
         max_bytes=settings.http_max_bytes if max_bytes is None else max_bytes,
         backoff=backoff,
     )
-    return factory(ExecutorOptions(limits, cache_path, fault_plan, base_mode))
+    return factory(ExecutorOptions(limits, cache_path, fault_plan, base_mode, resolve))
 
 
 def _live_executor(options: ExecutorOptions) -> Executor:
-    return _http_executor("live", options.limits)
+    return _http_executor("live", options)
 
 
 def _record_executor(options: ExecutorOptions) -> Executor:
@@ -129,11 +135,11 @@ def _record_executor(options: ExecutorOptions) -> Executor:
     path.parent.mkdir(parents=True, exist_ok=True)
     # Always ask the API again and overwrite: a recording is a fresh snapshot.
     public_only = not get_settings().http_allow_private
+    session = open_cache_session(
+        path, replay=False, public_only=public_only, resolve=options.resolve
+    )
     return _http_executor(
-        "record",
-        options.limits,
-        session=open_cache_session(path, replay=False, public_only=public_only),
-        request_options={"force_refresh": True},
+        "record", options, session=session, request_options={"force_refresh": True}
     )
 
 
@@ -191,11 +197,12 @@ BASE_HTTP_MODES: dict[BaseHttpMode, ExecutorFactory] = {
 
 def _http_executor(
     mode: str,
-    limits: HttpLimits,
+    options: ExecutorOptions,
     *,
     session: requests.Session | None = None,
     request_options: Mapping[str, Any] | None = None,
 ) -> HttpExecutor:
+    limits = options.limits
     return HttpExecutor(
         mode=mode,
         session=session,
@@ -204,6 +211,7 @@ def _http_executor(
         retries=limits.retries,
         max_bytes=limits.max_bytes,
         backoff=limits.backoff,
+        resolve=options.resolve,
     )
 
 

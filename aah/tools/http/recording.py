@@ -26,6 +26,7 @@ from requests_cache.serializers.preconf import base_stage
 from aah.secrets import scrub_tree
 from aah.tools.http.executor import RETRY_STATUSES, HttpExecutor, mount_pool
 from aah.tools.http.results import ToolResult
+from aah.tools.http.transport import Resolver, resolve_host
 from aah.tools.spec import EndpointSpec
 
 # Answers worth replaying: final ones. Transient failures (408, 429, 5xx) are
@@ -79,14 +80,18 @@ class _OfflineAdapter(BaseAdapter):
         return None
 
 
-def open_cache_session(path: Path, *, replay: bool, public_only: bool = False) -> CachedSession:
+def open_cache_session(
+    path: Path, *, replay: bool, public_only: bool = False, resolve: Resolver = resolve_host
+) -> CachedSession:
     """A requests-cache session over the SQLite file at ``path``.
 
     Args:
         path: The SQLite file (created for recording).
         replay: Read-only and cache-only: a miss is a 504 "Not Cached" answer
             made by requests-cache, and the transport refuses to connect.
-        public_only: Recording refuses peers whose addresses are not public.
+        public_only: Recording connects only to public addresses, checked
+            here, never through a proxy (as a live call does).
+        resolve: How the address guard resolves a host.
 
     Returns:
         The session; responses never expire.
@@ -108,7 +113,7 @@ def open_cache_session(path: Path, *, replay: bool, public_only: bool = False) -
         # third of a replay hit's cost) and mean nothing without a network.
         session.trust_env = False
     else:
-        mount_pool(session, pool_size=16, public_only=public_only)
+        mount_pool(session, pool_size=16, public_only=public_only, resolve=resolve)
     return session
 
 
