@@ -63,6 +63,10 @@ class ParameterSpec(BaseModel):
     # to the model as is. Left out of dumps when absent, so the specs of
     # registries built before it hash as they did.
     json_schema: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The name the source knows the parameter by, where it differs from the
+    # name shown and offered (an MCP server's name holding control or
+    # invisible characters): a call is sent with it. Left out when absent.
+    source_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ResponseSketch(BaseModel):
