@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     # 'CMD ARGS', URLs or NAME=...), and how long one may take to start and
     # to answer a call.
     mcp: list[str] = Field(default_factory=list)
+    # Which of their tools (AAH_MCP_TOOLS, a JSON list of globs, as --mcp-tools).
+    mcp_tools: list[str] = Field(default_factory=list)
     mcp_start_timeout: float = Field(default=30.0, gt=0)
     mcp_timeout: float = Field(default=30.0, gt=0)
 

@@ -117,6 +117,14 @@ ApproveToolsOption = Annotated[
         "--approve-tools", help="Calls of tools matching this glob need approval (repeatable)."
     ),
 ]
+McpToolsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp-tools",
+        help="Take only the MCP tools matching this glob (repeatable): 'NAME__*issue*' for "
+        "one server, '*search*' for every one (default AAH_MCP_TOOLS; at most 128 a server).",
+    ),
+]
 DiscoverKOption = Annotated[
     int | None,
     typer.Option(

@@ -18,6 +18,7 @@ from aah.cli.options import (
     DbOption,
     DiscoverKOption,
     HumanDeadlineOption,
+    McpToolsOption,
     ModelOption,
     StepLimitOption,
     ToolModeOption,
@@ -29,6 +30,9 @@ from aah.cli.tools import open_registry
 from aah.errors import AahError
 from aah.extensions import HTTP_MODE_NAMES, HUMAN_CHANNEL_NAMES, listed
 from aah.terminal_text import printable
+
+# Tool names the trace's header shows; the rest are counted.
+TRACE_TOOL_NAMES = 20
 
 # Heavy modules (LangChain, LangGraph, openai) load when a command runs, so
 # `aah --help` and the light commands start fast.
@@ -51,6 +55,13 @@ def select_tools(registry: Registry, names: list[str], auto: int, query: str) ->
             if hit.spec.qualified_name not in chosen
         ]
     return specs
+
+
+def offered_names(specs: list[EndpointSpec], shown: int = TRACE_TOOL_NAMES) -> str:
+    """The trace header's list of tools: the first ``shown`` names, then how many more."""
+    names = [spec.qualified_name for spec in specs[:shown]]
+    more = f" and {len(specs) - shown:,} more" if len(specs) > shown else ""
+    return ", ".join(names) + more if names else "none"
 
 
 def run(
@@ -85,6 +96,7 @@ def run(
         "--mcp",
         help="Offer an MCP server's tools: 'CMD ARGS' (stdio) or a URL (repeatable).",
     ),
+    mcp_tools: McpToolsOption = None,
     approve: ApproveOption = None,
     approve_methods: ApproveMethodsOption = None,
     approve_tools: ApproveToolsOption = None,
@@ -92,7 +104,7 @@ def run(
     """Answer one query with the agent, printing each step as it happens."""
     from aah.config import get_settings
     from aah.llm import model_config
-    from aah.mcp import configured_servers, open_mcp_tools
+    from aah.mcp import configured_choice, configured_servers, open_mcp_tools
     from aah.runtime import (
         ChannelOptions,
         SessionRequest,
@@ -115,6 +127,7 @@ def run(
         find_data_dir(data)  # a mistyped --data is an error even when no tool needs it
     db_path = db or get_settings().db
     servers = configured_servers(mcp)
+    mcp_choice = configured_choice(mcp_tools or [])
     config = model_config("agent", model=model)  # a missing model is said before any build
     registry = open_registry(data, build_if_missing=True) if tool or auto_tools else None
     specs = select_tools(registry, tool, auto_tools, query) if registry else []
@@ -126,7 +139,11 @@ def run(
     finder = ToolFinder(registry, k) if registry is not None and discovering else None
     mode, _ = run_async(choose_tool_mode(choice, config))
     channel = make_human_channel(human, ChannelOptions(db_path, human_deadline))
-    tools = open_mcp_tools(servers, http_mode=http, fault_plan=fault or None, offered=specs)
+    tools = open_mcp_tools(
+        servers, http_mode=http, fault_plan=fault or None, offered=specs, choice=mcp_choice
+    )
+    for note in tools.notes:
+        print_warning(note)
     specs += tools.specs
     request = SessionRequest(
         query=query,
@@ -139,7 +156,7 @@ def run(
         finder=finder,
         approvals=approvals,
     )
-    offered = ", ".join(s.qualified_name for s in specs) or "none"
+    offered = offered_names(specs)
     offered += f" + find_tools ({k} per search)" if finder is not None else ""
     console.print(
         f"[bold]query:[/] {escape(printable(query))}\n"

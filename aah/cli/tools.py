@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.options import ConcurrencyOption, DataOption, JsonOption, WideOption
+from aah.cli.options import (
+    ConcurrencyOption,
+    DataOption,
+    JsonOption,
+    McpToolsOption,
+    WideOption,
+)
 from aah.cli.output import (
     console,
     err_console,
@@ -15,6 +21,7 @@ from aah.cli.output import (
     print_json,
     print_line,
     print_table,
+    print_warning,
     table,
 )
 from aah.errors import AahError
@@ -212,6 +219,8 @@ def show(
 
 # The query as a search's title repeats it: the whole of a short one, the start of a long one.
 _TITLE_QUERY_CHARS = 120
+# Names of an MCP server's added tools that `add-mcp` lists; the rest are counted.
+_ADDED_NAMES_SHOWN = 20
 
 
 @app.command()
@@ -314,6 +323,7 @@ def add_mcp(
     command: list[str] = typer.Argument(
         ..., help="After --: the command that starts it (stdio), or its URL (streamable HTTP)."
     ),
+    mcp_tools: McpToolsOption = None,
     data: DataOption = None,
 ) -> None:
     """Record an MCP server's tools in the registry, searchable beside the HTTP endpoints."""
@@ -321,21 +331,33 @@ def add_mcp(
 
     from aah.config import get_settings, project_root
     from aah.data import find_data_dir
-    from aah.mcp import McpConnections, McpFailure, parse_server, require_sdk, tool_specs
+    from aah.mcp import (
+        MAX_REGISTRY_TOOLS,
+        McpConnections,
+        McpFailure,
+        configured_choice,
+        parse_server,
+        read_tool_specs,
+        require_sdk,
+    )
     from aah.tools.registry import Registry, build_registry, save_added
 
     require_sdk()
     server = parse_server(shlex.join(command) if len(command) > 1 else command[0], name=name)
+    choice = configured_choice(mcp_tools or [])
     settings = get_settings()
     connections = McpConnections(
         start_timeout=settings.mcp_start_timeout, call_timeout=settings.mcp_timeout
     )
     try:
-        specs = tool_specs(server, connections.list_tools(server))
+        listing = connections.read_tools(server, choice, cap=MAX_REGISTRY_TOOLS)
     except McpFailure as exc:
         raise AahError(f"{exc}: nothing was added") from None
     finally:
         connections.close()
+    specs, notes = read_tool_specs(server, listing.tools)
+    for note in [*listing.notes, *notes]:
+        print_warning(note)
     if not specs:
         raise AahError(f"MCP server {server.name} offers no tools: nothing was added")
     path = settings.registry_path()
@@ -349,9 +371,12 @@ def add_mcp(
         kept = [s.qualified_name for s in specs if s.qualified_name in registry]
     finally:
         registry.close()
+    shown = ", ".join(kept[:_ADDED_NAMES_SHOWN])
+    if len(kept) > _ADDED_NAMES_SHOWN:
+        shown += f" and {len(kept) - _ADDED_NAMES_SHOWN:,} more"
     console.print(
         f"added {len(kept)} tools of MCP server {server.name} to {path} "
-        f"({report.endpoints} in all): {', '.join(kept)}",
+        f"({report.endpoints} in all): {shown}",
         markup=False,
         highlight=False,
     )

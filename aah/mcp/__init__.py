@@ -21,8 +21,9 @@ if TYPE_CHECKING:
         TaskView,
     )
     from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
+    from aah.mcp.listing import MAX_REGISTRY_TOOLS, MAX_TOOLS, ToolChoice, ToolListing
     from aah.mcp.recording import McpRecording, default_recording_path
-    from aah.mcp.schema import tool_spec, tool_specs
+    from aah.mcp.schema import ToolSpecs, read_tool_specs, shown_name, tool_spec, tool_specs
     from aah.mcp.serve import BearerGuard, build_desk_server, serve_http
     from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, server_of, unique_names
     from aah.mcp.tasks import (
@@ -34,9 +35,17 @@ if TYPE_CHECKING:
         GetTaskResult,
         TaskIdParams,
     )
-    from aah.mcp.tools import McpTools, configured_servers, open_mcp_tools
+    from aah.mcp.tools import McpTools, configured_choice, configured_servers, open_mcp_tools
 
 __all__ = [
+    "MAX_REGISTRY_TOOLS",
+    "MAX_TOOLS",
+    "ToolChoice",
+    "ToolListing",
+    "ToolSpecs",
+    "configured_choice",
+    "read_tool_specs",
+    "shown_name",
     "CANCELLED_ANSWER",
     "CANCELLED_BY",
     "TASKS_EXTENSION",
@@ -75,6 +84,14 @@ __all__ = [
 ]
 
 _WHERE = {
+    "MAX_REGISTRY_TOOLS": "aah.mcp.listing",
+    "MAX_TOOLS": "aah.mcp.listing",
+    "ToolChoice": "aah.mcp.listing",
+    "ToolListing": "aah.mcp.listing",
+    "ToolSpecs": "aah.mcp.schema",
+    "configured_choice": "aah.mcp.tools",
+    "read_tool_specs": "aah.mcp.schema",
+    "shown_name": "aah.mcp.schema",
     "CANCELLED_ANSWER": "aah.mcp.desk",
     "CANCELLED_BY": "aah.mcp.desk",
     "TaskView": "aah.mcp.desk",

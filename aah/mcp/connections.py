@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -26,10 +27,13 @@ from typing import IO, Any, NamedTuple, TypeVar
 
 from aah import __version__
 from aah.errors import AahError
+from aah.mcp.listing import ToolChoice, ToolListing
 from aah.mcp.servers import McpServer
 from aah.secrets import remember_secret
 
 T = TypeVar("T")
+# What a tool listing is called in a failure's line.
+_LISTING = "listing its tools"
 # Lines of a server's stderr quoted when it fails to start or exits.
 _STDERR_TAIL_BYTES = 4096
 
@@ -64,6 +68,22 @@ class _Held:
         self.task: asyncio.Task[None] | None = None
         self.errlog: IO[bytes] | None = None
         self.ended: str | None = None
+        # Set (and replaced) each time the server sends an answer aah cannot read.
+        self.unreadable = asyncio.Event()
+        self.unreadable_why = ""
+
+    async def on_message(self, message: Any) -> None:
+        """The SDK's message handler: wakes the waiting requests when an answer cannot be read.
+
+        The SDK's reader drops a line it cannot parse (JSON nested past what
+        it reads, a result that is not the shape asked for) and hands the
+        error here, not to the request it answered, which would wait until
+        its deadline. A line that is an answer to some request ends the waits.
+        """
+        if isinstance(message, Exception) and _an_answer(message):
+            self.unreadable_why = _unreadable_reason(message)
+            woken, self.unreadable = self.unreadable, asyncio.Event()
+            woken.set()
 
     def stderr_tail(self) -> str:
         """The last line the server wrote to stderr, if any."""
@@ -103,16 +123,35 @@ class McpConnections:
         self._closed = False
 
     def list_tools(self, server: McpServer) -> list[dict[str, Any]]:
-        """Every tool ``server`` offers, in JSON form (name, description, inputSchema).
+        """The tools aah takes of ``server`` (see :meth:`read_tools`), in JSON form.
 
         Raises:
             McpFailure: the server did not start or did not list its tools in time.
         """
-        return self._wait(self._list(server), self.start_timeout + self.call_timeout + 5)
+        return self.read_tools(server).tools
+
+    def read_tools(
+        self, server: McpServer, choice: ToolChoice | None = None, *, cap: int | None = None
+    ) -> ToolListing:
+        """What aah takes of ``server``'s tool list: ``choice``'s tools, within the bounds.
+
+        Pages are read until ``cap`` tools are taken (default
+        :data:`~aah.mcp.listing.MAX_TOOLS`), the list ends or the page bound
+        is reached, all within one call's deadline.
+
+        Raises:
+            McpFailure: the server did not start, or its list was not read in time.
+        """
+        listing = ToolListing(server.name, choice or ToolChoice())
+        if cap is not None:
+            listing.cap = cap
+        work = self._list(server, listing)
+        return self._wait(work, self.start_timeout + self.call_timeout + 5)
 
     async def alist_tools(self, server: McpServer) -> list[dict[str, Any]]:
         """:meth:`list_tools` from any event loop."""
-        return await self._submit(self._list(server))
+        listing = await self._submit(self._list(server, ToolListing(server.name)))
+        return listing.tools
 
     def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
         """Call ``tool`` of ``server``; see :meth:`acall`."""
@@ -157,10 +196,9 @@ class McpConnections:
             raise McpFailure("the MCP connections are closed")
         return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout=timeout)
 
-    async def _list(self, server: McpServer) -> list[dict[str, Any]]:
+    async def _list(self, server: McpServer, listing: ToolListing) -> ToolListing:
         held = await self._open(server)
-        result = await self._guarded(held, held.client.list_tools(), "listing its tools")
-        return [tool.model_dump(mode="json", by_alias=True) for tool in result.tools]
+        return await self._guarded(held, _read_pages(held.client, listing), _LISTING)
 
     async def _call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
         held = await self._open(server)
@@ -172,9 +210,21 @@ class McpConnections:
         """``request``'s answer, unless the server exits or the deadline passes first."""
         assert held.task is not None
         call = asyncio.ensure_future(request)
-        done, _ = await asyncio.wait(
-            {call, held.task}, timeout=self.call_timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        unreadable = asyncio.ensure_future(held.unreadable.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {call, held.task, unreadable},
+                timeout=self.call_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            unreadable.cancel()
+        if call not in done and unreadable in done:
+            call.cancel()
+            what = "tool list" if doing == _LISTING else f"answer to {doing}"
+            raise McpFailure(
+                f"MCP server {held.server.name}'s {what} could not be read: {held.unreadable_why}"
+            )
         if call in done:
             try:
                 return call.result()
@@ -272,6 +322,7 @@ class McpConnections:
                 client = Client(
                     transport,
                     read_timeout_seconds=self.call_timeout,
+                    message_handler=held.on_message,
                     client_info=Implementation(name="aah", version=__version__),
                     cache=None,
                 )
@@ -296,6 +347,11 @@ class McpConnections:
     def _broken(self, held: _Held, doing: str, exc: BaseException) -> str:
         if held.ended is not None:
             return held.ended
+        if doing == _LISTING and type(exc).__name__ == "ValidationError":
+            return (
+                f"MCP server {held.server.name}'s tool list could not be read: "
+                f"{_reason(exc)}: fix the server, or leave it out"
+            )
         return f"MCP server {held.server.name} failed {doing}: {_reason(exc)}"
 
     async def _close_all(self) -> None:
@@ -311,10 +367,62 @@ class McpConnections:
                 held.errlog.close()
 
 
+async def _read_pages(client: Any, listing: ToolListing) -> ToolListing:
+    """Read ``tools/list`` page by page into ``listing``, until it says to stop."""
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        listing.add_page([tool.name for tool in page.tools], functools.partial(_dumped, page.tools))
+        cursor = page.next_cursor
+        if not listing.next_page(cursor):
+            return listing
+
+
+def _dumped(tools: list[Any], index: int) -> dict[str, Any]:
+    dumped: dict[str, Any] = tools[index].model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+def _an_answer(exc: Exception) -> bool:
+    """Whether an unreadable line was an answer to a request (not a stray line of text)."""
+    head = _unreadable_input(exc)[:300]
+    return head.lstrip().startswith("{") and ('"result"' in head or '"id"' in head)
+
+
+def _unreadable_input(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return ""
+    try:
+        given = errors()[0].get("input")
+    except (IndexError, TypeError, ValueError):
+        return ""
+    return given if isinstance(given, str) else ""
+
+
+def _unreadable_reason(exc: Exception) -> str:
+    """Why the SDK could not read a line, in words (its depth bound, most often)."""
+    if "recursion limit" in str(exc):
+        return (
+            "it nests deeper than the MCP SDK reads (a tool's input schema, most likely; "
+            "aah takes 100 levels): fix the server, or leave it out"
+        )
+    return f"{_reason(exc)}: fix the server, or leave it out"
+
+
 def _reason(exc: BaseException) -> str:
     """An exception in a few words: its message's first line, else its type."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    errors = getattr(exc, "errors", None)
+    if callable(errors) and type(exc).__name__ == "ValidationError":
+        # pydantic's: which field of the answer, and what is wrong with it.
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            return f"{where or 'the answer'}: {first.get('msg', 'not valid')}"[:300]
+        except (IndexError, TypeError, ValueError):
+            pass
     said = getattr(exc, "message", None)  # MCPError's str() is its argument tuple
     said = said if isinstance(said, str) and said.strip() else str(exc)
     text = said.strip().splitlines()[0] if said.strip() else ""

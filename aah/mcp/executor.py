@@ -55,12 +55,12 @@ class McpExecutor:
     def call(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
         """Call the MCP tool of ``spec``; never raises for a failed call."""
         started = time.perf_counter()
-        values = _given(arguments)
+        values = _given(spec, arguments)
         replayed = self._replayed(spec, values, started)
         if replayed is not None or self.connections is None:
             return replayed or self._unavailable(spec, started)
         try:
-            reply = self.connections.call(server_of(spec), spec.name, values)
+            reply = self.connections.call(server_of(spec), tool_name(spec), values)
         except McpFailure as exc:
             return _failed(spec, exc, started, self.mode)
         except TimeoutError as exc:
@@ -70,12 +70,12 @@ class McpExecutor:
     async def acall(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
         """:meth:`call` without blocking the event loop."""
         started = time.perf_counter()
-        values = _given(arguments)
+        values = _given(spec, arguments)
         replayed = self._replayed(spec, values, started)
         if replayed is not None or self.connections is None:
             return replayed or self._unavailable(spec, started)
         try:
-            reply = await self.connections.acall(server_of(spec), spec.name, values)
+            reply = await self.connections.acall(server_of(spec), tool_name(spec), values)
         except McpFailure as exc:
             return _failed(spec, exc, started, self.mode)
         if self.recording is not None:
@@ -95,7 +95,7 @@ class McpExecutor:
     ) -> ToolResult | None:
         if self.mode != "replay" or self.recording is None:
             return None
-        reply = self.recording.reply(spec.tool, spec.name, values)
+        reply = self.recording.reply(spec.tool, tool_name(spec), values)
         if reply is None:
             return self._unavailable(spec, started)
         return reply_result(
@@ -117,7 +117,7 @@ class McpExecutor:
         self, spec: EndpointSpec, values: dict[str, Any], reply: McpReply, started: float
     ) -> ToolResult:
         if self.mode == "record" and self.recording is not None:
-            self.recording.save_reply(spec.tool, spec.name, values, reply)
+            self.recording.save_reply(spec.tool, tool_name(spec), values, reply)
         return reply_result(
             reply, spec, latency_ms=_ms(started), mode=self.mode, max_bytes=self.max_bytes
         )
@@ -187,11 +187,23 @@ def _failed(spec: EndpointSpec, exc: McpFailure, started: float, mode: str) -> T
     )
 
 
-def _given(arguments: Mapping[str, Any]) -> dict[str, Any]:
+def tool_name(spec: EndpointSpec) -> str:
+    """The name the server knows ``spec``'s tool by (the spec's own is the shown one)."""
+    return spec.source.id or spec.name
+
+
+def _given(spec: EndpointSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments as the server names them: each shown name back to the server's own."""
     # As for HTTP: None means "not given", and a credential argument's value
     # is a secret wherever it shows up next (a result that echoes it).
     remember_named(arguments)
-    return {name: value for name, value in arguments.items() if value is not None}
+    sent: dict[str, Any] = {}
+    for name, value in arguments.items():
+        if value is not None:
+            param = spec.parameter(name)
+            own = param.source_name if param is not None else None
+            sent[name if own is None else own] = value
+    return sent
 
 
 def _ms(started: float) -> float:

@@ -11,8 +11,9 @@ from aah.errors import AahError
 from aah.extensions import listed
 from aah.mcp.connections import McpConnections, McpFailure, require_sdk
 from aah.mcp.executor import McpExecutor, ToolRouter
+from aah.mcp.listing import ToolChoice, ToolListing
 from aah.mcp.recording import McpRecording, default_recording_path
-from aah.mcp.schema import tool_specs
+from aah.mcp.schema import ToolSpecs, read_tool_specs
 from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, unique_names
 from aah.tools import EndpointSpec
 from aah.tools.http import (
@@ -36,6 +37,7 @@ class McpTools:
     executor: Executor
     servers: list[McpServer] = field(default_factory=list)
     active: bool = True
+    notes: list[str] = field(default_factory=list)
     _owned: list[Executor] = field(default_factory=list)
 
     def route(self, http: Executor) -> ToolRouter:
@@ -60,6 +62,21 @@ def configured_servers(values: Sequence[str]) -> list[McpServer]:
     return unique_names([parse_server(text) for text in texts])
 
 
+def configured_choice(patterns: Sequence[str]) -> ToolChoice:
+    """The tools to take: ``--mcp-tools`` patterns after those of the ``AAH_MCP_TOOLS`` setting.
+
+    Raises:
+        AahError: a pattern is empty.
+    """
+    chosen = [*get_settings().mcp_tools, *patterns]
+    if any(not pattern.strip() for pattern in chosen):
+        raise AahError(
+            "an empty --mcp-tools pattern chooses no tool: give a glob on the names the agent "
+            "sees, e.g. --mcp-tools 'github__*issue*' (one server) or '*search*' (every server)"
+        )
+    return ToolChoice(tuple(pattern.strip() for pattern in chosen))
+
+
 def open_mcp_tools(
     servers: Sequence[McpServer],
     *,
@@ -68,6 +85,7 @@ def open_mcp_tools(
     base_mode: str = "mock",
     offered: Sequence[EndpointSpec] = (),
     recording_path: Path | None = None,
+    choice: ToolChoice | None = None,
 ) -> McpTools:
     """Start ``servers`` (or open their recording) and list their tools.
 
@@ -80,6 +98,8 @@ def open_mcp_tools(
         base_mode: How tools outside the fault plan are answered.
         offered: Specs from elsewhere (the registry) that may be MCP tools too.
         recording_path: The record/replay file (default: beside the HTTP recordings).
+        choice: Which of the servers' tools to take (``--mcp-tools``); at most
+            :data:`~aah.mcp.listing.MAX_TOOLS` of each server's are taken.
 
     Raises:
         AahError: the SDK is missing, a server did not start or list its
@@ -109,7 +129,12 @@ def open_mcp_tools(
     )
     executor: Executor = live if choose_mode != "mock" else make_executor("mock")
     try:
-        specs = [spec for server in servers for spec in _listed(server, connections, recording)]
+        specs: list[EndpointSpec] = []
+        notes: list[str] = []
+        for server in servers:
+            taken = _listed(server, connections, recording, choice or ToolChoice())
+            specs += taken.specs
+            notes += taken.notes
         if http_mode == "fault":
             plan = FaultPlan.parse(fault_plan or [])
             executor = FaultExecutor(
@@ -119,23 +144,35 @@ def open_mcp_tools(
         live.close()
         raise
     owned: list[Executor] = [live] if executor is live else [live, executor]
-    return McpTools(specs, executor, list(servers), _owned=owned)
+    return McpTools(specs, executor, list(servers), notes=notes, _owned=owned)
 
 
 def _listed(
-    server: McpServer, connections: McpConnections | None, recording: McpRecording | None
-) -> list[EndpointSpec]:
+    server: McpServer,
+    connections: McpConnections | None,
+    recording: McpRecording | None,
+    choice: ToolChoice,
+) -> ToolSpecs:
     if connections is None:
         assert recording is not None
-        return tool_specs(server, recording.tools(server.name))
-    try:
-        tools = connections.list_tools(server)
-    except McpFailure as exc:
-        raise AahError(f"{exc} (check the command with --mcp, or leave it out)") from None
-    except TimeoutError:
-        raise AahError(f"MCP server {server.name} did not list its tools in time") from None
-    if recording is not None:
-        recording.save_tools(server.name, tools)
-    if not tools:
-        raise AahError(f"MCP server {server.name} offers no tools: nothing to give the agent")
-    return tool_specs(server, tools)
+        # A recording from before the bounds, or written by hand, is held to them too.
+        listing = ToolListing(server.name, choice)
+        recorded = recording.tools(server.name)
+        listing.add_page([str(tool.get("name") or "") for tool in recorded], recorded.__getitem__)
+    else:
+        try:
+            listing = connections.read_tools(server, choice)
+        except McpFailure as exc:
+            raise AahError(f"{exc} (check the command with --mcp, or leave it out)") from None
+        except TimeoutError:
+            raise AahError(f"MCP server {server.name} did not list its tools in time") from None
+        if recording is not None:
+            recording.save_tools(server.name, listing.tools)
+    made = read_tool_specs(server, listing.tools)
+    if not made.specs:
+        chosen = " that --mcp-tools chooses" if choice.patterns and listing.offered else ""
+        raise AahError(
+            f"MCP server {server.name} offers no tools{chosen}: nothing to give the agent"
+            + (f" ({listing.notes[0]})" if listing.notes else "")
+        )
+    return ToolSpecs(made.specs, [*listing.notes, *made.notes])
