@@ -19,6 +19,7 @@ from postgres_cluster import PostgresServer, raw_rows
 from aah.cli import main
 from aah.db_url import DatabaseURL, parse_location
 from aah.store import SessionStore
+from aah.store.schema import SCHEMA_VERSION
 
 SECRET = "s3cret-Pw-123"
 
@@ -286,7 +287,9 @@ def test_db_migrate_makes_the_tables_once(
     for _ in range(2):  # the second run finds them made
         status, printed = aah(["db", "migrate", postgres_url], workdir, monkeypatch, capsys)
         assert status == 0 and "uses session schema" in printed, printed
-    assert raw_rows(parse_location(postgres_url), "SELECT version FROM aah_schema") == [(5,)]
+    assert raw_rows(parse_location(postgres_url), "SELECT version FROM aah_schema") == [
+        (SCHEMA_VERSION,)
+    ]
     assert list(workdir.iterdir()) == []
 
 

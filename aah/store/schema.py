@@ -35,7 +35,7 @@ from aah.secrets import scrub_text as scrub_text
 from aah.store.file_errors import RESTORE, StoreFileError, open_connection
 from aah.store.sqlite_db import Database
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SessionStatus = Literal[
     "running",
@@ -232,6 +232,14 @@ CREATE TABLE IF NOT EXISTS grades (
     flag TEXT
 );
 CREATE INDEX IF NOT EXISTS grades_by_session ON grades (session_id, created);
+
+-- The web page's kept sign-ins that were signed out, by the id each carries,
+-- until they would have expired anyway; whatever web app checks one asks here.
+CREATE TABLE IF NOT EXISTS signed_out_tokens (
+    token_id TEXT PRIMARY KEY,
+    until TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS signed_out_tokens_by_until ON signed_out_tokens (until);
 """
 ).replace(" IN LIVE", f" IN {tuple(LIVE_STATUSES)!r}")
 
@@ -422,11 +430,12 @@ def create_schema(db: Database) -> None:
     caller turns foreign keys off around this, as SQLite's table rebuild needs.
     """
     if getattr(db, "engine", "sqlite") == "postgresql":
-        # A PostgreSQL store starts at the current version: no older one exists.
+        # A PostgreSQL store began at version 5, and what came since are tables
+        # its SQL makes where missing: running it again upgrades the store.
         db.executescript(postgres_schema_sql())
         return
     found = int(db.execute("PRAGMA user_version").fetchone()[0])
-    if 0 < found < SCHEMA_VERSION:
+    if 0 < found < 5:
         upgrade_schema(db, found)
     db.executescript(SCHEMA_SQL)
     if 0 < found < 3:
@@ -536,7 +545,7 @@ _V1_SESSION_COLUMNS = (
 
 
 def upgrade_schema(db: Database, found: int) -> None:
-    """Bring a version-1 to -4 file to the current version, inside the caller's transaction.
+    """Bring a version-1 to -4 file to version 5, inside the caller's transaction.
 
     Version 2 lets a session be ``cancelled``, stores what resuming a session
     needs, and gives each human request its deadline and fallback. Version 3
@@ -546,7 +555,9 @@ def upgrade_schema(db: Database, found: int) -> None:
     Version 5 lets a person terminate a session (``terminated``), marks each
     human request a question or an approval, and adds ``approved_runs``
     (made by ``SCHEMA_SQL``). A new status is a CHECK constraint, so
-    ``sessions`` is rebuilt, SQLite's way.
+    ``sessions`` is rebuilt, SQLite's way. Version 6 only adds
+    ``signed_out_tokens``, which ``SCHEMA_SQL`` makes (on PostgreSQL too,
+    whose schema SQL makes what is missing), so it needs no step here.
     """
     # The triggers name ``sessions``; a table renamed while they point at a
     # dropped one is refused. ``SCHEMA_SQL`` creates them again.

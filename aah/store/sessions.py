@@ -19,7 +19,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -750,6 +750,28 @@ class SessionStore:
         """Every approval request and decision of ``runs`` (None: all), session by session."""
         return approval_steps(self._connection, runs)
 
+    # -- the web page's signed-out sign-ins ------------------------------------
+
+    def sign_out_token(self, token_id: str, until: datetime, *, now: datetime) -> None:
+        """Record that the kept sign-in ``token_id`` was signed out, until it expires.
+
+        Every web app on this database refuses it from then on. Records of
+        sign-ins that have expired by ``now`` are dropped meanwhile.
+        """
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO signed_out_tokens (token_id, until) VALUES (?, ?)"
+                " ON CONFLICT (token_id) DO UPDATE SET until = excluded.until"
+                " WHERE excluded.until > signed_out_tokens.until",
+                [token_id, _utc_text(until)],
+            )
+            db.execute("DELETE FROM signed_out_tokens WHERE until < ?", [_utc_text(now)])
+
+    def is_signed_out(self, token_id: str) -> bool:
+        """Whether the kept sign-in ``token_id`` was signed out (``sign_out_token``)."""
+        found = self._rows("SELECT 1 FROM signed_out_tokens WHERE token_id = ?", [token_id])
+        return bool(found)
+
     def expire_session_requests(self, session_id: str) -> int:
         """Give up on a session's pending requests (``HumanRequests.expire_session_requests``)."""
         return self._humans.expire_session_requests(session_id)
@@ -821,6 +843,12 @@ class SessionStore:
     def annotator_stats(self, annotator: str, now: datetime | None = None) -> AnnotatorStats:
         """``annotator``'s counter (``HumanRequests.annotator_stats``)."""
         return self._humans.annotator_stats(annotator, now)
+
+
+def _utc_text(moment: datetime) -> str:
+    """``moment`` as the time columns hold it (ISO 8601 in UTC); a naive one is taken as UTC."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat()
 
 
 def _stored_if_any(session_id: str, updated: Any, sent: SentEvents) -> Callable[[], list[Event]]:
