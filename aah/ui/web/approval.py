@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from aah.bounds import OutOfBounds, parse_json
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord, SessionStore
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, enum_problem
@@ -29,7 +30,11 @@ from aah.ui.web.queue import OpenedRequest
 
 MAX_REASON_CHARS = 4_000
 MAX_FIELD_CHARS = 20_000
+# The whole decision the page sends: no more than a request to the app may bring.
+MAX_DECISION_CHARS = 1_000_000
 _INTEGER = re.compile(r"[+-]?\d+")
+# Python reads at most 4,300 digits into an int; a number a person types has far fewer.
+_MAX_DIGITS = 400
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,9 @@ def read_decision(request: HumanRequestRecord, sent: str) -> Decision:
             naming the field and what it needs).
     """
     try:
-        data = json.loads(sent)
+        data = parse_json(sent, "the decision", max_chars=MAX_DECISION_CHARS)
+    except OutOfBounds:
+        raise
     except ValueError:
         data = None
     if not isinstance(data, dict) or data.get("decision") not in APPROVAL_DECISIONS:
@@ -255,7 +262,9 @@ def _typed(parameter: ParameterSpec, raw: str) -> Any:
     shown = clip(text, 40)
     if parameter.enum:
         try:
-            value = json.loads(text)
+            value = parse_json(text, name)
+        except OutOfBounds:
+            raise
         except ValueError:
             value = text  # a value typed by hand, not chosen
         if value not in parameter.enum:
@@ -267,7 +276,7 @@ def _typed(parameter: ParameterSpec, raw: str) -> Any:
     if parameter.type == "string":
         return raw
     if parameter.type == "integer":
-        if not _INTEGER.fullmatch(text):
+        if not _INTEGER.fullmatch(text) or len(text) > _MAX_DIGITS:
             raise ValueError(f"{name}: a whole number, e.g. 3, not “{shown}”")
         return int(text)
     if parameter.type == "number":
@@ -275,7 +284,7 @@ def _typed(parameter: ParameterSpec, raw: str) -> Any:
             number = float(text)
         except ValueError:
             number = math.nan
-        if not math.isfinite(number):
+        if not math.isfinite(number) or len(text) > _MAX_DIGITS:
             raise ValueError(f"{name}: a number, e.g. 2.5, not “{shown}”")
         return int(text) if _INTEGER.fullmatch(text) else number
     if parameter.type == "boolean":
@@ -283,7 +292,9 @@ def _typed(parameter: ParameterSpec, raw: str) -> Any:
             raise ValueError(f"{name}: true or false, not “{shown}”")
         return text.lower() == "true"
     try:
-        value = json.loads(text)
+        value = parse_json(text, name)
+    except OutOfBounds:
+        raise
     except ValueError as exc:
         where = (
             f" ({exc.msg} at column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""

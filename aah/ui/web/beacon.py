@@ -9,11 +9,11 @@ answered with one line and changes nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import anyio
 
+from aah.bounds import parse_json
 from aah.ui.web.guard import ASGIApp, Receive, Scope, Send, plain_reply
 
 RELEASE_PATH = "/aah/release"
@@ -27,8 +27,8 @@ Release = Callable[[str, str], bool]
 def beacon_fields(body: bytes) -> tuple[str, str] | None:
     """The signed sign-in and the request id a beacon's JSON body names, or None."""
     try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        data = parse_json(body.decode("utf-8"), "a release")
+    except ValueError:  # not UTF-8, not JSON, or nested too deep
         return None
     if not isinstance(data, dict):
         return None

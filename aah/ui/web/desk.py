@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
+from aah.bounds import MAX_WAIT_SECONDS, OutOfBounds, check_seconds
 from aah.store import HumanRequestRecord, SessionStore
 from aah.ui.web.queue import OpenedRequest, submit_answer
 
@@ -42,18 +43,19 @@ def lease_from_env() -> float:
     """The claim lease in seconds: ``AAH_WEB_LEASE_SECONDS``, else ``HEARTBEAT_LEASE_S``.
 
     Raises:
-        ValueError: The variable is set to something other than a positive number.
+        ValueError: The variable is set to something other than a positive
+            number of seconds, at most 30 days.
     """
     raw = os.environ.get(LEASE_ENV, "").strip()
     if not raw:
         return HEARTBEAT_LEASE_S
     try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0 or seconds == float("inf"):
-        raise ValueError(f"set {LEASE_ENV} to a positive number of seconds, not {raw!r}")
-    return seconds
+        return check_seconds(raw, LEASE_ENV)
+    except OutOfBounds:
+        raise ValueError(
+            f"set {LEASE_ENV} to a positive number of seconds, at most "
+            f"{MAX_WAIT_SECONDS:,.0f} (30 days), not {raw[:40]!r}"
+        ) from None
 
 
 @dataclass(frozen=True)

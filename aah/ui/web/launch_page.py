@@ -1,8 +1,15 @@
-"""The Launch tab (admins only): start a batch run whose questions come to the queue."""
+"""The Launch tab (admins only): start a batch run whose questions come to the queue.
+
+Its number boxes hand over whatever a client sends (no rounding or range in
+Gradio, which would fail on infinity or text): ``whole_number`` checks each
+one here, and a bad one is a line in the page.
+"""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
+from typing import Any
 
 import gradio as gr
 
@@ -16,6 +23,33 @@ from aah.ui.web.launch import (
     log_tail,
 )
 
+# The most tasks per setting a run may ask for (the benchmark has a few hundred).
+MAX_TASKS = 100_000
+# Linux's largest process id is 2**22; other systems stay below 2**31.
+MAX_PID = 2**31 - 1
+_PICK_RUN = "type the process id of a run launched from this page"
+
+
+def whole_number(value: Any, maximum: int, refusal: str) -> int | None:
+    """``value`` from a number box as a whole number from 1 to ``maximum``; None when empty.
+
+    Raises:
+        gr.Error: ``value`` is no such number (``refusal``, one line).
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise page_error(refusal)
+    try:
+        number = float(value) if not isinstance(value, int) else value
+    except (ValueError, OverflowError):
+        raise page_error(refusal) from None
+    if isinstance(number, float) and (not math.isfinite(number) or not number.is_integer()):
+        raise page_error(refusal)
+    if not 1 <= number <= maximum:
+        raise page_error(refusal)
+    return int(number)
+
 
 def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
     """Lay out the Launch tab inside the current Blocks and wire its events."""
@@ -28,7 +62,7 @@ def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
         setting = gr.Dropdown(
             label="Setting", choices=list(SETTING_CHOICES), value="underspecified"
         )
-        limit = gr.Number(label="Tasks per setting (empty: all)", value=5, precision=0, minimum=1)
+        limit = gr.Number(label="Tasks per setting (empty: all)", value=5)
     with gr.Row():
         model = gr.Textbox(label="Agent model (empty: AAH_MODEL)", elem_id="launch-model")
         aah = gr.Checkbox(label="Aah on (the agent may ask)", value=True)
@@ -37,7 +71,7 @@ def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
     with gr.Row():
         table = gr.Dataframe(headers=LAUNCH_HEADERS, datatype="str", interactive=False, wrap=True)
     with gr.Row():
-        pid = gr.Number(label="Process id", precision=0, value=None, scale=2)
+        pid = gr.Number(label="Process id", value=None, scale=2)
         with gr.Column(scale=1, min_width=160):
             show = gr.Button("Show log", size="sm")
             stop = gr.Button("Stop run", variant="stop", size="sm")
@@ -47,15 +81,21 @@ def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
         who: Annotator | None,
         name: str,
         chosen: str,
-        per_setting: float | None,
+        per_setting: Any,
         agent_model: str,
         ask: bool,
     ) -> tuple[str, list[list[str]], int, str]:
         require_admin(who)
+        limit = whole_number(
+            per_setting,
+            MAX_TASKS,
+            f"set the tasks per setting to a whole number from 1 to {MAX_TASKS:,}, "
+            "or leave it empty for all",
+        )
         request = LaunchRequest(
             run=name.strip(),
             setting=chosen,
-            limit=int(per_setting) if per_setting else None,
+            limit=limit,
             model=agent_model.strip() or None,
             aah=ask,
         )
@@ -66,18 +106,21 @@ def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
         note = f"Started run **{plain(request.run)}** as process {started.process.pid}."
         return note, launcher.rows(), started.process.pid, log_tail(started.log)
 
-    def on_show(who: Annotator | None, chosen: float | None) -> tuple[list[list[str]], str]:
+    def on_show(who: Annotator | None, chosen: Any) -> tuple[list[list[str]], str]:
         require_admin(who)
-        launched = launcher.find(int(chosen)) if chosen else None
+        number = whole_number(chosen, MAX_PID, _PICK_RUN)
+        launched = launcher.find(number) if number is not None else None
         if launched is None:
-            raise page_error("type the process id of a run launched from this page")
+            raise page_error(_PICK_RUN)
         return launcher.rows(), log_tail(launched.log)
 
-    def on_stop(who: Annotator | None, chosen: float | None) -> tuple[str, list[list[str]]]:
+    def on_stop(who: Annotator | None, chosen: Any) -> tuple[str, list[list[str]]]:
         require_admin(who)
-        if not chosen or not launcher.stop(int(chosen)):
-            raise page_error("type the process id of a running run launched from this page")
-        return f"Asked process {int(chosen)} to stop.", launcher.rows()
+        running = "type the process id of a running run launched from this page"
+        number = whole_number(chosen, MAX_PID, running)
+        if number is None or not launcher.stop(number):
+            raise page_error(running)
+        return f"Asked process {number} to stop.", launcher.rows()
 
     launch.click(
         on_launch,
