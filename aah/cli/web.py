@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 UI_EXTRA_MISSING = "the web app needs the ui extra: pip install 'aah[ui]'"
 # Kept here rather than imported from the web app, which needs Gradio.
 TOKEN_ENV = "AAH_WEB_TOKEN"
+ALLOWED_HOSTS_ENV = "AAH_WEB_ALLOWED_HOSTS"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+EVERY_ADDRESS = ("0.0.0.0", "::", "[::]")
 
 
 def build_app(db: Path) -> gr.Blocks:
@@ -59,6 +61,12 @@ def web(
         print_warning(
             f"serving on {host} without {TOKEN_ENV}: anyone who can "
             f"reach it may answer; set {TOKEN_ENV} to require a token"
+        )
+    if host in EVERY_ADDRESS and not os.environ.get(ALLOWED_HOSTS_ENV):
+        print_warning(
+            f"serving on {host}: other machines' browsers are refused (421) unless the name "
+            f"they open it by is in {ALLOWED_HOSTS_ENV} (e.g. {ALLOWED_HOSTS_ENV}="
+            f"{socket.getfqdn().lower()}); or bind --host to the machine's address"
         )
     _start_notifications(db or get_settings().db, host, port)
     print_line(f"aah web on http://{host}:{port} (Ctrl-C stops it)")

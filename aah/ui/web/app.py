@@ -34,13 +34,14 @@ from aah.ui.web.desk import UNDO_SECONDS, QueueDesk, lease_from_env
 from aah.ui.web.format import plain
 from aah.ui.web.grading_page import build_grading_tab
 from aah.ui.web.guard import MAX_REQUEST_BYTES, WebGuard
+from aah.ui.web.hosts import AllowedHosts, allowed_hosts_from_env, parse_allowed_hosts
 from aah.ui.web.launch import RunLauncher
 from aah.ui.web.launch_page import build_launch_tab
 from aah.ui.web.proxies import parse_proxies, uvicorn_trusting
 from aah.ui.web.queue import OpenedRequest
 from aah.ui.web.queue_page import QueuePage, build_queue_tab
 from aah.ui.web.results_page import build_results_tab
-from aah.ui.web.signin_token import SignInTokens, app_secret
+from aah.ui.web.signin_token import SignInTokens, app_secret, lifetime_from_env
 from aah.ui.web.store_trouble import one_line_store_errors
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
@@ -133,6 +134,8 @@ class _SignIn:
     signed_in: gr.Markdown
     sign_out: gr.Button
     saved: gr.Textbox
+    # The token the page was last given, kept on the server: what Sign out signs out.
+    kept: gr.State
 
 
 def build_app(
@@ -142,6 +145,7 @@ def build_app(
     data_dir: Path | None = None,
     lease_seconds: float | None = None,
     undo_seconds: float = UNDO_SECONDS,
+    signin_seconds: float | None = None,
 ) -> gr.Blocks:
     """The whole web app on the session database ``db``.
 
@@ -153,9 +157,11 @@ def build_app(
             without the page's heartbeat; default ``AAH_WEB_LEASE_SECONDS``,
             else a minute.
         undo_seconds: How long a decline or a skip can be undone.
+        signin_seconds: How long a kept sign-in holds; default
+            ``AAH_WEB_SIGNIN_HOURS``, else 12 hours.
 
     Raises:
-        AahError: ``AAH_WEB_LEASE_SECONDS`` is not a positive number.
+        AahError: ``AAH_WEB_LEASE_SECONDS`` or ``AAH_WEB_SIGNIN_HOURS`` is out of bounds.
     """
     try:
         lease = lease_seconds or lease_from_env()
@@ -164,7 +170,11 @@ def build_app(
     store = SessionStore(db)
     checks = auth or WebAuth.from_env()
     desk = QueueDesk(store, lease, undo_seconds=undo_seconds)
-    tokens = SignInTokens(_signing_key(db, checks))
+    tokens = SignInTokens(
+        _signing_key(db, checks),
+        lifetime=signin_seconds or lifetime_from_env(),
+        signed_out=store,
+    )
     launcher = RunLauncher(db)
     app = gr.Blocks(title=TITLE, analytics_enabled=False)
     with app:
@@ -231,7 +241,7 @@ def _sign_in_row(checks: WebAuth) -> _SignIn:
         )
     # The signed sign-in the page keeps in local storage (page.js) and shows back on load.
     saved = gr.Textbox(visible="hidden", elem_id="saved-sign-in")
-    return _SignIn(row, name, token, button, signed_in, sign_out, saved)
+    return _SignIn(row, name, token, button, signed_in, sign_out, saved, gr.State(""))
 
 
 def _wire_sign_in(
@@ -247,10 +257,10 @@ def _wire_sign_in(
     queue: QueuePage,
 ) -> None:
     signed_outputs = [user, sign_in.signed_in, sign_in.row, sign_in.sign_out, main, launch_tab]
-    signed_outputs += [timer, sign_in.saved, *queue.start_outputs(), tabs]
+    signed_outputs += [timer, sign_in.saved, *queue.start_outputs(), tabs, sign_in.kept]
     unchanged = tuple(gr.skip() for _ in signed_outputs)
 
-    def signed_in(who: Annotator) -> tuple[Any, ...]:
+    def signed_in(who: Annotator, token: str) -> tuple[Any, ...]:
         role = " (admin: you may launch runs)" if who.admin else ""
         return (
             who,
@@ -260,10 +270,11 @@ def _wire_sign_in(
             gr.update(visible=True),
             gr.update(visible=who.admin),
             gr.update(active=True),
-            tokens.issue(who),
+            token,
             *queue.handlers.start(who),
             # The question just opened is the Queue tab's: show that tab.
             gr.Tabs(selected="queue"),
+            token,
         )
 
     def on_sign_in(name: str, token: str, request: gr.Request | None = None) -> tuple[Any, ...]:
@@ -273,23 +284,42 @@ def _wire_sign_in(
         except gr.Error as refused:
             # One line where the welcome was: the fields stay usable for the next try.
             return (gr.skip(), _sentence(str(refused.message)), *unchanged[2:])
-        return signed_in(who)
+        return signed_in(who, tokens.issue(who))
 
     def on_restore(saved: str) -> tuple[Any, ...]:
         if not saved:
             return unchanged
-        who = tokens.check(saved)
-        if who is None:
+        renewed = tokens.renew(saved)
+        if renewed is None:
             expired = "Your saved sign-in has expired or no longer holds: sign in again."
             return (gr.skip(), expired, *unchanged[2:7], "", *unchanged[8:])
-        return signed_in(who)
+        return signed_in(*renewed)
 
-    def on_sign_out(who: Annotator | None, current: OpenedRequest | None) -> tuple[Any, ...]:
+    def on_sign_out(
+        who: Annotator | None, current: OpenedRequest | None, kept: str
+    ) -> tuple[Any, ...]:
+        if kept:
+            # Every copy of the page's token, in any browser, stops holding.
+            tokens.sign_out(kept)
+        return signed_out(who, current, f"Signed out. {_WELCOME}")
+
+    def on_heartbeat(
+        who: Annotator | None, current: OpenedRequest | None, kept: str
+    ) -> tuple[Any, ...]:
+        # A page signed in from a copy of a token that was signed out elsewhere
+        # (another browser, another app on the database) is signed out too.
+        if who is None or not kept or not tokens.signed_out(kept):
+            return unchanged
+        return signed_out(who, current, f"Signed out on another page. {_WELCOME}")
+
+    def signed_out(
+        who: Annotator | None, current: OpenedRequest | None, note: str
+    ) -> tuple[Any, ...]:
         if who is not None and current is not None:
             queue.handlers.desk.leave(who.name, current.request_id, release=True)
         return (
             None,
-            f"Signed out. {_WELCOME}",
+            note,
             gr.update(visible=True),
             gr.update(visible=False),
             gr.update(visible=False),
@@ -298,6 +328,7 @@ def _wire_sign_in(
             "",
             *queue.handlers.start(None),
             gr.skip(),
+            "",
         )
 
     sign_in_inputs = [sign_in.name, sign_in.token]
@@ -314,7 +345,7 @@ def _wire_sign_in(
             show_progress="hidden",
         ).then(None, [sign_in.saved], None, js=KEEP_SAVED_JS)
     sign_in.sign_out.click(
-        on_sign_out, [user, queue.opened], signed_outputs, api_name="sign_out"
+        on_sign_out, [user, queue.opened, sign_in.kept], signed_outputs, api_name="sign_out"
     ).then(None, [sign_in.saved], None, js=KEEP_SAVED_JS)
     app.load(
         on_restore,
@@ -322,6 +353,13 @@ def _wire_sign_in(
         signed_outputs,
         js=READ_SAVED_JS,
         api_name="restore_sign_in",
+        show_progress="hidden",
+    ).then(None, [sign_in.saved], None, js=KEEP_SAVED_JS)
+    timer.tick(
+        on_heartbeat,
+        [user, queue.opened, sign_in.kept],
+        signed_outputs,
+        api_visibility="private",
         show_progress="hidden",
     ).then(None, [sign_in.saved], None, js=KEEP_SAVED_JS)
     timer.tick(
@@ -344,12 +382,14 @@ def launch_app(
     *,
     block: bool = True,
     trusted_proxies: Sequence[str] | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> str:
     """Serve ``app`` on ``host:port`` and return its URL; ``block`` waits until stopped.
 
     Everything that could reach the internet is off: sharing, the SSR node
     server, monitoring, the PWA manifest, the MCP server. ``WebGuard``
-    stands in front: no uploads, no file downloads, quiet client errors.
+    stands in front: only this app's host names and pages, no uploads, no
+    file downloads, quiet client errors.
 
     Args:
         app: The app ``build_app`` made.
@@ -358,10 +398,13 @@ def launch_app(
         block: Wait until the server stops.
         trusted_proxies: The reverse proxies whose ``X-Forwarded-For`` names
             the client; default ``AAH_WEB_TRUSTED_PROXIES`` (unset: none).
+        allowed_hosts: Host names the page answers to besides localhost's
+            and ``host``; default ``AAH_WEB_ALLOWED_HOSTS`` (unset: none).
 
     Raises:
         AahError: ``AAH_WEB_TRUSTED_PROXIES`` lists something that is not an address,
-            or the page does not answer within ``SERVING_TIMEOUT_S``.
+            ``AAH_WEB_ALLOWED_HOSTS`` something that is not a host name, or the
+            page does not answer within ``SERVING_TIMEOUT_S``.
     """
     try:
         proxies = parse_proxies(
@@ -369,9 +412,14 @@ def launch_app(
             if trusted_proxies is not None
             else get_settings().web_trusted_proxies
         )
+        names = (
+            parse_allowed_hosts(",".join(allowed_hosts))
+            if allowed_hosts is not None
+            else allowed_hosts_from_env()
+        )
     except ValueError as exc:
         raise AahError(str(exc)) from None
-    middleware = [Middleware(WebGuard)]
+    middleware = [Middleware(WebGuard, hosts=AllowedHosts(host, names))]
     release = _RELEASES.get(app)
     if release is not None:
         middleware.append(Middleware(ClaimBeacon, release=release))

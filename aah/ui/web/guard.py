@@ -13,6 +13,11 @@ handler on ``/gradio_api/queue/join``, an unknown component. The server
 would print a full traceback per request; ``WebGuard`` answers (or ends)
 such a reply itself and ``ClientErrorLog`` notes it in one line, at most
 once per ``QUIET_SECONDS`` for each kind, so a client cannot flood the log.
+
+Before any of that, ``WebGuard`` checks that the request names a host this
+app answers to and, if it says which page sent it, that the page is this
+app's own (``AllowedHosts``: no DNS rebinding, no other site's page), for
+every route, the beacon's and websockets' included.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
+
+from aah.ui.web.hosts import AllowedHosts, Refusal
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -119,19 +126,37 @@ class ClientErrorLog:
 
 
 class WebGuard:
-    """ASGI middleware in front of the Gradio app: file routes refused, client errors quiet.
+    """ASGI middleware in front of the Gradio app: foreign hosts, pages and files refused.
 
     Args:
         app: The application behind the guard.
         errors: Where failures a client caused after its reply began are noted.
+        hosts: The host names the app answers to; default: localhost's only.
     """
 
-    def __init__(self, app: ASGIApp, errors: ClientErrorLog | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        errors: ClientErrorLog | None = None,
+        hosts: AllowedHosts | None = None,
+    ) -> None:
         self.app = app
         self.errors = errors or ClientErrorLog()
+        self.hosts = hosts or AllowedHosts()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one ASGI connection."""
+        if scope["type"] not in ("http", "websocket"):  # lifespan
+            await self.app(scope, receive, send)
+            return
+        foreign = self.hosts.refusal(
+            _headers(scope, b"host"),
+            _headers(scope, b"origin"),
+            _headers(scope, b"x-forwarded-host"),
+        )
+        if foreign is not None:
+            await self._refuse(scope, send, foreign)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -158,6 +183,14 @@ class WebGuard:
                 await plain_reply(send, 500, "the app could not answer this request")
             elif not reply.ended:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _refuse(self, scope: Scope, send: Send, refused: Refusal) -> None:
+        self.errors.note(refused.kind, refused.detail)
+        if scope["type"] == "websocket":
+            # Closed before it is accepted: the server answers the handshake with 403.
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await plain_reply(send, refused.status, refused.reason)
 
 
 class _ReplyState:
