@@ -15,7 +15,7 @@ JSON Schema) and the possible answers the AST checker reads.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +23,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from aah.benchmark.bfcl.records import (
+    Record,
+    function_problem,
+    ground_truth_problem,
+    item_id,
+    read_records,
+)
 from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES
 from aah.benchmark.when2call import When2CallTool, function_tool
 from aah.errors import AahError
@@ -64,6 +71,8 @@ _ID_CATEGORY = (
     ("java_", "simple_java"),
 )
 MBFCL_PATTERN = "bfcl_single_turn_*.jsonl"
+# An MBFCL item's language: a code such as ``en``, ``vi``, ``th`` or ``pt-BR``.
+_LANGUAGE = re.compile(r"[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*")
 
 # One acceptable call: {function name: {argument: [acceptable values]}}.
 PossibleCall = dict[str, dict[str, list[Any]]]
@@ -210,101 +219,123 @@ def _cached(path: Path, load: Any) -> tuple[BfclTask, ...]:
     return result
 
 
-def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AahError(f"cannot read {path} ({exc}): fetch the data again") from exc
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise AahError(f"{path}:{number}: not JSON ({exc}): fetch the data again") from exc
-        if not isinstance(record, dict):
-            raise AahError(f"{path}:{number}: not a JSON object: fetch the data again")
-        records.append((number, record))
-    return records
-
-
 @lru_cache(maxsize=32)
 def _load_bfcl_v4(path: Path, mtime_ns: int, size: int) -> tuple[BfclTask, ...]:
     category = path.stem.removeprefix("BFCL_v4_")
-    answers: dict[str, list[Any]] = {}
+    answers: dict[str, tuple[str, list[Any]]] = {}  # id: (where, ground truth)
     answer_file = path.parent / "possible_answer" / path.name
     if category in AST_CATEGORIES:
         if not answer_file.is_file():
             raise AahError(f"no possible answers at {answer_file}: fetch the data again")
-        for number, record in _lines(answer_file):
-            answers[str(record.get("id"))] = _ground_truth(record, f"{answer_file}:{number}")
+        for line in read_records(answer_file):
+            answer_id = item_id(line)
+            if answer_id in answers:
+                raise AahError(
+                    f"{line.where}: a second possible answer for {answer_id}: fix the data file"
+                )
+            answers[answer_id] = (line.where, _ground_truth(line.value, line.where))
     tasks = []
-    for number, record in _lines(path):
-        where = f"{path}:{number}"
-        item_id = str(record.get("id"))
-        if category in AST_CATEGORIES and item_id not in answers:
-            raise AahError(f"{where}: no possible answer for {item_id}: fetch the data again")
-        tasks.append(_task(record, category, "en", answers.get(item_id, []), where))
-    return _unique(tasks, path)
+    seen: set[str] = set()
+    for record in read_records(path):
+        record_id = _new_id(record, seen)
+        answer = answers.get(record_id)
+        if category in AST_CATEGORIES and answer is None:
+            raise AahError(
+                f"{record.where}: no possible answer for {record_id}: fetch the data again"
+            )
+        task = _task(record, category, "en", answer[1] if answer is not None else [])
+        if answer is not None:
+            _check_answer_names(task, answer[0])
+        tasks.append(task)
+    stray = next((answer_id for answer_id in answers if answer_id not in seen), None)
+    if stray is not None:
+        raise AahError(
+            f"{answers[stray][0]}: a possible answer for {stray}, which {path} does not hold: "
+            "fetch the data again"
+        )
+    return tuple(tasks)
 
 
 @lru_cache(maxsize=8)
 def _load_mbfcl(path: Path, mtime_ns: int, size: int) -> tuple[BfclTask, ...]:
     tasks = []
-    for number, record in _lines(path):
-        where = f"{path}:{number}"
-        category = _mbfcl_category(record)
+    seen: set[str] = set()
+    for record in read_records(path):
+        _new_id(record, seen)
+        category = _mbfcl_category(record.value)
         if category not in CATEGORIES:
             continue  # a category aah does not run (multi-turn, agentic)
-        language = str(record.get("language") or "en")
-        truth = _ground_truth(record, where) if category in AST_CATEGORIES else []
-        tasks.append(_task(record, category, language, truth, where))
-    return _unique(tasks, path)
+        language = record.value.get("language") or "en"
+        if not isinstance(language, str) or not _LANGUAGE.fullmatch(language):
+            raise AahError(
+                f"{record.where}: 'language' must be a language code such as en, vi or th: "
+                "fix the data file"
+            )
+        truth = _ground_truth(record.value, record.where) if category in AST_CATEGORIES else []
+        task = _task(record, category, language, truth)
+        if truth:
+            _check_answer_names(task, record.where)
+        tasks.append(task)
+    return tuple(tasks)
+
+
+def _new_id(record: Record, seen: set[str]) -> str:
+    """The record's id, refused when an earlier line of the file has it."""
+    record_id = item_id(record)
+    if record_id in seen:
+        raise AahError(f"{record.where}: item id {record_id} repeats: fix the data file")
+    seen.add(record_id)
+    return record_id
 
 
 def _mbfcl_category(record: Mapping[str, Any]) -> str:
     subset = str(record.get("test_category") or record.get("subset") or "")
     category = _SUBSET_CATEGORY.get(subset, subset)
     if category == "simple_python":
-        item_id = str(record.get("id"))
-        return next((c for prefix, c in _ID_CATEGORY if item_id.startswith(prefix)), category)
+        record_id = str(record.get("id"))
+        return next((c for prefix, c in _ID_CATEGORY if record_id.startswith(prefix)), category)
     return category
 
 
 def _ground_truth(record: Mapping[str, Any], where: str) -> list[Any]:
     truth = record.get("ground_truth")
-    valid = isinstance(truth, list) and all(
-        isinstance(call, dict)
-        and all(isinstance(args, dict) for args in call.values())
-        and all(isinstance(v, list) for args in call.values() for v in args.values())
-        for call in truth
-    )
-    if not valid:
-        raise AahError(
-            f"{where}: ground_truth must be a list of {{function: {{argument: [values]}}}}: "
-            "fix the data file"
-        )
+    problem = ground_truth_problem(truth)
+    if problem is not None:
+        raise AahError(f"{where}: ground_truth {problem}: fix the data file")
     assert isinstance(truth, list)
     return truth
 
 
-def _task(
-    record: Mapping[str, Any], category: str, language: str, truth: list[Any], where: str
-) -> BfclTask:
-    question = record.get("question")
+def _check_answer_names(task: BfclTask, where: str) -> None:
+    """Refuse a possible answer that calls a function its item does not offer."""
+    offered = {tool.original for tool in task.functions}
+    for call in task.ground_truth:
+        name = next(iter(call))
+        if name not in offered:
+            raise AahError(
+                f"{where}: ground_truth calls {name!r}, which item {task.id} does not offer: "
+                "fix the data file"
+            )
+
+
+def _task(record: Record, category: str, language: str, truth: list[Any]) -> BfclTask:
+    where = record.where
+    question = record.value.get("question")
     turns = question if isinstance(question, list) else []
     messages = turns[0] if turns and isinstance(turns[0], list) else []
-    functions = record.get("function")
+    functions = record.value.get("function")
     if not messages or not isinstance(functions, list):
         raise AahError(f"{where}: an item needs a question and a function list: fix the data file")
+    problem = next((p for f in functions if (p := function_problem(f)) is not None), None)
+    if problem is not None:
+        raise AahError(f"{where}: {problem}: fix the data file")
     language_of_values = SOURCE_LANGUAGES.get(category)
     declared: dict[str, dict[str, tuple[str, str | None]]] = {}
     if language_of_values is not None:
         functions = [_as_source_text(f, language_of_values, declared, where) for f in functions]
     try:
         return BfclTask(
-            id=str(record.get("id")),
+            id=item_id(record),
             category=category,
             language=language,
             messages=tuple(BfclMessage.model_validate(m) for m in messages),
@@ -360,12 +391,3 @@ def _as_source_text(
         "description": f"{raw.get('description') or ''} (in {name} syntax)".strip(),
         "parameters": {**parameters, "type": "dict", "properties": offered},
     }
-
-
-def _unique(tasks: list[BfclTask], path: Path) -> tuple[BfclTask, ...]:
-    seen: set[str] = set()
-    for task in tasks:
-        if task.id in seen:
-            raise AahError(f"{path}: item id {task.id} repeats: fix the data file")
-        seen.add(task.id)
-    return tuple(tasks)
