@@ -20,6 +20,11 @@ Written from the rules BFCL documents and its data's answer format
 
 The functions' schemas are the JSON Schema the loader made of BFCL's types
 (``float`` is ``number``, ``tuple`` an ``array``, ``dict`` an ``object``).
+
+The check never raises on what it is given: a possible answer of the wrong
+shape, or a call whose name is no string, whose arguments are no object or
+nest deeper than :data:`~aah.bounds.MAX_NESTING` levels, is a failed check
+whose reason says so.
 """
 
 from __future__ import annotations
@@ -28,11 +33,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from aah.benchmark.bfcl.records import ground_truth_problem
 from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES, read_value
 from aah.benchmark.bfcl.tasks import BfclTask, PossibleCall
 from aah.benchmark.when2call import When2CallTool
+from aah.bounds import MAX_NESTING, nesting
+from aah.events import excerpt
 
 _DROPPED = re.compile(r"[ ,./\-_*^]")
+# How much of a value a reason quotes: a model's value may be megabytes.
+_QUOTED_CHARS = 200
 # The Python value types of each JSON Schema type the loader writes.
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -63,7 +73,14 @@ PASS = AstCheckResult(True)
 
 def check_calls(task: BfclTask, calls: Sequence[Call]) -> AstCheckResult:
     """Whether ``calls`` match ``task``'s possible answers (AST categories only)."""
-    answers = list(task.ground_truth)
+    truth: Any = task.ground_truth
+    problem = ground_truth_problem(list(truth) if isinstance(truth, tuple) else truth)
+    if problem is not None:
+        return AstCheckResult(False, f"the possible answer is malformed: ground_truth {problem}")
+    answers = list(truth)
+    problem = next((p for call in calls if (p := call_problem(call)) is not None), None)
+    if problem is not None:
+        return AstCheckResult(False, problem)
     if len(calls) != len(answers):
         return AstCheckResult(
             False, f"wrong number of calls: {len(calls)}, expected {len(answers)}"
@@ -99,9 +116,16 @@ def check_call(
     string of source text, read back as its declared type
     (``declared_types``, by function and parameter) before it is checked.
     """
+    problem = ground_truth_problem([dict(answer) if isinstance(answer, Mapping) else answer])
+    if problem is not None:
+        return AstCheckResult(False, f"the possible answer is malformed: ground_truth {problem}")
+    problem = call_problem(call)
+    if problem is not None:
+        return AstCheckResult(False, problem)
     expected_name, expected = next(iter(answer.items()))
     if call.name != expected_name:
-        return AstCheckResult(False, f"called {call.name}, expected {expected_name}")
+        called = excerpt(call.name, _QUOTED_CHARS)
+        return AstCheckResult(False, f"called {called}, expected {expected_name}")
     function = functions.get(expected_name)
     if function is None:
         return AstCheckResult(False, f"{expected_name} is not an offered function")
@@ -112,7 +136,7 @@ def check_call(
             return AstCheckResult(False, f"missing required argument {name}")
     for name, value in call.arguments.items():
         if name not in schema:
-            return AstCheckResult(False, f"unexpected argument {name}")
+            return AstCheckResult(False, f"unexpected argument {excerpt(name, _QUOTED_CHARS)}")
         if name not in expected:
             return AstCheckResult(False, f"argument {name} is not in the possible answer")
         if value is None and None in expected[name]:
@@ -128,11 +152,33 @@ def check_call(
         if not has_type(value, wanted) and not _answer_type(value, expected[name]):
             return AstCheckResult(False, f"argument {name}: wrong type {type(value).__name__}")
         if not value_matches(value, expected[name]):
-            return AstCheckResult(False, f"argument {name}: value {value!r} is not acceptable")
+            shown = _quoted(value)
+            return AstCheckResult(False, f"argument {name}: value {shown} is not acceptable")
     for name, values in expected.items():
         if name not in call.arguments and "" not in values:
             return AstCheckResult(False, f"missing argument {name}")
     return PASS
+
+
+def call_problem(call: Any) -> str | None:
+    """What makes ``call`` no call to check (its name, its arguments' shape or depth), or None."""
+    if not isinstance(call, Call) or not isinstance(call.name, str):
+        return "a call without a function name"
+    if not isinstance(call.arguments, Mapping):
+        return f"{excerpt(call.name, _QUOTED_CHARS)}: arguments that are not an object"
+    if nesting(call.arguments) > MAX_NESTING:
+        return (
+            f"{excerpt(call.name, _QUOTED_CHARS)}: arguments nest deeper than {MAX_NESTING} levels"
+        )
+    return None
+
+
+def _quoted(value: Any) -> str:
+    """``value`` as a reason quotes it: at most ``_QUOTED_CHARS`` characters."""
+    try:
+        return excerpt(repr(value), _QUOTED_CHARS)
+    except ValueError:  # an int of more digits than Python writes out
+        return f"(an {type(value).__name__} too long to show)"
 
 
 def _read_schema(kind: str, element: str | None, language: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aah.benchmark.bfcl.checker import check_calls
+from aah.benchmark.bfcl.checker import Call, call_problem, check_calls
 from aah.benchmark.bfcl.published import published_for
 from aah.benchmark.bfcl.reading import Turn, called_intent, called_standard, read_turn
 from aah.benchmark.bfcl.tasks import AST_CATEGORIES, CATEGORIES, BfclTask
@@ -107,7 +107,7 @@ def turn_vote(task: BfclTask, turn: Turn) -> dict[str, Any]:
         "id": task.id,
         "category": task.category,
         "language": task.language,
-        "calls": [{call.name: dict(call.arguments)} for call in turn.calls],
+        "calls": [_stored_call(call) for call in turn.calls],
         "malformed": turn.malformed,
         "standard_call": standard,
         "intent_call": intent,
@@ -116,6 +116,14 @@ def turn_vote(task: BfclTask, turn: Turn) -> dict[str, Any]:
         "right": right,
         "raw": excerpt(turn.raw, RAW_CHARS) if intent and not standard else None,
     }
+
+
+def _stored_call(call: Call) -> dict[str, Any]:
+    """A call as its vote holds it; one the checker cannot read keeps only why (in ``note``)."""
+    problem = call_problem(call)
+    if problem is None:
+        return {call.name: dict(call.arguments)}
+    return {"note": problem}
 
 
 # -- figures from the store -----------------------------------------------------

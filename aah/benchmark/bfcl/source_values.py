@@ -30,6 +30,11 @@ Spaces around a collection are dropped. Text that is not a value of its type
 is left as it was (a JavaScript collection's without the spaces around it), a
 string: the check then fails it on type, unless the possible answer is that
 very string (a variable's name).
+
+A model writes this text, so its reading is bounded: text longer than
+:data:`MAX_SOURCE_CHARS` or with brackets nested deeper than
+:data:`~aah.bounds.MAX_NESTING` levels is read as no value (left as it was),
+and every pattern matches in time linear in the text.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
+
+from aah.bounds import MAX_NESTING
 
 # The JSON Schema type each declared type's value has once read.
 JAVA_TYPES: dict[str, str] = {
@@ -72,7 +79,11 @@ _JAVA_RANGES = {"byte": 2**7, "short": 2**15, "integer": 2**1024}
 _JAVA_FLOAT = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?[fF]")
 _JAVA_DOUBLE = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
 _JS_NUMBER = re.compile(r"-?\d+(\.\d+)?")
-_JAVA_ARRAY = re.compile(r"new\s+[\w.<>, ]+?\s*\[\s*\]\s*\{(.*)\}", re.DOTALL)
+# ``new T[]{...}``: what stands between ``new`` and the first ``[`` is read by
+# ``_array_type`` (one pattern over both would backtrack cubically on spaces).
+_JAVA_ARRAY = re.compile(r"new([^\[]*)\[\s*\]\s*\{(.*)\}", re.DOTALL)
+_SPACES = re.compile(r"\s*")
+_TYPE_WORDS = re.compile(r"[\w.<>, ]+")
 _JAVA_AS_LIST = re.compile(
     r"new\s+ArrayList\s*<[^()]*>\s*\(\s*Arrays\.asList\s*\((.*)\)\s*\)", re.DOTALL
 )
@@ -83,8 +94,12 @@ _JAVA_MAP = re.compile(
     r"new\s+HashMap\s*<[^()]*>\s*\(\s*\)\s*(?:\{\s*\{(.*)\}\s*\}|\{\s*\})?", re.DOTALL
 )
 _JAVA_ADD = re.compile(r"add\((.*)\)", re.DOTALL)
-# An entry: a double-quoted key, then a value with no brackets or braces.
-_JAVA_PUT = re.compile(r'put\("([^"]*)",\s*([^(){}\[\]]*?)\s*\)', re.DOTALL)
+# An entry: a double-quoted key, then a value with no brackets or braces (its
+# spaces stripped after the match, so that no two parts of it compete for them).
+_JAVA_PUT = re.compile(r'put\("([^"]*)",([^(){}\[\]]*)\)', re.DOTALL)
+# The longest text read as a value: BFCL's longest Java or JavaScript answer
+# is 160 characters; a model's longer text is no value of any declared type.
+MAX_SOURCE_CHARS = 10_000
 
 
 class NotAValue(ValueError):
@@ -103,6 +118,8 @@ def read_value(text: str, declared: str, items: str | None, language: str) -> An
     Returns:
         The value read, or ``text`` itself where it is no value of the type.
     """
+    if len(text) > MAX_SOURCE_CHARS or _bracket_depth(text) > MAX_NESTING:
+        return text  # past the bounds: no value, so never read
     read = _java if language == "java" else _javascript
     if declared not in _COLLECTIONS:
         try:
@@ -147,7 +164,7 @@ def _java(text: str, declared: str, items: str | None) -> Any:
             raise NotAValue(text)
         return text
     if declared == "Array":
-        return [_java_element(part, items) for part in _commas(_group(_JAVA_ARRAY, text))]
+        return [_java_element(part, items) for part in _commas(_array_body(text))]
     if declared == "ArrayList":
         listed = _JAVA_AS_LIST.fullmatch(text)
         parts = _commas(listed.group(1)) if listed else _java_calls(_JAVA_ADDS, text, _JAVA_ADD)
@@ -160,7 +177,9 @@ def _java(text: str, declared: str, items: str | None) -> Any:
         return [_java_element(part, items) for part in parts]
     if declared == "HashMap":
         entries = [_JAVA_PUT.fullmatch(arg) for arg in _java_calls(_JAVA_MAP, text, _JAVA_PUT)]
-        return {e.group(1): _java_element(e.group(2), None) for e in entries if e is not None}
+        return {
+            e.group(1): _java_element(e.group(2).strip(), None) for e in entries if e is not None
+        }
     raise NotAValue(text)
 
 
@@ -193,9 +212,9 @@ def _java_element(text: str, items: str | None) -> Any:
     if text in ("true", "false"):
         return text == "true"
     if _INTEGER.fullmatch(text):
-        return int(text)
+        return _attempt(lambda: _integer(text), text)
     if re.fullmatch(r"-?\d+[lL]", text):
-        return int(text[:-1])
+        return _attempt(lambda: _integer(text[:-1]), text)
     if _JAVA_FLOAT.fullmatch(text):
         return float(text[:-1])
     if _JAVA_DOUBLE.fullmatch(text):
@@ -249,7 +268,7 @@ def _js_element(text: str, items: str | None) -> Any:
     if text in ("true", "false"):
         return text == "true"
     if _INTEGER.fullmatch(text):
-        return int(text)
+        return _attempt(lambda: _integer(text), text)
     if _JS_NUMBER.fullmatch(text):
         return float(text)
     if text.startswith("[") or text.startswith("new Array("):
@@ -290,14 +309,46 @@ def _boolean(text: str) -> bool:
 def _integer(text: str) -> int:
     if not _INTEGER.fullmatch(text):
         raise NotAValue(text)
-    return int(text)
+    try:
+        return int(text)
+    except ValueError:  # more digits than Python reads (4,300): no value a call needs
+        raise NotAValue(text) from None
 
 
-def _group(pattern: re.Pattern[str], text: str) -> str:
-    match = pattern.fullmatch(text)
-    if match is None:
+def _array_body(text: str) -> str:
+    """The elements' text of a Java ``new T[]{...}``."""
+    match = _JAVA_ARRAY.fullmatch(text)
+    if match is None or not _array_type(match.group(1)):
         raise NotAValue(text)
-    return match.group(1)
+    return match.group(2)
+
+
+def _array_type(between: str) -> bool:
+    r"""Whether ``between`` (after ``new``, before ``[``) is spaces, type words, then spaces.
+
+    The same strings as ``\s+[\w.<>, ]+?\s*`` (a space is both a space
+    and a type word's character), checked in one pass each way.
+    """
+    lead = _SPACES.match(between)
+    start = lead.end() if lead else 0
+    if start == 0:
+        return False  # ``new`` runs into the type's name
+    end = len(between.rstrip())
+    if start >= len(between):
+        return " " in between[1:]  # only spaces: one of them stands for the type
+    return end > start and _TYPE_WORDS.fullmatch(between, start, end) is not None
+
+
+def _bracket_depth(text: str) -> int:
+    """How deep ``text``'s brackets nest (quotes not told apart: an over-count is safe)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest
 
 
 def _quoted(text: str) -> bool:
