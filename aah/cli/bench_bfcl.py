@@ -116,7 +116,9 @@ def run_bfcl(flags: BfclFlags) -> None:
     )
     digest = hashlib.sha256()
     for path in data_files(source, categories):
-        digest.update(path.read_bytes())
+        with path.open("rb") as file:  # in chunks: a data file is never held whole
+            while chunk := file.read(1 << 20):
+                digest.update(chunk)
     activity = Activity()
     summary = run_with_progress(
         flags.run,
