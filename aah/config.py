@@ -6,10 +6,12 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from aah.bounds import MAX_WAIT_SECONDS
 from aah.db_url import parse_location
+from aah.errors import AahError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Questions to a person a model may put in one reply, and in one session.
@@ -17,6 +19,9 @@ DEFAULT_QUESTIONS_PER_REPLY = 3
 DEFAULT_QUESTIONS_PER_SESSION = 10
 # Endpoints one find_tools call returns (and adds to the agent's tools).
 DEFAULT_DISCOVER_K = 5
+# A number of seconds from the environment: finite, above zero, at most 30 days
+# (``AAH_HTTP_TIMEOUT=1e18`` would overflow the first clock it reached).
+Seconds = Annotated[float, Field(gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)]
 
 
 def project_root() -> Path:
@@ -43,7 +48,7 @@ class Settings(BaseSettings):
 
     # An empty AAH_X= is unset, as a shell user means it.
     model_config = SettingsConfigDict(
-        env_prefix="AAH_", extra="ignore", frozen=True, env_ignore_empty=True
+        env_prefix="AAH_", extra="ignore", frozen=True, env_ignore_empty=True, allow_inf_nan=False
     )
 
     data_dir: Path | None = None
@@ -55,9 +60,9 @@ class Settings(BaseSettings):
     # Tool search: "hybrid" fuses BM25 with dense vectors when the [retrieval]
     # extra is installed (BM25 alone otherwise); "bm25" never uses vectors.
     retrieval: Literal["hybrid", "bm25"] = "hybrid"
-    http_timeout: float = 10.0
-    http_retries: int = 2
-    http_max_bytes: int = 200_000
+    http_timeout: Seconds = 10.0
+    http_retries: int = Field(default=2, ge=0, le=10)
+    http_max_bytes: int = Field(default=200_000, ge=1, le=1_000_000_000)
     # Tool calls in live and record mode refuse hosts whose addresses are not
     # public (loopback, private, link-local, CGNAT...): a spec cannot reach the
     # user's own network or a cloud metadata service unless this is set.
@@ -68,19 +73,19 @@ class Settings(BaseSettings):
     mcp: list[str] = Field(default_factory=list)
     # Which of their tools (AAH_MCP_TOOLS, a JSON list of globs, as --mcp-tools).
     mcp_tools: list[str] = Field(default_factory=list)
-    mcp_start_timeout: float = Field(default=30.0, gt=0)
-    mcp_timeout: float = Field(default=30.0, gt=0)
+    mcp_start_timeout: Seconds = 30.0
+    mcp_timeout: Seconds = 30.0
 
     # Models: every role is an OpenAI-compatible chat endpoint. A role's own
     # setting wins; an unset one falls back to the agent's.
     base_url: str | None = None
     model: str | None = None
     api_key: str | None = None
-    llm_timeout: float = 60.0
-    llm_retries: int = 3
+    llm_timeout: Seconds = 60.0
+    llm_retries: int = Field(default=3, ge=0, le=10)
     # Seconds one model request may spend waiting between its attempts
     # (AAH_LLM_RETRY_BUDGET); a server that asks to wait longer fails it at once.
-    llm_retry_budget: float = Field(default=60.0, ge=0)
+    llm_retry_budget: float = Field(default=60.0, ge=0, le=MAX_WAIT_SECONDS)
     human_base_url: str | None = None
     human_model: str | None = None
     human_api_key: str | None = None
@@ -96,7 +101,7 @@ class Settings(BaseSettings):
     human_max_tokens: int | None = None
     grader_max_tokens: int | None = None
     judge_max_tokens: int | None = None
-    max_reply_bytes: int = 1_000_000
+    max_reply_bytes: int = Field(default=1_000_000, ge=1, le=1_000_000_000)
     # An answer from a person or a simulated user reaches the agent and the
     # log cut to this many characters, with a marker saying how much was cut.
     max_answer_chars: int = Field(default=4_000, ge=1)
@@ -115,8 +120,8 @@ class Settings(BaseSettings):
     # notify_after seconds, at most once per notify_interval seconds; the
     # message links to web_url (default: the address `aah web` serves on).
     notify: str | None = None
-    notify_after: float = Field(default=300.0, gt=0)
-    notify_interval: float = Field(default=1800.0, gt=0)
+    notify_after: Seconds = 300.0
+    notify_interval: Seconds = 1800.0
     web_url: str | None = None
     # Reverse proxies `aah web` believes when X-Forwarded-For names the
     # client (comma-separated addresses or networks); unset: none.
@@ -142,8 +147,27 @@ def get_settings() -> Settings:
     global _cached
     key = _environment_key()
     if _cached is None or _cached[0] != key:
-        _cached = (key, Settings())
+        _cached = (key, _read_settings())
     return _cached[1]
+
+
+def _read_settings() -> Settings:
+    """The settings, or one line naming the first ``AAH_*`` variable that is wrong.
+
+    Raises:
+        AahError: a variable's value is not what its setting takes.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else ""
+        # A number's value helps; a URL's or a key's may hold a secret, so it is never quoted.
+        kind = Settings.model_fields[field].annotation if field in Settings.model_fields else None
+        shown = f"={str(error.get('input'))[:40]!r}" if kind in (int, float, bool) else ""
+        raise AahError(
+            f"AAH_{field.upper()}{shown}: {error['msg'].lower()}; fix or unset it"
+        ) from None
 
 
 def _environment_key() -> tuple[tuple[Any, Any], ...]:

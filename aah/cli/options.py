@@ -79,13 +79,26 @@ AwarenessOption = Annotated[
         "(default: both; When2Call: none; Fail-TaLMs: its setting's).",
     ),
 ]
+
+
+def _deadline_seconds(value: float | None) -> float | None:
+    """A deadline as the bounds allow it (finite, positive, at most 30 days), else a usage error."""
+    from aah.bounds import OutOfBounds, check_seconds
+
+    try:
+        return None if value is None else check_seconds(value, "the deadline")
+    except OutOfBounds as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 # --deadline was `aah run`'s name for it: kept so old commands still work.
 HumanDeadlineOption = Annotated[
     float | None,
     typer.Option(
         "--human-deadline",
         "--deadline",
-        help="Queue: seconds to wait for a person, then 'I don't know'.",
+        callback=_deadline_seconds,
+        help="Queue: seconds to wait for a person (at most 30 days), then 'I don't know'.",
     ),
 ]
 HostOption = Annotated[

@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aah.bounds import check_seconds
 from aah.errors import AahError
 from aah.tools import EndpointSpec, HttpMethod
 
@@ -379,9 +380,7 @@ def _deadline(value: Any, where: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise AahError(f"{where}: 'deadline' is seconds (a number), not {_kind(value)}")
-    if not math.isfinite(value) or value <= 0:
-        raise AahError(f"{where}: 'deadline' must be a positive number of seconds")
-    return float(value)
+    return check_seconds(value, f"{where}: 'deadline'")
 
 
 def _on_timeout(value: Any, where: str) -> tuple[TimeoutStep, ...]:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from aah.bounds import check_seconds
 from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
 from aah.runtime.prompts import load_prompt
@@ -192,10 +193,16 @@ class QueueHuman:
                 skipped, a channel is asked instead.
             annotators: how many people should answer (the first one decides).
             park: raise ``Parked`` instead of waiting while the request is pending.
+
+        Raises:
+            OutOfBounds: ``deadline_seconds`` is not a finite, positive,
+                bounded number of seconds (``aah.bounds.check_seconds``).
         """
         self.store = store
         self.poll_seconds = poll_seconds
-        self.deadline_seconds = deadline_seconds
+        self.deadline_seconds = (
+            None if deadline_seconds is None else check_seconds(deadline_seconds, "the deadline")
+        )
         self.fallback = fallback
         self.annotators = annotators
         self.park = park
