@@ -272,6 +272,17 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
         (["e", '{"rooms": 3}'], "edited", 1),
         (["e", "{rooms: 3", '"three"', '{"rooms": "three"}', '{"rooms": 3}'], "edited", 1),
         (["e", "", "a"], "approved", 1),  # an empty edit goes back to the choice
+        # JSON nested 1,000 deep and 101 deep: refused in one line, typed again.
+        (
+            [
+                "e",
+                "[" * 1_000 + "]" * 1_000,
+                '{"rooms": ' + "[" * 101 + "]" * 101 + "}",
+                '{"rooms": 3}',
+            ],
+            "edited",
+            1,
+        ),  # fmt: skip
     ],
     ids=[
         "a",
@@ -283,6 +294,7 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
         "e",
         "e-retries",
         "e-back",
+        "e-too-deep",
     ],  # fmt: skip
 )
 async def test_the_console_approver_keys(
@@ -303,6 +315,24 @@ async def test_the_console_approver_keys(
         assert any(s.startswith("not JSON") for s in said)
         assert any("JSON object" in s for s in said)
         assert any(s.startswith("refused:") for s in said)  # a wrong type never runs
+    if len(lines) > 1 and lines[1].startswith("[["):
+        assert sum("nests deeper than 100 levels" in s for s in said) == 2
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"decision": "edit", "arguments": ' + "[" * 1_000 + "]" * 1_000 + "}",
+        "edit " + '{"a": ' * 999 + "1" + "}" * 999,
+        "edit " + "[" * 200 + "]" * 200,
+    ],
+    ids=["decision-1000-deep", "edit-word-999-deep", "edit-word-200-deep"],
+)
+def test_a_stored_decision_nested_too_deep_is_a_rejection_not_a_crash(answer: str) -> None:
+    from aah.runtime.approvals import reply_from_answer
+
+    reply = reply_from_answer(answer, False, "alice")
+    assert reply.decision == "reject" and reply.arguments is None
 
 
 # -- batch approvers: the oracle (rules in the hidden facts) and the simulated user --------

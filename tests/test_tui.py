@@ -898,6 +898,13 @@ async def test_an_approval_opens_its_dialog_and_refuses_an_invalid_edit_before_s
         await pilot.pause(0.2)
         assert isinstance(app.screen, ApproveCallScreen)
         assert any("Refused" in str(n.message) for n in app._notifications)
+        # JSON 1,000 deep (inside the caps on size): refused in one line, the dialog stays.
+        deep = '{"rooms": ' + "[" * 1_000 + "]" * 1_000 + "}"
+        app.screen.query_one("#ask-answer", Input).value = deep
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ApproveCallScreen)
+        assert any("nests deeper than 100" in str(n.message) for n in app._notifications)
         app.screen.query_one("#ask-answer", Input).value = '{"rooms": 1}'
         await pilot.press("enter")
         # The next call in the queue opens by itself: reject it with a reason.

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from aah.bounds import OutOfBounds, check_seconds, parse_json
 from aah.events import ApprovalDecision
 from aah.runtime.approval_policy import TimeoutStep
 from aah.runtime.humans import ConsoleHuman, Parked, QueueHuman, SessionEnded, while_waiting
@@ -62,6 +63,12 @@ class ApprovalRequest(BaseModel):
     deadline_seconds: float | None = None
     fallback: TimeoutStep = "reject"
     context: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("deadline_seconds")
+    @classmethod
+    def _bounded(cls, value: float | None) -> float | None:
+        """A deadline is finite, positive and bounded: no clock can add 1e18 seconds."""
+        return None if value is None else check_seconds(value, "the deadline")
 
     @property
     def summary(self) -> str:
@@ -116,8 +123,8 @@ def reply_from_answer(text: str, declined: bool, decided_by: str) -> ApprovalRep
         )
     stripped = text.strip()
     try:
-        data = json.loads(stripped)
-    except ValueError:
+        data = parse_json(stripped, "the decision")
+    except ValueError:  # not JSON, or past the bounds: read as words
         data = None
     if isinstance(data, dict) and data.get("decision") in APPROVAL_DECISIONS:
         arguments = data.get("arguments")
@@ -136,7 +143,7 @@ def reply_from_answer(text: str, declined: bool, decided_by: str) -> ApprovalRep
         return ApprovalReply(decision="terminate", reason=rest, decided_by=decided_by)
     if word in ("e", "edit"):
         try:
-            arguments = json.loads(rest)
+            arguments = parse_json(rest, "the edit")
         except ValueError:
             arguments = None
         if isinstance(arguments, dict):
@@ -311,9 +318,12 @@ class ConsoleApprover:
             if not text:
                 return None
             try:
-                arguments = json.loads(text)
+                arguments = parse_json(text, "the edit")
             except json.JSONDecodeError as exc:
                 self._say(f"not JSON ({exc.msg} at column {exc.colno}): type it again")
+                continue
+            except OutOfBounds as exc:
+                self._say(f"refused: {exc}; type it again")
                 continue
             if not isinstance(arguments, dict):
                 self._say('the arguments are a JSON object, e.g. {"city": "Oslo"}: type it again')

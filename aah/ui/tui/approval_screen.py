@@ -19,6 +19,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
+from aah.bounds import OutOfBounds, parse_json
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.tools import ParameterSpec
@@ -125,9 +126,11 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
     def _checked(self, text: str) -> tuple[dict[str, Any], str | None]:
         """The edited arguments, and why they cannot run (None when they can)."""
         try:
-            arguments = json.loads(text)
+            arguments = parse_json(text, "the edit")
         except json.JSONDecodeError as exc:
             return {}, f"not JSON ({exc.msg} at column {exc.colno})"
+        except OutOfBounds as exc:
+            return {}, str(exc)
         if not isinstance(arguments, dict):
             return {}, 'the arguments are a JSON object, e.g. {"city": "Oslo"}'
         tool = str(self.call.get("tool", ""))
