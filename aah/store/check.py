@@ -3,17 +3,21 @@
 The file is opened read-only, so checking never changes it, however damaged
 it is. SQLite's own check (``PRAGMA integrity_check``, or the faster
 ``quick_check`` that skips matching indexes to tables) finds damaged pages;
-the store's own rules are checked after it: rows whose session is gone, and
+the store's own rules are checked after it: rows whose session is gone,
 sessions whose event count disagrees with their events (an event lost or
-written twice). A PostgreSQL store (a URL) is checked for what keeps it from
-opening, said in one line (server down, wrong password, no such database, a
-missing privilege), then for the same rules.
+written twice), and sessions that wait for a person while nothing in the
+queue asks (a question logged whose request never reached the queue). A
+PostgreSQL store (a URL) is checked for what keeps it from opening, said in
+one line (server down, wrong password, no such database, a missing
+privilege), then for the same rules.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import suppress
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,16 @@ _MAX_INTEGRITY_ROWS = 20
 _COUNTED_TABLES = ("runs", "sessions", "events", "human_requests", "grades")
 _SESSION_REFERENCES = ("events", "human_requests", "grades")
 _RESTORE = "restore it from a backup"
+# A question logged this long ago without its request is lost, not on its way to the queue.
+_LOST_AFTER = timedelta(minutes=1)
+# What a person answers or decides, and what settles it, in a session's log.
+_ASKED = ("human_question", "approval_requested")
+_SETTLED = ("human_answer", "approval_decided")
+# Sessions whose questions go to the queue: a queue channel's, or an MCP client's.
+_ASKS_THE_QUEUE = {
+    "sqlite": "json_extract(recipe, '$.human.kind') = 'queue'",
+    "postgres": "recipe::jsonb #>> '{human,kind}' = 'queue'",
+}
 
 
 class DatabaseCheck(BaseModel):
@@ -116,7 +130,7 @@ def _check_server(url: Path) -> DatabaseCheck:
         found.schema_version = schema.schema_version(db)
         if _schema_fits(found, schema.table_names(db), url):
             _count(db, found)
-            found.problems += _orphans(db) + _event_counts(db)
+            found.problems += _orphans(db) + _event_counts(db) + _waiting_on_nothing(db)
         if not found.problems:
             found.problems += _privileges(db, url, found.schema_version == 0)
         db.execute("COMMIT")
@@ -186,7 +200,7 @@ def _check(conn: sqlite3.Connection, path: Path, found: DatabaseCheck, quick: bo
             _count(conn, found)
         return
     _count(conn, found)
-    found.problems += _orphans(conn) + _event_counts(conn)
+    found.problems += _orphans(conn) + _event_counts(conn) + _waiting_on_nothing(conn)
 
 
 def _count(conn: Any, found: DatabaseCheck) -> None:
@@ -235,3 +249,64 @@ def _event_counts(conn: Any) -> list[str]:
     return [
         f"{count} session(s) have events missing or doubled (their count disagrees); {_RESTORE}"
     ]
+
+
+def _waiting_on_nothing(conn: Any, now: datetime | None = None) -> list[str]:
+    """Lines for questions that never reached the queue, and sessions that wait on nothing.
+
+    Only sessions whose people answer through the queue count (a queue
+    channel's, an MCP client's): a console's question waits in its process,
+    not in the store. A session waits on something while a request of its
+    own is in the store and not yet settled in its log (pending, or answered
+    and not yet read back).
+    """
+    dialect = "sqlite" if isinstance(conn, sqlite3.Connection) else "postgres"
+    waiting = (
+        "SELECT id FROM sessions WHERE status = 'waiting'"
+        f" AND (model LIKE 'mcp:%' OR {_ASKS_THE_QUEUE[dialect]})"
+    )
+    kinds = ", ".join(f"'{kind}'" for kind in _ASKED + _SETTLED)
+    events = conn.execute(
+        f"SELECT session_id, kind, ts, payload FROM events WHERE kind IN ({kinds})"
+        f" AND session_id IN ({waiting})"
+    ).fetchall()
+    requests = conn.execute(
+        f"SELECT session_id, id FROM human_requests WHERE session_id IN ({waiting})"
+    ).fetchall()
+    sessions = {row[0] for row in conn.execute(waiting).fetchall()}
+    asked: dict[str, tuple[str, datetime]] = {}
+    settled: set[str] = set()
+    for session_id, kind, ts, payload in events:
+        request_id = str(json.loads(payload).get("request_id") or "")
+        if kind in _SETTLED:
+            settled.add(request_id)
+        else:
+            asked[request_id] = (session_id, datetime.fromisoformat(ts))
+    held = {request_id for _, request_id in requests}
+    live = {session_id for session_id, request_id in requests if request_id not in settled}
+    cutoff = (now or datetime.now(UTC)) - _LOST_AFTER
+    lost = sorted(
+        session_id
+        for request_id, (session_id, when) in asked.items()
+        if request_id not in settled and request_id not in held and when < cutoff
+    )
+    idle = sorted(sessions - live - set(lost))
+    problems = []
+    if lost:
+        problems.append(
+            f"{len(lost)} question(s) were logged but never reached the queue, so no person "
+            f"can answer them (session {_some(lost)}); end them with `aah sessions cancel ID`"
+        )
+    if idle:
+        problems.append(
+            f"{len(idle)} session(s) wait for a person with nothing in the queue to answer "
+            f"(session {_some(idle)}); `aah sessions resume ID` asks again, "
+            "`aah sessions cancel ID` ends them"
+        )
+    return problems
+
+
+def _some(ids: list[str]) -> str:
+    """The first few of ``ids``, for a one-line problem."""
+    shown = ", ".join(ids[:3])
+    return shown if len(ids) <= 3 else f"{shown} and {len(ids) - 3} more"
