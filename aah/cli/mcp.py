@@ -32,7 +32,11 @@ def serve(
     try:
         server = build_desk_server(HumanDesk(store))
         if port is None:
-            server.run("stdio")
+            import anyio
+
+            from aah.mcp.stdio import serve_stdio
+
+            anyio.run(serve_stdio, server)
         else:
             token = os.environ.get("AAH_MCP_TOKEN") or None
             serve_http(server, host=host, port=port, token=token)

@@ -4,9 +4,14 @@ Each MCP client (by the name it gives) is one session of an external agent,
 so its questions (``ask_human``) and calls to approve (``request_approval``,
 a request of kind ``approval``) show in the web page and the terminal app
 like any agent's, are claimed and decided there, and are counted by ``aah
-report``. A request's id is derived from the client and its ``id`` (or its
-text), so a client that gave up waiting and asks again gets the same
-request: an answer or decision given meanwhile is never lost. The same
+report``. A request's id is derived from the client and its ``id`` (or,
+without one, its whole content), so a client that gave up waiting and asks
+again gets the same request: an answer or decision given meanwhile is never
+lost. An id is bound to what it first asked: the same id with other content
+(another question, another call or other arguments) is refused in one line,
+never handed the first one's answer or decision. What a client sends is
+checked against one set of caps (``aah.mcp.caps``) before anything is
+logged, whichever transport brought it. The same
 requests serve as MCP tasks (``start_ask``, ``start_approval``, ``task_view``,
 ``cancel``; see ``aah.mcp.tasks``).
 """
@@ -29,6 +34,7 @@ from aah.events import (
     HumanAnswerEvent,
     HumanQuestionEvent,
 )
+from aah.mcp.caps import check_data, check_deadline, check_text
 from aah.mcp.schema import parameters, parameters_of
 from aah.runtime import (
     IDK_REPLY,
@@ -54,6 +60,8 @@ CANCELLED_BY = "mcp-client-cancelled"
 CANCELLED_ANSWER = "no answer: the MCP client cancelled this question"
 # How long a task's creation waits for its request to reach the store before giving up.
 CREATE_SECONDS = 30.0
+# The context key that binds a request to what was asked (a digest of its content).
+CONTENT_KEY = "content_digest"
 
 
 class Question(NamedTuple):
@@ -145,6 +153,8 @@ class HumanDesk:
         # Requests being waited on in this process, by id: a client that asks
         # again while the first ask still waits joins it (one request, one log).
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        # What each of those waits was asked for (a digest): an id is bound to it.
+        self._contents: dict[str, str | None] = {}
         # Why a wait in this process failed, by request id: a task reports it.
         self._failed: dict[str, str] = {}
         # Logging a request's one settling event (an answer, a decision, the
@@ -179,11 +189,19 @@ class HumanDesk:
         return request_id
 
     async def _asking(self, question: Question, client: str) -> tuple[str, asyncio.Future[str]]:
-        """``question``'s request id and the wait on it (joined if one runs)."""
+        """``question``'s request id and the wait on it (joined if one runs).
+
+        Raises:
+            AahError: ``question`` is past a cap, or its id names another question.
+        """
+        question = _checked_question(question)
+        content = _digest(_question_content(question.question, question.context, question.fallback))
         session_id = await asyncio.to_thread(self.session_for, client)
-        request_id = f"{session_id}-{_digest(question.ask_id or question.question)}"
+        request_id = f"{session_id}-{_digest(question.ask_id) if question.ask_id else content}"
+        reused = f"id {question.ask_id!r} already names another question of this client"
+        await self._check_bound(request_id, content, reused)
         shared = self._shared(
-            request_id, lambda: self._ask(question, client, session_id, request_id)
+            request_id, content, reused, lambda: self._ask(question, client, session_id, request_id)
         )
         return request_id, shared
 
@@ -254,15 +272,16 @@ class HumanDesk:
         self, call: ApprovalAsk, client: str
     ) -> tuple[str, asyncio.Future[ApprovalDecidedEvent]]:
         """``call``'s request id and the wait for a decision on it (joined if one runs)."""
-        if call.fallback not in APPROVAL_FALLBACKS:
-            raise AahError(
-                f"fallback {call.fallback!r} is no decision: "
-                "use 'reject' (the default) or 'approve'"
-            )
+        call = _checked_call(call)
+        shown = [p.model_dump(mode="json") for p in _parameters(call)]
+        content = _digest(
+            _call_content(call.tool, call.arguments, call.context, call.fallback, shown)
+        )
         session_id = await asyncio.to_thread(self.session_for, client)
-        proposed = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
-        call_id = _digest(call.ask_id or f"{call.tool} {proposed}")
+        call_id = _digest(call.ask_id) if call.ask_id else content
         request_id = f"{session_id}-{call_id}-approval"
+        reused = f"id {call.ask_id!r} already names another call of this client"
+        await self._check_bound(request_id, content, reused)
         request = ApprovalRequest(
             request_id=request_id,
             session_id=session_id,
@@ -270,13 +289,17 @@ class HumanDesk:
             tool=call.tool,
             method=EXTERNAL_METHOD,
             arguments=call.arguments,
-            parameters=[p.model_dump(mode="json") for p in _parameters(call)],
+            parameters=shown,
             rule=f"the MCP client {client} asked for approval",
             deadline_seconds=call.deadline,
             fallback="approve" if call.fallback == "approve" else "reject",
-            context={"query": call.context or "", "agent": f"MCP client {client}"},
+            context={
+                "query": call.context or "",
+                "agent": f"MCP client {client}",
+                CONTENT_KEY: content,
+            },
         )
-        return request_id, self._shared(request_id, lambda: self._approve(request))
+        return request_id, self._shared(request_id, content, reused, lambda: self._approve(request))
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecidedEvent:
         """Log ``request`` (once), wait for its decision and log that (once)."""
@@ -306,18 +329,45 @@ class HumanDesk:
             await asyncio.to_thread(self.store.set_status, session_id, "running", [decided])
         return decided
 
-    def _shared(self, request_id: str, start: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
-        """The wait on ``request_id`` in this process, started with ``start`` if none runs."""
+    async def _check_bound(self, request_id: str, content: str, reused: str) -> None:
+        """Refuse asking ``request_id`` for ``content`` when the store holds it for other content.
+
+        Raises:
+            AahError: the request was asked before with other content (an id reused).
+        """
+        record = await asyncio.to_thread(self.store.get_human_request, request_id)
+        # Requests made before ids were bound carry no digest: nothing to compare.
+        held = None if record is None else record.context.get(CONTENT_KEY)
+        if held is not None and held != content:
+            raise AahError(_reuse_refusal(reused))
+
+    def _shared(
+        self,
+        request_id: str,
+        content: str | None,
+        reused: str,
+        start: Callable[[], Awaitable[T]],
+    ) -> asyncio.Future[T]:
+        """The wait on ``request_id`` in this process, started with ``start`` if none runs.
+
+        Raises:
+            AahError: a wait on ``request_id`` runs for other ``content`` (an id reused).
+        """
         running = self._inflight.get(request_id)
         if running is None:
             running = asyncio.ensure_future(start())
             self._inflight[request_id] = running
+            self._contents[request_id] = content
             running.add_done_callback(lambda done: self._settled(request_id, done))
+        elif None not in (content, self._contents.get(request_id)):
+            if self._contents[request_id] != content:
+                raise AahError(_reuse_refusal(reused))
         return running
 
     def _settled(self, request_id: str, done: asyncio.Future[Any]) -> None:
         """Forget the wait on ``request_id``; keep why it failed, if it did."""
         self._inflight.pop(request_id, None)
+        self._contents.pop(request_id, None)
         if not done.cancelled() and done.exception() is not None:
             self._failed[request_id] = str(done.exception()) or type(done.exception()).__name__
 
@@ -461,14 +511,18 @@ class HumanDesk:
         if record.kind == "approval":
             shown = dict(context.pop("approval", None) or {})
             request = ApprovalRequest.model_validate({**shown, "context": context})
-            self._shared(record.id, lambda: self._approve(request))
+            held = context.get(CONTENT_KEY)
+            self._shared(record.id, held, "", lambda: self._approve(request))
             return
         question = Question(
             record.question,
             context=str(context.get("query") or "") or None,
             fallback=context.get("fallback"),
         )
-        self._shared(record.id, lambda: self._ask(question, client, record.session_id, record.id))
+        held = context.get(CONTENT_KEY)
+        self._shared(
+            record.id, held, "", lambda: self._ask(question, client, record.session_id, record.id)
+        )
 
     async def _waiting(self, work: asyncio.Future[T], progress: Progress | None) -> T:
         """``work``'s result, telling ``progress`` every so often that it still waits.
@@ -552,7 +606,64 @@ def _context(question: Question, client: str) -> dict[str, Any]:
     context: dict[str, Any] = {"query": question.context or "", "agent": f"MCP client {client}"}
     if question.fallback is not None:
         context["fallback"] = question.fallback
+    context[CONTENT_KEY] = _digest(
+        _question_content(question.question, question.context, question.fallback)
+    )
     return context
+
+
+def _checked_question(question: Question) -> Question:
+    """``question`` within the caps every transport shares, its deadline as seconds.
+
+    Raises:
+        OutOfBounds: a field is past its cap, or the deadline is no bounded number of seconds.
+    """
+    for field in ("question", "context", "fallback"):
+        check_text(getattr(question, field), field)
+    check_text(question.ask_id, "id")
+    return question._replace(deadline=check_deadline(question.deadline))
+
+
+def _checked_call(call: ApprovalAsk) -> ApprovalAsk:
+    """``call`` within the caps every transport shares, its deadline as seconds.
+
+    Raises:
+        AahError: the fallback is no decision, or a field is past its cap.
+    """
+    if call.fallback not in APPROVAL_FALLBACKS:
+        raise AahError(
+            f"fallback {call.fallback!r} is no decision: use 'reject' (the default) or 'approve'"
+        )
+    check_text(call.tool, "tool")
+    check_text(call.context, "context")
+    check_text(call.ask_id, "id")
+    check_data(call.arguments, "arguments")
+    check_data(call.input_schema, "input_schema")
+    return call._replace(deadline=check_deadline(call.deadline))
+
+
+def _question_content(question: str, context: str | None, fallback: str | None) -> str:
+    """What binds a question's id: everything the client asked but the deadline."""
+    return json.dumps(["ask_human", question, context or "", fallback], ensure_ascii=False)
+
+
+def _call_content(
+    tool: str,
+    arguments: dict[str, Any],
+    context: str | None,
+    fallback: str,
+    parameters: list[dict[str, Any]],
+) -> str:
+    """What binds a call's id: the call, what a person is shown of it, and its fallback."""
+    content = ["request_approval", tool, arguments, context or "", fallback, parameters]
+    return json.dumps(content, sort_keys=True, ensure_ascii=False)
+
+
+def _reuse_refusal(reused: str) -> str:
+    return (
+        f"{reused} (its answer or decision is for that one): use a new id for a new request, "
+        "or ask again with the same content to get its answer"
+    )
 
 
 def _digest(text: str) -> str:

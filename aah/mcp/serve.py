@@ -6,6 +6,7 @@ import hmac
 from typing import Any
 
 from aah.errors import AahError
+from aah.mcp.caps import MAX_MESSAGE_BYTES
 from aah.mcp.desk import ApprovalAsk, HumanDesk, Question
 
 SERVER_NAME = "aah"
@@ -65,10 +66,13 @@ def build_desk_server(desk: HumanDesk) -> Any:
             await ctx.report_progress(waited, deadline, "waiting for a person")
 
         asked = Question(question, context, deadline, fallback, id)
-        if (created := TASK_CREATED.get()) is not None:  # a task: queue it, answer later
-            created.append(await desk.start_ask(asked, _client_name(ctx)))
-            return ""
-        return await desk.ask(asked, _client_name(ctx), progress)
+        try:
+            if (created := TASK_CREATED.get()) is not None:  # a task: queue it, answer later
+                created.append(await desk.start_ask(asked, _client_name(ctx)))
+                return ""
+            return await desk.ask(asked, _client_name(ctx), progress)
+        except AahError as exc:  # the client's mistake: its one line is the tool's error
+            raise ToolError(str(exc)) from None
 
     @server.tool()
     async def request_approval(
@@ -124,9 +128,6 @@ def _client_name(ctx: Any) -> str:
     return str(getattr(info, "name", "") or "unknown")
 
 
-# The most bytes one request to the HTTP transport may carry: a question and
-# its context are text a person reads, not uploads.
-MAX_REQUEST_BYTES = 256_000
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
@@ -146,7 +147,7 @@ def serve_http(server: Any, *, host: str, port: int, token: str | None) -> None:
             f"serving MCP on {host} lets anyone there ask your annotators: "
             "set AAH_MCP_TOKEN (clients send it as a bearer token) or use --host 127.0.0.1"
         )
-    app = server.streamable_http_app(host=host, max_request_body_size=MAX_REQUEST_BYTES)
+    app = server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES)
     guarded = BearerGuard(app, token) if token else app
     config = uvicorn.Config(guarded, host=host, port=port, log_level="warning")
     # The SDK logs each session manager start and stop at INFO: not news to the person serving.
