@@ -73,6 +73,41 @@ def check_nesting(value: Any, what: str, *, limit: int = MAX_NESTING) -> Any:
     return value
 
 
+def text_nests_deeper(text: bytes, *, limit: int = MAX_NESTING) -> bool:
+    """Whether the JSON text ``text`` nests deeper than ``limit`` levels, found without parsing.
+
+    Brackets inside strings do not count. A text with at most ``limit``
+    brackets is not scanned at all, so the usual message costs two counts.
+    """
+    if text.count(b"[") + text.count(b"{") <= limit:
+        return False
+    return _scan_depth(text, limit) > limit
+
+
+def _scan_depth(text: bytes, limit: int) -> int:
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return deepest
+
+
 def parse_json(text: str | bytes, what: str, *, max_chars: int | None = None) -> Any:
     """The JSON value in ``text``, within the size and nesting bounds.
 

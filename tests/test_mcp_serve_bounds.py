@@ -30,7 +30,7 @@ from test_mcp_serve import (
     pending_request,
 )
 
-from aah.bounds import MAX_NESTING, OutOfBounds
+from aah.bounds import MAX_NESTING, OutOfBounds, nesting, text_nests_deeper
 from aah.errors import AahError
 from aah.events import HumanQuestionEvent
 from aah.store import SessionStore, check_database
@@ -145,10 +145,12 @@ async def reused_while_waiting_and_after_a_restart(db: Path) -> None:
     desk = HumanDesk(store, poll_seconds=0.02)
     try:
         waiting = asyncio.ensure_future(desk.approve(READ, "planner"))
-        # Asked again at once with other content: the first still waits (in flight).
-        with pytest.raises(AahError, match="already names another call"):
-            await desk.approve(OTHER_CALLS["another tool"], "planner")
+        # The first must be asked before the other: two asks started at once
+        # race, and either may be the one refused.
         request_id = await pending_approval(db, "read_file", 20)
+        # Asked again with other content while the first still waits (in flight).
+        with pytest.raises(AahError, match="already names another call"):
+            await asyncio.wait_for(desk.approve(OTHER_CALLS["another tool"], "planner"), 20)
         # A restarted server (a new desk on the same store) holds the binding too.
         restarted = HumanDesk(store, poll_seconds=0.02)
         with pytest.raises(AahError, match="already names another call"):
@@ -158,14 +160,18 @@ async def reused_while_waiting_and_after_a_restart(db: Path) -> None:
         # Without an id, other content is another request, never the first one's answer.
         plain = asyncio.ensure_future(desk.ask(Question("Which city?"), "planner"))
         other = asyncio.ensure_future(desk.ask(Question("Which city?", context="B"), "planner"))
-        first_id = await pending_request(db, "Which city?", 20)
+        for _ in range(2000):  # both asked: two requests, not one
+            if len(store.pending_human_requests()) == 2:
+                break
+            await asyncio.sleep(0.01)
+        first_id, second_id = [r.id for r in store.pending_human_requests()]
         await asyncio.to_thread(answer, db, first_id, "Paris")
-        await asyncio.sleep(0.2)
-        assert plain.done() != other.done()
-        pending = [r.id for r in store.pending_human_requests()]
-        assert len(pending) == 1 and pending[0] != first_id
-        await asyncio.to_thread(answer, db, pending[0], "Rome")
-        assert sorted(await asyncio.gather(plain, other)) == ["Paris", "Rome"]
+        done, _ = await asyncio.wait([plain, other], timeout=20, return_when="FIRST_COMPLETED")
+        assert len(done) == 1 and done.pop().result() == "Paris"
+        assert [r.id for r in store.pending_human_requests()] == [second_id]
+        await asyncio.to_thread(answer, db, second_id, "Rome")
+        answers = await asyncio.wait_for(asyncio.gather(plain, other), 20)
+        assert sorted(answers) == ["Paris", "Rome"]
     finally:
         store.close()
 
@@ -423,3 +429,29 @@ def test_db_check_finds_a_question_without_its_request_and_a_session_waiting_on_
         "1 session(s) wait for a person with nothing in the queue to answer (session idle); "
         "`aah sessions resume ID` asks again, `aah sessions cancel ID` ends them",
     ]
+
+
+# The depth of a raw line, found without parsing it: brackets in strings do not count.
+DEPTH_CORPUS = [
+    b"{}",
+    b'{"a": "[[[[[[[[[[[[[[[[[[[[[[[["}',
+    b'{"a": "\\"[[[[[[", "b": [[[]]]}',
+    b'["\\\\", [[["]]]]"]]]]',
+    b'{"k": ' + b"[" * 150 + b"]" * 150 + b"}",
+    b'{"k": "' + b"{" * 300 + b'"}',
+    b"[" * 101 + b"]" * 101,
+    b"[" * 100 + b"]" * 100,
+    b'{"a": [1, {"b": [2, {"c": "}}}}}"}]}]}',
+    b"[" * 5000,  # never closed
+]
+
+
+@pytest.mark.parametrize("text", DEPTH_CORPUS, ids=range(len(DEPTH_CORPUS)))
+def test_the_depth_of_a_raw_line_is_found_as_a_parser_would(text: bytes) -> None:
+    try:
+        expected = nesting(json.loads(text), limit=100) > 100
+    except json.JSONDecodeError:
+        expected = True  # only the unclosed line is no JSON here
+    except RecursionError:
+        expected = True
+    assert text_nests_deeper(text, limit=100) == expected

@@ -5,7 +5,9 @@ it: a client could make the server hold a gigabyte. Here each line is read
 with a bound (:data:`~aah.mcp.caps.MAX_MESSAGE_BYTES`, as over HTTP); the
 rest of a longer line is read in small pieces and dropped, and the request
 it held is answered with a JSON-RPC error naming the cap, so the client
-hears at once instead of waiting for an answer that never comes.
+hears at once instead of waiting for an answer that never comes. So is a
+line that nests deeper than the SDK's parser can read (which would drop it
+without a word).
 
 While serving, file descriptors 0 and 1 point at the null device and at
 standard error (as the SDK does), so nothing stray reaches the wire.
@@ -22,6 +24,7 @@ from typing import Any, BinaryIO
 import anyio
 import anyio.to_thread
 
+from aah.bounds import MAX_NESTING, text_nests_deeper
 from aah.mcp.caps import MAX_MESSAGE_BYTES
 
 # A JSON-RPC error for a request the server cannot take (JSON-RPC 2.0 §5.1).
@@ -30,6 +33,10 @@ INVALID_REQUEST = -32600
 _HEAD_BYTES = 4096
 _DRAIN_BYTES = 65536
 # The request's id, as SDK clients write it: right after "jsonrpc", before the params.
+# The SDK's parser drops a message nesting 200 levels or more without a reply
+# (pydantic's JSON limit): deeper than this, aah answers for it. Between
+# MAX_NESTING and this, the tool's own checks refuse the arguments in one line.
+_PARSER_DEPTH = 190
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
 
 
@@ -55,9 +62,14 @@ class BoundedLines:
             line, whole = await anyio.to_thread.run_sync(self._read, abandon_on_cancel=True)
             if not line:
                 raise StopAsyncIteration
-            if whole:
+            if whole and not text_nests_deeper(line, limit=_PARSER_DEPTH):
                 return line.decode("utf-8", errors="replace")
-            refusal = too_large_reply(line, self.max_bytes)
+            if whole:
+                refusal = refusal_reply(
+                    line, f"the request nests deeper than {MAX_NESTING} levels: flatten it"
+                )
+            else:
+                refusal = too_large_reply(line, self.max_bytes)
             if refusal is not None:
                 await self._wire.write(refusal + "\n")
                 await self._wire.flush()
@@ -74,24 +86,26 @@ class BoundedLines:
 
 
 def too_large_reply(head: bytes, max_bytes: int) -> str | None:
-    """The JSON-RPC error for the request a too-long line began with; None without an id.
-
-    Only an ``id`` before the request's ``params`` counts: one further on may
-    be inside them.
-    """
-    found = _ID.search(head)
-    params = head.find(b'"params"')
-    if found is None or (params != -1 and params < found.start()):
-        print(
-            f"aah mcp serve: dropped a message over the {max_bytes:,}-byte cap",
-            file=sys.stderr,
-        )
-        return None
-    request_id: Any = json.loads(found.group(1))
+    """The JSON-RPC error for the request a too-long line began with; None without an id."""
     message = (
         f"the request is over aah's cap of {max_bytes:,} bytes on one message: "
         "a question or a call to approve is text a person reads; send less"
     )
+    return refusal_reply(head, message)
+
+
+def refusal_reply(head: bytes, message: str) -> str | None:
+    """The JSON-RPC error ``message`` for the request ``head`` begins; None without an id.
+
+    Only an ``id`` before the request's ``params`` counts: one further on may
+    be inside them. A message without one is dropped, said on standard error.
+    """
+    found = _ID.search(head[:_HEAD_BYTES])
+    params = head.find(b'"params"', 0, _HEAD_BYTES)
+    if found is None or (params != -1 and params < found.start()):
+        print(f"aah mcp serve: dropped a message: {message}", file=sys.stderr)
+        return None
+    request_id: Any = json.loads(found.group(1))
     error = {"code": INVALID_REQUEST, "message": message}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
 
