@@ -217,7 +217,9 @@ async def approval_and_cancels(url: str, db: Path) -> dict[str, Any]:
         found["cancelled_ids"] = (asked.task_id, approving.task_id)
     async with plain_client(http_transport(url), "deployer") as client:
         found["plain"] = await client.call_tool("request_approval", CALL)
-        found["re_asked"] = await client.call_tool("ask_human", {"question": "?", "id": "p1"})
+        found["re_asked"] = await client.call_tool(
+            "ask_human", {"question": "Which port?", "id": "p1"}
+        )
     return found
 
 

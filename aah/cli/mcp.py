@@ -34,7 +34,7 @@ def serve(
         if port is None:
             import anyio
 
-            from aah.mcp.stdio import serve_stdio
+            from aah.mcp import serve_stdio
 
             anyio.run(serve_stdio, server)
         else:

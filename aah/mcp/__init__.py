@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from aah.mcp.schema import ToolSpecs, read_tool_specs, shown_name, tool_spec, tool_specs
     from aah.mcp.serve import BearerGuard, build_desk_server, serve_http
     from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, server_of, unique_names
+    from aah.mcp.stdio import serve_stdio
     from aah.mcp.tasks import (
         TASKS_EXTENSION,
         CancelTaskRequest,
@@ -59,6 +60,7 @@ __all__ = [
     "TaskView",
     "BearerGuard",
     "serve_http",
+    "serve_stdio",
     "HumanDesk",
     "Question",
     "build_desk_server",
@@ -105,6 +107,7 @@ _WHERE = {
     "ApprovalAsk": "aah.mcp.desk",
     "BearerGuard": "aah.mcp.serve",
     "serve_http": "aah.mcp.serve",
+    "serve_stdio": "aah.mcp.stdio",
     "HumanDesk": "aah.mcp.desk",
     "Question": "aah.mcp.desk",
     "build_desk_server": "aah.mcp.serve",

@@ -20,8 +20,7 @@ from typing import Any
 
 from aah.bounds import OutOfBounds, check_nesting
 from aah.mcp.schema import quoted_name, shown_name
-from aah.tools import qualified_name
-from aah.tools.spec import NAME_SEPARATOR
+from aah.tools import NAME_SEPARATOR, qualified_name
 
 # Tools the agent is offered from one server. Each costs the model a schema
 # on every request; past this, --mcp-tools or find_tools choose among them.

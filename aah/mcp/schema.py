@@ -102,7 +102,7 @@ def read_tool_specs(server: McpServer, tools: Iterable[Mapping[str, Any]]) -> To
 def _tool_spec(
     server: McpServer, tool: Mapping[str, Any], name: str, notes: list[str]
 ) -> EndpointSpec:
-    raw = str(tool.get("name") or "")
+    raw = storable_text(str(tool.get("name") or ""))  # read_tool_specs leaves unstorable ones out
     tool = storable(dict(tool))
     schema = tool.get("inputSchema") or tool.get("input_schema") or {}
     description = str(tool.get("description") or tool.get("title") or "")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from aah.tools.prompts import tool_prompt, tool_prompt_versions
     from aah.tools.spec import (
+        NAME_SEPARATOR,
         EndpointSource,
         EndpointSpec,
         HttpMethod,
@@ -44,6 +45,7 @@ __all__ = [
     "EndpointSource",
     "EndpointSpec",
     "HttpMethod",
+    "NAME_SEPARATOR",
     "ImportResult",
     "JsonType",
     "ParamLocation",
@@ -65,6 +67,7 @@ _WHERE = {
     "EndpointSource": "spec",
     "EndpointSpec": "spec",
     "HttpMethod": "spec",
+    "NAME_SEPARATOR": "spec",
     "ImportResult": "spec",
     "JsonType": "spec",
     "ParameterSpec": "spec",
