@@ -9,6 +9,7 @@ sleeping. It lives at the top of the package, below every other part
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -77,9 +78,12 @@ class FakeClock:
         """Move both readings ``seconds`` forward.
 
         Raises:
-            ValueError: ``seconds`` is negative (time does not go back).
+            ValueError: ``seconds`` is negative (time does not go back), or
+                not a finite number.
         """
         if seconds < 0:
             raise ValueError(f"a clock only moves forward, not by {seconds!r} s")
+        if not math.isfinite(seconds):
+            raise ValueError(f"move a clock by a finite number of seconds, not {seconds!r}")
         with self._lock:
             self._elapsed += seconds
