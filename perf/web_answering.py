@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from aah.desk import DeskWorkflow
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator
-from aah.ui.web.desk import QueueDesk
 from aah.ui.web.queue_page import QueueHandlers
 
 TARGET_MS = 5.0
@@ -81,7 +81,7 @@ def main() -> int:
         started = time.perf_counter()
         fill(store, args.sessions)
         print(f"filled {args.sessions:,} waiting sessions in {time.perf_counter() - started:.1f} s")
-        handlers = QueueHandlers(store, QueueDesk(store))
+        handlers = QueueHandlers(store, DeskWorkflow(store))
         who = Annotator("perf-annotator", admin=False)
         list_start, _ = timed(lambda: handlers.lists(who))
         shown = handlers.start(who)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 from postgres_cluster import raw_rows
 
+from aah.clock import FakeClock
 from aah.store import (
     DEFAULT_LEASE_S,
     AnnotatorStats,
@@ -28,9 +28,15 @@ SHORT_LEASE_S = 0.3
 
 
 @pytest.fixture
-def store(store_location: Path) -> Iterator[SessionStore]:
-    """A new store on each engine (``postgres_cluster.store_location``)."""
-    with SessionStore(store_location) as opened:
+def clock() -> FakeClock:
+    """The store's clock: a test moves it past a lease instead of sleeping."""
+    return FakeClock()
+
+
+@pytest.fixture
+def store(store_location: Path, clock: FakeClock) -> Iterator[SessionStore]:
+    """A new store on each engine (``postgres_cluster.store_location``), on ``clock``."""
+    with SessionStore(store_location, clock=clock) as opened:
         yield opened
 
 
@@ -70,7 +76,9 @@ def holders(store: SessionStore, request_id: str) -> tuple[str, ...]:
 # -- one request, two annotators ------------------------------------------------
 
 
-def test_a_live_claim_keeps_others_out_until_its_lease_runs_out(store: SessionStore) -> None:
+def test_a_live_claim_keeps_others_out_until_its_lease_runs_out(
+    store: SessionStore, clock: FakeClock
+) -> None:
     request_id = waiting(store)
     assert store.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
     assert not store.claim_request(request_id, "bob")
@@ -80,7 +88,9 @@ def test_a_live_claim_keeps_others_out_until_its_lease_runs_out(store: SessionSt
     assert [r.id for r in store.requests_for("ana")] == [request_id]
     assert holders(store, request_id) == ("ana",)
 
-    time.sleep(SHORT_LEASE_S + 0.1)
+    clock.advance(SHORT_LEASE_S - 0.01)
+    assert holders(store, request_id) == ("ana",)  # a moment before its end it still holds
+    clock.advance(0.02)
     assert holders(store, request_id) == ()  # an expired claim counts for nothing
     assert [r.id for r in store.requests_for("bob")] == [request_id]
     assert store.claim_request(request_id, "bob")
@@ -88,14 +98,16 @@ def test_a_live_claim_keeps_others_out_until_its_lease_runs_out(store: SessionSt
     assert holders(store, request_id) == ("bob",)
 
 
-def test_renewing_a_claim_moves_its_lease_forward(store: SessionStore) -> None:
+def test_renewing_a_claim_moves_its_lease_forward(store: SessionStore, clock: FakeClock) -> None:
     request_id = waiting(store)
     assert store.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
-    time.sleep(SHORT_LEASE_S / 2)
+    clock.advance(SHORT_LEASE_S / 2)
     assert store.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
-    time.sleep(SHORT_LEASE_S * 0.75)  # past the first lease, within the renewed one
+    clock.advance(SHORT_LEASE_S * 0.75)  # past the first lease, within the renewed one
     assert not store.claim_request(request_id, "bob")
     assert holders(store, request_id) == ("ana",)
+    clock.advance(SHORT_LEASE_S / 2)  # past the renewed one too
+    assert store.claim_request(request_id, "bob")
 
 
 def test_releasing_a_claim_frees_the_place_at_once(store: SessionStore) -> None:
@@ -164,6 +176,16 @@ def test_a_claim_on_a_request_nobody_can_use_is_worthless(
     assert next_one is not None and next_one.id == other
 
 
+def test_a_deadline_passes_on_the_stores_clock(store: SessionStore, clock: FakeClock) -> None:
+    request_id = waiting(store, deadline=clock.now() + timedelta(seconds=60), fallback="idk")
+    assert store.claim_request(request_id, "ana")
+    assert store.closed_reason(request_id) is None
+    clock.advance(61)
+    assert not store.claim_request(request_id, "ana")
+    assert store.queue_listing().total == 0
+    assert "deadline passed" in (store.closed_reason(request_id) or "")
+
+
 def test_a_question_past_its_deadline_cannot_be_claimed(store: SessionStore) -> None:
     past = datetime.now(UTC) - timedelta(seconds=1)
     request_id = waiting(store, deadline=past, fallback="idk")
@@ -214,12 +236,12 @@ def test_claim_next_takes_the_oldest_free_request_and_a_reload_gets_it_back(
     assert later is not None and later.id == second
 
 
-def test_claim_next_renews_the_claim_it_returns(store: SessionStore) -> None:
+def test_claim_next_renews_the_claim_it_returns(store: SessionStore, clock: FakeClock) -> None:
     request_id = waiting(store)
     assert store.claim_next("ana", lease_seconds=SHORT_LEASE_S) is not None
-    time.sleep(SHORT_LEASE_S / 2)
+    clock.advance(SHORT_LEASE_S / 2)
     assert store.claim_next("ana", lease_seconds=SHORT_LEASE_S) is not None
-    time.sleep(SHORT_LEASE_S * 0.75)
+    clock.advance(SHORT_LEASE_S * 0.75)
     assert not store.claim_request(request_id, "bob")
 
 

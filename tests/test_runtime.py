@@ -1,3 +1,4 @@
+import asyncio
 import json
 from pathlib import Path
 
@@ -5,6 +6,7 @@ import pytest
 from http_server import LocalServer, closed_port, make_spec
 from runtime_support import ask_then_call_script, awareness_rule, call, runtime_on
 
+from aah.desk import FakeClock
 from aah.events import (
     AwarenessEvent,
     ErrorEvent,
@@ -193,12 +195,23 @@ async def test_queue_request_answered_from_another_connection(tmp_path: Path) ->
 async def test_queue_deadline_falls_back(tmp_path: Path, fallback: str) -> None:
     db = tmp_path / "s.db"
     spec = make_spec("https://api.example.org/forecast", name="forecast", params=[CITY])
+    clock = FakeClock()
+    waiting = SessionStore(db, clock=clock)
+
+    async def pass_the_deadline() -> None:
+        for _ in range(1_000):  # until the question waits, at most 10 s
+            if waiting.pending_human_requests():
+                break
+            await asyncio.sleep(0.01)
+        clock.advance(61)
+
     with FakeLLMServer(ask_then_call_script("local__forecast", {"city": "?"})) as llm:
         async with runtime_on(llm, db) as rt:
             rt.human = QueueHuman(
-                SessionStore(db), poll_seconds=0.01, deadline_seconds=0.1, fallback=fallback
+                waiting, poll_seconds=0.01, deadline_seconds=60, fallback=fallback
             )  # type: ignore[arg-type]
-            outcome = await run_session(SessionRequest("Weather?", [spec]), rt)
+            session = run_session(SessionRequest("Weather?", [spec]), rt)
+            outcome, _ = await asyncio.gather(session, pass_the_deadline())
             requests = SessionStore(db).pending_human_requests()
             events = rt.store.events(outcome.session_id)
     assert requests == []  # the request expired rather than stay pending

@@ -26,6 +26,7 @@ from textual.widgets import Input, OptionList, Select, Switch
 from typer.testing import CliRunner
 
 from aah.benchmark.demo import demo_task
+from aah.desk import FakeClock
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanAnswerEvent, HumanQuestionEvent
 from aah.store.sessions import SessionStore
@@ -341,10 +342,12 @@ async def test_an_open_question_is_claimed_and_let_go_when_put_aside(tess_app: A
 
 
 async def test_an_open_questions_claim_is_renewed_while_it_stays_open(
-    tess_app: AahApp, monkeypatch: pytest.MonkeyPatch
+    registry: Registry, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tui_app, "CLAIM_RENEW_SECONDS", 0.2)
-    app = tess_app
+    monkeypatch.setattr(tui_app, "CLAIM_RENEW_SECONDS", 0.2)  # the app's timer, not a lease
+    clock = FakeClock()
+    db = tmp_path / "sessions.db"
+    app = AahApp(registry, db, data=shared_data, annotator="tess", clock=clock)
     waiting_question(app.db)
 
     def lease_end() -> str:
@@ -356,6 +359,10 @@ async def test_an_open_questions_claim_is_renewed_while_it_stays_open(
         await open_first_queued(pilot, app)
         await wait_for(pilot, lambda: lease_end() != "")
         first = lease_end()
+        await pilot.pause(0.5)  # several ticks of the app's timer: no renewal is due yet
+        assert lease_end() == first
+        # Renewed within a third of the lease (the desk's workflow, as on the web page).
+        clock.advance(app.workflow.renew_every + 1)
         await wait_for(pilot, lambda: lease_end() > first, seconds=5)
 
 

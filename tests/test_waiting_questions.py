@@ -405,28 +405,34 @@ def test_a_finished_session_does_not_resume(tmp_path: Path) -> None:
 
 
 def test_a_queue_stores_its_deadline_and_a_restarted_one_keeps_the_first(tmp_path: Path) -> None:
+    from aah.desk import FakeClock
     from aah.runtime import HumanRequest, QueueHuman
     from aah.runtime.humans import IDK_REPLY
 
-    with SessionStore(tmp_path / "s.db") as store:
+    clock = FakeClock()
+    with SessionStore(tmp_path / "s.db", clock=clock) as store:
         session = store.open_session("Weather?")
         store.set_status(session.id, "waiting")
         question = HumanRequest(request_id="r1", session_id=session.id, question="Which city?")
-        first = QueueHuman(store, poll_seconds=0.05, deadline_seconds=0.6, fallback="idk")
+        first = QueueHuman(store, poll_seconds=0.01, deadline_seconds=60, fallback="idk")
+        asked_at = clock.now()
 
         async def killed_while_waiting() -> None:
             waiting = asyncio.ensure_future(first.ask(question))
-            await asyncio.sleep(0.2)
+            for _ in range(1_000):  # until the request is stored, at most 10 s
+                if store.get_human_request("r1") is not None:
+                    break
+                await asyncio.sleep(0.01)
             (pending,) = store.pending_human_requests()
-            assert pending.fallback == "idk" and pending.deadline is not None
-            assert 0 < (pending.deadline - datetime.now(UTC)).total_seconds() < 0.6
+            assert pending.fallback == "idk"
+            assert pending.deadline == asked_at + timedelta(seconds=60)  # on the store's clock
             waiting.cancel()  # the runner dies before the deadline
 
         asyncio.run(killed_while_waiting())
-        time.sleep(0.6)
-        # Restarted past the first deadline, a runner does not start a new one.
-        again = QueueHuman(store, poll_seconds=0.05, deadline_seconds=100, fallback="idk")
-        started = time.monotonic()
-        reply = asyncio.run(again.ask(question))
-        assert reply.text == IDK_REPLY and time.monotonic() - started < 1
+        clock.advance(61)
+        # Restarted past the first deadline, a runner does not start a new one
+        # (a new one would wait 100 s on a clock that no longer moves).
+        again = QueueHuman(store, poll_seconds=0.01, deadline_seconds=100, fallback="idk")
+        reply = asyncio.run(asyncio.wait_for(again.ask(question), 10))
+        assert reply.text == IDK_REPLY
         assert store.get_human_request("r1").status == "expired"  # type: ignore[union-attr]

@@ -16,11 +16,11 @@ import pytest
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 
+from aah.desk import DeskWorkflow  # noqa: E402
 from aah.store import SessionStore  # noqa: E402
 from aah.tools import ParameterSpec  # noqa: E402
 from aah.ui.web.approval import call_html, read_decision  # noqa: E402
 from aah.ui.web.auth import Annotator  # noqa: E402
-from aah.ui.web.desk import QueueDesk  # noqa: E402
 from aah.ui.web.queue import entry_label, queue_rows  # noqa: E402
 from aah.ui.web.queue_page import QueueHandlers  # noqa: E402
 
@@ -108,7 +108,7 @@ def test_an_invalid_decision_is_refused_in_one_line_and_never_stored(
     store: SessionStore, sent: str, says: str
 ) -> None:
     request = _approval(store)
-    handlers = QueueHandlers(store, QueueDesk(store))
+    handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
     opened = handlers.start(who)[2 + 15]
     assert opened is not None and opened.request_id == request.id
@@ -153,7 +153,7 @@ def test_a_valid_edit_is_stored_with_typed_arguments(
     store: SessionStore, changed: dict[str, str], arguments: dict[str, Any]
 ) -> None:
     request = _approval(store)
-    handlers = QueueHandlers(store, QueueDesk(store))
+    handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
     opened = handlers.start(who)[2 + 15]
     shown = handlers.decide(who, opened, _edit(**changed), [])
@@ -172,7 +172,7 @@ def test_the_other_decisions_are_stored_with_their_reason(
     store: SessionStore, decision: str
 ) -> None:
     request = _approval(store)
-    handlers = QueueHandlers(store, QueueDesk(store))
+    handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
     opened = handlers.start(who)[2 + 15]
     sent = {"decision": decision, "fields": FIELDS | {"rooms": "ignored"}, "reason": " Too dear "}
@@ -187,7 +187,7 @@ def test_a_question_is_never_decided_as_a_call(store: SessionStore) -> None:
     session = store.open_session("Weather?")
     store.set_status(session.id, "waiting")
     question = store.create_human_request(session.id, "Which city?")
-    handlers = QueueHandlers(store, QueueDesk(store))
+    handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
     opened = handlers.start(who)[2 + 15]
     assert opened.request_id == question.id

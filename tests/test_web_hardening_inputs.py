@@ -24,13 +24,14 @@ from gradio_client import Client  # noqa: E402
 from web_support import serve_app  # noqa: E402
 
 from aah.bounds import MAX_NESTING  # noqa: E402
+from aah.desk import DeskWorkflow  # noqa: E402
 from aah.store import SessionStore  # noqa: E402
 from aah.tools import ParameterSpec  # noqa: E402
 from aah.ui.web.approval import MAX_FIELD_CHARS, read_decision  # noqa: E402
 from aah.ui.web.auth import Annotator, WebAuth  # noqa: E402
 from aah.ui.web.beacon import beacon_fields  # noqa: E402
-from aah.ui.web.desk import LEASE_ENV, QueueDesk, lease_from_env  # noqa: E402
 from aah.ui.web.launch_page import MAX_PID, MAX_TASKS, whole_number  # noqa: E402
+from aah.ui.web.lease import LEASE_ENV, lease_from_env  # noqa: E402
 from aah.ui.web.queue_page import QueueHandlers  # noqa: E402
 
 PARAMETERS = [
@@ -104,7 +105,7 @@ def test_deep_json_from_the_page_is_one_line_in_the_status(
 ) -> None:
     store = SessionStore(tmp_path / "s.db")
     request = _approval(store)
-    handlers = QueueHandlers(store, QueueDesk(store))
+    handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
     opened = handlers.start(who)[2 + 15]
     assert opened is not None and opened.request_id == request.id

@@ -10,4 +10,31 @@ through it. Below the runtime, above the store.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from aah.clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
+from aah.desk.workflow import (
+    HEARTBEAT_LEASE_S,
+    MAX_ANSWER_CHARS,
+    UNDO_SECONDS,
+    DeskWorkflow,
+    Next,
+    OpenedRequest,
+    Sent,
+    SentOutcome,
+    Undoable,
+)
+
+__all__ = [
+    "HEARTBEAT_LEASE_S",
+    "MAX_ANSWER_CHARS",
+    "SYSTEM_CLOCK",
+    "UNDO_SECONDS",
+    "Clock",
+    "DeskWorkflow",
+    "FakeClock",
+    "Next",
+    "OpenedRequest",
+    "Sent",
+    "SentOutcome",
+    "SystemClock",
+    "Undoable",
+]

@@ -13,13 +13,14 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field
 
 from aah.bounds import check_seconds
+from aah.clock import Clock
 from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
 from aah.runtime.prompts import load_prompt
@@ -182,6 +183,7 @@ class QueueHuman:
         fallback: Fallback | HumanChannel = "idk",
         annotators: int = 1,
         park: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         """Wait on ``store``; after ``deadline_seconds`` use ``fallback``.
 
@@ -193,6 +195,7 @@ class QueueHuman:
                 skipped, a channel is asked instead.
             annotators: how many people should answer (the first one decides).
             park: raise ``Parked`` instead of waiting while the request is pending.
+            clock: what "now" is for the deadline; the store's clock by default.
 
         Raises:
             OutOfBounds: ``deadline_seconds`` is not a finite, positive,
@@ -206,6 +209,7 @@ class QueueHuman:
         self.fallback = fallback
         self.annotators = annotators
         self.park = park
+        self.clock = clock or store.clock
 
     @property
     def fallback_name(self) -> str:
@@ -238,7 +242,7 @@ class QueueHuman:
         if record is None:
             deadline = None
             if self.deadline_seconds is not None:
-                deadline = datetime.now(UTC) + timedelta(seconds=self.deadline_seconds)
+                deadline = self.clock.now() + timedelta(seconds=self.deadline_seconds)
             record = await self._store(
                 self.store.create_human_request,
                 request.session_id,
@@ -251,7 +255,7 @@ class QueueHuman:
             )
         polls = 0
         while record.status == "pending":
-            if record.deadline is not None and datetime.now(UTC) >= record.deadline:
+            if record.deadline is not None and self.clock.now() >= record.deadline:
                 return await self._give_up(request)
             if self.park:
                 raise Parked(record.id, record.deadline)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aah.annotators import annotator_key
-from aah.events import utc_now
+from aah.clock import SYSTEM_CLOCK, Clock
 from aah.store import listings as listings
 from aah.store import schema as schema
 from aah.store.connection import StoreConnection
@@ -37,8 +37,6 @@ from aah.store.schema import HumanAnswerRecord, HumanRequestRecord, RequestKind
 # What a person may decide about a call waiting for approval.
 APPROVAL_DECISIONS = ("approve", "edit", "reject", "terminate")
 
-_now = schema.now_text
-
 # How long a claim holds a request for its annotator unless renewed.
 DEFAULT_LEASE_S = 600.0
 
@@ -48,10 +46,21 @@ class HumanRequests:
 
     Args:
         connection: The database's connections, shared with the rest of the store.
+        clock: What "now" is for leases, deadlines and the times written.
     """
 
-    def __init__(self, connection: StoreConnection) -> None:
+    def __init__(self, connection: StoreConnection, clock: Clock = SYSTEM_CLOCK) -> None:
         self._connection = connection
+        self.clock = clock
+
+    def _now(self) -> str:
+        # The form every time column holds (``schema.now_text``), on this store's clock.
+        return self.clock.now().isoformat()
+
+    def _lease_end(self, lease_seconds: float) -> str:
+        if not lease_seconds > 0:
+            raise ValueError(f"a claim's lease must be positive, not {lease_seconds!r} s")
+        return (self.clock.now() + timedelta(seconds=lease_seconds)).isoformat()
 
     def create_human_request(
         self,
@@ -92,7 +101,7 @@ class HumanRequests:
                     session_id,
                     schema.scrub_text(question),
                     schema.to_json(context or {}),
-                    _now(),
+                    self._now(),
                     k,
                     deadline.isoformat() if deadline is not None else None,
                     fallback,
@@ -145,14 +154,20 @@ class HumanRequests:
             inserted = db.execute(
                 "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
                 " seconds, created) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [request_id, annotator, answer, int(declined), rating, seconds, _now()],
+                [request_id, annotator, answer, int(declined), rating, seconds, self._now()],
             ).rowcount
             if not inserted or request.status != "pending":
                 return False
             db.execute(
                 "UPDATE human_requests SET status = ?, answer = ?, answered_by = ?,"
                 " answered_at = ? WHERE id = ?",
-                ["declined" if declined else "answered", answer, annotator, _now(), request_id],
+                [
+                    "declined" if declined else "answered",
+                    answer,
+                    annotator,
+                    self._now(),
+                    request_id,
+                ],
             )
             return True
 
@@ -218,7 +233,7 @@ class HumanRequests:
 
     def _usable(self, db: Any, request_id: str) -> bool:
         sql = f"SELECT 1 FROM human_requests AS r WHERE r.id = :id AND {_USABLE}"
-        return db.execute(sql, {"id": request_id, "now": _now()}).fetchone() is not None
+        return db.execute(sql, {"id": request_id, "now": self._now()}).fetchone() is not None
 
     def closed_reason(self, request_id: str) -> str | None:
         """Why an answer to this request can no longer reach its agent, or None.
@@ -240,7 +255,7 @@ class HumanRequests:
         session_status = rows[0]["status"] if rows else "gone"
         if session_status not in schema.LIVE_STATUSES:
             return f"this question's session has ended ({session_status})"
-        past = request.deadline is not None and request.deadline.isoformat() <= _now()
+        past = request.deadline is not None and request.deadline.isoformat() <= self._now()
         if request.status == "expired" or past:
             fallback = request.fallback or "idk"
             return f"this question's deadline passed (the {fallback} fallback answered instead)"
@@ -266,7 +281,7 @@ class HumanRequests:
         Args:
             limit: How many to return, the oldest first; None returns all.
         """
-        return listings.pending_requests(self._connection.db().conn, limit, _now())
+        return listings.pending_requests(self._connection.db().conn, limit, self._now())
 
     def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
         """Requests that still want ``annotator``'s answer and have room for it, oldest first.
@@ -276,7 +291,7 @@ class HumanRequests:
         does a pending one that nobody can use any more. One whose free
         places are all held by others' live claims has no room for now.
         """
-        params = {"annotator": annotator_key(annotator), "now": _now()}
+        params = {"annotator": annotator_key(annotator), "now": self._now()}
         rows = self._connection.rows(WANTING_SQL, params)
         return [schema.request_from_row(row) for row in rows]
 
@@ -305,11 +320,11 @@ class HumanRequests:
             KeyError: No such request.
             ValueError: ``lease_seconds`` is not positive.
         """
-        until = _lease_end(lease_seconds)
+        until = self._lease_end(lease_seconds)
         annotator = annotator_key(annotator)
         with self._connection.write() as db:
             self._human_request(request_id)
-            params = {"id": request_id, "annotator": annotator, "now": _now()}
+            params = {"id": request_id, "annotator": annotator, "now": self._now()}
             wanted = db.execute(
                 f"SELECT 1 FROM human_requests AS r WHERE r.id = :id AND {_WANTS}", params
             ).fetchone()
@@ -335,10 +350,10 @@ class HumanRequests:
         Raises:
             ValueError: ``lease_seconds`` is not positive.
         """
-        until = _lease_end(lease_seconds)
+        until = self._lease_end(lease_seconds)
         annotator = annotator_key(annotator)
         with self._connection.write() as db:
-            params = {"annotator": annotator, "now": _now()}
+            params = {"annotator": annotator, "now": self._now()}
             held = db.execute(
                 "SELECT r.id FROM claims AS held JOIN human_requests AS r ON r.id = held.request_id"
                 f" WHERE held.annotator = :annotator AND held.until > :now AND {_WANTS}"
@@ -362,7 +377,7 @@ class HumanRequests:
     def _hold(self, db: Any, request_id: str, annotator: str, until: str) -> None:
         # Leases that ran out count for nothing; dropping them keeps the
         # table as small as the claims that live.
-        db.execute("DELETE FROM claims WHERE until <= ?", [_now()])
+        db.execute("DELETE FROM claims WHERE until <= ?", [self._now()])
         db.execute(
             "INSERT INTO claims (request_id, annotator, until) VALUES (?, ?, ?)"
             " ON CONFLICT (request_id, annotator) DO UPDATE SET until = excluded.until",
@@ -389,16 +404,16 @@ class HumanRequests:
             How many requests the queue holds, and its first ``limit``.
         """
         whose = annotator_key(annotator) if annotator is not None else None
-        return listings.queue_listing(self._connection.db().conn, whose, limit, _now())
+        return listings.queue_listing(self._connection.db().conn, whose, limit, self._now())
 
     def queue_entry(self, request_id: str) -> QueueEntry | None:
         """One request as the whole queue lists it (no annotator), or None when not in it."""
-        return listings.queue_entry(self._connection.db().conn, request_id, _now())
+        return listings.queue_entry(self._connection.db().conn, request_id, self._now())
 
     def queue_waited(self, since: datetime) -> int:
         """How many requests of the whole queue were asked at ``since`` or earlier."""
         since_text = since.astimezone(UTC).isoformat()
-        return listings.queue_waited(self._connection.db().conn, since_text, _now())
+        return listings.queue_waited(self._connection.db().conn, since_text, self._now())
 
     def answers_by(self, annotator: str, limit: int = 20) -> list[AnsweredEntry]:
         """``annotator``'s latest answers (and declines), newest first.
@@ -415,7 +430,7 @@ class HumanRequests:
             now: The moment that decides "today" and "now"; the clock's by default.
         """
         conn = self._connection.db().conn
-        return listings.annotator_stats(conn, annotator_key(annotator), now or utc_now())
+        return listings.annotator_stats(conn, annotator_key(annotator), now or self.clock.now())
 
     def human_answers(self, request_id: str) -> list[HumanAnswerRecord]:
         """Every answer to a request, first one first."""
@@ -423,9 +438,3 @@ class HumanRequests:
             "SELECT * FROM human_answers WHERE request_id = ? ORDER BY id", [request_id]
         )
         return [HumanAnswerRecord.model_validate(row) for row in rows]
-
-
-def _lease_end(lease_seconds: float) -> str:
-    if not lease_seconds > 0:
-        raise ValueError(f"a claim's lease must be positive, not {lease_seconds!r} s")
-    return (utc_now() + timedelta(seconds=lease_seconds)).isoformat()

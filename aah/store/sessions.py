@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
+from aah.clock import SYSTEM_CLOCK, Clock
 from aah.config import get_settings
 from aah.db_url import is_database_url, parse_location
 from aah.events import Event, HumanQuestionEvent
@@ -93,6 +94,9 @@ class SessionStore:
         path: The database file, or a PostgreSQL URL (``postgresql://...``,
             the ``postgres`` extra); default ``get_settings().db``
             (``AAH_DB``). Missing parent folders of a file are created.
+        clock: What "now" is for human requests: their claims' leases, their
+            deadlines, when they were asked and answered (a test passes a
+            ``FakeClock`` and moves it instead of sleeping).
 
     Raises:
         StoreFileError: The file cannot be used (damaged, another program's,
@@ -100,7 +104,8 @@ class SessionStore:
             raises it where the file fails later (a damaged page, a full disk).
     """
 
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         self.path = parse_location(path) if path is not None else get_settings().db
         try:
             if not is_database_url(self.path):  # a server's database has no folder
@@ -112,7 +117,7 @@ class SessionStore:
                 self.path,
             ) from exc
         self._connection = StoreConnection(self.path)
-        self._humans = HumanRequests(self._connection)
+        self._humans = HumanRequests(self._connection, clock)
         self._approved = ApprovedRuns(self._connection)
         self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()

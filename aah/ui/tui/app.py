@@ -35,9 +35,10 @@ from textual.widgets import Button, Footer, Header, Input
 
 from aah.annotators import annotator_key, check_annotator_name
 from aah.benchmark import load_demo_tasks
+from aah.desk import SYSTEM_CLOCK, Clock, DeskWorkflow, OpenedRequest, Sent
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
-from aah.store import HumanRequestRecord, SessionStore, StoreFileError
+from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
 from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
 from aah.ui.tui.screens import (
@@ -147,6 +148,7 @@ class AahApp(App[None]):
         data: Path | None = None,
         task_id: str | None = None,
         annotator: str | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         super().__init__()
         self.annotator = annotator_key(annotator or "") or default_annotator()
@@ -156,13 +158,15 @@ class AahApp(App[None]):
         self.initial_task = task_id
         self.configured = configured_model()
         self.scripted = ScriptedModel()
-        self.store = SessionStore(db)
+        self.store = SessionStore(db, clock=clock)
+        # The desk's one workflow (as the web page's): claims, renewals, answers.
+        self.workflow = DeskWorkflow(self.store, lease_seconds=DEFAULT_LEASE_S, undo_seconds=0)
         self.faults: LiveFaultExecutor = live_fault_executor("mock")
         self.session_id: str | None = None
         self._preview: TuiTask | None = None
         self._opened: set[str] = set()  # questions already shown once
         self._own_questions: list[str] = []  # this session's requests, from its events
-        self._claimed: set[str] = set()  # requests this app holds a claim on
+        self._claimed: dict[str, OpenedRequest] = {}  # requests this app holds a claim on
         self._store_notice_at = -math.inf  # when the store's failure was last told
         # Working through the queue (opened from the list): each answer opens the next.
         self._queue_mode = False
@@ -219,7 +223,7 @@ class AahApp(App[None]):
                 self._abandon(self.session_id)
         with suppress(StoreFileError):  # closing: the claims lapse with their lease
             for request_id in list(self._claimed):
-                self.store.release_claim(request_id, self.annotator)
+                self.workflow.leave(self.annotator, request_id, release=True)
         self.scripted.close()
         self.faults.close()
         self.store.close()
@@ -525,7 +529,7 @@ class AahApp(App[None]):
     def _claim_and_ask(self, request_id: str, queue: bool = False) -> None:
         # A claim is a write, which may wait on another process's lock.
         with self._store_trouble("open the question"):
-            if self.store.claim_request(request_id, self.annotator):
+            if self.workflow.open(self.annotator, request_id):
                 request = self.store.get_human_request(request_id)
                 if request is not None:
                     self.call_from_thread(self._ask, request, queue)
@@ -536,7 +540,10 @@ class AahApp(App[None]):
 
     def _refusal(self, request_id: str) -> str:
         """Why this annotator cannot take the question, in one line."""
-        closed = self.store.closed_reason(request_id)
+        try:
+            closed = self.store.closed_reason(request_id)
+        except KeyError:
+            return "That question is gone: press p for the ones waiting now."
         if closed is not None:
             return f"{closed[0].upper()}{closed[1:]}."
         entry = self.store.queue_entry(request_id)
@@ -548,7 +555,8 @@ class AahApp(App[None]):
     def _ask(self, request: HumanRequestRecord, queue: bool = False, draft: str = "") -> None:
         self._queue_mode = queue
         self._opened.add(request.id)
-        self._claimed.add(request.id)
+        if request.id not in self._claimed:  # reopened to send again: the first opening counts
+            self._claimed[request.id] = self.workflow.opened(self.annotator, request)
         own = request.session_id == self.session_id
         where = "" if own else self._place(request)
         if request.kind == "approval":
@@ -572,7 +580,7 @@ class AahApp(App[None]):
     def on_ask_human_screen_put_aside(self, message: AskHumanScreen.PutAside) -> None:
         """A question closed unanswered is free for other annotators again."""
         self._queue_mode = False  # "later" also means: no more questions now
-        self._claimed.discard(message.request_id)
+        self._claimed.pop(message.request_id, None)
         self._release(message.request_id)
         if message.draft.strip():
             self._drafts[message.request_id] = message.draft
@@ -581,7 +589,7 @@ class AahApp(App[None]):
     @work(thread=True, group="claims")
     def _release(self, request_id: str) -> None:
         with self._store_trouble("put the question back"):  # else its claim lapses
-            self.store.release_claim(request_id, self.annotator)
+            self.workflow.leave(self.annotator, request_id, release=True)
 
     def _renew_claim(self) -> None:
         """Keep the open question's claim alive while the person is at it."""
@@ -591,74 +599,73 @@ class AahApp(App[None]):
     @work(thread=True, group="claims")
     def _renew(self, request_id: str) -> None:
         with self._store_trouble("keep the open question"):
-            self.store.claim_request(request_id, self.annotator)
+            self.workflow.beat(self.annotator, request_id)
 
     def _answered(
         self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | None
     ) -> None:
-        self._write_answer(request, answer, screen.seconds)
+        self._write_answer(request, answer)
 
     def _decided(
         self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: ApprovalChoice | None
     ) -> None:
         if choice is not None:
-            self._write_decision(request, choice, screen.seconds)
+            self._write_decision(request, choice)
+
+    def _opening(self, request: HumanRequestRecord) -> OpenedRequest:
+        return self._claimed.get(request.id) or self.workflow.opened(self.annotator, request)
 
     @work(thread=True, group="answers")
-    def _write_decision(
-        self, request: HumanRequestRecord, choice: ApprovalChoice, seconds: float
-    ) -> None:
-        # As an answer: a write off the event loop, the claim ends with it.
+    def _write_decision(self, request: HumanRequestRecord, choice: ApprovalChoice) -> None:
+        # A write off the event loop; the claim ends with it.
         try:
-            settled = self.store.decide_approval(
-                request.id,
+            sent = self.workflow.decide(
                 self.annotator,
+                self._opening(request),
                 str(choice["decision"]),
                 arguments=choice.get("arguments"),
                 reason=str(choice.get("reason") or ""),
-                seconds=seconds,
             )
         except StoreFileError as exc:
             # The decision is not lost: the call's dialog opens again to send it once more.
             self.call_from_thread(self.notify, f"Not stored: {exc}", severity="error")
             self.call_from_thread(self._ask, request, self._queue_mode)
             return
-        self._claimed.discard(request.id)
-        if not settled:
-            closed = self.store.closed_reason(request.id)
-            message = (
-                f"{closed[0].upper()}{closed[1:]}: your decision was not used."
-                if closed is not None
-                else "Someone else decided on this call first."
-            )
+        except (LookupError, ValueError) as exc:
+            self.call_from_thread(self.notify, _sentence(f"Not sent: {exc}"), severity="error")
+            sent = None
+        self._claimed.pop(request.id, None)
+        if sent is not None and sent.outcome != "settled":
+            message = _not_used(sent, "decision", "Someone else decided on this call first.")
             self.call_from_thread(self.notify, message, severity="warning")
         if self._queue_mode:
             self._ask_next()
 
     @work(thread=True, group="answers")
-    def _write_answer(
-        self, request: HumanRequestRecord, answer: str | None, seconds: float
-    ) -> None:
+    def _write_answer(self, request: HumanRequestRecord, answer: str | None) -> None:
         # A write may wait on another process's lock: never on the event loop.
         # Answering also ends this annotator's claim.
         try:
-            settled = self.store.answer_human_request(
-                request.id, self.annotator, answer or "", declined=answer is None, seconds=seconds
+            sent = self.workflow.answer(
+                self.annotator, self._opening(request), answer or "", declined=answer is None
             )
         except StoreFileError as exc:
             # The typed answer is not lost: the question opens again holding it.
             self.call_from_thread(self.notify, f"Not stored: {exc}", severity="error")
             self.call_from_thread(self._ask, request, self._queue_mode, answer or "")
             return
-        self._claimed.discard(request.id)
-        if not settled:
-            closed = self.store.closed_reason(request.id)
-            if closed is not None:
-                message = f"{closed[0].upper()}{closed[1:]}: your answer was not used."
-            else:
-                message = "Someone else answered this question first."
+        except ValueError as exc:  # too long: the question opens again holding it
+            self.call_from_thread(self.notify, _sentence(f"Not sent: {exc}"), severity="error")
+            self.call_from_thread(self._ask, request, self._queue_mode, answer or "")
+            return
+        except LookupError as exc:
+            self.call_from_thread(self.notify, _sentence(f"Not sent: {exc}"), severity="error")
+            sent = None
+        self._claimed.pop(request.id, None)
+        if sent is not None and sent.outcome != "settled":
+            message = _not_used(sent, "answer", "Someone else answered this question first.")
             self.call_from_thread(self.notify, message, severity="warning")
-        elif request.session_id != self.session_id:
+        elif sent is not None and request.session_id != self.session_id:
             self.call_from_thread(self.notify, f"Answer sent to {self._place(request)}.")
         if self._queue_mode:
             self._ask_next()
@@ -667,7 +674,7 @@ class AahApp(App[None]):
         """In queue mode, claim and open the next waiting question (on a worker thread)."""
         following = None
         with self._store_trouble("open the next question"):
-            following = self.store.claim_next(self.annotator)
+            following = self.workflow.next_for(self.annotator).request
         if following is not None:
             self.call_from_thread(self._ask, following, True)
             return
@@ -687,3 +694,17 @@ class AahApp(App[None]):
         """How many of this (running) session's questions wait in the queue."""
         own = (self.store.get_human_request(request_id) for request_id in self._own_questions)
         return sum(1 for request in own if request is not None and request.status == "pending")
+
+
+def _not_used(sent: Sent, what: str, first: str) -> str:
+    """Why a reply that settled nothing was not used, in one line."""
+    if sent.outcome == "closed" and sent.closed:
+        return f"{sent.closed[0].upper()}{sent.closed[1:]}: your {what} was not used."
+    if sent.outcome == "repeat":
+        return f"You already sent your {what}; your first {what} stands."
+    return first
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?")) else f"{text}."

@@ -26,19 +26,19 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from aah.config import get_settings
+from aah.desk import UNDO_SECONDS, DeskWorkflow, OpenedRequest
 from aah.errors import AahError
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, WebAuth
 from aah.ui.web.beacon import ClaimBeacon, Release
-from aah.ui.web.desk import UNDO_SECONDS, QueueDesk, lease_from_env
 from aah.ui.web.format import plain
 from aah.ui.web.grading_page import build_grading_tab
 from aah.ui.web.guard import MAX_REQUEST_BYTES, WebGuard
 from aah.ui.web.hosts import AllowedHosts, allowed_hosts_from_env, parse_allowed_hosts
 from aah.ui.web.launch import RunLauncher
 from aah.ui.web.launch_page import build_launch_tab
+from aah.ui.web.lease import lease_from_env
 from aah.ui.web.proxies import parse_proxies, uvicorn_trusting
-from aah.ui.web.queue import OpenedRequest
 from aah.ui.web.queue_page import QueuePage, build_queue_tab
 from aah.ui.web.results_page import build_results_tab
 from aah.ui.web.signin_token import SignInTokens, app_secret, lifetime_from_env
@@ -169,7 +169,7 @@ def build_app(
         raise AahError(str(exc)) from None
     store = SessionStore(db)
     checks = auth or WebAuth.from_env()
-    desk = QueueDesk(store, lease, undo_seconds=undo_seconds)
+    workflow = DeskWorkflow(store, lease, undo_seconds=undo_seconds)
     tokens = SignInTokens(
         _signing_key(db, checks),
         lifetime=signin_seconds or lifetime_from_env(),
@@ -184,7 +184,7 @@ def build_app(
         with gr.Column(visible=False, elem_id="main") as main:
             with gr.Tabs(elem_id="tabs") as tabs:
                 with gr.Tab("Queue", id="queue", elem_id="tab-queue") as queue_tab:
-                    queue = build_queue_tab(store, user, desk)
+                    queue = build_queue_tab(store, user, workflow)
                 with gr.Tab("Grade answers", id="grade", elem_id="tab-grade") as grade_tab:
                     build_grading_tab(store, user, grade_tab)
                 with gr.Tab("Results", id="results", elem_id="tab-results") as results_tab:
@@ -193,20 +193,20 @@ def build_app(
                     build_launch_tab(launcher, user)
         queue.wire_tabs(user, queue_tab, [grade_tab, results_tab, launch_tab])
         # The refresh is the page's heartbeat: several fall within a lease.
-        timer = gr.Timer(min(REFRESH_SECONDS, desk.lease_seconds / 3), active=False)
+        timer = gr.Timer(min(REFRESH_SECONDS, workflow.lease_seconds / 3), active=False)
         wiring = (checks, tokens, sign_in, user, main, tabs, launch_tab, timer, queue)
         _wire_sign_in(app, *wiring)
     one_line_store_errors(app)
-    _RELEASES[app] = _releaser(desk, tokens)
+    _RELEASES[app] = _releaser(workflow, tokens)
     return app
 
 
-def _releaser(desk: QueueDesk, tokens: SignInTokens) -> Release:
+def _releaser(workflow: DeskWorkflow, tokens: SignInTokens) -> Release:
     def release(saved: str, request_id: str) -> bool:
         who = tokens.check(saved)
         if who is None:
             return False
-        desk.leave(who.name, request_id, release=True)
+        workflow.leave(who.name, request_id, release=True)
         return True
 
     return release
@@ -316,7 +316,7 @@ def _wire_sign_in(
         who: Annotator | None, current: OpenedRequest | None, note: str
     ) -> tuple[Any, ...]:
         if who is not None and current is not None:
-            queue.handlers.desk.leave(who.name, current.request_id, release=True)
+            queue.handlers.workflow.leave(who.name, current.request_id, release=True)
         return (
             None,
             note,

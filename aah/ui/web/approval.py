@@ -17,16 +17,15 @@ import html
 import json
 import math
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from aah.bounds import OutOfBounds, parse_json
-from aah.store import APPROVAL_DECISIONS, HumanRequestRecord, SessionStore
+from aah.desk import DeskWorkflow, OpenedRequest
+from aah.store import APPROVAL_DECISIONS, HumanRequestRecord
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, enum_problem
 from aah.ui.web.format import clip, plain
-from aah.ui.web.queue import OpenedRequest
 
 MAX_REASON_CHARS = 4_000
 MAX_FIELD_CHARS = 20_000
@@ -324,41 +323,27 @@ def edit_problem(call: ProposedCall, arguments: dict[str, Any]) -> str | None:
 
 
 def submit_decision(
-    store: SessionStore,
-    annotator: str,
-    opened: OpenedRequest,
-    decision: Decision,
-    *,
-    at: float | None = None,
+    workflow: DeskWorkflow, annotator: str, opened: OpenedRequest, decision: Decision
 ) -> str:
-    """Store ``annotator``'s decision and say, in Markdown, what came of it.
+    """Store ``annotator``'s decision (``DeskWorkflow.decide``); say in Markdown what came of it.
 
     Raises:
         LookupError: The request is gone.
     """
-    request = store.get_human_request(opened.request_id)
-    if request is None:
-        raise LookupError("that call is gone: refresh the queue")
-    closed = store.closed_reason(request.id)
-    if closed is not None:
-        return f"{plain(_about_call(closed))}: your decision was not used."
-    if any(given.annotator == annotator for given in store.human_answers(request.id)):
-        return "You already decided on this call; your first decision stands."
-    seconds = max(0.0, (time.time() if at is None else at) - opened.opened_at)
-    settled = store.decide_approval(
-        request.id,
+    sent = workflow.decide(
         annotator,
+        opened,
         decision.decision,
         arguments=decision.arguments,
         reason=decision.reason,
-        seconds=seconds,
     )
-    closed = None if settled else store.closed_reason(request.id)
-    if closed is not None:
-        return f"{plain(_about_call(closed))}: your decision was not used."
-    if not settled:
+    if sent.outcome == "closed":
+        return f"{plain(_about_call(sent.closed or ''))}: your decision was not used."
+    if sent.outcome == "repeat":
+        return "You already decided on this call; your first decision stands."
+    if sent.outcome != "settled":
         return "Someone decided on this call first; yours is kept for agreement."
-    call = ProposedCall.of(request)
+    call = ProposedCall.of(sent.request)
     done = {
         "approve": "Approved",
         "edit": "Edited and approved",

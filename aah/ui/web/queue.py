@@ -11,10 +11,10 @@ also shows the questions others hold now, as taken by them.
 from __future__ import annotations
 
 import html
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from aah.desk import Sent
 from aah.store import (
     AnnotatorStats,
     AnsweredEntry,
@@ -27,7 +27,6 @@ from aah.ui.web.format import clip, conversation_text, plain, waited
 
 QUEUE_HEADERS = ["waited", "task", "setting", "request", "kind", "question", "status", "fallback"]
 ANSWERED_HEADERS = ["question", "your answer", "request", "session"]
-MAX_ANSWER_CHARS = 4_000
 _LABEL_CHARS = 90
 _REQUEST_CHARS = 48
 # How ``QueueApprover`` words an approval request's question.
@@ -58,15 +57,6 @@ class RequestView:
     question: str
     briefing: str = ""
     request: str = ""
-
-
-@dataclass(frozen=True)
-class OpenedRequest:
-    """The request an annotator has open, when they opened it (epoch seconds), its question."""
-
-    request_id: str
-    opened_at: float
-    question: str = ""
 
 
 def queue_rows(
@@ -250,57 +240,16 @@ def briefing_html(brief: Briefing) -> str:
     return "\n".join(parts)
 
 
-def submit_answer(
-    store: SessionStore,
-    annotator: str,
-    opened: OpenedRequest,
-    answer: str,
-    rating: int | None,
-    declined: bool,
-    *,
-    at: float | None = None,
-) -> str:
-    """Store ``annotator``'s answer (or decline) and say, in Markdown, what came of it.
-
-    The rating is optional (stored as NULL when not given), so that an
-    answer costs its typing and one keystroke. ``at`` is when they gave it
-    (epoch seconds; default now): a decline is sent after its undo time.
-
-    Raises:
-        ValueError: The answer is missing or too long, or the rating is not
-            0 or 1; the message says what to do.
-        LookupError: The request is gone.
-    """
-    text = answer.strip()
-    if not declined and not text:
-        raise ValueError("type an answer, or press Decline (Esc) if you cannot answer")
-    if len(text) > MAX_ANSWER_CHARS:
-        raise ValueError(f"shorten the answer to at most {MAX_ANSWER_CHARS:,} characters")
-    if rating not in (None, 0, 1):
-        raise ValueError("rate the question yes (1) or no (2), or leave it unrated")
-    request = store.get_human_request(opened.request_id)
-    if request is None:
-        raise LookupError("that question is gone: refresh the queue")
-    closed = store.closed_reason(request.id)
-    if closed is not None:
-        return f"{plain(closed)}: your answer was not used."
-    if any(given.annotator == annotator for given in store.human_answers(request.id)):
-        return "You already answered this question; your first answer stands."
-    settled = store.answer_human_request(
-        request.id,
-        annotator,
-        text,
-        declined=declined,
-        rating=rating,
-        seconds=max(0.0, (time.time() if at is None else at) - opened.opened_at),
-    )
+def answer_note(sent: Sent, declined: bool = False) -> str:
+    """What came of an answer (or a decline), in one Markdown line."""
     verb = "Declined" if declined else "Answered"
-    closed = None if settled else store.closed_reason(request.id)
-    if closed is not None:  # it ended between the check above and the answer
-        return f"{plain(closed)}: your answer was not used."
-    if settled:
-        return f"{verb} **{plain(clip(request.question, 60))}**: the agent goes on with it."
-    if request.status == "expired":
+    if sent.outcome == "closed":
+        return f"{plain(sent.closed or 'this question is closed')}: your answer was not used."
+    if sent.outcome == "repeat":
+        return "You already answered this question; your first answer stands."
+    if sent.outcome == "settled":
+        return f"{verb} **{plain(clip(sent.request.question, 60))}**: the agent goes on with it."
+    if sent.outcome == "late":
         return f"{verb}: the agent had stopped waiting; your answer is kept for agreement."
     return f"{verb}: someone answered first; your answer is kept for agreement."
 

@@ -1,6 +1,6 @@
 """The Queue tab: the next question opens by itself; answer, decline or skip it by keyboard.
 
-Opening a question claims it (``QueueDesk``), so others are offered the
+Opening a question claims it (``aah.desk.DeskWorkflow``), so others are offered the
 next one; the page's refresh is its heartbeat, and leaving the tab lets go
 of it. Send, Decline and Skip open the next free question; a decline or a
 skip can be undone for a few seconds.
@@ -26,15 +26,15 @@ from typing import Any
 
 import gradio as gr
 
+from aah.desk import DeskWorkflow, OpenedRequest
 from aah.store import HumanRequestRecord, QueueEntry, SessionStore
 from aah.ui.web.approval import call_html, read_decision, submit_decision
 from aah.ui.web.auth import Annotator
-from aah.ui.web.desk import QueueDesk
 from aah.ui.web.format import clip, plain
 from aah.ui.web.queue import (
     ANSWERED_HEADERS,
     QUEUE_HEADERS,
-    OpenedRequest,
+    answer_note,
     answered_rows,
     counter_line,
     queue_choices,
@@ -42,7 +42,6 @@ from aah.ui.web.queue import (
     queue_summary,
     request_view,
     rows_html,
-    submit_answer,
 )
 
 LISTED = 50
@@ -120,12 +119,12 @@ class QueueHandlers:
 
     Args:
         store: The session store.
-        desk: Claims and renewals; default: the store's default lease.
+        workflow: Claims, renewals and replies; default: a page's lease.
     """
 
-    def __init__(self, store: SessionStore, desk: QueueDesk | None = None) -> None:
+    def __init__(self, store: SessionStore, workflow: DeskWorkflow | None = None) -> None:
         self.store = store
-        self.desk = desk or QueueDesk(store)
+        self.workflow = workflow or DeskWorkflow(store)
 
     # -- what the form shows ----------------------------------------------
 
@@ -151,7 +150,7 @@ class QueueHandlers:
             gr.update(visible=approval),
             call_html(request) if approval else "",
             request.id,
-            self.desk.opened(who.name, request),
+            self.workflow.opened(who.name, request),
         )
 
     def lists(self, who: Annotator | None, picked: str | None = None) -> tuple[Any, ...]:
@@ -194,7 +193,7 @@ class QueueHandlers:
         """On sign-in (or a reload): open the annotator's question, fill the lists."""
         if who is None:
             return ("", [], *self.form_hidden(), *self.lists(None))
-        found = self.desk.next_for(who.name)
+        found = self.workflow.next_for(who.name)
         note = found.note or ("" if found.request else NOTHING_FREE)
         return (note, [], *self.form(who, found.request), *self.lists(who))
 
@@ -232,8 +231,8 @@ class QueueHandlers:
             return ("Pick a question from the list first.", *_skips(_FORM_SIZE))
         again = current is not None and current.request_id == picked
         if current is not None and not again:
-            self.desk.leave(who.name, current.request_id, release=True)
-        if self.desk.open(who.name, picked):
+            self.workflow.leave(who.name, current.request_id, release=True)
+        if self.workflow.open(who.name, picked):
             shown = self.form(who, self.store.get_human_request(picked))
             if again:  # keep what they typed (an answer, an edit), and when they first opened it
                 return (
@@ -246,7 +245,7 @@ class QueueHandlers:
                     current,
                 )
             return ("", *shown)
-        found = self.desk.next_for(who.name, skipped)
+        found = self.workflow.next_for(who.name, skipped)
         taken = "Someone else has that question now (or it needs no more answers)"
         then = "here is the next free one." if found.request else NOTHING_FREE
         return (f"{taken}: {then}", *self.form(who, found.request))
@@ -264,7 +263,7 @@ class QueueHandlers:
         """Send (or decline) the open question, then open the next free one.
 
         A decline reaches the agent once its undo time is over
-        (``QueueDesk.decline``). Only the rows that changed are read: the
+        (``DeskWorkflow.decline``). Only the rows that changed are read: the
         answer's row in the latest answers. The counter follows at once, as a
         second event (``counter``), after the next question shows; the queue
         and the picker at the next refresh (``tick``), so an answer's cost
@@ -279,19 +278,21 @@ class QueueHandlers:
         if declined:
             if rated not in (None, 0, 1):
                 return (_sentence("rate the question yes (1) or no (2)"), *_skips(3 + _FORM_SIZE))
-            self.desk.decline(who.name, current, rated)
+            self.workflow.decline(who.name, current, rated)
             note = f"Declined **{plain(clip(current.question, 60))}**."
             # Its draft stays until the decline is final: an undo brings it back.
-            undo, done = gr.update(visible=self.desk.undo_seconds > 0), gr.skip()
+            undo, done = gr.update(visible=self.workflow.undo_seconds > 0), gr.skip()
         else:
             try:
-                note = submit_answer(self.store, who.name, current, text or "", rated, False)
+                note = answer_note(
+                    self.workflow.answer(who.name, current, text or "", rating=rated)
+                )
             except ValueError as exc:
                 return (_sentence(str(exc)), *_skips(3 + _FORM_SIZE))
             except LookupError as exc:
                 note = _sentence(str(exc))
-            self.desk.leave(who.name, current.request_id, release=False)
-        found = self.desk.next_for(who.name, skipped)
+            self.workflow.leave(who.name, current.request_id, release=False)
+        found = self.workflow.next_for(who.name, skipped)
         after = found.note or ("" if found.request else NOTHING_FREE)
         return (
             f"{note} {after}".strip(),
@@ -307,12 +308,12 @@ class QueueHandlers:
         """Take back the latest decline or skip: its question opens again, as it was."""
         if who is None:
             return (SIGN_IN_FIRST, *_skips(2 + _FORM_SIZE))
-        undone = self.desk.undo(who.name)
+        undone = self.workflow.undo(who.name)
         if undone is None:
             return (TOO_LATE, gr.skip(), *_skips(_FORM_SIZE), gr.update(visible=False))
         back = undone.opened.request_id
         if current is not None and current.request_id != back:
-            self.desk.leave(who.name, current.request_id, release=True)
+            self.workflow.leave(who.name, current.request_id, release=True)
         request = self.store.get_human_request(back)
         shown = self.form(who, request)
         what = "Decline" if undone.kind == "declined" else "Skip"
@@ -325,7 +326,7 @@ class QueueHandlers:
         """The annotator left the Queue tab: let go of the open question."""
         if who is None or current is None:
             return (gr.skip(), *_skips(_FORM_SIZE))
-        self.desk.leave(who.name, current.request_id, release=True)
+        self.workflow.leave(who.name, current.request_id, release=True)
         return (AWAY, *self.form_hidden())
 
     def skip(
@@ -336,9 +337,9 @@ class QueueHandlers:
             return (SIGN_IN_FIRST, *_skips(1 + _FORM_SIZE))
         passed = list(skipped)
         if current is not None:
-            self.desk.skipped(who.name, current)
+            self.workflow.skipped(who.name, current)
             passed = [*skipped, current.request_id][-_SKIPS_KEPT:]
-        found = self.desk.next_for(who.name, passed)
+        found = self.workflow.next_for(who.name, passed)
         note = found.note
         if current is not None:
             note = f"Skipped **{plain(clip(current.question, 60))}**. {found.note}".strip()
@@ -359,7 +360,7 @@ class QueueHandlers:
     ) -> tuple[Any, ...]:
         """``skip``, and the Undo button shown when a question was let go."""
         shown = self.skip(who, current, skipped)
-        undoable = who is not None and current is not None and self.desk.undo_seconds > 0
+        undoable = who is not None and current is not None and self.workflow.undo_seconds > 0
         return (*shown, gr.update(visible=undoable))
 
     def next(
@@ -383,20 +384,20 @@ class QueueHandlers:
         shown: Choices | None,
     ) -> tuple[Any, ...]:
         """Every few seconds: the page's heartbeat renews its claim; the lists refresh."""
-        self.desk.settle()
+        self.workflow.settle()
         lists = self.lists(who, picked)
         if shown is not None and [list(c) for c in shown] == [list(c) for c in lists[3]]:
             # Re-sending the picker would close it under the hand of someone choosing.
             lists = (*lists[:2], gr.skip(), *lists[3:])
-        undoable = who is not None and self.desk.undoable(who.name) is not None
+        undoable = who is not None and self.workflow.undoable(who.name) is not None
         # The claim last, just before the reply: a send that lands while the
         # lists are read leaves the question first, and this beat then says
-        # nothing over what the send said (``QueueDesk.beat``).
+        # nothing over what the send said (``DeskWorkflow.beat``).
         status: Any = gr.skip()
         if who is not None and current is not None:
-            if not self.desk.beat(who.name, current.request_id):
+            if not self.workflow.beat(who.name, current.request_id):
                 # Why the hold went: the session ended or the deadline answered, if so.
-                closed = self.desk.closed(who.name, current.request_id)
+                closed = self.workflow.closed(who.name, current.request_id)
                 status = f"{_sentence(closed)} {NOT_WANTED}" if closed else LOST_CLAIM
         return (status, *lists, gr.skip() if undoable else gr.update(visible=False))
 
@@ -427,11 +428,11 @@ class QueueHandlers:
             except ValueError as exc:
                 return (f"Refused, not sent: {plain(str(exc))}.", *_skips(3 + _FORM_SIZE))
             try:
-                note = submit_decision(self.store, who.name, current, decision)
+                note = submit_decision(self.workflow, who.name, current, decision)
             except LookupError as exc:
                 note = _sentence(str(exc))
-        self.desk.leave(who.name, current.request_id, release=False)
-        found = self.desk.next_for(who.name, skipped)
+        self.workflow.leave(who.name, current.request_id, release=False)
+        found = self.workflow.next_for(who.name, skipped)
         after = found.note or ("" if found.request else NOTHING_FREE)
         return (
             f"{note} {after}".strip(),
@@ -462,7 +463,7 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
-def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> QueuePage:
+def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow) -> QueuePage:
     """Lay out the Queue tab inside the current Blocks and wire its events.
 
     The question, the user's request (the words the agent was not told
@@ -470,7 +471,7 @@ def build_queue_tab(store: SessionStore, user: gr.State, desk: QueueDesk) -> Que
     holds them; what the agent was given sits beside them on a wide screen
     and below them on a phone (Alt+C shows it).
     """
-    handlers = QueueHandlers(store, desk)
+    handlers = QueueHandlers(store, workflow)
     counter = gr.Markdown(elem_id="queue-counter")
     gr.Markdown(KEYS_LINE, elem_id="queue-keys")
     with gr.Row(equal_height=True, elem_id="answer-status-row"):

@@ -1,33 +1,33 @@
-"""An annotator's moves on the queue: open a question (claiming it), skip, decline, undo.
+"""The annotator's workflow on the queue, for every face: open, renew, leave, answer, decide, undo.
 
-No Gradio here. A question is claimed only while it is open in the Queue
-tab of a live page: opening it claims it for a short lease
-(``HEARTBEAT_LEASE_S``), the page's heartbeat (its refresh, every few
-seconds) renews the lease at most once per ``renew_every`` seconds, and
-the claim ends when the annotator leaves the tab, closes the page (the page
-sends a beacon) or the heartbeat stops for about a lease.
+No face here. The web page and the terminal app both go through one
+``DeskWorkflow``, so a claim, its renewal and an answer follow one set of
+rules whichever face a person uses. Opening a question claims it for a
+lease; a face's heartbeat (the page's refresh, the terminal app's timer)
+renews the claim at most once per ``renew_every`` seconds; the claim ends
+when the person leaves the question, answers it, or the heartbeat stops for
+about a lease.
 
 A decline or a skip can be undone for ``undo_seconds``. A skip only lets
 go of the question, so undoing it claims it again. A decline reaches the
 agent only once that time has passed (the claim holds the question
 meanwhile), so undoing it costs nothing: the agent never saw it.
+
+Every reading of the time goes through the workflow's ``Clock`` (the
+store's by default), so tests move a ``FakeClock`` instead of sleeping.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
-import time
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from aah.bounds import MAX_WAIT_SECONDS, OutOfBounds, check_seconds
+from aah.clock import Clock
 from aah.store import HumanRequestRecord, SessionStore
-from aah.ui.web.queue import OpenedRequest, submit_answer
 
-LEASE_ENV = "AAH_WEB_LEASE_SECONDS"
 # Without a heartbeat for about this long, a page's claim ends.
 HEARTBEAT_LEASE_S = 60.0
 RENEW_EVERY_S = 30.0
@@ -35,27 +35,40 @@ RENEW_EVERY_S = 30.0
 UNDO_SECONDS = 6.0
 # How far past the skipped questions ``next_for`` looks for one not skipped.
 _LOOKAHEAD = 20
+MAX_ANSWER_CHARS = 4_000
 
 _log = logging.getLogger(__name__)
 
 
-def lease_from_env() -> float:
-    """The claim lease in seconds: ``AAH_WEB_LEASE_SECONDS``, else ``HEARTBEAT_LEASE_S``.
+@dataclass(frozen=True)
+class OpenedRequest:
+    """The request an annotator has open, when they opened it (epoch seconds), its question."""
 
-    Raises:
-        ValueError: The variable is set to something other than a positive
-            number of seconds, at most 30 days.
+    request_id: str
+    opened_at: float
+    question: str = ""
+
+
+SentOutcome = Literal["settled", "kept", "late", "closed", "repeat"]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What came of an answer or a decision sent to the store.
+
+    Attributes:
+        outcome: ``settled`` (the agent goes on with it), ``kept`` (someone
+            answered first; kept for agreement), ``late`` (the agent had
+            stopped waiting; kept for agreement), ``closed`` (nobody can use
+            it: ``closed`` says why), ``repeat`` (this person had already
+            answered; their first answer stands).
+        request: The request as it was when the reply was sent.
+        closed: Why the request can no longer use a reply (the store's words).
     """
-    raw = os.environ.get(LEASE_ENV, "").strip()
-    if not raw:
-        return HEARTBEAT_LEASE_S
-    try:
-        return check_seconds(raw, LEASE_ENV)
-    except OutOfBounds:
-        raise ValueError(
-            f"set {LEASE_ENV} to a positive number of seconds, at most "
-            f"{MAX_WAIT_SECONDS:,.0f} (30 days), not {raw[:40]!r}"
-        ) from None
+
+    outcome: SentOutcome
+    request: HumanRequestRecord
+    closed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,7 @@ class Undoable:
         kind: ``declined`` or ``skipped``.
         opened: The question as it was open.
         rating: The rating given with a decline.
-        until: When it can no longer be undone (the desk's clock).
+        until: When it can no longer be undone (the clock's monotonic seconds).
         decided_at: When the annotator declined (epoch seconds).
     """
 
@@ -82,17 +95,20 @@ class Undoable:
     opened: OpenedRequest
     rating: int | None = None
     until: float = 0.0
-    decided_at: float = field(default_factory=time.time)
+    decided_at: float = 0.0
     timer: threading.Timer | None = None
 
 
-class QueueDesk:
-    """Claims, heartbeats, declines and undos for every annotator of one page server.
+class DeskWorkflow:
+    """Claims, heartbeats, answers, decisions, declines and undos for every annotator of a face.
+
+    One instance serves every person of one face (a page server, a terminal
+    app); it holds only what must outlive a request (renewal times, undos).
 
     Args:
         store: The session store.
         lease_seconds: How long a claim holds a question without a heartbeat.
-        clock: Monotonic seconds (a test can move time).
+        clock: Where the time is read; default the store's clock.
         undo_seconds: How long a decline or a skip can be undone (0: at once final).
     """
 
@@ -100,7 +116,7 @@ class QueueDesk:
         self,
         store: SessionStore,
         lease_seconds: float = HEARTBEAT_LEASE_S,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         undo_seconds: float = UNDO_SECONDS,
     ) -> None:
         self.store = store
@@ -108,7 +124,7 @@ class QueueDesk:
         # A third of the lease: two heartbeats may be lost before it runs out.
         self.renew_every = min(RENEW_EVERY_S, lease_seconds / 3)
         self.undo_seconds = undo_seconds
-        self._clock = clock
+        self.clock = clock or store.clock
         self._renewed: dict[tuple[str, str], float] = {}
         # Questions each page has left (sent, skipped, declined), and when.
         self._left: dict[tuple[str, str], float] = {}
@@ -154,7 +170,7 @@ class QueueDesk:
 
     def opened(self, annotator: str, request: HumanRequestRecord) -> OpenedRequest:
         """Note that ``annotator`` now has ``request`` open (for heartbeats), and since when."""
-        now = self._clock()
+        now = self.clock.monotonic()
         with self._lock:
             # Forget pages gone without a word: their leases ran out long ago.
             forget = 2 * self.lease_seconds
@@ -165,7 +181,7 @@ class QueueDesk:
             # The first heartbeat checks the claim at once (someone coming back
             # to a question long open learns whether it is still theirs).
             self._renewed[(annotator, request.id)] = now - self.renew_every
-        return OpenedRequest(request.id, time.time(), request.question)
+        return OpenedRequest(request.id, self._epoch(), request.question)
 
     def leave(self, annotator: str, request_id: str, *, release: bool) -> None:
         """``annotator`` is done with ``request_id``; ``release`` frees their claim.
@@ -174,7 +190,7 @@ class QueueDesk:
         """
         with self._lock:
             self._renewed.pop((annotator, request_id), None)
-            self._left[(annotator, request_id)] = self._clock()
+            self._left[(annotator, request_id)] = self.clock.monotonic()
         if release and request_id not in self._declining(annotator):
             self.store.release_claim(request_id, annotator)
 
@@ -190,7 +206,7 @@ class QueueDesk:
             False when the claim is lost (the lease ran out and someone else
             holds the question, or it wants no answer any more); True otherwise.
         """
-        now = self._clock()
+        now = self.clock.monotonic()
         with self._lock:
             if (annotator, request_id) in self._left:
                 return True
@@ -219,6 +235,103 @@ class QueueDesk:
         except KeyError:
             return None
 
+    # -- replies ------------------------------------------------------------
+
+    def answer(
+        self,
+        annotator: str,
+        opened: OpenedRequest,
+        text: str,
+        *,
+        rating: int | None = None,
+        declined: bool = False,
+        at: float | None = None,
+    ) -> Sent:
+        """Store ``annotator``'s answer to ``opened`` (or their decline); their claim ends.
+
+        The rating is optional (stored as NULL when not given), so that an
+        answer costs its typing and one keystroke. ``at`` is when they gave
+        it (epoch seconds; default now): a decline is sent after its undo time.
+
+        Raises:
+            ValueError: The answer is missing or too long, or the rating is
+                not 0 or 1; the message says what to do.
+            LookupError: The request is gone.
+        """
+        text = text.strip()
+        if not declined and not text:
+            raise ValueError("type an answer, or press Decline (Esc) if you cannot answer")
+        if len(text) > MAX_ANSWER_CHARS:
+            raise ValueError(f"shorten the answer to at most {MAX_ANSWER_CHARS:,} characters")
+        if rating not in (None, 0, 1):
+            raise ValueError("rate the question yes (1) or no (2), or leave it unrated")
+        request, early = self._before_reply(annotator, opened, "that question is gone")
+        if early is not None:
+            return early
+        settled = self.store.answer_human_request(
+            request.id,
+            annotator,
+            text,
+            declined=declined,
+            rating=rating,
+            seconds=self._took(opened, at),
+        )
+        return self._after_reply(request, settled)
+
+    def decide(
+        self,
+        annotator: str,
+        opened: OpenedRequest,
+        decision: str,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        reason: str = "",
+        at: float | None = None,
+    ) -> Sent:
+        """Store ``annotator``'s decision on the tool call ``opened`` asks about; their claim ends.
+
+        Raises:
+            ValueError: The request is no approval, the decision is unknown,
+                or an edit came without arguments (the store's checks).
+            LookupError: The request is gone.
+        """
+        request, early = self._before_reply(annotator, opened, "that call is gone")
+        if early is not None:
+            return early
+        settled = self.store.decide_approval(
+            request.id,
+            annotator,
+            decision,
+            arguments=arguments,
+            reason=reason,
+            seconds=self._took(opened, at),
+        )
+        return self._after_reply(request, settled)
+
+    def _before_reply(
+        self, annotator: str, opened: OpenedRequest, gone: str
+    ) -> tuple[HumanRequestRecord, Sent | None]:
+        request = self.store.get_human_request(opened.request_id)
+        if request is None:
+            raise LookupError(f"{gone}: refresh the queue")
+        closed = self.store.closed_reason(request.id)
+        if closed is not None:
+            return request, Sent("closed", request, closed)
+        if any(given.annotator == annotator for given in self.store.human_answers(request.id)):
+            return request, Sent("repeat", request)
+        return request, None
+
+    def _after_reply(self, request: HumanRequestRecord, settled: bool) -> Sent:
+        if settled:
+            return Sent("settled", request)
+        closed = self.store.closed_reason(request.id)
+        if closed is not None:  # it ended between the check before and the reply
+            return Sent("closed", request, closed)
+        return Sent("late" if request.status == "expired" else "kept", request)
+
+    def _took(self, opened: OpenedRequest, at: float | None) -> float:
+        return max(0.0, (self._epoch() if at is None else at) - opened.opened_at)
+
     # -- undo -------------------------------------------------------------
 
     def decline(self, annotator: str, opened: OpenedRequest, rating: int | None) -> None:
@@ -230,11 +343,12 @@ class QueueDesk:
         self.settle(annotator)
         with self._lock:
             self._renewed.pop((annotator, opened.request_id), None)
-            self._left[(annotator, opened.request_id)] = self._clock()
+            self._left[(annotator, opened.request_id)] = self.clock.monotonic()
         if self.undo_seconds <= 0:
-            self._send(annotator, Undoable("declined", opened, rating))
+            self._send(annotator, Undoable("declined", opened, rating, decided_at=self._epoch()))
             return
-        undo = Undoable("declined", opened, rating, self._clock() + self.undo_seconds)
+        until = self.clock.monotonic() + self.undo_seconds
+        undo = Undoable("declined", opened, rating, until, decided_at=self._epoch())
         undo.timer = threading.Timer(self.undo_seconds, self._send_if_kept, [annotator, undo])
         # Not a daemon: a server stopped within the undo time still sends it.
         undo.timer.daemon = False
@@ -248,14 +362,16 @@ class QueueDesk:
         self.leave(annotator, opened.request_id, release=True)
         if self.undo_seconds > 0:
             with self._lock:
-                until = self._clock() + self.undo_seconds
-                self._undo[annotator] = Undoable("skipped", opened, until=until)
+                until = self.clock.monotonic() + self.undo_seconds
+                self._undo[annotator] = Undoable(
+                    "skipped", opened, until=until, decided_at=self._epoch()
+                )
 
     def undoable(self, annotator: str) -> Undoable | None:
         """The decline or skip ``annotator`` may still undo, if any."""
         with self._lock:
             undo = self._undo.get(annotator)
-            return undo if undo is not None and self._clock() < undo.until else None
+            return undo if undo is not None and self.clock.monotonic() < undo.until else None
 
     def undo(self, annotator: str) -> Undoable | None:
         """Take back ``annotator``'s latest decline or skip; None when too late.
@@ -265,7 +381,7 @@ class QueueDesk:
         """
         with self._lock:
             undo = self._undo.get(annotator)
-            if undo is None or self._clock() >= undo.until:
+            if undo is None or self.clock.monotonic() >= undo.until:
                 return None
             del self._undo[annotator]
         if undo.timer is not None:
@@ -276,7 +392,7 @@ class QueueDesk:
 
     def settle(self, annotator: str | None = None) -> None:
         """Send the declines whose undo time is over (``annotator``'s: at once)."""
-        now = self._clock()
+        now = self.clock.monotonic()
         with self._lock:
             due = [
                 (who, undo)
@@ -300,11 +416,14 @@ class QueueDesk:
 
     def _send(self, annotator: str, undo: Undoable) -> None:
         try:
-            submit_answer(
-                self.store, annotator, undo.opened, "", undo.rating, True, at=undo.decided_at
+            self.answer(
+                annotator, undo.opened, "", rating=undo.rating, declined=True, at=undo.decided_at
             )
         except (LookupError, ValueError) as exc:
             _log.info("a decline of %s was not stored: %s", annotator, exc)
+
+    def _epoch(self) -> float:
+        return self.clock.now().timestamp()
 
     def _declining(self, annotator: str) -> set[str]:
         with self._lock:

@@ -1,24 +1,16 @@
-"""Claims on the web queue: leases, heartbeats, skips, undos (no Gradio involved)."""
+"""The desk's workflow: claims, leases, heartbeats, skips, undos, on a fake clock (no face)."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 from web_support import seed_request
 
+from aah.desk import HEARTBEAT_LEASE_S, DeskWorkflow, FakeClock, OpenedRequest
 from aah.store import DEFAULT_LEASE_S, SessionStore
-from aah.ui.web.desk import HEARTBEAT_LEASE_S, LEASE_ENV, QueueDesk, lease_from_env
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from aah.ui.web.lease import LEASE_ENV, lease_from_env
 
 
 class _CountingStore(SessionStore):
@@ -34,14 +26,14 @@ class _CountingStore(SessionStore):
 def test_the_heartbeat_renews_the_claim_at_most_once_per_interval(tmp_path: Path) -> None:
     request = seed_request(tmp_path / "s.db")
     store = _CountingStore(tmp_path / "s.db")
-    clock = _Clock()
-    desk = QueueDesk(store, lease_seconds=600, clock=clock)
+    clock = FakeClock()
+    desk = DeskWorkflow(store, lease_seconds=600, clock=clock)
     assert desk.renew_every == 30
     found = desk.next_for("alice")
     assert found.request is not None and found.request.id == request.id
     desk.opened("alice", found.request)
     for _ in range(90):  # the page's refresh, every second, whether she types or reads
-        clock.now += 1
+        clock.advance(1)
         assert desk.beat("alice", request.id)
     # At the first beat (is it still mine?), then at 31 and 61 s: not 90 writes.
     assert store.claims == 3
@@ -50,15 +42,19 @@ def test_the_heartbeat_renews_the_claim_at_most_once_per_interval(tmp_path: Path
 def test_without_a_heartbeat_the_claim_runs_out(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     request = seed_request(db)
-    store = SessionStore(db)
-    desk = QueueDesk(store, lease_seconds=0.5)
+    clock = FakeClock()
+    store = SessionStore(db, clock=clock)
+    desk = DeskWorkflow(store, lease_seconds=0.5)
     assert desk.renew_every == pytest.approx(0.5 / 3)
+    assert desk.clock is clock  # the store's clock, unless told otherwise
     mine = desk.next_for("alice").request
     assert mine is not None
     desk.opened("alice", mine)
     assert desk.next_for("bob").request is None  # alice holds the only question
     assert store.annotator_stats("bob").held_by_others == 1
-    _end_claims(db)  # her page went quiet for a whole lease
+    clock.advance(0.4)
+    assert desk.next_for("bob").request is None  # within her lease
+    clock.advance(0.2)  # her page went quiet for a whole lease
     taken = desk.next_for("bob").request
     assert taken is not None and taken.id == request.id
     # Alice's page beats again: the claim is lost, and the page is told.
@@ -74,15 +70,15 @@ def test_a_heartbeat_answered_after_the_page_left_its_question_changes_nothing(
     # hold lost over what the send said.
     db = tmp_path / "s.db"
     request = seed_request(db)
-    store = _CountingStore(db)
-    clock = _Clock()
-    desk = QueueDesk(store, lease_seconds=60, clock=clock, undo_seconds=0)
+    clock = FakeClock()
+    store = _CountingStore(db, clock=clock)
+    desk = DeskWorkflow(store, lease_seconds=60, undo_seconds=0)
     mine = desk.next_for("alice").request
     assert mine is not None
     opened = desk.opened("alice", mine)
     desk.skipped("alice", opened)  # lets the claim go
     claims = store.claims
-    clock.now += 100
+    clock.advance(100)
     assert desk.beat("alice", request.id)  # the late heartbeat of the page before the skip
     assert store.claims == claims
     assert store.annotator_stats("bob").held_by_others == 0  # free for anyone
@@ -93,7 +89,7 @@ def test_a_heartbeat_answered_after_the_page_left_its_question_changes_nothing(
     again = desk.next_for("alice").request
     assert again is not None and again.id == request.id
     desk.opened("alice", again)
-    _end_claims(db)
+    clock.advance(61)  # her page went quiet for a whole lease
     store.claim_request(request.id, "bob", 60)
     assert not desk.beat("alice", request.id)  # lost to bob, and the page is told
 
@@ -104,17 +100,12 @@ def test_web_claims_default_to_a_minute(monkeypatch: pytest.MonkeyPatch) -> None
     assert DEFAULT_LEASE_S > HEARTBEAT_LEASE_S  # the store's own default stays for others
 
 
-def _end_claims(db: Path) -> None:
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE claims SET until = '2000-01-01T00:00:00+00:00'")
-
-
 def test_a_decline_waits_out_its_undo_time_and_can_be_undone(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     first, second = seed_request(db, "Question 0?"), seed_request(db, "Question 1?")
-    store = SessionStore(db)
-    clock = _Clock()
-    desk = QueueDesk(store, clock=clock, undo_seconds=5)
+    clock = FakeClock()
+    store = SessionStore(db, clock=clock)
+    desk = DeskWorkflow(store, undo_seconds=5)
     opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
     desk.decline("alice", opened, None)
     # Not sent yet, still hers, and never offered to her again meanwhile.
@@ -125,27 +116,28 @@ def test_a_decline_waits_out_its_undo_time_and_can_be_undone(tmp_path: Path) -> 
     undone = desk.undo("alice")
     assert undone is not None and undone.kind == "declined"
     assert undone.opened.request_id == first.id
-    clock.now += 60
+    clock.advance(60)
     desk.settle()
     assert store.human_answers(first.id) == []  # undone: the agent never saw it
     # Declined again and left alone: sent once the undo time is over.
     desk.decline("alice", opened, 0)
-    clock.now += 4.9
+    clock.advance(4.9)
     desk.settle()
     assert store.human_answers(first.id) == []
-    clock.now += 0.2
+    clock.advance(0.2)
     assert desk.undo("alice") is None
     desk.settle()
     (given,) = store.human_answers(first.id)
     assert given.declined and given.rating == 0 and given.annotator == "alice"
-    assert given.seconds is not None and given.seconds < 5  # the wait is not her time
+    # From opening to declining (60 s), without the undo time after it.
+    assert given.seconds == pytest.approx(60)
 
 
 def test_a_decline_is_sent_by_itself_when_nobody_looks(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     request = seed_request(db)
     store = SessionStore(db)
-    desk = QueueDesk(store, undo_seconds=0.2)
+    desk = DeskWorkflow(store, undo_seconds=0.2)
     opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
     desk.decline("alice", opened, None)
     deadline = time.monotonic() + 10
@@ -158,9 +150,9 @@ def test_a_decline_is_sent_by_itself_when_nobody_looks(tmp_path: Path) -> None:
 def test_a_skip_can_be_undone_unless_someone_took_the_question(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     first, _ = seed_request(db, "Question 0?"), seed_request(db, "Question 1?")
-    store = SessionStore(db)
-    clock = _Clock()
-    desk = QueueDesk(store, clock=clock, undo_seconds=5)
+    clock = FakeClock()
+    store = SessionStore(db, clock=clock)
+    desk = DeskWorkflow(store, undo_seconds=5)
     opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
     desk.skipped("alice", opened)
     assert desk.undoable("alice") is not None
@@ -171,14 +163,14 @@ def test_a_skip_can_be_undone_unless_someone_took_the_question(tmp_path: Path) -
     assert desk.open("bob", first.id)
     assert desk.undo("alice") is None  # bob has it now
     desk.skipped("alice", opened)
-    clock.now += 5
+    clock.advance(5)
     assert desk.undoable("alice") is None and desk.undo("alice") is None
 
 
 def test_next_passes_over_skipped_questions(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     first, second, third = (seed_request(db, f"Question {n}?") for n in range(3))
-    desk = QueueDesk(SessionStore(db))
+    desk = DeskWorkflow(SessionStore(db))
     assert desk.next_for("alice").request.id == first.id  # type: ignore[union-attr]
     desk.leave("alice", first.id, release=True)
     assert desk.next_for("alice", [first.id]).request.id == second.id  # type: ignore[union-attr]
@@ -194,7 +186,7 @@ def test_next_passes_over_skipped_questions(tmp_path: Path) -> None:
 def test_opening_a_question_that_is_gone_or_taken_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     request = seed_request(db)
-    desk = QueueDesk(SessionStore(db))
+    desk = DeskWorkflow(SessionStore(db))
     assert desk.open("alice", request.id)
     assert not desk.open("bob", request.id)
     assert not desk.open("bob", "no-such-question")
@@ -224,7 +216,7 @@ def test_a_question_whose_session_ended_says_why_its_claim_went(tmp_path: Path) 
     db = tmp_path / "s.db"
     request = seed_request(db)
     store = SessionStore(db)
-    desk = QueueDesk(store, lease_seconds=600, undo_seconds=0)
+    desk = DeskWorkflow(store, lease_seconds=600, undo_seconds=0)
     mine = desk.next_for("alice").request
     assert mine is not None
     opened = desk.opened("alice", mine)
@@ -234,3 +226,93 @@ def test_a_question_whose_session_ended_says_why_its_claim_went(tmp_path: Path) 
     assert desk.closed("alice", request.id) == "this question's session has ended (cancelled)"
     desk.skipped("alice", opened)
     assert desk.closed("alice", request.id) is None  # the page has left it
+
+
+# -- answers and decisions, for every face -------------------------------------------
+
+
+def test_an_answer_settles_once_and_says_what_came_of_it(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    request = seed_request(db, k=2)
+    clock = FakeClock()
+    workflow = DeskWorkflow(SessionStore(db, clock=clock))
+    mine = workflow.next_for("alice").request
+    assert mine is not None
+    opened = workflow.opened("alice", mine)
+    clock.advance(12)
+    sent = workflow.answer("alice", opened, "  Porto ")
+    assert sent.outcome == "settled" and sent.request.id == request.id
+    (given,) = workflow.store.human_answers(request.id)
+    assert given.answer == "Porto" and given.seconds == pytest.approx(12)
+    assert workflow.answer("alice", opened, "Lisbon").outcome == "repeat"
+    theirs = workflow.opened("bob", mine)
+    assert workflow.answer("bob", theirs, "Braga").outcome == "kept"  # for agreement
+
+
+def test_an_answer_to_a_question_nobody_waits_for_is_not_used(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    request = seed_request(db)
+    workflow = DeskWorkflow(SessionStore(db))
+    opened = workflow.opened("alice", request)
+    workflow.store.cancel_session(request.session_id)
+    sent = workflow.answer("alice", opened, "Porto")
+    assert sent.outcome == "closed"
+    assert sent.closed == "this question's session has ended (cancelled)"
+    assert workflow.store.human_answers(request.id) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "rating", "declined", "problem"),
+    [
+        ("", None, False, "type an answer"),
+        ("   \n", None, False, "type an answer"),
+        ("x" * 4_001, None, False, "shorten the answer to at most 4,000"),
+        ("x" * 4_001, None, True, "shorten the answer"),
+        ("Porto", 2, False, r"rate the question yes \(1\) or no \(2\)"),
+        ("Porto", -1, False, "rate the question"),
+    ],
+)
+def test_a_bad_answer_is_refused_in_one_line_and_not_stored(
+    tmp_path: Path, text: str, rating: int | None, declined: bool, problem: str
+) -> None:
+    db = tmp_path / "s.db"
+    request = seed_request(db)
+    workflow = DeskWorkflow(SessionStore(db))
+    opened = workflow.opened("alice", request)
+    with pytest.raises(ValueError, match=problem) as refused:
+        workflow.answer("alice", opened, text, rating=rating, declined=declined)
+    assert "\n" not in str(refused.value)
+    assert workflow.store.human_answers(request.id) == []
+
+
+def test_an_answer_to_a_question_that_is_gone_says_refresh(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    seed_request(db)
+    workflow = DeskWorkflow(SessionStore(db))
+    with pytest.raises(LookupError, match="that question is gone: refresh the queue"):
+        workflow.answer("alice", OpenedRequest("no-such-question", 0.0), "Porto")
+    with pytest.raises(LookupError, match="that call is gone"):
+        workflow.decide("alice", OpenedRequest("no-such-question", 0.0), "approve")
+
+
+def test_a_decision_goes_through_the_same_workflow(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    clock = FakeClock()
+    store = SessionStore(db, clock=clock)
+    session = store.open_session("Book a room")
+    store.set_status(session.id, "waiting")
+    call = {"tool": "local__book", "method": "POST", "arguments": {"rooms": 1}}
+    request = store.create_human_request(
+        session.id, "Approve this call?", {"approval": call}, kind="approval"
+    )
+    workflow = DeskWorkflow(store)
+    found = workflow.next_for("alice").request
+    assert found is not None and found.id == request.id
+    opened = workflow.opened("alice", found)
+    clock.advance(3)
+    sent = workflow.decide("alice", opened, "reject", reason="not today")
+    assert sent.outcome == "settled"
+    (given,) = store.human_answers(request.id)
+    assert given.seconds == pytest.approx(3)
+    assert store.queue_listing("alice").total == 0  # the claim ended with it
+    assert workflow.decide("alice", opened, "approve").outcome == "repeat"
