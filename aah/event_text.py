@@ -48,6 +48,11 @@ _AWARENESS_ANSWER = {
 SAID_CHARS = 200
 ARGUMENT_CHARS = 120
 RESULT_CHARS = 240
+# An MCP tool's error in a trace line: its first words (the result below has the rest).
+OUTCOME_CHARS = 60
+# How a failed tool's result begins: its own error (MCP), or no answer at all.
+MCP_ERROR_PREFIX = "tool error: "
+FAILED_PREFIX = "request failed: "
 
 
 class ConversationLine(NamedTuple):
@@ -216,15 +221,25 @@ def _describe_tool_call(event: ToolCallEvent) -> EventDescription:
         line = ConversationLine("tool", f"{event.tool} → rejected ({event.check})")
         feedback = clip(event.feedback, RESULT_CHARS)
         return EventDescription(event.kind, label, feedback, arguments, "fail", line)
-    status = event.status_code if event.status_code is not None else "no response"
+    outcome = _tool_outcome(event)
     mark = "✓" if event.ok else "✗"
-    label = f"{mark} {event.tool} → {status}, {event.latency_ms:.0f} ms [{event.http_mode}]"
+    label = f"{mark} {event.tool} → {outcome}, {event.latency_ms:.0f} ms [{event.http_mode}]"
     # The conversation keeps what a person needs: which tool, and what came back.
-    line = ConversationLine("tool", f"{event.tool} → {event.status_code}")
+    line = ConversationLine("tool", f"{event.tool} → {outcome}")
     result = clip(event.result, RESULT_CHARS)
     return EventDescription(
         event.kind, label, result, arguments, "ok" if event.ok else "fail", line
     )
+
+
+def _tool_outcome(event: ToolCallEvent) -> str:
+    """What came back, in a few words: the HTTP status, or an MCP tool's ok or error."""
+    if event.protocol == "mcp":
+        if event.ok:
+            return "MCP ok"
+        said = event.result.removeprefix(MCP_ERROR_PREFIX).removeprefix(FAILED_PREFIX)
+        return f"MCP error: {clip(said, OUTCOME_CHARS) or 'no text'}"
+    return str(event.status_code) if event.status_code is not None else "no response"
 
 
 def _describe_discovery(event: DiscoveryEvent) -> EventDescription:

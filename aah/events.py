@@ -156,13 +156,16 @@ class ToolCallEvent(EventBase):
         tool: The qualified tool name (``<tool>__<endpoint>``) as called.
         arguments: The arguments as the model gave them.
         status_code: The HTTP status, or None when no response came back
-            (rejected by the check, timeout, replay miss).
+            (rejected by the check, timeout, replay miss) and for an MCP tool,
+            whose results have none.
         ok: Whether the call produced a usable result.
         latency_ms: Wall time of the HTTP request; 0 when not executed.
         check: ``ok``, or the error pattern that stopped the call.
         feedback: The corrective text returned to the agent instead of a result.
         result: The result text returned to the agent.
         http_mode: How HTTP was served (live, record, replay, mock, fault).
+        protocol: ``http`` for an endpoint, ``mcp`` for a tool of an MCP
+            server (its result is ok or an error, with no status).
     """
 
     kind: Literal["tool_call"] = "tool_call"
@@ -176,6 +179,7 @@ class ToolCallEvent(EventBase):
     feedback: str = ""
     result: Excerpt = ""
     http_mode: str = "live"
+    protocol: Literal["http", "mcp"] = "http"
 
 
 class DiscoveryEvent(EventBase):

@@ -122,7 +122,71 @@ CASES: list[tuple[Event, EventDescription | None]] = [
             "timeout",
             "{}",
             "fail",
-            ConversationLine("tool", "weather__get → None"),
+            ConversationLine("tool", "weather__get → no response"),
+        ),
+    ),
+    (
+        ToolCallEvent(
+            session_id=S,
+            call_id="m1",
+            tool="calc__add",
+            arguments={"a": 2, "b": 3},
+            ok=True,
+            latency_ms=4.0,
+            result="5",
+            protocol="mcp",
+        ),
+        EventDescription(
+            "tool_call",
+            "✓ calc__add → MCP ok, 4 ms [live]",
+            "5",
+            '{"a": 2, "b": 3}',
+            "ok",
+            ConversationLine("tool", "calc__add → MCP ok"),
+        ),
+    ),
+    (
+        ToolCallEvent(
+            session_id=S,
+            call_id="m2",
+            tool="calc__fail",
+            ok=False,
+            latency_ms=3.0,
+            result="tool error: Error executing tool fail: quota\nsecond line",
+            protocol="mcp",
+            http_mode="record",
+        ),
+        EventDescription(
+            "tool_call",
+            "✗ calc__fail → MCP error: Error executing tool fail: quota second line, 3 ms [record]",
+            "tool error: Error executing tool fail: quota second line",
+            "{}",
+            "fail",
+            ConversationLine(
+                "tool", "calc__fail → MCP error: Error executing tool fail: quota second line"
+            ),
+        ),
+    ),
+    (
+        ToolCallEvent(
+            session_id=S,
+            call_id="m3",
+            tool="calc__hang",
+            ok=False,
+            result="request failed: MCP server calc gave no answer to hang within 8 s: " + "x" * 90,
+            protocol="mcp",
+        ),
+        EventDescription(
+            "tool_call",
+            "✗ calc__hang → MCP error: MCP server calc gave no answer to hang within 8 s: xxxxxxxx…,"
+            " 0 ms [live]",
+            "request failed: MCP server calc gave no answer to hang within 8 s: " + "x" * 90,
+            "{}",
+            "fail",
+            ConversationLine(
+                "tool",
+                "calc__hang → MCP error: MCP server calc gave no answer to hang within 8 s: xxxxxxxx…",
+            ),
         ),
     ),
     (

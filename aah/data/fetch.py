@@ -32,6 +32,7 @@ from aah import __version__
 from aah.config import get_settings
 from aah.data.locate import default_fetch_dir
 from aah.errors import AahError
+from aah.retries import Backoff, RetryPolicy, Stopped, call_with_retries
 
 MANIFEST_PATH = Path(__file__).with_name("manifest.json")
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
@@ -175,6 +176,7 @@ def fetch_data(
     retries: int = 3,
     backoff: float = 0.5,
     timeout: float = 30.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> FetchReport:
     """Get every manifest file into ``dest``, each checked against its sha256.
 
@@ -193,6 +195,7 @@ def fetch_data(
         retries: Extra tries per file after a network error or a busy server.
         backoff: Seconds before the first retry; doubled for each next one.
         timeout: Seconds to wait for the server to connect or send data.
+        sleep: How a pause between tries is waited (tests record them).
 
     Returns:
         Counts of fetched and skipped files.
@@ -208,7 +211,9 @@ def fetch_data(
     root = (base_url or get_settings().data_mirror or DEFAULT_BASE_URL).rstrip("/")
     with requests.Session() as session:
         session.headers["User-Agent"] = f"aah/{__version__} (data fetch)"
-        download = _downloader(session, root, retries=retries, backoff=backoff, timeout=timeout)
+        download = _downloader(
+            session, root, retries=retries, backoff=backoff, timeout=timeout, sleep=sleep
+        )
         return _fetch_all(files, target_dir, root, download, progress)
 
 
@@ -284,37 +289,55 @@ class _BusyServer(Exception):
     """A status that may go away on a later try (429, 5xx)."""
 
 
+# Worth another try: a busy server, a lost or cut connection (ChunkedEncodingError:
+# the stream was cut mid-file), a timeout.
+_RETRIED = (_BusyServer, requests.ConnectionError, requests.Timeout, ChunkedEncodingError)
+
+
 def origin_url(base_url: str, origin: Origin) -> str:
     """The raw-file URL of an origin under ``base_url``."""
     return f"{base_url}/{origin.repo}/{origin.commit}/{quote(origin.path)}"
 
 
 def _downloader(
-    session: requests.Session, base_url: str, *, retries: int, backoff: float, timeout: float
+    session: requests.Session,
+    base_url: str,
+    *,
+    retries: int,
+    backoff: float,
+    timeout: float,
+    sleep: Callable[[float], None],
 ) -> _Getter:
     host = urlsplit(base_url).netloc or base_url
 
     def download(entry: ManifestFile, target: Path) -> None:
         url = origin_url(base_url, entry.origin)
-        failure = f"could not reach {host}: check your connection"
-        for attempt in range(max(retries, 0) + 1):
+
+        def once(attempt: int) -> None:
             try:
                 _download_once(session, url, entry, target, timeout)
-                return
-            except _BusyServer as exc:
-                failure = f"{host} answered HTTP {exc} for {entry.path}: try again later"
             except ContentDecodingError:
                 # The same bytes come back on every try: say so at once.
                 raise AahError(
                     f"{host} sent {entry.path} with a Content-Encoding it does not decode as; "
                     "use `aah data fetch --from DIR` with a local copy"
                 ) from None
-            except (requests.ConnectionError, requests.Timeout, ChunkedEncodingError):
-                # ChunkedEncodingError: the stream was cut mid-file; worth a retry.
-                failure = f"could not reach {host}: check your connection"
-            if attempt < retries:  # no sleep after the last try
-                time.sleep(backoff * 2**attempt)
-        raise AahError(f"{failure} or use `aah data fetch --from DIR`")
+
+        def give_up(stopped: Stopped[None]) -> None:
+            failure = f"could not reach {host}: check your connection"
+            if isinstance(stopped.last.error, _BusyServer):
+                failure = (
+                    f"{host} answered HTTP {stopped.last.error} for {entry.path}: try again later"
+                )
+            raise AahError(f"{failure} or use `aah data fetch --from DIR`")
+
+        policy: RetryPolicy[None] = RetryPolicy(
+            tries=max(retries, 0) + 1,
+            backoff=Backoff(backoff),
+            retry_error=lambda error: isinstance(error, _RETRIED),
+            on_stop=give_up,
+        )
+        call_with_retries(policy, once, sleep=sleep)
 
     return download
 

@@ -11,7 +11,8 @@ SDK documents: a lost connection, a timeout, and statuses 408, 409, 429 and
 5xx are tried again with a growing, jittered pause; a server's
 ``retry-after-ms``/``retry-after`` (seconds or an HTTP date) sets the pause;
 ``x-should-retry: true|false`` overrides the status. Other 4xx answers are
-final: sending the same request again would only be refused again.
+final: sending the same request again would only be refused again. The
+tries and pauses go through aah's one retry policy (``aah.retries``).
 
 All the pauses of one request share one budget (``retry_budget``,
 ``AAH_LLM_RETRY_BUDGET``, 60 s by default): a pause that would take the
@@ -36,7 +37,6 @@ import asyncio
 import base64
 import json
 import math
-import random
 import time
 import weakref
 from collections.abc import AsyncIterator, Mapping
@@ -59,11 +59,14 @@ from aah.llm.errors import (
     ModelTimeoutError,
 )
 from aah.llm.reply import error_text, one_line
+from aah.retries import Backoff, Outcome, RetryPolicy, Stopped, retry_async
 from aah.secrets import REDACTED, scrub_text
 from aah.storable import storable_text
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
+# Doubling from half a second up to 8 s, up to a quarter less at random.
+MODEL_BACKOFF = Backoff(INITIAL_RETRY_DELAY, MAX_RETRY_DELAY, jitter=0.25)
 RETRY_STATUSES = frozenset({408, 409, 429})
 READ_CHUNK = 64 * 1024
 
@@ -122,6 +125,14 @@ class ChatTransport:
             "Accept-Encoding": "gzip, deflate",
             "User-Agent": f"aah/{__version__}",
         }
+        self._retries: RetryPolicy[bytes] = RetryPolicy(
+            tries=config.retries + 1,
+            backoff=MODEL_BACKOFF,
+            retry_error=lambda error: isinstance(error, _Retry),
+            pause=_pause,
+            budget=config.retry_budget,
+            on_stop=self._give_up,
+        )
         self._session: aiohttp.ClientSession | None = None
         # Requests sent and not answered yet (progress displays read it).
         self.in_flight = 0
@@ -146,31 +157,30 @@ class ChatTransport:
         # A text that came in with half a character (a file's \ud800 escape)
         # must not stop the request: UTF-8 cannot encode it.
         data = storable_text(json.dumps(body, ensure_ascii=False)).encode()
-        attempts = self.config.retries + 1
-        waited = 0.0
         self.in_flight += 1
         try:
-            return await self._post(url, data, attempts, waited)
+            return await retry_async(
+                self._retries, lambda attempt: self._slotted(url, data, attempt)
+            )
         finally:
             self.in_flight -= 1
 
-    async def _post(self, url: str, data: bytes, attempts: int, waited: float) -> bytes:
-        for attempt in range(1, attempts + 1):
-            try:
-                async with self._slot():
-                    return await self._attempt(url, data, attempt)
-            except _Retry as failure:
-                if attempt == attempts:
-                    raise failure.error from None
-                asked = failure.asked.seconds if failure.asked else None
-                delay = asked if asked is not None and asked > 0 else backoff(attempt - 1)
-                if waited + delay > self.config.retry_budget:
-                    if failure.asked is not None and asked is not None and asked > 0:
-                        raise self._rate_limited(failure.error, failure.asked) from None
-                    raise failure.error from None
-                waited += delay
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable: the last attempt raises")
+    async def _slotted(self, url: str, data: bytes, attempt: int) -> bytes:
+        async with self._slot():
+            return await self._attempt(url, data, attempt)
+
+    def _give_up(self, stopped: Stopped[bytes]) -> bytes:
+        """Raise the error of a request that will not be tried again."""
+        failure = stopped.last.error
+        if not isinstance(failure, _Retry):
+            return stopped.last.unwrap()
+        if (
+            stopped.refused_pause is not None
+            and failure.asked is not None
+            and _asked_seconds(failure) is not None
+        ):
+            raise self._rate_limited(failure.error, failure.asked) from None
+        raise failure.error from None
 
     def _rate_limited(self, error: ModelError, asked: RequestedWait) -> ModelError:
         """``error`` when the server asked for a wait longer than the budget left."""
@@ -438,8 +448,25 @@ def env_proxy(url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
 
 def backoff(retry: int) -> float:
     """Seconds to wait before retry number ``retry + 1``: doubling, capped, jittered."""
-    delay = min(INITIAL_RETRY_DELAY * 2.0**retry, MAX_RETRY_DELAY)
-    return delay * (1 - 0.25 * random.random())
+    return MODEL_BACKOFF.seconds(retry)
+
+
+def _pause(retry: int, outcome: Outcome[bytes]) -> float:
+    """The pause before the next try: the server's, when it asked for a usable one."""
+    asked = _asked_seconds(outcome.error)
+    return asked if asked is not None else backoff(retry)
+
+
+def _asked_seconds(failure: BaseException | None) -> float | None:
+    """The wait the server asked for after a failed try, when it is a positive number.
+
+    Any other value (none, a word, zero, a date in the past) leaves the
+    client to its own backoff.
+    """
+    asked = failure.asked if isinstance(failure, _Retry) else None
+    if asked is None or asked.seconds is None or asked.seconds <= 0:
+        return None
+    return asked.seconds
 
 
 def requested_wait(headers: Mapping[str, str]) -> RequestedWait | None:

@@ -3,6 +3,9 @@
 # No ``from __future__ import annotations``: the SDK reads the tool's
 # annotations at definition time, and ``Context`` is imported in the function.
 import hmac
+import inspect
+import re
+from collections.abc import Callable
 from typing import Any
 
 from aah.errors import AahError
@@ -42,7 +45,6 @@ def build_desk_server(desk: HumanDesk) -> Any:
     tasks = DeskTasks(desk, result_of, _client_name)
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, extensions=[tasks])
 
-    @server.tool()
     async def ask_human(
         question: str,
         ctx: Context,
@@ -55,7 +57,7 @@ def build_desk_server(desk: HumanDesk) -> Any:
 
         Args:
             question: What you need to know, as you would ask a colleague.
-            ctx: The request (filled in by the server).
+            ctx: The request (the server's; never shown to clients).
             context: What the person needs to know to answer.
             deadline: Seconds to wait; afterwards the fallback is returned.
             fallback: The answer to return if no one answers by the deadline.
@@ -74,7 +76,6 @@ def build_desk_server(desk: HumanDesk) -> Any:
         except AahError as exc:  # the client's mistake: its one line is the tool's error
             raise ToolError(str(exc)) from None
 
-    @server.tool()
     async def request_approval(
         tool: str,
         arguments: dict[str, Any],
@@ -90,7 +91,7 @@ def build_desk_server(desk: HumanDesk) -> Any:
         Args:
             tool: The tool you want to call.
             arguments: The arguments you would call it with.
-            ctx: The request (filled in by the server).
+            ctx: The request (the server's; never shown to clients).
             deadline: Seconds to wait; afterwards the fallback decides.
             fallback: What applies at the deadline: "reject" (default) or "approve".
             context: What the person needs to know to decide.
@@ -115,8 +116,41 @@ def build_desk_server(desk: HumanDesk) -> Any:
         except AahError as exc:  # the client's mistake: its one line is the tool's error
             raise ToolError(str(exc)) from None
 
-    tools.update((fn.__name__, Tool.from_function(fn)) for fn in (ask_human, request_approval))
+    for fn in (ask_human, request_approval):
+        tool = Tool.from_function(fn, description=client_description(fn))
+        server.add_tool(fn, description=tool.description)
+        tools[tool.name] = tool
     return server
+
+
+def client_description(fn: Callable[..., Any]) -> str:
+    """``fn``'s docstring as a client's model reads it: without the server's own parameters.
+
+    A tool's parameters that the SDK fills in (``Context``) are not in its
+    input schema; their lines in the docstring's ``Args:`` would only tell a
+    model of arguments it cannot send.
+    """
+    from mcp.server.mcpserver.tools import Tool
+
+    described = inspect.cleandoc(fn.__doc__ or "")
+    offered = set(Tool.from_function(fn).parameters.get("properties", {}))
+    kept: list[str] = []
+    dropping = False
+    section = ""
+    for line in described.splitlines():
+        if line and not line[0].isspace():
+            section, dropping = line.strip(), False
+        elif section == "Args:" and (named := _ARG_LINE.match(line)):
+            dropping = named[1] not in offered
+        elif not line.strip():
+            dropping = False
+        if not dropping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+# An entry of a Google-style Args section: "    name: what it is" (or "name (type): ...").
+_ARG_LINE = re.compile(r"^ {4}(\w+)(?: \([^)]*\))?:")
 
 
 def _client_name(ctx: Any) -> str:

@@ -169,6 +169,7 @@ async def _run_once(
             latency_ms=latency_ms,
             result=text,
             http_mode=mode,
+            protocol=ctx.current_tools.specs[name].protocol,
         )
     )
     status = "success" if ok else "error"

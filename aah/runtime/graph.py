@@ -467,7 +467,8 @@ def _rejected(
 async def _run(
     ctx: SessionContext, tools: SessionTools, call_id: str, name: str, arguments: dict[str, Any]
 ) -> ToolMessage:
-    result = await ctx.executor.acall(tools.specs[name], arguments)
+    spec = tools.specs[name]
+    result = await ctx.executor.acall(spec, arguments)
     ctx.emit(
         ToolCallEvent(
             session_id=ctx.session_id,
@@ -479,6 +480,7 @@ async def _run(
             latency_ms=result.latency_ms,
             result=result.text,
             http_mode=result.mode,
+            protocol=spec.protocol,
         )
     )
     status = "success" if result.ok else "error"

@@ -78,6 +78,10 @@ class ResponseSketch(BaseModel):
     media_type: str = "application/json"
 
 
+# An HTTP call's result has a status; an MCP tool's result is ok or an error, no status.
+ToolProtocol = Literal["http", "mcp"]
+
+
 class EndpointSource(BaseModel):
     """Where a spec came from: the source kind, the file, and an id inside it."""
 
@@ -106,6 +110,11 @@ class EndpointSpec(BaseModel):
     def host(self) -> str:
         """The only host this endpoint may call (``netloc`` of its URL)."""
         return urlsplit(self.url_template).netloc
+
+    @property
+    def protocol(self) -> ToolProtocol:
+        """How the tool is called: as an HTTP endpoint, or as a tool of an MCP server."""
+        return "mcp" if self.source.kind == "mcp" else "http"
 
     @property
     def base_url(self) -> str:

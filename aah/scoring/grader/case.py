@@ -82,7 +82,10 @@ def _describe_tool_calls(calls: Sequence[ToolCallEvent]) -> str:
         if call.check != "ok":
             lines.append(f"   not run (rejected: {call.check}): {excerpt(call.feedback, 300)}")
             continue
-        status = f"HTTP {call.status_code}" if call.status_code is not None else "no response"
+        if call.protocol == "mcp":  # an MCP tool's result is ok or an error, with no status
+            status = "MCP tool"
+        else:
+            status = f"HTTP {call.status_code}" if call.status_code is not None else "no response"
         outcome = "ok" if call.ok else "failed"
         lines.append(f"   {status}, {outcome}: {excerpt(call.result, TOOL_RESULT_CHARS)}")
     if len(calls) > MAX_TOOL_CALLS_SHOWN:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urljoin, urlsplit
@@ -26,6 +26,7 @@ from requests.adapters import HTTPAdapter
 
 from aah import __version__
 from aah.config import get_settings
+from aah.retries import Backoff, Outcome, RetryPolicy, call_with_retries
 from aah.secrets import remember_named
 from aah.tools.http.request import HttpRequest, RequestError, build_request, full_url, same_host
 from aah.tools.http.results import (
@@ -245,6 +246,7 @@ class HttpExecutor:
             addresses checked here, never through a proxy.
         resolve: How the address guard resolves a host (default: the system's
             resolver); a session passed in brings its own.
+        sleep: How a pause between tries is waited (tests record them).
     """
 
     def __init__(
@@ -261,6 +263,7 @@ class HttpExecutor:
         request_options: Mapping[str, Any] | None = None,
         allow_private: bool | None = None,
         resolve: Resolver = resolve_host,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         settings = get_settings()
         self.allow_private = settings.http_allow_private if allow_private is None else allow_private
@@ -270,6 +273,8 @@ class HttpExecutor:
         self.max_bytes = settings.http_max_bytes if max_bytes is None else max_bytes
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self._backoff = Backoff(backoff, max_backoff)
+        self._sleep = sleep
         self.mode = mode
         self.request_options = dict(request_options or {})
         self._guard = AddressGuard(resolve)
@@ -388,50 +393,51 @@ class HttpExecutor:
 
         A retry happens only while the call's deadline leaves time for its wait.
         """
-        attempt = 0
-        while True:
-            response: requests.Response | None = None
-            outcome: requests.Response | Failure
-            try:
-                response = self.session.request(
-                    request.method,
-                    request.url,
-                    params=request.params,
-                    headers=request.headers,
-                    json=request.json_body,
-                    data=request.form_body,
-                    timeout=(self.connect_timeout, self.timeout),
-                    allow_redirects=False,
-                    stream=True,
-                    **self.request_options,
-                )
-            except requests.RequestException as exc:
-                if deadline.expired:
-                    return Failure(timeout_message(host, self.timeout), False)
-                outcome = describe_exception(exc, host=host, timeout=self.timeout)
-                if not outcome.retryable or attempt >= self.retries:
-                    return outcome
-            else:
-                if deadline.expired:
-                    # The body may have ended only because its socket was shut.
-                    response.close()
-                    return Failure(timeout_message(host, self.timeout), False)
-                outcome = response
-                final = response.status_code not in RETRY_STATUSES or attempt >= self.retries
-                # A stored answer will not change by asking the cache again.
-                if final or getattr(response, "from_cache", False):
-                    return response
-            delay = self._delay(attempt, response)
-            if delay >= deadline.remaining():
-                return outcome
-            if response is not None:
-                response.close()
-            time.sleep(delay)
-            attempt += 1
+        policy: RetryPolicy[requests.Response | Failure] = RetryPolicy(
+            tries=self.retries + 1,
+            backoff=self._backoff,
+            retry_result=_worth_retrying,
+            pause=self._pause,
+            time_left=deadline.remaining,
+            before_pause=_close_response,
+        )
+        return call_with_retries(
+            policy, lambda attempt: self._send_once(request, host, deadline), sleep=self._sleep
+        )
 
-    def _delay(self, attempt: int, response: requests.Response | None) -> float:
-        delay = self.backoff * 2.0**attempt
-        retry_after = response.headers.get("Retry-After", "") if response is not None else ""
+    def _send_once(
+        self, request: HttpRequest, host: str, deadline: CallDeadline
+    ) -> requests.Response | Failure:
+        try:
+            response = self.session.request(
+                request.method,
+                request.url,
+                params=request.params,
+                headers=request.headers,
+                json=request.json_body,
+                data=request.form_body,
+                timeout=(self.connect_timeout, self.timeout),
+                allow_redirects=False,
+                stream=True,
+                **self.request_options,
+            )
+        except requests.RequestException as exc:
+            if deadline.expired:
+                return Failure(timeout_message(host, self.timeout), False)
+            return describe_exception(exc, host=host, timeout=self.timeout)
+        if deadline.expired:
+            # The body may have ended only because its socket was shut.
+            response.close()
+            return Failure(timeout_message(host, self.timeout), False)
+        return response
+
+    def _pause(self, retry: int, outcome: Outcome[requests.Response | Failure]) -> float:
+        """The backoff's pause, or the server's ``Retry-After`` seconds if longer; capped."""
+        delay = self._backoff.seconds(retry)
+        response = outcome.result
+        retry_after = ""
+        if isinstance(response, requests.Response):
+            retry_after = response.headers.get("Retry-After", "")
         if retry_after.strip().isdigit():
             delay = max(delay, float(retry_after))
         return min(delay, self.max_backoff)
@@ -470,6 +476,22 @@ class HttpExecutor:
             mode=self.mode,
             from_cache=bool(getattr(response, "from_cache", False)),
         )
+
+
+def _worth_retrying(outcome: requests.Response | Failure) -> bool:
+    """A retryable failure, or a busy status that was not answered from a cache.
+
+    A stored answer will not change by asking the cache again.
+    """
+    if isinstance(outcome, Failure):
+        return outcome.retryable
+    return outcome.status_code in RETRY_STATUSES and not getattr(outcome, "from_cache", False)
+
+
+def _close_response(outcome: Outcome[requests.Response | Failure]) -> None:
+    """Give a response that will not be read its connection back before the pause."""
+    if isinstance(outcome.result, requests.Response):
+        outcome.result.close()
 
 
 def _redirected(request: HttpRequest, response: requests.Response, location: str) -> HttpRequest:
