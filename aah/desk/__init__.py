@@ -10,4 +10,36 @@ through it. Below the runtime, above the store.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from aah.desk.elicitation import (
+    MAX_FIELDS,
+    ContentInvalid,
+    ElicitationAction,
+    ElicitationField,
+    ElicitationMode,
+    ElicitationRefused,
+    ElicitationRequest,
+    ElicitationResult,
+    FieldValue,
+    check_content,
+    check_value,
+    form_fields,
+    read_stored_answer,
+    stored_answer,
+)
+
+__all__: list[str] = [
+    "MAX_FIELDS",
+    "ContentInvalid",
+    "ElicitationAction",
+    "ElicitationField",
+    "ElicitationMode",
+    "ElicitationRefused",
+    "ElicitationRequest",
+    "ElicitationResult",
+    "FieldValue",
+    "check_content",
+    "check_value",
+    "form_fields",
+    "read_stored_answer",
+    "stored_answer",
+]

@@ -20,8 +20,10 @@ from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeVar
 from pydantic import BaseModel, BeforeValidator, Field
 
 from aah.bounds import check_seconds
+from aah.desk import ElicitationRequest, ElicitationResult
 from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
+from aah.runtime.elicitations import ElicitationAsk, elicit_in_queue, scripted_result
 from aah.runtime.prompts import load_prompt
 from aah.runtime.work_clock import waiting_for_person
 from aah.storable import storable
@@ -98,12 +100,23 @@ class ScriptedHuman:
     """Replies from a list, in order (or from a function of the request): for tests."""
 
     def __init__(
-        self, replies: Iterable[str] | Callable[[HumanRequest], str], name: str = "scripted"
+        self,
+        replies: Iterable[str] | Callable[[HumanRequest], str],
+        name: str = "scripted",
+        elicitations: Callable[[ElicitationRequest], ElicitationResult] | None = None,
     ) -> None:
-        """Answer with ``replies`` in order, or with what the function returns."""
+        """Answer with ``replies`` in order, or with what the function returns.
+
+        ``elicitations`` answers MCP servers' questions (none: each is declined).
+        """
         self._replies = replies if callable(replies) else iter(list(replies))
         self.name = name
         self.asked: list[HumanRequest] = []
+        self._elicitations = elicitations
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """The script's result for an MCP server's question."""
+        return scripted_result(self._elicitations, ask, self.name)
 
     async def ask(self, request: HumanRequest) -> HumanReply:
         """The next scripted reply; "I don't know." once the list is used up."""
@@ -224,6 +237,12 @@ class QueueHuman:
         """
         with waiting_for_person():
             return await self._wait(request)
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """Queue an MCP server's question (kind ``elicitation``); decline at the deadline."""
+        return await elicit_in_queue(
+            self.store, ask, deadline_seconds=self.deadline_seconds, poll_seconds=self.poll_seconds
+        )
 
     async def _store(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         # A parking channel serves batch runs, whose session driver writes to
