@@ -234,3 +234,33 @@ async def test_past_its_deadline_the_queue_declines_for_the_person(tmp_path: Pat
     assert answered.answered_by == "deadline-fallback"
     record = store.get_human_request(answered.request_id)
     assert record is not None and record.kind == "elicitation" and record.status == "expired"
+
+
+async def test_the_oracle_fills_the_form_from_the_tasks_facts(tmp_path: Path) -> None:
+    from aah.benchmark.failtalms.fact_fit import TaskFacts
+    from aah.benchmark.failtalms.humans import OracleHuman
+
+    facts = TaskFacts(
+        query="Book me a room in Lyon.",
+        hidden_facts=["The guest name is Ada.", "She stays 2 nights.", "A single room."],
+    )
+    tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, OracleHuman(facts))
+    content = {"name": "Ada", "nights": 2, "room": "single"}
+    assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
+    answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
+    assert answered.answered_by == "oracle"
+    # A link is never opened by the oracle: it declines.
+    link, _ = await _run(tmp_path / "link", "sign_in", {"service": "mail"}, OracleHuman(facts))
+    assert link.result == "decline"
+
+
+async def test_the_report_counts_what_servers_asked_and_what_went_back(tmp_path: Path) -> None:
+    from aah.scoring.elicitations import load_elicitation_cells
+
+    await _run(tmp_path, "book", {"city": "Lyon"}, _scripted(ElicitationResult(action="cancel")))
+    await _run(tmp_path, "nested", {}, _scripted(ElicitationResult(action="accept")))
+    store = SessionStore(tmp_path / "s.db")
+    [cell] = load_elicitation_cells(store)
+    assert (cell.sessions, cell.asked, cell.cancelled, cell.refused) == (2, 2, 1, 1)
+    assert (cell.accepted, cell.declined, cell.timed_out, cell.unanswered) == (0, 0, 0, 0)
+    assert cell.wait_seconds_median is not None

@@ -268,6 +268,8 @@ def _field(asker: str, name: str, prop: Any, required: bool) -> ElicitationField
         )
     if kind == "boolean":
         return ElicitationField(kind="boolean", default=_default(where, prop, bool), **shown)
+    if kind is None:
+        raise ElicitationRefused(f"{where} has no type: a form's fields are typed")
     raise ElicitationRefused(
         f"{where} is of type {str(kind)[:40]!r}: a form takes only string, number, "
         "integer, boolean and enum fields"
