@@ -35,11 +35,13 @@ from textual.widgets import Button, Footer, Header, Input
 
 from aah.annotators import annotator_key, check_annotator_name
 from aah.benchmark import load_demo_tasks
+from aah.desk import ElicitationResult, stored_answer
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
 from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
+from aah.ui.tui.elicitation_screen import ElicitationScreen
 from aah.ui.tui.screens import (
     HELP_KEY,
     AskHumanScreen,
@@ -556,6 +558,11 @@ class AahApp(App[None]):
             decide = ApproveCallScreen(request, where=where)
             self.push_screen(decide, callback=partial(self._decided, request, decide))
             return
+        if request.kind == "elicitation":
+            # An MCP server's form or link: its own dialog, the same claim and queue.
+            elicit = ElicitationScreen(request, where=where)
+            self.push_screen(elicit, callback=partial(self._elicited, request, elicit))
+            return
         screen = AskHumanScreen(
             request, where=where, draft=draft or self._drafts.pop(request.id, "")
         )
@@ -585,7 +592,7 @@ class AahApp(App[None]):
 
     def _renew_claim(self) -> None:
         """Keep the open question's claim alive while the person is at it."""
-        if isinstance(self.screen, AskHumanScreen | ApproveCallScreen):
+        if isinstance(self.screen, AskHumanScreen | ApproveCallScreen | ElicitationScreen):
             self._renew(self.screen.request.id)
 
     @work(thread=True, group="claims")
@@ -597,6 +604,16 @@ class AahApp(App[None]):
         self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | None
     ) -> None:
         self._write_answer(request, answer, screen.seconds)
+
+    def _elicited(
+        self,
+        request: HumanRequestRecord,
+        screen: ElicitationScreen,
+        result: ElicitationResult | None,
+    ) -> None:
+        if result is not None:
+            answer = None if result.action == "decline" else stored_answer(result)
+            self._write_answer(request, answer, screen.seconds)
 
     def _decided(
         self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: ApprovalChoice | None
