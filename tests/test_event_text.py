@@ -300,7 +300,10 @@ CASES: list[tuple[Event, EventDescription | None]] = [
     ),
     (
         ElicitationAskedEvent(
-            session_id=S, request_id="e", server="hotel", message="Who stays?",
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            message="Who stays?",
             fields=["name", "nights"],
         ),  # fmt: skip
         EventDescription(
@@ -313,7 +316,10 @@ CASES: list[tuple[Event, EventDescription | None]] = [
     ),
     (
         ElicitationAskedEvent(
-            session_id=S, request_id="e", server="hotel", message="Address?",
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            message="Address?",
             refused="hotel's field 'address' is of type 'object'",
         ),  # fmt: skip
         EventDescription(
@@ -326,8 +332,13 @@ CASES: list[tuple[Event, EventDescription | None]] = [
     ),
     (
         ElicitationAnsweredEvent(
-            session_id=S, request_id="e", server="hotel", action="accept",
-            content={"nights": 3}, answered_by="ann", seconds=4.2,
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            action="accept",
+            content={"nights": 3},
+            answered_by="ann",
+            seconds=4.2,
         ),  # fmt: skip
         EventDescription(
             "elicitation_answered",
@@ -340,8 +351,12 @@ CASES: list[tuple[Event, EventDescription | None]] = [
     ),
     (
         ElicitationAnsweredEvent(
-            session_id=S, request_id="e", server="hotel", action="decline",
-            answered_by="deadline-fallback", why="no one answered in time",
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            action="decline",
+            answered_by="deadline-fallback",
+            why="no one answered in time",
         ),  # fmt: skip
         EventDescription(
             "elicitation_answered",
