@@ -7,6 +7,11 @@ says done for a link) and the typed result lands in the store.
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -136,3 +141,83 @@ async def test_a_link_is_shown_and_done_decline_or_cancel_is_stored(
         await wait_for(pilot, lambda: stored(app.db, request_id, request) is not None)
     result = stored(app.db, request_id, request)
     assert result is not None and result.action == action
+
+
+# --- in a real terminal -------------------------------------------------------
+
+TMUX = shutil.which("tmux")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tmux(socket: str, *args: str) -> str:
+    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=10)
+    return done.stdout
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_the_dialog_fits_an_80x24_terminal_and_sends_by_keys(
+    shared_registry: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.db"
+    request_id, request = queued(db, {"message": "Who stays?", "requestedSchema": FORM})
+    socket = f"aah-elicit-{tmp_path.name}"
+    env = {
+        "AAH_REGISTRY": str(shared_registry),
+        "AAH_DB": str(db),
+        "AAH_BASE_URL": "",
+        "AAH_MODEL": "",
+        "TERM": "xterm-256color",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command = f"env {exports} {shlex.quote(sys.executable)} -m aah tui --data {shared_data}"
+    tmux(socket, "-f", os.devnull, "new-session", "-d", "-x", "80", "-y", "24", command)
+    tmux(socket, "set-option", "-g", "status", "off")
+
+    def wait_until(condition: Callable[[str], bool], seconds: float = 60) -> str:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            shown = tmux(socket, "capture-pane", "-p")
+            if condition(shown):
+                return shown
+            time.sleep(0.2)
+        raise AssertionError(f"the terminal never showed it:\n{tmux(socket, 'capture-pane', '-p')}")
+
+    def cursor_row() -> int:
+        return int(tmux(socket, "display", "-p", "#{cursor_y}").strip() or -1)
+
+    try:
+        wait_until(lambda text: "q Quit" in text)
+        tmux(socket, "send-keys", "p")
+        wait_until(lambda text: "Who stays?" in text)
+        tmux(socket, "send-keys", "Enter")
+        shown = wait_until(lambda text: "MCP server hotel asks" in text)
+        for words in ("Guest name *", "nights * (1…14)", "room", "ctrl+s accept"):
+            assert words in shown, shown
+        # Each key once its effect shows, as a person types: not faster than the screen.
+        tmux(socket, "send-keys", "-l", "Ada")
+        wait_until(lambda text: "Ada" in text)
+        tmux(socket, "send-keys", "Tab")
+        # The terminal's cursor is in the focused box: wait for it in the nights box.
+        wait_until(lambda text: _row_of(text, "nights *") + 2 == cursor_row())
+        tmux(socket, "send-keys", "-l", "4")
+        wait_until(lambda text: "4" in _box_after(text, "nights *"))
+        tmux(socket, "send-keys", "C-s")
+        deadline = time.monotonic() + 30
+        while stored(db, request_id, request) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        result = stored(db, request_id, request)
+        assert result is not None and result.content == {"name": "Ada", "nights": 4}
+    finally:
+        tmux(socket, "kill-server")
+
+
+def _box_after(screen: str, label: str) -> str:
+    """The text of the input box drawn under ``label`` (its three rows)."""
+    lines = screen.splitlines()
+    at = next((i for i, line in enumerate(lines) if label in line), None)
+    return "" if at is None else "\n".join(lines[at + 1 : at + 4])
+
+
+def _row_of(screen: str, label: str) -> int:
+    return next((i for i, line in enumerate(screen.splitlines()) if label in line), -10)

@@ -83,6 +83,11 @@ class ElicitationScreen(ModalScreen[ElicitationResult]):
             yield Label(LINK_KEYS if asked.mode == "url" else FORM_KEYS, id="elicit-keys")
         yield Footer()
 
+    def on_mount(self) -> None:
+        """The first field takes the keys: a form costs its typing and ctrl+s."""
+        if self.elicitation.fields:
+            self.query_one("#elicit-0").focus()
+
     def values(self) -> dict[str, Any]:
         """What the person gave, field by field (an empty box is left out)."""
         given: dict[str, Any] = {}
