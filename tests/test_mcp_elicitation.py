@@ -264,3 +264,21 @@ async def test_the_report_counts_what_servers_asked_and_what_went_back(tmp_path:
     assert (cell.sessions, cell.asked, cell.cancelled, cell.refused) == (2, 2, 1, 1)
     assert (cell.accepted, cell.declined, cell.timed_out, cell.unanswered) == (0, 0, 0, 0)
     assert cell.wait_seconds_median is not None
+
+
+async def test_a_store_that_cannot_queue_it_cancels_and_says_why(tmp_path: Path) -> None:
+    import sqlite3
+
+    from aah.store.schema import SCHEMA_SQL, SCHEMA_VERSION
+
+    # A store written before requests of kind 'elicitation' existed.
+    old = SCHEMA_SQL.replace("('question', 'approval', 'elicitation')", "('question', 'approval')")
+    assert old != SCHEMA_SQL
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.executescript(old)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
+    tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, queue)
+    assert tool.result == "cancel"
+    answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
+    assert answered.why.startswith("no one could be asked:") and "CHECK" in answered.why

@@ -108,9 +108,14 @@ class SessionElicitor:
             )
         )
         started = time.perf_counter()
-        result = await elicit_from(
-            self.channel, ElicitationAsk(request_id, self.session_id, request)
-        )
+        ask = ElicitationAsk(request_id, self.session_id, request)
+        try:
+            result = await elicit_from(self.channel, ask)
+        except Exception as exc:  # the store refused it, a channel broke: the server is told
+            why = " ".join(str(exc).split())[:300] or type(exc).__name__
+            result = ElicitationResult(
+                action="cancel", answered_by=AAH_ANSWERS, why=f"no one could be asked: {why}"
+            )
         if not result.seconds:
             result = result.model_copy(update={"seconds": time.perf_counter() - started})
         return self._answered(request_id, server, result)
