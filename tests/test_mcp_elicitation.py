@@ -282,3 +282,27 @@ async def test_a_store_that_cannot_queue_it_cancels_and_says_why(tmp_path: Path)
     assert tool.result == "cancel"
     answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
     assert answered.why.startswith("no one could be asked:") and "CHECK" in answered.why
+
+
+async def test_the_console_asks_field_by_field_and_asks_again_for_a_bad_value(
+    tmp_path: Path,
+) -> None:
+    from aah.runtime.humans import ConsoleHuman
+
+    lines = iter(["y", "Ada", "twenty", "", "3", "n", "double"])
+    shown: list[str] = []
+
+    def prompt(text: str) -> str:
+        shown.append(text)
+        return next(lines, "")
+
+    tool, _ = await _run(tmp_path, "book", {"city": "Lyon"}, ConsoleHuman(prompt))
+    content = {"breakfast": False, "name": "Ada", "nights": 3, "room": "double"}
+    assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
+    assert shown[0].startswith("MCP server hotel asks: Booking a room in Lyon")
+    assert any(line.startswith("Not taken: nights is an integer") for line in shown)
+    # A link is printed, never opened; n declines it.
+    lines = iter(["n"])
+    link, _ = await _run(tmp_path / "link", "sign_in", {"service": "mail"}, ConsoleHuman(prompt))
+    assert link.result == "decline"
+    assert "https://auth.example.org/sign-in?state=abc123 (aah does not open it)" in shown[-1]

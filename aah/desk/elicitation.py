@@ -377,8 +377,9 @@ def check_value(spec: ElicitationField, value: Any) -> FieldValue:
     if spec.kind == "boolean":
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "yes", "false", "no"):
-            return value.strip().lower() in ("true", "yes")
+        said = value.strip().lower() if isinstance(value, str) else None
+        if said in ("true", "yes", "y", "false", "no", "n"):
+            return said in ("true", "yes", "y")
         raise ContentInvalid(f"{label} is yes or no")
     if spec.kind in ("number", "integer"):
         return _checked_number(spec, value)

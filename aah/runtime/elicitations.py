@@ -23,9 +23,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from aah.desk import (
+    ContentInvalid,
     ElicitationRefused,
     ElicitationRequest,
     ElicitationResult,
+    check_value,
     read_stored_answer,
 )
 from aah.events import ElicitationAnsweredEvent, ElicitationAskedEvent, Event
@@ -217,3 +219,47 @@ async def elicit_in_queue(
     return result.model_copy(
         update={"answered_by": record.answered_by or "unknown", "seconds": seconds}
     )
+
+
+def console_elicitation(
+    prompt: Callable[[str], str], request: ElicitationRequest, *, tries: int = 3
+) -> ElicitationResult:
+    """Ask the person at this terminal, one line at a time, through ``prompt``.
+
+    First whether to answer at all (y: yes, n: decline, an empty line:
+    cancel); then, for a form, each field (an empty line leaves an optional
+    one out), a value that does not fit asked again up to ``tries`` times. A
+    link is printed, never opened: y says the person is done with it.
+    """
+    what = f"the link {request.url} (aah does not open it)" if request.mode == "url" else "a form"
+    choice = prompt(
+        f"MCP server {request.asker} asks: {request.message}\n"
+        f"It wants {what}. Answer? y yes / n decline / Enter cancel"
+    )
+    choice = choice.strip().lower()
+    if choice in ("n", "no"):
+        return ElicitationResult(action="decline", answered_by="console")
+    if choice not in ("y", "yes"):
+        return ElicitationResult(action="cancel", answered_by="console")
+    if request.mode == "url":
+        return ElicitationResult(action="accept", answered_by="console")
+    content: dict[str, Any] = {}
+    for field in request.fields:
+        hint = f" (one of: {', '.join(field.options)})" if field.kind == "enum" else ""
+        hint += " (several, comma-separated)" if field.multiple else ""
+        hint += " (y/n)" if field.kind == "boolean" else ""
+        for _ in range(tries):
+            given = prompt(f"{field.label}{' *' if field.required else ''}{hint}").strip()
+            if not given and not field.required:
+                break
+            value: Any = [v.strip() for v in given.split(",")] if field.multiple else given
+            try:
+                content[field.name] = check_value(field, value)
+                break
+            except ContentInvalid as exc:
+                prompt(f"Not taken: {exc}. Press Enter to try again")
+        else:
+            return ElicitationResult(
+                action="cancel", answered_by="console", why=f"no usable value for {field.label}"
+            )
+    return ElicitationResult(action="accept", content=content, answered_by="console")

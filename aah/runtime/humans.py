@@ -23,7 +23,12 @@ from aah.bounds import check_seconds
 from aah.desk import ElicitationRequest, ElicitationResult
 from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
-from aah.runtime.elicitations import ElicitationAsk, elicit_in_queue, scripted_result
+from aah.runtime.elicitations import (
+    ElicitationAsk,
+    console_elicitation,
+    elicit_in_queue,
+    scripted_result,
+)
 from aah.runtime.prompts import load_prompt
 from aah.runtime.work_clock import waiting_for_person
 from aah.storable import storable
@@ -134,6 +139,20 @@ class ConsoleHuman:
     def __init__(self, prompt: Callable[[str], str] | None = None) -> None:
         """Read answers with ``prompt`` (default: rich's prompt on the terminal)."""
         self._prompt = prompt or _rich_prompt
+        # An MCP server's questions are not the agent's: their lines carry no "agent asks".
+        self._line = prompt or _rich_line
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """An MCP server's question at this terminal, a line at a time (``console_elicitation``)."""
+        started = time.perf_counter()
+        with waiting_for_person():
+            try:
+                result = await asyncio.to_thread(console_elicitation, self._line, ask.request)
+            except EOFError:
+                return ElicitationResult(
+                    action="cancel", answered_by="console", why="standard input is closed"
+                )
+        return result.model_copy(update={"seconds": time.perf_counter() - started})
 
     async def ask(self, request: HumanRequest) -> HumanReply:
         """Show the question and wait for a line; an empty line declines."""
@@ -165,6 +184,15 @@ def _rich_prompt(question: str) -> str:
         default="",
         show_default=False,
     )
+
+
+def _rich_line(text: str) -> str:
+    from rich.markup import escape
+    from rich.prompt import Prompt
+
+    from aah.terminal_text import printable
+
+    return Prompt.ask(escape(printable(text)), default="", show_default=False)
 
 
 class QueueHuman:
