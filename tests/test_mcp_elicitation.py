@@ -306,3 +306,21 @@ async def test_the_console_asks_field_by_field_and_asks_again_for_a_bad_value(
     link, _ = await _run(tmp_path / "link", "sign_in", {"service": "mail"}, ConsoleHuman(prompt))
     assert link.result == "decline"
     assert "https://auth.example.org/sign-in?state=abc123 (aah does not open it)" in shown[-1]
+
+
+def test_the_report_table_shows_each_run_and_setting() -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from aah.scoring.elicitations import ElicitationCell
+    from aah.scoring.report.build import Report
+    from aah.scoring.report.elicitation_tables import elicitation_tables
+
+    cell = ElicitationCell("r1", None, 2, 3, 1, 1, 0, 1, 0, 0, 4.0, 9.5)
+    report = cast(Report, SimpleNamespace(elicitation_cells=[cell]))
+    [table] = elicitation_tables(report)
+    assert table.title == "Questions from MCP servers"
+    assert table.rows == [
+        ["r1", "(no setting)", "2", "3", "1", "1", "0", "1", "0", "0", "4.0", "9.5"]
+    ]
+    assert elicitation_tables(cast(Report, SimpleNamespace(elicitation_cells=[]))) == []
