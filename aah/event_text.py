@@ -20,6 +20,8 @@ from aah.events import (
     ApprovalRequestedEvent,
     AwarenessEvent,
     DiscoveryEvent,
+    ElicitationAnsweredEvent,
+    ElicitationAskedEvent,
     ErrorEvent,
     Event,
     EventKind,
@@ -158,6 +160,8 @@ def describe_event(event: Event) -> EventDescription | None:
         )
     if isinstance(event, ApprovalRequestedEvent | ApprovalDecidedEvent):
         return _describe_approval(event)
+    if isinstance(event, ElicitationAskedEvent | ElicitationAnsweredEvent):
+        return _describe_elicitation(event)
     if isinstance(event, StoppedEvent):
         label = "■ stopped without a final answer" + _STOPPED_WHY[event.reason]
         return EventDescription(event.kind, label, event.message, tone="warn")
@@ -179,6 +183,35 @@ _DECIDED: dict[str, tuple[str, Tone]] = {
     "timed_out": ("no one decided in time on", "warn"),
     "terminated": ("terminated the session at", "fail"),
 }
+
+
+_ELICITED: dict[str, tuple[str, Tone]] = {
+    "accept": ("accepted", "answer"),
+    "decline": ("declined", "warn"),
+    "cancel": ("cancelled", "warn"),
+}
+
+
+def _describe_elicitation(
+    event: ElicitationAskedEvent | ElicitationAnsweredEvent,
+) -> EventDescription:
+    """An MCP server's question for the user, and what went back to it."""
+    if isinstance(event, ElicitationAskedEvent):
+        what = "a link to open" if event.mode == "url" else ", ".join(event.fields) or "a form"
+        if event.refused:
+            label = f"? MCP server {event.server} asks (not shown: declined)"
+            return EventDescription(event.kind, label, event.refused, event.message, "warn")
+        label = f"? MCP server {event.server} asks ({what})"
+        line = ConversationLine("tool", f"{event.server} asks the user: {event.message}")
+        return EventDescription(event.kind, label, event.message, tone="ask", conversation=line)
+    words, tone = _ELICITED[event.action]
+    waited = f" after {event.seconds:.1f} s" if event.seconds >= 0.1 else ""
+    label = f"↳ {event.answered_by or 'someone'} {words} {event.server}'s question{waited}"
+    detail = ""
+    if event.content is not None:
+        detail = clip(json.dumps(event.content, ensure_ascii=False), ARGUMENT_CHARS)
+    line = ConversationLine("user", f"{words} {event.server}'s question")
+    return EventDescription(event.kind, label, event.why, detail, tone, line)
 
 
 def _describe_approval(event: ApprovalRequestedEvent | ApprovalDecidedEvent) -> EventDescription:

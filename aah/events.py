@@ -40,7 +40,11 @@ EventKind = Literal[
     "error",
     "approval_requested",
     "approval_decided",
+    "elicitation_asked",
+    "elicitation_answered",
 ]
+# What a person did with an MCP server's question (the protocol's names).
+ElicitationAction = Literal["accept", "decline", "cancel"]
 
 EXCERPT_CHARS = 2_000
 _MARKER_ROOM = 24  # room for "…[+N chars]" with any realistic N
@@ -343,6 +347,51 @@ _OUTCOME_OF: dict[ApprovalDecision, ApprovalOutcome] = {
     "terminate": "terminated",
 }
 
+
+class ElicitationAskedEvent(EventBase):
+    """An MCP server asked the user for input while the agent called one of its tools.
+
+    Attributes:
+        request_id: The human request that carries it to a person.
+        server: The server's name (who asks).
+        message: What the server said.
+        mode: ``form`` (fields to fill) or ``url`` (a link to open).
+        fields: The form's field names, or the link in URL mode.
+        refused: Why aah did not show it (not primitives-only, too big), if it did not.
+    """
+
+    kind: Literal["elicitation_asked"] = "elicitation_asked"
+    request_id: str
+    server: str
+    message: Excerpt
+    mode: Literal["form", "url"] = "form"
+    fields: list[str] = Field(default_factory=list)
+    refused: str = ""
+
+
+class ElicitationAnsweredEvent(EventBase):
+    """What went back to the server: accept (with content), decline or cancel.
+
+    Attributes:
+        request_id: The request answered.
+        server: The server that asked.
+        action: ``accept``, ``decline`` or ``cancel``.
+        content: The form's values, when accepted.
+        answered_by: A person, ``oracle``, ``scripted``, ``deadline-fallback``, ``aah``...
+        seconds: How long the server waited for the answer.
+        why: Why aah answered for the person (a refusal, a deadline), if it did.
+    """
+
+    kind: Literal["elicitation_answered"] = "elicitation_answered"
+    request_id: str
+    server: str
+    action: ElicitationAction
+    content: dict[str, Any] | None = None
+    answered_by: str = ""
+    seconds: float = 0.0
+    why: str = ""
+
+
 Event = Annotated[
     AwarenessEvent
     | ModelCallEvent
@@ -354,7 +403,9 @@ Event = Annotated[
     | StoppedEvent
     | ErrorEvent
     | ApprovalRequestedEvent
-    | ApprovalDecidedEvent,
+    | ApprovalDecidedEvent
+    | ElicitationAskedEvent
+    | ElicitationAnsweredEvent,
     Field(discriminator="kind"),
 ]
 

@@ -19,6 +19,8 @@ from aah.events import (
     ApprovalRequestedEvent,
     AwarenessEvent,
     DiscoveryEvent,
+    ElicitationAnsweredEvent,
+    ElicitationAskedEvent,
     ErrorEvent,
     Event,
     EventKind,
@@ -358,6 +360,74 @@ CASES: list[tuple[Event, EventDescription | None]] = [
             "↳ no one decided in time on booking__hotel: the fallback rejects",
             tone="warn",
             conversation=ConversationLine("user", "timed out: booking__hotel"),
+        ),
+    ),
+    (
+        ElicitationAskedEvent(
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            message="Who stays?",
+            fields=["name", "nights"],
+        ),  # fmt: skip
+        EventDescription(
+            "elicitation_asked",
+            "? MCP server hotel asks (name, nights)",
+            "Who stays?",
+            tone="ask",
+            conversation=ConversationLine("tool", "hotel asks the user: Who stays?"),
+        ),
+    ),
+    (
+        ElicitationAskedEvent(
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            message="Address?",
+            refused="hotel's field 'address' is of type 'object'",
+        ),  # fmt: skip
+        EventDescription(
+            "elicitation_asked",
+            "? MCP server hotel asks (not shown: declined)",
+            "hotel's field 'address' is of type 'object'",
+            "Address?",
+            "warn",
+        ),
+    ),
+    (
+        ElicitationAnsweredEvent(
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            action="accept",
+            content={"nights": 3},
+            answered_by="ann",
+            seconds=4.2,
+        ),  # fmt: skip
+        EventDescription(
+            "elicitation_answered",
+            "↳ ann accepted hotel's question after 4.2 s",
+            "",
+            '{"nights": 3}',
+            "answer",
+            ConversationLine("user", "accepted hotel's question"),
+        ),
+    ),
+    (
+        ElicitationAnsweredEvent(
+            session_id=S,
+            request_id="e",
+            server="hotel",
+            action="decline",
+            answered_by="deadline-fallback",
+            why="no one answered in time",
+        ),  # fmt: skip
+        EventDescription(
+            "elicitation_answered",
+            "↳ deadline-fallback declined hotel's question",
+            "no one answered in time",
+            tone="warn",
+            conversation=ConversationLine("user", "declined hotel's question"),
         ),
     ),
     (

@@ -121,8 +121,10 @@ def _version_4_schema() -> str:
 
     v4 = SCHEMA_SQL.replace(", 'terminated')", ")")
     v4 = v4.replace(
-        ",\n    -- 'question' (answer it) or 'approval' (approve, edit or reject a tool call).\n"
-        "    kind TEXT NOT NULL DEFAULT 'question' CHECK (kind IN ('question', 'approval'))",
+        ",\n    -- 'question' (answer it), 'approval' (approve, edit or reject a tool call) or\n"
+        "    -- 'elicitation' (an MCP server's form or link; its context the typed request).\n"
+        "    kind TEXT NOT NULL DEFAULT 'question'\n"
+        "        CHECK (kind IN ('question', 'approval', 'elicitation'))",
         "",
     )
     start = v4.index("-- A tool call a person approved")

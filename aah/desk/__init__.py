@@ -11,6 +11,22 @@ through it. Below the runtime, above the store.
 from __future__ import annotations
 
 from aah.clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
+from aah.desk.elicitation import (
+    MAX_FIELDS,
+    ContentInvalid,
+    ElicitationAction,
+    ElicitationField,
+    ElicitationMode,
+    ElicitationRefused,
+    ElicitationRequest,
+    ElicitationResult,
+    FieldValue,
+    check_content,
+    check_value,
+    form_fields,
+    read_stored_answer,
+    stored_answer,
+)
 from aah.desk.workflow import (
     HEARTBEAT_LEASE_S,
     MAX_ANSWER_CHARS,
@@ -26,15 +42,29 @@ from aah.desk.workflow import (
 __all__ = [
     "HEARTBEAT_LEASE_S",
     "MAX_ANSWER_CHARS",
+    "MAX_FIELDS",
     "SYSTEM_CLOCK",
     "UNDO_SECONDS",
     "Clock",
+    "ContentInvalid",
     "DeskWorkflow",
+    "ElicitationAction",
+    "ElicitationField",
+    "ElicitationMode",
+    "ElicitationRefused",
+    "ElicitationRequest",
+    "ElicitationResult",
     "FakeClock",
+    "FieldValue",
     "Next",
     "OpenedRequest",
     "Sent",
     "SentOutcome",
     "SystemClock",
     "Undoable",
+    "check_content",
+    "check_value",
+    "form_fields",
+    "read_stored_answer",
+    "stored_answer",
 ]

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aah.clock import Clock
+from aah.desk.elicitation import ElicitationResult, stored_answer
 from aah.store import HumanRequestRecord, SessionStore
 
 # Without a heartbeat for about this long, a page's claim ends.
@@ -304,6 +305,35 @@ class DeskWorkflow:
             decision,
             arguments=arguments,
             reason=reason,
+            seconds=self._took(opened, at),
+        )
+        return self._after_reply(request, settled)
+
+    def elicited(
+        self,
+        annotator: str,
+        opened: OpenedRequest,
+        result: ElicitationResult,
+        *,
+        at: float | None = None,
+    ) -> Sent:
+        """Store ``annotator``'s reply to an MCP server's question ``opened``; their claim ends.
+
+        Accepted content is stored as the server receives it; a decline is a
+        declined answer, a cancel an answer the server reads as cancel.
+
+        Raises:
+            LookupError: The request is gone.
+        """
+        request, early = self._before_reply(annotator, opened, "that question is gone")
+        if early is not None:
+            return early
+        declined = result.action == "decline"
+        settled = self.store.answer_human_request(
+            request.id,
+            annotator,
+            "" if declined else stored_answer(result),
+            declined=declined,
             seconds=self._took(opened, at),
         )
         return self._after_reply(request, settled)

@@ -22,7 +22,8 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Awaitable, Coroutine
+import time
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import IO, Any, NamedTuple, TypeVar
 
 from aah import __version__
@@ -32,6 +33,12 @@ from aah.mcp.servers import McpServer
 from aah.secrets import remember_secret
 
 T = TypeVar("T")
+# Answers a server's ``elicitation/create``: given the server's name and the
+# request's params (JSON form), the result to send back (JSON form).
+Elicitor = Callable[[str, dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]
+# A call that may wait for a person has no read deadline of the SDK's own:
+# aah's deadline for it pauses while the person answers (see ``_guarded``).
+_PERSON_READ_TIMEOUT_S = 30 * 24 * 3600.0
 # What a tool listing is called in a failure's line.
 _LISTING = "listing its tools"
 # Lines of a server's stderr quoted when it fails to start or exits.
@@ -71,6 +78,40 @@ class _Held:
         # Set (and replaced) each time the server sends an answer aah cannot read.
         self.unreadable = asyncio.Event()
         self.unreadable_why = ""
+        # Who answers a question the server asks during a call: one per call in flight.
+        self.elicitors: list[Elicitor] = []
+        self.asking = 0
+        self.answered_at = 0.0
+
+    async def on_elicit(self, context: Any, params: Any) -> Any:
+        """The SDK's elicitation callback: the question goes to the session whose call is running.
+
+        The protocol does not say which call a question belongs to; with calls
+        of several sessions in flight at once, no one could tell whose user to
+        ask, so the server gets a cancel. A question outside any call is declined.
+        """
+        from mcp.types import ElicitResult
+
+        distinct = list({id(e): e for e in self.elicitors}.values())
+        if len(distinct) != 1:
+            return ElicitResult(action="cancel" if distinct else "decline")
+        self.asking += 1
+        try:
+            wire = await distinct[0](
+                self.server.name, params.model_dump(mode="json", by_alias=True, exclude_none=True)
+            )
+        except Exception:  # the session ended while it waited: the server is not left waiting
+            return ElicitResult(action="cancel")
+        finally:
+            self.asking -= 1
+            self.answered_at = time.monotonic()
+        return ElicitResult.model_validate(wire)
+
+    def waiting_for_person(self, call_timeout: float) -> float:
+        """Seconds more a call may take because the server asked a person (0: none)."""
+        if self.asking:
+            return call_timeout
+        return max(0.0, call_timeout - (time.monotonic() - self.answered_at))
 
     async def on_message(self, message: Any) -> None:
         """The SDK's message handler: wakes the waiting requests when an answer cannot be read.
@@ -159,13 +200,25 @@ class McpConnections:
             self._call(server, tool, arguments), self.start_timeout + self.call_timeout + 5
         )
 
-    async def acall(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
+    async def acall(
+        self,
+        server: McpServer,
+        tool: str,
+        arguments: dict[str, Any],
+        elicitor: Elicitor | None = None,
+    ) -> McpReply:
         """Call ``tool`` of ``server`` (started if it is not running yet).
+
+        ``elicitor`` answers the questions the server asks during the call (none:
+        each is declined); it runs on the caller's event loop, and the call's
+        deadline pauses while a person answers.
 
         Raises:
             McpFailure: no answer came: what happened, in one line.
         """
-        return await self._submit(self._call(server, tool, arguments))
+        if elicitor is not None:
+            elicitor = _on_loop(elicitor, asyncio.get_running_loop())
+        return await self._submit(self._call(server, tool, arguments, elicitor))
 
     def close(self) -> None:
         """Stop every server and the loop; calls after this fail."""
@@ -200,9 +253,26 @@ class McpConnections:
         held = await self._open(server)
         return await self._guarded(held, _read_pages(held.client, listing), _LISTING)
 
-    async def _call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpReply:
+    async def _call(
+        self,
+        server: McpServer,
+        tool: str,
+        arguments: dict[str, Any],
+        elicitor: Elicitor | None = None,
+    ) -> McpReply:
         held = await self._open(server)
-        result = await self._guarded(held, held.client.call_tool(tool, arguments), f"{tool}")
+        if elicitor is None:
+            request = held.client.call_tool(tool, arguments)
+        else:
+            held.elicitors.append(elicitor)
+            request = held.client.call_tool(
+                tool, arguments, read_timeout_seconds=_PERSON_READ_TIMEOUT_S
+            )
+        try:
+            result = await self._guarded(held, request, f"{tool}")
+        finally:
+            if elicitor is not None:
+                held.elicitors.remove(elicitor)
         content = [block.model_dump(mode="json", by_alias=True) for block in result.content]
         return McpReply(content, result.structured_content, bool(result.is_error))
 
@@ -212,11 +282,15 @@ class McpConnections:
         call = asyncio.ensure_future(request)
         unreadable = asyncio.ensure_future(held.unreadable.wait())
         try:
-            done, _ = await asyncio.wait(
-                {call, held.task, unreadable},
-                timeout=self.call_timeout,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            timeout = self.call_timeout
+            while True:
+                done, _ = await asyncio.wait(
+                    {call, held.task, unreadable}, timeout=timeout, return_when="FIRST_COMPLETED"
+                )
+                # A server waiting for a person's answer has not stopped answering.
+                timeout = held.waiting_for_person(self.call_timeout)
+                if done or not timeout:
+                    break
         finally:
             unreadable.cancel()
         if call not in done and unreadable in done:
@@ -323,6 +397,7 @@ class McpConnections:
                     transport,
                     read_timeout_seconds=self.call_timeout,
                     message_handler=held.on_message,
+                    elicitation_callback=held.on_elicit,
                     client_info=Implementation(name="aah", version=__version__),
                     cache=None,
                 )
@@ -365,6 +440,16 @@ class McpConnections:
         for held in self._held.values():
             if held.errlog is not None:
                 held.errlog.close()
+
+
+def _on_loop(elicitor: Elicitor, loop: asyncio.AbstractEventLoop) -> Elicitor:
+    """``elicitor`` run on ``loop`` (the caller's), awaited from the private loop."""
+
+    async def answer(server: str, params: dict[str, Any]) -> dict[str, Any]:
+        future = asyncio.run_coroutine_threadsafe(elicitor(server, params), loop)
+        return await asyncio.wrap_future(future)
+
+    return answer
 
 
 async def _read_pages(client: Any, listing: ToolListing) -> ToolListing:

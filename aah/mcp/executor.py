@@ -16,9 +16,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from aah.mcp.connections import McpConnections, McpFailure, McpReply
+from aah.mcp.connections import Elicitor, McpConnections, McpFailure, McpReply
 from aah.mcp.recording import McpRecording
 from aah.mcp.servers import is_mcp_spec, server_of
+from aah.runtime import session_elicitor
 from aah.secrets import remember_named
 from aah.tools import EndpointSpec
 from aah.tools.http import Executor, ToolResult, describe_body, failure_result
@@ -75,7 +76,9 @@ class McpExecutor:
         if replayed is not None or self.connections is None:
             return replayed or self._unavailable(spec, started)
         try:
-            reply = await self.connections.acall(server_of(spec), tool_name(spec), values)
+            reply = await self.connections.acall(
+                server_of(spec), tool_name(spec), values, _session_elicitor()
+            )
         except McpFailure as exc:
             return _failed(spec, exc, started, self.mode)
         if self.recording is not None:
@@ -121,6 +124,18 @@ class McpExecutor:
         return reply_result(
             reply, spec, latency_ms=_ms(started), mode=self.mode, max_bytes=self.max_bytes
         )
+
+
+def _session_elicitor() -> Elicitor | None:
+    """The running session's answerer of servers' questions, in the connections' terms."""
+    elicitor = session_elicitor.get()
+    if elicitor is None:
+        return None
+
+    async def answer(server: str, params: dict[str, Any]) -> dict[str, Any]:
+        return (await elicitor.answer(server, params)).wire()
+
+    return answer
 
 
 def reply_result(

@@ -36,6 +36,13 @@ if TYPE_CHECKING:
     from aah.runtime.awareness import SETTING_AWARENESS, ask_awareness, parse_awareness
     from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
     from aah.runtime.discovery import FoundTools, ToolFinder
+    from aah.runtime.elicitations import (
+        ElicitationAsk,
+        ElicitingChannel,
+        SessionElicitor,
+        elicit_from,
+        session_elicitor,
+    )
     from aah.runtime.environment import open_runtime
     from aah.runtime.graph import build_graph
     from aah.runtime.humans import (
@@ -68,6 +75,11 @@ if TYPE_CHECKING:
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
+    "ElicitationAsk",
+    "ElicitingChannel",
+    "SessionElicitor",
+    "elicit_from",
+    "session_elicitor",
     "ApprovalPolicy",
     "ApprovalRule",
     "ArgumentRule",
@@ -131,6 +143,11 @@ __all__ = [
 ]
 
 _WHERE = {
+    "ElicitationAsk": "aah.runtime.elicitations",
+    "ElicitingChannel": "aah.runtime.elicitations",
+    "SessionElicitor": "aah.runtime.elicitations",
+    "elicit_from": "aah.runtime.elicitations",
+    "session_elicitor": "aah.runtime.elicitations",
     "ApprovalPolicy": "aah.runtime.approval_policy",
     "ApprovalRule": "aah.runtime.approval_policy",
     "ArgumentRule": "aah.runtime.approval_policy",

@@ -21,8 +21,15 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from aah.bounds import check_seconds
 from aah.clock import Clock
+from aah.desk import ElicitationRequest, ElicitationResult
 from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
+from aah.runtime.elicitations import (
+    ElicitationAsk,
+    console_elicitation,
+    elicit_in_queue,
+    scripted_result,
+)
 from aah.runtime.prompts import load_prompt
 from aah.runtime.work_clock import waiting_for_person
 from aah.storable import storable
@@ -99,12 +106,23 @@ class ScriptedHuman:
     """Replies from a list, in order (or from a function of the request): for tests."""
 
     def __init__(
-        self, replies: Iterable[str] | Callable[[HumanRequest], str], name: str = "scripted"
+        self,
+        replies: Iterable[str] | Callable[[HumanRequest], str],
+        name: str = "scripted",
+        elicitations: Callable[[ElicitationRequest], ElicitationResult] | None = None,
     ) -> None:
-        """Answer with ``replies`` in order, or with what the function returns."""
+        """Answer with ``replies`` in order, or with what the function returns.
+
+        ``elicitations`` answers MCP servers' questions (none: each is declined).
+        """
         self._replies = replies if callable(replies) else iter(list(replies))
         self.name = name
         self.asked: list[HumanRequest] = []
+        self._elicitations = elicitations
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """The script's result for an MCP server's question."""
+        return scripted_result(self._elicitations, ask, self.name)
 
     async def ask(self, request: HumanRequest) -> HumanReply:
         """The next scripted reply; "I don't know." once the list is used up."""
@@ -122,6 +140,20 @@ class ConsoleHuman:
     def __init__(self, prompt: Callable[[str], str] | None = None) -> None:
         """Read answers with ``prompt`` (default: rich's prompt on the terminal)."""
         self._prompt = prompt or _rich_prompt
+        # An MCP server's questions are not the agent's: their lines carry no "agent asks".
+        self._line = prompt or _rich_line
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """An MCP server's question at this terminal, a line at a time (``console_elicitation``)."""
+        started = time.perf_counter()
+        with waiting_for_person():
+            try:
+                result = await asyncio.to_thread(console_elicitation, self._line, ask.request)
+            except EOFError:
+                return ElicitationResult(
+                    action="cancel", answered_by="console", why="standard input is closed"
+                )
+        return result.model_copy(update={"seconds": time.perf_counter() - started})
 
     async def ask(self, request: HumanRequest) -> HumanReply:
         """Show the question and wait for a line; an empty line declines."""
@@ -153,6 +185,15 @@ def _rich_prompt(question: str) -> str:
         default="",
         show_default=False,
     )
+
+
+def _rich_line(text: str) -> str:
+    from rich.markup import escape
+    from rich.prompt import Prompt
+
+    from aah.terminal_text import printable
+
+    return Prompt.ask(escape(printable(text)), default="", show_default=False)
 
 
 class QueueHuman:
@@ -228,6 +269,16 @@ class QueueHuman:
         """
         with waiting_for_person():
             return await self._wait(request)
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """Queue an MCP server's question (kind ``elicitation``); decline at the deadline."""
+        return await elicit_in_queue(
+            self.store,
+            ask,
+            deadline_seconds=self.deadline_seconds,
+            poll_seconds=self.poll_seconds,
+            clock=self.clock.now,
+        )
 
     async def _store(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         # A parking channel serves batch runs, whose session driver writes to

@@ -43,6 +43,7 @@ from aah.runtime.awareness import reasoning_of
 from aah.runtime.budget import CHARS_PER_TOKEN, DEFAULT_TOOL_RESULT_TOKENS, ReplyCutOff
 from aah.runtime.checkpoints import EventOutbox
 from aah.runtime.discovery import ToolFinder
+from aah.runtime.elicitations import SessionElicitor, session_elicitor
 from aah.runtime.graph import build_graph
 from aah.runtime.humans import (
     HumanChannel,
@@ -400,15 +401,22 @@ async def _drive(
             resume=await _answer(ctx, runtime, request, record, snapshot.interrupts[0].value)
         )
     durability = _GRAPH_DURABILITY[runtime.durability]
-    while True:
-        output = await graph.ainvoke(payload, config, context=ctx, durability=durability)
-        # An interrupted run returns its pending questions under "__interrupt__".
-        pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
-        if not pending:
-            break
-        # Remembered as the session's current tools: the person asked sees them.
-        ctx.tools_now(cast(AgentState, output))
-        payload = Command(resume=await _answer(ctx, runtime, request, record, pending[0].value))
+    # An MCP server's question during one of this session's tool calls goes to its channel.
+    elicitor = SessionElicitor(ctx.session_id, request.human or runtime.human, ctx.emit)
+    token = session_elicitor.set(elicitor)
+    try:
+        while True:
+            output = await graph.ainvoke(payload, config, context=ctx, durability=durability)
+            # An interrupted run returns its pending questions under "__interrupt__".
+            pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
+            if not pending:
+                break
+            # Remembered as the session's current tools: the person asked sees them.
+            ctx.tools_now(cast(AgentState, output))
+            answer = await _answer(ctx, runtime, request, record, pending[0].value)
+            payload = Command(resume=answer)
+    finally:
+        session_elicitor.reset(token)
     return await _finish(ctx, runtime, record, cast(AgentState, output))
 
 

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from aah.store.approvals import ApprovalStep, ApprovedRun
     from aah.store.check import DatabaseCheck, check_database
     from aah.store.copy import CopySummary, copy_database
+    from aah.store.elicitations import ElicitationStep
     from aah.store.file_errors import ServerAwayError, StoreFileError
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
@@ -63,6 +64,7 @@ __all__ = [
     "RequestKind",
     "ApprovedRun",
     "ApprovalStep",
+    "ElicitationStep",
     "APPROVAL_DECISIONS",
     "ManifestDifference",
     "PINNED_FIELDS",
@@ -115,6 +117,7 @@ _WHERE = {
     "RequestKind": "aah.store.schema",
     "ApprovedRun": "aah.store.approvals",
     "ApprovalStep": "aah.store.approvals",
+    "ElicitationStep": "aah.store.elicitations",
     "APPROVAL_DECISIONS": "aah.store.humans",
     "ManifestDifference": "aah.store.manifest",
     "PINNED_FIELDS": "aah.store.manifest",

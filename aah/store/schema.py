@@ -58,7 +58,7 @@ STOPPED_STATUSES: tuple[SessionStatus, ...] = ("step_limit", "cut_off", "termina
 GradeFlagReason = Literal["no_quorum", "tie"]
 RequestStatus = Literal["pending", "answered", "declined", "expired"]
 # What a human request asks of a person: to answer a question, or to decide on a tool call.
-RequestKind = Literal["question", "approval"]
+RequestKind = Literal["question", "approval", "elicitation"]
 Verdict = Literal["pass", "fail"]
 
 # Times are ISO 8601 text in UTC: they sort as text and read as datetimes.
@@ -135,8 +135,10 @@ CREATE TABLE IF NOT EXISTS human_requests (
     -- When the asker stops waiting, and who answers then (idk, skip, a channel).
     deadline TEXT,
     fallback TEXT,
-    -- 'question' (answer it) or 'approval' (approve, edit or reject a tool call).
-    kind TEXT NOT NULL DEFAULT 'question' CHECK (kind IN ('question', 'approval'))
+    -- 'question' (answer it), 'approval' (approve, edit or reject a tool call) or
+    -- 'elicitation' (an MCP server's form or link; its context the typed request).
+    kind TEXT NOT NULL DEFAULT 'question'
+        CHECK (kind IN ('question', 'approval', 'elicitation'))
 );
 CREATE INDEX IF NOT EXISTS human_requests_by_status ON human_requests (status, created);
 -- Covers counting the queue (status, deadline, session, room) without the rows,

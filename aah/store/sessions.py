@@ -31,6 +31,7 @@ from aah.events import Event, HumanQuestionEvent
 from aah.store import schema as schema
 from aah.store.approvals import ApprovalStep, ApprovedRun, ApprovedRuns, approval_steps
 from aah.store.connection import StoreConnection
+from aah.store.elicitations import ElicitationStep, elicitation_steps
 from aah.store.file_errors import StoreFileError
 from aah.store.grouped import GroupingThread, Steps, Then
 from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
@@ -754,6 +755,10 @@ class SessionStore:
     def approval_steps(self, runs: Sequence[str] | None = None) -> list[ApprovalStep]:
         """Every approval request and decision of ``runs`` (None: all), session by session."""
         return approval_steps(self._connection, runs)
+
+    def elicitation_steps(self, runs: Sequence[str] | None = None) -> list[ElicitationStep]:
+        """Every MCP server's question and its answer in ``runs`` (None: all), in order."""
+        return elicitation_steps(self._connection, runs)
 
     # -- the web page's signed-out sign-ins ------------------------------------
 

@@ -43,6 +43,8 @@ from aah.benchmark.failtalms.fact_fit import (
     fitting_facts,
 )
 from aah.benchmark.failtalms.leak_check import leak_flags
+from aah.benchmark.failtalms.oracle_elicitation import oracle_elicitation
+from aah.desk import ElicitationResult
 from aah.errors import AahError
 from aah.events import ModelCallEvent
 from aah.extensions import BatchHumanName, choose
@@ -53,6 +55,7 @@ from aah.runtime import (
     ApprovalReply,
     ApprovalRequest,
     EditCheck,
+    ElicitationAsk,
     HumanChannel,
     HumanReply,
     HumanRequest,
@@ -101,6 +104,10 @@ class OracleHuman:
     async def ask(self, request: HumanRequest) -> HumanReply:
         """The oracle's reply to ``request.question``."""
         return HumanReply(text=self.reply_to(request.question), answered_by=self.answered_by)
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """An MCP server's form, filled from the hidden facts (see ``oracle_elicitation``)."""
+        return oracle_elicitation(ask.request, self.facts)
 
     async def decide(self, request: ApprovalRequest, check: EditCheck) -> ApprovalReply:
         """Approve the call unless a hidden fact is a rule against it (``forbidding_fact``)."""

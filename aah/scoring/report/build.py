@@ -107,6 +107,7 @@ from aah.scoring.approvals import (
     load_approval_calls,
 )
 from aah.scoring.behavior import BEHAVIOR_CLASSES
+from aah.scoring.elicitations import ElicitationCell, load_elicitation_cells
 from aah.scoring.errors import ErrorPatternReport
 from aah.scoring.external import ExternalAgentAsking, external_to_json, load_external_agents
 from aah.scoring.metrics import (
@@ -191,6 +192,8 @@ class Report:
     # Calls that needed a person's approval, per run × setting and one by one.
     approval_cells: list[ApprovalCell] = field(default_factory=list)
     approval_calls: list[ApprovalCall] = field(default_factory=list)
+    # MCP servers' questions for the user, per run × setting.
+    elicitation_cells: list[ElicitationCell] = field(default_factory=list)
     # External agents' (MCP clients') asking and approval metrics, reported over the whole store.
     external: list[ExternalAgentAsking] = field(default_factory=list)
 
@@ -357,6 +360,8 @@ def build_report(
     ]
     step("approvals")
     gated = load_approval_calls(store, names)
+    step("questions from MCP servers")
+    elicited = load_elicitation_cells(store, names)
     return Report(
         chosen,
         cells,
@@ -372,6 +377,7 @@ def build_report(
         discovery_cost=discovery_costs(chosen, cells),
         approval_cells=approval_metrics(gated, outcomes),
         approval_calls=gated,
+        elicitation_cells=elicited,
         external=external,
     )
 

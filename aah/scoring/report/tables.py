@@ -635,6 +635,7 @@ def report_tables(report: Report) -> list[ReportTable]:
     # Imported here: the When2Call tables build on this module's helpers.
     from aah.scoring.report.approval_tables import approval_tables
     from aah.scoring.report.bfcl_tables import bfcl_tables
+    from aah.scoring.report.elicitation_tables import elicitation_tables
     from aah.scoring.report.external_tables import external_tables
     from aah.scoring.report.when2call_tables import when2call_tables
 
@@ -653,6 +654,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         *when2call_tables(report),
         *bfcl_tables(report),
         *approval_tables(report),
+        *elicitation_tables(report),
         *external_tables(report),
         *agreement_tables(report),
         example_table(report),

@@ -35,12 +35,13 @@ from textual.widgets import Button, Footer, Header, Input
 
 from aah.annotators import annotator_key, check_annotator_name
 from aah.benchmark import load_demo_tasks
-from aah.desk import SYSTEM_CLOCK, Clock, DeskWorkflow, OpenedRequest, Sent
+from aah.desk import SYSTEM_CLOCK, Clock, DeskWorkflow, ElicitationResult, OpenedRequest, Sent
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
 from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
+from aah.ui.tui.elicitation_screen import ElicitationScreen
 from aah.ui.tui.screens import (
     HELP_KEY,
     AskHumanScreen,
@@ -564,6 +565,11 @@ class AahApp(App[None]):
             decide = ApproveCallScreen(request, where=where)
             self.push_screen(decide, callback=partial(self._decided, request, decide))
             return
+        if request.kind == "elicitation":
+            # An MCP server's form or link: its own dialog, the same claim and queue.
+            elicit = ElicitationScreen(request, where=where)
+            self.push_screen(elicit, callback=partial(self._elicited, request, elicit))
+            return
         screen = AskHumanScreen(
             request, where=where, draft=draft or self._drafts.pop(request.id, "")
         )
@@ -593,7 +599,7 @@ class AahApp(App[None]):
 
     def _renew_claim(self) -> None:
         """Keep the open question's claim alive while the person is at it."""
-        if isinstance(self.screen, AskHumanScreen | ApproveCallScreen):
+        if isinstance(self.screen, AskHumanScreen | ApproveCallScreen | ElicitationScreen):
             self._renew(self.screen.request.id)
 
     @work(thread=True, group="claims")
@@ -605,6 +611,15 @@ class AahApp(App[None]):
         self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | None
     ) -> None:
         self._write_answer(request, answer)
+
+    def _elicited(
+        self,
+        request: HumanRequestRecord,
+        screen: ElicitationScreen,
+        result: ElicitationResult | None,
+    ) -> None:
+        if result is not None:
+            self._write_elicitation(request, result)
 
     def _decided(
         self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: ApprovalChoice | None
@@ -637,6 +652,26 @@ class AahApp(App[None]):
         self._claimed.pop(request.id, None)
         if sent is not None and sent.outcome != "settled":
             message = _not_used(sent, "decision", "Someone else decided on this call first.")
+            self.call_from_thread(self.notify, message, severity="warning")
+        if self._queue_mode:
+            self._ask_next()
+
+    @work(thread=True, group="answers")
+    def _write_elicitation(self, request: HumanRequestRecord, result: ElicitationResult) -> None:
+        # A write off the event loop; the claim ends with it.
+        try:
+            sent = self.workflow.elicited(self.annotator, self._opening(request), result)
+        except StoreFileError as exc:
+            # Nothing is lost: the server's dialog opens again to send it once more.
+            self.call_from_thread(self.notify, f"Not stored: {exc}", severity="error")
+            self.call_from_thread(self._ask, request, self._queue_mode)
+            return
+        except LookupError as exc:
+            self.call_from_thread(self.notify, _sentence(f"Not sent: {exc}"), severity="error")
+            sent = None
+        self._claimed.pop(request.id, None)
+        if sent is not None and sent.outcome != "settled":
+            message = _not_used(sent, "answer", "Someone else answered this question first.")
             self.call_from_thread(self.notify, message, severity="warning")
         if self._queue_mode:
             self._ask_next()

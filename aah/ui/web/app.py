@@ -64,6 +64,13 @@ CSS = """
 #queue-counter p, #queue-keys p, #answer-status p { margin: 0; }
 #queue-keys { font-size: 0.85em; color: #555; }
 #approval-call { outline: none; }
+/* An MCP server's form opens in the approval part, without the call's title, keys and buttons. */
+#approval-part:has(#elicit-form) #approval-title,
+#approval-part:has(#elicit-form) #approval-keys,
+#approval-part:has(#elicit-form) #approval-buttons { display: none; }
+#elicit-fields .aah-field { display: grid; grid-template-columns: 10em 1fr; gap: 0.2em 0.6em; }
+#elicit-fields .aah-about { grid-column: 2; color: #666; }
+#elicit-buttons button { margin-right: 0.4em; padding: 0.2em 0.8em; }
 #approval-fields .aah-field {
   display: grid; grid-template-columns: minmax(7em, 13em) 1fr; gap: 0.1em 0.6em;
   align-items: center; margin: 0.3em 0;

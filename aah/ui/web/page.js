@@ -94,6 +94,35 @@
     return true;
   };
 
+  // -- an MCP server's question (its form opens where a call's does) -------
+  // A button of the form sends the person's result as JSON through the
+  // approval channel (the server checks it against the form); Later skips.
+  document.addEventListener("click", (event) => {
+    const button = event.target && event.target.closest && event.target.closest("[data-elicit]");
+    const form = document.getElementById("elicit-form");
+    const choice = box("approval-choice");
+    const decide = document.getElementById("approval-decide");
+    if (!button || form === null || choice === null || decide === null) return;
+    if (button.dataset.elicit === "later") {
+      // The call's Later button is hidden under a server's form; it still skips.
+      const later = document.getElementById("approval-later");
+      if (later !== null) later.click();
+      return;
+    }
+    const content = {};
+    for (const el of form.querySelectorAll("[data-field]")) {
+      if (el.type === "checkbox") content[el.dataset.field] = el.checked;
+      else if (el.multiple) {
+        const chosen = Array.from(el.selectedOptions).map((option) => option.value);
+        if (chosen.length) content[el.dataset.field] = chosen;
+      } else if (el.value !== "") content[el.dataset.field] = el.value;
+    }
+    const action = button.dataset.elicit;
+    choice.value = JSON.stringify({ action: action, content: action === "accept" ? content : null });
+    choice.dispatchEvent(new Event("input", { bubbles: true }));
+    decide.click();
+  });
+
   // -- approvals ---------------------------------------------------------
   let approvalMode = "choose"; // choose | edit | reject | terminate
   let approvalId = "";

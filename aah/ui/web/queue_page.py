@@ -30,6 +30,7 @@ from aah.desk import DeskWorkflow, OpenedRequest
 from aah.store import HumanRequestRecord, QueueEntry, SessionStore
 from aah.ui.web.approval import call_html, read_decision, submit_decision
 from aah.ui.web.auth import Annotator
+from aah.ui.web.elicitation import elicitation_html, read_elicitation, submit_elicitation
 from aah.ui.web.format import clip, plain
 from aah.ui.web.queue import (
     ANSWERED_HEADERS,
@@ -133,7 +134,8 @@ class QueueHandlers:
         if request is None:
             return self.form_hidden()
         view = request_view(self.store, request)
-        approval = request.kind == "approval"
+        # A call to approve, or an MCP server's form: shown in the side part, not the answer box.
+        approval = request.kind in ("approval", "elicitation")
         return (
             gr.update(visible=True),
             view.meta,
@@ -148,7 +150,7 @@ class QueueHandlers:
             gr.update(visible=not approval),
             gr.update(visible=not approval),
             gr.update(visible=approval),
-            call_html(request) if approval else "",
+            side_html(request),
             request.id,
             self.workflow.opened(who.name, request),
         )
@@ -418,17 +420,20 @@ class QueueHandlers:
         if current is None:
             return (NOTHING_OPEN, *_skips(3 + _FORM_SIZE))
         request = self.store.get_human_request(current.request_id)
-        if request is not None and request.kind != "approval":
+        if request is not None and request.kind not in ("approval", "elicitation"):
             return ("This is a question: answer it (Ctrl+Enter).", *_skips(3 + _FORM_SIZE))
         if request is None:
             note = "That call is gone: here is the next request."
         else:
             try:
-                decision = read_decision(request, sent or "")
+                if request.kind == "elicitation":
+                    result = read_elicitation(request, sent or "")
+                    note = submit_elicitation(self.workflow, who.name, current, result)
+                else:
+                    decision = read_decision(request, sent or "")
+                    note = submit_decision(self.workflow, who.name, current, decision)
             except ValueError as exc:
                 return (f"Refused, not sent: {plain(str(exc))}.", *_skips(3 + _FORM_SIZE))
-            try:
-                note = submit_decision(self.workflow, who.name, current, decision)
             except LookupError as exc:
                 note = _sentence(str(exc))
         self.workflow.leave(who.name, current.request_id, release=False)
@@ -453,6 +458,15 @@ _FORM_SIZE = 16
 _ANSWER = 8
 _CALL = 13
 _SKIPS_KEPT = 200
+
+
+def side_html(request: HumanRequestRecord) -> str:
+    """What the side part shows for ``request``: a call's form, a server's form, or nothing."""
+    if request.kind == "approval":
+        return call_html(request)
+    if request.kind == "elicitation":
+        return elicitation_html(request)
+    return ""
 
 
 def _skips(count: int) -> tuple[Any, ...]:

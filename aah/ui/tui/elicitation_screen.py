@@ -1,0 +1,163 @@
+"""The dialog for an MCP server's question: a form built from its schema, or a link and "done".
+
+Shown for queue requests of kind ``elicitation``, as ``AskHumanScreen`` is
+for the agent's questions, with the same claims and "later" (Esc). The
+server's name is shown as who asks. A form has one widget a field (text
+or a number in a box, yes/no as a checkbox, an enum as a choice, several
+options as a list); what the person gives is checked against the form
+before it is sent, and a value that does not fit is refused in one line
+naming the field. A link is shown, never opened: the person opens it
+themselves and says done.
+
+Keys (the boxes take letters): ctrl+s accept (or done), ctrl+r decline,
+ctrl+t cancel, Esc later. Enter in a box accepts too.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Checkbox, Footer, Input, Label, Select, SelectionList, Static
+
+from aah.desk import (
+    ContentInvalid,
+    ElicitationField,
+    ElicitationRequest,
+    ElicitationResult,
+    check_content,
+)
+from aah.store import HumanRequestRecord
+from aah.terminal_text import printable
+from aah.ui.tui.screens import HELP_KEY, AskHumanScreen
+
+FORM_KEYS = "ctrl+s accept · ctrl+r decline · ctrl+t cancel · Esc later"
+LINK_KEYS = "ctrl+s done · ctrl+r decline · ctrl+t cancel · Esc later"
+
+
+class ElicitationScreen(ModalScreen[ElicitationResult]):
+    """An MCP server's form or link; returns accept (with content), decline or cancel."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "accept", "Accept", priority=True),
+        Binding("ctrl+r", "decline", "Decline", priority=True),
+        Binding("ctrl+t", "cancel", "Cancel", priority=True),
+        Binding("escape", "later", "Later"),
+        HELP_KEY,
+    ]
+
+    def __init__(self, request: HumanRequestRecord, where: str = "") -> None:
+        """Show ``request`` (kind ``elicitation``); ``where`` names its setting and task."""
+        super().__init__()
+        self.request = request
+        self.where = where
+        self.elicitation = ElicitationRequest.model_validate(request.context)
+        self.opened = time.monotonic()
+
+    @property
+    def seconds(self) -> float:
+        """How long the dialog has been open."""
+        return time.monotonic() - self.opened
+
+    def compose(self) -> ComposeResult:
+        """Who asks and what, then the form's fields or the link."""
+        asked = self.elicitation
+        with Vertical(id="ask-dialog"):
+            title = f"MCP server {asked.asker} asks" + (f" ({self.where})" if self.where else "")
+            yield Label(Text(printable(title)), id="ask-title")
+            yield Static(Text(printable(asked.message)), id="ask-question")
+            with VerticalScroll(id="elicit-fields"):
+                if asked.mode == "url":
+                    shown = f"Open this link yourself (aah does not open it):\n{asked.url}"
+                    yield Static(Text(printable(shown)), id="elicit-url")
+                for index, field in enumerate(asked.fields):
+                    yield Label(Text(printable(_label(field))), classes="elicit-label")
+                    yield _widget(field, f"elicit-{index}")
+            yield Label("", id="elicit-problem")
+            yield Label(LINK_KEYS if asked.mode == "url" else FORM_KEYS, id="elicit-keys")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """The first field takes the keys: a form costs its typing and ctrl+s."""
+        if self.elicitation.fields:
+            self.query_one("#elicit-0").focus()
+
+    def values(self) -> dict[str, Any]:
+        """What the person gave, field by field (an empty box is left out)."""
+        given: dict[str, Any] = {}
+        for index, field in enumerate(self.elicitation.fields):
+            widget = self.query_one(f"#elicit-{index}")
+            if isinstance(widget, Input) and widget.value.strip():
+                given[field.name] = widget.value
+            elif isinstance(widget, Checkbox):
+                given[field.name] = widget.value
+            elif isinstance(widget, Select) and isinstance(widget.value, str):
+                given[field.name] = widget.value
+            elif isinstance(widget, SelectionList) and widget.selected:
+                given[field.name] = [str(v) for v in widget.selected]
+        return given
+
+    def action_accept(self) -> None:
+        """Send the form (once it fits) or say the link is done."""
+        if self.elicitation.mode == "url":
+            self.dismiss(ElicitationResult(action="accept"))
+            return
+        try:
+            content = check_content(self.elicitation, self.values())
+        except ContentInvalid as exc:
+            self.query_one("#elicit-problem", Label).update(Text(f"Not sent: {exc}"))
+            return
+        self.dismiss(ElicitationResult(action="accept", content=content))
+
+    def action_decline(self) -> None:
+        """Say no to the server."""
+        self.dismiss(ElicitationResult(action="decline"))
+
+    def action_cancel(self) -> None:
+        """Dismiss the server's question without choosing."""
+        self.dismiss(ElicitationResult(action="cancel"))
+
+    def action_later(self) -> None:
+        """Close it unanswered: it goes back to the queue for anyone."""
+        self.app.post_message(AskHumanScreen.PutAside(self.request.id))
+        self.app.pop_screen()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in a box sends the form."""
+        event.stop()
+        self.action_accept()
+
+
+def _label(field: ElicitationField) -> str:
+    hint = ""
+    if field.format is not None:
+        hint = f" ({field.format})"
+    elif field.minimum is not None or field.maximum is not None:
+        low = "" if field.minimum is None else f"{field.minimum:g}"
+        high = "" if field.maximum is None else f"{field.maximum:g}"
+        hint = f" ({low}…{high})"
+    about = f" — {field.description}" if field.description else ""
+    return f"{field.label}{' *' if field.required else ''}{hint}{about}"
+
+
+def _widget(field: ElicitationField, widget_id: str) -> Widget:
+    if field.kind == "boolean":
+        return Checkbox("yes", value=field.default is True, id=widget_id)
+    if field.kind == "enum" and field.multiple:
+        return SelectionList[str](
+            *[(field.option_title(v), v) for v in field.options], id=widget_id
+        )
+    if field.kind == "enum":
+        options = [(field.option_title(v), v) for v in field.options]
+        if isinstance(field.default, str) and field.default in field.options:
+            return Select(options, value=field.default, id=widget_id)
+        return Select(options, id=widget_id)
+    kind = {"integer": "integer", "number": "number"}.get(field.kind, "text")
+    default = "" if field.default is None else str(field.default)
+    return Input(value=default, type=kind, id=widget_id)  # type: ignore[arg-type]

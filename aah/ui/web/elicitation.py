@@ -1,0 +1,148 @@
+"""An MCP server's question as the web page shows it, and the person's result back.
+
+No Gradio here. A request of kind ``elicitation`` opens where a call to
+approve does, as a form built from the server's schema (the server's name
+as the asker): one field a property, typed, required ones marked, an enum
+as a choice, several options as a list, yes/no as a checkbox. In URL mode
+the page shows the link (the person opens it; aah never does) and a Done
+button. The page script (``page.js``) sends what the person chose as JSON;
+``read_elicitation`` checks it against the form, so content that does not
+fit is refused with one line naming the field and never stored. Every text
+from the server is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from aah.bounds import OutOfBounds, parse_json
+from aah.desk import (
+    ContentInvalid,
+    DeskWorkflow,
+    ElicitationField,
+    ElicitationRequest,
+    ElicitationResult,
+    OpenedRequest,
+    check_content,
+)
+from aah.store import HumanRequestRecord
+from aah.ui.web.format import plain
+
+# The whole result the page sends: no more than a form of bounded fields needs.
+MAX_RESULT_CHARS = 200_000
+_DONE = {"accept": "Accepted", "decline": "Declined", "cancel": "Cancelled"}
+
+
+def elicitation_html(record: HumanRequestRecord) -> str:
+    """The server's question as an HTML form (or link), every text escaped."""
+    request = ElicitationRequest.model_validate(record.context)
+    asker = html.escape(request.asker)
+    parts = [
+        f'<div id="elicit-form" data-mode="{request.mode}">',
+        f'<p id="elicit-asker"><b>MCP server {asker} asks</b></p>',
+        f'<p id="elicit-message">{html.escape(request.message)}</p>',
+    ]
+    if request.mode == "url":
+        url = html.escape(request.url or "", quote=True)
+        parts.append(
+            '<p id="elicit-link">Open this link yourself (aah does not open it): '
+            f'<a href="{url}" target="_blank" rel="noopener noreferrer">{url}</a></p>'
+        )
+    else:
+        parts.append('<div id="elicit-fields">')
+        parts += [_field_html(field, index) for index, field in enumerate(request.fields)]
+        parts.append("</div>")
+    accept = "Done" if request.mode == "url" else "Accept"
+    parts += [
+        '<div id="elicit-buttons">',
+        f'<button type="button" data-elicit="accept" id="elicit-accept">{accept}</button>',
+        '<button type="button" data-elicit="decline" id="elicit-decline">Decline</button>',
+        '<button type="button" data-elicit="cancel" id="elicit-cancel">Cancel</button>',
+        '<button type="button" data-elicit="later" id="elicit-later">Later (Esc)</button>',
+        "</div></div>",
+    ]
+    return "\n".join(parts)
+
+
+def _field_html(field: ElicitationField, index: int) -> str:
+    name = html.escape(field.name, quote=True)
+    label = html.escape(field.label) + (" *" if field.required else "")
+    about = f'<span class="aah-about">{html.escape(field.description)}</span>'
+    common = f'id="elicit-{index}" data-field="{name}" data-kind="{field.kind}"'
+    if field.kind == "boolean":
+        checked = " checked" if field.default is True else ""
+        control = f'<input type="checkbox" {common}{checked}>'
+    elif field.kind == "enum":
+        chosen = field.default if isinstance(field.default, str) else None
+        options = "".join(
+            f'<option value="{html.escape(v, quote=True)}"{" selected" if v == chosen else ""}>'
+            f"{html.escape(field.option_title(v))}</option>"
+            for v in field.options
+        )
+        blank = "" if field.multiple else '<option value=""></option>'
+        multiple = " multiple" if field.multiple else ""
+        control = f"<select {common}{multiple}>{blank}{options}</select>"
+    else:
+        kind = {"integer": "number", "number": "number"}.get(field.kind, "text")
+        kind = {"email": "email", "date": "date", "uri": "url"}.get(field.format or "", kind)
+        step = ' step="1"' if field.kind == "integer" else ' step="any"' * (field.kind == "number")
+        bounds = "".join(
+            f' {attr}="{value:g}"'
+            for attr, value in (("min", field.minimum), ("max", field.maximum))
+            if value is not None and field.kind != "string"
+        )
+        value = "" if field.default is None else html.escape(str(field.default), quote=True)
+        control = f'<input type="{kind}" {common}{step}{bounds} value="{value}">'
+    return (
+        f'<div class="aah-field"><label for="elicit-{index}">{label}</label>{control}{about}</div>'
+    )
+
+
+def read_elicitation(record: HumanRequestRecord, sent: str) -> ElicitationResult:
+    """The result the page sent (``{"action", "content"}``), checked against the form.
+
+    Raises:
+        ValueError: it is not a result, or its content does not fit the form;
+            one line naming the field and what to give.
+    """
+    request = ElicitationRequest.model_validate(record.context)
+    try:
+        data: Any = parse_json(sent, "the result", max_chars=MAX_RESULT_CHARS)
+    except (json.JSONDecodeError, OutOfBounds):
+        raise ValueError("the page sent no result: press Accept, Decline or Cancel") from None
+    if not isinstance(data, dict) or data.get("action") not in _DONE:
+        raise ValueError("the page sent no result: press Accept, Decline or Cancel")
+    action = data["action"]
+    if action != "accept" or request.mode == "url":
+        return ElicitationResult(action=action)
+    content = data.get("content")
+    if not isinstance(content, dict):
+        raise ValueError("the form's values are missing: fill the form, then Accept")
+    try:
+        return ElicitationResult(action="accept", content=check_content(request, content))
+    except ContentInvalid as exc:
+        raise ValueError(str(exc)) from None
+
+
+def submit_elicitation(
+    workflow: DeskWorkflow,
+    annotator: str,
+    opened: OpenedRequest,
+    result: ElicitationResult,
+) -> str:
+    """Store ``annotator``'s result (``DeskWorkflow.elicited``); say in Markdown what came of it.
+
+    Raises:
+        LookupError: The request is gone.
+    """
+    sent = workflow.elicited(annotator, opened, result)
+    if sent.outcome == "closed":
+        return f"{plain(sent.closed or '')}: your answer was not used."
+    if sent.outcome == "repeat":
+        return "You already answered this question; your first answer stands."
+    if sent.outcome != "settled":
+        return "Someone answered this question first; yours is kept for agreement."
+    asker = ElicitationRequest.model_validate(sent.request.context).asker
+    return f"{_DONE[result.action]}: sent to MCP server {plain(asker)}."

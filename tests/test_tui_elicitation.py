@@ -1,0 +1,223 @@
+"""The terminal app's dialog for an MCP server's question, driven headless at 80x24.
+
+A runner elsewhere left an elicitation in the queue (as ``QueueHuman`` does);
+the person opens it from the list, fills the form built from its schema (or
+says done for a link) and the typed result lands in the store.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Label, Select
+
+from aah.desk import ElicitationRequest, ElicitationResult, read_stored_answer
+from aah.store.sessions import SessionStore
+from aah.tools.registry.build import build_registry
+from aah.tools.registry.read import Registry
+from aah.ui.tui.app import AahApp
+from aah.ui.tui.elicitation_screen import ElicitationScreen
+from aah.ui.tui.screens import PendingQuestionsScreen
+
+SIZE = (80, 24)
+FORM = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Guest name"},
+        "nights": {"type": "integer", "minimum": 1, "maximum": 14},
+        "room": {"type": "string", "enum": ["single", "double"]},
+    },
+    "required": ["name", "nights"],
+}
+
+
+@pytest.fixture(scope="module")
+def registry(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    path = tmp_path_factory.mktemp("registry") / "registry.db"
+    build_registry(shared_data, path)
+    opened = Registry(path)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(autouse=True)
+def no_configured_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AAH_BASE_URL", "AAH_MODEL", "AAH_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def app(registry: Registry, shared_data: Path, tmp_path: Path) -> AahApp:
+    return AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
+
+
+def queued(db: Path, params: dict[str, Any]) -> tuple[str, ElicitationRequest]:
+    """An elicitation a runner elsewhere left waiting in ``db``: its id and request."""
+    request = ElicitationRequest.from_params("hotel", params)
+    with SessionStore(db) as store:
+        session = store.open_session("Book a room in Lyon", task_id="t1")
+        store.set_status(session.id, "waiting")
+        record = store.create_human_request(
+            session.id, request.message, request.model_dump(mode="json"), kind="elicitation"
+        )
+    return record.id, request
+
+
+async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the app never reached the expected state")
+
+
+async def open_it(pilot: Pilot[None], app: AahApp) -> ElicitationScreen:
+    await pilot.press("p")
+    await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, ElicitationScreen))
+    assert isinstance(app.screen, ElicitationScreen)
+    return app.screen
+
+
+def stored(db: Path, request_id: str, request: ElicitationRequest) -> ElicitationResult | None:
+    with SessionStore(db) as store:
+        record = store.get_human_request(request_id)
+    assert record is not None
+    if record.status == "pending":
+        return None
+    return read_stored_answer(request, record.answer, declined=record.status == "declined")
+
+
+async def test_a_form_is_filled_checked_and_sent_as_typed_content(app: AahApp) -> None:
+    request_id, request = queued(app.db, {"message": "Who stays?", "requestedSchema": FORM})
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_it(pilot, app)
+        title = str(screen.query_one("#ask-title", Label).render())
+        assert "MCP server hotel asks" in title
+        name, nights = screen.query_one("#elicit-0", Input), screen.query_one("#elicit-1", Input)
+        name.focus()
+        await pilot.press(*"Ada")
+        nights.focus()
+        await pilot.press(*"99")
+        await pilot.press("ctrl+s")
+        problem = screen.query_one("#elicit-problem", Label)
+        await wait_for(pilot, lambda: "at most 14" in str(problem.render()))
+        assert isinstance(app.screen, ElicitationScreen)  # refused: not sent
+        nights.value = ""
+        await pilot.press(*"3")
+        screen.query_one("#elicit-2", Select).value = "double"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: stored(app.db, request_id, request) is not None)
+    result = stored(app.db, request_id, request)
+    assert result is not None and result.action == "accept"
+    assert result.content == {"name": "Ada", "nights": 3, "room": "double"}
+
+
+@pytest.mark.parametrize(
+    ("key", "action"), [("ctrl+s", "accept"), ("ctrl+r", "decline"), ("ctrl+t", "cancel")]
+)
+async def test_a_link_is_shown_and_done_decline_or_cancel_is_stored(
+    app: AahApp, key: str, action: str
+) -> None:
+    params = {"mode": "url", "message": "Sign in", "url": "https://auth.example.org/x"}
+    request_id, request = queued(app.db, params)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_it(pilot, app)
+        shown = str(screen.query_one("#elicit-url").render())
+        assert "https://auth.example.org/x" in shown and "does not open it" in shown
+        await pilot.press(key)
+        await wait_for(pilot, lambda: stored(app.db, request_id, request) is not None)
+    result = stored(app.db, request_id, request)
+    assert result is not None and result.action == action
+
+
+# --- in a real terminal -------------------------------------------------------
+
+TMUX = shutil.which("tmux")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tmux(socket: str, *args: str) -> str:
+    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=10)
+    return done.stdout
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_the_dialog_fits_an_80x24_terminal_and_sends_by_keys(
+    shared_registry: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.db"
+    request_id, request = queued(db, {"message": "Who stays?", "requestedSchema": FORM})
+    socket = f"aah-elicit-{tmp_path.name}"
+    env = {
+        "AAH_REGISTRY": str(shared_registry),
+        "AAH_DB": str(db),
+        "AAH_BASE_URL": "",
+        "AAH_MODEL": "",
+        "TERM": "xterm-256color",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command = f"env {exports} {shlex.quote(sys.executable)} -m aah tui --data {shared_data}"
+    tmux(socket, "-f", os.devnull, "new-session", "-d", "-x", "80", "-y", "24", command)
+    tmux(socket, "set-option", "-g", "status", "off")
+
+    def wait_until(condition: Callable[[str], bool], seconds: float = 60) -> str:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            shown = tmux(socket, "capture-pane", "-p")
+            if condition(shown):
+                return shown
+            time.sleep(0.2)
+        raise AssertionError(f"the terminal never showed it:\n{tmux(socket, 'capture-pane', '-p')}")
+
+    def cursor_row() -> int:
+        return int(tmux(socket, "display", "-p", "#{cursor_y}").strip() or -1)
+
+    try:
+        wait_until(lambda text: "q Quit" in text)
+        tmux(socket, "send-keys", "p")
+        wait_until(lambda text: "Who stays?" in text)
+        tmux(socket, "send-keys", "Enter")
+        shown = wait_until(lambda text: "MCP server hotel asks" in text)
+        for words in ("Guest name *", "nights * (1…14)", "room", "ctrl+s accept"):
+            assert words in shown, shown
+        # Each key once its effect shows, as a person types: not faster than the screen.
+        tmux(socket, "send-keys", "-l", "Ada")
+        wait_until(lambda text: "Ada" in text)
+        tmux(socket, "send-keys", "Tab")
+        # The terminal's cursor is in the focused box: wait for it in the nights box.
+        wait_until(lambda text: _row_of(text, "nights *") + 2 == cursor_row())
+        tmux(socket, "send-keys", "-l", "4")
+        wait_until(lambda text: "4" in _box_after(text, "nights *"))
+        tmux(socket, "send-keys", "C-s")
+        deadline = time.monotonic() + 30
+        while stored(db, request_id, request) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        result = stored(db, request_id, request)
+        assert result is not None and result.content == {"name": "Ada", "nights": 4}
+    finally:
+        tmux(socket, "kill-server")
+
+
+def _box_after(screen: str, label: str) -> str:
+    """The text of the input box drawn under ``label`` (its three rows)."""
+    lines = screen.splitlines()
+    at = next((i for i, line in enumerate(lines) if label in line), None)
+    return "" if at is None else "\n".join(lines[at + 1 : at + 4])
+
+
+def _row_of(screen: str, label: str) -> int:
+    return next((i for i, line in enumerate(screen.splitlines()) if label in line), -10)
