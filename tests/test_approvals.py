@@ -197,7 +197,7 @@ async def test_the_queue_parks_the_session_and_a_decision_resumes_it(tmp_path: P
             assert (parked.status, server.count("/echo")) == ("waiting", 0)
             pending = rt.store.get_human_request(parked.waiting_on or "")
             assert pending is not None and pending.kind == "approval"
-            assert pending.context["approval"]["arguments"] == {"rooms": 2}
+            assert pending.context["call"]["arguments"] == {"rooms": 2}
             assert rt.store.decide_approval(pending.id, "ann", "approve")
             assert not rt.store.decide_approval(pending.id, "bob", "reject")  # decided once
             request.session_id = parked.session_id
@@ -269,6 +269,8 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
         (["r", "not today"], "rejected", 0),
         (["reject", ""], "rejected", 0),
         (["t", "stop it"], "terminated", 0),
+        (["s", "Booked: room 12"], "responded", 0),  # the person's text is the result
+        (["s", "", "r", ""], "rejected", 0),  # an empty response goes back to the choice
         (["e", '{"rooms": 3}'], "edited", 1),
         (["e", "{rooms: 3", '"three"', '{"rooms": "three"}', '{"rooms": 3}'], "edited", 1),
         (["e", "", "a"], "approved", 1),  # an empty edit goes back to the choice
@@ -291,6 +293,8 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
         "r",
         "reject-no-reason",
         "t",
+        "s",
+        "s-back",
         "e",
         "e-retries",
         "e-back",
@@ -329,9 +333,9 @@ async def test_the_console_approver_keys(
     ids=["decision-1000-deep", "edit-word-999-deep", "edit-word-200-deep"],
 )
 def test_a_stored_decision_nested_too_deep_is_a_rejection_not_a_crash(answer: str) -> None:
-    from aah.runtime.approvals import reply_from_answer
+    from aah.desk import decision_from_text
 
-    reply = reply_from_answer(answer, False, "alice")
+    reply = decision_from_text(answer, False, "alice")
     assert reply.decision == "reject" and reply.arguments is None
 
 

@@ -10,4 +10,27 @@ through it. Below the runtime, above the store.
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from aah.desk.replies import Answer, Decision, decision_from_text, decision_of
+from aah.desk.requests import (
+    CONTEXT_VERSION,
+    ApprovalCall,
+    ApprovalContext,
+    ConversationLine,
+    QuestionContext,
+    approval_context,
+    question_context,
+)
+
+__all__: list[str] = [
+    "CONTEXT_VERSION",
+    "Answer",
+    "ApprovalCall",
+    "ApprovalContext",
+    "ConversationLine",
+    "Decision",
+    "QuestionContext",
+    "approval_context",
+    "decision_from_text",
+    "decision_of",
+    "question_context",
+]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from aah import secrets as secrets
 from aah.db_url import is_database_url
 from aah.events import (
+    ApprovalDecision,
     AwarenessAnswer,
     AwarenessEvent,
     Event,
@@ -35,7 +36,7 @@ from aah.secrets import scrub_text as scrub_text
 from aah.store.file_errors import RESTORE, StoreFileError, open_connection
 from aah.store.sqlite_db import Database
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SessionStatus = Literal[
     "running",
@@ -58,7 +59,7 @@ STOPPED_STATUSES: tuple[SessionStatus, ...] = ("step_limit", "cut_off", "termina
 GradeFlagReason = Literal["no_quorum", "tie"]
 RequestStatus = Literal["pending", "answered", "declined", "expired"]
 # What a human request asks of a person: to answer a question, or to decide on a tool call.
-RequestKind = Literal["question", "approval"]
+RequestKind = Literal["question", "approval", "elicitation"]
 Verdict = Literal["pass", "fail"]
 
 # Times are ISO 8601 text in UTC: they sort as text and read as datetimes.
@@ -95,6 +96,43 @@ CREATE TABLE IF NOT EXISTS NAME (
 );
 """
 
+# A decision's columns (schema 7), in ``human_requests`` and ``human_answers`` alike:
+# what was decided, an edit's arguments (JSON) and why; a response's text is the answer.
+DECISION_COLUMNS = (
+    "decision TEXT CHECK (decision IN ('approve', 'edit', 'reject', 'respond', 'terminate'))",
+    "edited_arguments TEXT",
+    "reason TEXT",
+)
+_DECISION_COLUMNS_SQL = ",\n".join(f"    {column}" for column in DECISION_COLUMNS)
+# The kinds of request, as the CHECK on ``human_requests.kind`` spells them.
+_KINDS_SQL = "('question', 'approval', 'elicitation')"
+
+HUMAN_REQUESTS_TABLE_SQL = """
+CREATE TABLE IF NOT EXISTS NAME (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    question TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'answered', 'declined', 'expired')),
+    created TEXT NOT NULL,
+    k INTEGER NOT NULL DEFAULT 1 CHECK (k >= 1),
+    -- The first reply's text: an answer, or a decision's response.
+    answer TEXT,
+    answered_by TEXT,
+    answered_at TEXT,
+    -- When the asker stops waiting, and who answers then (idk, skip, a channel).
+    deadline TEXT,
+    fallback TEXT,
+    -- 'question' (answer it), 'approval' (approve, edit, reject, respond to or
+    -- terminate a tool call) or 'elicitation' (an MCP server's form or link).
+    kind TEXT NOT NULL DEFAULT 'question'
+        CHECK (kind IN KINDS_SQL),
+    -- The first decision on an approval (DECISION_COLUMNS).
+DECISION_COLUMNS_SQL
+);
+""".replace("DECISION_COLUMNS_SQL", _DECISION_COLUMNS_SQL).replace("KINDS_SQL", _KINDS_SQL)
+
 SCHEMA_SQL = (
     """
 CREATE TABLE IF NOT EXISTS runs (
@@ -120,25 +158,9 @@ CREATE TABLE IF NOT EXISTS events (
     UNIQUE (session_id, seq)
 );
 
-CREATE TABLE IF NOT EXISTS human_requests (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    question TEXT NOT NULL,
-    context TEXT NOT NULL DEFAULT '{}',
-    status TEXT NOT NULL DEFAULT 'pending'
-        CHECK (status IN ('pending', 'answered', 'declined', 'expired')),
-    created TEXT NOT NULL,
-    k INTEGER NOT NULL DEFAULT 1 CHECK (k >= 1),
-    answer TEXT,
-    answered_by TEXT,
-    answered_at TEXT,
-    -- When the asker stops waiting, and who answers then (idk, skip, a channel).
-    deadline TEXT,
-    fallback TEXT,
-    -- 'question' (answer it) or 'approval' (approve, edit or reject a tool call).
-    kind TEXT NOT NULL DEFAULT 'question' CHECK (kind IN ('question', 'approval'))
-);
-CREATE INDEX IF NOT EXISTS human_requests_by_status ON human_requests (status, created);
+"""
+    + HUMAN_REQUESTS_TABLE_SQL.replace("NAME", "human_requests", 1)
+    + """CREATE INDEX IF NOT EXISTS human_requests_by_status ON human_requests (status, created);
 -- Covers counting the queue (status, deadline, session, room) without the rows,
 -- whose context is kilobytes; a settled request wants more answers only with k > 1.
 CREATE INDEX IF NOT EXISTS human_requests_queue
@@ -156,6 +178,10 @@ CREATE TABLE IF NOT EXISTS human_answers (
     rating INTEGER CHECK (rating IN (0, 1)),
     seconds REAL,
     created TEXT NOT NULL,
+    -- An annotator's decision on an approval (DECISION_COLUMNS).
+"""
+    + _DECISION_COLUMNS_SQL
+    + """,
     -- One answer per annotator: a double submit from a web page is a no-op.
     UNIQUE (request_id, annotator)
 );
@@ -437,6 +463,8 @@ def create_schema(db: Database) -> None:
     found = int(db.execute("PRAGMA user_version").fetchone()[0])
     if 0 < found < 5:
         upgrade_schema(db, found)
+    if 0 < found < 7:
+        upgrade_to_7(db)
     db.executescript(SCHEMA_SQL)
     if 0 < found < 3:
         # The triggers keep ``closed_requests`` from now on; this is what
@@ -510,7 +538,7 @@ def postgres_schema_sql() -> str:
     column SQLite gives every table (queues order by it). SQLite's
     ``total()`` (a sum that is 0.0 over no rows) is made as an aggregate.
     """
-    tables = re.sub(r"CREATE TRIGGER .*?\nEND;\n", "", SCHEMA_SQL, flags=re.S)
+    tables = re.sub(r"CREATE TRIGGER .*?\nEND;\n", "", SCHEMA_SQL, flags=re.S) + _PG_UPGRADE_TO_7
     tables = tables.replace(
         "id INTEGER PRIMARY KEY,", "id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,"
     )
@@ -587,6 +615,51 @@ def upgrade_schema(db: Database, found: int) -> None:
     )
 
 
+# The columns ``human_requests`` had at version 6, in their order.
+_V6_REQUEST_COLUMNS = (
+    "rowid, id, session_id, question, context, status, created, k, answer, answered_by,"
+    " answered_at, deadline, fallback, kind"
+)
+
+
+def upgrade_to_7(db: Database) -> None:
+    """Bring a version-1 to -6 file (earlier steps done) to version 7, in the caller's transaction.
+
+    Version 7 stores a decision on an approval in columns of its own
+    (``DECISION_COLUMNS``, in ``human_requests`` and ``human_answers``) and
+    lets a request be an ``elicitation``. The new kind is a CHECK
+    constraint, so ``human_requests`` is rebuilt, SQLite's way, keeping each
+    row's ``rowid`` (the queue's order). Decisions settled before stay as
+    they were written, in ``answer`` (``aah.desk.decision_of`` reads both).
+    """
+    for (trigger,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+        db.execute(f'DROP TRIGGER IF EXISTS "{trigger}"')
+    db.execute("DROP TABLE IF EXISTS human_requests_v7")
+    db.execute(HUMAN_REQUESTS_TABLE_SQL.replace("NAME", "human_requests_v7", 1))
+    db.execute(
+        f"INSERT INTO human_requests_v7 ({_V6_REQUEST_COLUMNS})"
+        f" SELECT {_V6_REQUEST_COLUMNS} FROM human_requests"
+    )
+    db.execute("DROP TABLE human_requests")
+    db.execute("ALTER TABLE human_requests_v7 RENAME TO human_requests")
+    for column in DECISION_COLUMNS:
+        db.execute(f"ALTER TABLE human_answers ADD COLUMN {column}")
+
+
+# A PostgreSQL store of version 5 or 6, brought to 7 (``upgrade_to_7``):
+# the columns where missing, and the kinds' CHECK made again.
+_PG_UPGRADE_TO_7 = (
+    "".join(
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column};\n"
+        for table in ("human_requests", "human_answers")
+        for column in DECISION_COLUMNS
+    )
+    + "ALTER TABLE human_requests DROP CONSTRAINT IF EXISTS human_requests_kind_check;\n"
+    + "ALTER TABLE human_requests ADD CONSTRAINT human_requests_kind_check"
+    + f" CHECK (kind IN {_KINDS_SQL});\n"
+)
+
+
 def scrub(value: Any) -> Any:
     """A copy of JSON-like ``value`` with every secret replaced by ``[redacted]``.
 
@@ -654,10 +727,16 @@ class HumanRequestRecord(_Row):
     """A question waiting for (or answered by) people.
 
     Attributes:
+        context: What a person sees beside it, as stored (``aah.desk`` reads it typed).
         k: How many annotators should answer it (for agreement); the first
             answer alone decides ``status`` and ``answer``.
+        answer: The first reply's text: an answer, or a decision's response.
         deadline: When the asker stops waiting for a person, if ever.
         fallback: Who answers at the deadline: ``idk``, ``skip`` or a channel's name.
+        decision: The first decision on an approval; None before it, for a
+            question, and for a decision an aah of schema 6 or earlier kept in ``answer``.
+        edited_arguments: An edit's arguments.
+        reason: Why, as the person said.
     """
 
     id: str
@@ -673,6 +752,9 @@ class HumanRequestRecord(_Row):
     deadline: datetime | None = None
     fallback: str | None = None
     kind: RequestKind = "question"
+    decision: ApprovalDecision | None = None
+    edited_arguments: dict[str, Any] | None = None
+    reason: str | None = None
 
 
 class HumanAnswerRecord(_Row):
@@ -685,6 +767,9 @@ class HumanAnswerRecord(_Row):
     rating: int | None
     seconds: float | None
     created: datetime
+    decision: ApprovalDecision | None = None
+    edited_arguments: dict[str, Any] | None = None
+    reason: str | None = None
 
 
 class GradeRecord(_Row):
@@ -712,7 +797,17 @@ def run_from_row(row: dict[str, Any]) -> RunRecord:
 
 def request_from_row(row: dict[str, Any]) -> HumanRequestRecord:
     """The record a ``human_requests`` row holds."""
-    return HumanRequestRecord.model_validate(decode_json_columns(row, "context"))
+    return HumanRequestRecord.model_validate(_edited_arguments(decode_json_columns(row, "context")))
+
+
+def answer_from_row(row: dict[str, Any]) -> HumanAnswerRecord:
+    """The record a ``human_answers`` row holds."""
+    return HumanAnswerRecord.model_validate(_edited_arguments(row))
+
+
+def _edited_arguments(row: dict[str, Any]) -> dict[str, Any]:
+    text = row.get("edited_arguments")
+    return row if text is None else {**row, "edited_arguments": json.loads(text)}
 
 
 def grade_from_row(row: dict[str, Any]) -> GradeRecord:

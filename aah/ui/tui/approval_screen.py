@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
 from aah.bounds import OutOfBounds, parse_json
+from aah.desk import approval_context
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.tools import ParameterSpec
@@ -48,7 +49,8 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
         super().__init__()
         self.request = request
         self.where = where
-        self.call: dict[str, Any] = dict(request.context.get("approval") or {})
+        self.context = approval_context(request.context)
+        self.call = self.context.call
         self.mode: _Mode = "choose"
         self.opened = time.monotonic()
 
@@ -59,17 +61,17 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
 
     def compose(self) -> ComposeResult:
         """The call, why it needs approval, the context, and a box for an edit or a reason."""
-        tool = str(self.call.get("tool", "?"))
-        arguments = json.dumps(self.call.get("arguments", {}), ensure_ascii=False)
+        tool = self.call.tool or "?"
+        arguments = json.dumps(self.call.arguments, ensure_ascii=False)
         with Vertical(id="ask-dialog"):
             title = "Approve this call?" + (f" ({printable(self.where)})" if self.where else "")
             yield Label(title, id="ask-title")
-            line = f"{self.call.get('method', '')} {tool} {arguments}".strip()
-            rule = str(self.call.get("rule") or "")
+            line = f"{self.call.method} {tool} {arguments}".strip()
+            rule = self.call.rule
             shown = line + (f"\nneeds approval: {rule}" if rule else "")
             yield Static(Text(printable(shown)), id="ask-question")
             with VerticalScroll(id="ask-context"):
-                yield Static(describe_context(self.request.context))
+                yield Static(describe_context(self.context))
             box = Input(id="ask-answer")
             box.display = False
             yield box
@@ -83,7 +85,7 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
 
     def action_edit(self) -> None:
         """Open the arguments as JSON for editing (Enter sends them once valid)."""
-        arguments = json.dumps(self.call.get("arguments", {}), ensure_ascii=False)
+        arguments = json.dumps(self.call.arguments, ensure_ascii=False)
         self._open_box("edit", arguments, "The arguments as JSON (Enter sends, Esc back)")
 
     def action_reject(self) -> None:
@@ -133,8 +135,8 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
             return {}, str(exc)
         if not isinstance(arguments, dict):
             return {}, 'the arguments are a JSON object, e.g. {"city": "Oslo"}'
-        tool = str(self.call.get("tool", ""))
-        parameters = [ParameterSpec.model_validate(p) for p in self.call.get("parameters", [])]
+        tool = self.call.tool
+        parameters = [ParameterSpec.model_validate(p) for p in self.call.parameters]
         offered = {tool: parameters}
         verdict = CallChecker(offered, seen=[], models=arguments_models(offered)).check(
             tool, arguments

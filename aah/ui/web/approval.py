@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aah.bounds import OutOfBounds, parse_json
+from aah.desk import approval_context
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord, SessionStore
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, enum_problem
@@ -68,25 +69,23 @@ class ProposedCall:
     @classmethod
     def of(cls, request: HumanRequestRecord) -> ProposedCall:
         """The call in ``request``'s context (fields a damaged context lacks left empty)."""
-        call = request.context.get("approval")
-        call = call if isinstance(call, dict) else {}
-        arguments = call.get("arguments")
-        arguments = dict(arguments) if isinstance(arguments, dict) else {}
+        call = approval_context(request.context).call
+        arguments = dict(call.arguments)
         parameters = []
-        for raw in call.get("parameters") or []:
+        for raw in call.parameters:
             try:
                 parameters.append(ParameterSpec.model_validate(raw))
             except ValueError:
                 continue  # a parameter this version cannot read: shown as an extra argument
         named = {p.name for p in parameters}
         return cls(
-            tool=str(call.get("tool") or "?"),
-            method=str(call.get("method") or ""),
-            url=str(call.get("url") or ""),
+            tool=call.tool or "?",
+            method=call.method,
+            url=call.url,
             arguments=arguments,
             parameters=parameters,
-            rule=str(call.get("rule") or ""),
-            fallback=str(call.get("fallback") or ""),
+            rule=call.rule,
+            fallback=call.fallback,
             extra={k: v for k, v in arguments.items() if k not in named},
         )
 
