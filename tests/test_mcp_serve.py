@@ -442,8 +442,8 @@ def test_stdio_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
     [agent] = json.loads(report(db))["external_agents"]
     assert (agent["agent"], agent["questions"], agent["approval_calls"]) == ("deployer", 0, 7)
     assert agent["approvals"] == {
-        "approved": 2, "edited": 1, "rejected": 1, "timed_out": 2, "terminated": 1,
-        "undecided": 0,
+        "approved": 2, "edited": 1, "rejected": 1, "responded": 0, "timed_out": 2,
+        "terminated": 1, "undecided": 0,
     }  # fmt: skip
     assert agent["decide_seconds_median"] is not None
 

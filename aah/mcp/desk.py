@@ -246,9 +246,11 @@ class HumanDesk:
 
         Returns:
             How the call ended (science.md §7): ``outcome`` (``approved``,
-            ``edited``, ``rejected``, ``terminated`` or ``timed_out``), ``run``
-            (whether to make the call), ``arguments`` (those to run it with),
-            ``reason``, ``decided_by``, and ``fallback`` when it timed out.
+            ``edited``, ``rejected``, ``responded``, ``terminated`` or
+            ``timed_out``), ``run`` (whether to make the call), ``arguments``
+            (those to run it with), ``reason``, ``decided_by``, ``response``
+            (a person's result, used instead of the call) when responded, and
+            ``fallback`` when it timed out.
 
         Raises:
             AahError: the fallback is neither ``reject`` nor ``approve``.
@@ -575,6 +577,7 @@ def _decided_event(
         decision=decision,
         arguments=arguments,
         reason=reason,
+        response=reply.response if decision == "respond" else "",
         decided_by=reply.decided_by,
         timed_out=reply.decided_by == "deadline-fallback",
     )
@@ -590,6 +593,8 @@ def _approval_result(decided: ApprovalDecidedEvent, proposed: dict[str, Any]) ->
         "reason": decided.reason,
         "decided_by": decided.decided_by,
     }
+    if decided.decision == "respond":
+        result["response"] = decided.response  # a person's result: use it instead of calling
     if decided.timed_out:
         result["fallback"] = decided.decision
     return result

@@ -616,6 +616,7 @@ class AahApp(App[None]):
                 str(choice["decision"]),
                 arguments=choice.get("arguments"),
                 reason=str(choice.get("reason") or ""),
+                response=str(choice.get("response") or ""),
                 seconds=seconds,
             )
         except StoreFileError as exc:

@@ -1,4 +1,4 @@
-"""The dialog for a tool call waiting for approval: a approve, e edit, r reject, t terminate.
+"""The dialog for a call to approve: a approve, e edit, r reject, s respond, t terminate.
 
 Shown for queue requests of kind ``approval``, as ``AskHumanScreen`` is for
 questions, with the same claims and "later" (Esc). An edit is the arguments
@@ -29,16 +29,17 @@ from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, describe_context
 
 # What the dialog returns: the decision, an edit's arguments, a reason.
 ApprovalChoice = dict[str, Any]
-_Mode = Literal["choose", "edit", "reject", "terminate"]
+_Mode = Literal["choose", "edit", "reject", "respond", "terminate"]
 
 
 class ApproveCallScreen(ModalScreen[ApprovalChoice]):
-    """A tool call to approve, edit, reject, or to terminate its session."""
+    """A tool call to approve, edit, reject, respond to (give its result), or to terminate."""
 
     BINDINGS = [
         Binding("a", "approve", "Approve"),
         Binding("e", "edit", "Edit"),
         Binding("r", "reject", "Reject"),
+        Binding("s", "respond", "Respond"),
         Binding("t", "terminate", "Terminate"),
         Binding("escape", "back", "Back / later"),
         HELP_KEY,
@@ -75,7 +76,7 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
             box = Input(id="ask-answer")
             box.display = False
             yield box
-            keys = "a approve · e edit · r reject · t terminate · Esc later"
+            keys = "a approve · e edit · r reject · s respond · t terminate · Esc later"
             yield Label(keys, id="approve-keys")
         yield Footer()
 
@@ -91,6 +92,10 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
     def action_reject(self) -> None:
         """Ask for an optional reason (Enter rejects)."""
         self._open_box("reject", "", "Why (optional; the agent reads it). Enter rejects")
+
+    def action_respond(self) -> None:
+        """Ask for the result the agent reads instead of the call's (Enter sends it)."""
+        self._open_box("respond", "", "The result the agent reads; the call does not run")
 
     def action_terminate(self) -> None:
         """Ask for an optional reason (Enter ends the session)."""
@@ -122,6 +127,11 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
                 self.notify(f"Refused: {problem}", severity="error")
                 return
             self.dismiss({"decision": "edit", "arguments": arguments})
+        elif self.mode == "respond":
+            if not text:
+                self.notify("Type the result the agent reads (or Esc to go back)", severity="error")
+                return
+            self.dismiss({"decision": "respond", "response": text})
         elif self.mode in ("reject", "terminate"):
             self.dismiss({"decision": self.mode, "reason": text})
 
