@@ -27,9 +27,11 @@ from aah.store import APPROVAL_DECISIONS, HumanRequestRecord, SessionStore
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, enum_problem
 from aah.ui.web.format import clip, plain
-from aah.ui.web.queue import OpenedRequest
+from aah.ui.web.queue import MAX_ANSWER_CHARS, OpenedRequest
 
 MAX_REASON_CHARS = 4_000
+# A response is the tool's result as the agent reads it: as long as an answer may be.
+MAX_RESPONSE_CHARS = MAX_ANSWER_CHARS
 MAX_FIELD_CHARS = 20_000
 # The whole decision the page sends: no more than a request to the app may bring.
 MAX_DECISION_CHARS = 1_000_000
@@ -43,14 +45,16 @@ class Decision:
     """A checked decision on one call, ready for ``SessionStore.decide_approval``.
 
     Attributes:
-        decision: ``approve``, ``edit``, ``reject`` or ``terminate``.
+        decision: ``approve``, ``edit``, ``reject``, ``respond`` or ``terminate``.
         arguments: An edit's arguments (None for the other decisions).
         reason: Why (a rejection's reason reaches the agent).
+        response: A response's text: the result the agent reads, the call not run.
     """
 
     decision: str
     arguments: dict[str, Any] | None = None
     reason: str = ""
+    response: str = ""
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,7 @@ def read_decision(request: HumanRequestRecord, sent: str) -> Decision:
     except ValueError:
         data = None
     if not isinstance(data, dict) or data.get("decision") not in APPROVAL_DECISIONS:
-        raise ValueError("press a (approve), e (edit), r (reject) or t (terminate)")
+        raise ValueError("press a (approve), e (edit), r (reject), s (respond) or t (terminate)")
     decision = str(data["decision"])
     reason = data.get("reason")
     reason = reason.strip() if isinstance(reason, str) else ""
@@ -216,6 +220,14 @@ def read_decision(request: HumanRequestRecord, sent: str) -> Decision:
         raise ValueError(f"shorten the reason to at most {MAX_REASON_CHARS:,} characters")
     if decision == "approve":
         return Decision("approve")  # runs as proposed: nothing typed goes with it
+    if decision == "respond":
+        response = data.get("response")
+        response = response.strip() if isinstance(response, str) else ""
+        if not response:
+            raise ValueError("type the result the agent reads (s), then send it")
+        if len(response) > MAX_RESPONSE_CHARS:
+            raise ValueError(f"shorten the result to at most {MAX_RESPONSE_CHARS:,} characters")
+        return Decision("respond", response=response)
     if decision != "edit":
         return Decision(decision, None, reason)
     fields = data.get("fields")
@@ -350,6 +362,7 @@ def submit_decision(
         decision.decision,
         arguments=decision.arguments,
         reason=decision.reason,
+        response=decision.response,
         seconds=seconds,
     )
     closed = None if settled else store.closed_reason(request.id)
@@ -362,6 +375,7 @@ def submit_decision(
         "approve": "Approved",
         "edit": "Edited and approved",
         "reject": "Rejected",
+        "respond": "Answered in place of",
         "terminate": "Terminated the session of",
     }[decision.decision]
     then = "the session ends." if decision.decision == "terminate" else "the agent goes on."
