@@ -59,6 +59,17 @@ def _objects(value: Any) -> list[dict[str, Any]]:
     )
 
 
+def _seconds(value: Any) -> float | None:
+    """A number of seconds; anything else (text, a boolean, NaN) reads as none."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    return float(value)
+
+
+def _version(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else CONTEXT_VERSION
+
+
 Text = Annotated[str, BeforeValidator(_text)]
 OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
 Lines = Annotated[list[str], BeforeValidator(_lines)]
@@ -102,7 +113,7 @@ class QuestionContext(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
-    version: int = CONTEXT_VERSION
+    version: Annotated[int, BeforeValidator(_version)] = CONTEXT_VERSION
     asker: Text = Field("", validation_alias=AliasChoices("asker", "agent"))
     query: Text = ""
     original_query: Text = ""
@@ -159,8 +170,13 @@ class ApprovalCall(BaseModel):
     )
     rule: Text = ""
     ask: Annotated[int, BeforeValidator(lambda v: v if isinstance(v, int) and v > 0 else 1)] = 1
-    deadline_seconds: float | None = None
+    deadline_seconds: Annotated[float | None, BeforeValidator(_seconds)] = None
     fallback: Text = "reject"
+
+
+def _call(value: Any) -> Any:
+    """A call as stored (an object, or the model itself); anything else reads as empty."""
+    return value if isinstance(value, Mapping | ApprovalCall) else {}
 
 
 class ApprovalContext(QuestionContext):
@@ -170,7 +186,7 @@ class ApprovalContext(QuestionContext):
         call: The call (stored by older versions under ``approval``).
     """
 
-    call: ApprovalCall = Field(
+    call: Annotated[ApprovalCall, BeforeValidator(_call)] = Field(
         default_factory=ApprovalCall, validation_alias=AliasChoices("call", "approval")
     )
 
