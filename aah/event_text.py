@@ -180,6 +180,7 @@ _DECIDED: dict[str, tuple[str, Tone]] = {
     "approved": ("approved", "ok"),
     "edited": ("edited the arguments of", "warn"),
     "rejected": ("rejected", "fail"),
+    "responded": ("gave the result in place of", "warn"),
     "timed_out": ("no one decided in time on", "warn"),
     "terminated": ("terminated the session at", "fail"),
 }
@@ -230,6 +231,8 @@ def _describe_approval(event: ApprovalRequestedEvent | ApprovalDecidedEvent) -> 
     detail = ""
     if event.arguments is not None:
         detail = clip(json.dumps(event.arguments, ensure_ascii=False), ARGUMENT_CHARS)
+    elif event.response:
+        detail = clip(event.response, ARGUMENT_CHARS)
     line = ConversationLine("user", f"{event.outcome.replace('_', ' ')}: {event.tool}")
     return EventDescription(event.kind, label, event.reason, detail, tone, line)
 

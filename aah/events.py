@@ -25,9 +25,9 @@ CheckResult = Literal["ok", "IFN", "IAN", "IAT", "IFE", "RAC", "IAV", "CAP"]
 # person deciding on a tool call ended it (science.md §7).
 StopReason = Literal["step_limit", "cut_off", "terminated"]
 # What a person decided about a tool call that needed approval.
-ApprovalDecision = Literal["approve", "edit", "reject", "terminate"]
+ApprovalDecision = Literal["approve", "edit", "reject", "respond", "terminate"]
 # How a call needing approval ended (science.md §7): exactly one of these.
-ApprovalOutcome = Literal["approved", "edited", "rejected", "timed_out", "terminated"]
+ApprovalOutcome = Literal["approved", "edited", "rejected", "responded", "timed_out", "terminated"]
 EventKind = Literal[
     "awareness",
     "model_call",
@@ -316,9 +316,11 @@ class ApprovalDecidedEvent(EventBase):
         request_id: The request whose answer (or deadline) decided.
         call_id: The call decided.
         tool: The qualified tool name.
-        decision: What applies: ``approve``, ``edit``, ``reject`` or ``terminate``.
+        decision: What applies: ``approve``, ``edit``, ``reject``, ``respond`` or ``terminate``.
         arguments: The arguments the call runs with (an edit's), else None.
         reason: Why, as the person said (a rejection's reason reaches the agent).
+        response: A response's text: the call does not run, the agent reads this
+            as its result (a person doing the tool's job).
         decided_by: An annotator, ``console``, ``oracle``, ``simulated``,
             or ``deadline-fallback`` when no one decided in time.
         timed_out: No one decided in time: the policy's fallback decided.
@@ -331,6 +333,7 @@ class ApprovalDecidedEvent(EventBase):
     decision: ApprovalDecision
     arguments: dict[str, Any] | None = None
     reason: str = ""
+    response: str = ""
     decided_by: str = ""
     timed_out: bool = False
 
@@ -344,6 +347,7 @@ _OUTCOME_OF: dict[ApprovalDecision, ApprovalOutcome] = {
     "approve": "approved",
     "edit": "edited",
     "reject": "rejected",
+    "respond": "responded",
     "terminate": "terminated",
 }
 

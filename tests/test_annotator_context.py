@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from aah.desk import QuestionContext, question_context
 from aah.errors import AahError
 from aah.store import HumanRequestRecord
 from aah.ui.briefing import briefing, deadline_note, setting_rule, word_diff, word_diff_html
@@ -86,13 +87,14 @@ def test_briefing_reads_a_requests_context() -> None:
         "tools": ["ask_human", "calc__mul: multiplies"],
         "unavailable": ["calc__add: adds two numbers"],
     }
-    brief = briefing(context)
+    brief = briefing(question_context(context))
     assert brief.rule == "the missing tool is calc__add; you may do its simple job"
     assert brief.tools == ["ask_human", "calc__mul: multiplies"]
     assert brief.full_request == "Add 2 and 3" and brief.given_request == "Add them"
     # An agent that got the whole request has no diff to show.
-    assert briefing({"query": "q", "original_query": "q"}).full_request == ""
-    assert briefing({}, "from the session").given_request == "from the session"
+    same = QuestionContext(query="q", original_query="q")
+    assert briefing(same).full_request == ""
+    assert briefing(QuestionContext(), "from the session").given_request == "from the session"
 
 
 def _request(deadline: datetime | None, fallback: str | None) -> HumanRequestRecord:
@@ -152,13 +154,13 @@ def test_the_terminal_dialog_shows_the_rule_tools_and_highlighted_words() -> Non
     from aah.ui.tui.screens import describe_context
 
     text = describe_context(
-        {
-            "setting": "nonreplaceable",
-            "query": "Weather tomorrow",
-            "original_query": "Weather in Porto tomorrow",
-            "tools": ["maps__route: a route"],
-            "unavailable": ["weather__forecast: the forecast"],
-        }
+        QuestionContext(
+            setting="nonreplaceable",
+            query="Weather tomorrow",
+            original_query="Weather in Porto tomorrow",
+            tools=["maps__route: a route"],
+            unavailable=["weather__forecast: the forecast"],
+        )
     )
     plain = text.plain
     assert "You may: you cannot do the missing tool's job (weather__forecast)" in plain

@@ -72,6 +72,23 @@ async def _session(
     return outcome, events, server, tool_texts
 
 
+async def test_a_response_is_the_result_the_agent_reads_and_the_call_never_runs(
+    tmp_path: Path,
+) -> None:
+    reply = ApprovalReply(decision="respond", response="Booked: room 12", decided_by="ann")
+    outcome, events, server, tool_texts = await _session(tmp_path, ScriptedApprover([reply]))
+    assert outcome.status == "finished" and server.count("/echo") == 0
+    assert _tool_results(events) == []
+    (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
+    assert (decided.outcome, decided.response, decided.decided_by) == (
+        "responded",
+        "Booked: room 12",
+        "ann",
+    )
+    (read,) = tool_texts
+    assert "Booked: room 12" in read and "Not run" in read
+
+
 async def test_an_approved_call_runs_once_as_proposed(tmp_path: Path) -> None:
     approver = ScriptedApprover([ApprovalReply(decision="approve", decided_by="ann")])
     outcome, events, server, _ = await _session(tmp_path, approver)
@@ -197,7 +214,7 @@ async def test_the_queue_parks_the_session_and_a_decision_resumes_it(tmp_path: P
             assert (parked.status, server.count("/echo")) == ("waiting", 0)
             pending = rt.store.get_human_request(parked.waiting_on or "")
             assert pending is not None and pending.kind == "approval"
-            assert pending.context["approval"]["arguments"] == {"rooms": 2}
+            assert pending.context["call"]["arguments"] == {"rooms": 2}
             assert rt.store.decide_approval(pending.id, "ann", "approve")
             assert not rt.store.decide_approval(pending.id, "bob", "reject")  # decided once
             request.session_id = parked.session_id
@@ -220,6 +237,7 @@ async def test_the_report_counts_each_outcome_per_call_and_shows_each_decision(
         ApprovalReply(decision="reject", reason="too many", decided_by="bob"),
         None,  # nobody decides in time: the policy rejects
         ApprovalReply(decision="terminate", decided_by="bob"),
+        ApprovalReply(decision="respond", response="Booked: room 12", decided_by="ann"),
     ]
     with LocalServer() as server, FakeLLMServer(_book_script(rooms=2)) as llm:
         async with runtime_on(llm, tmp_path / "s.db", http_mode="live") as rt:
@@ -235,16 +253,18 @@ async def test_the_report_counts_each_outcome_per_call_and_shows_each_decision(
             (cell,) = approval_metrics(calls, load_outcomes(rt.store, ["r"]))
             report = build_report(rt.store, ["r"])
     assert [c.outcome for c in calls] == ["approved", "edited", "rejected", "timed_out",
-                                          "terminated"]  # fmt: skip
-    assert (cell.calls, cell.sessions, cell.undecided) == (5, 5, 0)
-    for rate in (cell.approved, cell.edited, cell.rejected, cell.timed_out, cell.terminated):
-        assert (rate.k, rate.n) == (1, 5)
+                                          "terminated", "responded"]  # fmt: skip
+    assert (cell.calls, cell.sessions, cell.undecided) == (6, 6, 0)
+    for rate in (
+        cell.approved, cell.edited, cell.rejected, cell.timed_out, cell.terminated, cell.responded
+    ):  # fmt: skip
+        assert (rate.k, rate.n) == (1, 6)
     assert cell.decide_seconds_median is not None and cell.decide_seconds_p90 is not None
     assert cell.decide_seconds_median <= cell.decide_seconds_p90
-    assert (cell.pass_rate_with_edits.n, cell.pass_rate_without_edits.n) == (1, 4)
+    assert (cell.pass_rate_with_edits.n, cell.pass_rate_without_edits.n) == (1, 5)
     assert calls[1].executed == {"rooms": 1} and calls[1].proposed == {"rooms": 2}
     data = json.loads(render_json(report))
-    assert data["approvals"][0]["edited"]["k"] == 1
+    assert data["approvals"][0]["edited"]["k"] == data["approvals"][0]["responded"]["k"] == 1
     assert "approvals" in render_csv(report) and "edited_value" in render_csv(report)
     text = render_markdown(report)
     assert "Approvals" in text and "too many" in text and "timed out" in text
@@ -269,6 +289,8 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
         (["r", "not today"], "rejected", 0),
         (["reject", ""], "rejected", 0),
         (["t", "stop it"], "terminated", 0),
+        (["s", "Booked: room 12"], "responded", 0),  # the person's text is the result
+        (["s", "", "r", ""], "rejected", 0),  # an empty response goes back to the choice
         (["e", '{"rooms": 3}'], "edited", 1),
         (["e", "{rooms: 3", '"three"', '{"rooms": "three"}', '{"rooms": 3}'], "edited", 1),
         (["e", "", "a"], "approved", 1),  # an empty edit goes back to the choice
@@ -291,6 +313,8 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
         "r",
         "reject-no-reason",
         "t",
+        "s",
+        "s-back",
         "e",
         "e-retries",
         "e-back",
@@ -329,9 +353,9 @@ async def test_the_console_approver_keys(
     ids=["decision-1000-deep", "edit-word-999-deep", "edit-word-200-deep"],
 )
 def test_a_stored_decision_nested_too_deep_is_a_rejection_not_a_crash(answer: str) -> None:
-    from aah.runtime.approvals import reply_from_answer
+    from aah.desk import decision_from_text
 
-    reply = reply_from_answer(answer, False, "alice")
+    reply = decision_from_text(answer, False, "alice")
     assert reply.decision == "reject" and reply.arguments is None
 
 

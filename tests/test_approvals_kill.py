@@ -202,7 +202,10 @@ def test_aah_run_asks_on_the_console_and_refuses_an_invalid_edit_before_it_runs(
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = " ".join(done.stdout.split())
-    assert f"approve? POST {tool}" in out and "[a]pprove, [e]dit, [r]eject, [t]erminate" in out
+    assert (
+        f"approve? POST {tool}" in out
+        and "[a]pprove, [e]dit, [r]eject, re[s]pond, [t]erminate" in out
+    )
     assert "not JSON" in out and "refused:" in out
     assert f"↳ console edited the arguments of {tool}" in out
     assert ": finished" in out

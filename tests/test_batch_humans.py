@@ -101,7 +101,7 @@ def test_oracle_on_the_real_crypto_pair(crypto: TaskFacts) -> None:
 async def test_oracle_is_a_human_channel(crypto: TaskFacts) -> None:
     request = HumanRequest(request_id="r1", session_id="s1", question="Which cryptocurrency?")
     reply = await OracleHuman(crypto).ask(request)
-    assert reply.text == "Ethereum" and reply.answered_by == "oracle"
+    assert reply.answer == "Ethereum" and reply.answered_by == "oracle"
     assert not reply.declined and reply.flags == []
 
 
@@ -221,7 +221,7 @@ async def test_simulated_human_answers_from_the_model(crypto: TaskFacts, tmp_pat
     assert crypto.original in sent[0]["messages"][0]["content"]
     assert sent[0]["messages"][1]["content"] == "Which cryptocurrency?"
     assert sent[0]["temperature"] == 0.0
-    assert replies[0].text == "Ethereum." and replies[0].answered_by == "simulated"
+    assert replies[0].answer == "Ethereum." and replies[0].answered_by == "simulated"
     assert replies[0].flags == [] and replies[0].seconds > 0
     assert PASTED_REQUEST in replies[1].flags
     assert replies[2].flags == [EXTRA_FACT]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from runtime_support import awareness_rule, call, runtime_on
 
+from aah.desk import question_context
 from aah.events import DiscoveryEvent, FinalAnswerEvent, ToolCallEvent
 from aah.runtime import QueueHuman, SessionRequest, ToolFinder, resume_request, run_session
 from aah.scoring import error_patterns
@@ -293,7 +294,7 @@ def test_discovered_tools_survive_park_and_resume(registry: Registry, tmp_path: 
     assert sum(isinstance(e, DiscoveryEvent) for e in events) == 1
     assert isinstance(events[-1], FinalAnswerEvent) and events[-1].text == FOUND_REPLY
     # The person answering saw the discovered endpoints among the agent's tools.
-    assert any(line.startswith(WEATHER) for line in asked.context["tools"])
+    assert any(line.startswith(WEATHER) for line in question_context(asked.context).tools)
 
 
 # -- aah bench run --tools registry, and the report ---------------------------------

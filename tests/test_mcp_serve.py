@@ -287,7 +287,7 @@ async def pending_approval(db: Path, tool: str, timeout: float = 60) -> str:
         while time.monotonic() < deadline:
             if db.exists():
                 for request in store.pending_human_requests():
-                    if request.kind == "approval" and request.context["approval"]["tool"] == tool:
+                    if request.kind == "approval" and request.context["call"]["tool"] == tool:
                         return request.id
             await asyncio.sleep(0.1)
     finally:
@@ -303,7 +303,7 @@ def shown_parameters(db: Path, request_id: str) -> list[tuple[str, str, bool]]:
     finally:
         store.close()
     assert record is not None
-    shown = record.context["approval"]["parameters"]
+    shown = record.context["call"]["parameters"]
     return [(p["name"], p["type"], p["required"]) for p in shown]
 
 
@@ -442,8 +442,8 @@ def test_stdio_client_gets_each_kind_of_decision(tmp_path: Path) -> None:
     [agent] = json.loads(report(db))["external_agents"]
     assert (agent["agent"], agent["questions"], agent["approval_calls"]) == ("deployer", 0, 7)
     assert agent["approvals"] == {
-        "approved": 2, "edited": 1, "rejected": 1, "timed_out": 2, "terminated": 1,
-        "undecided": 0,
+        "approved": 2, "edited": 1, "rejected": 1, "responded": 0, "timed_out": 2,
+        "terminated": 1, "undecided": 0,
     }  # fmt: skip
     assert agent["decide_seconds_median"] is not None
 
@@ -552,7 +552,7 @@ async def ask_twice_at_once(db: Path) -> tuple[list[str], list[dict[str, Any]]]:
         shown = store.get_human_request(call_id)
         # No schema given: a person's edit is checked against the proposed arguments' types.
         assert shown is not None
-        assert [(p["name"], p["type"]) for p in shown.context["approval"]["parameters"]] == [
+        assert [(p["name"], p["type"]) for p in shown.context["call"]["parameters"]] == [
             ("nodes", "integer")
         ]
         await asyncio.to_thread(decide, db, call_id, "approve")

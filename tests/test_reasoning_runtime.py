@@ -18,6 +18,7 @@ from http_server import LocalServer, make_spec
 from runtime_support import call, fake_config, runtime_on
 
 from aah.cli.trace import render_event
+from aah.desk import ConversationLine
 from aah.event_text import conversation_lines
 from aah.events import AwarenessEvent, FinalAnswerEvent, ModelCallEvent, parse_event
 from aah.runtime.session import SessionRequest, run_session
@@ -134,13 +135,13 @@ def test_faces_show_reasoning_folded_never_as_the_answer() -> None:
     view = entry_view(final)
     assert view is not None and view.reasoning == "reasoning (1,234 chars)"
     assert "xxx" not in view.body
-    lines = [dict(line._asdict()) for line in conversation_lines([step])]
+    lines = [ConversationLine.model_validate(line._asdict()) for line in conversation_lines([step])]
     shown = conversation_text(lines)
     assert "Let me look." in shown and "1,234 chars, not shown" in shown and "xxx" not in shown
     # An event without reasoning shows no such line.
     plain = render_event(FinalAnswerEvent(session_id="s", text="It is 21."))
     assert plain is not None and "reasoning" not in plain
-    assert "reasoning" not in conversation_text([{"role": "agent", "text": "hi"}])
+    assert "reasoning" not in conversation_text([ConversationLine(role="agent", text="hi")])
 
 
 def test_a_long_reasoning_is_cut_in_the_event() -> None:

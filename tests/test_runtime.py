@@ -150,7 +150,7 @@ async def test_ask_human_answer_flows_back(tmp_path: Path) -> None:
         tool_reply = [m for m in llm.requests[-2]["messages"] if m["role"] == "tool"][-1]
     assert tool_reply["content"] == "Lisbon"
     assert human.asked[0].question == "Which city?"
-    assert human.asked[0].context["query"] == "Weather where I live?"
+    assert human.asked[0].context.query == "Weather where I live?"
     kinds = [e.kind for e in events]
     assert kinds.index("human_question") < kinds.index("human_answer") < kinds.index("tool_call")
     assert session is not None and session.n_human_questions == 1

@@ -115,16 +115,50 @@ def test_schema_is_created_once_and_reopens(db_path: Path) -> None:
     assert wanted <= tables
 
 
+# ``human_requests`` as version 6 made it: no decision columns, no elicitation kind.
+V6_HUMAN_REQUESTS = """
+CREATE TABLE IF NOT EXISTS human_requests (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    question TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'answered', 'declined', 'expired')),
+    created TEXT NOT NULL,
+    k INTEGER NOT NULL DEFAULT 1 CHECK (k >= 1),
+    answer TEXT,
+    answered_by TEXT,
+    answered_at TEXT,
+    -- When the asker stops waiting, and who answers then (idk, skip, a channel).
+    deadline TEXT,
+    fallback TEXT,
+    -- 'question' (answer it) or 'approval' (approve, edit or reject a tool call).
+    kind TEXT NOT NULL DEFAULT 'question' CHECK (kind IN ('question', 'approval'))
+);
+"""
+
+
+def version_6_schema() -> str:
+    """The schema as version 6 wrote it: decisions kept in ``answer``, two request kinds."""
+    from aah.store.schema import DECISION_COLUMNS, HUMAN_REQUESTS_TABLE_SQL, SCHEMA_SQL
+
+    v6 = SCHEMA_SQL.replace(
+        HUMAN_REQUESTS_TABLE_SQL.replace("NAME", "human_requests", 1), V6_HUMAN_REQUESTS
+    )
+    decisions = ",\n".join(f"    {column}" for column in DECISION_COLUMNS)
+    v6 = v6.replace(
+        f"    -- An annotator's decision on an approval (DECISION_COLUMNS).\n{decisions},\n", ""
+    )
+    assert "decision" not in v6 and "elicitation" not in v6
+    return v6
+
+
 def _version_4_schema() -> str:
     """The schema as version 4 wrote it: no terminated status, request kinds or approved runs."""
-    from aah.store.schema import SCHEMA_SQL
-
-    v4 = SCHEMA_SQL.replace(", 'terminated')", ")")
+    v4 = version_6_schema().replace(", 'terminated')", ")")
     v4 = v4.replace(
-        ",\n    -- 'question' (answer it), 'approval' (approve, edit or reject a tool call) or\n"
-        "    -- 'elicitation' (an MCP server's form or link; its context the typed request).\n"
-        "    kind TEXT NOT NULL DEFAULT 'question'\n"
-        "        CHECK (kind IN ('question', 'approval', 'elicitation'))",
+        ",\n    -- 'question' (answer it) or 'approval' (approve, edit or reject a tool call).\n"
+        "    kind TEXT NOT NULL DEFAULT 'question' CHECK (kind IN ('question', 'approval'))",
         "",
     )
     start = v4.index("-- A tool call a person approved")

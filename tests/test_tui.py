@@ -6,7 +6,6 @@ configured), tools answer in mock mode, questions go through the store.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -892,6 +891,7 @@ async def test_an_approval_opens_its_dialog_and_refuses_an_invalid_edit_before_s
         edited = _approval_request(runner_store, "q1")
         rejected = _approval_request(runner_store, "q2")
         approved = _approval_request(runner_store, "q3")
+        responded = _approval_request(runner_store, "q4")
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
@@ -925,11 +925,28 @@ async def test_an_approval_opens_its_dialog_and_refuses_an_invalid_edit_before_s
             lambda: isinstance(app.screen, ApproveCallScreen) and app.screen.request.id == approved,
         )
         await pilot.press("a")
+        await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ApproveCallScreen) and app.screen.request.id == responded
+            ),
+        )
+        assert "s respond" in screen_text(app)
+        await pilot.press("s", "enter")  # an empty result is refused: the dialog stays
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ApproveCallScreen) and app.screen.request.id == responded
+        await pilot.press(*"Booked room 12", "enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, ApproveCallScreen))
     with SessionStore(app.db) as store:
-        answers = {r: store.get_human_request(r) for r in (edited, rejected, approved)}
-    assert {r: json.loads(a.answer or "") for r, a in answers.items() if a is not None} == {
-        edited: {"decision": "edit", "reason": "", "arguments": {"rooms": 1}},
-        rejected: {"decision": "reject", "reason": "too many"},
-        approved: {"decision": "approve", "reason": ""},
+        ids = (edited, rejected, approved, responded)
+        answers = {r: store.get_human_request(r) for r in ids}
+    assert {
+        r: (a.decision, a.edited_arguments, a.reason, a.answer)
+        for r, a in answers.items()
+        if a is not None
+    } == {
+        edited: ("edit", {"rooms": 1}, "", ""),
+        rejected: ("reject", None, "too many", ""),
+        approved: ("approve", None, "", ""),
+        responded: ("respond", None, "", "Booked room 12"),
     }

@@ -434,5 +434,5 @@ def test_a_queue_stores_its_deadline_and_a_restarted_one_keeps_the_first(tmp_pat
         # (a new one would wait 100 s on a clock that no longer moves).
         again = QueueHuman(store, poll_seconds=0.01, deadline_seconds=100, fallback="idk")
         reply = asyncio.run(asyncio.wait_for(again.ask(question), 10))
-        assert reply.text == IDK_REPLY
+        assert reply.answer == IDK_REPLY
         assert store.get_human_request("r1").status == "expired"  # type: ignore[union-attr]

@@ -100,6 +100,22 @@ INVALID = [
     pytest.param(
         json.dumps({"decision": "reject", "reason": "x" * 4_001}), "shorten", id="long-reason"
     ),
+    pytest.param(json.dumps({"decision": "respond"}), "type the result", id="respond-no-text"),
+    pytest.param(
+        json.dumps({"decision": "respond", "response": " \n "}),
+        "type the result",
+        id="respond-blank",
+    ),
+    pytest.param(
+        json.dumps({"decision": "respond", "response": 12}),
+        "type the result",
+        id="respond-not-text",
+    ),
+    pytest.param(
+        json.dumps({"decision": "respond", "response": "x" * 4_001}),
+        "shorten the result",
+        id="respond-too-long",
+    ),
 ]
 
 
@@ -160,11 +176,7 @@ def test_a_valid_edit_is_stored_with_typed_arguments(
     assert str(shown[0]).startswith("Edited and approved")
     stored = store.get_human_request(request.id)
     assert stored is not None and stored.status == "answered" and stored.answered_by == "kim"
-    assert json.loads(stored.answer or "") == {
-        "decision": "edit",
-        "reason": "",
-        "arguments": arguments,
-    }
+    assert (stored.decision, stored.edited_arguments, stored.reason) == ("edit", arguments, "")
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject", "terminate"])
@@ -180,7 +192,19 @@ def test_the_other_decisions_are_stored_with_their_reason(
     stored = store.get_human_request(request.id)
     assert stored is not None
     reason = "" if decision == "approve" else "Too dear"
-    assert json.loads(stored.answer or "") == {"decision": decision, "reason": reason}
+    assert (stored.decision, stored.edited_arguments, stored.reason) == (decision, None, reason)
+
+
+def test_a_response_is_stored_as_the_result_the_agent_reads(store: SessionStore) -> None:
+    request = _approval(store)
+    handlers = QueueHandlers(store, DeskWorkflow(store))
+    who = Annotator("kim", admin=False)
+    opened = handlers.start(who)[2 + 15]
+    sent = {"decision": "respond", "fields": None, "reason": "", "response": " Booked: 12 "}
+    shown = handlers.decide(who, opened, json.dumps(sent), [])
+    assert str(shown[0]).startswith("Answered in place of")
+    stored = store.get_human_request(request.id)
+    assert stored is not None and (stored.decision, stored.answer) == ("respond", "Booked: 12")
 
 
 def test_a_question_is_never_decided_as_a_call(store: SessionStore) -> None:

@@ -312,6 +312,45 @@ def test_reject_with_a_reason_and_a_stray_esc_keeps_the_reason(
     assert spent == 1 + len("Too expensive") + 2
 
 
+def test_respond_gives_the_result_and_the_call_never_runs(browser: Browser, tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with (
+        TimedServer() as tools,
+        FakeLLMServer(book_script()) as llm,
+        serve_app(db) as url,
+    ):
+        runner = start_approval_runner(db, llm.base_url, tools.url("/echo/book"))
+        try:
+            request = _approval_request(db)
+            page = _page(browser, url)
+            keys = _signed_in(page, "kim")
+            _call_ready(page, request.id)
+            before = keys.count
+            keys.press("s")
+            box = page.locator("#approval-reason")
+            expect(box).to_be_focused()
+            expect(page.locator("#approval-reason-label")).to_contain_text("The result")
+            keys.press("Control+Enter")  # nothing typed: not sent
+            expect(page.locator("#approval-note")).to_contain_text("Type the result")
+            keys.type("Booked: room 12")
+            keys.press("Control+Enter")
+            expect(page.locator("#answer-status")).to_contain_text("Answered in place of")
+            spent = keys.count - before
+            output = _runner_output(runner)
+        finally:
+            if runner.poll() is None:
+                runner.kill()
+    assert output == "finished|Done with the booking."
+    decided = _decided(db, request.session_id)
+    assert (decided.decision, decided.response, decided.outcome) == (
+        "respond",
+        "Booked: room 12",
+        "responded",
+    )
+    assert tools.count("/echo") == 0 and _ran(db, request.session_id) == []
+    assert spent == 1 + 1 + len("Booked: room 12") + 1
+
+
 def test_the_deadline_fallback_decides_and_a_late_decision_is_not_used(
     browser: Browser, tmp_path: Path
 ) -> None:

@@ -27,6 +27,16 @@ from aah.desk.elicitation import (
     read_stored_answer,
     stored_answer,
 )
+from aah.desk.replies import Answer, Decision, decision_from_text, decision_of
+from aah.desk.requests import (
+    CONTEXT_VERSION,
+    ApprovalContext,
+    CallToApprove,
+    ConversationLine,
+    QuestionContext,
+    approval_context,
+    question_context,
+)
 from aah.desk.workflow import (
     HEARTBEAT_LEASE_S,
     MAX_ANSWER_CHARS,
@@ -40,13 +50,19 @@ from aah.desk.workflow import (
 )
 
 __all__ = [
+    "CONTEXT_VERSION",
     "HEARTBEAT_LEASE_S",
     "MAX_ANSWER_CHARS",
     "MAX_FIELDS",
     "SYSTEM_CLOCK",
     "UNDO_SECONDS",
+    "Answer",
+    "CallToApprove",
+    "ApprovalContext",
     "Clock",
     "ContentInvalid",
+    "ConversationLine",
+    "Decision",
     "DeskWorkflow",
     "ElicitationAction",
     "ElicitationField",
@@ -58,13 +74,18 @@ __all__ = [
     "FieldValue",
     "Next",
     "OpenedRequest",
+    "QuestionContext",
     "Sent",
     "SentOutcome",
     "SystemClock",
     "Undoable",
+    "approval_context",
     "check_content",
     "check_value",
+    "decision_from_text",
+    "decision_of",
     "form_fields",
+    "question_context",
     "read_stored_answer",
     "stored_answer",
 ]

@@ -287,9 +287,12 @@ class DeskWorkflow:
         *,
         arguments: Mapping[str, Any] | None = None,
         reason: str = "",
+        response: str = "",
         at: float | None = None,
     ) -> Sent:
         """Store ``annotator``'s decision on the tool call ``opened`` asks about; their claim ends.
+
+        ``response`` is a respond's text: the call's result, given by the person.
 
         Raises:
             ValueError: The request is no approval, the decision is unknown,
@@ -305,6 +308,7 @@ class DeskWorkflow:
             decision,
             arguments=arguments,
             reason=reason,
+            response=response,
             seconds=self._took(opened, at),
         )
         return self._after_reply(request, settled)

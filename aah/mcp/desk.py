@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, TypeVar
 
+from aah.desk import QuestionContext, approval_context, question_context
 from aah.errors import AahError
 from aah.events import (
     ApprovalDecidedEvent,
@@ -60,8 +61,6 @@ CANCELLED_BY = "mcp-client-cancelled"
 CANCELLED_ANSWER = "no answer: the MCP client cancelled this question"
 # How long a task's creation waits for its request to reach the store before giving up.
 CREATE_SECONDS = 30.0
-# The context key that binds a request to what was asked (a digest of its content).
-CONTENT_KEY = "content_digest"
 
 
 class Question(NamedTuple):
@@ -224,7 +223,7 @@ class HumanDesk:
         )
         reply = await channel.ask(request)
         fell_back = reply.answered_by == "deadline-fallback"
-        text = (question.fallback or IDK_REPLY) if fell_back else reply.text
+        text = (question.fallback or IDK_REPLY) if fell_back else reply.answer
         async with self._settling:
             logged = await asyncio.to_thread(self._logged, session_id, request_id, "human_answer")
             if isinstance(logged, HumanAnswerEvent):
@@ -247,9 +246,11 @@ class HumanDesk:
 
         Returns:
             How the call ended (science.md §7): ``outcome`` (``approved``,
-            ``edited``, ``rejected``, ``terminated`` or ``timed_out``), ``run``
-            (whether to make the call), ``arguments`` (those to run it with),
-            ``reason``, ``decided_by``, and ``fallback`` when it timed out.
+            ``edited``, ``rejected``, ``responded``, ``terminated`` or
+            ``timed_out``), ``run`` (whether to make the call), ``arguments``
+            (those to run it with), ``reason``, ``decided_by``, ``response``
+            (a person's result, used instead of the call) when responded, and
+            ``fallback`` when it timed out.
 
         Raises:
             AahError: the fallback is neither ``reject`` nor ``approve``.
@@ -293,11 +294,9 @@ class HumanDesk:
             rule=f"the MCP client {client} asked for approval",
             deadline_seconds=call.deadline,
             fallback="approve" if call.fallback == "approve" else "reject",
-            context={
-                "query": call.context or "",
-                "agent": f"MCP client {client}",
-                CONTENT_KEY: content,
-            },
+            context=QuestionContext(
+                asker=f"MCP client {client}", query=call.context or "", content_digest=content
+            ),
         )
         return request_id, self._shared(request_id, content, reused, lambda: self._approve(request))
 
@@ -337,7 +336,7 @@ class HumanDesk:
         """
         record = await asyncio.to_thread(self.store.get_human_request, request_id)
         # Requests made before ids were bound carry no digest: nothing to compare.
-        held = None if record is None else record.context.get(CONTENT_KEY)
+        held = None if record is None else question_context(record.context).content_digest
         if held is not None and held != content:
             raise AahError(_reuse_refusal(reused))
 
@@ -474,12 +473,12 @@ class HumanDesk:
         seconds = max(0.0, (datetime.now(record.created.tzinfo) - record.created).total_seconds())
         event: Event
         if record.kind == "approval":
-            shown = record.context.get("approval") or {}
+            call = approval_context(record.context).call
             event = ApprovalDecidedEvent(
                 session_id=session_id,
                 request_id=request_id,
-                call_id=str(shown.get("call_id") or ""),
-                tool=str(shown.get("tool") or ""),
+                call_id=call.call_id,
+                tool=call.tool,
                 decision="terminate",
                 reason="the MCP client cancelled the request",
                 decided_by=CANCELLED_BY,
@@ -507,19 +506,16 @@ class HumanDesk:
 
     def _resume(self, record: HumanRequestRecord, client: str) -> None:
         """Wait again on ``record`` (asked before this process started), in the background."""
-        context = dict(record.context)
         if record.kind == "approval":
-            shown = dict(context.pop("approval", None) or {})
-            request = ApprovalRequest.model_validate({**shown, "context": context})
-            held = context.get(CONTENT_KEY)
+            request = ApprovalRequest.from_stored(approval_context(record.context))
+            held = request.context.content_digest
             self._shared(record.id, held, "", lambda: self._approve(request))
             return
+        context = question_context(record.context)
         question = Question(
-            record.question,
-            context=str(context.get("query") or "") or None,
-            fallback=context.get("fallback"),
+            record.question, context=context.query or None, fallback=context.fallback_answer
         )
-        held = context.get(CONTENT_KEY)
+        held = context.content_digest
         self._shared(
             record.id, held, "", lambda: self._ask(question, client, record.session_id, record.id)
         )
@@ -581,6 +577,7 @@ def _decided_event(
         decision=decision,
         arguments=arguments,
         reason=reason,
+        response=reply.response if decision == "respond" else "",
         decided_by=reply.decided_by,
         timed_out=reply.decided_by == "deadline-fallback",
     )
@@ -596,20 +593,22 @@ def _approval_result(decided: ApprovalDecidedEvent, proposed: dict[str, Any]) ->
         "reason": decided.reason,
         "decided_by": decided.decided_by,
     }
+    if decided.decision == "respond":
+        result["response"] = decided.response  # a person's result: use it instead of calling
     if decided.timed_out:
         result["fallback"] = decided.decision
     return result
 
 
-def _context(question: Question, client: str) -> dict[str, Any]:
+def _context(question: Question, client: str) -> QuestionContext:
     """What the person answering sees beside the question, as agents' questions carry it."""
-    context: dict[str, Any] = {"query": question.context or "", "agent": f"MCP client {client}"}
-    if question.fallback is not None:
-        context["fallback"] = question.fallback
-    context[CONTENT_KEY] = _digest(
-        _question_content(question.question, question.context, question.fallback)
+    digest = _digest(_question_content(question.question, question.context, question.fallback))
+    return QuestionContext(
+        asker=f"MCP client {client}",
+        query=question.context or "",
+        fallback_answer=question.fallback,
+        content_digest=digest,
     )
-    return context
 
 
 def _checked_question(question: Question) -> Question:

@@ -99,9 +99,10 @@ def build_desk_server(desk: HumanDesk) -> Any:
             input_schema: The tool's input JSON schema, so a person's edit is checked against it.
 
         Returns:
-            outcome (approved, edited, rejected, terminated or timed_out), run
-            (whether to make the call), arguments (the ones to run it with),
-            reason, decided_by, and fallback when it timed out.
+            outcome (approved, edited, rejected, responded, terminated or timed_out),
+            run (whether to make the call), arguments (the ones to run it with),
+            reason, decided_by, response (a person's result to use instead of
+            making the call) when responded, and fallback when it timed out.
         """
 
         async def progress(waited: float) -> None:

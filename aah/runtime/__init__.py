@@ -31,7 +31,6 @@ if TYPE_CHECKING:
         QueueApprover,
         ScriptedApprover,
         approver_for,
-        reply_from_answer,
     )
     from aah.runtime.awareness import SETTING_AWARENESS, ask_awareness, parse_awareness
     from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS, ContextOverflowError
@@ -95,7 +94,6 @@ __all__ = [
     "QueueApprover",
     "ScriptedApprover",
     "approver_for",
-    "reply_from_answer",
     "Activity",
     "AnswerWatcher",
     "Parked",
@@ -163,7 +161,6 @@ _WHERE = {
     "QueueApprover": "aah.runtime.approvals",
     "ScriptedApprover": "aah.runtime.approvals",
     "approver_for": "aah.runtime.approvals",
-    "reply_from_answer": "aah.runtime.approvals",
     "Activity": "aah.runtime.activity",
     "AnswerWatcher": "aah.runtime.answer_watch",
     "Parked": "aah.runtime.humans",

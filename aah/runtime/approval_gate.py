@@ -20,6 +20,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime as GraphRuntime
 from langgraph.types import interrupt
 
+from aah.desk import QuestionContext
 from aah.errors import AahError
 from aah.events import ApprovalDecidedEvent, ApprovalRequestedEvent, ToolCallEvent
 from aah.runtime.approval_policy import ApprovalRule
@@ -119,6 +120,14 @@ async def run_decided(ctx: SessionContext, call: ToolCall, decision: dict[str, A
             result=message.content,
         )
         return message.model_copy(update={"content": note})
+    if kind == "respond":
+        # A person did the tool's job: their text is the result, the call never ran.
+        response = str(decision.get("response") or "")
+        return ToolMessage(
+            load_prompt("approval_responded").render(response=response),
+            tool_call_id=call_id,
+            name=name,
+        )
     if decision.get("timed_out"):
         text = load_prompt("approval_timed_out").render()
     else:
@@ -186,7 +195,7 @@ async def decide_call(
     request: SessionRequest,
     record: SessionRecord,
     value: dict[str, Any],
-    context: dict[str, Any],
+    context: QuestionContext,
 ) -> dict[str, Any]:
     """Put one approval interrupt's call to the approver; log the request and the one decision.
 
@@ -296,6 +305,7 @@ def _decided_event(
 ) -> ApprovalDecidedEvent:
     """The decision as recorded: an invalid edit refused, an edit that changed nothing approved."""
     decision, arguments, reason = reply.decision, reply.arguments, reply.reason
+    response = reply.response if decision == "respond" else ""
     if decision == "edit":
         problem = (
             edit_problem(ctx, tool, arguments or {}) if arguments is not None else "none given"
@@ -316,6 +326,7 @@ def _decided_event(
         decision=decision,
         arguments=arguments,
         reason=reason,
+        response=response,
         decided_by=reply.decided_by,
         timed_out=timed_out,
     )
@@ -326,5 +337,6 @@ def _resume_value(event: ApprovalDecidedEvent) -> dict[str, Any]:
         "decision": event.decision,
         "arguments": event.arguments,
         "reason": event.reason,
+        "response": event.response,
         "timed_out": event.timed_out,
     }

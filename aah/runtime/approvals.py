@@ -20,11 +20,17 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, Field, field_validator
 
 from aah.bounds import OutOfBounds, check_seconds, parse_json
-from aah.events import ApprovalDecision
+from aah.desk import (
+    ApprovalContext,
+    CallToApprove,
+    Decision,
+    QuestionContext,
+    decision_of,
+)
 from aah.runtime.approval_policy import TimeoutStep
 from aah.runtime.humans import ConsoleHuman, Parked, QueueHuman, SessionEnded, while_waiting
 from aah.runtime.work_clock import waiting_for_person
-from aah.store import APPROVAL_DECISIONS, HumanRequestRecord
+from aah.store import HumanRequestRecord
 
 # Given proposed arguments, why they cannot run (one line), or None when they can.
 EditCheck = Callable[[dict[str, Any]], str | None]
@@ -47,7 +53,8 @@ class ApprovalRequest(BaseModel):
         ask: 1 for the first ask; more when a deadline asked again.
         deadline_seconds: How long a person has for this ask; None: forever.
         fallback: What this ask's deadline brings (``ask_again``, ``reject``, ``approve``).
-        context: What else a person may want: the query, the conversation so far.
+        context: What else a person may want, as a question's: the task, the
+            tools the agent was given, the steps so far.
     """
 
     request_id: str
@@ -62,7 +69,7 @@ class ApprovalRequest(BaseModel):
     ask: int = 1
     deadline_seconds: float | None = None
     fallback: TimeoutStep = "reject"
-    context: dict[str, Any] = Field(default_factory=dict)
+    context: QuestionContext = Field(default_factory=QuestionContext)
 
     @field_validator("deadline_seconds")
     @classmethod
@@ -76,23 +83,20 @@ class ApprovalRequest(BaseModel):
         arguments = json.dumps(self.arguments, ensure_ascii=False)
         return f"{self.method} {self.tool} {arguments}"
 
+    def stored_context(self) -> ApprovalContext:
+        """What the queue keeps with the request: the question's context and the call."""
+        call = CallToApprove.model_validate(self.model_dump(mode="json", exclude={"context"}))
+        return ApprovalContext.model_validate({**self.context.stored(), "call": call})
 
-class ApprovalReply(BaseModel):
-    """A decision on one call.
+    @classmethod
+    def from_stored(cls, context: ApprovalContext) -> ApprovalRequest:
+        """The request a stored approval's context holds (``stored_context``'s inverse)."""
+        question = QuestionContext.model_validate(context.model_dump(exclude={"call"}))
+        return cls.model_validate({**context.call.model_dump(), "context": question})
 
-    Attributes:
-        decision: ``approve``, ``edit``, ``reject`` or ``terminate``.
-        arguments: An edit's arguments (None for the other decisions).
-        reason: Why; a rejection's reason reaches the agent.
-        decided_by: Who decided.
-        seconds: How long the decision took, when the approver measured it.
-    """
 
-    decision: ApprovalDecision
-    arguments: dict[str, Any] | None = None
-    reason: str = ""
-    decided_by: str
-    seconds: float = 0.0
+# A decision on one call: the desk's decision, under the name approvers have used.
+ApprovalReply = Decision
 
 
 @runtime_checkable
@@ -106,51 +110,6 @@ class Approver(Protocol):
         a person edit uses it to refuse an invalid edit before returning it.
         """
         ...
-
-
-def reply_from_answer(text: str, declined: bool, decided_by: str) -> ApprovalReply:
-    """The decision a stored answer to an approval request holds.
-
-    A face writes JSON (``SessionStore.decide_approval``); a face built for
-    questions may write words: ``approve`` (or a, yes), ``reject[: reason]``
-    (or r, no), ``terminate`` (or t), ``edit {json}`` (or e). Anything else,
-    and a declined request, is a rejection: a call runs only when a person
-    approved it.
-    """
-    if declined:
-        return ApprovalReply(
-            decision="reject", reason="the person declined to decide", decided_by=decided_by
-        )
-    stripped = text.strip()
-    try:
-        data = parse_json(stripped, "the decision")
-    except ValueError:  # not JSON, or past the bounds: read as words
-        data = None
-    if isinstance(data, dict) and data.get("decision") in APPROVAL_DECISIONS:
-        arguments = data.get("arguments")
-        return ApprovalReply(
-            decision=data["decision"],
-            arguments=arguments if isinstance(arguments, dict) else None,
-            reason=str(data.get("reason") or ""),
-            decided_by=decided_by,
-        )
-    word, _, rest = stripped.partition(" ")
-    word = word.rstrip(":").lower()
-    rest = rest.strip()
-    if word in ("a", "approve", "approved", "yes", "y", "ok"):
-        return ApprovalReply(decision="approve", decided_by=decided_by)
-    if word in ("t", "terminate", "stop"):
-        return ApprovalReply(decision="terminate", reason=rest, decided_by=decided_by)
-    if word in ("e", "edit"):
-        try:
-            arguments = parse_json(rest, "the edit")
-        except ValueError:
-            arguments = None
-        if isinstance(arguments, dict):
-            return ApprovalReply(decision="edit", arguments=arguments, decided_by=decided_by)
-    if word in ("r", "reject", "rejected", "no", "n"):
-        return ApprovalReply(decision="reject", reason=rest, decided_by=decided_by)
-    return ApprovalReply(decision="reject", reason=stripped, decided_by=decided_by)
 
 
 class ScriptedApprover:
@@ -218,9 +177,7 @@ class QueueApprover:
                 record = found
         if record.status == "expired":
             return None
-        reply = reply_from_answer(
-            record.answer or "", record.status == "declined", record.answered_by or "unknown"
-        )
+        reply = decision_of(record)
         seconds = _seconds_between(record.created, record.answered_at)
         return reply.model_copy(update={"seconds": seconds})
 
@@ -228,11 +185,10 @@ class QueueApprover:
         deadline = None
         if request.deadline_seconds is not None:
             deadline = datetime.now(UTC) + timedelta(seconds=request.deadline_seconds)
-        shown = request.model_dump(exclude={"context"})
         return self.queue.store.create_human_request(
             request.session_id,
             f"Approve this call? {request.summary}",
-            {**request.context, "approval": shown},
+            request.stored_context().stored(),
             k=self.queue.annotators,
             request_id=request.request_id,
             deadline=deadline,
@@ -260,11 +216,12 @@ def _seconds_between(start: Any, end: Any) -> float:
 
 
 class ConsoleApprover:
-    """Asks the person at this terminal: a approve, e edit, r reject, t terminate.
+    """Asks the person at this terminal: a approve, e edit, r reject, s respond, t terminate.
 
     An edit is typed as a JSON object and checked against the endpoint's
     parameters at once; an invalid one is refused with the reason and asked
-    again (an empty line goes back to the choice).
+    again (an empty line goes back to the choice). A response is the text
+    the agent reads as the call's result, the call not run.
     """
 
     _CHOICES = {
@@ -274,6 +231,8 @@ class ConsoleApprover:
         "edit": "edit",
         "r": "reject",
         "reject": "reject",
+        "s": "respond",
+        "respond": "respond",
         "t": "terminate",
         "terminate": "terminate",
     }
@@ -297,16 +256,22 @@ class ConsoleApprover:
     def _read(self, request: ApprovalRequest, check: EditCheck) -> ApprovalReply:
         self._say(f"approve? {request.summary}" + (f"  ({request.rule})" if request.rule else ""))
         while True:
-            answer = self._prompt("[a]pprove, [e]dit, [r]eject, [t]erminate").strip().lower()
-            choice = self._CHOICES.get(answer)
+            typed = self._prompt("[a]pprove, [e]dit, [r]eject, re[s]pond, [t]erminate")
+            choice = self._CHOICES.get(typed.strip().lower())
             if choice is None:
-                self._say("type a, e, r or t (or approve, edit, reject, terminate)")
+                self._say("type a, e, r, s or t (or approve, edit, reject, respond, terminate)")
             elif choice == "approve":
                 return ApprovalReply(decision="approve", decided_by="console")
             elif choice == "edit":
                 arguments = self._read_edit(request, check)
                 if arguments is not None:
                     return ApprovalReply(decision="edit", arguments=arguments, decided_by="console")
+            elif choice == "respond":
+                response = self._prompt("the result the agent reads (empty: back)").strip()
+                if response:
+                    return ApprovalReply(
+                        decision="respond", response=response, decided_by="console"
+                    )
             else:
                 reason = self._prompt(f"reason (optional) to {choice}").strip()
                 return ApprovalReply(decision=choice, reason=reason, decided_by="console")

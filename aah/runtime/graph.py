@@ -22,6 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime as GraphRuntime
 from langgraph.types import interrupt
 
+from aah.desk import Answer
 from aah.events import AwarenessEvent, DiscoveryEvent, ModelCallEvent, ToolCallEvent
 from aah.events import CheckResult as CheckCode
 from aah.llm import ModelStatusError
@@ -491,14 +492,15 @@ async def _run(
 async def _ask_human(state: AgentState) -> dict[str, Any]:
     call = _pending_questions(state["messages"])[0]
     # Nothing before interrupt() may have effects: this node reruns on resume.
-    reply = interrupt({"call_id": call["id"], "question": call["args"]["question"]})
-    text = str(reply.get("text", "")) if isinstance(reply, dict) else str(reply)
-    declined = bool(reply.get("declined")) if isinstance(reply, dict) else False
-    if declined or not text.strip():
-        text = load_prompt("declined_answer").render()
-    answer = ToolMessage(text, tool_call_id=call["id"], name=ASK_HUMAN)
+    reply = Answer.from_resumed(
+        interrupt({"call_id": call["id"], "question": call["args"]["question"]})
+    )
+    answer = reply.answer
+    if reply.declined or not answer.strip():
+        answer = load_prompt("declined_answer").render()
+    message = ToolMessage(answer, tool_call_id=call["id"], name=ASK_HUMAN)
     # A question that came straight from the agent is remembered here (the
     # tools step remembers those it passed on), so that a repeat is caught.
     seen = state.get("seen_calls", [])
     asked = canonical_call(ASK_HUMAN, call["args"])
-    return {"messages": [answer], "seen_calls": seen if asked in seen else [*seen, asked]}
+    return {"messages": [message], "seen_calls": seen if asked in seen else [*seen, asked]}

@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, Field
 
 from aah.bounds import check_seconds
 from aah.clock import Clock
-from aah.desk import ElicitationRequest, ElicitationResult
+from aah.desk import Answer, ElicitationRequest, ElicitationResult, QuestionContext
 from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
 from aah.runtime.elicitations import (
@@ -32,7 +32,6 @@ from aah.runtime.elicitations import (
 )
 from aah.runtime.prompts import load_prompt
 from aah.runtime.work_clock import waiting_for_person
-from aah.storable import storable
 from aah.store import ServerAwayError, SessionStore
 
 # What a person "says" when no one answers in time, or a script runs out:
@@ -48,21 +47,11 @@ class HumanRequest(BaseModel):
     request_id: str
     session_id: str
     question: str
-    context: dict[str, Any] = Field(default_factory=dict)
+    context: QuestionContext = Field(default_factory=QuestionContext)
 
 
-class HumanReply(BaseModel):
-    """A person's reply: the text, who gave it, how long it took, or a decline.
-
-    ``flags`` carry checks on the reply, e.g. a simulated user's leak check.
-    """
-
-    # A person's text may come from a terminal that sent bytes that are not UTF-8.
-    text: Annotated[str, BeforeValidator(storable)]
-    answered_by: str
-    seconds: float = 0.0
-    declined: bool = False
-    flags: list[str] = Field(default_factory=list)
+# A person's reply to a question: the desk's answer, under the name channels have used.
+HumanReply = Answer
 
 
 class SkipTask(Exception):  # noqa: N818 - a signal, not an error
@@ -131,7 +120,7 @@ class ScriptedHuman:
             text = self._replies(request)
         else:
             text = next(self._replies, IDK_REPLY)
-        return HumanReply(text=text, answered_by=self.name)
+        return HumanReply(answer=text, answered_by=self.name)
 
 
 class ConsoleHuman:
@@ -167,7 +156,7 @@ class ConsoleHuman:
                     "terminal, pipe the answers in, or choose another --human (queue, oracle)"
                 ) from None
         return HumanReply(
-            text=text.strip(),
+            answer=text.strip(),
             answered_by="console",
             seconds=time.perf_counter() - started,
             declined=not text.strip(),
@@ -298,7 +287,7 @@ class QueueHuman:
                 self.store.create_human_request,
                 request.session_id,
                 request.question,
-                request.context,
+                request.context.stored(),
                 k=self.annotators,
                 request_id=request.request_id,
                 deadline=deadline,
@@ -321,7 +310,7 @@ class QueueHuman:
             return await self._give_up(request, expire=False)
         seconds = _seconds_between(record.created, record.answered_at)
         return HumanReply(
-            text=record.answer or "",
+            answer=record.answer or "",
             answered_by=record.answered_by or "unknown",
             seconds=seconds,
             declined=record.status == "declined",
@@ -339,7 +328,7 @@ class QueueHuman:
         if self.fallback == "skip":
             raise SkipTask(f"no one answered {request.question!r} in time")
         if self.fallback == "idk":
-            return HumanReply(text=IDK_REPLY, answered_by="deadline-fallback")
+            return HumanReply(answer=IDK_REPLY, answered_by="deadline-fallback")
         return await self.fallback.ask(request)
 
 

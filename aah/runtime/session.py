@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from aah.config import get_settings
+from aah.desk import QuestionContext, question_context
 from aah.errors import AahError
 from aah.event_text import conversation_lines
 from aah.events import (
@@ -462,14 +463,7 @@ async def _answer(
     if value.get("kind") != "approval":
         return await _ask(ctx, runtime, request, record, value)
     known = await runtime.store.call(runtime.store.events, ctx.session_id)
-    context = {
-        **request.context,
-        "query": record.query,
-        "setting": record.setting,
-        "task_id": record.task_id,
-        "run": record.run,
-        "conversation": conversation_so_far(known),
-    }
+    context = _person_context(ctx, request, record, known)
     return await decide_call(ctx, runtime, request, record, value, context)
 
 
@@ -495,17 +489,7 @@ async def _ask(
         held = runtime.take_held_events(record)
         known, waiting = await store.call(store.log_question, asked, held)
         runtime.publish(waiting)
-    context = {
-        **request.context,
-        "query": record.query,
-        "setting": record.setting,
-        "task_id": record.task_id,
-        "run": record.run,
-        "conversation": conversation_so_far(known),
-        # What the agent was given, one line a tool, for the person answering.
-        # Those found with find_tools included.
-        "tools": [_tool_line(spec) for spec in ctx.current_tools.specs.values()],
-    }
+    context = _person_context(ctx, request, record, known)
     logged = next(
         (e for e in known if isinstance(e, HumanAnswerEvent) and e.request_id == request_id), None
     )
@@ -513,7 +497,7 @@ async def _ask(
         # Answered before a crash that came ahead of the next checkpoint: the
         # agent resumes with that answer; the person is not asked again.
         await runtime.record(record, [], "running")
-        return _reply_of(logged).model_dump()
+        return _reply_of(logged).resumed()
     human = request.human or runtime.human
     reply = await human.ask(
         HumanRequest(
@@ -527,7 +511,7 @@ async def _ask(
     answer = HumanAnswerEvent(
         session_id=ctx.session_id,
         request_id=request_id,
-        answer=reply.text,
+        answer=reply.answer,
         answered_by=reply.answered_by,
         seconds=reply.seconds,
         declined=reply.declined,
@@ -540,7 +524,28 @@ async def _ask(
         status = current.status if current is not None else "gone"
         raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
     runtime.publish(stored)
-    return reply.model_dump()
+    return reply.resumed()
+
+
+def _person_context(
+    ctx: SessionContext, request: SessionRequest, record: SessionRecord, known: Sequence[Event]
+) -> QuestionContext:
+    """What a person sees beside the agent's question or call: task, tools, steps so far.
+
+    An approval carries the same as a question: the person deciding on a
+    call sees what the agent was given (those found with find_tools too).
+    """
+    return question_context(
+        {
+            **request.context,
+            "query": record.query,
+            "setting": record.setting,
+            "task_id": record.task_id,
+            "run": record.run,
+            "conversation": conversation_so_far(known),
+            "tools": [_tool_line(spec) for spec in ctx.current_tools.specs.values()],
+        }
+    )
 
 
 def _tool_line(spec: EndpointSpec) -> str:
@@ -555,16 +560,16 @@ def capped_answer(reply: HumanReply, limit: int) -> HumanReply:
     A person may paste a whole file, and a simulated user's model may never
     stop: the agent's context and the log take a bounded answer.
     """
-    if len(reply.text) <= limit:
+    if len(reply.answer) <= limit:
         return reply
-    cut = len(reply.text) - limit
-    text = f"{reply.text[:limit]} … [answer cut: {cut:,} more characters]"
-    return reply.model_copy(update={"text": text})
+    cut = len(reply.answer) - limit
+    answer = f"{reply.answer[:limit]} … [answer cut: {cut:,} more characters]"
+    return reply.model_copy(update={"answer": answer})
 
 
 def _reply_of(answer: HumanAnswerEvent) -> HumanReply:
     return HumanReply(
-        text=answer.answer,
+        answer=answer.answer,
         answered_by=answer.answered_by,
         seconds=answer.seconds,
         declined=answer.declined,

@@ -2,7 +2,8 @@
 
 A call needing approval is one with an ``ApprovalRequestedEvent``; it ends in
 exactly one decision (``ApprovalDecidedEvent``): approved, edited, rejected,
-timed out (the fallback's decision applied) or terminated. Rates are per call
+responded (a person gave the result; the call did not run), timed out (the
+fallback's decision applied) or terminated. Rates are per call
 needing approval, with Wilson intervals; a call still waiting counts in N as
 ``undecided`` and in none of the rates' numerators. Time to decide runs from
 the call's first request entering the queue (its first ``ApprovalRequested``
@@ -18,7 +19,7 @@ JSON shape (``approval_cell_to_json``), one object per run × setting::
 
     {"run": str | null, "setting": str | null, "sessions": int, "calls": int,
      "undecided": int, "approved": P, "edited": P, "rejected": P,
-     "timed_out": P, "terminated": P,
+     "responded": P, "timed_out": P, "terminated": P,
      "decide_seconds_median": float | null, "decide_seconds_p90": float | null,
      "pass_rate_with_edits": P, "pass_rate_without_edits": P}
 """
@@ -39,6 +40,7 @@ OUTCOMES: tuple[ApprovalOutcome, ...] = (
     "approved",
     "edited",
     "rejected",
+    "responded",
     "timed_out",
     "terminated",
 )
@@ -121,6 +123,7 @@ class ApprovalCell:
     approved: Proportion
     edited: Proportion
     rejected: Proportion
+    responded: Proportion
     timed_out: Proportion
     terminated: Proportion
     decide_seconds_median: float | None
@@ -168,6 +171,7 @@ def _cell(
         approved=wilson(counts["approved"], n),
         edited=wilson(counts["edited"], n),
         rejected=wilson(counts["rejected"], n),
+        responded=wilson(counts["responded"], n),
         timed_out=wilson(counts["timed_out"], n),
         terminated=wilson(counts["terminated"], n),
         decide_seconds_median=quantile(seconds, 0.5),

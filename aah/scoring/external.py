@@ -13,7 +13,7 @@ calls to approve (``request_approval``). Per agent:
   the approval times are);
 - answered by: how many answers each person gave;
 - approvals: calls needing approval and how each ended (science.md §7:
-  approved, edited, rejected, timed out, terminated, or still undecided),
+  approved, edited, rejected, responded, timed out, terminated, or still undecided),
   and the median and p90 time to decide over decided calls.
 
 JSON shape (``external_to_json``), one object per agent::
@@ -22,8 +22,8 @@ JSON shape (``external_to_json``), one object per agent::
      "answered": int, "fallbacks": int, "declined": int, "waiting": int,
      "answer_seconds_median": float | null, "answer_seconds_p90": float | null,
      "answered_by": {person: int}, "approval_calls": int,
-     "approvals": {"approved": int, "edited": int, "rejected": int, "timed_out": int,
-                   "terminated": int, "undecided": int},
+     "approvals": {"approved": int, "edited": int, "rejected": int, "responded": int,
+                   "timed_out": int, "terminated": int, "undecided": int},
      "decide_seconds_median": float | null, "decide_seconds_p90": float | null}
 """
 

@@ -12,11 +12,10 @@ wrote them. Rows written by older versions keep their names as written.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from aah.annotators import annotator_key
 from aah.clock import SYSTEM_CLOCK, Clock
@@ -35,7 +34,20 @@ from aah.store.listings import WANTS as _WANTS
 from aah.store.schema import HumanAnswerRecord, HumanRequestRecord, RequestKind
 
 # What a person may decide about a call waiting for approval.
-APPROVAL_DECISIONS = ("approve", "edit", "reject", "terminate")
+APPROVAL_DECISIONS = ("approve", "edit", "reject", "respond", "terminate")
+
+
+class _Reply(NamedTuple):
+    """One annotator's reply as its columns hold it (a decision's fields None for an answer)."""
+
+    answer: str
+    declined: bool
+    rating: int | None
+    seconds: float | None
+    decision: str | None
+    edited_arguments: str | None  # JSON
+    reason: str | None
+
 
 # How long a claim holds a request for its annotator unless renewed.
 DEFAULT_LEASE_S = 600.0
@@ -143,33 +155,11 @@ class HumanRequests:
 
         Raises:
             KeyError: No such request.
+            ValueError: The request is an approval (``decide_approval`` decides one).
         """
-        answer = schema.scrub_text(answer) or ""
-        annotator = annotator_key(annotator)
-        with self._connection.write() as db:
-            request = self._human_request(request_id)
-            self._drop_claim(db, request_id, annotator)
-            if request.status == "pending" and not self._usable(db, request_id):
-                return False
-            inserted = db.execute(
-                "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
-                " seconds, created) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [request_id, annotator, answer, int(declined), rating, seconds, self._now()],
-            ).rowcount
-            if not inserted or request.status != "pending":
-                return False
-            db.execute(
-                "UPDATE human_requests SET status = ?, answer = ?, answered_by = ?,"
-                " answered_at = ? WHERE id = ?",
-                [
-                    "declined" if declined else "answered",
-                    answer,
-                    annotator,
-                    self._now(),
-                    request_id,
-                ],
-            )
-            return True
+        return self._settle(
+            request_id, annotator, _Reply(answer, declined, rating, seconds, None, None, None)
+        )
 
     def decide_approval(
         self,
@@ -179,21 +169,23 @@ class HumanRequests:
         *,
         arguments: Mapping[str, Any] | None = None,
         reason: str = "",
+        response: str = "",
         seconds: float | None = None,
     ) -> bool:
         """Store one annotator's decision on a tool call waiting for approval.
 
-        The decision is stored as an answer (JSON text the runner reads back),
-        so approvals share the questions' queue, claims, deadlines and
-        agreement; the first decision settles the request.
+        Approvals share the questions' queue, claims, deadlines and
+        agreement; the first decision settles the request. The decision is
+        kept in its own columns; a response's text is the answer.
 
         Args:
             request_id: The approval request.
             annotator: Who decided.
-            decision: ``approve``, ``edit``, ``reject`` or ``terminate``.
+            decision: ``approve``, ``edit``, ``reject``, ``respond`` or ``terminate``.
             arguments: An edit's new arguments (checked by the runner against
                 the endpoint's parameters before the call runs).
             reason: Why (a rejection's reason reaches the agent).
+            response: A response's text (the tool's result as the agent reads it).
             seconds: How long the annotator took.
 
         Returns:
@@ -202,19 +194,74 @@ class HumanRequests:
         Raises:
             KeyError: No such request.
             ValueError: The request is no approval, or ``decision`` is unknown,
-                or an edit came without arguments.
+                or an edit came without arguments, or a response without text.
         """
-        if self._human_request(request_id).kind != "approval":
-            raise ValueError(f"request {request_id!r} is a question, not an approval")
         if decision not in APPROVAL_DECISIONS:
             raise ValueError(f"unknown decision {decision!r}: use {', '.join(APPROVAL_DECISIONS)}")
         if decision == "edit" and arguments is None:
             raise ValueError("an edit needs the new arguments")
-        answer: dict[str, Any] = {"decision": decision, "reason": reason}
-        if decision == "edit":
-            answer["arguments"] = dict(arguments or {})
-        text = json.dumps(answer, ensure_ascii=False)
-        return self.answer_human_request(request_id, annotator, text, seconds=seconds)
+        if decision == "respond" and not response.strip():
+            raise ValueError("a response needs its text (what the agent reads as the result)")
+        edited = schema.to_json(dict(arguments or {})) if decision == "edit" else None
+        reply = _Reply(
+            response if decision == "respond" else "",
+            False,
+            None,
+            seconds,
+            decision,
+            edited,
+            reason,
+        )
+        return self._settle(request_id, annotator, reply)
+
+    def _settle(self, request_id: str, annotator: str, reply: _Reply) -> bool:
+        """Store ``reply``; the first one settles the request (``answer_human_request``)."""
+        answer = schema.scrub_text(reply.answer) or ""
+        reason = schema.scrub_text(reply.reason) if reply.reason is not None else None
+        annotator = annotator_key(annotator)
+        with self._connection.write() as db:
+            request = self._human_request(request_id)
+            if reply.decision is not None and request.kind != "approval":
+                raise ValueError(f"request {request_id!r} is a {request.kind}, not an approval")
+            if reply.decision is None and request.kind == "approval":
+                raise ValueError(f"request {request_id!r} is an approval: decide it, not answer it")
+            self._drop_claim(db, request_id, annotator)
+            if request.status == "pending" and not self._usable(db, request_id):
+                return False
+            inserted = db.execute(
+                "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
+                " seconds, created, decision, edited_arguments, reason)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [
+                    request_id,
+                    annotator,
+                    answer,
+                    int(reply.declined),
+                    reply.rating,
+                    reply.seconds,
+                    self._now(),
+                    reply.decision,
+                    reply.edited_arguments,
+                    reason,
+                ],
+            ).rowcount
+            if not inserted or request.status != "pending":
+                return False
+            db.execute(
+                "UPDATE human_requests SET status = ?, answer = ?, answered_by = ?,"
+                " answered_at = ?, decision = ?, edited_arguments = ?, reason = ? WHERE id = ?",
+                [
+                    "declined" if reply.declined else "answered",
+                    answer,
+                    annotator,
+                    self._now(),
+                    reply.decision,
+                    reply.edited_arguments,
+                    reason,
+                    request_id,
+                ],
+            )
+            return True
 
     def expire_human_request(self, request_id: str) -> bool:
         """Give up waiting on a pending request; True if it was still pending."""
@@ -437,4 +484,4 @@ class HumanRequests:
         rows = self._connection.rows(
             "SELECT * FROM human_answers WHERE request_id = ? ORDER BY id", [request_id]
         )
-        return [HumanAnswerRecord.model_validate(row) for row in rows]
+        return [schema.answer_from_row(row) for row in rows]

@@ -699,6 +699,7 @@ class SessionStore:
         *,
         arguments: Mapping[str, Any] | None = None,
         reason: str = "",
+        response: str = "",
         seconds: float | None = None,
     ) -> bool:
         """Store one annotator's decision on a call to approve (``HumanRequests.decide_approval``).
@@ -711,7 +712,13 @@ class SessionStore:
             ValueError: The request is no approval, or ``decision`` is unknown.
         """
         return self._humans.decide_approval(
-            request_id, annotator, decision, arguments=arguments, reason=reason, seconds=seconds
+            request_id,
+            annotator,
+            decision,
+            arguments=arguments,
+            reason=reason,
+            response=response,
+            seconds=seconds,
         )
 
     # -- approved calls' runs (``ApprovedRuns``) ------------------------------

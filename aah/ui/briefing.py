@@ -13,10 +13,12 @@ from __future__ import annotations
 import difflib
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
+
+from aah.desk import QuestionContext
 
 # What each setting lets a person answering do; interactive sessions have none.
 _RULES = {
@@ -63,24 +65,19 @@ class Briefing:
     given_request: str
 
 
-def briefing(context: Mapping[str, Any], query: str = "") -> Briefing:
+def briefing(context: QuestionContext, query: str = "") -> Briefing:
     """The briefing a request's ``context`` holds (``query``: the session's, as a fallback)."""
-    setting = str(context.get("setting") or "interactive")
-    unavailable = _lines(context.get("unavailable"))
-    given = str(context.get("query") or query)
-    full = str(context.get("original_query") or "")
+    setting = context.setting or "interactive"
+    given = context.query or query
+    full = context.original_query
     return Briefing(
         setting=setting,
-        rule=setting_rule(setting, unavailable),
-        tools=_lines(context.get("tools")),
-        unavailable=unavailable,
+        rule=setting_rule(setting, context.unavailable),
+        tools=list(context.tools),
+        unavailable=list(context.unavailable),
         full_request=full if full and full != given else "",
         given_request=given,
     )
-
-
-def _lines(value: Any) -> list[str]:
-    return [" ".join(str(line).split()) for line in value] if isinstance(value, list) else []
 
 
 def word_diff(full: str, given: str) -> list[tuple[str, str]]:

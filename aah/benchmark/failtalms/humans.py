@@ -103,7 +103,7 @@ class OracleHuman:
 
     async def ask(self, request: HumanRequest) -> HumanReply:
         """The oracle's reply to ``request.question``."""
-        return HumanReply(text=self.reply_to(request.question), answered_by=self.answered_by)
+        return HumanReply(answer=self.reply_to(request.question), answered_by=self.answered_by)
 
     async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
         """An MCP server's form, filled from the hidden facts (see ``oracle_elicitation``)."""
@@ -218,7 +218,7 @@ class SimulatedHuman:
         text = replies.texts[0] if replies.choices else ""
         await self._record(request.session_id, replies, text, seconds)
         return HumanReply(
-            text=text.strip(),
+            answer=text.strip(),
             answered_by=self.answered_by,
             seconds=seconds,
             flags=leak_flags(request.question, text, self.facts),

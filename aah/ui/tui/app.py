@@ -640,6 +640,7 @@ class AahApp(App[None]):
                 str(choice["decision"]),
                 arguments=choice.get("arguments"),
                 reason=str(choice.get("reason") or ""),
+                response=str(choice.get("response") or ""),
             )
         except StoreFileError as exc:
             # The decision is not lost: the call's dialog opens again to send it once more.

@@ -1,4 +1,4 @@
-"""The dialog for a tool call waiting for approval: a approve, e edit, r reject, t terminate.
+"""The dialog for a call to approve: a approve, e edit, r reject, s respond, t terminate.
 
 Shown for queue requests of kind ``approval``, as ``AskHumanScreen`` is for
 questions, with the same claims and "later" (Esc). An edit is the arguments
@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
 from aah.bounds import OutOfBounds, parse_json
+from aah.desk import approval_context
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.tools import ParameterSpec
@@ -28,16 +29,17 @@ from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, describe_context
 
 # What the dialog returns: the decision, an edit's arguments, a reason.
 ApprovalChoice = dict[str, Any]
-_Mode = Literal["choose", "edit", "reject", "terminate"]
+_Mode = Literal["choose", "edit", "reject", "respond", "terminate"]
 
 
 class ApproveCallScreen(ModalScreen[ApprovalChoice]):
-    """A tool call to approve, edit, reject, or to terminate its session."""
+    """A tool call to approve, edit, reject, respond to (give its result), or to terminate."""
 
     BINDINGS = [
         Binding("a", "approve", "Approve"),
         Binding("e", "edit", "Edit"),
         Binding("r", "reject", "Reject"),
+        Binding("s", "respond", "Respond"),
         Binding("t", "terminate", "Terminate"),
         Binding("escape", "back", "Back / later"),
         HELP_KEY,
@@ -48,7 +50,8 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
         super().__init__()
         self.request = request
         self.where = where
-        self.call: dict[str, Any] = dict(request.context.get("approval") or {})
+        self.context = approval_context(request.context)
+        self.call = self.context.call
         self.mode: _Mode = "choose"
         self.opened = time.monotonic()
 
@@ -59,21 +62,21 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
 
     def compose(self) -> ComposeResult:
         """The call, why it needs approval, the context, and a box for an edit or a reason."""
-        tool = str(self.call.get("tool", "?"))
-        arguments = json.dumps(self.call.get("arguments", {}), ensure_ascii=False)
+        tool = self.call.tool or "?"
+        arguments = json.dumps(self.call.arguments, ensure_ascii=False)
         with Vertical(id="ask-dialog"):
             title = "Approve this call?" + (f" ({printable(self.where)})" if self.where else "")
             yield Label(title, id="ask-title")
-            line = f"{self.call.get('method', '')} {tool} {arguments}".strip()
-            rule = str(self.call.get("rule") or "")
+            line = f"{self.call.method} {tool} {arguments}".strip()
+            rule = self.call.rule
             shown = line + (f"\nneeds approval: {rule}" if rule else "")
             yield Static(Text(printable(shown)), id="ask-question")
             with VerticalScroll(id="ask-context"):
-                yield Static(describe_context(self.request.context))
+                yield Static(describe_context(self.context))
             box = Input(id="ask-answer")
             box.display = False
             yield box
-            keys = "a approve · e edit · r reject · t terminate · Esc later"
+            keys = "a approve · e edit · r reject · s respond · t terminate · Esc later"
             yield Label(keys, id="approve-keys")
         yield Footer()
 
@@ -83,12 +86,16 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
 
     def action_edit(self) -> None:
         """Open the arguments as JSON for editing (Enter sends them once valid)."""
-        arguments = json.dumps(self.call.get("arguments", {}), ensure_ascii=False)
+        arguments = json.dumps(self.call.arguments, ensure_ascii=False)
         self._open_box("edit", arguments, "The arguments as JSON (Enter sends, Esc back)")
 
     def action_reject(self) -> None:
         """Ask for an optional reason (Enter rejects)."""
         self._open_box("reject", "", "Why (optional; the agent reads it). Enter rejects")
+
+    def action_respond(self) -> None:
+        """Ask for the result the agent reads instead of the call's (Enter sends it)."""
+        self._open_box("respond", "", "The result the agent reads; the call does not run")
 
     def action_terminate(self) -> None:
         """Ask for an optional reason (Enter ends the session)."""
@@ -120,6 +127,11 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
                 self.notify(f"Refused: {problem}", severity="error")
                 return
             self.dismiss({"decision": "edit", "arguments": arguments})
+        elif self.mode == "respond":
+            if not text:
+                self.notify("Type the result the agent reads (or Esc to go back)", severity="error")
+                return
+            self.dismiss({"decision": "respond", "response": text})
         elif self.mode in ("reject", "terminate"):
             self.dismiss({"decision": self.mode, "reason": text})
 
@@ -133,8 +145,8 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
             return {}, str(exc)
         if not isinstance(arguments, dict):
             return {}, 'the arguments are a JSON object, e.g. {"city": "Oslo"}'
-        tool = str(self.call.get("tool", ""))
-        parameters = [ParameterSpec.model_validate(p) for p in self.call.get("parameters", [])]
+        tool = self.call.tool
+        parameters = [ParameterSpec.model_validate(p) for p in self.call.parameters]
         offered = {tool: parameters}
         verdict = CallChecker(offered, seen=[], models=arguments_models(offered)).check(
             tool, arguments

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from aah.desk import QuestionContext, question_context
 from aah.store import HumanRequestRecord, QueueEntry
 from aah.terminal_text import printable
 from aah.ui.briefing import briefing, deadline_note, word_diff
@@ -30,7 +30,7 @@ from aah.ui.briefing import briefing, deadline_note, word_diff
 _CONTEXT_LINES = 6  # recent conversation lines shown beside the question
 
 
-def describe_context(context: dict[str, Any]) -> Text:
+def describe_context(context: QuestionContext) -> Text:
     """What a person needs beside the question, the setting's rule and the agent's tools.
 
     Also the recent steps and a demo hint. Where the agent got less than the
@@ -39,8 +39,11 @@ def describe_context(context: dict[str, Any]) -> Text:
     """
     text = Text()
     brief = briefing(context)
-    request = context.get("original_query") or context.get("query")
-    if context.get("original_query"):
+    if context.asker:
+        text.append("Asked by: ", style="bold")
+        text.append(f"{printable(context.asker)}\n")
+    request = context.original_query or context.query
+    if context.original_query:
         text.append("You are this user. Your full request:\n", style="bold")
     elif request:
         text.append("The user's request:\n", style="bold")
@@ -58,15 +61,14 @@ def describe_context(context: dict[str, Any]) -> Text:
     for line in brief.unavailable:
         text.append("Taken away: ", style="bold")
         text.append(f"{printable(line)}\n")
-    conversation = context.get("conversation") or []
-    if conversation:
+    if context.conversation:
         text.append("\nSo far:\n", style="bold")
-        for line in conversation[-_CONTEXT_LINES:]:
-            text.append(f"{line.get('role', '?')}: ", style="dim")
-            text.append(f"{' '.join(str(line.get('text', '')).split())[:160]}\n")
-    if context.get("demo_answer"):
+        for step in context.conversation[-_CONTEXT_LINES:]:
+            text.append(f"{step.role}: ", style="dim")
+            text.append(f"{' '.join(step.text.split())[:160]}\n")
+    if context.demo_answer:
         text.append("\nThe demo user would say: ", style="italic dim")
-        text.append(str(context["demo_answer"]), style="italic")
+        text.append(context.demo_answer, style="italic")
     return text
 
 
@@ -114,7 +116,7 @@ class AskHumanScreen(ModalScreen[str | None]):
             yield Label(title, id="ask-title")
             yield Static(Text(printable(self.request.question)), id="ask-question")
             with VerticalScroll(id="ask-context"):
-                yield Static(describe_context(self.request.context))
+                yield Static(describe_context(question_context(self.request.context)))
             # A draft shown again is added to, not selected for the next key to replace.
             yield Input(
                 self.draft,

@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aah.bounds import OutOfBounds, parse_json
-from aah.desk import DeskWorkflow, OpenedRequest
+from aah.desk import MAX_ANSWER_CHARS, DeskWorkflow, OpenedRequest, approval_context
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, enum_problem
 from aah.ui.web.format import clip, plain
 
 MAX_REASON_CHARS = 4_000
+# A response is the tool's result as the agent reads it: as long as an answer may be.
+MAX_RESPONSE_CHARS = MAX_ANSWER_CHARS
 MAX_FIELD_CHARS = 20_000
 # The whole decision the page sends: no more than a request to the app may bring.
 MAX_DECISION_CHARS = 1_000_000
@@ -41,14 +43,16 @@ class Decision:
     """A checked decision on one call, ready for ``SessionStore.decide_approval``.
 
     Attributes:
-        decision: ``approve``, ``edit``, ``reject`` or ``terminate``.
+        decision: ``approve``, ``edit``, ``reject``, ``respond`` or ``terminate``.
         arguments: An edit's arguments (None for the other decisions).
         reason: Why (a rejection's reason reaches the agent).
+        response: A response's text: the result the agent reads, the call not run.
     """
 
     decision: str
     arguments: dict[str, Any] | None = None
     reason: str = ""
+    response: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,25 +71,23 @@ class ProposedCall:
     @classmethod
     def of(cls, request: HumanRequestRecord) -> ProposedCall:
         """The call in ``request``'s context (fields a damaged context lacks left empty)."""
-        call = request.context.get("approval")
-        call = call if isinstance(call, dict) else {}
-        arguments = call.get("arguments")
-        arguments = dict(arguments) if isinstance(arguments, dict) else {}
+        call = approval_context(request.context).call
+        arguments = dict(call.arguments)
         parameters = []
-        for raw in call.get("parameters") or []:
+        for raw in call.parameters:
             try:
                 parameters.append(ParameterSpec.model_validate(raw))
             except ValueError:
                 continue  # a parameter this version cannot read: shown as an extra argument
         named = {p.name for p in parameters}
         return cls(
-            tool=str(call.get("tool") or "?"),
-            method=str(call.get("method") or ""),
-            url=str(call.get("url") or ""),
+            tool=call.tool or "?",
+            method=call.method,
+            url=call.url,
             arguments=arguments,
             parameters=parameters,
-            rule=str(call.get("rule") or ""),
-            fallback=str(call.get("fallback") or ""),
+            rule=call.rule,
+            fallback=call.fallback,
             extra={k: v for k, v in arguments.items() if k not in named},
         )
 
@@ -208,7 +210,7 @@ def read_decision(request: HumanRequestRecord, sent: str) -> Decision:
     except ValueError:
         data = None
     if not isinstance(data, dict) or data.get("decision") not in APPROVAL_DECISIONS:
-        raise ValueError("press a (approve), e (edit), r (reject) or t (terminate)")
+        raise ValueError("press a (approve), e (edit), r (reject), s (respond) or t (terminate)")
     decision = str(data["decision"])
     reason = data.get("reason")
     reason = reason.strip() if isinstance(reason, str) else ""
@@ -216,6 +218,14 @@ def read_decision(request: HumanRequestRecord, sent: str) -> Decision:
         raise ValueError(f"shorten the reason to at most {MAX_REASON_CHARS:,} characters")
     if decision == "approve":
         return Decision("approve")  # runs as proposed: nothing typed goes with it
+    if decision == "respond":
+        response = data.get("response")
+        response = response.strip() if isinstance(response, str) else ""
+        if not response:
+            raise ValueError("type the result the agent reads (s), then send it")
+        if len(response) > MAX_RESPONSE_CHARS:
+            raise ValueError(f"shorten the result to at most {MAX_RESPONSE_CHARS:,} characters")
+        return Decision("respond", response=response)
     if decision != "edit":
         return Decision(decision, None, reason)
     fields = data.get("fields")
@@ -336,6 +346,7 @@ def submit_decision(
         decision.decision,
         arguments=decision.arguments,
         reason=decision.reason,
+        response=decision.response,
     )
     if sent.outcome == "closed":
         return f"{plain(_about_call(sent.closed or ''))}: your decision was not used."
@@ -348,6 +359,7 @@ def submit_decision(
         "approve": "Approved",
         "edit": "Edited and approved",
         "reject": "Rejected",
+        "respond": "Answered in place of",
         "terminate": "Terminated the session of",
     }[decision.decision]
     then = "the session ends." if decision.decision == "terminate" else "the agent goes on."

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
+from aah.desk import ConversationLine
 from aah.ui.briefing import span_text
 
 # Every character Markdown gives a meaning to, so that a name or a question
@@ -46,17 +46,15 @@ def waited(since: datetime, now: datetime | None = None) -> str:
     return f"{hours // 24}d {hours % 24}h"
 
 
-def _reasoning_note(line: Mapping[str, Any]) -> str:
-    chars = line.get("reasoning_chars")
-    return f"\n(reasoning: {chars:,} chars, not shown)" if isinstance(chars, int) and chars else ""
+def _reasoning_note(line: ConversationLine) -> str:
+    chars = line.reasoning_chars
+    return f"\n(reasoning: {chars:,} chars, not shown)" if chars else ""
 
 
-def conversation_text(lines: Iterable[Mapping[str, Any]]) -> str:
+def conversation_text(lines: Iterable[ConversationLine]) -> str:
     """A request's ``conversation`` context as ``role: text`` paragraphs.
 
     A reply's reasoning is not the conversation: a line only says how long it was.
     """
-    paragraphs = [
-        f"{line.get('role', '?')}: {line.get('text', '')}{_reasoning_note(line)}" for line in lines
-    ]
+    paragraphs = [f"{line.role}: {line.text}{_reasoning_note(line)}" for line in lines]
     return "\n\n".join(paragraphs) if paragraphs else "(nothing yet: this is the first step)"

@@ -151,6 +151,7 @@
   const REASON_LABELS = {
     reject: "Why reject it (optional; the agent reads it). Ctrl+Enter rejects, Esc goes back",
     terminate: "Why end the session (optional). Ctrl+Enter terminates it, Esc goes back",
+    respond: "The result the agent reads instead (the call does not run). Ctrl+Enter sends it, Esc goes back",
   };
   const setApprovalMode = (mode) => {
     const call = approvalCall();
@@ -201,7 +202,12 @@
     const fields = {};
     for (const el of approvalFields()) fields[el.dataset.arg] = el.value;
     const reason = decision === "reject" || decision === "terminate" ? reasonBox().value : "";
-    choice.value = JSON.stringify({ decision: decision, fields: decision === "edit" ? fields : null, reason: reason });
+    const response = decision === "respond" ? reasonBox().value : "";
+    if (decision === "respond" && !response.trim()) {
+      approvalNote("Type the result the agent reads first (or Esc to go back).");
+      return;
+    }
+    choice.value = JSON.stringify({ decision: decision, fields: decision === "edit" ? fields : null, reason: reason, response: response });
     choice.dispatchEvent(new Event("input", { bubbles: true }));
     sendingUntil = Date.now() + 1500;
     approvalNote("Sending…");
@@ -233,7 +239,7 @@
       }
       if (key === "escape") {
         const typed = approvalMode === "edit" ? edited() : typedReason();
-        const what = approvalMode === "edit" ? "your edit" : "your reason";
+        const what = approvalMode === "edit" ? "your edit" : approvalMode === "respond" ? "your result" : "your reason";
         if (typed && !confirmed("escape", `Press Esc again to drop ${what} and go back to the choice.`)) return true;
         if (approvalMode === "edit") for (const el of approvalFields()) el.value = el.dataset.proposed;
         else reasonBox().value = "";
@@ -242,8 +248,8 @@
         return true;
       }
       // The buttons: another mode keeps what was typed in this one.
-      if (key === "e" || key === "r" || key === "t") {
-        setApprovalMode({ e: "edit", r: "reject", t: "terminate" }[key]);
+      if (key === "e" || key === "r" || key === "s" || key === "t") {
+        setApprovalMode({ e: "edit", r: "reject", s: "respond", t: "terminate" }[key]);
         return true;
       }
       if (key === "a") {
@@ -255,9 +261,10 @@
     if (key === "a") sendDecision("approve");
     else if (key === "e") setApprovalMode("edit");
     else if (key === "r") setApprovalMode("reject");
+    else if (key === "s") setApprovalMode("respond");
     else if (key === "t") setApprovalMode("terminate");
     else if (key === "escape" || key === "n") press("approval-later");
-    else if (key === "send") approvalNote("Press a to approve, e to edit or r to reject.");
+    else if (key === "send") approvalNote("Press a to approve, e to edit, r to reject or s to respond.");
     else return false;
     return true;
   };

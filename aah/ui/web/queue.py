@@ -14,7 +14,7 @@ import html
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from aah.desk import Sent
+from aah.desk import Sent, question_context
 from aah.store import (
     AnnotatorStats,
     AnsweredEntry,
@@ -176,15 +176,15 @@ def counter_line(stats: AnnotatorStats) -> str:
 
 def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestView:
     """What the form shows for ``request``."""
-    context = request.context
-    query = str(context.get("query") or "")
+    context = question_context(request.context)
+    query = context.query
     if not query:  # an interactive session's request holds no copy of its query
         session = store.get_session(request.session_id)
         query = session.query if session else ""
     where = [
-        f"setting **{plain(str(context.get('setting') or 'interactive'))}**",
-        f"task {plain(str(context.get('task_id') or '-'))}",
-        f"run {plain(str(context.get('run') or '-'))}",
+        f"setting **{plain(context.setting or 'interactive')}**",
+        f"task {plain(context.task_id or '-')}",
+        f"run {plain(context.run or '-')}",
         f"waited {waited(request.created)}",
     ]
     fallback = deadline_note(request)
@@ -192,13 +192,12 @@ def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestVie
         where.append(f"fallback {plain(fallback)}")
     if request.status != "pending":
         where.append("already answered: yours is kept for agreement")
-    conversation = context.get("conversation") or []
     brief = briefing(context, query)
     return RequestView(
         meta=" · ".join(where),
-        persona=str(context.get("original_query") or ""),
+        persona=context.original_query,
         query=query,
-        conversation=conversation_text(conversation if isinstance(conversation, list) else []),
+        conversation=conversation_text(context.conversation),
         question=request.question,
         briefing=briefing_html(brief),
         request=request_html(brief),

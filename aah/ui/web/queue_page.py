@@ -65,7 +65,8 @@ NOTHING_OPEN = "Nothing is open: press **n** (or Next) for the next question."
 NOTHING_FREE = "No free question waits for you now: press **n** (or Next) to look again."
 APPROVAL_KEYS = (
     "Keys: **a** approve · **e** edit, then **Ctrl+Enter** sends it · **r** reject (a reason,"
-    " then **Ctrl+Enter**) · **t** terminate the session · **Esc** back, or later (**u** undoes)"
+    " then **Ctrl+Enter**) · **s** respond (the result the agent reads; the call does not run)"
+    " · **t** terminate the session · **Esc** back, or later (**u** undoes)"
 )
 OPEN_ALREADY = "A question is open: answer it, decline it (Esc) or skip it (Skip) first."
 
