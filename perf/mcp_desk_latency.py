@@ -34,7 +34,7 @@ from aah.store import SessionStore
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "perf-desk-token-0123456789"
-POLL_SECONDS = 0.5  # HumanDesk's default
+POLL_SECONDS = 0.5  # HumanTools's default
 
 
 async def pending(db: Path, kind: str) -> str:

@@ -538,10 +538,10 @@ TWINS = 6
 
 
 async def ask_twice_at_once(db: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    from aah.mcp import ApprovalAsk, HumanDesk, Question
+    from aah.mcp import ApprovalAsk, HumanTools, Question
 
     store = SessionStore(db)
-    desk = HumanDesk(store, poll_seconds=0.05)
+    desk = HumanTools(store, poll_seconds=0.05)
     try:
         question = Question("Which region?", ask_id="r1")
         call = ApprovalAsk("scale_up", {"nodes": 3}, ask_id="s1")

@@ -40,7 +40,7 @@ pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install
 from mcp import Client, Implementation, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from aah.mcp import ApprovalAsk, HumanDesk, Question  # noqa: E402
+from aah.mcp import ApprovalAsk, HumanTools, Question  # noqa: E402
 from aah.mcp.caps import FIELD_CAPS, MAX_ARGUMENT_KEYS, MAX_MESSAGE_BYTES  # noqa: E402
 
 
@@ -87,7 +87,7 @@ OTHER_QUESTIONS = {
 
 async def decided_then_reused(db: Path, other: ApprovalAsk) -> tuple[dict[str, Any], str]:
     store = SessionStore(db)
-    desk = HumanDesk(store, poll_seconds=0.02)
+    desk = HumanTools(store, poll_seconds=0.02)
     try:
         deciding = asyncio.ensure_future(desk.approve(READ, "planner"))
         await asyncio.to_thread(decide, db, await pending_approval(db, "read_file", 20), "approve")
@@ -115,7 +115,7 @@ def test_an_approval_id_reused_for_another_call_is_refused(
 
 async def answered_then_reused(db: Path, other: Question) -> str:
     store = SessionStore(db)
-    desk = HumanDesk(store, poll_seconds=0.02)
+    desk = HumanTools(store, poll_seconds=0.02)
     try:
         asking = asyncio.ensure_future(desk.ask(CITY, "planner"))
         await asyncio.to_thread(answer, db, await pending_request(db, "Which city?", 20), "Paris")
@@ -142,7 +142,7 @@ def test_a_question_id_reused_for_another_question_is_refused(
 
 async def reused_while_waiting_and_after_a_restart(db: Path) -> None:
     store = SessionStore(db)
-    desk = HumanDesk(store, poll_seconds=0.02)
+    desk = HumanTools(store, poll_seconds=0.02)
     try:
         waiting = asyncio.ensure_future(desk.approve(READ, "planner"))
         # The first must be asked before the other: two asks started at once
@@ -152,7 +152,7 @@ async def reused_while_waiting_and_after_a_restart(db: Path) -> None:
         with pytest.raises(AahError, match="already names another call"):
             await asyncio.wait_for(desk.approve(OTHER_CALLS["another tool"], "planner"), 20)
         # A restarted server (a new desk on the same store) holds the binding too.
-        restarted = HumanDesk(store, poll_seconds=0.02)
+        restarted = HumanTools(store, poll_seconds=0.02)
         with pytest.raises(AahError, match="already names another call"):
             await restarted.start_approval(OTHER_CALLS["other arguments"], "planner")
         await asyncio.to_thread(decide, db, request_id, "reject", reason="no")
@@ -205,7 +205,7 @@ TOO_LARGE = {
 
 async def refused(db: Path, asks: list[Question | ApprovalAsk]) -> list[str]:
     store = SessionStore(db)
-    desk = HumanDesk(store, poll_seconds=0.02)
+    desk = HumanTools(store, poll_seconds=0.02)
     lines = []
     try:
         for ask in asks:

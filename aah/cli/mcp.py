@@ -24,13 +24,13 @@ def serve(
     Over HTTP, set AAH_MCP_TOKEN to require it as a bearer token (needed off loopback).
     """
     from aah.config import get_settings
-    from aah.mcp import HumanDesk, build_desk_server, require_sdk, serve_http
+    from aah.mcp import HumanTools, build_desk_server, require_sdk, serve_http
     from aah.store import SessionStore
 
     require_sdk()
     store = SessionStore(db or get_settings().db)
     try:
-        server = build_desk_server(HumanDesk(store))
+        server = build_desk_server(HumanTools(store))
         if port is None:
             import anyio
 

@@ -12,15 +12,15 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.mcp.connections import McpConnections, McpFailure, McpReply, require_sdk
-    from aah.mcp.desk import (
+    from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
+    from aah.mcp.human_tools import (
         CANCELLED_ANSWER,
         CANCELLED_BY,
         ApprovalAsk,
-        HumanDesk,
+        HumanTools,
         Question,
         TaskView,
     )
-    from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
     from aah.mcp.listing import MAX_REGISTRY_TOOLS, MAX_TOOLS, ToolChoice, ToolListing
     from aah.mcp.recording import McpRecording, default_recording_path
     from aah.mcp.schema import ToolSpecs, read_tool_specs, shown_name, tool_spec, tool_specs
@@ -61,7 +61,7 @@ __all__ = [
     "BearerGuard",
     "serve_http",
     "serve_stdio",
-    "HumanDesk",
+    "HumanTools",
     "Question",
     "build_desk_server",
     "McpConnections",
@@ -94,9 +94,9 @@ _WHERE = {
     "configured_choice": "aah.mcp.tools",
     "read_tool_specs": "aah.mcp.schema",
     "shown_name": "aah.mcp.schema",
-    "CANCELLED_ANSWER": "aah.mcp.desk",
-    "CANCELLED_BY": "aah.mcp.desk",
-    "TaskView": "aah.mcp.desk",
+    "CANCELLED_ANSWER": "aah.mcp.human_tools",
+    "CANCELLED_BY": "aah.mcp.human_tools",
+    "TaskView": "aah.mcp.human_tools",
     "TASKS_EXTENSION": "aah.mcp.tasks",
     "CancelTaskRequest": "aah.mcp.tasks",
     "CreateTaskResult": "aah.mcp.tasks",
@@ -104,12 +104,12 @@ _WHERE = {
     "GetTaskRequest": "aah.mcp.tasks",
     "GetTaskResult": "aah.mcp.tasks",
     "TaskIdParams": "aah.mcp.tasks",
-    "ApprovalAsk": "aah.mcp.desk",
+    "ApprovalAsk": "aah.mcp.human_tools",
     "BearerGuard": "aah.mcp.serve",
     "serve_http": "aah.mcp.serve",
     "serve_stdio": "aah.mcp.stdio",
-    "HumanDesk": "aah.mcp.desk",
-    "Question": "aah.mcp.desk",
+    "HumanTools": "aah.mcp.human_tools",
+    "Question": "aah.mcp.human_tools",
     "build_desk_server": "aah.mcp.serve",
     "McpConnections": "aah.mcp.connections",
     "McpFailure": "aah.mcp.connections",

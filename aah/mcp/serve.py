@@ -10,7 +10,7 @@ from typing import Any
 
 from aah.errors import AahError
 from aah.mcp.caps import MAX_MESSAGE_BYTES
-from aah.mcp.desk import ApprovalAsk, HumanDesk, Question
+from aah.mcp.human_tools import ApprovalAsk, HumanTools, Question
 
 SERVER_NAME = "aah"
 INSTRUCTIONS = (
@@ -25,7 +25,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_desk_server(desk: HumanDesk) -> Any:
+def build_desk_server(desk: HumanTools) -> Any:
     """An MCP server (the SDK's ``MCPServer``) whose tools ask ``desk``'s people.
 
     ``ask_human`` puts a question; ``request_approval`` a tool call to approve.

@@ -31,7 +31,7 @@ from mcp_types import Result as McpResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
-from aah.mcp.desk import HumanDesk, TaskView
+from aah.mcp.human_tools import HumanTools, TaskView
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # The tools whose calls become tasks: both wait on people.
@@ -114,7 +114,7 @@ class DeskTasks(Extension):
     identifier = TASKS_EXTENSION
 
     def __init__(
-        self, desk: HumanDesk, result_of: ResultOf, client_name: Callable[[Any], str]
+        self, desk: HumanTools, result_of: ResultOf, client_name: Callable[[Any], str]
     ) -> None:
         self.desk = desk
         self.result_of = result_of

@@ -1,4 +1,4 @@
-"""aah's human desk for MCP agents: questions and calls to approve go to the store's queue.
+"""The human tools aah serves MCP agents: ask_human and request_approval, on the desk's queue.
 
 Each MCP client (by the name it gives) is one session of an external agent,
 so its questions (``ask_human``) and calls to approve (``request_approval``,
@@ -134,7 +134,7 @@ class TaskView(NamedTuple):
     value: str | dict[str, Any] | None = None
 
 
-class HumanDesk:
+class HumanTools:
     """Questions from MCP clients into the queue, answers back to them.
 
     Args:
