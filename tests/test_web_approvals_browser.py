@@ -26,6 +26,7 @@ from http_server import LocalServer  # noqa: E402
 from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 from web_support import seed_request, serve_app  # noqa: E402
 
+from aah.desk import decision_of  # noqa: E402
 from aah.events import ApprovalDecidedEvent, ToolCallEvent  # noqa: E402
 from aah.store.sessions import HumanRequestRecord, SessionStore  # noqa: E402
 from aah.testing.fake_llm import FakeLLMServer  # noqa: E402
@@ -429,7 +430,7 @@ def test_a_call_one_annotator_holds_is_not_offered_to_another(
         expect(alice.locator("#answer-status")).to_contain_text("Approved")
     stored = SessionStore(db).get_human_request(approval.id)
     assert stored is not None and stored.answered_by == "alice"
-    assert json.loads(stored.answer or "")["decision"] == "approve"
+    assert decision_of(stored).decision == "approve"
     assert SessionStore(db).human_answers(question.id) == []
 
 
@@ -454,4 +455,4 @@ def test_a_reload_keeps_an_edit_open_as_typed(browser: Browser, tmp_path: Path) 
         )
     stored = SessionStore(db).get_human_request(approval.id)
     assert stored is not None and stored.answered_by == "alice"
-    assert json.loads(stored.answer or "")["arguments"] == {"rooms": 5}
+    assert decision_of(stored).arguments == {"rooms": 5}

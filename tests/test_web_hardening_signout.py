@@ -23,6 +23,7 @@ pytest.importorskip("gradio", reason="the web app needs the ui extra: pip instal
 
 from gradio_client import Client  # noqa: E402
 from postgres_cluster import raw_rows  # noqa: E402
+from test_store import version_6_schema  # noqa: E402
 from web_support import serve_app  # noqa: E402
 
 from aah.bounds import OutOfBounds  # noqa: E402
@@ -266,10 +267,13 @@ def test_a_version_5_store_is_upgraded(store_location: Path) -> None:
         v5 = v5.replace(f"VALUES ({store_schema.SCHEMA_VERSION})", "VALUES (5)")
         with psycopg.connect(store_location.url, autocommit=True) as conn:
             conn.execute(v5.encode())
+            for table in ("human_requests", "human_answers"):  # schema 7's columns
+                for column in ("decision", "edited_arguments", "reason"):
+                    conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}".encode())
     else:
         store_location.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(store_location) as conn:
-            conn.executescript(_SIGN_OUTS_SQL.sub("", store_schema.SCHEMA_SQL))
+            conn.executescript(_SIGN_OUTS_SQL.sub("", version_6_schema()))
             conn.execute("PRAGMA user_version = 5")
             conn.execute(
                 "INSERT INTO sessions (id, query, aah, thread_id, started)"
@@ -282,9 +286,11 @@ def test_a_version_5_store_is_upgraded(store_location: Path) -> None:
         assert store.is_signed_out("t1") and not store.is_signed_out("t2")
     assert "signed_out_tokens" in {row[0] for row in _tables(store_location)}
     if isinstance(store_location, DatabaseURL):
-        assert raw_rows(store_location, "SELECT version FROM aah_schema") == [(6,)]
+        assert raw_rows(store_location, "SELECT version FROM aah_schema") == [
+            (store_schema.SCHEMA_VERSION,)
+        ]
     else:
-        assert raw_rows(store_location, "PRAGMA user_version") == [(6,)]
+        assert raw_rows(store_location, "PRAGMA user_version") == [(store_schema.SCHEMA_VERSION,)]
         assert raw_rows(store_location, "SELECT id FROM sessions") == [("s1",)]
 
 
