@@ -157,7 +157,7 @@ def _answer_pending(answer: Callable[[SessionStore, str], None]) -> Callable[[Se
 
     def run(store: SessionStore) -> None:
         for _ in range(600):
-            pending = [r for r in store.pending_human_requests() if r.kind == "elicitation"]
+            pending = [r for r in store.humans.pending_human_requests() if r.kind == "elicitation"]
             if pending:
                 [record] = pending
                 request = ElicitationRequest.model_validate(record.context)
@@ -185,7 +185,7 @@ async def test_a_person_answers_a_form_through_the_queue(
 ) -> None:
     queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
     answer = _answer_pending(
-        lambda store, rid: store.answer_human_request(rid, "alice", stored_answer(given))
+        lambda store, rid: store.humans.answer_human_request(rid, "alice", stored_answer(given))
     )
     tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, queue, answer)
     assert tool.ok and tool.result == expected
@@ -196,7 +196,7 @@ async def test_a_person_answers_a_form_through_the_queue(
 async def test_a_person_declines_a_link_through_the_queue(tmp_path: Path) -> None:
     queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
     answer = _answer_pending(
-        lambda store, rid: store.answer_human_request(rid, "bob", "", declined=True)
+        lambda store, rid: store.humans.answer_human_request(rid, "bob", "", declined=True)
     )
     tool, _ = await _run(tmp_path, "sign_in", {"service": "mail"}, queue, answer)
     assert tool.result == "decline"
@@ -206,7 +206,7 @@ async def test_content_that_does_not_fit_the_form_is_sent_as_a_decline(tmp_path:
     queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
     wrong = ElicitationResult(action="accept", content={"name": "Ada", "nights": 99})
     answer = _answer_pending(
-        lambda store, rid: store.answer_human_request(rid, "alice", stored_answer(wrong))
+        lambda store, rid: store.humans.answer_human_request(rid, "alice", stored_answer(wrong))
     )
     tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, queue, answer)
     assert tool.result == "decline"
@@ -221,7 +221,7 @@ async def test_past_its_deadline_the_queue_declines_for_the_person(tmp_path: Pat
 
     class PastDeadline(QueueHuman):
         async def elicit(self, ask: Any) -> ElicitationResult:
-            self.store.create_human_request(
+            self.store.humans.create_human_request(
                 ask.session_id, ask.request.message, ask.request.model_dump(mode="json"),
                 request_id=ask.request_id, kind="elicitation",
                 deadline=datetime.now(UTC) - timedelta(seconds=1), fallback="decline",
@@ -232,7 +232,7 @@ async def test_past_its_deadline_the_queue_declines_for_the_person(tmp_path: Pat
     assert tool.result == "decline"
     answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
     assert answered.answered_by == "deadline-fallback"
-    record = store.get_human_request(answered.request_id)
+    record = store.humans.get_human_request(answered.request_id)
     assert record is not None and record.kind == "elicitation" and record.status == "expired"
 
 

@@ -96,11 +96,11 @@ class Annotators:
         store = SessionStore(self.db)
         try:
             while not self.stop.is_set():
-                request = store.claim_next(name, lease_seconds=60)
+                request = store.humans.claim_next(name, lease_seconds=60)
                 if request is None:
                     time.sleep(0.05)
                     continue
-                if store.answer_human_request(request.id, name, "Lisbon", seconds=1.0):
+                if store.humans.answer_human_request(request.id, name, "Lisbon", seconds=1.0):
                     with self._lock:
                         self.answered[request.id] += 1
         except Exception as exc:  # noqa: BLE001 - the test reports every annotator's failure

@@ -158,13 +158,17 @@ class QueueApprover:
             SessionEnded: The session was cancelled while it waited.
         """
         with waiting_for_person():
-            record = await self._store(self.queue.store.get_human_request, request.request_id)
+            record = await self._store(
+                self.queue.store.humans.get_human_request, request.request_id
+            )
             if record is None:
                 record = await self._store(self._create, request)
             polls = 0
             while record.status == "pending":
                 if record.deadline is not None and datetime.now(UTC) >= record.deadline:
-                    await self._store(self.queue.store.expire_human_request, request.request_id)
+                    await self._store(
+                        self.queue.store.humans.expire_human_request, request.request_id
+                    )
                     return None
                 if self.queue.park:
                     raise Parked(record.id, record.deadline)
@@ -172,7 +176,9 @@ class QueueApprover:
                 if polls % self._LIVENESS_POLLS == 0:
                     await self._check_session(request.session_id)
                 await asyncio.sleep(self.queue.poll_seconds)
-                found = await while_waiting(self.queue.store.get_human_request, request.request_id)
+                found = await while_waiting(
+                    self.queue.store.humans.get_human_request, request.request_id
+                )
                 assert found is not None
                 record = found
         if record.status == "expired":
@@ -185,7 +191,7 @@ class QueueApprover:
         deadline = None
         if request.deadline_seconds is not None:
             deadline = datetime.now(UTC) + timedelta(seconds=request.deadline_seconds)
-        return self.queue.store.create_human_request(
+        return self.queue.store.humans.create_human_request(
             request.session_id,
             f"Approve this call? {request.summary}",
             request.stored_context().stored(),
