@@ -166,7 +166,7 @@ def test_parked_sessions_hold_no_coroutine_and_all_finish_once_answered(
 
 
 def _all_requests(store: SessionStore) -> list:  # type: ignore[type-arg]
-    rows = store._humans._connection.rows("SELECT id FROM human_requests")  # noqa: SLF001
+    rows = store.humans._connection.rows("SELECT id FROM human_requests")  # noqa: SLF001
     return [store.humans.get_human_request(row["id"]) for row in rows]
 
 

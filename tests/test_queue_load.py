@@ -157,7 +157,7 @@ def test_twenty_annotators_answer_every_question_once_across_a_killed_runner(
     assert [r.returncode for r in runners] == [0] * RUNNERS, stderr[-2000:]
 
     with SessionStore(db) as store:
-        rows = store._humans._connection.rows(  # noqa: SLF001 - counting raw rows is the point
+        rows = store.humans._connection.rows(  # noqa: SLF001 - counting raw rows is the point
             "SELECT r.id, count(a.id) AS answers FROM human_requests AS r"
             " LEFT JOIN human_answers AS a ON a.request_id = r.id GROUP BY r.id"
         )
