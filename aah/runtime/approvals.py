@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
@@ -165,7 +165,7 @@ class QueueApprover:
                 record = await self._store(self._create, request)
             polls = 0
             while record.status == "pending":
-                if record.deadline is not None and datetime.now(UTC) >= record.deadline:
+                if record.deadline is not None and self.queue.clock.now() >= record.deadline:
                     await self._store(
                         self.queue.store.humans.expire_human_request, request.request_id
                     )
@@ -190,7 +190,7 @@ class QueueApprover:
     def _create(self, request: ApprovalRequest) -> HumanRequestRecord:
         deadline = None
         if request.deadline_seconds is not None:
-            deadline = datetime.now(UTC) + timedelta(seconds=request.deadline_seconds)
+            deadline = self.queue.clock.now() + timedelta(seconds=request.deadline_seconds)
         return self.queue.store.humans.create_human_request(
             request.session_id,
             f"Approve this call? {request.summary}",
