@@ -244,7 +244,7 @@ class DeskWorkflow:
         self,
         annotator: str,
         opened: OpenedRequest,
-        text: str,
+        answer: str,
         *,
         rating: int | None = None,
         declined: bool = False,
@@ -261,10 +261,10 @@ class DeskWorkflow:
                 not 0 or 1; the message says what to do.
             LookupError: The request is gone.
         """
-        text = text.strip()
-        if not declined and not text:
+        answer = answer.strip()
+        if not declined and not answer:
             raise ValueError("type an answer, or press Decline (Esc) if you cannot answer")
-        if len(text) > MAX_ANSWER_CHARS:
+        if len(answer) > MAX_ANSWER_CHARS:
             raise ValueError(f"shorten the answer to at most {MAX_ANSWER_CHARS:,} characters")
         if rating not in (None, 0, 1):
             raise ValueError("rate the question yes (1) or no (2), or leave it unrated")
@@ -274,7 +274,7 @@ class DeskWorkflow:
         settled = self.store.humans.answer_human_request(
             request.id,
             annotator,
-            text,
+            answer,
             declined=declined,
             rating=rating,
             seconds=self._took(opened, at),

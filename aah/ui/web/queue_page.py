@@ -259,7 +259,7 @@ class QueueHandlers:
         self,
         who: Annotator | None,
         current: OpenedRequest | None,
-        text: str,
+        answer: str,
         rated: int | None,
         skipped: list[str],
         *,
@@ -290,7 +290,7 @@ class QueueHandlers:
         else:
             try:
                 note = answer_note(
-                    self.workflow.answer(who.name, current, text or "", rating=rated)
+                    self.workflow.answer(who.name, current, answer or "", rating=rated)
                 )
             except ValueError as exc:
                 return (_sentence(str(exc)), *_skips(3 + _FORM_SIZE))
