@@ -254,6 +254,36 @@ async def test_the_oracle_fills_the_form_from_the_tasks_facts(tmp_path: Path) ->
     assert link.result == "decline"
 
 
+async def test_the_simulated_user_fills_the_form_or_declines_a_bad_reply(tmp_path: Path) -> None:
+    from runtime_support import fake_config
+
+    from aah.benchmark.failtalms.fact_fit import TaskFacts
+    from aah.benchmark.failtalms.humans import SimulatedHuman
+
+    facts = TaskFacts(
+        query="Book me a room in Lyon.",
+        original_query="Book a single room in Lyon for Ada, 2 nights.",
+        hidden_facts=["Ada", "2 nights", "single room"],
+    )
+    content = {"name": "Ada", "nights": 2, "room": "single"}
+    replies = [f"<think>Ada, 2 nights.</think>{json.dumps(content)}", '{"name": "Ada", "pin": 1}']
+    with FakeLLMServer(replies) as user_llm:
+        user = SimulatedHuman(facts, fake_config(user_llm))
+        tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, user)
+        bad, bad_events = await _run(tmp_path / "bad", "book", {"city": "Lyon"}, user)
+        asked = user_llm.requests[0]["messages"][1]["content"]
+    assert "Booking a room in Lyon: who stays, and for how long?" in asked
+    assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
+    answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
+    assert answered.answered_by == "simulated" and answered.content == content
+    # Content the form did not ask for never reaches the server: a decline, saying why.
+    assert bad.result == "decline"
+    declined = next(e for e in bad_events if isinstance(e, ElicitationAnsweredEvent))
+    assert declined.why == (
+        "the simulated user's content does not fit the form: the form has no field 'pin'"
+    )
+
+
 async def test_the_report_counts_what_servers_asked_and_what_went_back(tmp_path: Path) -> None:
     from aah.scoring.elicitations import load_elicitation_cells
 
