@@ -1,8 +1,9 @@
-"""The approval dialog in a real terminal (tmux, 80x24): respond by keys, nothing lost.
+"""The approval dialog's typed decision, and respond by keys in a real terminal (tmux, 80x24).
 
 ``s`` opens the box for the result the agent reads instead of the call's;
 an empty result is refused in the dialog (which stays open, the box with
-it), and the typed result is stored as a ``respond`` decision, alone.
+it), and the typed result is stored as a ``respond`` decision, alone. The
+dialog returns a :class:`~aah.desk.Decision` signed by the annotator.
 """
 
 from __future__ import annotations
@@ -17,8 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
+from aah.desk import Decision
 from aah.store import SessionStore
+from aah.tools.registry.read import Registry
+from aah.ui.tui.app import AahApp
+from aah.ui.tui.approval_screen import ApproveCallScreen
 
 TMUX = shutil.which("tmux")
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,3 +112,39 @@ def test_respond_by_keys_stores_the_typed_result_and_refuses_an_empty_one(
         assert record.context["approval"]["arguments"] == {"rooms": 2}
     finally:
         tmux(socket, "kill-server")
+
+
+async def test_the_dialog_returns_a_typed_decision_signed_by_the_annotator(
+    shared_registry: Path, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AAH_BASE_URL", "AAH_MODEL", "AAH_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    db = tmp_path / "s.db"
+    _, request_id = queued_approval(db)
+    with SessionStore(db) as store:
+        record = store.humans.get_human_request(request_id)
+    assert record is not None
+    registry = Registry(shared_registry)
+    app = AahApp(registry, tmp_path / "other.db", data=shared_data, annotator="tess")
+    returned: list[Decision | None] = []
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            dialog = ApproveCallScreen(record, decided_by="tess")
+            app.push_screen(dialog, callback=returned.append)
+            await pilot.pause()
+            await pilot.press("e")
+            dialog.query_one("#ask-answer", Input).value = '{"rooms": 3}'
+            await pilot.press("enter")
+            deadline = time.monotonic() + 30
+            while not returned and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+    finally:
+        registry.close()
+    [decision] = returned
+    assert isinstance(decision, Decision)
+    assert (decision.decision, decision.arguments, decision.decided_by) == (
+        "edit",
+        {"rooms": 3},
+        "tess",
+    )
+    assert decision.reason == "" and decision.response == "" and decision.seconds > 0

@@ -35,12 +35,20 @@ from textual.widgets import Button, Footer, Header, Input
 
 from aah.annotators import annotator_key, check_annotator_name
 from aah.benchmark import load_demo_tasks
-from aah.desk import SYSTEM_CLOCK, Clock, DeskWorkflow, ElicitationResult, OpenedRequest, Sent
+from aah.desk import (
+    SYSTEM_CLOCK,
+    Clock,
+    Decision,
+    DeskWorkflow,
+    ElicitationResult,
+    OpenedRequest,
+    Sent,
+)
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
-from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
+from aah.ui.tui.approval_screen import ApproveCallScreen
 from aah.ui.tui.elicitation_screen import ElicitationScreen
 from aah.ui.tui.screens import (
     HELP_KEY,
@@ -562,7 +570,7 @@ class AahApp(App[None]):
         where = "" if own else self._place(request)
         if request.kind == "approval":
             # A tool call to decide on: its own dialog, the same claim and queue.
-            decide = ApproveCallScreen(request, where=where)
+            decide = ApproveCallScreen(request, where=where, decided_by=self.annotator)
             self.push_screen(decide, callback=partial(self._decided, request, decide))
             return
         if request.kind == "elicitation":
@@ -622,7 +630,7 @@ class AahApp(App[None]):
             self._write_elicitation(request, result)
 
     def _decided(
-        self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: ApprovalChoice | None
+        self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: Decision | None
     ) -> None:
         if choice is not None:
             self._write_decision(request, choice)
@@ -631,16 +639,16 @@ class AahApp(App[None]):
         return self._claimed.get(request.id) or self.workflow.opened(self.annotator, request)
 
     @work(thread=True, group="answers")
-    def _write_decision(self, request: HumanRequestRecord, choice: ApprovalChoice) -> None:
+    def _write_decision(self, request: HumanRequestRecord, choice: Decision) -> None:
         # A write off the event loop; the claim ends with it.
         try:
             sent = self.workflow.decide(
                 self.annotator,
                 self._opening(request),
-                str(choice["decision"]),
-                arguments=choice.get("arguments"),
-                reason=str(choice.get("reason") or ""),
-                response=str(choice.get("response") or ""),
+                choice.decision,
+                arguments=choice.arguments,
+                reason=choice.reason,
+                response=choice.response,
             )
         except StoreFileError as exc:
             # The decision is not lost: the call's dialog opens again to send it once more.
