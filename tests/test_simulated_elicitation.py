@@ -34,7 +34,13 @@ BOOKING_SCHEMA: dict[str, Any] = {
         "name": {"type": "string", "title": "Guest name", "minLength": 1, "maxLength": 60},
         "nights": {"type": "integer", "minimum": 1, "maximum": 14},
         "breakfast": {"type": "boolean"},
-        "room": {"type": "string", "enum": ["single", "double"]},
+        "room": {
+            "type": "string",
+            "oneOf": [
+                {"const": "single", "title": "Single room"},
+                {"const": "double", "title": "Double room"},
+            ],
+        },
         "email": {"type": "string", "format": "email"},
     },
     "required": ["name", "nights"],
@@ -76,7 +82,7 @@ async def test_the_user_fills_the_form_from_what_it_knows(tmp_path: Path) -> Non
     assert "hotel" in asked and "Booking a room in Lyon: who stays?" in asked
     assert "- name (Guest name): string; at least 1 characters; at most 60" in asked
     assert "- nights: integer; at least 1; at most 14; required" in asked
-    assert '- room: one of "single", "double"; optional' in asked
+    assert '- room: one of "single" (Single room), "double" (Double room); optional' in asked
     assert "- email: string (email); optional" in asked
     assert "DECLINE" in asked
     logged = [e for e in store.events(session.id) if isinstance(e, ModelCallEvent)]

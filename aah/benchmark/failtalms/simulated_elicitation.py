@@ -38,7 +38,7 @@ def _describe(field: ElicitationField) -> str:
     kind: str = field.kind
     if field.kind == "enum":
         kind = "several of" if field.multiple else "one of"
-        kind += " " + ", ".join(json.dumps(option) for option in field.options)
+        kind += " " + ", ".join(_option(field, option) for option in field.options)
     elif field.format:
         kind = f"{kind} ({field.format})"
     details = [
@@ -54,6 +54,12 @@ def _describe(field: ElicitationField) -> str:
     ]
     title = f" ({field.title})" if field.title else ""
     return f"- {field.name}{title}: " + "; ".join(d for d in details if d)
+
+
+def _option(field: ElicitationField, option: str) -> str:
+    """An option as the user reads it: its value in quotes, then its title when it has one."""
+    title = field.option_title(option)
+    return json.dumps(option) + (f" ({title})" if title != option else "")
 
 
 def read_elicitation_reply(request: ElicitationRequest, text: str) -> ElicitationResult:
