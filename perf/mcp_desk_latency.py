@@ -43,7 +43,7 @@ async def pending(db: Path, kind: str) -> str:
     try:
         while True:
             if db.exists():
-                for request in store.pending_human_requests():
+                for request in store.humans.pending_human_requests():
                     if request.kind == kind:
                         return request.id
             await asyncio.sleep(0.01)
@@ -54,11 +54,11 @@ async def pending(db: Path, kind: str) -> str:
 def settle(db: Path, request_id: str, kind: str) -> None:
     store = SessionStore(db)
     try:
-        store.claim_request(request_id, "perf")
+        store.humans.claim_request(request_id, "perf")
         if kind == "approval":
-            store.decide_approval(request_id, "perf", "approve")
+            store.humans.decide_approval(request_id, "perf", "approve")
         else:
-            store.answer_human_request(request_id, "perf", "yes")
+            store.humans.answer_human_request(request_id, "perf", "yes")
     finally:
         store.close()
 

@@ -224,7 +224,7 @@ def waiting_requests(db: Path, n: int) -> tuple[SessionStore, list[str]]:
     for _ in range(n):
         session = store.open_session("Weather where I live?")
         store.set_status(session.id, "waiting")
-        ids.append(store.create_human_request(session.id, "Which city?").id)
+        ids.append(store.humans.create_human_request(session.id, "Which city?").id)
     return store, ids
 
 
@@ -249,7 +249,7 @@ def wake_delays(db: Path, n: int) -> list[float]:
     answered = {}
     for request_id in ids:
         answered[request_id] = time.time()
-        store.answer_human_request(request_id, "perf", "Lisbon")
+        store.humans.answer_human_request(request_id, "perf", "Lisbon")
         ANSWER_CALLS.append(time.time() - answered[request_id])
         time.sleep(0.02)
     woken = json.loads(child.stdout.readline())
@@ -306,16 +306,16 @@ def large_queue(tmp: Path, base: str, admin: object, n: int) -> None:
     listing: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
     frozen: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
     for store in stores.values():
-        assert store.queue_listing().total == n
+        assert store.humans.queue_listing().total == n
     for _ in range(3):
         for engine, store in stores.items():
-            listing[engine] += timed(store.queue_listing)
+            listing[engine] += timed(store.humans.queue_listing)
     # What the faces do once started (aah.ui.heap): this process's own
     # start-up objects then leave the full collections too.
     freeze_start_up()
     for _ in range(3):
         for engine, store in stores.items():
-            frozen[engine] += timed(store.queue_listing)
+            frozen[engine] += timed(store.humans.queue_listing)
     sqlite_bytes = sqlite_db.stat().st_size + sum(
         p.stat().st_size for p in tmp.glob("waiting.db-*")
     )

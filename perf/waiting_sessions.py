@@ -114,7 +114,7 @@ def measure(n: int, mode: str, tmp: Path, config: ModelConfig, idle: float) -> d
     baseline = json.loads(runner.stdout.readline())["baseline_kb"]
     started = time.perf_counter()
     store = SessionStore(db)
-    while len(store.pending_human_requests()) < n:
+    while len(store.humans.pending_human_requests()) < n:
         if runner.poll() is not None:
             raise SystemExit(f"the runner stopped early (exit {runner.returncode})")
         time.sleep(0.5)
@@ -130,17 +130,17 @@ def measure(n: int, mode: str, tmp: Path, config: ModelConfig, idle: float) -> d
         "all_waiting_s": all_waiting,
         "kb_per_session": (rss - baseline) / n,
         "idle_cpu_pct": idle_cpu * 100,
-        "list_full_ms": timed(store.pending_human_requests),
+        "list_full_ms": timed(store.humans.pending_human_requests),
     }
     listing = getattr(store, "queue_listing", None)
     if listing is not None:
         figures["list_light_ms"] = timed(listing)
         # What a face reads: the queue page's first 50 entries and the total.
         figures["list_page_ms"] = timed(lambda: listing(None, limit=50))
-    pending = store.pending_human_requests()
+    pending = store.humans.pending_human_requests()
     started = time.perf_counter()
     for request in pending:
-        store.answer_human_request(request.id, "perf", "Lisbon", seconds=1.0)
+        store.humans.answer_human_request(request.id, "perf", "Lisbon", seconds=1.0)
     answered = time.perf_counter()
     figures["answer_ms_each"] = (answered - started) * 1000 / len(pending)
     runner.wait()

@@ -53,7 +53,7 @@ def fill(store: SessionStore, sessions: int) -> None:
             "tools": tools,
             "conversation": [{"role": "agent", "text": "Let me check the forecast."}],
         }
-        store.create_human_request(session.id, f"Which city and day ({n})?", context)
+        store.humans.create_human_request(session.id, f"Which city and day ({n})?", context)
 
 
 def timed(call: Callable[[], object]) -> tuple[float, object]:
@@ -98,7 +98,7 @@ def main() -> int:
             answered += 1
             opened = outputs[_OPENED]
         list_end, _ = timed(lambda: handlers.lists(who))
-        left = store.queue_listing(limit=0).total
+        left = store.humans.queue_listing(limit=0).total
     print(f"answered {answered:,} questions through the web handlers ({left} left)")
     print(summary(f"first {len(chunks[0])} answers, per answer", chunks[0]))
     print(summary(f"last {len(chunks[-1])} answers, per answer", chunks[-1]))

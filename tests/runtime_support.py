@@ -71,4 +71,4 @@ def waiting_request(store: SessionStore, **request: Any) -> str:
     """A waiting session with one pending "Which city?" request; the request's id."""
     session = store.open_session("Weather where I live?")
     store.set_status(session.id, "waiting")
-    return store.create_human_request(session.id, "Which city?", **request).id
+    return store.humans.create_human_request(session.id, "Which city?", **request).id

@@ -214,5 +214,5 @@ def test_the_web_page_briefs_the_annotator_and_refuses_answers_to_ended_sessions
         refreshed = api.predict(None, api_name="/refresh_queue")
         assert "Which city?" in refreshed[1] and "Which day?" not in refreshed[1]
     with SessionStore(db) as store:
-        assert store.human_answers(ended.id) == []
-        assert store.get_human_request(ended.id).status == "pending"  # type: ignore[union-attr]
+        assert store.humans.human_answers(ended.id) == []
+        assert store.humans.get_human_request(ended.id).status == "pending"  # type: ignore[union-attr]

@@ -152,25 +152,25 @@ def test_mixed_scripts_are_refused_with_a_reason() -> None:
 def test_the_store_counts_every_spelling_under_one_annotator(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "s.db")
     session = store.open_session("Weather?", setting="underspecified")
-    first = store.create_human_request(session.id, "Which city?", k=2)
-    second = store.create_human_request(session.id, "Which day?", k=2)
-    assert store.claim_request(first.id, "ALICE")
-    assert store.answer_human_request(first.id, "ａｌｉｃｅ", "Porto")
+    first = store.humans.create_human_request(session.id, "Which city?", k=2)
+    second = store.humans.create_human_request(session.id, "Which day?", k=2)
+    assert store.humans.claim_request(first.id, "ALICE")
+    assert store.humans.answer_human_request(first.id, "ａｌｉｃｅ", "Porto")
     # The same person under another spelling: not a second answer for agreement.
-    assert not store.answer_human_request(first.id, "alice\u200d", "Lisbon")
-    assert store.answer_human_request(second.id, " Alice ", "Tuesday")
-    assert [a.annotator for a in store.human_answers(first.id)] == ["alice"]
-    assert [entry.answer for entry in store.answers_by("𝕒lice")] == ["Tuesday", "Porto"]
-    assert store.annotator_stats("Alice").answered_today == 2
-    assert store.requests_for("ALICE") == []
+    assert not store.humans.answer_human_request(first.id, "alice\u200d", "Lisbon")
+    assert store.humans.answer_human_request(second.id, " Alice ", "Tuesday")
+    assert [a.annotator for a in store.humans.human_answers(first.id)] == ["alice"]
+    assert [entry.answer for entry in store.humans.answers_by("𝕒lice")] == ["Tuesday", "Porto"]
+    assert store.humans.annotator_stats("Alice").answered_today == 2
+    assert store.humans.requests_for("ALICE") == []
 
 
 def test_names_stored_by_older_versions_count_as_their_key(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     store = SessionStore(db)
     session = store.open_session("Weather?", setting="underspecified")
-    request = store.create_human_request(session.id, "Which city?", k=3)
-    store.answer_human_request(request.id, "bob", "Porto")
+    request = store.humans.create_human_request(session.id, "Which city?", k=3)
+    store.humans.answer_human_request(request.id, "bob", "Porto")
     # Rows an older version wrote as typed; the store never rewrites them.
     with sqlite3.connect(db) as conn:
         for name, answer in [("Alice", "Lisbon"), ("alice ", "Faro")]:
@@ -185,7 +185,7 @@ def test_names_stored_by_older_versions_count_as_their_key(tmp_path: Path) -> No
         ("bob", request.id),
         ("alice", request.id),
     ]
-    stored = [a.annotator for a in SessionStore(db).human_answers(request.id)]
+    stored = [a.annotator for a in SessionStore(db).humans.human_answers(request.id)]
     assert stored == ["bob", "Alice", "alice "]
 
 
@@ -248,5 +248,5 @@ def test_the_web_page_signs_lookalikes_in_as_one_annotator(tmp_path: Path) -> No
         refused = Client(url, verbose=False).predict("аlice", "", api_name="/sign_in")[0]
         assert refused.startswith("Write your name in one script") and "\n" not in refused
     store = SessionStore(db)
-    assert [a.annotator for a in store.human_answers(first.id)] == ["alice"]
-    assert store.requests_for("ALICE") == []
+    assert [a.annotator for a in store.humans.human_answers(first.id)] == ["alice"]
+    assert store.humans.requests_for("ALICE") == []

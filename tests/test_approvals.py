@@ -212,11 +212,11 @@ async def test_the_queue_parks_the_session_and_a_decision_resumes_it(tmp_path: P
             )
             parked = await run_session(request, rt)
             assert (parked.status, server.count("/echo")) == ("waiting", 0)
-            pending = rt.store.get_human_request(parked.waiting_on or "")
+            pending = rt.store.humans.get_human_request(parked.waiting_on or "")
             assert pending is not None and pending.kind == "approval"
             assert pending.context["call"]["arguments"] == {"rooms": 2}
-            assert rt.store.decide_approval(pending.id, "ann", "approve")
-            assert not rt.store.decide_approval(pending.id, "bob", "reject")  # decided once
+            assert rt.store.humans.decide_approval(pending.id, "ann", "approve")
+            assert not rt.store.humans.decide_approval(pending.id, "bob", "reject")  # decided once
             request.session_id = parked.session_id
             done = await run_session(request, rt)
             again = await run_session(request, rt)  # a finished session is left alone
@@ -441,7 +441,8 @@ async def test_a_parked_approval_past_its_deadline_asks_again_then_falls_back(
             done = await run_session(request, rt)
             events = rt.store.events(done.session_id)
             asks = [
-                rt.store.get_human_request(r or "") for r in (first.waiting_on, second.waiting_on)
+                rt.store.humans.get_human_request(r or "")
+                for r in (first.waiting_on, second.waiting_on)
             ]
     assert done.status == "finished" and server.count("/echo") == 0
     assert [a.status for a in asks if a is not None] == ["expired", "expired"]

@@ -126,7 +126,7 @@ def test_a_run_killed_while_approvals_wait_and_while_a_call_runs_sends_each_call
         store = SessionStore(db)
 
         def approvals() -> dict[str, str]:
-            pending = [r for r in store.pending_human_requests() if r.kind == "approval"]
+            pending = [r for r in store.humans.pending_human_requests() if r.kind == "approval"]
             return {r.context["task_id"]: r.id for r in pending}
 
         # 1. Killed while all three calls wait for a decision: nothing was sent.
@@ -135,10 +135,10 @@ def test_a_run_killed_while_approvals_wait_and_while_a_call_runs_sends_each_call
         _kill(first)
         assert server.count() == 0
         waiting = approvals()  # the requests outlive the runner
-        assert store.decide_approval(waiting[a_id], "ann", "approve")
-        assert store.decide_approval(waiting[b_id], "ann", "reject", reason="not today")
-        assert store.decide_approval(waiting[c_id], "ann", "approve")
-        assert not store.decide_approval(waiting[a_id], "bob", "reject")  # decided once
+        assert store.humans.decide_approval(waiting[a_id], "ann", "approve")
+        assert store.humans.decide_approval(waiting[b_id], "ann", "reject", reason="not today")
+        assert store.humans.decide_approval(waiting[c_id], "ann", "approve")
+        assert not store.humans.decide_approval(waiting[a_id], "bob", "reject")  # decided once
 
         # 2. Killed while the approved call C is in flight (and A has been sent).
         second = start()

@@ -56,20 +56,20 @@ def waiting(
         store.create_run(run, {})
     session = store.open_session("q", setting=setting, task_id=task_id, run=run)
     store.set_status(session.id, "waiting")
-    request = store.create_human_request(
+    request = store.humans.create_human_request(
         session.id, question, {"query": "big " * 500}, k=k, deadline=deadline, fallback=fallback
     )
     return request.id
 
 
 def session_of(store: SessionStore, request_id: str) -> str:
-    request = store.get_human_request(request_id)
+    request = store.humans.get_human_request(request_id)
     assert request is not None
     return request.session_id
 
 
 def holders(store: SessionStore, request_id: str) -> tuple[str, ...]:
-    entry = next((e for e in store.queue_listing().entries if e.id == request_id), None)
+    entry = next((e for e in store.humans.queue_listing().entries if e.id == request_id), None)
     return entry.claimed_by if entry is not None else ()
 
 
@@ -80,69 +80,71 @@ def test_a_live_claim_keeps_others_out_until_its_lease_runs_out(
     store: SessionStore, clock: FakeClock
 ) -> None:
     request_id = waiting(store)
-    assert store.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
-    assert not store.claim_request(request_id, "bob")
-    assert store.requests_for("bob") == []
-    assert store.queue_listing("bob").total == 0
-    assert store.claim_next("bob") is None
-    assert [r.id for r in store.requests_for("ana")] == [request_id]
+    assert store.humans.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
+    assert not store.humans.claim_request(request_id, "bob")
+    assert store.humans.requests_for("bob") == []
+    assert store.humans.queue_listing("bob").total == 0
+    assert store.humans.claim_next("bob") is None
+    assert [r.id for r in store.humans.requests_for("ana")] == [request_id]
     assert holders(store, request_id) == ("ana",)
 
     clock.advance(SHORT_LEASE_S - 0.01)
     assert holders(store, request_id) == ("ana",)  # a moment before its end it still holds
     clock.advance(0.02)
     assert holders(store, request_id) == ()  # an expired claim counts for nothing
-    assert [r.id for r in store.requests_for("bob")] == [request_id]
-    assert store.claim_request(request_id, "bob")
-    assert not store.claim_request(request_id, "ana")  # ana's lease ran out; bob holds it now
+    assert [r.id for r in store.humans.requests_for("bob")] == [request_id]
+    assert store.humans.claim_request(request_id, "bob")
+    assert not store.humans.claim_request(
+        request_id, "ana"
+    )  # ana's lease ran out; bob holds it now
     assert holders(store, request_id) == ("bob",)
 
 
 def test_renewing_a_claim_moves_its_lease_forward(store: SessionStore, clock: FakeClock) -> None:
     request_id = waiting(store)
-    assert store.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
+    assert store.humans.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
     clock.advance(SHORT_LEASE_S / 2)
-    assert store.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
+    assert store.humans.claim_request(request_id, "ana", lease_seconds=SHORT_LEASE_S)
     clock.advance(SHORT_LEASE_S * 0.75)  # past the first lease, within the renewed one
-    assert not store.claim_request(request_id, "bob")
+    assert not store.humans.claim_request(request_id, "bob")
     assert holders(store, request_id) == ("ana",)
     clock.advance(SHORT_LEASE_S / 2)  # past the renewed one too
-    assert store.claim_request(request_id, "bob")
+    assert store.humans.claim_request(request_id, "bob")
 
 
 def test_releasing_a_claim_frees_the_place_at_once(store: SessionStore) -> None:
     request_id = waiting(store)
-    assert store.claim_request(request_id, "ana")
-    store.release_claim(request_id, "ana")
-    store.release_claim(request_id, "ana")  # twice is harmless
-    assert store.claim_request(request_id, "bob")
+    assert store.humans.claim_request(request_id, "ana")
+    store.humans.release_claim(request_id, "ana")
+    store.humans.release_claim(request_id, "ana")  # twice is harmless
+    assert store.humans.claim_request(request_id, "bob")
 
 
 def test_overlap_k_lets_k_annotators_hold_a_request_and_no_more(store: SessionStore) -> None:
     request_id = waiting(store, k=2)
-    assert store.claim_request(request_id, "ana")
-    assert store.claim_request(request_id, "bob")
-    assert not store.claim_request(request_id, "cy")
+    assert store.humans.claim_request(request_id, "ana")
+    assert store.humans.claim_request(request_id, "bob")
+    assert not store.humans.claim_request(request_id, "cy")
     assert holders(store, request_id) == ("ana", "bob")
 
-    assert store.answer_human_request(request_id, "ana", "Lisbon")
-    assert not store.claim_request(request_id, "cy")  # one answer + bob's claim fill k=2
-    assert store.queue_listing("cy").total == 0
-    store.release_claim(request_id, "bob")
-    assert store.claim_request(request_id, "cy")  # settled, but it wants a second answer
-    assert store.queue_listing("cy").entries[0].status == "answered"
-    assert not store.claim_request(request_id, "ana")  # ana has answered it
+    assert store.humans.answer_human_request(request_id, "ana", "Lisbon")
+    assert not store.humans.claim_request(request_id, "cy")  # one answer + bob's claim fill k=2
+    assert store.humans.queue_listing("cy").total == 0
+    store.humans.release_claim(request_id, "bob")
+    assert store.humans.claim_request(request_id, "cy")  # settled, but it wants a second answer
+    assert store.humans.queue_listing("cy").entries[0].status == "answered"
+    assert not store.humans.claim_request(request_id, "ana")  # ana has answered it
 
 
 def test_answering_ends_the_annotators_claim(store: SessionStore) -> None:
     request_id = waiting(store, k=2)
-    assert store.claim_request(request_id, "ana")
-    assert store.claim_request(request_id, "bob")
-    assert store.answer_human_request(request_id, "ana", "Lisbon")
-    assert store.queue_listing("cy").total == 0
-    entry = store.queue_listing("bob").entries[0]
+    assert store.humans.claim_request(request_id, "ana")
+    assert store.humans.claim_request(request_id, "bob")
+    assert store.humans.answer_human_request(request_id, "ana", "Lisbon")
+    assert store.humans.queue_listing("cy").total == 0
+    entry = store.humans.queue_listing("bob").entries[0]
     assert (entry.claimed_by, entry.answers) == (("bob",), 1)
-    store.answer_human_request(request_id, "bob", "Porto")
+    store.humans.answer_human_request(request_id, "bob", "Porto")
     assert raw_rows(store.path, "SELECT count(*) FROM claims") == [(0,)]
 
 
@@ -152,10 +154,10 @@ CLOSINGS: list[tuple[str, Callable[[SessionStore, str], object]]] = [
     ("session errored", lambda s, r: s.end_session(session_of(s, r), "error", None)),
     ("session skipped", lambda s, r: s.end_session(session_of(s, r), "skipped", None)),
     ("session cancelled", lambda s, r: s.cancel_session(session_of(s, r))),
-    ("request expired", lambda s, r: s.expire_human_request(r)),
-    ("answered by someone else", lambda s, r: s.answer_human_request(r, "bob", "Porto")),
-    ("declined by someone else", lambda s, r: s.answer_human_request(r, "bob", "", True)),
-    ("answered by them", lambda s, r: s.answer_human_request(r, "ana", "Lisbon")),
+    ("request expired", lambda s, r: s.humans.expire_human_request(r)),
+    ("answered by someone else", lambda s, r: s.humans.answer_human_request(r, "bob", "Porto")),
+    ("declined by someone else", lambda s, r: s.humans.answer_human_request(r, "bob", "", True)),
+    ("answered by them", lambda s, r: s.humans.answer_human_request(r, "ana", "Lisbon")),
 ]
 
 
@@ -165,39 +167,43 @@ def test_a_claim_on_a_request_nobody_can_use_is_worthless(
 ) -> None:
     request_id = waiting(store)
     other = waiting(store, "Which day?")
-    assert store.claim_request(request_id, "ana")
+    assert store.humans.claim_request(request_id, "ana")
     close(store, request_id)
-    assert not store.claim_request(request_id, "ana"), label
-    assert not store.claim_request(request_id, "cy"), label
-    assert [r.id for r in store.requests_for("ana")] == [other]
-    assert [e.id for e in store.queue_listing().entries] == [other]
-    assert store.queue_listing("ana").total == 1
-    next_one = store.claim_next("ana")
+    assert not store.humans.claim_request(request_id, "ana"), label
+    assert not store.humans.claim_request(request_id, "cy"), label
+    assert [r.id for r in store.humans.requests_for("ana")] == [other]
+    assert [e.id for e in store.humans.queue_listing().entries] == [other]
+    assert store.humans.queue_listing("ana").total == 1
+    next_one = store.humans.claim_next("ana")
     assert next_one is not None and next_one.id == other
 
 
 def test_a_deadline_passes_on_the_stores_clock(store: SessionStore, clock: FakeClock) -> None:
     request_id = waiting(store, deadline=clock.now() + timedelta(seconds=60), fallback="idk")
-    assert store.claim_request(request_id, "ana")
-    assert store.closed_reason(request_id) is None
+    assert store.humans.claim_request(request_id, "ana")
+    assert store.humans.closed_reason(request_id) is None
     clock.advance(61)
-    assert not store.claim_request(request_id, "ana")
-    assert store.queue_listing().total == 0
-    assert "deadline passed" in (store.closed_reason(request_id) or "")
+    assert not store.humans.claim_request(request_id, "ana")
+    assert store.humans.queue_listing().total == 0
+    assert "deadline passed" in (store.humans.closed_reason(request_id) or "")
 
 
 def test_a_question_past_its_deadline_cannot_be_claimed(store: SessionStore) -> None:
     past = datetime.now(UTC) - timedelta(seconds=1)
     request_id = waiting(store, deadline=past, fallback="idk")
-    assert not store.claim_request(request_id, "ana")
-    assert store.claim_next("ana") is None
+    assert not store.humans.claim_request(request_id, "ana")
+    assert store.humans.claim_next("ana") is None
 
 
 BAD_CLAIMS: list[tuple[str, Callable[[SessionStore], object], type[Exception]]] = [
-    ("no such request", lambda s: s.claim_request("nope", "ana"), KeyError),
-    ("zero lease", lambda s: s.claim_request(waiting(s), "ana", lease_seconds=0), ValueError),
-    ("negative lease", lambda s: s.claim_next("ana", lease_seconds=-5), ValueError),
-    ("NaN lease", lambda s: s.claim_next("ana", lease_seconds=math.nan), ValueError),
+    ("no such request", lambda s: s.humans.claim_request("nope", "ana"), KeyError),
+    (
+        "zero lease",
+        lambda s: s.humans.claim_request(waiting(s), "ana", lease_seconds=0),
+        ValueError,
+    ),
+    ("negative lease", lambda s: s.humans.claim_next("ana", lease_seconds=-5), ValueError),
+    ("NaN lease", lambda s: s.humans.claim_next("ana", lease_seconds=math.nan), ValueError),
 ]
 
 
@@ -219,30 +225,30 @@ def test_claim_next_takes_the_oldest_free_request_and_a_reload_gets_it_back(
 ) -> None:
     first, second, third = (waiting(store, f"Question {n}?") for n in range(3))
     assert DEFAULT_LEASE_S == 600.0
-    mine = store.claim_next("ana")
+    mine = store.humans.claim_next("ana")
     assert mine is not None and mine.id == first
     assert mine.context["query"].startswith("big")  # the whole request, to answer it
-    again = store.claim_next("ana")  # the page reloads
+    again = store.humans.claim_next("ana")  # the page reloads
     assert again is not None and again.id == first
-    theirs = store.claim_next("bob")
+    theirs = store.humans.claim_next("bob")
     assert theirs is not None and theirs.id == second
 
-    store.answer_human_request(first, "ana", "Lisbon")
-    after = store.claim_next("ana")
+    store.humans.answer_human_request(first, "ana", "Lisbon")
+    after = store.humans.claim_next("ana")
     assert after is not None and after.id == third
-    assert store.claim_next("cy") is None
-    store.release_claim(second, "bob")
-    later = store.claim_next("cy")
+    assert store.humans.claim_next("cy") is None
+    store.humans.release_claim(second, "bob")
+    later = store.humans.claim_next("cy")
     assert later is not None and later.id == second
 
 
 def test_claim_next_renews_the_claim_it_returns(store: SessionStore, clock: FakeClock) -> None:
     request_id = waiting(store)
-    assert store.claim_next("ana", lease_seconds=SHORT_LEASE_S) is not None
+    assert store.humans.claim_next("ana", lease_seconds=SHORT_LEASE_S) is not None
     clock.advance(SHORT_LEASE_S / 2)
-    assert store.claim_next("ana", lease_seconds=SHORT_LEASE_S) is not None
+    assert store.humans.claim_next("ana", lease_seconds=SHORT_LEASE_S) is not None
     clock.advance(SHORT_LEASE_S * 0.75)
-    assert not store.claim_request(request_id, "bob")
+    assert not store.humans.claim_request(request_id, "bob")
 
 
 def test_claim_next_passes_over_a_held_request_that_no_longer_wants_them(
@@ -250,9 +256,9 @@ def test_claim_next_passes_over_a_held_request_that_no_longer_wants_them(
 ) -> None:
     held = waiting(store)
     other = waiting(store, "Which day?")
-    assert store.claim_request(held, "ana")
+    assert store.humans.claim_request(held, "ana")
     store.end_session(session_of(store, held), "error", None)
-    found = store.claim_next("ana")
+    found = store.humans.claim_next("ana")
     assert found is not None and found.id == other
 
 
@@ -270,7 +276,7 @@ def test_claims_from_many_threads_never_exceed_k(store_location: Path) -> None:
     def annotate(name: str) -> None:
         with SessionStore(path) as own:
             start.wait()
-            found = own.claim_next(name)
+            found = own.humans.claim_next(name)
             got[name] = found.id if found is not None else None
 
     threads = [threading.Thread(target=annotate, args=(f"a{n}",)) for n in range(8)]
@@ -297,13 +303,13 @@ def test_the_queue_listing_holds_exactly_what_a_list_shows(store: SessionStore) 
     overlap = waiting(store, "Which size?", k=2, setting=None)
     gone = waiting(store, "Which colour?")
     store.end_session(session_of(store, gone), "finished", "done")
-    assert store.claim_request(timed, "bob")
-    assert store.answer_human_request(overlap, "cy", "Large")
+    assert store.humans.claim_request(timed, "bob")
+    assert store.humans.answer_human_request(overlap, "cy", "Large")
 
-    listing = store.queue_listing()
+    listing = store.humans.queue_listing()
     assert listing.total == 2
     first, second = listing.entries
-    created = store.get_human_request(plain).created  # type: ignore[union-attr]
+    created = store.humans.get_human_request(plain).created  # type: ignore[union-attr]
     assert first == QueueEntry(
         id=plain,
         session_id=session_of(store, plain),
@@ -329,14 +335,14 @@ def test_the_queue_listing_holds_exactly_what_a_list_shows(store: SessionStore) 
     assert (second.deadline, second.fallback, second.claimed_by) == (ahead, "idk", ("bob",))
     assert isinstance(second.created, datetime) and second.created.tzinfo is not None
 
-    ana = store.queue_listing("ana")  # bob's claim fills `timed`; `overlap` wants one more
+    ana = store.humans.queue_listing("ana")  # bob's claim fills `timed`; `overlap` wants one more
     assert ana.total == 2
     assert [(e.id, e.status, e.answers, e.k) for e in ana.entries] == [
         (plain, "pending", 0, 1),
         (overlap, "answered", 1, 2),
     ]
-    assert [e.id for e in store.queue_listing("bob").entries] == [plain, timed, overlap]
-    assert [e.id for e in store.queue_listing("cy").entries] == [plain]
+    assert [e.id for e in store.humans.queue_listing("bob").entries] == [plain, timed, overlap]
+    assert [e.id for e in store.humans.queue_listing("cy").entries] == [plain]
 
 
 def test_one_entry_and_the_count_since_agree_with_the_whole_listing(store: SessionStore) -> None:
@@ -349,34 +355,34 @@ def test_one_entry_and_the_count_since_agree_with_the_whole_listing(store: Sessi
     gone = waiting(store, "Which colour?")
     late = waiting(store, "Which hour?", deadline=past)
     store.end_session(session_of(store, gone), "finished", "done")
-    assert store.claim_request(held, "bob")
-    assert store.answer_human_request(settled, "cy", "Large")
+    assert store.humans.claim_request(held, "bob")
+    assert store.humans.answer_human_request(settled, "cy", "Large")
 
-    listing = store.queue_listing()
+    listing = store.humans.queue_listing()
     for request_id in (plain, held, settled, gone, late, "no-such-request"):
         expected = next((e for e in listing.entries if e.id == request_id), None)
-        assert store.queue_entry(request_id) == expected, request_id
-    assert store.queue_entry(held).claimed_by == ("bob",)  # type: ignore[union-attr]
+        assert store.humans.queue_entry(request_id) == expected, request_id
+    assert store.humans.queue_entry(held).claimed_by == ("bob",)  # type: ignore[union-attr]
 
     for entry in [*listing.entries, None]:
         since = entry.created if entry is not None else datetime.now(UTC)
         counted = sum(e.created <= since for e in listing.entries)
-        assert store.queue_waited(since) == counted
-    assert store.queue_waited(datetime.now(UTC) - timedelta(days=1)) == 0
+        assert store.humans.queue_waited(since) == counted
+    assert store.humans.queue_waited(datetime.now(UTC) - timedelta(days=1)) == 0
 
 
 def test_expiring_a_sessions_requests_takes_them_all_out_of_the_queue(store: SessionStore) -> None:
     first = waiting(store, "Which city?")
     session = session_of(store, first)
-    second = store.create_human_request(session, "Which day?", {}).id
+    second = store.humans.create_human_request(session, "Which day?", {}).id
     other = waiting(store, "Which size?")
-    assert store.answer_human_request(first, "ana", "Paris")
+    assert store.humans.answer_human_request(first, "ana", "Paris")
 
-    assert store.expire_session_requests(session) == 1  # the answered one stays answered
-    assert [e.id for e in store.queue_listing().entries] == [other]
-    assert store.get_human_request(second).status == "expired"  # type: ignore[union-attr]
-    assert store.get_human_request(first).status == "answered"  # type: ignore[union-attr]
-    assert store.expire_session_requests(session) == 0
+    assert store.humans.expire_session_requests(session) == 1  # the answered one stays answered
+    assert [e.id for e in store.humans.queue_listing().entries] == [other]
+    assert store.humans.get_human_request(second).status == "expired"  # type: ignore[union-attr]
+    assert store.humans.get_human_request(first).status == "answered"  # type: ignore[union-attr]
+    assert store.humans.expire_session_requests(session) == 0
 
 
 @pytest.mark.parametrize(("annotator", "limit"), [(None, 2), (None, 0), ("ana", 3), ("ana", None)])
@@ -384,7 +390,7 @@ def test_a_limited_listing_counts_the_whole_queue(
     store: SessionStore, annotator: str | None, limit: int | None
 ) -> None:
     ids = [waiting(store, f"Question {n}?") for n in range(5)]
-    listing = store.queue_listing(annotator, limit=limit)
+    listing = store.humans.queue_listing(annotator, limit=limit)
     assert listing.total == 5
     assert [e.id for e in listing.entries] == ids[:limit]
 
@@ -392,14 +398,14 @@ def test_a_limited_listing_counts_the_whole_queue(
 def test_the_listing_matches_the_full_records(store: SessionStore) -> None:
     for n in range(6):
         waiting(store, f"Question {n}?", k=1 + n % 2)
-    store.answer_human_request(store.pending_human_requests()[1].id, "ana", "x")
-    store.claim_next("bob")
-    assert [e.id for e in store.queue_listing().entries] == [
-        r.id for r in store.pending_human_requests()
+    store.humans.answer_human_request(store.humans.pending_human_requests()[1].id, "ana", "x")
+    store.humans.claim_next("bob")
+    assert [e.id for e in store.humans.queue_listing().entries] == [
+        r.id for r in store.humans.pending_human_requests()
     ]
     for annotator in ("ana", "bob", "cy"):
-        listing = store.queue_listing(annotator)
-        wanted = [r.id for r in store.requests_for(annotator)]
+        listing = store.humans.queue_listing(annotator)
+        wanted = [r.id for r in store.humans.requests_for(annotator)]
         assert [e.id for e in listing.entries] == wanted
         assert listing.total == len(wanted)
 
@@ -432,11 +438,11 @@ LIFECYCLE: list[tuple[str, Callable[[SessionStore, str], object], int]] = [
         lambda s, r: (
             s.end_session(session_of(s, r), "error", None),
             s.set_status(session_of(s, r), "waiting"),
-            s.answer_human_request(r, "ana", "Lisbon"),
+            s.humans.answer_human_request(r, "ana", "Lisbon"),
         ),
         0,
     ),
-    ("expired", lambda s, r: s.expire_human_request(r), 0),
+    ("expired", lambda s, r: s.humans.expire_human_request(r), 0),
     ("asked by an ended session", lambda s, r: _ask_after_the_end(s, r, resume=False), 0),
     ("asked by an ended session, resumed", lambda s, r: _ask_after_the_end(s, r, resume=True), 2),
 ]
@@ -445,7 +451,7 @@ LIFECYCLE: list[tuple[str, Callable[[SessionStore, str], object], int]] = [
 def _ask_after_the_end(store: SessionStore, request_id: str, *, resume: bool) -> None:
     session_id = session_of(store, request_id)
     store.end_session(session_id, "finished", "done")
-    store.create_human_request(session_id, "Too late?")  # asked by a session that ended
+    store.humans.create_human_request(session_id, "Too late?")  # asked by a session that ended
     if resume:
         store.set_status(session_id, "waiting")  # both of its questions come back
 
@@ -461,9 +467,9 @@ def test_the_queue_count_follows_every_session_change(
     change(store, request_id)
     expected = left + 1  # and the unrelated question
     for annotator in (None, "bob"):
-        listing = store.queue_listing(annotator)
+        listing = store.humans.queue_listing(annotator)
         assert listing.total == len(listing.entries) == expected, label
-    assert len(store.pending_human_requests()) == expected
+    assert len(store.humans.pending_human_requests()) == expected
 
 
 def test_merged_files_count_their_queue_right(tmp_path: Path) -> None:
@@ -473,7 +479,7 @@ def test_merged_files_count_their_queue_right(tmp_path: Path) -> None:
         shard.end_session(session_of(shard, ended), "error", None)
     merge_databases([tmp_path / "a.db"], tmp_path / "all.db")
     with SessionStore(tmp_path / "all.db") as merged:
-        listing = merged.queue_listing()
+        listing = merged.humans.queue_listing()
         assert (listing.total, [e.question for e in listing.entries]) == (1, ["Live?"])
 
 
@@ -482,13 +488,13 @@ def test_merged_files_count_their_queue_right(tmp_path: Path) -> None:
 
 def test_answers_by_lists_the_latest_answers_newest_first(store: SessionStore) -> None:
     asked = [waiting(store, f"Question {n}?") for n in range(4)]
-    store.answer_human_request(asked[0], "ana", "Lisbon", rating=1, seconds=2.0)
-    store.answer_human_request(asked[1], "ana", "", declined=True)
-    store.answer_human_request(asked[2], "bob", "Porto")
-    store.answer_human_request(asked[3], "ana", "Faro", rating=0)
+    store.humans.answer_human_request(asked[0], "ana", "Lisbon", rating=1, seconds=2.0)
+    store.humans.answer_human_request(asked[1], "ana", "", declined=True)
+    store.humans.answer_human_request(asked[2], "bob", "Porto")
+    store.humans.answer_human_request(asked[3], "ana", "Faro", rating=0)
     store.end_session(session_of(store, asked[3]), "finished", "done")
 
-    latest = store.answers_by("ana", limit=2)
+    latest = store.humans.answers_by("ana", limit=2)
     assert [(a.request_id, a.answer, a.declined, a.rating) for a in latest] == [
         (asked[3], "Faro", False, 0),
         (asked[1], "", True, None),
@@ -505,29 +511,29 @@ def test_answers_by_lists_the_latest_answers_newest_first(store: SessionStore) -
         session_status="finished",
     )
     assert (latest[1].request_status, latest[1].session_status) == ("declined", "waiting")
-    assert [a.request_id for a in store.answers_by("ana")] == [asked[3], asked[1], asked[0]]
-    assert store.answers_by("nobody") == []
-    assert store.answers_by("ana", limit=0) == []
+    assert [a.request_id for a in store.humans.answers_by("ana")] == [asked[3], asked[1], asked[0]]
+    assert store.humans.answers_by("nobody") == []
+    assert store.humans.answers_by("ana", limit=0) == []
 
 
 def test_annotator_stats_count_today_and_now(store: SessionStore) -> None:
     asked = [waiting(store, f"Question {n}?") for n in range(5)]
     for request_id, seconds in zip(asked[:3], (3.0, 10.0, 5.0), strict=True):
-        store.answer_human_request(request_id, "ana", "x", seconds=seconds)
-    store.answer_human_request(asked[3], "ana", "", declined=True)  # no time recorded
-    store.claim_request(asked[4], "bob")
+        store.humans.answer_human_request(request_id, "ana", "x", seconds=seconds)
+    store.humans.answer_human_request(asked[3], "ana", "", declined=True)  # no time recorded
+    store.humans.claim_request(asked[4], "bob")
 
     # Bob's question waits too, but not for them: it is counted apart.
-    assert store.annotator_stats("ana") == AnnotatorStats(
+    assert store.humans.annotator_stats("ana") == AnnotatorStats(
         answered_today=4, waiting_now=0, median_seconds=5.0, held_by_others=1
     )
-    assert store.annotator_stats("cy") == AnnotatorStats(0, 0, None, 1)
-    assert store.annotator_stats("bob") == AnnotatorStats(0, 1, None, 0)
-    store.release_claim(asked[4], "bob")
-    assert store.annotator_stats("cy") == AnnotatorStats(0, 1, None, 0)
+    assert store.humans.annotator_stats("cy") == AnnotatorStats(0, 0, None, 1)
+    assert store.humans.annotator_stats("bob") == AnnotatorStats(0, 1, None, 0)
+    store.humans.release_claim(asked[4], "bob")
+    assert store.humans.annotator_stats("cy") == AnnotatorStats(0, 1, None, 0)
     tomorrow = datetime.now(UTC) + timedelta(days=1)
-    assert store.annotator_stats("ana", now=tomorrow).answered_today == 0
-    assert store.annotator_stats("ana", now=tomorrow).median_seconds is None
+    assert store.humans.annotator_stats("ana", now=tomorrow).answered_today == 0
+    assert store.humans.annotator_stats("ana", now=tomorrow).median_seconds is None
 
 
 def _plans(store: SessionStore, call: Callable[[], object]) -> list[str]:
@@ -560,12 +566,12 @@ _SMALL_SCANS = (
     "SCAN wanting",
 )
 SHORT_VIEWS: list[tuple[str, Callable[[SessionStore], object], bool]] = [
-    ("listing page", lambda s: s.queue_listing(limit=50), True),
-    ("annotator's page", lambda s: s.queue_listing("ana", limit=50), True),
-    ("answers by", lambda s: s.answers_by("ana"), True),
-    ("stats", lambda s: s.annotator_stats("ana"), True),
+    ("listing page", lambda s: s.humans.queue_listing(limit=50), True),
+    ("annotator's page", lambda s: s.humans.queue_listing("ana", limit=50), True),
+    ("answers by", lambda s: s.humans.answers_by("ana"), True),
+    ("stats", lambda s: s.humans.annotator_stats("ana"), True),
     # It sorts the few claims its annotator holds.
-    ("claim next", lambda s: s.claim_next("ana"), False),
+    ("claim next", lambda s: s.humans.claim_next("ana"), False),
 ]
 
 
@@ -579,8 +585,8 @@ def test_short_views_walk_indexes_not_tables(
     store = SessionStore(tmp_path / "plans.db")
     for n in range(3):
         request_id = waiting(store, f"Question {n}?", k=2)
-        store.answer_human_request(request_id, "bob", "x")
-    store.claim_request(request_id, "cy")
+        store.humans.answer_human_request(request_id, "bob", "x")
+    store.humans.claim_request(request_id, "cy")
     steps = _plans(store, lambda: call(store))
     assert steps, label
     assert [s for s in steps if s.startswith("SCAN") and not s.startswith(_SMALL_SCANS)] == []
@@ -608,13 +614,13 @@ def test_a_version_2_file_is_upgraded_in_place(tmp_path: Path) -> None:
                 [f"r{session_id[1]}", session_id, f"2026-01-0{session_id[1]}T00:00:00+00:00"],
             )
     with SessionStore(path) as store:
-        listing = store.queue_listing()
+        listing = store.humans.queue_listing()
         assert (listing.total, [e.id for e in listing.entries]) == (1, ["r1"])
-        assert store.claim_request("r1", "ana")
-        assert not store.claim_request("r1", "bob")
+        assert store.humans.claim_request("r1", "ana")
+        assert not store.humans.claim_request("r1", "bob")
         store.set_status("s2", "waiting")  # the errored session resumes
-        assert store.queue_listing("bob").total == 1
-        assert [e.id for e in store.queue_listing().entries] == ["r1", "r2"]
+        assert store.humans.queue_listing("bob").total == 1
+        assert [e.id for e in store.humans.queue_listing().entries] == ["r1", "r2"]
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []

@@ -25,8 +25,8 @@ def everything(location: Path) -> tuple[object, ...]:
             read.session_summaries(outside_runs=True),
             list(read.grade_verdicts(outside_runs=True)),
             read.annotator_answers(outside_runs=True),
-            [r.model_dump() for r in store.pending_human_requests()],
-            store.queue_listing("zed").total,
+            [r.model_dump() for r in store.humans.pending_human_requests()],
+            store.humans.queue_listing("zed").total,
         )
 
 
@@ -38,7 +38,7 @@ def test_a_copy_to_postgres_and_back_holds_the_same_store(
         fill(store)
         session = store.open_session("still waiting")
         store.set_status(session.id, "waiting")
-        store.create_human_request(session.id, "Which city?", k=2)
+        store.humans.create_human_request(session.id, "Which city?", k=2)
     server = parse_location(postgres_url)
     first = copy_database(original, server)
     assert first.problems == [] and first.unfinished == 3  # s3, s4 and this one
@@ -147,7 +147,7 @@ def test_a_copy_to_postgres_leaves_the_planner_statistics(
         for _ in range(3):
             session = store.open_session("waiting")
             store.set_status(session.id, "waiting")
-            store.create_human_request(session.id, "Which city?")
+            store.humans.create_human_request(session.id, "Which city?")
     server = parse_location(postgres_url)
     assert copy_database(tmp_path / "a.db", server).problems == []
     with psycopg.connect(postgres_url) as conn:

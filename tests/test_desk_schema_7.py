@@ -135,34 +135,36 @@ def test_a_version_6_store_is_migrated_and_reads_as_before(
     assert status == 0 and f"uses session schema {SCHEMA_VERSION}" in printed, printed
     assert SCHEMA_VERSION == 7
     with SessionStore(store_location) as store:
-        read = {rid: store.get_human_request(rid) for rid in ("old-edit", "old-words")}
+        read = {rid: store.humans.get_human_request(rid) for rid in ("old-edit", "old-words")}
         edited, approved = (decision_of(r) for r in read.values() if r is not None)
         assert (edited.decision, edited.arguments, edited.reason) == ("edit", {"rooms": 3}, "three")
         assert (approved.decision, approved.decided_by) == ("approve", "ann")
-        declined = store.get_human_request("old-declined")
+        declined = store.humans.get_human_request("old-declined")
         assert declined is not None and decision_of(declined).decision == "reject"
-        question = store.get_human_request("old-question")
+        question = store.humans.get_human_request("old-question")
         assert question is not None and question_context(question.context).asker == "MCP client x"
-        assert [r.id for r in store.pending_human_requests()] == ["z-pending", "a-pending"]
-        pending = store.get_human_request("z-pending")
+        assert [r.id for r in store.humans.pending_human_requests()] == ["z-pending", "a-pending"]
+        pending = store.humans.get_human_request("z-pending")
         assert pending is not None
         assert approval_context(pending.context).call.arguments == {"rooms": 2}
         # Decided from now on: in the columns, never JSON in ``answer``.
-        assert store.decide_approval("z-pending", "ann", "respond", response="Booked: room 12")
-        assert store.decide_approval(
+        assert store.humans.decide_approval(
+            "z-pending", "ann", "respond", response="Booked: room 12"
+        )
+        assert store.humans.decide_approval(
             "a-pending", "ann", "edit", arguments={"rooms": 4}, reason="four"
         )
-        responded = store.get_human_request("z-pending")
+        responded = store.humans.get_human_request("z-pending")
         assert responded is not None and responded.decision == "respond"
         assert decision_of(responded).response == "Booked: room 12"
-        redone = store.get_human_request("a-pending")
+        redone = store.humans.get_human_request("a-pending")
         assert redone is not None and (redone.decision, redone.edited_arguments) == (
             "edit",
             {"rooms": 4},
         )
-        assert [a.decision for a in store.human_answers("a-pending")] == ["edit"]
+        assert [a.decision for a in store.humans.human_answers("a-pending")] == ["edit"]
         # The new kind the CHECK now lets in.
-        asked = store.create_human_request("s1", "Your email?", {}, kind="elicitation")
+        asked = store.humans.create_human_request("s1", "Your email?", {}, kind="elicitation")
         assert asked.kind == "elicitation"
     rows = raw_rows(
         store_location, "SELECT answer, reason FROM human_requests WHERE id = 'a-pending'"
@@ -185,20 +187,22 @@ def test_a_decision_that_cannot_be_used_is_refused(
 ) -> None:
     with SessionStore(tmp_path / "s.db") as store:
         session = store.open_session("Book.")
-        request = store.create_human_request(session.id, "Approve?", {}, kind="approval")
+        request = store.humans.create_human_request(session.id, "Approve?", {}, kind="approval")
         decision = how.pop("decision")
         with pytest.raises(ValueError, match=problem):
-            store.decide_approval(request.id, "ann", decision, **how)  # type: ignore[arg-type]
-        assert store.human_answers(request.id) == []
+            store.humans.decide_approval(request.id, "ann", decision, **how)  # type: ignore[arg-type]
+        assert store.humans.human_answers(request.id) == []
 
 
 def test_an_approval_is_decided_and_a_question_answered_never_the_other_way(tmp_path: Path) -> None:
     with SessionStore(tmp_path / "s.db") as store:
         session = store.open_session("Book.")
-        approval = store.create_human_request(session.id, "Approve?", {}, kind="approval")
-        question = store.create_human_request(session.id, "Which city?", {})
+        approval = store.humans.create_human_request(session.id, "Approve?", {}, kind="approval")
+        question = store.humans.create_human_request(session.id, "Which city?", {})
         with pytest.raises(ValueError, match="decide it"):
-            store.answer_human_request(approval.id, "ann", "yes")
+            store.humans.answer_human_request(approval.id, "ann", "yes")
         with pytest.raises(ValueError, match="not an approval"):
-            store.decide_approval(question.id, "ann", "approve")
-        assert store.human_answers(approval.id) == store.human_answers(question.id) == []
+            store.humans.decide_approval(question.id, "ann", "approve")
+        assert (
+            store.humans.human_answers(approval.id) == store.humans.human_answers(question.id) == []
+        )

@@ -13,19 +13,23 @@ from aah.store import DEFAULT_LEASE_S, SessionStore
 from aah.ui.web.lease import LEASE_ENV, lease_from_env
 
 
-class _CountingStore(SessionStore):
-    """A real store that counts the claim writes it is asked for."""
+def _counting_claims(store: SessionStore) -> list[str]:
+    """The claim writes ``store`` is asked for from now on (a real store, counted)."""
+    claims: list[str] = []
+    claim = store.humans.claim_request
 
-    claims = 0
+    def counted(request_id: str, annotator: str, lease_seconds: float = 600) -> bool:
+        claims.append(request_id)
+        return claim(request_id, annotator, lease_seconds)
 
-    def claim_request(self, request_id: str, annotator: str, lease_seconds: float = 600) -> bool:
-        self.claims += 1
-        return super().claim_request(request_id, annotator, lease_seconds)
+    store.humans.claim_request = counted  # type: ignore[method-assign]
+    return claims
 
 
 def test_the_heartbeat_renews_the_claim_at_most_once_per_interval(tmp_path: Path) -> None:
     request = seed_request(tmp_path / "s.db")
-    store = _CountingStore(tmp_path / "s.db")
+    store = SessionStore(tmp_path / "s.db")
+    claims = _counting_claims(store)
     clock = FakeClock()
     desk = DeskWorkflow(store, lease_seconds=600, clock=clock)
     assert desk.renew_every == 30
@@ -36,7 +40,7 @@ def test_the_heartbeat_renews_the_claim_at_most_once_per_interval(tmp_path: Path
         clock.advance(1)
         assert desk.beat("alice", request.id)
     # At the first beat (is it still mine?), then at 31 and 61 s: not 90 writes.
-    assert store.claims == 3
+    assert len(claims) == 3
 
 
 def test_without_a_heartbeat_the_claim_runs_out(tmp_path: Path) -> None:
@@ -51,7 +55,7 @@ def test_without_a_heartbeat_the_claim_runs_out(tmp_path: Path) -> None:
     assert mine is not None
     desk.opened("alice", mine)
     assert desk.next_for("bob").request is None  # alice holds the only question
-    assert store.annotator_stats("bob").held_by_others == 1
+    assert store.humans.annotator_stats("bob").held_by_others == 1
     clock.advance(0.4)
     assert desk.next_for("bob").request is None  # within her lease
     clock.advance(0.2)  # her page went quiet for a whole lease
@@ -71,17 +75,18 @@ def test_a_heartbeat_answered_after_the_page_left_its_question_changes_nothing(
     db = tmp_path / "s.db"
     request = seed_request(db)
     clock = FakeClock()
-    store = _CountingStore(db, clock=clock)
+    store = SessionStore(db, clock=clock)
+    counted = _counting_claims(store)
     desk = DeskWorkflow(store, lease_seconds=60, undo_seconds=0)
     mine = desk.next_for("alice").request
     assert mine is not None
     opened = desk.opened("alice", mine)
     desk.skipped("alice", opened)  # lets the claim go
-    claims = store.claims
+    claims = len(counted)
     clock.advance(100)
     assert desk.beat("alice", request.id)  # the late heartbeat of the page before the skip
-    assert store.claims == claims
-    assert store.annotator_stats("bob").held_by_others == 0  # free for anyone
+    assert len(counted) == claims
+    assert store.humans.annotator_stats("bob").held_by_others == 0  # free for anyone
     found = desk.next_for("bob").request
     assert found is not None and found.id == request.id
     # Opened again later (bob lets go; alice gets it back), its heartbeats count again.
@@ -90,7 +95,7 @@ def test_a_heartbeat_answered_after_the_page_left_its_question_changes_nothing(
     assert again is not None and again.id == request.id
     desk.opened("alice", again)
     clock.advance(61)  # her page went quiet for a whole lease
-    store.claim_request(request.id, "bob", 60)
+    store.humans.claim_request(request.id, "bob", 60)
     assert not desk.beat("alice", request.id)  # lost to bob, and the page is told
 
 
@@ -109,7 +114,7 @@ def test_a_decline_waits_out_its_undo_time_and_can_be_undone(tmp_path: Path) -> 
     opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
     desk.decline("alice", opened, None)
     # Not sent yet, still hers, and never offered to her again meanwhile.
-    assert store.human_answers(first.id) == []
+    assert store.humans.human_answers(first.id) == []
     assert desk.next_for("bob").request.id == second.id  # type: ignore[union-attr]
     desk.leave("bob", second.id, release=True)
     assert desk.next_for("alice").request.id == second.id  # type: ignore[union-attr]
@@ -118,16 +123,16 @@ def test_a_decline_waits_out_its_undo_time_and_can_be_undone(tmp_path: Path) -> 
     assert undone.opened.request_id == first.id
     clock.advance(60)
     desk.settle()
-    assert store.human_answers(first.id) == []  # undone: the agent never saw it
+    assert store.humans.human_answers(first.id) == []  # undone: the agent never saw it
     # Declined again and left alone: sent once the undo time is over.
     desk.decline("alice", opened, 0)
     clock.advance(4.9)
     desk.settle()
-    assert store.human_answers(first.id) == []
+    assert store.humans.human_answers(first.id) == []
     clock.advance(0.2)
     assert desk.undo("alice") is None
     desk.settle()
-    (given,) = store.human_answers(first.id)
+    (given,) = store.humans.human_answers(first.id)
     assert given.declined and given.rating == 0 and given.annotator == "alice"
     # From opening to declining (60 s), without the undo time after it.
     assert given.seconds == pytest.approx(60)
@@ -141,9 +146,9 @@ def test_a_decline_is_sent_by_itself_when_nobody_looks(tmp_path: Path) -> None:
     opened = desk.opened("alice", desk.next_for("alice").request)  # type: ignore[arg-type]
     desk.decline("alice", opened, None)
     deadline = time.monotonic() + 10
-    while not store.human_answers(request.id) and time.monotonic() < deadline:
+    while not store.humans.human_answers(request.id) and time.monotonic() < deadline:
         time.sleep(0.05)
-    (given,) = store.human_answers(request.id)
+    (given,) = store.humans.human_answers(request.id)
     assert given.declined
 
 
@@ -158,7 +163,7 @@ def test_a_skip_can_be_undone_unless_someone_took_the_question(tmp_path: Path) -
     assert desk.undoable("alice") is not None
     undone = desk.undo("alice")
     assert undone is not None and undone.kind == "skipped"
-    assert store.queue_listing().entries[0].claimed_by == ("alice",)
+    assert store.humans.queue_listing().entries[0].claimed_by == ("alice",)
     desk.skipped("alice", opened)
     assert desk.open("bob", first.id)
     assert desk.undo("alice") is None  # bob has it now
@@ -242,7 +247,7 @@ def test_an_answer_settles_once_and_says_what_came_of_it(tmp_path: Path) -> None
     clock.advance(12)
     sent = workflow.answer("alice", opened, "  Porto ")
     assert sent.outcome == "settled" and sent.request.id == request.id
-    (given,) = workflow.store.human_answers(request.id)
+    (given,) = workflow.store.humans.human_answers(request.id)
     assert given.answer == "Porto" and given.seconds == pytest.approx(12)
     assert workflow.answer("alice", opened, "Lisbon").outcome == "repeat"
     theirs = workflow.opened("bob", mine)
@@ -258,7 +263,7 @@ def test_an_answer_to_a_question_nobody_waits_for_is_not_used(tmp_path: Path) ->
     sent = workflow.answer("alice", opened, "Porto")
     assert sent.outcome == "closed"
     assert sent.closed == "this question's session has ended (cancelled)"
-    assert workflow.store.human_answers(request.id) == []
+    assert workflow.store.humans.human_answers(request.id) == []
 
 
 @pytest.mark.parametrize(
@@ -282,7 +287,7 @@ def test_a_bad_answer_is_refused_in_one_line_and_not_stored(
     with pytest.raises(ValueError, match=problem) as refused:
         workflow.answer("alice", opened, text, rating=rating, declined=declined)
     assert "\n" not in str(refused.value)
-    assert workflow.store.human_answers(request.id) == []
+    assert workflow.store.humans.human_answers(request.id) == []
 
 
 def test_an_answer_to_a_question_that_is_gone_says_refresh(tmp_path: Path) -> None:
@@ -302,7 +307,7 @@ def test_a_decision_goes_through_the_same_workflow(tmp_path: Path) -> None:
     session = store.open_session("Book a room")
     store.set_status(session.id, "waiting")
     call = {"tool": "local__book", "method": "POST", "arguments": {"rooms": 1}}
-    request = store.create_human_request(
+    request = store.humans.create_human_request(
         session.id, "Approve this call?", {"approval": call}, kind="approval"
     )
     workflow = DeskWorkflow(store)
@@ -312,7 +317,7 @@ def test_a_decision_goes_through_the_same_workflow(tmp_path: Path) -> None:
     clock.advance(3)
     sent = workflow.decide("alice", opened, "reject", reason="not today")
     assert sent.outcome == "settled"
-    (given,) = store.human_answers(request.id)
+    (given,) = store.humans.human_answers(request.id)
     assert given.seconds == pytest.approx(3)
-    assert store.queue_listing("alice").total == 0  # the claim ended with it
+    assert store.humans.queue_listing("alice").total == 0  # the claim ended with it
     assert workflow.decide("alice", opened, "approve").outcome == "repeat"

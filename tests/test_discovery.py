@@ -271,7 +271,7 @@ def test_discovered_tools_survive_park_and_resume(registry: Registry, tmp_path: 
             parked = await run_session(request, first)
         assert parked.status == "waiting" and parked.waiting_on is not None
         with SessionStore(db) as store:
-            store.answer_human_request(parked.waiting_on, "ana", "Tomorrow")
+            store.humans.answer_human_request(parked.waiting_on, "ana", "Tomorrow")
         # Another process: the session comes back from its checkpoint and recipe.
         async with runtime_on(llm, db) as again:
             resumed = resume_request(again.store, parked.session_id).request
@@ -287,7 +287,7 @@ def test_discovered_tools_survive_park_and_resume(registry: Registry, tmp_path: 
     assert WEATHER in [t["function"]["name"] for t in last["tools"]]
     with SessionStore(db) as store:
         events = store.events(session_id)
-        asked = store.get_human_request(request_id)
+        asked = store.humans.get_human_request(request_id)
     assert asked is not None
     calls = [e for e in events if isinstance(e, ToolCallEvent)]
     assert [(c.tool, c.check) for c in calls] == [(WEATHER, "ok")]

@@ -241,7 +241,7 @@ def test_records_of_one_imported_answer(store: SessionStore) -> None:
     assert isinstance(question, HumanQuestionEvent) and isinstance(answer, HumanAnswerEvent)
     assert question.question == "Do you need regional holidays too?"
     assert answer.answer == "No, national ones." and answer.answered_by == "published"
-    ratings = [store.human_answers(e.request_id)[0].rating for e in events[2:6:2]]  # type: ignore[union-attr]
+    ratings = [store.humans.human_answers(e.request_id)[0].rating for e in events[2:6:2]]  # type: ignore[union-attr]
     assert ratings == [1, 0]
     assert isinstance(events[-1], FinalAnswerEvent)
     (grade,) = store.grades(session.id)

@@ -157,7 +157,7 @@ def _answer_pending(answer: Callable[[SessionStore, str], None]) -> Callable[[Se
 
     def run(store: SessionStore) -> None:
         for _ in range(600):
-            pending = [r for r in store.pending_human_requests() if r.kind == "elicitation"]
+            pending = [r for r in store.humans.pending_human_requests() if r.kind == "elicitation"]
             if pending:
                 [record] = pending
                 request = ElicitationRequest.model_validate(record.context)
@@ -185,7 +185,7 @@ async def test_a_person_answers_a_form_through_the_queue(
 ) -> None:
     queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
     answer = _answer_pending(
-        lambda store, rid: store.answer_human_request(rid, "alice", stored_answer(given))
+        lambda store, rid: store.humans.answer_human_request(rid, "alice", stored_answer(given))
     )
     tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, queue, answer)
     assert tool.ok and tool.result == expected
@@ -196,7 +196,7 @@ async def test_a_person_answers_a_form_through_the_queue(
 async def test_a_person_declines_a_link_through_the_queue(tmp_path: Path) -> None:
     queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
     answer = _answer_pending(
-        lambda store, rid: store.answer_human_request(rid, "bob", "", declined=True)
+        lambda store, rid: store.humans.answer_human_request(rid, "bob", "", declined=True)
     )
     tool, _ = await _run(tmp_path, "sign_in", {"service": "mail"}, queue, answer)
     assert tool.result == "decline"
@@ -206,7 +206,7 @@ async def test_content_that_does_not_fit_the_form_is_sent_as_a_decline(tmp_path:
     queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
     wrong = ElicitationResult(action="accept", content={"name": "Ada", "nights": 99})
     answer = _answer_pending(
-        lambda store, rid: store.answer_human_request(rid, "alice", stored_answer(wrong))
+        lambda store, rid: store.humans.answer_human_request(rid, "alice", stored_answer(wrong))
     )
     tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, queue, answer)
     assert tool.result == "decline"
@@ -221,7 +221,7 @@ async def test_past_its_deadline_the_queue_declines_for_the_person(tmp_path: Pat
 
     class PastDeadline(QueueHuman):
         async def elicit(self, ask: Any) -> ElicitationResult:
-            self.store.create_human_request(
+            self.store.humans.create_human_request(
                 ask.session_id, ask.request.message, ask.request.model_dump(mode="json"),
                 request_id=ask.request_id, kind="elicitation",
                 deadline=datetime.now(UTC) - timedelta(seconds=1), fallback="decline",
@@ -232,7 +232,7 @@ async def test_past_its_deadline_the_queue_declines_for_the_person(tmp_path: Pat
     assert tool.result == "decline"
     answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
     assert answered.answered_by == "deadline-fallback"
-    record = store.get_human_request(answered.request_id)
+    record = store.humans.get_human_request(answered.request_id)
     assert record is not None and record.kind == "elicitation" and record.status == "expired"
 
 
@@ -252,6 +252,36 @@ async def test_the_oracle_fills_the_form_from_the_tasks_facts(tmp_path: Path) ->
     # A link is never opened by the oracle: it declines.
     link, _ = await _run(tmp_path / "link", "sign_in", {"service": "mail"}, OracleHuman(facts))
     assert link.result == "decline"
+
+
+async def test_the_simulated_user_fills_the_form_or_declines_a_bad_reply(tmp_path: Path) -> None:
+    from runtime_support import fake_config
+
+    from aah.benchmark.failtalms.fact_fit import TaskFacts
+    from aah.benchmark.failtalms.humans import SimulatedHuman
+
+    facts = TaskFacts(
+        query="Book me a room in Lyon.",
+        original_query="Book a single room in Lyon for Ada, 2 nights.",
+        hidden_facts=["Ada", "2 nights", "single room"],
+    )
+    content = {"name": "Ada", "nights": 2, "room": "single"}
+    replies = [f"<think>Ada, 2 nights.</think>{json.dumps(content)}", '{"name": "Ada", "pin": 1}']
+    with FakeLLMServer(replies) as user_llm:
+        user = SimulatedHuman(facts, fake_config(user_llm))
+        tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, user)
+        bad, bad_events = await _run(tmp_path / "bad", "book", {"city": "Lyon"}, user)
+        asked = user_llm.requests[0]["messages"][1]["content"]
+    assert "Booking a room in Lyon: who stays, and for how long?" in asked
+    assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
+    answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
+    assert answered.answered_by == "simulated" and answered.content == content
+    # Content the form did not ask for never reaches the server: a decline, saying why.
+    assert bad.result == "decline"
+    declined = next(e for e in bad_events if isinstance(e, ElicitationAnsweredEvent))
+    assert declined.why == (
+        "the simulated user's content does not fit the form: the form has no field 'pin'"
+    )
 
 
 async def test_the_report_counts_what_servers_asked_and_what_went_back(tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ async def pending_request(db: Path, question: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if db.exists():
-                for request in store.pending_human_requests():
+                for request in store.humans.pending_human_requests():
                     if request.question == question:
                         return request.id
             await asyncio.sleep(0.1)
@@ -57,8 +57,8 @@ async def pending_request(db: Path, question: str, timeout: float = 60) -> str:
 def answer(db: Path, request_id: str, text: str) -> None:
     store = SessionStore(db)
     try:
-        assert store.claim_request(request_id, "alice") is not None
-        assert store.answer_human_request(request_id, "alice", text)
+        assert store.humans.claim_request(request_id, "alice") is not None
+        assert store.humans.answer_human_request(request_id, "alice", text)
     finally:
         store.close()
 
@@ -286,7 +286,7 @@ async def pending_approval(db: Path, tool: str, timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if db.exists():
-                for request in store.pending_human_requests():
+                for request in store.humans.pending_human_requests():
                     if request.kind == "approval" and request.context["call"]["tool"] == tool:
                         return request.id
             await asyncio.sleep(0.1)
@@ -299,7 +299,7 @@ def shown_parameters(db: Path, request_id: str) -> list[tuple[str, str, bool]]:
     """The parameters a face checks an edit of the call against: name, type, required."""
     store = SessionStore(db)
     try:
-        record = store.get_human_request(request_id)
+        record = store.humans.get_human_request(request_id)
     finally:
         store.close()
     assert record is not None
@@ -311,8 +311,8 @@ def decide(db: Path, request_id: str, decision: str, **how: Any) -> None:
     """Decide as the web page and terminal app do: claim, then decide, through the store."""
     store = SessionStore(db)
     try:
-        assert store.claim_request(request_id, "alice") is not None
-        assert store.decide_approval(request_id, "alice", decision, **how)
+        assert store.humans.claim_request(request_id, "alice") is not None
+        assert store.humans.decide_approval(request_id, "alice", decision, **how)
     finally:
         store.close()
 
@@ -416,7 +416,7 @@ def check_approvals(found: dict[str, Any], db: Path) -> None:
         [session] = store.list_sessions()
         events = store.events(session.id)
         requests = [
-            store.get_human_request(e.request_id)
+            store.humans.get_human_request(e.request_id)
             for e in events
             if isinstance(e, ApprovalRequestedEvent)
         ]
@@ -520,8 +520,11 @@ def test_a_question_and_a_call_survive_a_server_restart(tmp_path: Path) -> None:
     try:
         [session] = store.list_sessions()
         kinds = [e.kind for e in store.events(session.id)]
-        records = [store.get_human_request(question_id), store.get_human_request(call_id)]
-        pending = store.pending_human_requests()
+        records = [
+            store.humans.get_human_request(question_id),
+            store.humans.get_human_request(call_id),
+        ]
+        pending = store.humans.pending_human_requests()
     finally:
         store.close()
     # Nothing lost, nothing twice: one of each step, both requests settled once.
@@ -549,7 +552,7 @@ async def ask_twice_at_once(db: Path) -> tuple[list[str], list[dict[str, Any]]]:
         approvals = [asyncio.ensure_future(desk.approve(call, "twin")) for _ in range(TWINS)]
         await asyncio.to_thread(answer, db, await pending_request(db, "Which region?"), "eu")
         call_id = await pending_approval(db, "scale_up")
-        shown = store.get_human_request(call_id)
+        shown = store.humans.get_human_request(call_id)
         # No schema given: a person's edit is checked against the proposed arguments' types.
         assert shown is not None
         assert [(p["name"], p["type"]) for p in shown.context["call"]["parameters"]] == [

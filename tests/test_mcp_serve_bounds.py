@@ -55,7 +55,7 @@ def held(store: SessionStore) -> tuple[int, int]:
     """Events and requests in ``store``: what a refused request must not have added."""
     sessions = store.list_sessions()
     events = sum(len(store.events(s.id)) for s in sessions)
-    requests = len(store.pending_human_requests())
+    requests = len(store.humans.pending_human_requests())
     return events, requests
 
 
@@ -161,14 +161,14 @@ async def reused_while_waiting_and_after_a_restart(db: Path) -> None:
         plain = asyncio.ensure_future(desk.ask(Question("Which city?"), "planner"))
         other = asyncio.ensure_future(desk.ask(Question("Which city?", context="B"), "planner"))
         for _ in range(2000):  # both asked: two requests, not one
-            if len(store.pending_human_requests()) == 2:
+            if len(store.humans.pending_human_requests()) == 2:
                 break
             await asyncio.sleep(0.01)
-        first_id, second_id = [r.id for r in store.pending_human_requests()]
+        first_id, second_id = [r.id for r in store.humans.pending_human_requests()]
         await asyncio.to_thread(answer, db, first_id, "Paris")
         done, _ = await asyncio.wait([plain, other], timeout=20, return_when="FIRST_COMPLETED")
         assert len(done) == 1 and done.pop().result() == "Paris"
-        assert [r.id for r in store.pending_human_requests()] == [second_id]
+        assert [r.id for r in store.humans.pending_human_requests()] == [second_id]
         await asyncio.to_thread(answer, db, second_id, "Rome")
         answers = await asyncio.wait_for(asyncio.gather(plain, other), 20)
         assert sorted(answers) == ["Paris", "Rome"]
@@ -420,7 +420,7 @@ def test_db_check_finds_a_question_without_its_request_and_a_session_waiting_on_
         fresh = store.open_session("fresh", model="mcp:planner", session_id="mcp-fresh")
         asked = HumanQuestionEvent(session_id=fresh.id, request_id="r-fresh", question="?")
         store.set_status(fresh.id, "waiting", [asked])
-        store.create_human_request(fresh.id, "?", {}, request_id="r-fresh")
+        store.humans.create_human_request(fresh.id, "?", {}, request_id="r-fresh")
     found = check_database(store_location)
     assert not found.healthy
     assert found.problems == [

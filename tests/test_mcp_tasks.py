@@ -238,10 +238,10 @@ def test_http_call_as_a_task_is_decided_and_tasks_cancel(tmp_path: Path) -> None
     question_id, call_id = found["cancelled_ids"]
     store = SessionStore(db)
     try:
-        statuses = [store.get_human_request(i).status for i in (question_id, call_id)]  # type: ignore[union-attr]
-        pending = store.pending_human_requests()
+        statuses = [store.humans.get_human_request(i).status for i in (question_id, call_id)]  # type: ignore[union-attr]
+        pending = store.humans.pending_human_requests()
         # A person answering after the cancel settles nothing: the request left the queue.
-        late = store.answer_human_request(question_id, "bob", "8080")
+        late = store.humans.answer_human_request(question_id, "bob", "8080")
     finally:
         store.close()
     assert statuses == ["expired", "expired"] and pending == [] and not late
@@ -306,7 +306,7 @@ def http_desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
     store = SessionStore(db)
     try:  # a question of one of aah's own runs: no MCP client's task
         store.open_session("an aah run", session_id="run-1")
-        store.create_human_request("run-1", "Internal?", request_id="run-1-q")
+        store.humans.create_human_request("run-1", "Internal?", request_id="run-1-q")
     finally:
         store.close()
     with http_server(db) as url:
@@ -351,7 +351,7 @@ def test_a_task_id_that_is_not_the_clients_is_refused(
     assert error.error.code == INVALID_PARAMS, error
     store = SessionStore(db)
     try:
-        internal = store.get_human_request("run-1-q")
+        internal = store.humans.get_human_request("run-1-q")
     finally:
         store.close()
     assert internal is not None and internal.status == "pending"  # untouched

@@ -65,7 +65,7 @@ def receiver() -> Iterator[Receiver]:
 def _waiting(store: SessionStore, question: str = "Which city?") -> str:
     session = store.open_session("Weather?")
     store.set_status(session.id, "waiting")
-    return store.create_human_request(session.id, question).id
+    return store.humans.create_human_request(session.id, question).id
 
 
 def test_one_message_per_interval_with_the_count_and_a_link(
@@ -116,7 +116,7 @@ def test_questions_of_ended_sessions_are_not_announced(tmp_path: Path, receiver:
     settings = NotifySettings(urls=(receiver.url,), queue_url="http://q/", after_seconds=1)
     with SessionStore(tmp_path / "s.db") as store:
         request_id = _waiting(store)
-        session_id = store.get_human_request(request_id).session_id  # type: ignore[union-attr]
+        session_id = store.humans.get_human_request(request_id).session_id  # type: ignore[union-attr]
         store.end_session(session_id, "error", None)
         assert not QueueNotifier(store, settings).check(datetime.now(UTC) + timedelta(hours=1))
     assert receiver.posts == []

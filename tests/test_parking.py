@@ -49,11 +49,11 @@ def news(watch: RequestWatch) -> None:
 
 # How a request stops waiting, done from another connection (another process's view).
 SETTLE_CORPUS = {
-    "answered": lambda store, rid: store.answer_human_request(rid, "ana", "Lisbon"),
-    "declined": lambda store, rid: store.answer_human_request(rid, "ana", "", declined=True),
-    "expired": lambda store, rid: store.expire_human_request(rid),
+    "answered": lambda store, rid: store.humans.answer_human_request(rid, "ana", "Lisbon"),
+    "declined": lambda store, rid: store.humans.answer_human_request(rid, "ana", "", declined=True),
+    "expired": lambda store, rid: store.humans.expire_human_request(rid),
     "session cancelled": lambda store, rid: store.cancel_session(
-        store.get_human_request(rid).session_id
+        store.humans.get_human_request(rid).session_id
     ),
 }
 
@@ -81,7 +81,7 @@ def test_a_request_settled_before_it_was_watched_is_ready_at_once(store_location
         request_id = waiting_request(store)
         watch = RequestWatch(db)
         assert watch.ready() == []  # the last look predates the answer
-        store.answer_human_request(request_id, "ana", "Lisbon")
+        store.humans.answer_human_request(request_id, "ana", "Lisbon")
         watch.ready()
         watch.add([request_id])  # watched only after the answer was committed and seen
         assert watch.ready() == [request_id]
@@ -97,14 +97,14 @@ def test_the_watcher_wakes_each_parked_session_once(store_location: Path) -> Non
         waiting = waiting_request(store)
         watcher = AnswerWatcher(db)
         for request_id in (answered, due, waiting):
-            deadline = store.get_human_request(request_id).deadline  # type: ignore[union-attr]
+            deadline = store.humans.get_human_request(request_id).deadline  # type: ignore[union-attr]
             watcher.watch(request_id, deadline, lambda r=request_id: woken.append(r))
         assert watcher.check() == 0 and len(watcher) == 3
-        store.answer_human_request(answered, "ana", "Lisbon")
+        store.humans.answer_human_request(answered, "ana", "Lisbon")
         asyncio.run(watcher.pause())  # on PostgreSQL: until the answer's notification
         assert watcher.check() == 1 and woken == [answered]
         assert watcher.check(now=time.time() + 31) == 1 and woken == [answered, due]
-        store.answer_human_request(answered, "bo", "Porto")  # a later answer wakes nothing
+        store.humans.answer_human_request(answered, "bo", "Porto")  # a later answer wakes nothing
         assert watcher.check(now=time.time() + 31) == 0 and len(watcher) == 1
         watcher.close()
 
@@ -118,12 +118,12 @@ def _answer_all(store: SessionStore, count: int, stop: threading.Event) -> list[
     def annotator() -> None:
         deadline = time.monotonic() + 60
         while len(answered) < count and time.monotonic() < deadline and not stop.is_set():
-            pending = store.pending_human_requests()
+            pending = store.humans.pending_human_requests()
             if len(pending) + len(answered) < count:  # wait until every session is parked
                 time.sleep(0.05)
                 continue
             for request in reversed(pending):  # newest first: not the order they asked in
-                assert store.answer_human_request(request.id, "ana", "Lisbon")
+                assert store.humans.answer_human_request(request.id, "ana", "Lisbon")
                 answered.append(request.id)
 
     threading.Thread(target=annotator, daemon=True).start()
@@ -166,8 +166,8 @@ def test_parked_sessions_hold_no_coroutine_and_all_finish_once_answered(
 
 
 def _all_requests(store: SessionStore) -> list:  # type: ignore[type-arg]
-    rows = store._humans._connection.rows("SELECT id FROM human_requests")  # noqa: SLF001
-    return [store.get_human_request(row["id"]) for row in rows]
+    rows = store.humans._connection.rows("SELECT id FROM human_requests")  # noqa: SLF001
+    return [store.humans.get_human_request(row["id"]) for row in rows]
 
 
 def test_a_parked_session_past_its_deadline_gets_the_fallback_and_a_cancelled_one_ends(
@@ -179,9 +179,9 @@ def test_a_parked_session_past_its_deadline_gets_the_fallback_and_a_cancelled_on
 
     def cancel_one() -> None:
         deadline = time.monotonic() + 30
-        while len(store.pending_human_requests()) < 2 and time.monotonic() < deadline:
+        while len(store.humans.pending_human_requests()) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        first = store.pending_human_requests()[0]
+        first = store.humans.pending_human_requests()[0]
         assert store.cancel_session(first.session_id)
 
     person = threading.Thread(target=cancel_one)
@@ -222,7 +222,7 @@ def test_a_parked_session_resumed_twice_at_once_goes_on_once(store_location: Pat
             )
         assert parked.status == "waiting" and parked.waiting_on is not None
         with SessionStore(db) as store:
-            store.answer_human_request(parked.waiting_on, "ana", "Lisbon")
+            store.humans.answer_human_request(parked.waiting_on, "ana", "Lisbon")
         # Its runner and `aah sessions resume`, each with its own runtime, at the same moment.
         async with runtime_on(llm, db) as runner, runtime_on(llm, db) as other:
             return list(
@@ -247,7 +247,7 @@ def test_a_parked_session_resumed_twice_at_once_goes_on_once(store_location: Pat
 def test_an_answer_reaches_only_a_session_that_still_waits(tmp_path: Path) -> None:
     with SessionStore(tmp_path / "s.db") as store:
         request_id = waiting_request(store)
-        session_id = store.get_human_request(request_id).session_id  # type: ignore[union-attr]
+        session_id = store.humans.get_human_request(request_id).session_id  # type: ignore[union-attr]
         assert store.resume_waiting(session_id) == []
         assert store.resume_waiting(session_id) is None  # running now: someone else went on
         store.cancel_session(session_id)
@@ -311,9 +311,9 @@ def test_a_waiting_session_copied_without_its_checkpoint_is_not_run_again(
         assert parked.status == "waiting"
         copy_database(source, target)
         with SessionStore(target) as store:
-            before = (store.events(parked.session_id), store.pending_human_requests())
+            before = (store.events(parked.session_id), store.humans.pending_human_requests())
         outcome = asyncio.run(resume(llm, parked.session_id))
     assert outcome.status == "waiting" and "no checkpoint" in (outcome.error or "")
     with SessionStore(target) as store:
-        assert (store.events(parked.session_id), store.pending_human_requests()) == before
+        assert (store.events(parked.session_id), store.humans.pending_human_requests()) == before
         assert store.get_session(parked.session_id).status == "waiting"  # type: ignore[union-attr]

@@ -69,7 +69,7 @@ def test_an_answer_in_one_process_wakes_the_watcher_of_another_at_once(postgres_
         answered: dict[str, float] = {}
         for request_id in ids:
             answered[request_id] = time.time()
-            store.answer_human_request(request_id, "ana", "Lisbon")
+            store.humans.answer_human_request(request_id, "ana", "Lisbon")
             time.sleep(0.05)
         out, err = child.communicate(timeout=60)
     assert child.returncode == 0, err
@@ -112,7 +112,7 @@ def test_a_lost_notification_is_made_up_for_by_the_slow_poll(
         postgres_server.admin(
             "DROP TRIGGER notify_requests ON human_requests", postgres_url.rsplit("/", 1)[1]
         )
-        store.answer_human_request(request_id, "ana", "Lisbon")
+        store.humans.answer_human_request(request_id, "ana", "Lisbon")
         assert watch.ready() == []  # no news, and the last join was just now
         time.sleep(0.35)
         assert watch.ready() == [request_id]
@@ -137,10 +137,10 @@ def test_a_dropped_listening_connection_is_opened_again(
         assert len(listening) == 1
         postgres_server.admin(f"SELECT pg_terminate_backend({listening[0][0]})")
         # Answered while nobody listened: the reconnection's first look finds it.
-        store.answer_human_request(first, "ana", "Lisbon")
+        store.humans.answer_human_request(first, "ana", "Lisbon")
         assert heard(watch)  # the dropped connection's socket wakes the loop
         assert watch.ready() == [first]
-        store.answer_human_request(second, "ana", "Porto")
+        store.humans.answer_human_request(second, "ana", "Porto")
         assert heard(watch)  # the new connection listens
         assert watch.ready() == [second]
         watch.close()
@@ -166,6 +166,6 @@ def test_a_database_made_before_the_store_notified_is_watched_on_every_look(
         watch = RequestWatch(db)
         watch.add([request_id])
         assert watch.ready() == []
-        store.answer_human_request(request_id, "ana", "Lisbon")
+        store.humans.answer_human_request(request_id, "ana", "Lisbon")
         assert watch.ready() == [request_id]  # no notification, no waiting for the slow poll
         watch.close()

@@ -63,7 +63,7 @@ def test_a_session_parked_in_one_process_resumes_in_another(postgres_url: str) -
     url = parse_location(postgres_url)
     with SessionStore(url) as store:
         assert store.get_session(session_id).status == "waiting"  # type: ignore[union-attr]
-        assert store.answer_human_request(request_id, "ana", "Lisbon")
+        assert store.humans.answer_human_request(request_id, "ana", "Lisbon")
 
     async def resume(llm: FakeLLMServer) -> str:
         async with runtime_on(llm, url) as runtime:
@@ -247,14 +247,14 @@ def test_a_run_waiting_for_a_person_outlasts_a_server_restart(
         )
         try:
             deadline = time.monotonic() + 60
-            while not (pending := store.pending_human_requests()):
+            while not (pending := store.humans.pending_human_requests()):
                 assert run.poll() is None and time.monotonic() < deadline, run.communicate()
                 time.sleep(0.1)
             postgres_server.restart()
             time.sleep(1.5)  # a poll or two meet the cut connection
             store.close()
             store = SessionStore(parse_location(url))
-            assert store.answer_human_request(pending[0].id, "ana", "Lisbon")
+            assert store.humans.answer_human_request(pending[0].id, "ana", "Lisbon")
             out, err = run.communicate(timeout=60)
         finally:
             if run.poll() is None:

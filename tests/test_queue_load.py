@@ -96,11 +96,11 @@ class Annotators:
         store = SessionStore(self.db)
         try:
             while not self.stop.is_set():
-                request = store.claim_next(name, lease_seconds=60)
+                request = store.humans.claim_next(name, lease_seconds=60)
                 if request is None:
                     time.sleep(0.05)
                     continue
-                if store.answer_human_request(request.id, name, "Lisbon", seconds=1.0):
+                if store.humans.answer_human_request(request.id, name, "Lisbon", seconds=1.0):
                     with self._lock:
                         self.answered[request.id] += 1
         except Exception as exc:  # noqa: BLE001 - the test reports every annotator's failure
@@ -157,7 +157,7 @@ def test_twenty_annotators_answer_every_question_once_across_a_killed_runner(
     assert [r.returncode for r in runners] == [0] * RUNNERS, stderr[-2000:]
 
     with SessionStore(db) as store:
-        rows = store._humans._connection.rows(  # noqa: SLF001 - counting raw rows is the point
+        rows = store.humans._connection.rows(  # noqa: SLF001 - counting raw rows is the point
             "SELECT r.id, count(a.id) AS answers FROM human_requests AS r"
             " LEFT JOIN human_answers AS a ON a.request_id = r.id GROUP BY r.id"
         )

@@ -390,9 +390,11 @@ def test_annotator_agreement_from_human_answers(store: SessionStore) -> None:
         "r4": [("ann1", 1, False)],  # one answer: not overlapped
     }
     for rid, given in answers.items():
-        store.create_human_request(sid, "Which city?", k=2, request_id=rid)
+        store.humans.create_human_request(sid, "Which city?", k=2, request_id=rid)
         for annotator, rating, declined in given:
-            store.answer_human_request(rid, annotator, "Oslo", declined=declined, rating=rating)
+            store.humans.answer_human_request(
+                rid, annotator, "Oslo", declined=declined, rating=rating
+            )
     people = build_report(store, ["people"]).agreement.annotators
     assert people.requests == 3
     assert (people.rating.k, people.rating.n) == (2, 3)

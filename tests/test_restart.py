@@ -38,15 +38,15 @@ def test_killed_while_waiting_then_resumed_in_a_new_process(tmp_path: Path) -> N
     with FakeLLMServer(ask_then_call_script("local__forecast", {"city": "Lisbon"})) as llm:
         first = _start(db, llm.base_url)
         deadline = time.monotonic() + 60
-        while not store.pending_human_requests():
+        while not store.humans.pending_human_requests():
             assert first.poll() is None, first.stderr.read() if first.stderr else ""
             assert time.monotonic() < deadline, "the session never asked"
             time.sleep(0.05)
         first.kill()  # SIGKILL: no cleanup runs
         first.wait()
         requests_before = len(llm.requests)
-        request = store.pending_human_requests()[0]
-        assert store.answer_human_request(request.id, "annotator", "Lisbon")
+        request = store.humans.pending_human_requests()[0]
+        assert store.humans.answer_human_request(request.id, "annotator", "Lisbon")
 
         second = _start(db, llm.base_url)
         out, err = second.communicate(timeout=60)

@@ -385,8 +385,8 @@ def test_merge_carries_approved_calls_run_records_once(tmp_path: Path) -> None:
     with SessionStore(shard) as store:
         store.create_run("r", {"model": "m"})
         session = store.open_session("Book it", run="r", task_id="1")
-        assert store.start_approved_run(session.id, "call-1", {"day": "Monday"}) is None
-        store.finish_approved_run(
+        assert store.approved.start_approved_run(session.id, "call-1", {"day": "Monday"}) is None
+        store.approved.finish_approved_run(
             session.id,
             "call-1",
             status_code=200,
@@ -400,5 +400,5 @@ def test_merge_carries_approved_calls_run_records_once(tmp_path: Path) -> None:
     (again,) = merge_databases([shard], into)  # idempotent
     assert (summary.approved_runs, again.approved_runs) == (1, 0)
     with SessionStore(into) as store:
-        run = store.start_approved_run(session.id, "call-1", {"day": "Monday"})
+        run = store.approved.start_approved_run(session.id, "call-1", {"day": "Monday"})
     assert run is not None and run.finished and run.result == "booked"

@@ -177,12 +177,12 @@ async def test_queue_request_answered_from_another_connection(tmp_path: Path) ->
             task = asyncio.create_task(run_session(SessionRequest("Weather?", [spec]), rt))
             other = SessionStore(db)
             for _ in range(200):
-                pending = other.pending_human_requests()
+                pending = other.humans.pending_human_requests()
                 if pending:
                     break
                 await asyncio.sleep(0.02)
             assert pending and pending[0].question == "Which city?"
-            assert other.answer_human_request(pending[0].id, "annotator-1", "Porto")
+            assert other.humans.answer_human_request(pending[0].id, "annotator-1", "Porto")
             outcome = await asyncio.wait_for(task, 10)
             answer = next(
                 e for e in rt.store.events(outcome.session_id) if isinstance(e, HumanAnswerEvent)
@@ -200,7 +200,7 @@ async def test_queue_deadline_falls_back(tmp_path: Path, fallback: str) -> None:
 
     async def pass_the_deadline() -> None:
         for _ in range(1_000):  # until the question waits, at most 10 s
-            if waiting.pending_human_requests():
+            if waiting.humans.pending_human_requests():
                 break
             await asyncio.sleep(0.01)
         clock.advance(61)
@@ -212,7 +212,7 @@ async def test_queue_deadline_falls_back(tmp_path: Path, fallback: str) -> None:
             )  # type: ignore[arg-type]
             session = run_session(SessionRequest("Weather?", [spec]), rt)
             outcome, _ = await asyncio.gather(session, pass_the_deadline())
-            requests = SessionStore(db).pending_human_requests()
+            requests = SessionStore(db).humans.pending_human_requests()
             events = rt.store.events(outcome.session_id)
     assert requests == []  # the request expired rather than stay pending
     if fallback == "idk":

@@ -205,9 +205,9 @@ def test_a_version_3_file_is_upgraded_in_place(db_path: Path) -> None:
             )
     with SessionStore(db_path) as store:
         assert store.session_recipe("s1") == {"step_limit": 4}  # columns kept
-        assert [r.id for r in store.pending_human_requests()] == ["r1"]
+        assert [r.id for r in store.humans.pending_human_requests()] == ["r1"]
         store.end_session("s1", "step_limit", None)  # the new status, and the triggers hold
-        assert store.pending_human_requests() == []
+        assert store.humans.pending_human_requests() == []
         assert [g.flag for g in store.grades("s2")] == ["no_quorum"]
         assert [g.flag for g in store.grades("s3")] == ["tie"]
     with sqlite3.connect(db_path) as conn:
@@ -230,10 +230,10 @@ def test_a_version_4_file_is_upgraded_in_place(db_path: Path) -> None:
             " VALUES ('r1', 's1', 'Which?', '2026-01-01T00:00:00+00:00')"
         )
     with SessionStore(db_path) as store:
-        assert [r.kind for r in store.pending_human_requests()] == ["question"]
-        assert store.start_approved_run("s1", "c1", {}) is None  # the new table
+        assert [r.kind for r in store.humans.pending_human_requests()] == ["question"]
+        assert store.approved.start_approved_run("s1", "c1", {}) is None  # the new table
         store.end_session("s1", "terminated", None)  # the new status, and the triggers hold
-        assert store.pending_human_requests() == []
+        assert store.humans.pending_human_requests() == []
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
@@ -462,7 +462,7 @@ while True:
         assert seqs == list(range(1, len(seqs) + 1)), seqs  # never a gap
         assert len(seqs) >= session.n_events, (len(seqs), session.n_events)
         total += len(seqs)
-    store.pending_human_requests()
+    store.humans.pending_human_requests()
     partial += 0 < total < expected
     if finished:
         break
@@ -513,19 +513,19 @@ ANSWERER = """
 import json, sys
 from aah.store.sessions import SessionStore
 store = SessionStore(sys.argv[1])
-print(json.dumps([store.answer_human_request(sys.argv[2], f"proc{i}", f"p{i}") for i in range(4)]))
+print(json.dumps([store.humans.answer_human_request(sys.argv[2], f"proc{i}", f"p{i}") for i in range(4)]))
 """
 
 
 def test_human_request_settles_once_across_processes(store: SessionStore) -> None:
     session = store.open_session("q")
-    request = store.create_human_request(session.id, "Which city?", {"query": "q"}, k=3)
-    assert store.pending_human_requests() == [request]
+    request = store.humans.create_human_request(session.id, "Which city?", {"query": "q"}, k=3)
+    assert store.humans.pending_human_requests() == [request]
     barrier = threading.Barrier(5)
 
     def answer_here(i: int) -> bool:
         barrier.wait()
-        return store.answer_human_request(request.id, f"thread{i}", f"t{i}", rating=1)
+        return store.humans.answer_human_request(request.id, f"thread{i}", f"t{i}", rating=1)
 
     with ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(answer_here, i) for i in range(4)]
@@ -536,40 +536,40 @@ def test_human_request_settles_once_across_processes(store: SessionStore) -> Non
     settled = settled_here + json.loads(other.stdout)
     assert settled.count(True) == 1
 
-    final = store.get_human_request(request.id)
+    final = store.humans.get_human_request(request.id)
     assert final is not None and final.status == "answered"
-    answers = store.human_answers(request.id)
+    answers = store.humans.human_answers(request.id)
     assert len(answers) == 8
     assert answers[0].annotator == final.answered_by and answers[0].answer == final.answer
-    assert store.pending_human_requests() == []
+    assert store.humans.pending_human_requests() == []
     # The same annotator answering twice (a double submit) changes nothing.
-    assert not store.answer_human_request(request.id, "thread0", "again")
-    assert len(store.human_answers(request.id)) == 8
+    assert not store.humans.answer_human_request(request.id, "thread0", "again")
+    assert len(store.humans.human_answers(request.id)) == 8
 
 
 def test_declined_expired_and_overlap(store: SessionStore) -> None:
     session = store.open_session("q")
-    declined = store.create_human_request(session.id, "a?")
-    assert store.answer_human_request(declined.id, "ann", "", declined=True)
-    assert store.get_human_request(declined.id).status == "declined"  # type: ignore[union-attr]
-    expired = store.create_human_request(session.id, "b?")
-    assert store.expire_human_request(expired.id)
-    assert not store.expire_human_request(expired.id)
-    assert not store.answer_human_request(expired.id, "ann", "late")
-    assert store.get_human_request(expired.id).status == "expired"  # type: ignore[union-attr]
-    overlap = store.create_human_request(session.id, "c?", k=2)
-    store.answer_human_request(overlap.id, "ann", "yes")
-    assert [r.id for r in store.requests_for("other")] == [overlap.id]
-    assert store.requests_for("ann") == []
+    declined = store.humans.create_human_request(session.id, "a?")
+    assert store.humans.answer_human_request(declined.id, "ann", "", declined=True)
+    assert store.humans.get_human_request(declined.id).status == "declined"  # type: ignore[union-attr]
+    expired = store.humans.create_human_request(session.id, "b?")
+    assert store.humans.expire_human_request(expired.id)
+    assert not store.humans.expire_human_request(expired.id)
+    assert not store.humans.answer_human_request(expired.id, "ann", "late")
+    assert store.humans.get_human_request(expired.id).status == "expired"  # type: ignore[union-attr]
+    overlap = store.humans.create_human_request(session.id, "c?", k=2)
+    store.humans.answer_human_request(overlap.id, "ann", "yes")
+    assert [r.id for r in store.humans.requests_for("other")] == [overlap.id]
+    assert store.humans.requests_for("ann") == []
     with pytest.raises(KeyError):
-        store.answer_human_request("missing", "ann", "x")
+        store.humans.answer_human_request("missing", "ann", "x")
 
 
 def test_pending_requests_are_oldest_first(store: SessionStore) -> None:
     session = store.open_session("q")
-    requests = [store.create_human_request(session.id, f"q{i}?") for i in range(4)]
-    store.answer_human_request(requests[1].id, "ann", "a")
-    assert [r.id for r in store.pending_human_requests()] == [
+    requests = [store.humans.create_human_request(session.id, f"q{i}?") for i in range(4)]
+    store.humans.answer_human_request(requests[1].id, "ann", "a")
+    assert [r.id for r in store.humans.pending_human_requests()] == [
         requests[0].id,
         requests[2].id,
         requests[3].id,
@@ -583,19 +583,21 @@ def test_the_full_listing_pages_whole_records_as_the_queue_orders_them(
     deadline = datetime(2099, 1, 1, tzinfo=UTC)
     context = {"query": "q", "conversation": [{"role": "user", "text": "é"}], "n": 1.5}
     made = [
-        store.create_human_request(live.id, "q0?", context, k=2, deadline=deadline, fallback="idk"),
-        store.create_human_request(ended.id, "gone?"),
-        store.create_human_request(live.id, "q2?", kind="approval"),
-        store.create_human_request(live.id, "q3?"),
+        store.humans.create_human_request(
+            live.id, "q0?", context, k=2, deadline=deadline, fallback="idk"
+        ),
+        store.humans.create_human_request(ended.id, "gone?"),
+        store.humans.create_human_request(live.id, "q2?", kind="approval"),
+        store.humans.create_human_request(live.id, "q3?"),
     ]
     store.end_session(ended.id, "error", None)
-    store.expire_human_request(made[3].id)
+    store.humans.expire_human_request(made[3].id)
     usable = [made[0], made[2]]
-    assert store.pending_human_requests() == usable  # whole records: context, deadline, kind
-    assert [r.id for r in store.queue_listing().entries] == [r.id for r in usable]
-    assert store.pending_human_requests(limit=1) == usable[:1]
-    assert store.pending_human_requests(limit=0) == []
-    assert store.pending_human_requests()[0].deadline == deadline
+    assert store.humans.pending_human_requests() == usable  # whole records: context, deadline, kind
+    assert [r.id for r in store.humans.queue_listing().entries] == [r.id for r in usable]
+    assert store.humans.pending_human_requests(limit=1) == usable[:1]
+    assert store.humans.pending_human_requests(limit=0) == []
+    assert store.humans.pending_human_requests()[0].deadline == deadline
 
 
 def test_grades_keep_every_vote(store: SessionStore) -> None:
@@ -612,8 +614,8 @@ MISSING_TARGETS = [
     ("finish", lambda store: store.finish_session("nope")),
     ("end", lambda store: store.end_session("nope", "error", None)),
     ("grade", lambda store: store.add_grade("nope", "g", "v1", [], "pass")),
-    ("request", lambda store: store.create_human_request("nope", "Which city?")),
-    ("answer", lambda store: store.answer_human_request("nope", "ann", "x")),
+    ("request", lambda store: store.humans.create_human_request("nope", "Which city?")),
+    ("answer", lambda store: store.humans.answer_human_request("nope", "ann", "x")),
 ]
 
 
@@ -628,18 +630,18 @@ def test_writes_naming_a_missing_session_or_request_are_refused(
     with store.queries() as read:
         assert read.session_summaries(outside_runs=True) == []
         assert list(read.grade_verdicts(outside_runs=True)) == []
-    assert store.pending_human_requests() == []
-    assert not store.expire_human_request("nope")
-    assert store.get_human_request("nope") is None
+    assert store.humans.pending_human_requests() == []
+    assert not store.humans.expire_human_request("nope")
+    assert store.humans.get_human_request("nope") is None
 
 
 def test_a_closed_store_reopens_its_connections(store: SessionStore) -> None:
     session = store.open_session("q")
-    request = store.create_human_request(session.id, "Which city?")
+    request = store.humans.create_human_request(session.id, "Which city?")
     store.close()
-    assert store.answer_human_request(request.id, "ann", "Oslo")
+    assert store.humans.answer_human_request(request.id, "ann", "Oslo")
     assert store.get_session(session.id) is not None
-    assert [a.annotator for a in store.human_answers(request.id)] == ["ann"]
+    assert [a.annotator for a in store.humans.human_answers(request.id)] == ["ann"]
 
 
 def test_scrub_replaces_secrets_at_any_depth() -> None:
@@ -687,8 +689,8 @@ def test_no_secret_reaches_the_file(store: SessionStore) -> None:
             result=f"echo {OPENAI_KEY}",
         )
     )
-    request = store.create_human_request(session.id, "q?", {"token": "tok-123456"})
-    store.answer_human_request(request.id, "ann", f"here: {OPENAI_KEY}")
+    request = store.humans.create_human_request(session.id, "q?", {"token": "tok-123456"})
+    store.humans.answer_human_request(request.id, "ann", f"here: {OPENAI_KEY}")
     store.finish_session(session.id, "finished", f"done {OPENAI_KEY}")
     store.close()
     raw = stored_bytes(store.path)

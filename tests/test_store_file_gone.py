@@ -28,7 +28,7 @@ def test_a_store_whose_file_went_refuses_writes_in_one_line(tmp_path: Path, how:
     db = tmp_path / "aah.db"
     store = SessionStore(db)
     session = store.open_session("Which city?")
-    request = store.create_human_request(session.id, "Which city?", {})
+    request = store.humans.create_human_request(session.id, "Which city?", {})
     if how == "deleted":
         _remove(db)
     elif how == "moved away":
@@ -39,7 +39,7 @@ def test_a_store_whose_file_went_refuses_writes_in_one_line(tmp_path: Path, how:
         store = SessionStore(db)
         os.replace(tmp_path / "backup.db", db)
     with pytest.raises(StoreFileError) as gone:
-        store.answer_human_request(request.id, "ana", "Lisbon")
+        store.humans.answer_human_request(request.id, "ana", "Lisbon")
     said = str(gone.value)
     assert "\n" not in said and "was deleted or replaced while in use" in said
     assert str(db) in said and "--db" in said

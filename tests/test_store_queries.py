@@ -104,11 +104,11 @@ def fill(store: SessionStore) -> None:
         ]
     )
     # People answer while the sessions still run: an ended session takes no answers.
-    store.create_human_request("s1", "Which city?", k=2, request_id="q1")
-    store.answer_human_request("q1", "ann", "Oslo", rating=1, seconds=4.0)
-    store.answer_human_request("q1", "bob", "", declined=True, rating=0, seconds=9.0)
-    store.create_human_request("s4", "Which language?", request_id="q4")
-    store.answer_human_request("q4", "ann", "English")
+    store.humans.create_human_request("s1", "Which city?", k=2, request_id="q1")
+    store.humans.answer_human_request("q1", "ann", "Oslo", rating=1, seconds=4.0)
+    store.humans.answer_human_request("q1", "bob", "", declined=True, rating=0, seconds=9.0)
+    store.humans.create_human_request("s4", "Which language?", request_id="q4")
+    store.humans.answer_human_request("q4", "ann", "English")
     store.finish_session(s1.id, "finished", "Sunny.")
     store.finish_session("s2", "skipped")
     store.add_grade("s1", "grader", "v1", ["fail"], "fail")

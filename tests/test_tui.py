@@ -80,7 +80,7 @@ def waiting_question(db: Path) -> str:
     """A question a runner elsewhere left waiting in ``db``; its request id."""
     with SessionStore(db) as runner_store:
         session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
-        return runner_store.create_human_request(
+        return runner_store.humans.create_human_request(
             session.id, "Which date's rate?", {"query": "x"}
         ).id
 
@@ -225,7 +225,7 @@ async def test_declining_a_question_tells_the_agent_and_the_session_ends(app: Aa
     assert session_id is not None
     with SessionStore(app.db) as store:
         asked = [e for e in store.events(session_id) if isinstance(e, HumanQuestionEvent)]
-        request = store.get_human_request(asked[0].request_id)
+        request = store.humans.get_human_request(asked[0].request_id)
         assert request is not None and request.status == "declined"
 
 
@@ -238,7 +238,7 @@ async def test_closing_the_app_mid_question_closes_the_session(app: AahApp) -> N
     with SessionStore(app.db) as store:
         session = store.get_session(session_id)
         assert session is not None and session.status == "error"
-        assert store.pending_human_requests() == []  # nobody is asked a dead question
+        assert store.humans.pending_human_requests() == []  # nobody is asked a dead question
         assert isinstance(store.events(session_id)[-1], ErrorEvent)
 
 
@@ -274,7 +274,7 @@ async def test_an_answer_typed_then_put_aside_is_there_when_the_question_reopens
         await pilot.press(*"erday", "enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
     with SessionStore(app.db) as store:
-        request = store.get_human_request(asked)
+        request = store.humans.get_human_request(asked)
         assert request is not None and request.answer == "yestyesterday"
 
 
@@ -305,7 +305,9 @@ async def test_f1_shows_the_keys_and_hides_them_leaving_a_typed_answer_as_it_was
 async def test_a_question_from_another_process_is_answered_from_the_list(app: AahApp) -> None:
     with SessionStore(app.db) as runner_store:  # what a batch run elsewhere writes
         session = runner_store.open_session("Convert 20 EUR to USD", run=None, task_id="t1")
-        asked = runner_store.create_human_request(session.id, "Which date's rate?", {"query": "x"})
+        asked = runner_store.humans.create_human_request(
+            session.id, "Which date's rate?", {"query": "x"}
+        )
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.stats.waiting_elsewhere == 1, seconds=3)
         await pilot.press("p")
@@ -314,7 +316,7 @@ async def test_a_question_from_another_process_is_answered_from_the_list(app: Aa
         await answer_question(pilot, "today")
         await wait_for(pilot, lambda: app.stats.waiting_elsewhere == 0, seconds=3)
     with SessionStore(app.db) as store:
-        request = store.get_human_request(asked.id)
+        request = store.humans.get_human_request(asked.id)
         assert request is not None
         assert request.status == "answered" and request.answer == "today"
         assert request.answered_by == "tui"
@@ -322,7 +324,7 @@ async def test_a_question_from_another_process_is_answered_from_the_list(app: Aa
 
 def queue_holders(db: Path) -> dict[str, tuple[str, ...]]:
     with SessionStore(db) as store:
-        return {e.question: e.claimed_by for e in store.queue_listing().entries}
+        return {e.question: e.claimed_by for e in store.humans.queue_listing().entries}
 
 
 async def test_an_open_question_is_claimed_and_let_go_when_put_aside(tess_app: AahApp) -> None:
@@ -332,11 +334,11 @@ async def test_an_open_question_is_claimed_and_let_go_when_put_aside(tess_app: A
         await open_first_queued(pilot, app)
         assert queue_holders(app.db) == {"Which date's rate?": ("tess",)}
         with SessionStore(app.db) as web:  # a web annotator meanwhile
-            assert web.claim_next("wendy") is None
+            assert web.humans.claim_next("wendy") is None
         await pilot.press("escape")  # later
         await wait_for(pilot, lambda: queue_holders(app.db) == {"Which date's rate?": ()})
         with SessionStore(app.db) as web:
-            taken = web.claim_next("wendy")
+            taken = web.humans.claim_next("wendy")
             assert taken is not None and taken.question == "Which date's rate?"
 
 
@@ -371,9 +373,11 @@ async def test_a_question_another_annotator_holds_is_marked_taken_and_not_opened
     app = tess_app
     with SessionStore(app.db) as runner_store:
         session = runner_store.open_session("Convert 20 EUR to USD", task_id="t1")
-        held = runner_store.create_human_request(session.id, "Which date's rate?", {"query": "x"})
-        other = runner_store.create_human_request(session.id, "Which bank?", {"query": "x"})
-        assert runner_store.claim_request(held.id, "wendy")
+        held = runner_store.humans.create_human_request(
+            session.id, "Which date's rate?", {"query": "x"}
+        )
+        other = runner_store.humans.create_human_request(session.id, "Which bank?", {"query": "x"})
+        assert runner_store.humans.claim_request(held.id, "wendy")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
@@ -392,7 +396,7 @@ async def test_a_question_another_annotator_holds_is_marked_taken_and_not_opened
         await answer_question(pilot, "the central bank")
         await wait_for(pilot, lambda: not isinstance(app.screen, AskHumanScreen))
     with SessionStore(app.db) as store:
-        answered = store.get_human_request(other.id)
+        answered = store.humans.get_human_request(other.id)
         assert answered is not None and answered.answered_by == "tess"
         assert queue_holders(app.db) == {"Which date's rate?": ("wendy",)}
 
@@ -720,8 +724,8 @@ async def test_the_queue_names_setting_and_task_and_opens_the_next_question(
     with SessionStore(app.db) as runner_store:
         first = runner_store.open_session("Convert 20 EUR", task_id="q7", setting="underspecified")
         second = runner_store.open_session("Weather", task_id="q9", setting="perfect")
-        runner_store.create_human_request(first.id, "Into which currency?", {"query": "x"})
-        runner_store.create_human_request(second.id, "Which city?", {"query": "y"})
+        runner_store.humans.create_human_request(first.id, "Into which currency?", {"query": "x"})
+        runner_store.humans.create_human_request(second.id, "Which city?", {"query": "y"})
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, PendingQuestionsScreen))
@@ -746,7 +750,7 @@ async def test_the_queue_names_setting_and_task_and_opens_the_next_question(
         assert not isinstance(app.screen, AskHumanScreen)
         assert any("No more questions" in str(n.message) for n in app._notifications)
     with SessionStore(app.db) as store:
-        assert store.queue_listing().total == 0
+        assert store.humans.queue_listing().total == 0
 
 
 async def test_the_demo_answers_quote_the_mock_tools_values(
@@ -875,7 +879,7 @@ def _approval_request(store: SessionStore, task_id: str) -> str:
     rooms = {"name": "rooms", "type": "integer", "required": True, "location": "body"}
     call = {"tool": "hotel__book", "method": "POST", "arguments": {"rooms": 2},
             "parameters": [rooms], "rule": "method POST"}  # fmt: skip
-    request = store.create_human_request(
+    request = store.humans.create_human_request(
         session.id, "Approve this call?", {"query": "Book", "approval": call}, kind="approval"
     )
     return request.id
@@ -939,7 +943,7 @@ async def test_an_approval_opens_its_dialog_and_refuses_an_invalid_edit_before_s
         await wait_for(pilot, lambda: not isinstance(app.screen, ApproveCallScreen))
     with SessionStore(app.db) as store:
         ids = (edited, rejected, approved, responded)
-        answers = {r: store.get_human_request(r) for r in ids}
+        answers = {r: store.humans.get_human_request(r) for r in ids}
     assert {
         r: (a.decision, a.edited_arguments, a.reason, a.answer)
         for r, a in answers.items()

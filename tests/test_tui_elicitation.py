@@ -67,7 +67,7 @@ def queued(db: Path, params: dict[str, Any]) -> tuple[str, ElicitationRequest]:
     with SessionStore(db) as store:
         session = store.open_session("Book a room in Lyon", task_id="t1")
         store.set_status(session.id, "waiting")
-        record = store.create_human_request(
+        record = store.humans.create_human_request(
             session.id, request.message, request.model_dump(mode="json"), kind="elicitation"
         )
     return record.id, request
@@ -93,7 +93,7 @@ async def open_it(pilot: Pilot[None], app: AahApp) -> ElicitationScreen:
 
 def stored(db: Path, request_id: str, request: ElicitationRequest) -> ElicitationResult | None:
     with SessionStore(db) as store:
-        record = store.get_human_request(request_id)
+        record = store.humans.get_human_request(request_id)
     assert record is not None
     if record.status == "pending":
         return None

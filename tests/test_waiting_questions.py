@@ -77,12 +77,12 @@ def test_a_queue_batch_run_outlives_its_task_timeout_while_a_person_answers(
 
     def annotator() -> None:
         deadline = time.monotonic() + 30
-        while not store.pending_human_requests() and time.monotonic() < deadline:
+        while not store.humans.pending_human_requests() and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(4)  # longer than the task timeout
-        request = store.pending_human_requests()[0]
+        request = store.humans.pending_human_requests()[0]
         answered.append(time.monotonic())
-        assert store.answer_human_request(request.id, "ana", "Lisbon")
+        assert store.humans.answer_human_request(request.id, "ana", "Lisbon")
 
     person = threading.Thread(target=annotator)
     person.start()
@@ -118,14 +118,14 @@ def test_an_ended_sessions_question_leaves_every_list(
     with SessionStore(tmp_path / "s.db") as store:
         request_id = waiting_request(store)
         kept = waiting_request(store)
-        session_id = store.get_human_request(request_id).session_id  # type: ignore[union-attr]
+        session_id = store.humans.get_human_request(request_id).session_id  # type: ignore[union-attr]
         store.end_session(session_id, status, None)  # type: ignore[arg-type]
-        assert [r.id for r in store.pending_human_requests()] == [kept]
-        assert [r.id for r in store.requests_for("ana")] == [kept]
-        assert store.closed_reason(request_id) == reason
-        assert not store.answer_human_request(request_id, "ana", "Lisbon")
-        assert store.get_human_request(request_id).status == "pending"  # type: ignore[union-attr]
-        assert store.closed_reason(kept) is None
+        assert [r.id for r in store.humans.pending_human_requests()] == [kept]
+        assert [r.id for r in store.humans.requests_for("ana")] == [kept]
+        assert store.humans.closed_reason(request_id) == reason
+        assert not store.humans.answer_human_request(request_id, "ana", "Lisbon")
+        assert store.humans.get_human_request(request_id).status == "pending"  # type: ignore[union-attr]
+        assert store.humans.closed_reason(kept) is None
 
 
 def test_a_question_past_its_deadline_leaves_the_lists_and_names_its_fallback(
@@ -136,24 +136,24 @@ def test_a_question_past_its_deadline_leaves_the_lists_and_names_its_fallback(
         ahead = datetime.now(UTC) + timedelta(minutes=5)
         gone = waiting_request(store, deadline=past, fallback="skip")
         waiting = waiting_request(store, deadline=ahead, fallback="idk")
-        pending = store.pending_human_requests()
+        pending = store.humans.pending_human_requests()
         assert [r.id for r in pending] == [waiting]
         assert pending[0].deadline == ahead and pending[0].fallback == "idk"
-        assert store.closed_reason(gone) == (
+        assert store.humans.closed_reason(gone) == (
             "this question's deadline passed (the skip fallback answered instead)"
         )
-        assert not store.answer_human_request(gone, "ana", "Lisbon")
+        assert not store.humans.answer_human_request(gone, "ana", "Lisbon")
 
 
 def test_a_resumed_error_session_brings_its_question_back(tmp_path: Path) -> None:
     with SessionStore(tmp_path / "s.db") as store:
         request_id = waiting_request(store)
-        session_id = store.get_human_request(request_id).session_id  # type: ignore[union-attr]
+        session_id = store.humans.get_human_request(request_id).session_id  # type: ignore[union-attr]
         store.end_session(session_id, "error", None)
-        assert store.pending_human_requests() == []
+        assert store.humans.pending_human_requests() == []
         store.set_status(session_id, "waiting")
-        assert [r.id for r in store.pending_human_requests()] == [request_id]
-        assert store.answer_human_request(request_id, "ana", "Lisbon")
+        assert [r.id for r in store.humans.pending_human_requests()] == [request_id]
+        assert store.humans.answer_human_request(request_id, "ana", "Lisbon")
 
 
 def test_an_older_database_is_upgraded_in_place(tmp_path: Path) -> None:
@@ -170,10 +170,10 @@ def test_an_older_database_is_upgraded_in_place(tmp_path: Path) -> None:
             " VALUES ('r1', 's1', 'Which?', '2026-01-01T00:00:00+00:00')"
         )
     with SessionStore(path) as store:
-        assert [r.id for r in store.pending_human_requests()] == ["r1"]
+        assert [r.id for r in store.humans.pending_human_requests()] == ["r1"]
         assert store.cancel_session("s1")
         assert store.get_session("s1").status == "cancelled"  # type: ignore[union-attr]
-        assert store.pending_human_requests() == []
+        assert store.humans.pending_human_requests() == []
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
@@ -254,11 +254,11 @@ def _start_queue_run(env: dict[str, str]) -> subprocess.Popen[str]:
 
 def _wait_for_question(store: SessionStore, process: subprocess.Popen[str]) -> str:
     deadline = time.monotonic() + 60
-    while not store.pending_human_requests():
+    while not store.humans.pending_human_requests():
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         assert time.monotonic() < deadline, "the session never asked"
         time.sleep(0.05)
-    return store.pending_human_requests()[0].id
+    return store.humans.pending_human_requests()[0].id
 
 
 def _killed_while_waiting(store: SessionStore, env: dict[str, str]) -> tuple[str, str]:
@@ -267,7 +267,7 @@ def _killed_while_waiting(store: SessionStore, env: dict[str, str]) -> tuple[str
     request_id = _wait_for_question(store, run)
     run.send_signal(signal.SIGKILL)
     run.wait()
-    session_id = store.get_human_request(request_id).session_id  # type: ignore[union-attr]
+    session_id = store.humans.get_human_request(request_id).session_id  # type: ignore[union-attr]
     return request_id, session_id
 
 
@@ -280,7 +280,7 @@ def test_a_run_killed_while_it_waits_resumes_with_the_answer_given_meanwhile(
         env = _env(db, llm)
         request_id, session_id = _killed_while_waiting(store, env)
         assert store.get_session(session_id).status == "waiting"  # type: ignore[union-attr]
-        assert store.answer_human_request(request_id, "ana", "Lisbon")
+        assert store.humans.answer_human_request(request_id, "ana", "Lisbon")
         resumed = _aah(env, "sessions", "resume", session_id[:10])
     assert resumed.returncode == 0, resumed.stderr
     assert f"session {session_id}: finished" in resumed.stdout
@@ -306,8 +306,8 @@ def test_resume_waits_again_for_a_question_still_unanswered(tmp_path: Path) -> N
         )
         time.sleep(1.5)
         assert second.poll() is None
-        assert [r.id for r in store.pending_human_requests()] == [request_id]
-        assert store.answer_human_request(request_id, "ana", "Lisbon")
+        assert [r.id for r in store.humans.pending_human_requests()] == [request_id]
+        assert store.humans.answer_human_request(request_id, "ana", "Lisbon")
         out, err = second.communicate(timeout=60)
     assert second.returncode == 0, err
     assert store.get_session(session_id).status == "finished"  # type: ignore[union-attr]
@@ -323,15 +323,18 @@ def test_cancel_takes_the_question_out_of_the_queue_and_ends_the_waiting_run(
         env = _env(db, llm)
         running = _start_queue_run(env)
         request_id = _wait_for_question(store, running)
-        session_id = store.get_human_request(request_id).session_id  # type: ignore[union-attr]
+        session_id = store.humans.get_human_request(request_id).session_id  # type: ignore[union-attr]
         cancelled = _aah(env, "sessions", "cancel", session_id)
         assert cancelled.returncode == 0, cancelled.stderr
         assert cancelled.stdout.strip() == f"cancelled session {session_id}"
-        assert store.pending_human_requests() == []
+        assert store.humans.pending_human_requests() == []
         # The waiting process notices within a few polls and stops.
         running.communicate(timeout=30)
         assert store.get_session(session_id).status == "cancelled"  # type: ignore[union-attr]
-        assert store.closed_reason(request_id) == "this question's session has ended (cancelled)"
+        assert (
+            store.humans.closed_reason(request_id)
+            == "this question's session has ended (cancelled)"
+        )
         again = _aah(env, "sessions", "cancel", session_id)
         resumed = _aah(env, "sessions", "resume", session_id)
     assert again.returncode == 2
@@ -348,7 +351,7 @@ def test_expire_cancels_only_sessions_idle_for_longer(tmp_path: Path) -> None:
     with SessionStore(db) as store:
         old = waiting_request(store)
         fresh = waiting_request(store)
-        old_session = store.get_human_request(old).session_id  # type: ignore[union-attr]
+        old_session = store.humans.get_human_request(old).session_id  # type: ignore[union-attr]
     long_ago = (datetime.now(UTC) - timedelta(hours=3)).isoformat()
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET started = ? WHERE id = ?", [long_ago, old_session])
@@ -360,7 +363,7 @@ def test_expire_cancels_only_sessions_idle_for_longer(tmp_path: Path) -> None:
     assert expired.stdout.strip() == "expired 1 session idle for more than 2h"
     assert again.stdout.strip() == "expired 0 sessions idle for more than 2h"
     with SessionStore(db) as store:
-        assert [r.id for r in store.pending_human_requests()] == [fresh]
+        assert [r.id for r in store.humans.pending_human_requests()] == [fresh]
         assert store.get_session(old_session).status == "cancelled"  # type: ignore[union-attr]
 
 
@@ -420,10 +423,10 @@ def test_a_queue_stores_its_deadline_and_a_restarted_one_keeps_the_first(tmp_pat
         async def killed_while_waiting() -> None:
             waiting = asyncio.ensure_future(first.ask(question))
             for _ in range(1_000):  # until the request is stored, at most 10 s
-                if store.get_human_request("r1") is not None:
+                if store.humans.get_human_request("r1") is not None:
                     break
                 await asyncio.sleep(0.01)
-            (pending,) = store.pending_human_requests()
+            (pending,) = store.humans.pending_human_requests()
             assert pending.fallback == "idk"
             assert pending.deadline == asked_at + timedelta(seconds=60)  # on the store's clock
             waiting.cancel()  # the runner dies before the deadline
@@ -435,4 +438,4 @@ def test_a_queue_stores_its_deadline_and_a_restarted_one_keeps_the_first(tmp_pat
         again = QueueHuman(store, poll_seconds=0.01, deadline_seconds=100, fallback="idk")
         reply = asyncio.run(asyncio.wait_for(again.ask(question), 10))
         assert reply.answer == IDK_REPLY
-        assert store.get_human_request("r1").status == "expired"  # type: ignore[union-attr]
+        assert store.humans.get_human_request("r1").status == "expired"  # type: ignore[union-attr]

@@ -128,19 +128,19 @@ def test_sign_in_opens_the_oldest_question_and_send_opens_the_next(db: Path, ser
     assert "1** answered today" in lists["counter"] and "1** waiting" in lists["counter"]
     assert [row[5:7] for row in cells(lists["table"])] == [["Which day?", "open: yours"]]
     store = SessionStore(db)
-    stored = store.get_human_request(first.id)
+    stored = store.humans.get_human_request(first.id)
     assert stored is not None and stored.status == "answered"
     assert stored.answered_by == "alice" and stored.answer == "Porto"
-    (answer,) = store.human_answers(first.id)
+    (answer,) = store.humans.human_answers(first.id)
     assert answer.rating == 1 and not answer.declined and answer.seconds is not None
 
     # The rating is optional: a send without one stores NULL.
     last = send(api, "Tuesday")
     assert "the agent goes on" in last["status"] and "No free question" in last["status"]
     assert last["request_id"] == ""
-    (unrated,) = store.human_answers(second.id)
+    (unrated,) = store.humans.human_answers(second.id)
     assert unrated.rating is None and unrated.answer == "Tuesday"
-    assert store.requests_for("alice") == []
+    assert store.humans.requests_for("alice") == []
 
 
 def test_decline_and_form_checks_are_status_lines(db: Path) -> None:
@@ -155,9 +155,9 @@ def test_decline_and_form_checks_are_status_lines(db: Path) -> None:
         assert declined["status"].startswith("Declined")
         store = SessionStore(db)
         deadline = time.monotonic() + 10  # the decline is sent once its undo time is over
-        while not store.human_answers(request.id) and time.monotonic() < deadline:
+        while not store.humans.human_answers(request.id) and time.monotonic() < deadline:
             time.sleep(0.05)
-        (answer,) = store.human_answers(request.id)
+        (answer,) = store.humans.human_answers(request.id)
         assert answer.declined and answer.rating is None and answer.annotator == "bob"
         # Nothing open any more: a send says what to do instead of failing.
         assert send(api, "Porto")["status"].startswith("Nothing is open: press **n**")
@@ -179,9 +179,11 @@ def test_a_decline_and_a_skip_are_undone_over_the_api(db: Path, served: str) -> 
     again = named(["status", *FORM], api.predict(api_name="/undo"))
     assert again["status"].startswith("Too late to undo")
     store = SessionStore(db)
-    assert store.human_answers(first.id) == [] and store.human_answers(second.id) == []
-    assert store.queue_listing().entries[0].claimed_by == ("bob",)
-    assert store.queue_listing().entries[1].claimed_by == ()
+    assert (
+        store.humans.human_answers(first.id) == [] and store.humans.human_answers(second.id) == []
+    )
+    assert store.humans.queue_listing().entries[0].claimed_by == ("bob",)
+    assert store.humans.queue_listing().entries[1].claimed_by == ()
 
 
 def test_two_annotators_never_get_the_same_question(db: Path, served: str) -> None:
@@ -231,7 +233,7 @@ def test_next_keeps_an_open_question_and_opens_one_when_none_is(db: Path, served
     # Next (the page presses it by itself when a question arrives) never lets go of one.
     kept = named(["status", *FORM], api.predict(api_name="/next_request"))
     assert kept["status"].startswith("A question is open")
-    assert SessionStore(db).queue_listing().entries[0].claimed_by == ("alice",)
+    assert SessionStore(db).humans.queue_listing().entries[0].claimed_by == ("alice",)
     after = send(api, "Porto")
     assert after["request_id"] == "" and "No free question" in after["status"]
     second = seed_request(db, "Which day?")
@@ -255,7 +257,7 @@ def test_nothing_is_done_anonymously(db: Path, served: str) -> None:
     for name, message in [(" ", "Type your name"), ("oracle", "'oracle' is reserved")]:
         shown = named(SIGN_IN, api.predict(name, "", api_name="/sign_in"))
         assert shown["signed_in"].startswith(message)
-    assert SessionStore(db).human_answers(request.id) == []
+    assert SessionStore(db).humans.human_answers(request.id) == []
 
 
 def test_token_required_when_set(db: Path) -> None:
@@ -353,9 +355,9 @@ def test_overlap_keeps_later_answers_for_agreement(db: Path, served: str) -> Non
     assert "goes on" in send(alice, "Porto", 1)["status"]
     assert "kept for agreement" in send(bob, "Lisbon", 0)["status"]
     store = SessionStore(db)
-    stored = store.get_human_request(request.id)
+    stored = store.humans.get_human_request(request.id)
     assert stored is not None and stored.answer == "Porto" and stored.answered_by == "alice"
-    assert [a.annotator for a in store.human_answers(request.id)] == ["alice", "bob"]
+    assert [a.annotator for a in store.humans.human_answers(request.id)] == ["alice", "bob"]
     _, shown = signed_in(served, "carol")
     assert shown["request_id"] == "" and shown["pick"]["choices"] == []  # k answers reached
 

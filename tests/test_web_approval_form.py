@@ -51,7 +51,7 @@ def _approval(store: SessionStore, parameters: list[ParameterSpec] | None = None
         "parameters": [p.model_dump(mode="json") for p in parameters or PARAMETERS],
         "rule": "method POST",
     }
-    return store.create_human_request(
+    return store.humans.create_human_request(
         session.id, "Approve this call? POST local__book", {"approval": call}, kind="approval"
     )
 
@@ -134,8 +134,8 @@ def test_an_invalid_decision_is_refused_in_one_line_and_never_stored(
     with pytest.raises(ValueError) as refused:
         read_decision(request, sent)
     assert says in str(refused.value) and "\n" not in str(refused.value)
-    assert store.human_answers(request.id) == []
-    assert store.get_human_request(request.id).status == "pending"  # type: ignore[union-attr]
+    assert store.humans.human_answers(request.id) == []
+    assert store.humans.get_human_request(request.id).status == "pending"  # type: ignore[union-attr]
 
 
 VALID = [
@@ -174,7 +174,7 @@ def test_a_valid_edit_is_stored_with_typed_arguments(
     opened = handlers.start(who)[2 + 15]
     shown = handlers.decide(who, opened, _edit(**changed), [])
     assert str(shown[0]).startswith("Edited and approved")
-    stored = store.get_human_request(request.id)
+    stored = store.humans.get_human_request(request.id)
     assert stored is not None and stored.status == "answered" and stored.answered_by == "kim"
     assert (stored.decision, stored.edited_arguments, stored.reason) == ("edit", arguments, "")
 
@@ -189,7 +189,7 @@ def test_the_other_decisions_are_stored_with_their_reason(
     opened = handlers.start(who)[2 + 15]
     sent = {"decision": decision, "fields": FIELDS | {"rooms": "ignored"}, "reason": " Too dear "}
     handlers.decide(who, opened, json.dumps(sent), [])
-    stored = store.get_human_request(request.id)
+    stored = store.humans.get_human_request(request.id)
     assert stored is not None
     reason = "" if decision == "approve" else "Too dear"
     assert (stored.decision, stored.edited_arguments, stored.reason) == (decision, None, reason)
@@ -203,21 +203,21 @@ def test_a_response_is_stored_as_the_result_the_agent_reads(store: SessionStore)
     sent = {"decision": "respond", "fields": None, "reason": "", "response": " Booked: 12 "}
     shown = handlers.decide(who, opened, json.dumps(sent), [])
     assert str(shown[0]).startswith("Answered in place of")
-    stored = store.get_human_request(request.id)
+    stored = store.humans.get_human_request(request.id)
     assert stored is not None and (stored.decision, stored.answer) == ("respond", "Booked: 12")
 
 
 def test_a_question_is_never_decided_as_a_call(store: SessionStore) -> None:
     session = store.open_session("Weather?")
     store.set_status(session.id, "waiting")
-    question = store.create_human_request(session.id, "Which city?")
+    question = store.humans.create_human_request(session.id, "Which city?")
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
     opened = handlers.start(who)[2 + 15]
     assert opened.request_id == question.id
     shown = handlers.decide(who, opened, json.dumps({"decision": "approve"}), [])
     assert str(shown[0]).startswith("This is a question")
-    assert store.human_answers(question.id) == []
+    assert store.humans.human_answers(question.id) == []
 
 
 class _Tags(HTMLParser):
@@ -247,7 +247,7 @@ def test_the_form_shows_hostile_text_as_text(store: SessionStore) -> None:
         "parameters": [p.model_dump(mode="json") for p in params],
         "rule": HOSTILE,
     }
-    request = store.create_human_request(
+    request = store.humans.create_human_request(
         session.id, "Approve?", {"approval": call}, kind="approval"
     )
     parser = _Tags()
@@ -280,8 +280,8 @@ def test_the_queue_marks_each_request_with_its_kind(store: SessionStore) -> None
     _approval(store)
     session = store.open_session("Weather?")
     store.set_status(session.id, "waiting")
-    store.create_human_request(session.id, "Which city?")
-    entries = store.queue_listing("kim").entries
+    store.humans.create_human_request(session.id, "Which city?")
+    entries = store.humans.queue_listing("kim").entries
     rows = queue_rows(entries, "kim")
     assert [row[4] for row in rows] == ["approval", "question"]
     assert rows[0][5] == "POST local__book"  # the call, without "Approve this call?"

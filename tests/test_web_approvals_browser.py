@@ -133,7 +133,7 @@ def _approval_request(db: Path, seconds: float = 30) -> HumanRequestRecord:
     store = SessionStore(db)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        for request in store.pending_human_requests():
+        for request in store.humans.pending_human_requests():
             if request.kind == "approval":
                 return request
         time.sleep(0.05)
@@ -244,7 +244,7 @@ def test_an_invalid_edit_is_refused_in_the_page_and_a_valid_one_runs(
             )
             expect(page.locator("#approval-note")).to_contain_text("rooms: a whole number")
             # Nothing reached the store; the edit stays open as typed.
-            assert SessionStore(db).human_answers(request.id) == []
+            assert SessionStore(db).humans.human_answers(request.id) == []
             expect(_field(page, "rooms")).to_have_value("two")
             expect(_field(page, "rooms")).to_be_focused()
             # A letter in a field is typing, never a decision.
@@ -387,7 +387,7 @@ def test_the_deadline_fallback_decides_and_a_late_decision_is_not_used(
         "deadline-fallback",
     )
     assert tools.count("/echo") == 0
-    assert SessionStore(db).human_answers(request.id) == []
+    assert SessionStore(db).humans.human_answers(request.id) == []
 
 
 def _seed_approval(db: Path) -> HumanRequestRecord:
@@ -406,7 +406,7 @@ def _seed_approval(db: Path) -> HumanRequestRecord:
     }
     question = f"Approve this call? POST local__book {json.dumps(call['arguments'])}"
     context = {"query": "Book two rooms.", "approval": call}
-    return store.create_human_request(session.id, question, context, kind="approval")
+    return store.humans.create_human_request(session.id, question, context, kind="approval")
 
 
 def test_a_call_one_annotator_holds_is_not_offered_to_another(
@@ -428,10 +428,10 @@ def test_a_call_one_annotator_holds_is_not_offered_to_another(
         bob.keyboard.press("Escape")
         alice.keyboard.press("a")
         expect(alice.locator("#answer-status")).to_contain_text("Approved")
-    stored = SessionStore(db).get_human_request(approval.id)
+    stored = SessionStore(db).humans.get_human_request(approval.id)
     assert stored is not None and stored.answered_by == "alice"
     assert decision_of(stored).decision == "approve"
-    assert SessionStore(db).human_answers(question.id) == []
+    assert SessionStore(db).humans.human_answers(question.id) == []
 
 
 def test_a_reload_keeps_an_edit_open_as_typed(browser: Browser, tmp_path: Path) -> None:
@@ -453,6 +453,6 @@ def test_a_reload_keeps_an_edit_open_as_typed(browser: Browser, tmp_path: Path) 
         page.wait_for_function(
             "(id) => localStorage.getItem('aah-draft:' + id) === null", arg=approval.id
         )
-    stored = SessionStore(db).get_human_request(approval.id)
+    stored = SessionStore(db).humans.get_human_request(approval.id)
     assert stored is not None and stored.answered_by == "alice"
     assert decision_of(stored).arguments == {"rooms": 5}

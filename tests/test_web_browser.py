@@ -118,7 +118,7 @@ def _wait_for_request(db: Path, seconds: float = 20) -> HumanRequestRecord:
     store = SessionStore(db)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        pending = store.pending_human_requests()
+        pending = store.humans.pending_human_requests()
         if pending:
             return pending[0]
         time.sleep(0.1)
@@ -189,13 +189,13 @@ def test_a_question_from_a_runner_is_answered_in_the_browser(
     LEFT_LOOPBACK.clear()
     # An older question bob holds: the page shows it taken and opens the runner's.
     held = seed_request(db, "Which day do you mean?")
-    SessionStore(db).claim_request(held.id, "bob")
+    SessionStore(db).humans.claim_request(held.id, "bob")
     with FakeLLMServer(weather_script()) as llm, serve_app(db) as url:
         runner = start_runner(db, llm.base_url)
         try:
             request = _wait_for_request(db)
             while request.id == held.id:
-                request = SessionStore(db).pending_human_requests()[-1]
+                request = SessionStore(db).humans.pending_human_requests()[-1]
             page = _page(browser, url)
             _sign_in(page, "alice")
             # Signing in opens the first free question, focus in the answer box.
@@ -227,10 +227,10 @@ def test_a_question_from_a_runner_is_answered_in_the_browser(
             if runner.poll() is None:
                 runner.kill()
     assert runner.returncode == 0 and output.strip().startswith("finished|Porto")
-    stored = SessionStore(db).get_human_request(request.id)
+    stored = SessionStore(db).humans.get_human_request(request.id)
     assert stored is not None and stored.answered_by == "alice"
     assert stored.answer == "Porto, in Portugal."
-    (answer,) = SessionStore(db).human_answers(request.id)
+    (answer,) = SessionStore(db).humans.human_answers(request.id)
     assert answer.rating == 1
     assert LEFT_LOOPBACK == []
     for name in ("web-queue.png", "web-answer.png"):
@@ -272,9 +272,9 @@ def test_answering_by_keyboard_costs_the_typing_and_one_key(
         assert page.evaluate("window.aahClicks") == 0
     store = SessionStore(db)
     deadline = time.monotonic() + 20  # a decline is sent once its undo time is over
-    while not store.human_answers(questions[2].id) and time.monotonic() < deadline:
+    while not store.humans.human_answers(questions[2].id) and time.monotonic() < deadline:
         time.sleep(0.05)
-    given = {q.question: store.human_answers(q.id) for q in questions}
+    given = {q.question: store.humans.human_answers(q.id) for q in questions}
     assert [(a.answer, a.rating) for a in given["Question 0?"]] == [("Porto", None)]
     assert [(a.answer, a.rating) for a in given["Question 1?"]] == [("Tuesday", None)]
     assert [(a.declined, a.rating) for a in given["Question 2?"]] == [(True, None)]
@@ -310,7 +310,7 @@ def test_a_reload_keeps_the_sign_in_and_the_draft(browser: Browser, tmp_path: Pa
         page.reload()
         expect(page.locator("#sign-in-button")).to_be_visible()
         expect(page.locator("#signed-in")).not_to_contain_text("Signed in as")
-    stored = SessionStore(db).get_human_request(request.id)
+    stored = SessionStore(db).humans.get_human_request(request.id)
     assert stored is not None and stored.answer == "Porto" and stored.answered_by == "alice"
 
 
@@ -370,7 +370,7 @@ def test_two_annotators_claims_and_a_lease_running_out(browser: Browser, tmp_pat
         alice.keyboard.press("Control+Enter")
         expect(alice.locator("#answer-status")).to_contain_text("someone answered first")
     store = SessionStore(db)
-    stored = store.get_human_request(first.id)
+    stored = store.humans.get_human_request(first.id)
     assert stored is not None and stored.answered_by == "bob" and stored.answer == "Lisbon"
 
 
@@ -393,7 +393,7 @@ def test_a_question_whose_session_ended_leaves_the_page(browser: Browser, tmp_pa
             "this question's session has ended (cancelled): your answer was not used."
         )
         expect(_question(page)).to_have_value("Which day?")
-    assert SessionStore(db).human_answers(ended.id) == []
+    assert SessionStore(db).humans.human_answers(ended.id) == []
 
 
 def test_a_question_that_arrives_while_none_is_open_opens_by_itself(
@@ -412,4 +412,4 @@ def test_a_question_that_arrives_while_none_is_open_opens_by_itself(
         keys.press("Control+Enter")
         expect(page.locator("#answer-status")).to_contain_text("Answered")
         assert page.evaluate("window.aahClicks") == 0
-    assert [a.answer for a in SessionStore(db).human_answers(asked.id)] == ["Porto"]
+    assert [a.answer for a in SessionStore(db).humans.human_answers(asked.id)] == ["Porto"]

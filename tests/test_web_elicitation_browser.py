@@ -64,7 +64,7 @@ def queued(db: Path, params: dict[str, Any]) -> tuple[str, ElicitationRequest]:
     store = SessionStore(db)
     session = store.open_session("Book a room in Lyon", setting="underspecified")
     store.set_status(session.id, "waiting")
-    record = store.create_human_request(
+    record = store.humans.create_human_request(
         session.id, request.message, request.model_dump(mode="json"), kind="elicitation"
     )
     store.close()
@@ -73,7 +73,7 @@ def queued(db: Path, params: dict[str, Any]) -> tuple[str, ElicitationRequest]:
 
 def stored(db: Path, request_id: str, request: ElicitationRequest) -> ElicitationResult | None:
     store = SessionStore(db)
-    record = store.get_human_request(request_id)
+    record = store.humans.get_human_request(request_id)
     store.close()
     assert record is not None
     if record.status == "pending":

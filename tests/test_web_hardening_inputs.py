@@ -54,7 +54,9 @@ def _approval(store: SessionStore) -> Any:
         "arguments": {"rooms": 2, "room_type": "double"},
         "parameters": [p.model_dump(mode="json") for p in PARAMETERS],
     }
-    return store.create_human_request(session.id, "Approve?", {"approval": call}, kind="approval")
+    return store.humans.create_human_request(
+        session.id, "Approve?", {"approval": call}, kind="approval"
+    )
 
 
 def _deep(levels: int, inner: str = "1", opening: str = "[", closing: str = "]") -> str:
@@ -118,7 +120,7 @@ def test_deep_json_from_the_page_is_one_line_in_the_status(
     # The form is left as typed: every other output is "no change".
     assert all(isinstance(value, dict) and value.get("__type__") == "update" for value in shown[1:])
     assert shown[1:] == tuple(gr.skip() for _ in shown[1:])
-    assert store.human_answers(request.id) == []
+    assert store.humans.human_answers(request.id) == []
 
 
 def test_json_within_the_bound_is_read(tmp_path: Path) -> None:

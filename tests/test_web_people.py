@@ -143,7 +143,7 @@ def _until(check: Callable[[], bool], what: str, seconds: float = 20) -> None:
 
 
 def _holders(db: Path, request_id: str) -> tuple[str, ...]:
-    entries = SessionStore(db).queue_listing().entries
+    entries = SessionStore(db).humans.queue_listing().entries
     return next((entry.claimed_by for entry in entries if entry.id == request_id), ())
 
 
@@ -159,7 +159,7 @@ def _ask(db: Path, question: str, task_id: str, query: str) -> str:
     session = store.open_session(query, task_id=task_id, setting="underspecified")
     store.set_status(session.id, "waiting")
     context = {**LONG_CONTEXT, "query": query, "setting": "underspecified", "task_id": task_id}
-    return store.create_human_request(session.id, question, context).id
+    return store.humans.create_human_request(session.id, question, context).id
 
 
 def _seen_in_pane(part: Locator) -> bool:
@@ -209,7 +209,7 @@ def test_esc_never_throws_away_a_typed_answer_and_a_decline_can_be_undone(
         _ready(page, "Question 1?")
         expect(page.locator("#answer-status")).to_contain_text("Declined")
         expect(page.locator("#queue-undo")).to_be_visible()
-        assert SessionStore(db).human_answers(first.id) == []
+        assert SessionStore(db).humans.human_answers(first.id) == []
         # u (the new answer box is empty) brings it back, with what was typed.
         keys.press("u")
         _ready(page, "Question 0?")
@@ -220,7 +220,7 @@ def test_esc_never_throws_away_a_typed_answer_and_a_decline_can_be_undone(
         # An empty answer declines with one Esc; left alone, the decline is sent.
         keys.press("Escape")
         _ready(page, "Question 2?")
-        _until(lambda: bool(SessionStore(db).human_answers(second.id)), "the decline stored")
+        _until(lambda: bool(SessionStore(db).humans.human_answers(second.id)), "the decline stored")
         # The keys line says how; a skip (Tab, n) is undone with u too.
         keys.press("Tab")
         keys.press("n")
@@ -228,9 +228,11 @@ def test_esc_never_throws_away_a_typed_answer_and_a_decline_can_be_undone(
         expect(page.locator("#answer-question textarea")).to_have_value("Question 2?")
         assert _clicks(page) == 0
     store = SessionStore(db)
-    assert [(a.answer, a.declined) for a in store.human_answers(first.id)] == [("Porto", False)]
-    assert [a.declined for a in store.human_answers(second.id)] == [True]
-    assert store.human_answers(third.id) == []
+    assert [(a.answer, a.declined) for a in store.humans.human_answers(first.id)] == [
+        ("Porto", False)
+    ]
+    assert [a.declined for a in store.humans.human_answers(second.id)] == [True]
+    assert store.humans.human_answers(third.id) == []
     # 3 (kim) + Enter; 5 + Esc (asks) + Esc Esc (picker) + Esc Esc + u + Ctrl+Enter; Esc; Tab n.
     assert keys.count == 4 + 5 + 1 + 2 + 2 + 1 + 1 + 1 + 2
 
@@ -316,7 +318,7 @@ def test_a_release_needs_the_holders_signed_in_token(
 ) -> None:
     db = tmp_path / "s.db"
     request = seed_request(db)
-    SessionStore(db).claim_request(request.id, "alice")
+    SessionStore(db).humans.claim_request(request.id, "alice")
     with serve_app(db) as url:
         assert _post(url, body(request.id)) == status
     assert _holders(db, request.id) == ("alice",)
@@ -326,8 +328,8 @@ def test_a_release_lets_go_only_of_the_senders_own_claim(tmp_path: Path) -> None
     db = tmp_path / "s.db"
     request = seed_request(db, k=2)
     store = SessionStore(db)
-    store.claim_request(request.id, "alice")
-    store.claim_request(request.id, "bob")
+    store.humans.claim_request(request.id, "alice")
+    store.humans.claim_request(request.id, "bob")
     auth = WebAuth()
     with serve_app(db, auth) as url:
         tokens = SignInTokens(app_secret(db.parent, auth))
@@ -451,7 +453,10 @@ def test_a_phone_page_keeps_a_typed_answer_while_the_database_is_away(
         expect(page.locator("#answer-status")).to_contain_text("the agent goes on")
         _ready(page, "Which day?")
     with SessionStore(db) as store:
-        first, second = store.get_human_request(city.id), store.get_human_request(day.id)
+        first, second = (
+            store.humans.get_human_request(city.id),
+            store.humans.get_human_request(day.id),
+        )
         assert first is not None and first.answer == "Lisbon, the old town"  # sent once
         assert second is not None and second.status == "pending"
 

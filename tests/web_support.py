@@ -67,7 +67,7 @@ def seed_request(
     session = store.open_session(query, setting="underspecified")
     store.set_status(session.id, "waiting")
     base = {"query": query, "original_query": ORIGINAL_QUERY, "setting": "underspecified"}
-    return store.create_human_request(session.id, question, base | (context or {}), k=k)
+    return store.humans.create_human_request(session.id, question, base | (context or {}), k=k)
 
 
 def weather_script() -> dict[str, Any]:

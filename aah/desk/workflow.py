@@ -141,22 +141,24 @@ class DeskWorkflow:
         question they declined a moment ago (still undoable) never comes back.
         """
         held = self._declining(annotator)
-        request = self.store.claim_next(annotator, self.lease_seconds)
+        request = self.store.humans.claim_next(annotator, self.lease_seconds)
         if request is None or (request.id not in skipped and request.id not in held):
             return Next(request)
         if request.id not in held:
-            self.store.release_claim(request.id, annotator)
-        listing = self.store.queue_listing(annotator, limit=len(skipped) + len(held) + _LOOKAHEAD)
+            self.store.humans.release_claim(request.id, annotator)
+        listing = self.store.humans.queue_listing(
+            annotator, limit=len(skipped) + len(held) + _LOOKAHEAD
+        )
         entries = [entry for entry in listing.entries if entry.id not in held]
         for entry in entries:
             if entry.id in skipped:
                 continue
-            if self.store.claim_request(entry.id, annotator, self.lease_seconds):
-                return Next(self.store.get_human_request(entry.id))
+            if self.store.humans.claim_request(entry.id, annotator, self.lease_seconds):
+                return Next(self.store.humans.get_human_request(entry.id))
         for entry in entries:
-            if self.store.claim_request(entry.id, annotator, self.lease_seconds):
+            if self.store.humans.claim_request(entry.id, annotator, self.lease_seconds):
                 note = "Only questions you skipped are left: here is the oldest again."
-                return Next(self.store.get_human_request(entry.id), note)
+                return Next(self.store.humans.get_human_request(entry.id), note)
         return Next(None)
 
     def open(self, annotator: str, request_id: str) -> bool:
@@ -164,7 +166,7 @@ class DeskWorkflow:
         if request_id in self._declining(annotator):
             return False
         try:
-            claimed = self.store.claim_request(request_id, annotator, self.lease_seconds)
+            claimed = self.store.humans.claim_request(request_id, annotator, self.lease_seconds)
         except KeyError:
             return False
         return claimed
@@ -193,7 +195,7 @@ class DeskWorkflow:
             self._renewed.pop((annotator, request_id), None)
             self._left[(annotator, request_id)] = self.clock.monotonic()
         if release and request_id not in self._declining(annotator):
-            self.store.release_claim(request_id, annotator)
+            self.store.humans.release_claim(request_id, annotator)
 
     def beat(self, annotator: str, request_id: str) -> bool:
         """The page of ``annotator`` still shows ``request_id``: renew the claim when due.
@@ -216,7 +218,7 @@ class DeskWorkflow:
                 return True
             self._renewed[(annotator, request_id)] = now
         try:
-            return self.store.claim_request(request_id, annotator, self.lease_seconds)
+            return self.store.humans.claim_request(request_id, annotator, self.lease_seconds)
         except KeyError:
             return False
 
@@ -232,7 +234,7 @@ class DeskWorkflow:
             if (annotator, request_id) in self._left:
                 return None
         try:
-            return self.store.closed_reason(request_id)
+            return self.store.humans.closed_reason(request_id)
         except KeyError:
             return None
 
@@ -242,7 +244,7 @@ class DeskWorkflow:
         self,
         annotator: str,
         opened: OpenedRequest,
-        text: str,
+        answer: str,
         *,
         rating: int | None = None,
         declined: bool = False,
@@ -259,20 +261,20 @@ class DeskWorkflow:
                 not 0 or 1; the message says what to do.
             LookupError: The request is gone.
         """
-        text = text.strip()
-        if not declined and not text:
+        answer = answer.strip()
+        if not declined and not answer:
             raise ValueError("type an answer, or press Decline (Esc) if you cannot answer")
-        if len(text) > MAX_ANSWER_CHARS:
+        if len(answer) > MAX_ANSWER_CHARS:
             raise ValueError(f"shorten the answer to at most {MAX_ANSWER_CHARS:,} characters")
         if rating not in (None, 0, 1):
             raise ValueError("rate the question yes (1) or no (2), or leave it unrated")
         request, early = self._before_reply(annotator, opened, "that question is gone")
         if early is not None:
             return early
-        settled = self.store.answer_human_request(
+        settled = self.store.humans.answer_human_request(
             request.id,
             annotator,
-            text,
+            answer,
             declined=declined,
             rating=rating,
             seconds=self._took(opened, at),
@@ -302,7 +304,7 @@ class DeskWorkflow:
         request, early = self._before_reply(annotator, opened, "that call is gone")
         if early is not None:
             return early
-        settled = self.store.decide_approval(
+        settled = self.store.humans.decide_approval(
             request.id,
             annotator,
             decision,
@@ -333,7 +335,7 @@ class DeskWorkflow:
         if early is not None:
             return early
         declined = result.action == "decline"
-        settled = self.store.answer_human_request(
+        settled = self.store.humans.answer_human_request(
             request.id,
             annotator,
             "" if declined else stored_answer(result),
@@ -345,20 +347,22 @@ class DeskWorkflow:
     def _before_reply(
         self, annotator: str, opened: OpenedRequest, gone: str
     ) -> tuple[HumanRequestRecord, Sent | None]:
-        request = self.store.get_human_request(opened.request_id)
+        request = self.store.humans.get_human_request(opened.request_id)
         if request is None:
             raise LookupError(f"{gone}: refresh the queue")
-        closed = self.store.closed_reason(request.id)
+        closed = self.store.humans.closed_reason(request.id)
         if closed is not None:
             return request, Sent("closed", request, closed)
-        if any(given.annotator == annotator for given in self.store.human_answers(request.id)):
+        if any(
+            given.annotator == annotator for given in self.store.humans.human_answers(request.id)
+        ):
             return request, Sent("repeat", request)
         return request, None
 
     def _after_reply(self, request: HumanRequestRecord, settled: bool) -> Sent:
         if settled:
             return Sent("settled", request)
-        closed = self.store.closed_reason(request.id)
+        closed = self.store.humans.closed_reason(request.id)
         if closed is not None:  # it ended between the check before and the reply
             return Sent("closed", request, closed)
         return Sent("late" if request.status == "expired" else "kept", request)

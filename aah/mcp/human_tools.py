@@ -206,7 +206,7 @@ class HumanTools:
 
     async def _ask(self, question: Question, client: str, session_id: str, request_id: str) -> str:
         """Log ``question`` (once), wait for its answer and log that (once)."""
-        known = await asyncio.to_thread(self.store.get_human_request, request_id)
+        known = await asyncio.to_thread(self.store.humans.get_human_request, request_id)
         if known is None:
             asked = HumanQuestionEvent(
                 session_id=session_id, request_id=request_id, question=question.question
@@ -303,7 +303,7 @@ class HumanTools:
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecidedEvent:
         """Log ``request`` (once), wait for its decision and log that (once)."""
         session_id, request_id, call_id = request.session_id, request.request_id, request.call_id
-        known = await asyncio.to_thread(self.store.get_human_request, request_id)
+        known = await asyncio.to_thread(self.store.humans.get_human_request, request_id)
         if known is None:
             asked = ApprovalRequestedEvent(
                 session_id=session_id,
@@ -334,7 +334,7 @@ class HumanTools:
         Raises:
             AahError: the request was asked before with other content (an id reused).
         """
-        record = await asyncio.to_thread(self.store.get_human_request, request_id)
+        record = await asyncio.to_thread(self.store.humans.get_human_request, request_id)
         # Requests made before ids were bound carry no digest: nothing to compare.
         held = None if record is None else question_context(record.context).content_digest
         if held is not None and held != content:
@@ -377,7 +377,7 @@ class HumanTools:
             AahError: the wait failed before, or never wrote the request.
         """
         waited = 0.0
-        while await asyncio.to_thread(self.store.get_human_request, request_id) is None:
+        while await asyncio.to_thread(self.store.humans.get_human_request, request_id) is None:
             if work.done():
                 work.result()  # the wait's own error, if it failed
             if waited >= CREATE_SECONDS:
@@ -494,11 +494,11 @@ class HumanTools:
             )
         # Logged first: a wait that sees the request leave the queue finds it settled.
         self.store.set_status(session_id, "running", [event])
-        self.store.expire_human_request(request_id)
+        self.store.humans.expire_human_request(request_id)
 
     def _found(self, request_id: str, client: str) -> tuple[HumanRequestRecord, list[Event]] | None:
         """``request_id``'s record and its session's log, if it is ``client``'s request."""
-        record = self.store.get_human_request(request_id)
+        record = self.store.humans.get_human_request(request_id)
         # Only the client's own requests: a task id is no way into other agents' questions.
         if record is None or record.session_id != self.session_for(client):
             return None

@@ -6,7 +6,7 @@ checks: a malformed call never reaches a person), then to ``tools``, which
 runs each call as decided. The session driver answers each interrupt with
 :func:`decide_call`, which asks the approver, waits (parked, like a question)
 and records the one decision. An approved call is recorded as it starts
-(``SessionStore.start_approved_run``), so a runner killed and restarted never
+(``SessionStore.approved.start_approved_run``), so a runner killed and restarted never
 sends it twice.
 """
 
@@ -143,14 +143,14 @@ async def _run_once(
 ) -> ToolMessage:
     """Run an approved call unless it started before (a runner restarted): at most once."""
     earlier = (
-        ctx.store.start_approved_run(ctx.session_id, call_id, arguments)
+        ctx.store.approved.start_approved_run(ctx.session_id, call_id, arguments)
         if ctx.store is not None
         else None
     )
     if earlier is None:
         result = await ctx.executor.acall(ctx.current_tools.specs[name], arguments)
         if ctx.store is not None:
-            ctx.store.finish_approved_run(
+            ctx.store.approved.finish_approved_run(
                 ctx.session_id,
                 call_id,
                 status_code=result.status,

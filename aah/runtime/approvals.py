@@ -14,7 +14,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
@@ -158,13 +158,17 @@ class QueueApprover:
             SessionEnded: The session was cancelled while it waited.
         """
         with waiting_for_person():
-            record = await self._store(self.queue.store.get_human_request, request.request_id)
+            record = await self._store(
+                self.queue.store.humans.get_human_request, request.request_id
+            )
             if record is None:
                 record = await self._store(self._create, request)
             polls = 0
             while record.status == "pending":
-                if record.deadline is not None and datetime.now(UTC) >= record.deadline:
-                    await self._store(self.queue.store.expire_human_request, request.request_id)
+                if record.deadline is not None and self.queue.clock.now() >= record.deadline:
+                    await self._store(
+                        self.queue.store.humans.expire_human_request, request.request_id
+                    )
                     return None
                 if self.queue.park:
                     raise Parked(record.id, record.deadline)
@@ -172,7 +176,9 @@ class QueueApprover:
                 if polls % self._LIVENESS_POLLS == 0:
                     await self._check_session(request.session_id)
                 await asyncio.sleep(self.queue.poll_seconds)
-                found = await while_waiting(self.queue.store.get_human_request, request.request_id)
+                found = await while_waiting(
+                    self.queue.store.humans.get_human_request, request.request_id
+                )
                 assert found is not None
                 record = found
         if record.status == "expired":
@@ -184,8 +190,8 @@ class QueueApprover:
     def _create(self, request: ApprovalRequest) -> HumanRequestRecord:
         deadline = None
         if request.deadline_seconds is not None:
-            deadline = datetime.now(UTC) + timedelta(seconds=request.deadline_seconds)
-        return self.queue.store.create_human_request(
+            deadline = self.queue.clock.now() + timedelta(seconds=request.deadline_seconds)
+        return self.queue.store.humans.create_human_request(
             request.session_id,
             f"Approve this call? {request.summary}",
             request.stored_context().stored(),

@@ -182,13 +182,13 @@ async def elicit_in_queue(
     """
     now = clock or (lambda: datetime.now(UTC))
     with waiting_for_person():
-        record = await asyncio.to_thread(store.get_human_request, ask.request_id)
+        record = await asyncio.to_thread(store.humans.get_human_request, ask.request_id)
         if record is None:
             deadline = None
             if deadline_seconds is not None:
                 deadline = now() + timedelta(seconds=deadline_seconds)
             record = await asyncio.to_thread(
-                lambda: store.create_human_request(
+                lambda: store.humans.create_human_request(
                     ask.session_id,
                     ask.request.message,
                     ask.request.model_dump(mode="json"),
@@ -200,12 +200,12 @@ async def elicit_in_queue(
             )
         while record.status == "pending":
             if record.deadline is not None and now() >= record.deadline:
-                await asyncio.to_thread(store.expire_human_request, ask.request_id)
+                await asyncio.to_thread(store.humans.expire_human_request, ask.request_id)
                 return ElicitationResult(
                     action="decline", answered_by=DEADLINE_FALLBACK, why="no one answered in time"
                 )
             await asyncio.sleep(poll_seconds)
-            found = await asyncio.to_thread(store.get_human_request, ask.request_id)
+            found = await asyncio.to_thread(store.humans.get_human_request, ask.request_id)
             assert found is not None
             record = found
     if record.status == "expired":

@@ -278,13 +278,13 @@ class QueueHuman:
         return await while_waiting(functools.partial(call, *args, **kwargs))
 
     async def _wait(self, request: HumanRequest) -> HumanReply:
-        record = await self._store(self.store.get_human_request, request.request_id)
+        record = await self._store(self.store.humans.get_human_request, request.request_id)
         if record is None:
             deadline = None
             if self.deadline_seconds is not None:
                 deadline = self.clock.now() + timedelta(seconds=self.deadline_seconds)
             record = await self._store(
-                self.store.create_human_request,
+                self.store.humans.create_human_request,
                 request.session_id,
                 request.question,
                 request.context.stored(),
@@ -303,7 +303,7 @@ class QueueHuman:
             if polls % self._LIVENESS_POLLS == 0:
                 await self._check_session(request)
             await asyncio.sleep(self.poll_seconds)
-            found = await while_waiting(self.store.get_human_request, request.request_id)
+            found = await while_waiting(self.store.humans.get_human_request, request.request_id)
             assert found is not None
             record = found
         if record.status == "expired":
@@ -324,7 +324,7 @@ class QueueHuman:
 
     async def _give_up(self, request: HumanRequest, expire: bool = True) -> HumanReply:
         if expire:
-            await self._store(self.store.expire_human_request, request.request_id)
+            await self._store(self.store.humans.expire_human_request, request.request_id)
         if self.fallback == "skip":
             raise SkipTask(f"no one answered {request.question!r} in time")
         if self.fallback == "idk":

@@ -29,13 +29,12 @@ from aah.config import get_settings
 from aah.db_url import is_database_url, parse_location
 from aah.events import Event, HumanQuestionEvent
 from aah.store import schema as schema
-from aah.store.approvals import ApprovalStep, ApprovedRun, ApprovedRuns, approval_steps
+from aah.store.approvals import ApprovalStep, ApprovedRuns, approval_steps
 from aah.store.connection import StoreConnection
 from aah.store.elicitations import ElicitationStep, elicitation_steps
 from aah.store.file_errors import StoreFileError
 from aah.store.grouped import GroupingThread, Steps, Then
-from aah.store.humans import DEFAULT_LEASE_S, HumanRequests
-from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
+from aah.store.humans import HumanRequests
 from aah.store.off_loop import on_thread
 from aah.store.queries import SessionQueries
 from aah.store.schema import (
@@ -44,7 +43,6 @@ from aah.store.schema import (
     GradeRecord,
     HumanAnswerRecord,
     HumanRequestRecord,
-    RequestKind,
     RunRecord,
     SessionRecord,
     SessionStatus,
@@ -118,8 +116,10 @@ class SessionStore:
                 self.path,
             ) from exc
         self._connection = StoreConnection(self.path)
-        self._humans = HumanRequests(self._connection, clock)
-        self._approved = ApprovedRuns(self._connection)
+        #: The questions, approvals and elicitations for people, their claims and answers.
+        self.humans = HumanRequests(self._connection, clock)
+        #: Approved calls' runs, recorded as they start (never sent twice).
+        self.approved = ApprovedRuns(self._connection)
         self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()
 
@@ -630,134 +630,7 @@ class SessionStore:
         )
         return [schema.grade_from_row(row) for row in rows]
 
-    # -- human requests (``HumanRequests``) ---------------------------------
-
-    def create_human_request(
-        self,
-        session_id: str,
-        question: str,
-        context: Mapping[str, Any] | None = None,
-        *,
-        k: int = 1,
-        request_id: str | None = None,
-        deadline: datetime | None = None,
-        fallback: str | None = None,
-        kind: RequestKind = "question",
-    ) -> HumanRequestRecord:
-        """Put a question (or a call to approve) to people (``HumanRequests.create_human_request``).
-
-        Raises:
-            KeyError: No such session.
-        """
-        return self._humans.create_human_request(
-            session_id,
-            question,
-            context,
-            k=k,
-            request_id=request_id,
-            deadline=deadline,
-            fallback=fallback,
-            kind=kind,
-        )
-
-    def closed_reason(self, request_id: str) -> str | None:
-        """Why an answer to this request can no longer reach its agent, or None.
-
-        See ``HumanRequests.closed_reason``.
-
-        Raises:
-            KeyError: No such request.
-        """
-        return self._humans.closed_reason(request_id)
-
-    def answer_human_request(
-        self,
-        request_id: str,
-        annotator: str,
-        answer: str,
-        declined: bool = False,
-        rating: int | None = None,
-        seconds: float | None = None,
-    ) -> bool:
-        """Store one annotator's answer (``HumanRequests.answer_human_request``).
-
-        Returns:
-            True when this answer settled the request.
-
-        Raises:
-            KeyError: No such request.
-        """
-        return self._humans.answer_human_request(
-            request_id, annotator, answer, declined, rating, seconds
-        )
-
-    def decide_approval(
-        self,
-        request_id: str,
-        annotator: str,
-        decision: str,
-        *,
-        arguments: Mapping[str, Any] | None = None,
-        reason: str = "",
-        response: str = "",
-        seconds: float | None = None,
-    ) -> bool:
-        """Store one annotator's decision on a call to approve (``HumanRequests.decide_approval``).
-
-        Returns:
-            True when this decision settled the request.
-
-        Raises:
-            KeyError: No such request.
-            ValueError: The request is no approval, or ``decision`` is unknown.
-        """
-        return self._humans.decide_approval(
-            request_id,
-            annotator,
-            decision,
-            arguments=arguments,
-            reason=reason,
-            response=response,
-            seconds=seconds,
-        )
-
-    # -- approved calls' runs (``ApprovedRuns``) ------------------------------
-
-    def start_approved_run(
-        self, session_id: str, call_id: str, arguments: Mapping[str, Any]
-    ) -> ApprovedRun | None:
-        """Record that an approved call starts (``ApprovedRuns.start_approved_run``).
-
-        Returns:
-            None on the call's first start (send it), else the earlier run.
-        """
-        return self._approved.start_approved_run(session_id, call_id, arguments)
-
-    def finish_approved_run(
-        self,
-        session_id: str,
-        call_id: str,
-        *,
-        status_code: int | None,
-        ok: bool,
-        result: str,
-        latency_ms: float,
-        http_mode: str,
-    ) -> None:
-        """Store an approved call's result (``ApprovedRuns.finish_approved_run``)."""
-        self._approved.finish_approved_run(
-            session_id,
-            call_id,
-            status_code=status_code,
-            ok=ok,
-            result=result,
-            latency_ms=latency_ms,
-            http_mode=http_mode,
-        )
-
-    def approved_run(self, session_id: str, call_id: str) -> ApprovedRun | None:
-        """The run of this approved call, if it started."""
-        return self._approved.approved_run(session_id, call_id)
+    # -- approvals' and elicitations' steps, for scoring ----------------------
 
     def approval_steps(self, runs: Sequence[str] | None = None) -> list[ApprovalStep]:
         """Every approval request and decision of ``runs`` (None: all), session by session."""
@@ -788,78 +661,6 @@ class SessionStore:
         """Whether the kept sign-in ``token_id`` was signed out (``sign_out_token``)."""
         found = self._rows("SELECT 1 FROM signed_out_tokens WHERE token_id = ?", [token_id])
         return bool(found)
-
-    def expire_session_requests(self, session_id: str) -> int:
-        """Give up on a session's pending requests (``HumanRequests.expire_session_requests``)."""
-        return self._humans.expire_session_requests(session_id)
-
-    def expire_human_request(self, request_id: str) -> bool:
-        """Give up waiting on a pending request; True if it was still pending."""
-        return self._humans.expire_human_request(request_id)
-
-    def get_human_request(self, request_id: str) -> HumanRequestRecord | None:
-        """The request with this id, if there is one."""
-        return self._humans.get_human_request(request_id)
-
-    def pending_human_requests(self, limit: int | None = None) -> list[HumanRequestRecord]:
-        """Usable pending requests, whole, oldest first (``HumanRequests`` has the rules)."""
-        return self._humans.pending_human_requests(limit)
-
-    def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
-        """Requests that still want ``annotator``'s answer (``HumanRequests.requests_for``)."""
-        return self._humans.requests_for(annotator)
-
-    def human_answers(self, request_id: str) -> list[HumanAnswerRecord]:
-        """Every answer to a request, first one first."""
-        return self._humans.human_answers(request_id)
-
-    def claim_request(
-        self, request_id: str, annotator: str, lease_seconds: float = DEFAULT_LEASE_S
-    ) -> bool:
-        """Hold a request for ``annotator``, or renew their hold (``HumanRequests.claim_request``).
-
-        Returns:
-            True when ``annotator`` now holds a live claim on it.
-
-        Raises:
-            KeyError: No such request.
-            ValueError: ``lease_seconds`` is not positive.
-        """
-        return self._humans.claim_request(request_id, annotator, lease_seconds)
-
-    def claim_next(
-        self, annotator: str, lease_seconds: float = DEFAULT_LEASE_S
-    ) -> HumanRequestRecord | None:
-        """The request ``annotator`` should answer now, claimed (``HumanRequests.claim_next``).
-
-        Raises:
-            ValueError: ``lease_seconds`` is not positive.
-        """
-        return self._humans.claim_next(annotator, lease_seconds)
-
-    def release_claim(self, request_id: str, annotator: str) -> None:
-        """Let go of ``annotator``'s claim on a request."""
-        self._humans.release_claim(request_id, annotator)
-
-    def queue_listing(self, annotator: str | None = None, limit: int | None = None) -> QueueListing:
-        """The queue's length and first ``limit`` light rows (``HumanRequests.queue_listing``)."""
-        return self._humans.queue_listing(annotator, limit)
-
-    def queue_entry(self, request_id: str) -> QueueEntry | None:
-        """One request as the whole queue lists it, or None (``HumanRequests.queue_entry``)."""
-        return self._humans.queue_entry(request_id)
-
-    def queue_waited(self, since: datetime) -> int:
-        """How many queued requests were asked at ``since`` or earlier (``HumanRequests``)."""
-        return self._humans.queue_waited(since)
-
-    def answers_by(self, annotator: str, limit: int = 20) -> list[AnsweredEntry]:
-        """``annotator``'s latest answers, newest first (``HumanRequests.answers_by``)."""
-        return self._humans.answers_by(annotator, limit)
-
-    def annotator_stats(self, annotator: str, now: datetime | None = None) -> AnnotatorStats:
-        """``annotator``'s counter (``HumanRequests.annotator_stats``)."""
-        return self._humans.annotator_stats(annotator, now)
 
 
 def _utc_text(moment: datetime) -> str:

@@ -21,7 +21,8 @@ question, in order:
 **The simulated user** is an LLM (the ``human`` role's model) that knows the
 whole original request and, in replaceable tasks, may do the missing tool's
 easy job. Its replies go through ``leak_check.leak_flags``; the flags ride on
-the reply into the session's log.
+the reply into the session's log. It fills an MCP server's form as the user
+would (``simulated_elicitation``), or declines it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ from aah.benchmark.failtalms.fact_fit import (
 )
 from aah.benchmark.failtalms.leak_check import leak_flags
 from aah.benchmark.failtalms.oracle_elicitation import oracle_elicitation
+from aah.benchmark.failtalms.simulated_elicitation import (
+    declined,
+    describe_fields,
+    read_elicitation_reply,
+)
 from aah.desk import ElicitationResult
 from aah.errors import AahError
 from aah.events import ModelCallEvent
@@ -251,6 +257,34 @@ class SimulatedHuman:
         return ApprovalReply(
             decision="reject", reason=reason, decided_by=self.answered_by, seconds=seconds
         )
+
+    async def elicit(self, ask: ElicitationAsk) -> ElicitationResult:
+        """Ask the model, as the user, to fill an MCP server's form: JSON content, or DECLINE.
+
+        A link is declined unasked (the simulated user opens nothing); a reply
+        that is not content fitting the form is a decline saying why (see
+        ``read_elicitation_reply``).
+
+        Raises:
+            AahError: the simulated user's model failed (one line, saying so).
+        """
+        request = ask.request
+        if request.mode == "url":
+            return declined("the simulated user opens no links")
+        asked = _load_prompt("simulated_elicitation").render(
+            server=request.asker, message=request.message, fields=describe_fields(request)
+        )
+        messages = [SystemMessage(self.system_prompt), HumanMessage(asked)]
+        started = time.perf_counter()
+        try:
+            replies = await self._model.reply_texts(messages)
+        except ModelError as exc:
+            raise AahError(f"simulated human: {exc}") from exc
+        seconds = time.perf_counter() - started
+        text = replies.texts[0] if replies.choices else ""
+        await self._record(ask.session_id, replies, text, seconds)
+        result = read_elicitation_reply(request, text)
+        return result.model_copy(update={"seconds": seconds})
 
     async def _record(
         self, session_id: str, replies: TextReplies, text: str, seconds: float

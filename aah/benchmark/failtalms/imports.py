@@ -348,16 +348,16 @@ def _record(
     store: SessionStore, session: SessionRecord, event: Event, ratings: dict[str, int | None]
 ) -> None:
     if isinstance(event, HumanQuestionEvent):
-        if store.get_human_request(event.request_id) is None:
+        if store.humans.get_human_request(event.request_id) is None:
             context = {"query": session.query, "setting": session.setting, "source": PUBLISHED}
-            store.create_human_request(
+            store.humans.create_human_request(
                 session.id, event.question, context, request_id=event.request_id
             )
     elif isinstance(event, HumanAnswerEvent):
         # Before the event, so that a resumed import never leaves it unanswered;
         # a second answer by the same annotator is ignored by the store.
         rating = ratings.get(event.request_id)
-        store.answer_human_request(event.request_id, PUBLISHED, event.answer, rating=rating)
+        store.humans.answer_human_request(event.request_id, PUBLISHED, event.answer, rating=rating)
     store.append_event(event)
 
 

@@ -35,12 +35,20 @@ from textual.widgets import Button, Footer, Header, Input
 
 from aah.annotators import annotator_key, check_annotator_name
 from aah.benchmark import load_demo_tasks
-from aah.desk import SYSTEM_CLOCK, Clock, DeskWorkflow, ElicitationResult, OpenedRequest, Sent
+from aah.desk import (
+    SYSTEM_CLOCK,
+    Clock,
+    Decision,
+    DeskWorkflow,
+    ElicitationResult,
+    OpenedRequest,
+    Sent,
+)
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
-from aah.ui.tui.approval_screen import ApprovalChoice, ApproveCallScreen
+from aah.ui.tui.approval_screen import ApproveCallScreen
 from aah.ui.tui.elicitation_screen import ElicitationScreen
 from aah.ui.tui.screens import (
     HELP_KEY,
@@ -310,7 +318,7 @@ class AahApp(App[None]):
 
     def _abandon(self, session_id: str) -> None:
         """Record that the app closed mid-session, so no one answers a dead question."""
-        self.store.expire_session_requests(session_id)
+        self.store.humans.expire_session_requests(session_id)
         message = "the terminal app was closed while the session ran"
         self.store.append_event(ErrorEvent(session_id=session_id, message=message, where="tui"))
         self.store.finish_session(session_id, "error")
@@ -496,7 +504,7 @@ class AahApp(App[None]):
         """List the questions waiting for a person, from any session (the oldest first)."""
         listing = None
         with self._store_trouble("list the waiting questions"):
-            listing = self.store.queue_listing(limit=PENDING_LIST_LIMIT)
+            listing = self.store.humans.queue_listing(limit=PENDING_LIST_LIMIT)
         if listing is None:
             return
         if not listing.total:
@@ -520,7 +528,7 @@ class AahApp(App[None]):
             for request_id in self._own_questions:
                 if request_id in self._opened:
                     continue
-                request = self.store.get_human_request(request_id)
+                request = self.store.humans.get_human_request(request_id)
                 if request is not None and request.status == "pending":
                     self._opened.add(request_id)
                     self._claim_and_ask(request_id)
@@ -531,7 +539,7 @@ class AahApp(App[None]):
         # A claim is a write, which may wait on another process's lock.
         with self._store_trouble("open the question"):
             if self.workflow.open(self.annotator, request_id):
-                request = self.store.get_human_request(request_id)
+                request = self.store.humans.get_human_request(request_id)
                 if request is not None:
                     self.call_from_thread(self._ask, request, queue)
                     return
@@ -542,12 +550,12 @@ class AahApp(App[None]):
     def _refusal(self, request_id: str) -> str:
         """Why this annotator cannot take the question, in one line."""
         try:
-            closed = self.store.closed_reason(request_id)
+            closed = self.store.humans.closed_reason(request_id)
         except KeyError:
             return "That question is gone: press p for the ones waiting now."
         if closed is not None:
             return f"{closed[0].upper()}{closed[1:]}."
-        entry = self.store.queue_entry(request_id)
+        entry = self.store.humans.queue_entry(request_id)
         holders = taken_by(entry, self.annotator) if entry is not None else ()
         if holders:
             return f"Taken by {', '.join(holders)}: press p later, or answer another question."
@@ -562,7 +570,7 @@ class AahApp(App[None]):
         where = "" if own else self._place(request)
         if request.kind == "approval":
             # A tool call to decide on: its own dialog, the same claim and queue.
-            decide = ApproveCallScreen(request, where=where)
+            decide = ApproveCallScreen(request, where=where, decided_by=self.annotator)
             self.push_screen(decide, callback=partial(self._decided, request, decide))
             return
         if request.kind == "elicitation":
@@ -622,7 +630,7 @@ class AahApp(App[None]):
             self._write_elicitation(request, result)
 
     def _decided(
-        self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: ApprovalChoice | None
+        self, request: HumanRequestRecord, screen: ApproveCallScreen, choice: Decision | None
     ) -> None:
         if choice is not None:
             self._write_decision(request, choice)
@@ -631,16 +639,16 @@ class AahApp(App[None]):
         return self._claimed.get(request.id) or self.workflow.opened(self.annotator, request)
 
     @work(thread=True, group="answers")
-    def _write_decision(self, request: HumanRequestRecord, choice: ApprovalChoice) -> None:
+    def _write_decision(self, request: HumanRequestRecord, choice: Decision) -> None:
         # A write off the event loop; the claim ends with it.
         try:
             sent = self.workflow.decide(
                 self.annotator,
                 self._opening(request),
-                str(choice["decision"]),
-                arguments=choice.get("arguments"),
-                reason=str(choice.get("reason") or ""),
-                response=str(choice.get("response") or ""),
+                choice.decision,
+                arguments=choice.arguments,
+                reason=choice.reason,
+                response=choice.response,
             )
         except StoreFileError as exc:
             # The decision is not lost: the call's dialog opens again to send it once more.
@@ -721,14 +729,16 @@ class AahApp(App[None]):
         """Advance the clock and count the questions other sessions are waiting on."""
         elsewhere = self.stats.waiting_elsewhere
         with self._store_trouble("count the waiting questions"):
-            waiting = self.store.queue_listing(limit=0).total
+            waiting = self.store.humans.queue_listing(limit=0).total
             elsewhere = waiting - self._own_waiting() if self.running else waiting
         elapsed = time.monotonic() - self._started if self.running else self.stats.elapsed
         self.stats = replace(self.stats, waiting_elsewhere=elsewhere, elapsed=elapsed)
 
     def _own_waiting(self) -> int:
         """How many of this (running) session's questions wait in the queue."""
-        own = (self.store.get_human_request(request_id) for request_id in self._own_questions)
+        own = (
+            self.store.humans.get_human_request(request_id) for request_id in self._own_questions
+        )
         return sum(1 for request in own if request is not None and request.status == "pending")
 
 

@@ -4,6 +4,7 @@ Shown for queue requests of kind ``approval``, as ``AskHumanScreen`` is for
 questions, with the same claims and "later" (Esc). An edit is the arguments
 as JSON, checked against the endpoint's parameters before it is sent: an
 invalid one is refused here, with the reason, and never reaches the runner.
+The dialog returns a typed :class:`~aah.desk.Decision`, signed by the annotator.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
 from aah.bounds import OutOfBounds, parse_json
-from aah.desk import approval_context
+from aah.desk import Decision, approval_context
+from aah.events import ApprovalDecision
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.tools import ParameterSpec
@@ -28,11 +30,10 @@ from aah.tools.calls import CallChecker, arguments_models
 from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, describe_context
 
 # What the dialog returns: the decision, an edit's arguments, a reason.
-ApprovalChoice = dict[str, Any]
 _Mode = Literal["choose", "edit", "reject", "respond", "terminate"]
 
 
-class ApproveCallScreen(ModalScreen[ApprovalChoice]):
+class ApproveCallScreen(ModalScreen[Decision]):
     """A tool call to approve, edit, reject, respond to (give its result), or to terminate."""
 
     BINDINGS = [
@@ -45,10 +46,16 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
         HELP_KEY,
     ]
 
-    def __init__(self, request: HumanRequestRecord, where: str = "") -> None:
-        """Show ``request`` (kind ``approval``); ``where`` names its setting and task."""
+    def __init__(
+        self, request: HumanRequestRecord, where: str = "", *, decided_by: str = ""
+    ) -> None:
+        """Show ``request`` (kind ``approval``); ``where`` names its setting and task.
+
+        ``decided_by`` (the annotator) signs the :class:`~aah.desk.Decision` the dialog returns.
+        """
         super().__init__()
         self.request = request
+        self.decided_by = decided_by
         self.where = where
         self.context = approval_context(request.context)
         self.call = self.context.call
@@ -82,7 +89,7 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
 
     def action_approve(self) -> None:
         """Let the call run as proposed."""
-        self.dismiss({"decision": "approve"})
+        self._decide("approve")
 
     def action_edit(self) -> None:
         """Open the arguments as JSON for editing (Enter sends them once valid)."""
@@ -126,14 +133,34 @@ class ApproveCallScreen(ModalScreen[ApprovalChoice]):
             if problem is not None:
                 self.notify(f"Refused: {problem}", severity="error")
                 return
-            self.dismiss({"decision": "edit", "arguments": arguments})
+            self._decide("edit", arguments=arguments)
         elif self.mode == "respond":
             if not text:
                 self.notify("Type the result the agent reads (or Esc to go back)", severity="error")
                 return
-            self.dismiss({"decision": "respond", "response": text})
-        elif self.mode in ("reject", "terminate"):
-            self.dismiss({"decision": self.mode, "reason": text})
+            self._decide("respond", response=text)
+        elif self.mode == "reject" or self.mode == "terminate":
+            self._decide(self.mode, reason=text)
+
+    def _decide(
+        self,
+        decision: ApprovalDecision,
+        *,
+        arguments: dict[str, Any] | None = None,
+        reason: str = "",
+        response: str = "",
+    ) -> None:
+        """Close the dialog with the typed decision, signed and timed."""
+        self.dismiss(
+            Decision(
+                decision=decision,
+                arguments=arguments,
+                reason=reason,
+                response=response,
+                decided_by=self.decided_by,
+                seconds=self.seconds,
+            )
+        )
 
     def _checked(self, text: str) -> tuple[dict[str, Any], str | None]:
         """The edited arguments, and why they cannot run (None when they can)."""

@@ -40,7 +40,7 @@ _MAX_DIGITS = 400
 
 @dataclass(frozen=True)
 class Decision:
-    """A checked decision on one call, ready for ``SessionStore.decide_approval``.
+    """A checked decision on one call, ready for ``SessionStore.humans.decide_approval``.
 
     Attributes:
         decision: ``approve``, ``edit``, ``reject``, ``respond`` or ``terminate``.

@@ -155,11 +155,11 @@ class QueueNotifier:
         cutoff = moment - timedelta(seconds=self.settings.after_seconds)
         # The oldest question says whether any is overdue, and how long it
         # waited; the counts come from indexes: the queue is never listed.
-        first = self.store.queue_listing(limit=1)
+        first = self.store.humans.queue_listing(limit=1)
         if not first.entries or _aware(first.entries[0].created) > cutoff:
             return None
         waiting = first.total
-        overdue = self.store.queue_waited(_aware(cutoff))
+        overdue = self.store.humans.queue_waited(_aware(cutoff))
         if not overdue:  # answered in between
             return None
         oldest = int((moment - _aware(first.entries[0].created)).total_seconds() // 60)

@@ -3,7 +3,7 @@
 No Gradio here: these functions take the store and the signed-in annotator
 and return plain values, so the page module stays a thin layer of wiring.
 A request is listed while it still wants this annotator's answer
-(``SessionStore.queue_listing``): pending ones, and, when a request asks for
+(``SessionStore.humans.queue_listing``): pending ones, and, when a request asks for
 ``k`` annotators, answered ones until ``k`` people have answered; the table
 also shows the questions others hold now, as taken by them.
 """

@@ -161,9 +161,9 @@ class QueueHandlers:
         if who is None:
             empty = gr.update(choices=[], value=None)
             return ("Sign in to see the questions.", "", empty, [], "", "")
-        mine = self.store.queue_listing(who.name, limit=LISTED).entries
+        mine = self.store.humans.queue_listing(who.name, limit=LISTED).entries
         entries = self._with_taken(mine)
-        stats = self.store.annotator_stats(who.name)
+        stats = self.store.humans.annotator_stats(who.name)
         choices = queue_choices(entries, who.name)
         keep = picked if picked in {value for _, value in choices} else None
         return (
@@ -177,16 +177,18 @@ class QueueHandlers:
 
     def answered(self, who: Annotator) -> str:
         """The latest answers of ``who`` as an HTML table."""
-        rows = answered_rows(self.store.answers_by(who.name, ANSWERS_SHOWN))
+        rows = answered_rows(self.store.humans.answers_by(who.name, ANSWERS_SHOWN))
         return rows_html(ANSWERED_HEADERS, rows, ANSWERS_EMPTY)
 
     def counter(self, who: Annotator | None) -> Any:
         """The counter line of ``who`` as it is now."""
-        return gr.skip() if who is None else counter_line(self.store.annotator_stats(who.name))
+        return (
+            gr.skip() if who is None else counter_line(self.store.humans.annotator_stats(who.name))
+        )
 
     def _with_taken(self, mine: list[QueueEntry]) -> list[QueueEntry]:
         """``mine`` and, among them in age order, the questions others hold now."""
-        everyone = self.store.queue_listing(None, limit=LISTED).entries
+        everyone = self.store.humans.queue_listing(None, limit=LISTED).entries
         merged = {entry.id: entry for entry in everyone} | {entry.id: entry for entry in mine}
         return sorted(merged.values(), key=lambda entry: entry.created)[:LISTED]
 
@@ -236,7 +238,7 @@ class QueueHandlers:
         if current is not None and not again:
             self.workflow.leave(who.name, current.request_id, release=True)
         if self.workflow.open(who.name, picked):
-            shown = self.form(who, self.store.get_human_request(picked))
+            shown = self.form(who, self.store.humans.get_human_request(picked))
             if again:  # keep what they typed (an answer, an edit), and when they first opened it
                 return (
                     "That question is open below.",
@@ -257,7 +259,7 @@ class QueueHandlers:
         self,
         who: Annotator | None,
         current: OpenedRequest | None,
-        text: str,
+        answer: str,
         rated: int | None,
         skipped: list[str],
         *,
@@ -288,7 +290,7 @@ class QueueHandlers:
         else:
             try:
                 note = answer_note(
-                    self.workflow.answer(who.name, current, text or "", rating=rated)
+                    self.workflow.answer(who.name, current, answer or "", rating=rated)
                 )
             except ValueError as exc:
                 return (_sentence(str(exc)), *_skips(3 + _FORM_SIZE))
@@ -317,7 +319,7 @@ class QueueHandlers:
         back = undone.opened.request_id
         if current is not None and current.request_id != back:
             self.workflow.leave(who.name, current.request_id, release=True)
-        request = self.store.get_human_request(back)
+        request = self.store.humans.get_human_request(back)
         shown = self.form(who, request)
         what = "Decline" if undone.kind == "declined" else "Skip"
         note = f"{what} undone: **{plain(clip(undone.opened.question, 60))}** is open again."
@@ -420,7 +422,7 @@ class QueueHandlers:
             return (SIGN_IN_FIRST, *_skips(3 + _FORM_SIZE))
         if current is None:
             return (NOTHING_OPEN, *_skips(3 + _FORM_SIZE))
-        request = self.store.get_human_request(current.request_id)
+        request = self.store.humans.get_human_request(current.request_id)
         if request is not None and request.kind not in ("approval", "elicitation"):
             return ("This is a question: answer it (Ctrl+Enter).", *_skips(3 + _FORM_SIZE))
         if request is None:
