@@ -42,6 +42,8 @@ EventKind = Literal[
     "approval_decided",
     "elicitation_asked",
     "elicitation_answered",
+    "user_turn",
+    "turn_ended",
 ]
 # What a person did with an MCP server's question (the protocol's names).
 ElicitationAction = Literal["accept", "decline", "cancel"]
@@ -272,6 +274,41 @@ class StoppedEvent(EventBase):
     message: str
 
 
+class UserTurnEvent(EventBase):
+    """The user's next message in a conversation of several turns (BFCL multi-turn).
+
+    The first turn is the session's query; each later one starts with this
+    event, once the agent has replied to the turn before without a call.
+
+    Attributes:
+        turn: The turn's index (1 for the second turn).
+        text: What the user says.
+        added_tools: Tools offered from this turn on (a function withheld until now).
+    """
+
+    kind: Literal["user_turn"] = "user_turn"
+    turn: int = Field(ge=1)
+    text: Excerpt
+    added_tools: list[str] = Field(default_factory=list)
+
+
+class TurnEndedEvent(EventBase):
+    """The agent replied to a turn without a call: what its tools' world looks like now.
+
+    Attributes:
+        turn: The index of the turn that ended (0 for the first).
+        state: The state of a stateful tool environment after the turn (BFCL:
+            each API's public attributes), or None when the tools keep none.
+        check: A benchmark's verdict on the turn (BFCL multi-turn: the state
+            and response checks, see ``aah.benchmark.bfcl``), or None.
+    """
+
+    kind: Literal["turn_ended"] = "turn_ended"
+    turn: int = Field(ge=0)
+    state: dict[str, Any] | None = None
+    check: dict[str, Any] | None = None
+
+
 class ErrorEvent(EventBase):
     """Something failed in the runtime itself (not a failing tool call).
 
@@ -409,7 +446,9 @@ Event = Annotated[
     | ApprovalRequestedEvent
     | ApprovalDecidedEvent
     | ElicitationAskedEvent
-    | ElicitationAnsweredEvent,
+    | ElicitationAnsweredEvent
+    | UserTurnEvent
+    | TurnEndedEvent,
     Field(discriminator="kind"),
 ]
 

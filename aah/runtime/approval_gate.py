@@ -29,6 +29,7 @@ from aah.runtime.budget import cut_tool_result
 from aah.runtime.humans import SessionEnded
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
+from aah.runtime.turns import RAN
 from aah.tools import ASK_HUMAN
 from aah.tools.calls import enum_problem
 
@@ -45,7 +46,7 @@ def undecided_calls(state: AgentState, ctx: SessionContext) -> list[tuple[ToolCa
         return []
     reply = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
     tools = ctx.tools_now(state)  # endpoints found with find_tools need approval too
-    checker = tools.checker(state.get("seen_calls", []))
+    checker = tools.checker(state.get("seen_calls", []), ctx.check_calls)
     decided = state.get("approvals", {})
     waiting = []
     for call in reply.tool_calls:
@@ -113,13 +114,14 @@ async def run_decided(ctx: SessionContext, call: ToolCall, decision: dict[str, A
         executed = arguments if isinstance(arguments, dict) else call["args"]
         message = await _run_once(ctx, call_id, name, executed)
         if executed == call["args"]:
-            return message
+            return message.model_copy(update={"artifact": RAN})
+        edited_ran = {RAN: executed}
         note = load_prompt("approval_edited").render(
             proposed=json.dumps(call["args"], ensure_ascii=False),
             executed=json.dumps(executed, ensure_ascii=False),
             result=message.content,
         )
-        return message.model_copy(update={"content": note})
+        return message.model_copy(update={"content": note, "artifact": edited_ran})
     if kind == "respond":
         # A person did the tool's job: their text is the result, the call never ran.
         response = str(decision.get("response") or "")
@@ -284,7 +286,7 @@ async def decide_call(
 
 def edit_problem(ctx: SessionContext, tool: str, arguments: dict[str, Any]) -> str | None:
     """Why edited ``arguments`` cannot run as ``tool``'s call (checks, enums), or None."""
-    verdict = ctx.current_tools.checker([]).check(tool, arguments)
+    verdict = ctx.current_tools.checker([], ctx.check_calls).check(tool, arguments)
     if not verdict.ok:
         return " ".join(verdict.feedback.split()).rstrip(".")
     return enum_problem(ctx.current_tools.offered.get(tool, ()), arguments)

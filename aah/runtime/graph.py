@@ -43,8 +43,9 @@ from aah.runtime.awareness import (
 )
 from aah.runtime.budget import ReplyCutOff, complete_within_context, cut_tool_result, was_cut_off
 from aah.runtime.prompts import load_prompt
-from aah.runtime.state import AgentState, SessionContext, SessionTools
+from aah.runtime.state import AgentState, SessionContext, SessionTools, steps_in_turn
 from aah.runtime.tool_mode import prompted_conversation
+from aah.runtime.turns import RAN
 from aah.tools import ASK_HUMAN, BUILTIN_TOOLS, FIND_TOOLS, tool_prompt
 from aah.tools.calls import CheckResult, canonical_call
 
@@ -90,7 +91,7 @@ def _after_tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
     if _pending_questions(state["messages"]):
         return "ask_human"
     # Reached at the limit only when the last turn's calls were still to be answered.
-    return END if state.get("steps", 0) >= runtime.context.step_limit else "agent"
+    return END if steps_in_turn(state) >= runtime.context.step_limit else "agent"
 
 
 def _last_ai(messages: list[AnyMessage]) -> AIMessage:
@@ -302,7 +303,7 @@ def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
     reply = _last_ai(state["messages"])
     if not (reply.tool_calls or reply.invalid_tool_calls):
         return END
-    at_limit = state.get("steps", 0) >= runtime.context.step_limit
+    at_limit = steps_in_turn(state) >= runtime.context.step_limit
     if at_limit and not runtime.context.answer_calls_at_limit:
         return END
     if _only_good_questions(reply, state, runtime.context):
@@ -321,7 +322,7 @@ def _only_good_questions(reply: AIMessage, state: AgentState, ctx: SessionContex
         return False
     if len(reply.tool_calls) > _questions_left(state["messages"], ctx):
         return False
-    checker = ctx.tools_now(state).checker(state.get("seen_calls", []))
+    checker = ctx.tools_now(state).checker(state.get("seen_calls", []), ctx.check_calls)
     return all(checker.check(c["name"], c["args"]).ok for c in reply.tool_calls)
 
 
@@ -343,7 +344,7 @@ async def _tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     ctx = runtime.context
     reply = _last_ai(state["messages"])
     tools = ctx.tools_now(state)
-    checker = tools.checker(state.get("seen_calls", []))
+    checker = tools.checker(state.get("seen_calls", []), ctx.check_calls)
     messages: list[ToolMessage] = []
     runs: list[Awaitable[ToolMessage]] = []
     seen = list(state.get("seen_calls", []))
@@ -486,7 +487,7 @@ async def _run(
     )
     status = "success" if result.ok else "error"
     text = cut_tool_result(result.text, ctx.tool_result_tokens)
-    return ToolMessage(text, tool_call_id=call_id, name=name, status=status)
+    return ToolMessage(text, tool_call_id=call_id, name=name, status=status, artifact=RAN)
 
 
 async def _ask_human(state: AgentState) -> dict[str, Any]:

@@ -74,6 +74,12 @@ def resume_request(store: SessionStore, session_id: str) -> Resumable:
             f"session {session.id} was not answered through the queue"
             f" ({human.get('kind', 'no recipe stored')}): resume it with {rerun}"
         )
+    if recipe.get("follow_ups") and session.run:
+        # Its tools keep state (BFCL's APIs), which only its benchmark run rebuilds.
+        raise AahError(
+            f"session {session.id} is a conversation over stateful tools: resume it with "
+            f"`aah bench run --run {session.run}` (the same flags)"
+        )
     request = SessionRequest(
         query=session.query,
         specs=[EndpointSpec.model_validate(tool) for tool in recipe.get("tools", [])],

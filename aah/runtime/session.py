@@ -34,6 +34,8 @@ from aah.events import (
     HumanQuestionEvent,
     StoppedEvent,
     StopReason,
+    TurnEndedEvent,
+    UserTurnEvent,
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.runtime.activity import Activity
@@ -59,10 +61,12 @@ from aah.runtime.prompts import load_prompt
 from aah.runtime.state import (
     DEFAULT_STEP_LIMIT,
     AgentState,
+    CallChecks,
     SessionContext,
     offered_schemas,
 )
 from aah.runtime.tool_mode import ToolMode
+from aah.runtime.turns import FollowUp, StatefulExecutor, TurnReport, ran_calls
 from aah.storable import storable_text
 from aah.store import (
     STOPPED_STATUSES,
@@ -95,6 +99,9 @@ class SessionRequest:
     ``session_id`` reopens that stored session (``aah sessions resume``).
     ``finder`` turns discovery on: the agent gets ``find_tools``, and the
     endpoints it finds join ``specs`` for the rest of the session.
+    ``follow_ups`` are the later user turns of a conversation (the step limit
+    then holds per turn); ``check_calls="names"`` leaves the offered tools to
+    judge their own arguments (see ``SessionContext.check_calls``).
     """
 
     query: str
@@ -118,6 +125,8 @@ class SessionRequest:
     # (None: the approver that goes with ``human``, see ``approver_for``).
     approvals: ApprovalPolicy | None = None
     approver: Approver | None = None
+    follow_ups: Sequence[FollowUp] = ()
+    check_calls: CallChecks = "all"
 
     def __post_init__(self) -> None:
         # A query from a command line may hold bytes that are not UTF-8.
@@ -230,6 +239,8 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         finder=request.finder,
         approvals=request.approvals,
         store=store,
+        follow_ups=request.follow_ups,
+        check_calls=request.check_calls,
     )
     runtime.activity.session_started()
     store_failed = False
@@ -365,6 +376,11 @@ def session_recipe(request: SessionRequest, runtime: Runtime) -> dict[str, Any]:
             else None
         ),
         "approvals": request.approvals.model_dump(mode="json") if request.approvals else None,
+        "follow_ups": [
+            {"text": f.text, "tools": [spec.model_dump(mode="json") for spec in f.specs]}
+            for f in request.follow_ups
+        ],
+        "check_calls": request.check_calls,
     }
 
 
@@ -379,6 +395,7 @@ async def _drive(
     graph = runtime.graph()
     config: RunnableConfig = {
         "configurable": {"thread_id": record.thread_id},
+        # Per run of the graph, which is one turn of a conversation.
         "recursion_limit": 4 * ctx.step_limit + 20,
     }
     # A session made just now has no checkpoint: one read fewer (on a
@@ -393,6 +410,9 @@ async def _drive(
             "it in the store it ran in, or run its task again in a new run"
         )
     payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
+    if snapshot and snapshot.values and isinstance(ctx.executor, StatefulExecutor):
+        # A new process: the tools' state is rebuilt from the calls that ran before.
+        ctx.executor.restore(ran_calls(snapshot.values.get("messages", [])))
     if record.status == "error":  # retried (finished and skipped ones never are)
         await runtime.store.call(runtime.store.set_status, ctx.session_id, "running")
     if snapshot and snapshot.interrupts:
@@ -410,15 +430,59 @@ async def _drive(
             output = await graph.ainvoke(payload, config, context=ctx, durability=durability)
             # An interrupted run returns its pending questions under "__interrupt__".
             pending = output.pop("__interrupt__", ()) if runtime.checkpointer else ()
-            if not pending:
+            if pending:
+                # Remembered as the session's current tools: the person asked sees them.
+                ctx.tools_now(cast(AgentState, output))
+                answer = await _answer(ctx, runtime, request, record, pending[0].value)
+                payload = Command(resume=answer)
+                continue
+            payload = _next_turn(ctx, cast(AgentState, output))
+            if payload is None:
                 break
-            # Remembered as the session's current tools: the person asked sees them.
-            ctx.tools_now(cast(AgentState, output))
-            answer = await _answer(ctx, runtime, request, record, pending[0].value)
-            payload = Command(resume=answer)
     finally:
         session_elicitor.reset(token)
     return await _finish(ctx, runtime, record, cast(AgentState, output))
+
+
+def _next_turn(ctx: SessionContext, state: AgentState) -> dict[str, Any] | None:
+    """The input that starts the conversation's next turn, or None when the session ends here.
+
+    A turn ends when the agent replies without a call; the log then gets the
+    tools' state and verdict (a stateful executor's), and the next user
+    message. A turn stopped at its step limit ends the conversation.
+    """
+    if not ctx.follow_ups or state.get("skipped") or state.get("terminated"):
+        return None
+    messages = state.get("messages", [])
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if last is None or last.tool_calls or last.invalid_tool_calls:
+        return None
+    turn = state.get("turn", 0)
+    executor = ctx.executor
+    report = (
+        executor.turn_ended(turn, messages)
+        if isinstance(executor, StatefulExecutor)
+        else TurnReport()
+    )
+    ctx.emit(
+        TurnEndedEvent(session_id=ctx.session_id, turn=turn, state=report.state, check=report.check)
+    )
+    if turn >= len(ctx.follow_ups):
+        return None
+    follow_up = ctx.follow_ups[turn]
+    ctx.emit(
+        UserTurnEvent(
+            session_id=ctx.session_id,
+            turn=turn + 1,
+            text=follow_up.text,
+            added_tools=[spec.qualified_name for spec in follow_up.specs],
+        )
+    )
+    return {
+        "messages": [HumanMessage(follow_up.text)],
+        "turn": turn + 1,
+        "turn_started": state.get("steps", 0),
+    }
 
 
 def _initial_state(request: SessionRequest) -> AgentState:
@@ -602,6 +666,15 @@ async def _finish(
     if state.get("terminated"):
         return await _stop(runtime, record, "terminated", _terminated_message(state))
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
+    turns_left = len(ctx.follow_ups) - state.get("turn", 0)
+    if limit_hit and turns_left > 0:
+        # A conversation ends at a turn's step limit, its later turns never sent (BFCL).
+        message = (
+            f"stopped after {ctx.step_limit} steps in turn {state.get('turn', 0) + 1} of "
+            f"{len(ctx.follow_ups) + 1} (the agent was still calling tools); "
+            f"{turns_left} later turn(s) were not sent: raise --step-limit to give it more"
+        )
+        return await _stop(runtime, record, "step_limit", message)
     if limit_hit and not ctx.answer_calls_at_limit:
         # Still calling tools at its last step: no final answer (science.md §2).
         message = (

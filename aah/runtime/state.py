@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -17,6 +17,7 @@ from aah.runtime.approval_policy import ApprovalPolicy
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.discovery import ToolFinder
 from aah.runtime.tool_mode import ToolMode, tools_prompt
+from aah.runtime.turns import FollowUp
 from aah.store import SessionStore
 from aah.tools import (
     ASK_HUMAN,
@@ -36,6 +37,7 @@ from aah.tools.calls import (
 from aah.tools.http import Executor
 
 DEFAULT_STEP_LIMIT = 10
+CallChecks = Literal["all", "names"]
 
 
 class AgentState(TypedDict, total=False):
@@ -56,6 +58,15 @@ class AgentState(TypedDict, total=False):
     approvals: dict[str, dict[str, Any]]
     # A person deciding on a call ended the session.
     terminated: bool
+    # A conversation of several user turns: the turn under way (0 for the
+    # first) and the step count when it began (the step limit is per turn).
+    turn: int
+    turn_started: int
+
+
+def steps_in_turn(state: AgentState) -> int:
+    """The model replies of the turn under way (of the whole session when it has one turn)."""
+    return state.get("steps", 0) - state.get("turn_started", 0)
 
 
 def offered_schemas(
@@ -99,9 +110,14 @@ class SessionTools:
         """The tools described for the system prompt (``prompt`` tool mode)."""
         return tools_prompt(self.schemas)
 
-    def checker(self, seen: list[str]) -> CallChecker:
-        """A checker for this session's calls, given the calls already made."""
-        return CallChecker(self.offered, seen=seen, models=self.models)
+    def checker(self, seen: list[str], checks: CallChecks = "all") -> CallChecker:
+        """A checker for this session's calls, given the calls already made.
+
+        With ``checks="names"`` the offered endpoints' calls are checked for
+        their name only; ``ask_human`` and ``find_tools`` keep every check.
+        """
+        names_only = self.specs.keys() if checks == "names" else ()
+        return CallChecker(self.offered, seen=seen, models=self.models, names_only=names_only)
 
 
 @dataclass
@@ -135,6 +151,12 @@ class SessionContext:
     store: SessionStore | None = None
     # Discovery on: the agent may call find_tools, which searches with this.
     finder: ToolFinder | None = None
+    # Later user turns, in order (none: a conversation of one turn).
+    follow_ups: Sequence[FollowUp] = ()
+    # ``all``: every call is checked before it runs. ``names``: only that the
+    # tool exists (and ask_human's own checks): the tools judge their
+    # arguments themselves, and a repeated call runs again (BFCL's stateful APIs).
+    check_calls: CallChecks = "all"
     _found: tuple[tuple[str, ...], SessionTools] | None = field(
         default=None, init=False, repr=False
     )
@@ -159,11 +181,11 @@ class SessionContext:
         return self._found[1] if self._found is not None else self.tools
 
     def tools_now(self, state: AgentState) -> SessionTools:
-        """The session's tools at ``state``: those offered plus those discovered so far.
+        """The session's tools at ``state``: offered, added by its turns, discovered so far.
 
         Remembered as :attr:`current_tools`.
         """
-        found = discovered_specs(state)
+        found = [*self.added_by_turn(state.get("turn", 0)), *discovered_specs(state)]
         if not found:
             return self.tools
         key = tuple(spec.qualified_name for spec in found)
@@ -172,6 +194,10 @@ class SessionContext:
             given = [s for s in self.specs if s.qualified_name not in names]
             self._found = (key, SessionTools([*given, *found], self.aah, self.discover))
         return self._found[1]
+
+    def added_by_turn(self, turn: int) -> list[EndpointSpec]:
+        """The tools the follow-ups up to ``turn`` added, in the order they came."""
+        return [spec for follow_up in self.follow_ups[:turn] for spec in follow_up.specs]
 
 
 def discovered_specs(state: AgentState) -> list[EndpointSpec]:

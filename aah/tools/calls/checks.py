@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ValidationError
@@ -93,6 +93,7 @@ class CallChecker:
         seen: Sequence[str] = (),
         *,
         models: Mapping[str, type[BaseModel]] | None = None,
+        names_only: Collection[str] = (),
     ) -> None:
         """Check calls against ``tools`` (name to parameters).
 
@@ -101,10 +102,14 @@ class CallChecker:
             seen: canonical forms of calls already run in this session.
             models: the tools' arguments models (``arguments_models``), when
                 the caller keeps them between checkers.
+            names_only: tools whose calls are only checked for being offered
+                and readable: they judge their own arguments, and a repeat
+                runs again (a stateful API, where the same call twice is two acts).
         """
         self._tools = {name: list(params) for name, params in tools.items()}
         self._models = dict(models) if models is not None else arguments_models(self._tools)
         self._seen = set(seen)
+        self._names_only = frozenset(names_only)
 
     def check(self, name: str, arguments: Any) -> CheckResult:
         """Judge one call; an ``ok`` call is remembered for repeat detection."""
@@ -113,6 +118,8 @@ class CallChecker:
             return CheckResult("IFE", tool_prompt("check_ife").render(name=name))
         if name not in self._tools:
             return CheckResult("IFN", self._unknown_tool(name))
+        if name in self._names_only:
+            return CheckResult("ok")
         params = self._tools[name]
         verdict = self._check_arguments(name, params, parsed)
         if not verdict.ok:

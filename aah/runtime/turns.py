@@ -1,0 +1,91 @@
+"""Conversations of several user turns, and tools that keep state between calls.
+
+A session normally answers one request. A conversation of several turns
+(BFCL multi-turn) has later user messages, each sent once the agent has
+replied to the one before without a call; some bring tools that join from
+then on (``FollowUp``). The session driver runs each turn as one run of the
+graph, so a checkpoint marks every turn's end.
+
+Some tools keep state between calls (BFCL's file system, its trading bot):
+their executor is a ``StatefulExecutor``, told where each turn ends (it
+answers with its state, and a benchmark's verdict on the turn, for the
+log) and, when a session resumes from a checkpoint in a new process,
+rebuilt by replaying the calls that ran before it (``ran_calls``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+
+from aah.tools import EndpointSpec
+
+# The artifact of a tool result whose call reached the executor (not one the
+# checks refused); ``{RAN: arguments}`` when it ran with other arguments than
+# the model's (a person edited them).
+RAN = "ran"
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A later user turn of a conversation: what the user says, and tools that join then.
+
+    Sent once the agent has replied to the turn before without a call;
+    ``specs`` are offered from this turn on.
+    """
+
+    text: str
+    specs: tuple[EndpointSpec, ...] = ()
+
+
+class TurnReport(NamedTuple):
+    """What a stateful executor says at a turn's end: its state, and a verdict on the turn."""
+
+    state: dict[str, Any] | None = None
+    check: dict[str, Any] | None = None
+
+
+class RanCall(NamedTuple):
+    """One call that reached the executor: the tool's name and the arguments it ran with."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@runtime_checkable
+class StatefulExecutor(Protocol):
+    """An executor whose tools keep state between calls."""
+
+    def turn_ended(self, turn: int, messages: Sequence[AnyMessage]) -> TurnReport:
+        """The agent replied to ``turn`` (0 for the first) without a call.
+
+        ``messages`` is the whole conversation so far, the turn's calls included.
+        """
+        ...
+
+    def restore(self, calls: Sequence[RanCall]) -> None:
+        """Rebuild the state of a resumed session, in which ``calls`` ran in this order."""
+        ...
+
+
+def ran_calls(messages: Sequence[AnyMessage]) -> list[RanCall]:
+    """The calls of ``messages`` that reached the executor, in the order their results came."""
+    calls: dict[str, RanCall] = {}
+    ran: list[RanCall] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[call["id"] or ""] = RanCall(call["name"], dict(call["args"]))
+        elif isinstance(message, ToolMessage) and message.artifact is not None:
+            proposed = calls.get(message.tool_call_id)
+            if proposed is None:
+                continue
+            artifact = message.artifact
+            if artifact == RAN:
+                ran.append(proposed)
+            elif isinstance(artifact, dict) and isinstance(artifact.get(RAN), dict):
+                ran.append(RanCall(proposed.name, dict(artifact[RAN])))
+    return ran
