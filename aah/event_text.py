@@ -31,6 +31,8 @@ from aah.events import (
     ModelCallEvent,
     StoppedEvent,
     ToolCallEvent,
+    TurnEndedEvent,
+    UserTurnEvent,
 )
 from aah.secrets import scrub
 from aah.terminal_text import printable_value
@@ -162,6 +164,13 @@ def describe_event(event: Event) -> EventDescription | None:
         return _describe_approval(event)
     if isinstance(event, ElicitationAskedEvent | ElicitationAnsweredEvent):
         return _describe_elicitation(event)
+    if isinstance(event, UserTurnEvent):
+        added = f" (tools added: {', '.join(event.added_tools)})" if event.added_tools else ""
+        label = f"▶ turn {event.turn + 1}: the user says{added}"
+        line = ConversationLine("user", event.text)
+        return EventDescription(event.kind, label, event.text, tone="info", conversation=line)
+    if isinstance(event, TurnEndedEvent):
+        return _describe_turn_end(event)
     if isinstance(event, StoppedEvent):
         label = "■ stopped without a final answer" + _STOPPED_WHY[event.reason]
         return EventDescription(event.kind, label, event.message, tone="warn")
@@ -169,6 +178,22 @@ def describe_event(event: Event) -> EventDescription | None:
         label = f"✗ error in {event.where or 'the runtime'}"
         return EventDescription(event.kind, label, event.message, tone="fail")
     return None
+
+
+def _describe_turn_end(event: TurnEndedEvent) -> EventDescription:
+    """The end of one turn of a conversation: the benchmark's verdict and the tools' state."""
+    check = event.check or {}
+    state = json.dumps(event.state, ensure_ascii=False, sort_keys=True) if event.state else ""
+    detail = clip(f"state: {state}", RESULT_CHARS) if state else ""
+    if "passed" not in check:
+        return EventDescription(event.kind, f"— end of turn {event.turn + 1}", detail=detail)
+    passed = bool(check.get("passed"))
+    verdict = "passes its checks" if passed else "fails its checks"
+    label = f"— end of turn {event.turn + 1}: {verdict}"
+    reason = str(check.get("reason") or "")
+    return EventDescription(
+        event.kind, label, reason, detail=detail, tone="ok" if passed else "fail"
+    )
 
 
 _STOPPED_WHY = {
