@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         run_session,
     )
     from aah.runtime.tool_mode import ToolMode, ToolModeChoice, choose_tool_mode, tool_mode_choice
+    from aah.runtime.turns import FollowUp, RanCall, StatefulExecutor, TurnReport, ran_calls
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
@@ -113,8 +114,13 @@ __all__ = [
     "ConsoleHuman",
     "HumanChannel",
     "HumanChannelFactory",
+    "FollowUp",
     "HumanReply",
     "HumanRequest",
+    "RanCall",
+    "StatefulExecutor",
+    "TurnReport",
+    "ran_calls",
     "QueueHuman",
     "Runtime",
     "ScriptedHuman",
@@ -205,6 +211,11 @@ _WHERE = {
     "WorkClock": "aah.runtime.work_clock",
     "waiting_for_person": "aah.runtime.work_clock",
     "within_work_time": "aah.runtime.work_clock",
+    "FollowUp": "aah.runtime.turns",
+    "RanCall": "aah.runtime.turns",
+    "StatefulExecutor": "aah.runtime.turns",
+    "TurnReport": "aah.runtime.turns",
+    "ran_calls": "aah.runtime.turns",
 }
 
 

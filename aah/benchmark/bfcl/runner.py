@@ -1,11 +1,13 @@
-"""BFCL runs: each item one session of one model turn, its calls answered neutrally.
+"""BFCL runs: a single-turn item is one model turn, a multi-turn entry a whole conversation.
 
-The functions are not HTTP endpoints: a call is recorded (name and arguments
-as the model gave them, whether or not they pass the call checks) and answered
-with When2Call's neutral result, and the session ends after the first turn.
-The store then holds what the turn did; ``aah.scoring`` reads it back (the
-AST check, the standard and intent readings). Aah is off unless asked for,
-as BFCL offers only the item's functions.
+The functions are not HTTP endpoints. A single-turn item's call is recorded
+(name and arguments as the model gave them, whether or not they pass the
+call checks) and answered with When2Call's neutral result, and the session
+ends after the first turn; the store then holds what the turn did, and
+``score_bfcl_run`` reads it back (the AST check, the standard and intent
+readings). A multi-turn entry's calls run on BFCL's own stateful APIs and
+each turn is checked as it ends (``multi_turn_run``). Aah is off unless
+asked for, as BFCL offers only the item's functions.
 """
 
 from __future__ import annotations
@@ -23,10 +25,17 @@ from aah.benchmark.batch import (
     run_batch,
     run_manifest,
 )
+from aah.benchmark.bfcl.multi_turn_run import STEP_LIMIT, BfclTurnExecutor, turn_oracle
+from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask, is_multi_turn, turn_text
 from aah.benchmark.bfcl.tasks import BFCL_SETTING, BfclTask
-from aah.benchmark.when2call import NEUTRAL_RESULT, NeutralExecutor, endpoint_spec
+from aah.benchmark.when2call import (
+    NEUTRAL_RESULT,
+    NeutralExecutor,
+    When2CallTool,
+    endpoint_spec,
+)
 from aah.llm import ModelConfig
-from aah.runtime import Activity, Runtime, ScriptedHuman, SessionRequest
+from aah.runtime import Activity, FollowUp, Runtime, ScriptedHuman, SessionRequest
 from aah.tools import EndpointSource, EndpointSpec
 
 BFCL_BENCHMARK = "bfcl"
@@ -38,6 +47,11 @@ BFCL_PINNED = ("benchmark", "turns", "tool_result", "data_source")
 
 def function_specs(task: BfclTask) -> list[EndpointSpec]:
     """The tool specs a session of ``task`` offers, one per function."""
+    return tool_specs(task.functions)
+
+
+def tool_specs(functions: Sequence[When2CallTool]) -> list[EndpointSpec]:
+    """The tool specs of BFCL ``functions``, one each."""
     return [
         endpoint_spec(tool).model_copy(
             update={
@@ -46,7 +60,7 @@ def function_specs(task: BfclTask) -> list[EndpointSpec]:
                 "source": EndpointSource(kind="builtin", file="bfcl", id=tool.original),
             }
         )
-        for tool in task.functions
+        for tool in functions
     ]
 
 
@@ -70,15 +84,17 @@ class BfclRunner:
     ) -> dict[str, Any]:
         """What the run is made of, stored with it (the pinned fields included)."""
         base = run_manifest(self.options, self.model, "", [BFCL_SETTING])
+        multi = any(is_multi_turn(category) for category in categories)
         return {
             **base,
             "benchmark": BFCL_BENCHMARK,
             "human": "idk" if self.options.aah else "none",
             "http": "neutral",
             "unavailable": None,
-            "step_limit": 1,
+            # Per turn: 1 for a single-turn item; a multi-turn turn ends as BFCL's does.
+            "step_limit": STEP_LIMIT if multi else 1,
             "registry_hash": None,
-            "turns": 1,
+            "turns": "multi" if multi else 1,
             "awareness": False,
             "tool_result": NEUTRAL_RESULT,
             "categories": list(categories),
@@ -86,8 +102,14 @@ class BfclRunner:
             "data_sha256": data_sha256,
         }
 
-    def request_for(self, task: BfclTask, runtime: Runtime) -> SessionRequest:
-        """The session of one item: its functions, one model turn, no awareness question."""
+    def request_for(self, task: BfclTask | MultiTurnTask, runtime: Runtime) -> SessionRequest:
+        """The session of one item: its functions, one model turn, no awareness question.
+
+        A multi-turn entry's session has every turn, its functions joining at
+        their turn, BFCL's APIs as the tools and a per-turn step limit.
+        """
+        if isinstance(task, MultiTurnTask):
+            return self.multi_turn_request(task)
         return SessionRequest(
             query=task.query,
             specs=function_specs(task),
@@ -105,9 +127,36 @@ class BfclRunner:
             retry_errors=True,
         )
 
+    def multi_turn_request(self, task: MultiTurnTask) -> SessionRequest:
+        """The session of one multi-turn entry (see ``multi_turn_run``)."""
+        executor = BfclTurnExecutor(task)
+        follow_ups = [
+            FollowUp(turn_text(messages), tuple(tool_specs(task.added.get(index, ()))))
+            for index, messages in enumerate(task.turns)
+            if index > 0
+        ]
+        return SessionRequest(
+            query=task.query,
+            specs=tool_specs(task.functions),
+            aah=self.options.aah,
+            awareness="none",
+            step_limit=STEP_LIMIT,
+            answer_calls_at_limit=True,
+            tool_mode=self.options.tool_mode,
+            run=self.options.run,
+            task_id=task.id,
+            setting=BFCL_SETTING,
+            context={"original_query": task.query, "category": task.category},
+            human=turn_oracle(task, executor),
+            executor=executor,
+            retry_errors=True,
+            follow_ups=follow_ups,
+            check_calls="names",
+        )
+
     async def run(
         self,
-        tasks: Sequence[BfclTask],
+        tasks: Sequence[BfclTask | MultiTurnTask],
         db: Path,
         on_done: ProgressHook | None = None,
         *,
