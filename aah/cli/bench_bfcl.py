@@ -1,9 +1,10 @@
-"""``aah bench run --benchmark bfcl``: BFCL's single-turn items as one resumable run.
+"""``aah bench run --benchmark bfcl``: BFCL's items and multi-turn entries as one resumable run.
 
 The same run machinery as the other benchmarks (names, resume, shards,
-epochs, the probe, the progress bar, the store); afterwards every turn is
-checked (the AST check, the standard and intent readings) and the result
-stored for ``aah report``.
+epochs, the probe, the progress bar, the store); afterwards every
+single-turn item is checked (the AST check, the standard and intent
+readings) and every multi-turn entry scored from its turns' checks, and the
+results stored for ``aah report``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from aah.cli.output import console
 
 if TYPE_CHECKING:
     from aah.benchmark.bfcl import BfclTask
+    from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask
 
 
 class BfclFlags(NamedTuple):
@@ -38,7 +40,9 @@ class BfclFlags(NamedTuple):
     probe: bool = True
 
 
-def choose_items(tasks: list[BfclTask], limit: int | None, ids: list[str]) -> list[BfclTask]:
+def choose_items(
+    tasks: list[BfclTask | MultiTurnTask], limit: int | None, ids: list[str]
+) -> list[BfclTask | MultiTurnTask]:
     """Items named by ``--ids``, else at most ``limit`` per category and language, in data order.
 
     Raises:
@@ -72,10 +76,21 @@ def run_bfcl(flags: BfclFlags) -> None:
     from aah.benchmark import RunOptions, parse_shard, shard_tasks
     from aah.benchmark.bfcl import (
         BfclRunner,
+        BfclTask,
         data_files,
         load_bfcl,
         parse_categories,
         score_bfcl_run,
+    )
+    from aah.benchmark.bfcl.environments import api_classes, find_bfcl_wheel
+    from aah.benchmark.bfcl.multi_turn_run import STEP_LIMIT
+    from aah.benchmark.bfcl.multi_turn_scoring import score_multi_turn_run
+    from aah.benchmark.bfcl.multi_turn_tasks import (
+        MultiTurnTask,
+        is_multi_turn,
+        load_multi_turn,
+        multi_turn_files,
+        multi_turn_source,
     )
     from aah.cli.bench_run import act_on_probe, print_summary, run_with_progress
     from aah.config import get_settings
@@ -85,7 +100,13 @@ def run_bfcl(flags: BfclFlags) -> None:
 
     categories = parse_categories(flags.category)
     source = bfcl_data(flags.data)
-    all_tasks = load_bfcl(source, categories)
+    single = [c for c in categories if not is_multi_turn(c)]
+    multi = [c for c in categories if is_multi_turn(c)]
+    all_tasks: list[BfclTask | MultiTurnTask] = [*load_bfcl(source, single)]
+    if multi:
+        all_tasks += load_multi_turn(multi_turn_source(source), multi)
+        # BFCL's own API classes, from the pinned wheel: found (or refused) before any model call.
+        api_classes(find_bfcl_wheel(flags.data))
     tasks = shard_tasks(choose_items(all_tasks, flags.limit, flags.ids), parse_shard(flags.shard))
     config = model_config("agent", model=flags.model)
     choice = tool_mode_choice(flags.tool_mode)
@@ -99,7 +120,7 @@ def run_bfcl(flags: BfclFlags) -> None:
         concurrency=flags.concurrency,
         task_timeout=flags.task_timeout,
         seed=flags.seed,
-        step_limit=1,
+        step_limit=STEP_LIMIT if multi else 1,
         epochs=flags.epochs,
         tool_mode=mode,
         probe=report.model_dump(mode="json") if report is not None else None,
@@ -107,15 +128,19 @@ def run_bfcl(flags: BfclFlags) -> None:
     runner = BfclRunner(options, config)
     db_path = flags.db or get_settings().db
     languages = sorted({task.language for task in tasks})
+    what = "BFCL entries" if not single else "BFCL items"
     console.print(
-        f"run [bold]{flags.run}[/]: {len(tasks)} BFCL items ({', '.join(categories)}; "
+        f"run [bold]{flags.run}[/]: {len(tasks)} {what} ({', '.join(categories)}; "
         f"{', '.join(languages) or 'none'}), model {config.model}, "
         f"aah {'on' if flags.aah else 'off'}, tools {mode} ({why})"
         + (f" × {flags.epochs} epochs" if flags.epochs > 1 else ""),
         highlight=False,
     )
     digest = hashlib.sha256()
-    for path in data_files(source, categories):
+    files = data_files(source, single) if single else []
+    if multi:
+        files += multi_turn_files(multi_turn_source(source), multi)
+    for path in files:
         with path.open("rb") as file:  # in chunks: a data file is never held whole
             while chunk := file.read(1 << 20):
                 digest.update(chunk)
@@ -135,6 +160,10 @@ def run_bfcl(flags: BfclFlags) -> None:
         activity,
     )
     with SessionStore(db_path) as store:
-        scored = score_bfcl_run(store, flags.run, all_tasks)
+        scored = score_bfcl_run(store, flags.run, [t for t in all_tasks if isinstance(t, BfclTask)])
+        if multi:
+            scored += score_multi_turn_run(
+                store, flags.run, [t for t in all_tasks if isinstance(t, MultiTurnTask)]
+            )
     print_summary(flags.run, summary, db_path, next_step=f"aah report --run {flags.run}")
     console.print(f"[dim]turns checked now: {scored}[/]", highlight=False)

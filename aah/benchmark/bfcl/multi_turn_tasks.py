@@ -21,17 +21,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aah.benchmark.bfcl.records import function_problem, item_id, read_records
-from aah.benchmark.bfcl.tasks import BFCL_SETTING, BfclMessage
+from aah.benchmark.bfcl.tasks import BFCL_SETTING, MULTI_TURN_CATEGORIES, BfclMessage
 from aah.benchmark.when2call import When2CallTool, function_tool
 from aah.errors import AahError
 
-MULTI_TURN_CATEGORIES = (
-    "multi_turn_base",
-    "multi_turn_miss_param",
-    "multi_turn_miss_func",
-    "multi_turn_long_context",
-)
-ALL_MULTI_TURN = "all-multi-turn"
 # The function docs of each API class (BFCL's own mapping), in multi_turn_func_doc/.
 FUNC_DOC_FILES = {
     "GorillaFileSystem": "gorilla_file_system.json",
@@ -116,6 +109,20 @@ def turn_text(messages: Sequence[BfclMessage]) -> str:
 def is_multi_turn(category: str) -> bool:
     """Whether ``category`` is one of BFCL's multi-turn categories."""
     return category in MULTI_TURN_CATEGORIES
+
+
+def multi_turn_source(source: Path) -> Path:
+    """The BFCL v4 folder multi-turn entries are read from (``source``, a folder).
+
+    Raises:
+        AahError: ``source`` is a Multilingual-BFCL file, which holds no multi-turn entry.
+    """
+    if source.is_file():
+        raise AahError(
+            f"{source} holds single-turn items only: pass --data with a folder of "
+            "BFCL_v4_*.json files (`aah data fetch bfcl`) for the multi-turn categories"
+        )
+    return source
 
 
 def load_multi_turn(source: Path, categories: Sequence[str]) -> list[MultiTurnTask]:

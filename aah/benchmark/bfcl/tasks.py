@@ -54,6 +54,14 @@ REFUSAL_CATEGORIES = ("irrelevance", "live_irrelevance")
 RELEVANCE_CATEGORIES = ("live_relevance",)
 CATEGORIES = AST_CATEGORIES + REFUSAL_CATEGORIES + RELEVANCE_CATEGORIES
 ALL_SINGLE_TURN = "all-single-turn"
+# Conversations over BFCL's stateful APIs (``multi_turn_tasks``).
+MULTI_TURN_CATEGORIES = (
+    "multi_turn_base",
+    "multi_turn_miss_param",
+    "multi_turn_miss_func",
+    "multi_turn_long_context",
+)
+ALL_MULTI_TURN = "all-multi-turn"
 # The categories whose values the model writes as source text, and their language.
 SOURCE_LANGUAGES = {"simple_java": "java", "simple_javascript": "javascript"}
 # Multilingual-BFCL (after BFCL v3) names some categories more coarsely.
@@ -135,19 +143,20 @@ class BfclTask(BaseModel):
 
 
 def parse_categories(value: str) -> list[str]:
-    """``all-single-turn`` or a comma list of category names, in the order given.
+    """A comma list of category names, ``all-single-turn`` and ``all-multi-turn``, in order.
 
     Raises:
         AahError: an unknown or unsupported category.
     """
-    if value == ALL_SINGLE_TURN:
-        return list(CATEGORIES)
-    chosen = list(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-    unknown = [name for name in chosen if name not in CATEGORIES]
+    groups = {ALL_SINGLE_TURN: CATEGORIES, ALL_MULTI_TURN: MULTI_TURN_CATEGORIES}
+    named = [part.strip() for part in value.split(",") if part.strip()]
+    chosen = list(dict.fromkeys(c for name in named for c in groups.get(name, (name,))))
+    known = (*CATEGORIES, *MULTI_TURN_CATEGORIES)
+    unknown = [name for name in chosen if name not in known]
     if unknown or not chosen:
         raise AahError(
-            f"unknown --category {', '.join(unknown) or value!r}: use {ALL_SINGLE_TURN} or a "
-            f"comma list of {', '.join(CATEGORIES)}"
+            f"unknown --category {', '.join(unknown) or value!r}: use {ALL_SINGLE_TURN}, "
+            f"{ALL_MULTI_TURN} or a comma list of {', '.join(known)}"
         )
     return chosen
 
