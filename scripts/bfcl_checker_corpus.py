@@ -239,6 +239,7 @@ def variants(
                     return True
         return False
 
+    found += strict_variants(item, full, answer)
     for kind, change in [
         ("wrong_type", wrong_type),
         ("int_for_float", int_for_float),
@@ -258,6 +259,13 @@ def variants(
         mutate(kind, change)
     if len(full) > 1:
         found.append(("parallel_reversed", full[::-1]))
+        partial = copy.deepcopy(full[::-1])
+        name, args = next(iter(partial[0].items()))
+        for key, value in args.items():
+            if isinstance(value, str):
+                args[key] = value.upper()
+                found.append(("parallel_partial_case", partial))
+                break
         found.append(("parallel_shuffled_minimal", rng.sample(minimal, len(minimal))))
         found.append(("call_dropped", full[:-1]))
     found.append(("call_repeated", full + full[:1]))
@@ -279,6 +287,178 @@ def variants(
         calls[0] = {other[0]: args}
         found.append(("wrong_function", calls))
     return found
+
+
+# Kinds where aah keeps its own reading against BFCL's (README's BFCL section),
+# with the official verdict that aah does not follow: a row of such a kind with
+# that verdict is "documented" and left out of the agreement figure.
+DOCUMENTED = {
+    # A number for a boolean (or a boolean for a number) inside an object or a
+    # list: Python's ``0 == False`` lets BFCL pass it; a boolean is no number.
+    "nested_bool_as_int": True,
+    "list_bool_as_int": True,
+    "nested_int_as_bool": True,
+    "list_dict_bool_as_int": True,
+    "list_dict_int_as_bool": True,
+    # A JavaScript object with a trailing comma is a right object literal;
+    # BFCL's pattern reads the last value with the comma in it.
+    "dict_trailing_comma": False,
+    # A Java or JavaScript collection followed by other text (``;``, a
+    # suffix) is no value; BFCL's patterns find the collection at the start
+    # of the text (or anywhere in it) and ignore the rest.
+    **{f"{kind}_semicolon": True for kind in ("Array", "ArrayList", "HashMap", "array", "dict")},
+    **{f"{kind}_suffixed": True for kind in ("Array", "ArrayList", "HashMap", "array", "dict")},
+}
+TUPLE = "__tuple__"
+TUPLE_TYPE = '"type": "tuple"'
+
+
+def encoded(value: Any) -> Any:
+    """A value as the corpus writes it: a tuple (prompt mode) as ``{"__tuple__": [...]}``."""
+    if isinstance(value, tuple):
+        return {TUPLE: [encoded(v) for v in value]}
+    if isinstance(value, list):
+        return [encoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: encoded(v) for k, v in value.items()}
+    return value
+
+
+def decoded(value: Any) -> Any:
+    """The inverse of ``encoded``."""
+    if isinstance(value, dict):
+        if set(value) == {TUPLE}:
+            return tuple(decoded(v) for v in value[TUPLE])
+        return {k: decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decoded(v) for v in value]
+    return value
+
+
+def strict_variants(
+    item: dict[str, Any], full: list[Any], answer: list[Any]
+) -> list[tuple[str, list[Any]]]:
+    """Outputs that probe BFCL's exact rules: explicit ``""``, nested numbers, tuples, unicode.
+
+    Each kind is made on the first call where it applies (calls in answer order).
+    """
+    props = {f["name"]: f["parameters"].get("properties", {}) for f in item["function"]}
+    found: list[tuple[str, list[Any]]] = []
+    made: set[str] = set()
+
+    def emit(kind: str, index: int, key: str, value: Any) -> None:
+        if kind in made:
+            return
+        made.add(kind)
+        calls = copy.deepcopy(full)
+        name = next(iter(calls[index]))
+        calls[index][name][key] = value
+        found.append((kind, calls))
+
+    for index, call in enumerate(full):
+        name, args = next(iter(call.items()))
+        expected = answer[index][name]
+        for key, options in expected.items():
+            schema = props.get(name, {}).get(key, {})
+            kind = schema.get("type", "any")
+            items = (schema.get("items") or {}).get("type")
+            given = [o for o in options if o != ""]
+            optional = "" in options
+            if optional and not given:
+                emit("explicit_empty_only", index, key, "")
+                emit("none_for_omitted_only", index, key, None)
+                continue
+            if key not in args:
+                continue
+            value = args[key]
+            if optional:
+                label = "dontcare" if isinstance(given[0], str) and kind != "string" else kind
+                emit(f"explicit_empty_{label}", index, key, "")
+                if None not in options:
+                    emit("none_for_optional", index, key, None)
+                if isinstance(value, list):
+                    emit("empty_list_optional", index, key, [])
+            if None in options:
+                emit("none_where_allowed", index, key, None)
+            if isinstance(value, list) and value:
+                emit(f"tuple_for_{kind}", index, key, tuple(value))
+                if items == "float" and all(isinstance(v, float) for v in value):
+                    whole = all(v.is_integer() for v in value)
+                    label = "optional" if optional else "required"
+                    if whole:
+                        emit(f"int_in_float_list_{label}", index, key, [int(v) for v in value])
+                    emit(f"float_list_rounded_{label}", index, key, [float(int(v)) for v in value])
+                if all(isinstance(v, bool) for v in value):
+                    emit("list_bool_as_int", index, key, [int(v) for v in value])
+                if all(isinstance(v, str) for v in value):
+                    emit("list_upper", index, key, [v.upper() for v in value])
+                    emit("list_nbsp", index, key, [v.replace(" ", "\u00a0") for v in value])
+                if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+                    emit(f"list_int_as_float_{kind}", index, key, [float(v) for v in value])
+                if all(isinstance(v, list) for v in value):
+                    emit("tuple_in_list", index, key, [tuple(v) for v in value])
+                if all(isinstance(v, dict) for v in value):
+                    first, *rest = value
+                    emit_nested(emit, index, key, first, rest, given[0][0], "list_dict")
+            if isinstance(value, dict):
+                emit_nested(emit, index, key, value, None, given[0], "nested")
+            if isinstance(value, str) and value:
+                emit("string_nbsp", index, key, value.replace(" ", "\u00a0"))
+                emit("string_tab", index, key, value.replace(" ", "\t"))
+                emit("string_newline", index, key, value + "\n")
+                emit("string_curly_quote", index, key, value.replace("'", "\u2019"))
+                emit("string_en_dash", index, key, value.replace("-", "\u2013"))
+                emit("string_accented", index, key, value.replace("e", "\u00e9", 1))
+                emit("string_casefold", index, key, value.swapcase())
+                emit(f"bool_for_{kind}", index, key, True)
+            if isinstance(value, bool):
+                emit("int_for_boolean", index, key, int(value))
+                emit("string_for_boolean", index, key, str(value))
+            elif isinstance(value, float):
+                emit("string_for_float", index, key, str(value))
+            elif isinstance(value, int):
+                emit("string_for_integer", index, key, str(value))
+                emit("bool_for_integer", index, key, bool(value))
+    return found
+
+
+def emit_nested(
+    emit: Any, index: int, key: str, value: dict[str, Any], rest: Any, options: Any, where: str
+) -> None:
+    """Changes inside an object (or the first object of a list of them)."""
+
+    def put(kind: str, inner: dict[str, Any]) -> None:
+        emit(f"{where}_{kind}", index, key, inner if rest is None else [inner, *rest])
+
+    put("extra_key", {**value, "zz_extra": 1})
+    if isinstance(options, dict):
+        for inner_key, inner_options in options.items():
+            if isinstance(inner_options, list) and "" in inner_options:
+                put("explicit_empty", {**value, inner_key: ""})
+                put("none_for_optional", {**value, inner_key: None})
+    for inner_key, inner in value.items():
+        if isinstance(inner, bool):
+            put("bool_as_int", {**value, inner_key: int(inner)})
+            put("bool_as_string", {**value, inner_key: str(inner).lower()})
+        elif isinstance(inner, float):
+            if inner.is_integer():
+                put("float_as_int", {**value, inner_key: int(inner)})
+            put("float_as_string", {**value, inner_key: str(inner)})
+        elif isinstance(inner, int):
+            put("int_as_float", {**value, inner_key: float(inner)})
+            if inner in (0, 1):
+                put("int_as_bool", {**value, inner_key: bool(inner)})
+        elif isinstance(inner, str) and inner:
+            put("string_upper", {**value, inner_key: inner.upper()})
+            put("string_nbsp", {**value, inner_key: inner.replace(" ", "\u00a0")})
+        elif isinstance(inner, list) and inner:
+            put("list_tuple", {**value, inner_key: tuple(inner)})
+            if all(isinstance(v, str) for v in inner):
+                put("list_upper", {**value, inner_key: [v.upper() for v in inner]})
+            if all(isinstance(v, float) and v.is_integer() for v in inner):
+                put("list_float_as_int", {**value, inner_key: [int(v) for v in inner]})
+        elif isinstance(inner, dict) and inner:
+            put("dict_extra_key", {**value, inner_key: {**inner, "zz": 1}})
 
 
 # Java's element type words for ``new T[]{...}`` literals.
@@ -497,6 +677,29 @@ def code_variants(
             changed(f"{kind}_variable_upper", key, value.upper())
             changed(f"{kind}_variable_other", key, value + "2")
             changed(f"{kind}_variable_quoted", key, json.dumps(value))
+    for key, options in answer[0][name].items():
+        kind, items = kinds.get(key, ("any", None))
+        if "" in options:
+            given = [o for o in options if o != ""]
+            label = "dontcare" if given and isinstance(given[0], str) else kind
+            changed(f"{label}_explicit_empty", key, "")
+            changed(f"{label}_explicit_quoted_empty", key, '""')
+    for key, given in full.items():
+        kind, items = kinds.get(key, ("any", None))
+        value = values[key]
+        if kind == "dict" and given.startswith("{") and len(given) > 2:
+            changed("dict_trailing_comma", key, given[:-1].rstrip() + ",}")
+        if kind in ("Array", "ArrayList", "HashMap", "array", "dict") and given[-1:] in "}])":
+            changed(f"{kind}_semicolon", key, given + ";")
+            changed(f"{kind}_suffixed", key, given + "L")
+        if kind in ("array", "Array", "ArrayList") and isinstance(value, list) and value:
+            if all(isinstance(v, float) and v.is_integer() for v in value):
+                changed(f"{kind}_floats_as_ints", key, write([int(v) for v in value], kind, items))
+            if all(isinstance(v, str) for v in value):
+                changed(f"{kind}_nbsp_items", key, given.replace(" ", "\u00a0"))
+        if kind in ("String", "any") and isinstance(value, str) and " " in value:
+            changed(f"{kind}_nbsp", key, given.replace(" ", "\u00a0"))
+            changed(f"{kind}_tab", key, given.replace(" ", "\t"))
     for key in full:
         if key in required:
             found.append(
@@ -513,14 +716,202 @@ def code_variants(
     return found
 
 
+def random_outputs(
+    item: dict[str, Any], answer: list[Any], category: str, rng: random.Random
+) -> list[tuple[str, list[Any]]]:
+    """Out-of-sample outputs: a right answer (any acceptable values) changed at random places.
+
+    Independent of ``variants``: each output picks, for every argument, any
+    acceptable value or leaves an optional one out, then makes 0-3 random
+    changes anywhere in the values (types, case, spacing, ``""``, ``None``,
+    tuples, dropped or added keys and items).
+    """
+    code = category in CODE_CATEGORIES
+    found: list[tuple[str, list[Any]]] = []
+    for _ in range(3):
+        calls = []
+        for call in answer:
+            name, arguments = next(iter(call.items()))
+            args = {}
+            for key, options in arguments.items():
+                if not isinstance(options, list) or not options:
+                    continue
+                choice = rng.choice(options)
+                if choice == "" and rng.random() < 0.8:
+                    continue  # left out (or, now and then, written as "")
+                args[key] = _first_dicts(copy.deepcopy(choice))
+            calls.append({name: args})
+        if code:
+            (function,) = item["function"]
+            props = function["parameters"].get("properties", {})
+            write = java_text if category == "simple_java" else js_text
+            for args in (next(iter(c.values())) for c in calls):
+                for key in args:
+                    schema = props.get(key, {})
+                    kind, items = schema.get("type", "any"), (schema.get("items") or {}).get("type")
+                    try:
+                        args[key] = write(args[key], kind, items) if args[key] != "" else ""
+                    except (TypeError, ValueError, AttributeError):
+                        args[key] = str(args[key])
+        changes = rng.choice([0, 1, 1, 2, 3])
+        kinds = []
+        for _ in range(changes):
+            if not calls:
+                break
+            call = rng.choice(calls)
+            name, args = next(iter(call.items()))
+            kinds.append(_random_change(args, rng, code))
+        if rng.random() < 0.1 and len(calls) > 1:
+            rng.shuffle(calls)
+        found.append(("random:" + ("+".join(kinds) or "right"), calls))
+    return found
+
+
+def _random_change(args: dict[str, Any], rng: random.Random, code: bool) -> str:
+    """One random change somewhere in ``args``; returns what it did."""
+    if not args or rng.random() < 0.1:
+        change = rng.choice(["drop", "add"])
+        if change == "drop" and args:
+            del args[rng.choice(sorted(args))]
+            return "drop_argument"
+        args[rng.choice(["extra", "unit", "format"])] = rng.choice(["", "x", 1, True, None])
+        return "add_argument"
+    key = rng.choice(sorted(args))
+    holder: Any = args
+    where = key
+    # Walk down into objects and lists now and then.
+    while isinstance(holder[where], (dict, list)) and holder[where] and rng.random() < 0.6:
+        inner = holder[where]
+        holder, where = (
+            inner,
+            rng.choice(sorted(inner) if isinstance(inner, dict) else range(len(inner))),
+        )
+    value = holder[where]
+    if code and isinstance(value, str):
+        options = [
+            "",
+            '""',
+            value.upper(),
+            value.lower(),
+            f" {value} ",
+            value + ";",
+            value + ",",
+            value.replace('"', "'"),
+            value.replace(", ", ","),
+            value.rstrip("Lfn"),
+            value + "L",
+            value + "f",
+            value[:-1] + ",}" if value.endswith("}") else value + "}",
+            value.replace(" ", "\u00a0"),
+            "null",
+            "true",
+            "1",
+        ]
+    elif isinstance(value, bool):
+        options = [int(value), str(value), str(value).lower(), not value, "", None]
+    elif isinstance(value, int):
+        options = [float(value), str(value), value + 1, bool(value % 2), "", None, -value]
+    elif isinstance(value, float):
+        options = [int(value), str(value), value + 0.5, round(value), "", None]
+    elif isinstance(value, str):
+        options = [
+            value.upper(),
+            value.swapcase(),
+            f" {value}. ",
+            value.replace(" ", "_"),
+            "",
+            None,
+            value.replace(" ", "\u00a0"),
+            value + " x",
+            value.replace(" ", "\t"),
+            "None",
+            value.replace("'", '"'),
+            5,
+        ]
+    elif isinstance(value, list):
+        options = [
+            tuple(value),
+            value[::-1],
+            value[1:],
+            [],
+            "",
+            None,
+            [str(v) if not isinstance(v, str) else v.upper() for v in value],
+        ]
+    elif isinstance(value, dict):
+        dropped = dict(list(value.items())[1:])
+        options = [dropped, {**value, "zz": 1}, "", None, {}, json.dumps(value)]
+    else:
+        options = ["", "None", 0, False]
+    new = rng.choice(options)
+    holder[where] = new
+    return f"{type(value).__name__}->{type(new).__name__}"
+
+
+def compare(path: Path, data: Path) -> None:
+    """Print aah's agreement with the official verdicts in ``path`` (run with aah importable)."""
+    from collections import Counter
+
+    from aah.benchmark.bfcl import AST_CATEGORIES, Call, bfcl_source, check_calls, load_bfcl
+    from aah.benchmark.bfcl.checker import tuple_parameters
+
+    raw: dict[str, Any] = {}
+    for category in AST_CATEGORIES:
+        for line in (data / f"BFCL_v4_{category}.json").read_text().splitlines():
+            if TUPLE_TYPE in line:
+                record = json.loads(line)
+                raw[record["id"]] = record["function"]
+
+    def with_tuples(task: Any, data: Path) -> Any:
+        # The loader keeps no tuple types yet: the checker reads them from declared_types.
+        if task.id not in raw:
+            return task
+        declared = {**task.declared_types, **tuple_parameters(raw[task.id])}
+        return task.model_copy(update={"declared_types": declared})
+
+    tasks = {t.id: with_tuples(t, data) for t in load_bfcl(bfcl_source(data), AST_CATEGORIES)}
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    differ: Counter[str] = Counter()
+    documented = 0
+    agree = 0
+    for record in records:
+        calls = [Call(n, a) for c in decoded(record["calls"]) for n, a in c.items()]
+        ok = check_calls(tasks[record["id"]], calls).ok
+        if record.get("documented"):
+            documented += 1
+        if ok == record["official"]:
+            agree += 1
+        elif not record.get("documented"):
+            differ[f"{record['kind']} official={record['official']}"] += 1
+    total = len(records)
+    print(f"{agree}/{total} agree ({100 * agree / total:.2f}%)")
+    kept = total - documented
+    agreed_kept = kept - sum(differ.values())
+    print(
+        f"{agreed_kept}/{kept} agree outside the {documented} documented rows "
+        f"({100 * agreed_kept / kept:.2f}%)"
+    )
+    for kind, count in differ.most_common(40):
+        print(f"  {count:4} {kind}")
+
+
 def main() -> None:
-    """Write the corpus with the official verdicts."""
+    """Write the corpus with the official verdicts (or compare aah's checker with them)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--per-category", type=int, default=40)
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument(
+        "--random", action="store_true", help="write the out-of-sample set of random changes"
+    )
+    parser.add_argument(
+        "--compare", action="store_true", help="compare aah's checker with the verdicts in OUT"
+    )
     options = parser.parse_args()
+    if options.compare:
+        compare(options.out, options.data)
+        return
     check = official_checker()
     rng = random.Random(options.seed)
     lines = []
@@ -540,16 +931,28 @@ def main() -> None:
             options.per_category * 3 // 2 if category in CODE_CATEGORIES else options.per_category
         )
         chosen = rng.sample(items, min(count, len(items)))
+        # Every item with a tuple parameter: the only ones a tuple is right for.
+        chosen += [i for i in items if i not in chosen and TUPLE_TYPE in json.dumps(i)]
         for item in sorted(chosen, key=lambda i: i["id"]):
             answer = answers[item["id"]]
-            if category in CODE_CATEGORIES:
+            if options.random:
+                made = random_outputs(item, answer, category, rng)
+            elif category in CODE_CATEGORIES:
                 made = code_variants(item, answer, category, rng)
             else:
                 made = variants(item, answer, rng)
             for kind, calls in made:
                 verdict = check(item["function"], calls, answer, category)
-                record = {"id": item["id"], "category": category, "kind": kind, "calls": calls}
-                lines.append(json.dumps({**record, "official": verdict}, ensure_ascii=False))
+                record: dict[str, Any] = {
+                    "id": item["id"],
+                    "category": category,
+                    "kind": kind,
+                    "calls": encoded(calls),
+                    "official": verdict,
+                }
+                if DOCUMENTED.get(kind) is verdict:
+                    record["documented"] = True
+                lines.append(json.dumps(record, ensure_ascii=False))
     options.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(lines)} outputs written to {options.out}")
 

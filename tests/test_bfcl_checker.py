@@ -3,7 +3,9 @@
 ``tests/fixtures/bfcl_checker_corpus.jsonl`` holds model outputs of many kinds
 for real BFCL items with the official checker's verdict on each, written by
 ``scripts/bfcl_checker_corpus.py`` from ``bfcl-eval==2026.3.23`` in a venv of
-its own: the official checker is never a dependency of aah's tests.
+its own: the official checker is never a dependency of aah's tests. Rows of
+the kinds where aah keeps its own reading (``DOCUMENTED`` in the script,
+README's BFCL section) are marked ``documented`` and counted apart.
 """
 
 from __future__ import annotations
@@ -30,19 +32,44 @@ from aah.benchmark.bfcl import (
     load_bfcl,
     normalise,
 )
+from aah.benchmark.bfcl.checker import tuple_parameters
 from aah.benchmark.when2call import function_tool
 
 CORPUS = Path(__file__).parent / "fixtures" / "bfcl_checker_corpus.jsonl"
 SCRIPT = Path(__file__).parents[1] / "scripts" / "bfcl_checker_corpus.py"
+TUPLE = "__tuple__"
+# Rows of the documented kinds in the corpus: aah's reading, not BFCL's.
+DOCUMENTED_ROWS = 55
+
+
+def decoded(value: Any) -> Any:
+    """A corpus value with its tuples (written ``{"__tuple__": [...]}``) back."""
+    if isinstance(value, dict):
+        if set(value) == {TUPLE}:
+            return tuple(decoded(v) for v in value[TUPLE])
+        return {k: decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decoded(v) for v in value]
+    return value
 
 
 def calls_of(record: dict[str, Any]) -> list[Call]:
-    return [Call(name, args) for call in record["calls"] for name, args in call.items()]
+    return [Call(name, args) for call in decoded(record["calls"]) for name, args in call.items()]
 
 
 @pytest.fixture(scope="module")
 def items(shared_data: Path) -> dict[str, BfclTask]:
-    return {t.id: t for t in load_bfcl(bfcl_source(shared_data / "bfcl"), AST_CATEGORIES)}
+    folder = shared_data / "bfcl"
+    tasks = {t.id: t for t in load_bfcl(bfcl_source(folder), AST_CATEGORIES)}
+    # The tuple parameters, which the checker reads from declared_types.
+    for category in AST_CATEGORIES:
+        for line in (folder / f"BFCL_v4_{category}.json").read_text().splitlines():
+            if '"tuple"' in line:
+                record = json.loads(line)
+                task = tasks[record["id"]]
+                declared = {**task.declared_types, **tuple_parameters(record["function"])}
+                tasks[task.id] = task.model_copy(update={"declared_types": declared})
+    return tasks
 
 
 def test_the_checker_agrees_with_the_official_one_on_the_whole_corpus(
@@ -50,15 +77,23 @@ def test_the_checker_agrees_with_the_official_one_on_the_whole_corpus(
 ) -> None:
     records = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     kinds = Counter(record["kind"] for record in records)
-    assert len(records) > 6000 and len(kinds) >= 150
+    assert len(records) > 9000 and len(kinds) >= 250
     assert {record["category"] for record in records} == set(AST_CATEGORIES)
     assert {True, False} == {record["official"] for record in records}
+    verdicts = [check_calls(items[r["id"]], calls_of(r)).ok for r in records]
     differ = [
         (record["id"], record["kind"], record["official"])
-        for record in records
-        if check_calls(items[record["id"]], calls_of(record)).ok != record["official"]
+        for record, ok in zip(records, verdicts, strict=True)
+        if ok != record["official"] and not record.get("documented")
     ]
     assert differ == []
+    documented = [
+        (record["kind"], ok != record["official"])
+        for record, ok in zip(records, verdicts, strict=True)
+        if record.get("documented")
+    ]
+    # Each documented row is one where aah keeps its own reading.
+    assert len(documented) == DOCUMENTED_ROWS and all(differs for _, differs in documented)
 
 
 @pytest.mark.skipif(
@@ -77,7 +112,9 @@ def test_a_fresh_corpus_agrees_with_the_installed_official_checker(
     )
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     differ = [
-        r["id"] for r in records if check_calls(items[r["id"]], calls_of(r)).ok != r["official"]
+        r["id"]
+        for r in records
+        if check_calls(items[r["id"]], calls_of(r)).ok != r["official"] and not r.get("documented")
     ]
     assert differ == []
 
@@ -140,7 +177,16 @@ CASES = [
     ("nested object", {**RIGHT, "options": {"rail": True}}, True),
     ("nested object wrong", {**RIGHT, "options": {"rail": False}}, False),
     ("nested object extra key", {**RIGHT, "options": {"rail": True, "bus": 1}}, False),
-    ("any takes any type", {**RIGHT, "note": "Quick"}, True),
+    ("any takes a string", {**RIGHT, "note": "Quick"}, True),
+    ("any takes no number", {**RIGHT, "note": 5}, False),
+    ('"" is no float', {**RIGHT, "budget": ""}, False),
+    ('"" is no list', {**RIGHT, "stops": ""}, False),
+    ('"" is no object', {**RIGHT, "options": ""}, False),
+    ('"" is a string where the answer allows it', {**RIGHT, "note": ""}, True),
+    ("null where the answer does not list it", {**RIGHT, "budget": None}, False),
+    ("a tuple is no array", {**RIGHT, "stops": ("Boston", "Philadelphia")}, False),
+    ("an optional list may be empty", {**RIGHT, "stops": []}, True),
+    ("list items compared exactly past the top", {**RIGHT, "options": {"rail": 1}}, False),
 ]
 
 

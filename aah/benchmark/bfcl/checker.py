@@ -1,25 +1,49 @@
 """BFCL's AST check: do a reply's calls match an item's possible answers (science.md §6).
 
 Written from the rules BFCL documents and its data's answer format
-(``{function: {argument: [acceptable values]}}``):
+(``{function: {argument: [acceptable values]}}``), and held to the official
+checker's verdicts by the corpus of ``scripts/bfcl_checker_corpus.py``:
 
 - the reply makes as many calls as the answer holds (one for simple and
   multiple items); parallel calls match the answer's calls in any order;
 - each call names the answer's function; every required argument is given;
-  no argument outside the function's schema or outside the answer;
-- each value has its parameter's type, an int standing in for a float
-  (``number``) and a list for a tuple; a parameter without a type (``any``)
-  takes any value; ``null`` is right where the answer lists it; a string
-  where another type is wanted is right when it is exactly an acceptable
-  value (a variable's name, or a word such as "dontcare"), and then only so;
-- each value is one of the acceptable ones: strings compared after dropping
-  spaces and ``,./-_*^`` and ignoring case (``'`` read as ``"``), lists
-  element by element in order, objects key by key (each key's own list of
-  acceptable values; a missing key must allow ``""``);
-- an argument the reply leaves out must list ``""`` (it may be omitted).
+  no argument outside the function's schema or outside the answer; an
+  argument the reply leaves out must list ``""`` (it may be omitted);
+- each value has its parameter's type, exactly (``true`` is no integer). At
+  the top level only, an int stands in for a float and, in prompt mode, a
+  tuple is read as a list for a ``tuple`` parameter (and is wrong anywhere
+  else). An untyped (``any``) parameter wants a string. A value of the type
+  of the answer's first value (``""`` aside) is right too, and is then a
+  "variable": compared with the acceptable values exactly (a name such as
+  ``data['sales']``, a word such as "dontcare", ``null`` for a default).
+  So an explicit ``""`` is right only for a string parameter, or where the
+  answer's first value is a string: ``""`` in the answer means "may be left
+  out", not "the empty string is right";
+- an array's items have its item type or the answer's items' type, unless
+  the answer lists ``""`` (then any items pass the type check, and
+  ``[-1, 2]`` matches ``[-1.0, 2.0]`` by value);
+- values compared: strings after dropping spaces and ``,./-_*^`` and
+  ignoring case (``'`` read as ``"``); lists element by element in order,
+  their string elements so normalised, deeper values exactly; objects key by
+  key against each key's acceptable values (string values normalised, other
+  values, lists included, exactly; an explicit ``""`` right where the key's
+  values list ``""``; a missing key must list ``""``); a list of objects
+  object by object.
+
+Where aah keeps its own reading against the official checker (each a kind of
+the corpus, left out of its agreement figure): a boolean is never a number,
+inside objects and lists too (Python's ``0 == False`` lets BFCL pass ``0``
+for ``false`` there); Java and JavaScript text is read by
+``source_values``, whose readings differ from BFCL's in the cases listed
+there.
+
+In Java and JavaScript items each value is a string of source text, read
+back as its declared type (``source_values``) before these rules apply,
+without the int-for-float reading.
 
 The functions' schemas are the JSON Schema the loader made of BFCL's types
-(``float`` is ``number``, ``tuple`` an ``array``, ``dict`` an ``object``).
+(``float`` is ``number``, ``tuple`` an ``array``, ``dict`` an ``object``);
+a ``tuple`` parameter is told by ``BfclTask.declared_types``.
 
 The check never raises on what it is given: a possible answer of the wrong
 shape, or a call whose name is no string, whose arguments are no object or
@@ -31,7 +55,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from aah.benchmark.bfcl.records import ground_truth_problem
 from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES, read_value
@@ -43,15 +67,22 @@ from aah.events import excerpt
 _DROPPED = re.compile(r"[ ,./\-_*^]")
 # How much of a value a reason quotes: a model's value may be megabytes.
 _QUOTED_CHARS = 200
-# The Python value types of each JSON Schema type the loader writes.
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (float, int),
-    "boolean": (bool,),
-    "array": (list, tuple),
-    "object": (dict,),
+# The Python type BFCL reads each JSON Schema type as (no type, ``any``: a string).
+_PYTHON: dict[str | None, type] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    None: str,
 }
+# A possible answer's values all ``""``: no type to read a variable by.
+_NO_TYPE = type("_NoType", (), {})
+
+
+class _Unmatchable(Exception):
+    """A possible answer the values cannot be compared with (a number where a list belongs)."""
 
 
 class Call(NamedTuple):
@@ -114,7 +145,8 @@ def check_call(
 
     In a Java or JavaScript item (``source_language``) each value must be a
     string of source text, read back as its declared type
-    (``declared_types``, by function and parameter) before it is checked.
+    (``declared_types``, by function and parameter) before it is checked. In
+    a Python item ``declared_types`` marks the ``tuple`` parameters.
     """
     problem = ground_truth_problem([dict(answer) if isinstance(answer, Mapping) else answer])
     if problem is not None:
@@ -139,25 +171,51 @@ def check_call(
             return AstCheckResult(False, f"unexpected argument {excerpt(name, _QUOTED_CHARS)}")
         if name not in expected:
             return AstCheckResult(False, f"argument {name} is not in the possible answer")
-        if value is None and None in expected[name]:
-            continue  # an explicit null where the answer allows null (the default)
-        parameter = schema[name]
         if source_language is not None and name in declared:
             if not isinstance(value, str):
                 return AstCheckResult(False, f"argument {name}: not {source_language} source text")
             kind, element = declared[name]
+            wanted, inner = _source_types(kind, element, source_language)
             value = read_value(value, kind, element, source_language)
-            parameter = _read_schema(kind, element, source_language)
-        wanted = _checked_schema(parameter, expected[name])
-        if not has_type(value, wanted) and not _answer_type(value, expected[name]):
-            return AstCheckResult(False, f"argument {name}: wrong type {type(value).__name__}")
-        if not value_matches(value, expected[name]):
-            shown = _quoted(value)
-            return AstCheckResult(False, f"argument {name}: value {shown} is not acceptable")
+        else:
+            wanted, inner = _python_types(schema[name])
+            if name in declared and declared[name][0] == "tuple" and type(value) is tuple:
+                value = list(value)
+            if wanted is float and type(value) is int:
+                value = float(value)
+        reason = _argument_problem(name, value, expected[name], wanted, inner)
+        if reason is not None:
+            return AstCheckResult(False, reason)
     for name, values in expected.items():
         if name not in call.arguments and "" not in values:
             return AstCheckResult(False, f"missing argument {name}")
     return PASS
+
+
+def tuple_parameters(
+    functions: Sequence[Any],
+) -> dict[str, dict[str, tuple[str, str | None]]]:
+    """The ``tuple`` parameters of BFCL function schemas, as ``BfclTask.declared_types`` holds them.
+
+    ``{function: {parameter: ("tuple", element type)}}``: the JSON Schema a
+    Python item's functions become writes a tuple as an array, and only a
+    ``tuple`` parameter takes a tuple (prompt mode's ``f(x=(1, 2))``).
+    """
+    found: dict[str, dict[str, tuple[str, str | None]]] = {}
+    for function in functions:
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            continue
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+        for key, schema in (properties or {}).items() if isinstance(properties, Mapping) else ():
+            if isinstance(schema, Mapping) and schema.get("type") == "tuple":
+                items = schema.get("items")
+                element = items.get("type") if isinstance(items, Mapping) else None
+                found.setdefault(function["name"], {})[key] = (
+                    "tuple",
+                    element if isinstance(element, str) else None,
+                )
+    return found
 
 
 def call_problem(call: Any) -> str | None:
@@ -181,88 +239,125 @@ def _quoted(value: Any) -> str:
         return f"(an {type(value).__name__} too long to show)"
 
 
-def _read_schema(kind: str, element: str | None, language: str) -> dict[str, Any]:
-    """The JSON Schema a value of a declared Java or JavaScript type has once read."""
-    types = LANGUAGE_TYPES[language]
-    schema: dict[str, Any] = {"type": types[kind]}
-    if element in types:
-        schema["items"] = {"type": types[element]}
-    return schema
+def _python_types(schema: Mapping[str, Any]) -> tuple[type | None, type | None]:
+    """The Python types a parameter's value and, for an array, its items must have.
 
-
-def has_type(value: Any, schema: Mapping[str, Any]) -> bool:
-    """Whether ``value`` has the schema's type (an int for a number; items of arrays too)."""
-    kind = schema.get("type")
-    if not isinstance(kind, str) or kind not in _TYPES:
-        return True  # ``any``, or a list of types: no constraint
-    if isinstance(value, bool) and kind != "boolean":
-        return False  # JSON true is no number
-    if not isinstance(value, _TYPES[kind]):
-        return False
-    items = schema.get("items")
-    if isinstance(value, (list, tuple)) and isinstance(items, Mapping):
-        return all(has_type(item, items) for item in value)
-    return True
-
-
-def _checked_schema(
-    schema: Mapping[str, Any], acceptable: Sequence[Any], *, top: bool = True
-) -> Mapping[str, Any]:
-    """The schema a value's type is checked against: the answer's own type where they differ.
-
-    Some schemas name a type their answers do not have (a "string" whose
-    answer is ``true``, an array of strings holding numbers): the answer's
-    type wins, in array items too. A string answer to a parameter is the
-    exception: a string where the schema wants another type passes only as
-    exactly an acceptable value (``_answer_type``).
+    None where BFCL cannot read the type (a list of types, an array without items).
     """
-    given = next((a for a in acceptable if a != "" and a is not None), None)
-    kind = _json_kind(given)
-    declared = schema.get("type")
-    if kind == "array" and declared == "array" and isinstance(schema.get("items"), Mapping):
-        assert isinstance(given, list)
-        items = _checked_schema(schema["items"], given, top=False)
-        return {**schema, "items": items}
-    if kind in (None, declared) or (top and kind == "string"):
-        return schema
-    if {kind, declared} == {"integer", "number"}:
-        return schema
-    return {"type": kind}
+    kind = schema.get("type")
+    if not (kind is None or isinstance(kind, str)) or kind not in _PYTHON:
+        return None, None
+    wanted = _PYTHON[kind]
+    if wanted is not list:
+        return wanted, None
+    items = schema.get("items")
+    if not isinstance(items, Mapping) or items.get("type") not in _PYTHON:
+        return None, None
+    return list, _PYTHON[items.get("type")]
 
 
-def _json_kind(value: Any) -> str | None:
-    if value is None:
-        return None
-    return next(
-        (
-            kind
-            for kind in ("boolean", "integer", "number", "string", "array", "object")
-            if isinstance(value, _TYPES[kind])
-            and not (isinstance(value, bool) and kind != "boolean")
-        ),
-        None,
-    )
+def _source_types(
+    kind: str | None, element: str | None, language: str
+) -> tuple[type | None, type | None]:
+    """The Python types of a declared Java or JavaScript type's value and items, once read."""
+    types = LANGUAGE_TYPES[language]
+    if kind not in types:
+        return None, None
+    wanted = _PYTHON[types[kind]]
+    if kind not in _SOURCE_COLLECTIONS:
+        return wanted, None
+    if element not in types:
+        return None, None  # a collection without an element type BFCL can read
+    return wanted, _PYTHON[types[element]]
 
 
-def _answer_type(value: Any, acceptable: Sequence[Any]) -> bool:
-    # A string where another type is wanted is right when it is, exactly, one
-    # of the answer's values: a variable's name (``data['sales']`` for an
-    # array) or a word the schema's type does not allow ("dontcare").
-    return isinstance(value, str) and value in acceptable
+# The declared collections whose items BFCL reads and checks by their element type.
+_SOURCE_COLLECTIONS = frozenset({"Array", "ArrayList", "array"})
 
 
-def value_matches(value: Any, acceptable: Sequence[Any]) -> bool:
-    """Whether ``value`` is among the acceptable values (strings, lists, objects normalised)."""
-    if isinstance(value, str):
-        return normalise(value) in {normalise(a) for a in acceptable if isinstance(a, str)}
-    if isinstance(value, (list, tuple)):
-        if value and all(isinstance(item, Mapping) for item in value):
-            return any(_dicts_match(value, a) for a in acceptable if isinstance(a, list))
-        mine = _normalised(list(value))
-        return any(mine == _normalised(a) for a in acceptable if isinstance(a, list))
-    if isinstance(value, Mapping):
-        return any(_dict_matches(value, a) for a in acceptable if isinstance(a, Mapping))
-    return any(_same_scalar(value, a) for a in acceptable)
+def _argument_problem(
+    name: str, value: Any, acceptable: Sequence[Any], wanted: type | None, inner: type | None
+) -> str | None:
+    """Why ``value`` is no right value of argument ``name``, or None when it is."""
+    if wanted is None:
+        return f"argument {name}: a parameter type BFCL cannot check"
+    answer_type = _answer_type(acceptable)
+    variable = answer_type is not _NO_TYPE and answer_type is not wanted
+    if type(value) is wanted:
+        items = cast("Sequence[Any]", value) if inner is not None else ()
+        if inner is not None and not any(
+            type(option) is not list or all(_item_typed(item, option, inner) for item in items)
+            for option in acceptable
+        ):
+            return f"argument {name}: items of the wrong type"
+    elif type(value) is answer_type:
+        variable = True
+    else:
+        return f"argument {name}: wrong type {type(value).__name__}"
+    try:
+        right = _value_right(value, acceptable, wanted, inner, variable)
+    except _Unmatchable:
+        return f"argument {name}: the possible answer cannot be compared with the value"
+    if not right:
+        return f"argument {name}: value {_quoted(value)} is not acceptable"
+    return None
+
+
+def _answer_type(acceptable: Sequence[Any]) -> type:
+    """The type of the first acceptable value that is not ``""``; ``_NO_TYPE`` if none."""
+    return next((type(option) for option in acceptable if option != ""), _NO_TYPE)
+
+
+def _item_typed(item: Any, option: Sequence[Any], inner: type) -> bool:
+    return type(item) is inner or type(item) is _answer_type(option)
+
+
+def _value_right(
+    value: Any, acceptable: Sequence[Any], wanted: type, inner: type | None, variable: bool
+) -> bool:
+    if variable:
+        return any(same(value, option) for option in acceptable)
+    if wanted is dict:
+        return any(_dict_matches(value, option) for option in acceptable if option != "")
+    if wanted is list and inner is dict:
+        return any(_dicts_match(value, option) for option in acceptable)
+    if wanted is str:
+        return normalise(value) in {normalise(a) for a in acceptable if type(a) is str}
+    if wanted is list:
+        mine = _normalised_items(value)
+        options = [_normalised_items(_items(option)) for option in acceptable]
+        return any(same(mine, option) for option in options)
+    return any(same(value, option) for option in acceptable)
+
+
+def same(value: Any, other: Any) -> bool:
+    """Python's ``==``, except that a boolean equals only a boolean (at any depth)."""
+    if isinstance(value, bool) or isinstance(other, bool):
+        return type(value) is type(other) and value == other
+    if isinstance(value, (list, tuple)) and isinstance(other, (list, tuple)):
+        return (
+            type(value) is type(other)
+            and len(value) == len(other)
+            and all(same(a, b) for a, b in zip(value, other, strict=True))
+        )
+    if isinstance(value, dict) and isinstance(other, dict):
+        return value.keys() == other.keys() and all(same(value[k], other[k]) for k in value)
+    try:
+        return bool(value == other)
+    except (TypeError, ValueError):
+        return False
+
+
+def _items(option: Any) -> list[Any]:
+    """A possible answer read as a sequence, as BFCL reads it (a string: its characters)."""
+    if isinstance(option, (list, str)):
+        return list(option)
+    raise _Unmatchable(option)
+
+
+def _normalised_items(values: Sequence[Any]) -> list[Any]:
+    """A list with its string items normalised (deeper values as they are)."""
+    return [normalise(v) if type(v) is str else v for v in values]
 
 
 def normalise(text: str) -> str:
@@ -270,49 +365,38 @@ def normalise(text: str) -> str:
     return _DROPPED.sub("", text).lower().replace("'", '"')
 
 
-def _normalised(value: Any) -> Any:
-    if isinstance(value, str):
-        return normalise(value)
-    if isinstance(value, (list, tuple)):
-        return [_normalised(item) for item in value]
-    return value
-
-
-def _same_scalar(value: Any, acceptable: Any) -> bool:
-    if isinstance(acceptable, (str, list, dict)):
+def _dict_matches(value: Mapping[str, Any], acceptable: Any) -> bool:
+    """Whether an object matches one acceptable object, key by key."""
+    if not isinstance(acceptable, Mapping):
         return False
-    # ``True == 1`` in Python; a boolean matches only a boolean.
-    return isinstance(value, bool) == isinstance(acceptable, bool) and value == acceptable
-
-
-def _dict_matches(value: Mapping[str, Any], acceptable: Mapping[str, Any]) -> bool:
     for key, inner in value.items():
         if key not in acceptable:
             return False
-        options = acceptable[key]
-        if isinstance(options, str):
-            # A bare string where a list of values belongs reads as the list of
-            # its characters: no real value matches it, and "" (left out) does.
-            if not (isinstance(inner, str) and len(normalise(inner)) <= 1):
-                return False
-            if normalise(inner) not in {normalise(c) for c in options}:
-                return False
-        elif not isinstance(options, list):
-            # Deeper objects in an answer hold plain values, not lists of them.
-            if _normalised(inner) != _normalised(options):
-                return False
-        elif not value_matches(inner, options):
+        mine = normalise(inner) if type(inner) is str else inner
+        if not any(same(mine, option) for option in _normalised_items(_items(acceptable[key]))):
             return False
-    return all(
-        key in value or (isinstance(options, (list, str)) and "" in options)
-        for key, options in acceptable.items()
-    )
+    return all(key in value or _may_be_left_out(options) for key, options in acceptable.items())
 
 
-def _dicts_match(value: Sequence[Mapping[str, Any]], acceptable: Sequence[Any]) -> bool:
-    if len(value) != len(acceptable):
+def _may_be_left_out(options: Any) -> bool:
+    """Whether a nested key's acceptable values allow leaving it out (BFCL's ``"" in``)."""
+    if isinstance(options, str):
+        return True  # the empty string is in every string
+    if isinstance(options, (list, dict)):
+        return "" in options
+    raise _Unmatchable(options)
+
+
+def _dicts_match(value: Sequence[Any], acceptable: Any) -> bool:
+    """Whether a list of objects matches one acceptable list of them, object by object."""
+    if isinstance(acceptable, str) and acceptable:
+        raise _Unmatchable(acceptable)  # BFCL reads a name's characters as objects
+    wanted = _items(acceptable)
+    if len(value) != len(wanted):
         return False
-    return all(
-        isinstance(want, Mapping) and _dict_matches(mine, want)
-        for mine, want in zip(value, acceptable, strict=True)
-    )
+    for mine, want in zip(value, wanted, strict=True):
+        if not isinstance(mine, Mapping):
+            raise _Unmatchable(mine)
+        if want == "" or not _dict_matches(mine, want):
+            return False
+    return True

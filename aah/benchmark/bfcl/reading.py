@@ -15,12 +15,18 @@ gathers them; then (science.md §6):
 
 A reply that tried to call and failed is "no call" to the standard reading
 and a call to the intent reading: the gap between the two.
+
+Calls read out of a reply's text (prompt mode) are read again from the raw
+reply, so that a tuple the model wrote (``f(x=(1, 2))``) reaches the checker
+as a tuple, as BFCL reads it: the store keeps arguments as JSON, where it is
+a list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import NamedTuple
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from aah.benchmark.bfcl.checker import Call
 from aah.benchmark.when2call import original_tool_name
@@ -73,7 +79,39 @@ def read_turn(steps: Sequence[CallStep]) -> Turn | None:
         else:
             calls.append(Call(original_tool_name(later.tool), later.arguments or {}))
     text = call.text or ""
+    if call.raw is not None and calls:
+        tools = {later.tool for later in steps[index + 1 :] if later.tool is not None}
+        calls = _as_written(calls, call.raw, tools)
     return Turn(calls, malformed, call.raw if call.raw is not None else text, text)
+
+
+def _as_written(calls: list[Call], raw: str, tools: Collection[str]) -> list[Call]:
+    """``calls`` with their arguments as the raw text wrote them (tuples kept).
+
+    The text is read again with the runtime's parser; its calls replace the
+    stored ones only where they are the same calls (names, and arguments
+    once written as JSON), else the stored calls stand.
+    """
+    if "(" not in raw:
+        return calls  # no tuple can be written without one
+    written = parse_text_tool_calls(raw, tools).calls
+    if len(written) != len(calls):
+        return calls
+    kept = []
+    for call, text_call in zip(calls, written, strict=True):
+        if original_tool_name(text_call.name) != call.name or not _same_json(
+            text_call.arguments, call.arguments
+        ):
+            return calls
+        kept.append(Call(call.name, text_call.arguments))
+    return kept
+
+
+def _same_json(written: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    try:
+        return json.dumps(written, sort_keys=True) == json.dumps(stored, sort_keys=True)
+    except (TypeError, ValueError):  # a value JSON cannot hold: not what was stored
+        return False
 
 
 def called_standard(turn: Turn) -> bool:

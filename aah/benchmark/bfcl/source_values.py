@@ -26,6 +26,13 @@ checker's readings by the corpus of ``scripts/bfcl_checker_corpus.py``:
   outside brackets, inside quotes too); ``dict`` an object literal, keys
   quoted or bare. A name, ``null`` or ``undefined`` is its own text.
 
+Where aah's reading differs from BFCL's on purpose (README's BFCL section;
+the corpus marks these kinds): a collection followed by other text
+(``new int[]{1, 2};``, ``[1, 2]L``, ``{"a": 1};``) is no value, where BFCL's
+patterns find the collection and ignore the rest; a JavaScript object with a
+trailing comma (``{"a": 1,}``) is the object, where BFCL reads ``1,`` as the
+last value.
+
 Spaces around a collection are dropped. Text that is not a value of its type
 is left as it was (a JavaScript collection's without the spaces around it), a
 string: the check then fails it on type, unless the possible answer is that
