@@ -853,23 +853,8 @@ def compare(path: Path, data: Path) -> None:
     from collections import Counter
 
     from aah.benchmark.bfcl import AST_CATEGORIES, Call, bfcl_source, check_calls, load_bfcl
-    from aah.benchmark.bfcl.checker import tuple_parameters
 
-    raw: dict[str, Any] = {}
-    for category in AST_CATEGORIES:
-        for line in (data / f"BFCL_v4_{category}.json").read_text().splitlines():
-            if TUPLE_TYPE in line:
-                record = json.loads(line)
-                raw[record["id"]] = record["function"]
-
-    def with_tuples(task: Any, data: Path) -> Any:
-        # The loader keeps no tuple types yet: the checker reads them from declared_types.
-        if task.id not in raw:
-            return task
-        declared = {**task.declared_types, **tuple_parameters(raw[task.id])}
-        return task.model_copy(update={"declared_types": declared})
-
-    tasks = {t.id: with_tuples(t, data) for t in load_bfcl(bfcl_source(data), AST_CATEGORIES)}
+    tasks = {t.id: t for t in load_bfcl(bfcl_source(data), AST_CATEGORIES)}
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     differ: Counter[str] = Counter()
     documented = 0

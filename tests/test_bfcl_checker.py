@@ -32,7 +32,6 @@ from aah.benchmark.bfcl import (
     load_bfcl,
     normalise,
 )
-from aah.benchmark.bfcl.checker import tuple_parameters
 from aah.benchmark.when2call import function_tool
 
 CORPUS = Path(__file__).parent / "fixtures" / "bfcl_checker_corpus.jsonl"
@@ -60,16 +59,7 @@ def calls_of(record: dict[str, Any]) -> list[Call]:
 @pytest.fixture(scope="module")
 def items(shared_data: Path) -> dict[str, BfclTask]:
     folder = shared_data / "bfcl"
-    tasks = {t.id: t for t in load_bfcl(bfcl_source(folder), AST_CATEGORIES)}
-    # The tuple parameters, which the checker reads from declared_types.
-    for category in AST_CATEGORIES:
-        for line in (folder / f"BFCL_v4_{category}.json").read_text().splitlines():
-            if '"tuple"' in line:
-                record = json.loads(line)
-                task = tasks[record["id"]]
-                declared = {**task.declared_types, **tuple_parameters(record["function"])}
-                tasks[task.id] = task.model_copy(update={"declared_types": declared})
-    return tasks
+    return {t.id: t for t in load_bfcl(bfcl_source(folder), AST_CATEGORIES)}
 
 
 def test_the_checker_agrees_with_the_official_one_on_the_whole_corpus(

@@ -26,7 +26,7 @@ from aah.benchmark.bfcl import (
     load_bfcl,
     score_bfcl_run,
 )
-from aah.benchmark.bfcl.checker import tuple_parameters
+from aah.benchmark.bfcl.tasks import tuple_parameters
 from aah.benchmark.when2call import function_tool
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer

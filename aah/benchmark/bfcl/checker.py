@@ -192,32 +192,6 @@ def check_call(
     return PASS
 
 
-def tuple_parameters(
-    functions: Sequence[Any],
-) -> dict[str, dict[str, tuple[str, str | None]]]:
-    """The ``tuple`` parameters of BFCL function schemas, as ``BfclTask.declared_types`` holds them.
-
-    ``{function: {parameter: ("tuple", element type)}}``: the JSON Schema a
-    Python item's functions become writes a tuple as an array, and only a
-    ``tuple`` parameter takes a tuple (prompt mode's ``f(x=(1, 2))``).
-    """
-    found: dict[str, dict[str, tuple[str, str | None]]] = {}
-    for function in functions:
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            continue
-        parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        for key, schema in (properties or {}).items() if isinstance(properties, Mapping) else ():
-            if isinstance(schema, Mapping) and schema.get("type") == "tuple":
-                items = schema.get("items")
-                element = items.get("type") if isinstance(items, Mapping) else None
-                found.setdefault(function["name"], {})[key] = (
-                    "tuple",
-                    element if isinstance(element, str) else None,
-                )
-    return found
-
-
 def call_problem(call: Any) -> str | None:
     """What makes ``call`` no call to check (its name, its arguments' shape or depth), or None."""
     if not isinstance(call, Call) or not isinstance(call.name, str):

@@ -115,7 +115,7 @@ class BfclTurnExecutor:
             "passed_official": verdict.passed_official,
             "turn_passed": bool(mine.passed) if mine is not None else False,
             "ground_truth_empty": not self.task.ground_truth[turn],
-            "error_type": verdict.error_type,
+            "error_type": verdict.error,
             "failed_turn": verdict.failed_turn,
             "reason": verdict.reason,
             "calls": calls,

@@ -342,6 +342,9 @@ def _task(record: Record, category: str, language: str, truth: list[Any]) -> Bfc
     declared: dict[str, dict[str, tuple[str, str | None]]] = {}
     if language_of_values is not None:
         functions = [_as_source_text(f, language_of_values, declared, where) for f in functions]
+    else:
+        # A Python item's tuple parameters: JSON Schema writes them as arrays.
+        declared = tuple_parameters(functions)
     try:
         return BfclTask(
             id=item_id(record),
@@ -356,6 +359,32 @@ def _task(record: Record, category: str, language: str, truth: list[Any]) -> Bfc
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "item"
         raise AahError(f"{where}: {field}: {first['msg']}: fix the data file") from exc
+
+
+def tuple_parameters(
+    functions: Sequence[Any],
+) -> dict[str, dict[str, tuple[str, str | None]]]:
+    """The ``tuple`` parameters of BFCL function schemas, as ``BfclTask.declared_types`` holds them.
+
+    ``{function: {parameter: ("tuple", element type)}}``: the JSON Schema a
+    Python item's functions become writes a tuple as an array, and only a
+    ``tuple`` parameter takes a tuple (prompt mode's ``f(x=(1, 2))``).
+    """
+    found: dict[str, dict[str, tuple[str, str | None]]] = {}
+    for function in functions:
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            continue
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+        for key, schema in (properties or {}).items() if isinstance(properties, Mapping) else ():
+            if isinstance(schema, Mapping) and schema.get("type") == "tuple":
+                items = schema.get("items")
+                element = items.get("type") if isinstance(items, Mapping) else None
+                found.setdefault(function["name"], {})[key] = (
+                    "tuple",
+                    element if isinstance(element, str) else None,
+                )
+    return found
 
 
 def _as_source_text(
