@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     data_dir: Path | None = None
     cache_dir: Path = Field(default_factory=default_cache_dir)
     data_mirror: str | None = None
+    # The pinned bfcl-eval wheel (the file, or a folder holding it): BFCL's
+    # multi-turn API classes run from it. Unset: the data directory's bfcl/.
+    bfcl_wheel: Path | None = None
     # An SQLite file, or a PostgreSQL URL (a DatabaseURL: see aah.db_url).
     db: Annotated[Path, BeforeValidator(parse_location)] = Path("sessions/aah.db")
     registry: Path | None = None

@@ -57,3 +57,30 @@ def allow_private_tool_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
     Subprocesses started by the test inherit the setting.
     """
     monkeypatch.setenv("AAH_HTTP_ALLOW_PRIVATE", "1")
+
+
+# The pinned bfcl-eval wheel BFCL's multi-turn API classes run from; CI sets
+# AAH_REQUIRE_BFCL_WHEEL=1 (and downloads the wheel) so its tests never skip there.
+REQUIRE_BFCL_WHEEL_ENV = "AAH_REQUIRE_BFCL_WHEEL"
+
+
+@pytest.fixture(scope="session")
+def bfcl_wheel() -> Path:
+    """The bfcl-eval wheel: AAH_BFCL_WHEEL, the data directory, or ../bfcl-wheel beside the checkout.
+
+    Tests that need it are skipped without it, unless AAH_REQUIRE_BFCL_WHEEL=1.
+    """
+    from aah.benchmark.bfcl.environments import find_bfcl_wheel
+    from aah.data.bfcl_wheel import BFCL_WHEEL
+    from aah.errors import AahError
+
+    try:
+        return find_bfcl_wheel()
+    except AahError as exc:
+        problem = str(exc)
+    beside = Path(__file__).resolve().parents[1].parent / "bfcl-wheel" / BFCL_WHEEL
+    if beside.is_file():
+        return beside
+    if os.environ.get(REQUIRE_BFCL_WHEEL_ENV) == "1":
+        pytest.fail(f"{REQUIRE_BFCL_WHEEL_ENV}=1 and {problem}")
+    pytest.skip(problem)

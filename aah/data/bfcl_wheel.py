@@ -4,8 +4,11 @@ BFCL publishes its data inside its Python package. ``fetch_bfcl`` gets that
 wheel with pip (``pip download --no-deps``, the pinned version), checks its
 sha256 against the pinned one, and copies the data files (``bfcl_eval/data/``:
 the single-turn and multi-turn items, ``possible_answer/`` and
-``multi_turn_func_doc/``) into ``<dest>/bfcl/``. Nothing of the package is
-installed or imported, and nothing is fetched at run time. Each file is read
+``multi_turn_func_doc/``) into ``<dest>/bfcl/``, with the verified wheel
+itself (``<dest>/bfcl/bfcl_eval-<version>-py3-none-any.whl``): the multi-turn
+categories run BFCL's API classes from its source files
+(``aah.benchmark.bfcl.environments``). Nothing of the package is installed,
+and nothing is fetched at run time. Each file is read
 with a size cap, and only names of the expected shape are written, so a
 tampered archive can neither fill the disk nor write outside the folder.
 """
@@ -13,7 +16,9 @@ tampered archive can neither fill the disk nor write outside the folder.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,18 +44,19 @@ _PIP_TIMEOUT_S = 600.0
 
 @dataclass(frozen=True)
 class BfclFetch:
-    """What ``fetch_bfcl`` did: where the files went, how many, from which wheel."""
+    """What ``fetch_bfcl`` did: where the files went, how many, from which wheel, kept where."""
 
     folder: Path
     files: int
     bytes: int
     wheel_sha256: str
+    wheel: Path
 
 
 def fetch_bfcl(
     dest: Path, *, wheel: Path | None = None, sha256: str = BFCL_WHEEL_SHA256
 ) -> BfclFetch:
-    """Fill ``dest/bfcl`` with BFCL's data files from the pinned wheel.
+    """Fill ``dest/bfcl`` with BFCL's data files from the pinned wheel, and keep the wheel there.
 
     Args:
         dest: The data directory (the files go to its ``bfcl`` folder).
@@ -72,7 +78,8 @@ def fetch_bfcl(
             )
         folder = dest / "bfcl"
         files, size = _extract(path, folder)
-    return BfclFetch(folder, files, size, digest)
+        kept = _keep(path, folder / BFCL_WHEEL)
+    return BfclFetch(folder, files, size, digest, kept)
 
 
 def _wheel_file(given: Path) -> Path:
@@ -100,6 +107,22 @@ def _download(folder: Path) -> Path:
             f"network, or download {BFCL_WHEEL} yourself and pass it with --from"
         )
     return _wheel_file(folder)
+
+
+def _keep(wheel: Path, target: Path) -> Path:
+    """Copy the verified wheel to ``target`` (whole or not at all), unless it is that file."""
+    if target.exists() and target.resolve() == wheel.resolve():
+        return target
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        shutil.copyfile(wheel, partial)
+        os.replace(partial, target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise AahError(
+            f"cannot keep the wheel at {target} ({exc.strerror}): free space and retry"
+        ) from exc
+    return target
 
 
 def _sha256(path: Path) -> str:
