@@ -33,7 +33,7 @@ from aah.events import (
 )
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
-from tests.runtime_support import fake_config
+from runtime_support import fake_config
 
 ASKS = "Which one do you mean? Please tell me the missing detail."
 
@@ -63,7 +63,8 @@ def playing(task: MultiTurnTask, turns: list[list[str]] | None = None) -> dict[s
 def run(
     task: MultiTurnTask, db: Path, llm: FakeLLMServer, name: str = "mt", **options: Any
 ) -> Any:
-    runner = BfclRunner(RunOptions(run=name, aah=False, concurrency=1, **options), fake_config(llm))
+    settings: dict[str, Any] = {"aah": False, "concurrency": 1, **options}
+    runner = BfclRunner(RunOptions(run=name, **settings), fake_config(llm))
     return asyncio.run(
         runner.run([task], db, categories=[task.category], data_source="test")
     )

@@ -53,17 +53,26 @@ _STATE_JSON_CHARS = 30_000
 class BfclTurnExecutor:
     """One entry's tools: BFCL's API instances, and the check at every turn's end."""
 
-    def __init__(self, task: MultiTurnTask) -> None:
+    def __init__(self, task: MultiTurnTask, classes: Mapping[str, type] | None = None) -> None:
         """Fresh instances of the entry's API classes, in its starting state.
+
+        Args:
+            task: The entry.
+            classes: BFCL's API classes (``api_classes()`` when None).
 
         Raises:
             AahError: BFCL's API classes cannot be loaded (the pinned wheel is missing).
         """
         self.task = task
+        self.classes = classes
         self.environment = self._fresh()
         self.turn = 0
         self.restored = False
         self._names = {tool.name: tool.original for tool in _all_functions(task)}
+        # Each ended turn's calls as the model gave them, kept from the turn's
+        # own run of the graph: a later turn's state comes back from the
+        # checkpoint, where arguments named like secrets are redacted.
+        self._calls: list[list[list[ModelCall]]] | None = None
 
     def _fresh(self) -> BfclEnvironment:
         return BfclEnvironment(
@@ -95,10 +104,13 @@ class BfclTurnExecutor:
     def turn_ended(self, turn: int, messages: Sequence[AnyMessage]) -> TurnReport:
         """The entry's state after ``turn``, and the check of every turn up to it."""
         self.turn = turn + 1
-        turns = model_turns(messages, self._names)[: turn + 1]
-        verdict = check_multi_turn(_prefix(self.task, turn + 1), turns)
+        read = model_turns(messages, self._names)
+        made = read[turn] if turn < len(read) else []
+        earlier = self._calls if self._calls is not None else read
+        turns = [*(earlier[:turn] + [[] for _ in range(turn - len(earlier))]), made]
+        self._calls = turns
+        verdict = check_multi_turn(_prefix(self.task, turn + 1), turns, classes=self.classes)
         mine = verdict.turns[turn] if turn < len(verdict.turns) else None
-        made = turns[turn] if turn < len(turns) else []
         offered = {tool.original for tool in self.task.functions_at(turn)}
         known = _given_text(messages)
         calls = [
@@ -134,6 +146,7 @@ class BfclTurnExecutor:
         for call in calls:
             self.environment.execute(self._names.get(call.name, call.name), dict(call.arguments))
         self.restored = bool(calls)
+        self._calls = None  # the ended turns' calls are read from the checkpoint
 
 
 def turn_oracle(task: MultiTurnTask, executor: BfclTurnExecutor) -> ScriptedHuman:
