@@ -31,6 +31,10 @@ instances its module's own records, which a call can change: they are put
 back before every run.
 """
 
+# Each change below runs at once inside its loop (``edit`` applies it), so the
+# loop variables its lambda reads are the current ones.
+# ruff: noqa: B023
+
 from __future__ import annotations
 
 import argparse
@@ -91,6 +95,7 @@ def signatures() -> dict[str, list[str]]:
 
 
 def parse(text: str, params: dict[str, list[str]]) -> Call:
+    """A ground-truth call as ``{name: arguments}`` (positional arguments named)."""
     node = ast.parse(text, mode="eval").body
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     name = node.func.id
@@ -121,6 +126,7 @@ def changed(value: Any, rng: random.Random) -> Any:
 
 
 def mutated(call: Call, rng: random.Random) -> Call | None:
+    """The call with one argument changed, or None when it has none."""
     name, arguments = next(iter(call.items()))
     if not arguments:
         return None
@@ -284,6 +290,7 @@ class Official:
     def __call__(
         self, entry: dict[str, Any], truth: list[list[str]], turns: Turns
     ) -> tuple[bool, str | None]:
+        """BFCL's verdict and error type for one run."""
         if len(turns) != len(truth):
             return False, "force_terminated"
         for key, value in self.padding.items():
@@ -306,6 +313,7 @@ class Official:
 
 
 def main() -> None:
+    """Write the corpus."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path)
     parser.add_argument("out", type=Path)

@@ -167,6 +167,24 @@ def test_a_later_class_wins_a_shared_name() -> None:
         BfclEnvironment(["C"], {}, classes={"A": First})
 
 
+def test_a_call_never_shares_its_arguments_with_the_state() -> None:
+    class Keeper:
+        def _load_scenario(self, config: dict[str, Any], long_context: bool = False) -> None:
+            self.kept: list[str] = []
+
+        def keep(self, items: list[str]) -> None:
+            self.kept = items
+
+        def grow(self) -> None:
+            self.kept.append("more")
+
+    env = BfclEnvironment(["K"], {}, classes={"K": Keeper})
+    items = ["a"]
+    env.execute("keep", {"items": items})
+    env.execute("grow", {})
+    assert items == ["a"] and env.state() == {"K": {"kept": ["a", "more"]}}
+
+
 def test_the_state_is_json_safe(shared_data: Path, classes: Any) -> None:
     from aah.benchmark.bfcl.multi_turn_tasks import MULTI_TURN_CATEGORIES, load_multi_turn
 

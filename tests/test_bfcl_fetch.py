@@ -45,6 +45,12 @@ def test_the_data_files_come_out_and_load(tmp_path: Path) -> None:
         "gorilla_file_system.json",
     ]
     assert not (done.folder / "__init__.py").exists()
+    # The verified wheel is kept beside the data: the multi-turn APIs run from it.
+    assert done.wheel == done.folder / "bfcl_eval-2026.3.23-py3-none-any.whl"
+    assert done.wheel.read_bytes() == wheel.read_bytes()
+    again = fetch_bfcl(tmp_path / "data", wheel=done.wheel, sha256=digest)
+    assert again.wheel == done.wheel and done.wheel.read_bytes() == wheel.read_bytes()
+    assert not list(done.folder.glob(".*partial"))
     tasks = load_bfcl(bfcl_source(tmp_path / "data"), ["irrelevance"])
     assert [t.id for t in tasks] == ["irrelevance_0"] and "irrelevance" in CATEGORIES
 
@@ -72,6 +78,7 @@ def test_names_of_another_shape_are_never_written(tmp_path: Path, name: str) -> 
         Path("deep/data/bfcl/BFCL_v4_irrelevance.json"),
         Path("deep/data/bfcl/possible_answer/BFCL_v4_simple_python.json"),
         Path("deep/data/bfcl/multi_turn_func_doc/gorilla_file_system.json"),
+        Path("deep/data/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl"),
     }
 
 

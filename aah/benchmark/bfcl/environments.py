@@ -285,7 +285,9 @@ class BfclEnvironment:
         if method is None:
             return f"{ERROR_PREFIX}name {name.split('.')[0]!r} is not defined"
         try:
-            result = method(**arguments)
+            # Each call gets its own values, as BFCL's eval of the call text does: a
+            # method that keeps a list it was given never shares it with the caller.
+            result = method(**copy.deepcopy(dict(arguments)))
         except Exception as exc:  # noqa: BLE001 - BFCL reports every failure as the call's result
             return f"{ERROR_PREFIX}{exc}"
         if type(result) is str:
