@@ -352,9 +352,17 @@ def test_categories_and_limits_per_category(data: Path) -> None:
     chosen = choose_items(tasks, 1, [])
     assert [t.id for t in chosen] == ["simple_python_0", "irrelevance_0"]
     assert [t.id for t in choose_items(tasks, None, ["irrelevance_2"])] == ["irrelevance_2"]
+    multi = ["multi_turn_base", "multi_turn_miss_param", "multi_turn_miss_func"]
+    multi.append("multi_turn_long_context")
+    assert parse_categories("all-multi-turn") == multi
+    assert parse_categories("multi_turn_miss_param,simple_python,all-multi-turn") == [
+        "multi_turn_miss_param",
+        "simple_python",
+        *(c for c in multi if c != "multi_turn_miss_param"),
+    ]
 
 
-BAD_CATEGORIES = ["", "simple", "java", "multi_turn_base", "all", "parallel,nope"]
+BAD_CATEGORIES = ["", "simple", "java", "all", "parallel,nope", "multi_turn", "multi_turn_composite"]
 
 
 @pytest.mark.parametrize("value", BAD_CATEGORIES)

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime_support import fake_config
 
 from aah.benchmark import RunOptions
 from aah.benchmark.bfcl import BfclRunner
 from aah.benchmark.bfcl.multi_turn_check import parse_call_text
-from aah.benchmark.bfcl.multi_turn_run import STEP_LIMIT, guessed_values, model_turns
+from aah.benchmark.bfcl.multi_turn_run import MULTI_TURN_STEP_LIMIT, guessed_values, model_turns
 from aah.benchmark.bfcl.multi_turn_tasks import (
     ADDED_FUNCTIONS_MESSAGE,
     MULTI_TURN_CATEGORIES,
@@ -33,7 +34,6 @@ from aah.events import (
 )
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
-from runtime_support import fake_config
 
 ASKS = "Which one do you mean? Please tell me the missing detail."
 
@@ -60,14 +60,10 @@ def playing(task: MultiTurnTask, turns: list[list[str]] | None = None) -> dict[s
     return {"replies": replies, "exhausted": "error"}
 
 
-def run(
-    task: MultiTurnTask, db: Path, llm: FakeLLMServer, name: str = "mt", **options: Any
-) -> Any:
+def run(task: MultiTurnTask, db: Path, llm: FakeLLMServer, name: str = "mt", **options: Any) -> Any:
     settings: dict[str, Any] = {"aah": False, "concurrency": 1, **options}
     runner = BfclRunner(RunOptions(run=name, **settings), fake_config(llm))
-    return asyncio.run(
-        runner.run([task], db, categories=[task.category], data_source="test")
-    )
+    return asyncio.run(runner.run([task], db, categories=[task.category], data_source="test"))
 
 
 def events_of(db: Path, run_name: str = "mt") -> list[Any]:
@@ -131,7 +127,9 @@ def test_a_password_checked_live_though_the_log_redacts_it(
     with FakeLLMServer(playing(task)) as llm:
         run(task, db, llm)
     events = events_of(db)
-    login = next(e for e in events if isinstance(e, ToolCallEvent) and e.tool == "authenticate_twitter")
+    login = next(
+        e for e in events if isinstance(e, ToolCallEvent) and e.tool == "authenticate_twitter"
+    )
     assert login.arguments["password"] == "[redacted]"
     assert '"authentication_status": true' in login.result
     assert turn_checks(events)[len(task.turns) - 1]["passed"] is True
@@ -164,7 +162,7 @@ def test_a_turn_that_never_stops_calling_ends_the_entry_at_the_step_limit(
         summary = run(task, db, llm)
         asked = len(llm.requests)
     # BFCL allows 20 steps with calls and ends the entry at the 21st.
-    assert asked == STEP_LIMIT
+    assert asked == MULTI_TURN_STEP_LIMIT
     assert summary.stopped["step_limit"] == 1
     events = events_of(db)
     stopped = next(e for e in events if isinstance(e, StoppedEvent))

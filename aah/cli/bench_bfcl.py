@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from aah.cli.output import console
 
 if TYPE_CHECKING:
-    from aah.benchmark.bfcl import BfclTask
-    from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask
+    from aah.benchmark.bfcl import BfclTask, MultiTurnTask
 
 
 class BfclFlags(NamedTuple):
@@ -75,22 +74,21 @@ def run_bfcl(flags: BfclFlags) -> None:
     """
     from aah.benchmark import RunOptions, parse_shard, shard_tasks
     from aah.benchmark.bfcl import (
+        MULTI_TURN_STEP_LIMIT,
         BfclRunner,
         BfclTask,
-        data_files,
-        load_bfcl,
-        parse_categories,
-        score_bfcl_run,
-    )
-    from aah.benchmark.bfcl.environments import api_classes, find_bfcl_wheel
-    from aah.benchmark.bfcl.multi_turn_run import STEP_LIMIT
-    from aah.benchmark.bfcl.multi_turn_scoring import score_multi_turn_run
-    from aah.benchmark.bfcl.multi_turn_tasks import (
         MultiTurnTask,
+        api_classes,
+        data_files,
+        find_bfcl_wheel,
         is_multi_turn,
+        load_bfcl,
         load_multi_turn,
         multi_turn_files,
         multi_turn_source,
+        parse_categories,
+        score_bfcl_run,
+        score_multi_turn_run,
     )
     from aah.cli.bench_run import act_on_probe, print_summary, run_with_progress
     from aah.config import get_settings
@@ -120,7 +118,7 @@ def run_bfcl(flags: BfclFlags) -> None:
         concurrency=flags.concurrency,
         task_timeout=flags.task_timeout,
         seed=flags.seed,
-        step_limit=STEP_LIMIT if multi else 1,
+        step_limit=MULTI_TURN_STEP_LIMIT if multi else 1,
         epochs=flags.epochs,
         tool_mode=mode,
         probe=report.model_dump(mode="json") if report is not None else None,

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.data.bfcl_wheel import BfclFetch, fetch_bfcl
+    from aah.data.bfcl_wheel import (
+        BFCL_PACKAGE,
+        BFCL_VERSION,
+        BFCL_WHEEL,
+        BFCL_WHEEL_SHA256,
+        BfclFetch,
+        fetch_bfcl,
+    )
     from aah.data.fetch import (
         MANIFEST_PATH,
         FetchReport,
@@ -32,6 +39,10 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "BFCL_PACKAGE",
+    "BFCL_VERSION",
+    "BFCL_WHEEL",
+    "BFCL_WHEEL_SHA256",
     "BfclFetch",
     "default_fetch_dir",
     "fetch_bfcl",
@@ -55,6 +66,10 @@ __all__ = [
 ]
 
 _WHERE = {
+    "BFCL_PACKAGE": "aah.data.bfcl_wheel",
+    "BFCL_VERSION": "aah.data.bfcl_wheel",
+    "BFCL_WHEEL": "aah.data.bfcl_wheel",
+    "BFCL_WHEEL_SHA256": "aah.data.bfcl_wheel",
     "BfclFetch": "aah.data.bfcl_wheel",
     "default_fetch_dir": "aah.data.locate",
     "fetch_bfcl": "aah.data.bfcl_wheel",

@@ -1,9 +1,11 @@
-"""BFCL (Berkeley Function-Calling Leaderboard) single-turn items as a runnable benchmark.
+"""BFCL (Berkeley Function-Calling Leaderboard) as a runnable benchmark, single- and multi-turn.
 
-Loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the run recipe,
-the AST checker (Java and JavaScript values read from their source text),
-the standard and intent readings of a turn, the run's scores and MBFCL's
-published figures.
+Single-turn: loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the
+AST checker (Java and JavaScript values read from their source text), the
+standard and intent readings of a turn, the run's scores and MBFCL's
+published figures. Multi-turn: the entries, BFCL's own stateful API classes
+served from the pinned wheel (``environments``), the sessions that run them
+(``multi_turn_run``), the multi-turn checker and the run's scores.
 """
 
 from __future__ import annotations
@@ -14,6 +16,22 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.benchmark.bfcl.checker import AstCheckResult, Call, check_call, check_calls, normalise
+    from aah.benchmark.bfcl.environments import BfclEnvironment, api_classes, find_bfcl_wheel
+    from aah.benchmark.bfcl.multi_turn_check import (
+        ModelCall,
+        MultiTurnVerdict,
+        check_multi_turn,
+        parse_call_text,
+    )
+    from aah.benchmark.bfcl.multi_turn_run import MULTI_TURN_STEP_LIMIT, BfclTurnExecutor
+    from aah.benchmark.bfcl.multi_turn_scoring import score_multi_turn_run
+    from aah.benchmark.bfcl.multi_turn_tasks import (
+        MultiTurnTask,
+        is_multi_turn,
+        load_multi_turn,
+        multi_turn_files,
+        multi_turn_source,
+    )
     from aah.benchmark.bfcl.published import (
         MBFCL_PUBLISHED,
         MBFCL_SOURCE,
@@ -32,10 +50,12 @@ if TYPE_CHECKING:
     )
     from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES, read_value
     from aah.benchmark.bfcl.tasks import (
+        ALL_MULTI_TURN,
         ALL_SINGLE_TURN,
         AST_CATEGORIES,
         BFCL_SETTING,
         CATEGORIES,
+        MULTI_TURN_CATEGORIES,
         REFUSAL_CATEGORIES,
         RELEVANCE_CATEGORIES,
         SOURCE_LANGUAGES,
@@ -48,6 +68,23 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ALL_MULTI_TURN",
+    "MULTI_TURN_CATEGORIES",
+    "MULTI_TURN_STEP_LIMIT",
+    "BfclEnvironment",
+    "BfclTurnExecutor",
+    "ModelCall",
+    "MultiTurnTask",
+    "MultiTurnVerdict",
+    "api_classes",
+    "check_multi_turn",
+    "find_bfcl_wheel",
+    "is_multi_turn",
+    "load_multi_turn",
+    "multi_turn_files",
+    "multi_turn_source",
+    "parse_call_text",
+    "score_multi_turn_run",
     "ALL_SINGLE_TURN",
     "AST_CATEGORIES",
     "BFCL_BENCHMARK",
@@ -88,6 +125,23 @@ __all__ = [
 ]
 
 _WHERE = {
+    "ALL_MULTI_TURN": "aah.benchmark.bfcl.tasks",
+    "MULTI_TURN_CATEGORIES": "aah.benchmark.bfcl.tasks",
+    "BfclEnvironment": "aah.benchmark.bfcl.environments",
+    "api_classes": "aah.benchmark.bfcl.environments",
+    "find_bfcl_wheel": "aah.benchmark.bfcl.environments",
+    "ModelCall": "aah.benchmark.bfcl.multi_turn_check",
+    "MultiTurnVerdict": "aah.benchmark.bfcl.multi_turn_check",
+    "check_multi_turn": "aah.benchmark.bfcl.multi_turn_check",
+    "parse_call_text": "aah.benchmark.bfcl.multi_turn_check",
+    "BfclTurnExecutor": "aah.benchmark.bfcl.multi_turn_run",
+    "score_multi_turn_run": "aah.benchmark.bfcl.multi_turn_scoring",
+    "MULTI_TURN_STEP_LIMIT": "aah.benchmark.bfcl.multi_turn_run",
+    "MultiTurnTask": "aah.benchmark.bfcl.multi_turn_tasks",
+    "is_multi_turn": "aah.benchmark.bfcl.multi_turn_tasks",
+    "load_multi_turn": "aah.benchmark.bfcl.multi_turn_tasks",
+    "multi_turn_files": "aah.benchmark.bfcl.multi_turn_tasks",
+    "multi_turn_source": "aah.benchmark.bfcl.multi_turn_tasks",
     "Call": "aah.benchmark.bfcl.checker",
     "AstCheckResult": "aah.benchmark.bfcl.checker",
     "check_call": "aah.benchmark.bfcl.checker",

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aah.config import get_settings
-from aah.data.bfcl_wheel import BFCL_PACKAGE, BFCL_VERSION, BFCL_WHEEL, BFCL_WHEEL_SHA256
+from aah.data import BFCL_PACKAGE, BFCL_VERSION, BFCL_WHEEL, BFCL_WHEEL_SHA256
 from aah.errors import AahError
 
 # Where BFCL keeps the API classes in its package, and the module each class lives in.
@@ -86,7 +86,7 @@ def find_bfcl_wheel(data_dir: Path | None = None) -> Path:
     if data_dir is not None:
         roots = [data_dir]
     else:
-        from aah.data.locate import default_fetch_dir
+        from aah.data import default_fetch_dir
 
         roots = [r for r in (settings.data_dir, default_fetch_dir()) if r is not None]
     for root in roots:

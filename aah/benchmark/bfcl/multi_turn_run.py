@@ -40,7 +40,7 @@ from aah.tools.http import ToolResult
 EXECUTION_ERROR = "Error during execution"
 # A turn's steps: BFCL ends the entry when a turn takes more than 20 model
 # replies with calls; the session's limit counts the reply that would be the 21st.
-STEP_LIMIT = TURN_STEP_LIMIT + 1
+MULTI_TURN_STEP_LIMIT = TURN_STEP_LIMIT + 1
 NOT_AVAILABLE = "Sorry, I do not have that information."
 # The instances' state as the log keeps it: long texts cut, long lists and
 # objects shortened (long_context entries pad their APIs with thousands of

@@ -25,7 +25,7 @@ from aah.benchmark.batch import (
     run_batch,
     run_manifest,
 )
-from aah.benchmark.bfcl.multi_turn_run import STEP_LIMIT, BfclTurnExecutor, turn_oracle
+from aah.benchmark.bfcl.multi_turn_run import MULTI_TURN_STEP_LIMIT, BfclTurnExecutor, turn_oracle
 from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask, is_multi_turn, turn_text
 from aah.benchmark.bfcl.tasks import BFCL_SETTING, BfclTask
 from aah.benchmark.when2call import (
@@ -92,7 +92,7 @@ class BfclRunner:
             "http": "neutral",
             "unavailable": None,
             # Per turn: 1 for a single-turn item; a multi-turn turn ends as BFCL's does.
-            "step_limit": STEP_LIMIT if multi else 1,
+            "step_limit": MULTI_TURN_STEP_LIMIT if multi else 1,
             "registry_hash": None,
             "turns": "multi" if multi else 1,
             "awareness": False,
@@ -140,7 +140,7 @@ class BfclRunner:
             specs=tool_specs(task.functions),
             aah=self.options.aah,
             awareness="none",
-            step_limit=STEP_LIMIT,
+            step_limit=MULTI_TURN_STEP_LIMIT,
             answer_calls_at_limit=True,
             tool_mode=self.options.tool_mode,
             run=self.options.run,
