@@ -6,6 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# BFCL's multi-turn APIs ship in the pinned bfcl-eval wheel (never installed:
+# aah reads the classes out of it); the tests that run them find it here.
+BFCL_WHEEL := $(VENV)/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl
 
 .PHONY: demo test lint install clean screenshots
 
@@ -30,7 +33,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check aah tests perf scripts
 	$(BIN)/mypy
 
-test: lint
+$(BFCL_WHEEL): $(STAMP)
+	-$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest $(VENV)/bfcl bfcl-eval==2026.3.23
+
+test: lint $(BFCL_WHEEL)
 	$(BIN)/pytest -q
 
 screenshots: $(STAMP)

@@ -66,8 +66,11 @@ REQUIRE_BFCL_WHEEL_ENV = "AAH_REQUIRE_BFCL_WHEEL"
 
 @pytest.fixture(scope="session")
 def bfcl_wheel() -> Path:
-    """The bfcl-eval wheel: AAH_BFCL_WHEEL, the data directory, or ../bfcl-wheel beside the checkout.
+    """The bfcl-eval wheel: AAH_BFCL_WHEEL, the data directory, or where `make test` keeps it.
 
+    `make test` downloads the pinned wheel into .venv/bfcl; ../bfcl-wheel beside
+    the checkout is looked at too. Once found it is AAH_BFCL_WHEEL for the whole
+    session (the code under test and the commands it starts find it so).
     Tests that need it are skipped without it, unless AAH_REQUIRE_BFCL_WHEEL=1.
     """
     from aah.benchmark.bfcl.environments import find_bfcl_wheel
@@ -78,9 +81,14 @@ def bfcl_wheel() -> Path:
         return find_bfcl_wheel()
     except AahError as exc:
         problem = str(exc)
-    beside = Path(__file__).resolve().parents[1].parent / "bfcl-wheel" / BFCL_WHEEL
-    if beside.is_file():
-        return beside
+    checkout = Path(__file__).resolve().parents[1]
+    for beside in (
+        checkout / ".venv" / "bfcl" / BFCL_WHEEL,
+        checkout.parent / "bfcl-wheel" / BFCL_WHEEL,
+    ):
+        if beside.is_file():
+            os.environ["AAH_BFCL_WHEEL"] = str(beside)
+            return beside
     if os.environ.get(REQUIRE_BFCL_WHEEL_ENV) == "1":
         pytest.fail(f"{REQUIRE_BFCL_WHEEL_ENV}=1 and {problem}")
     pytest.skip(problem)

@@ -101,10 +101,11 @@ def run_bfcl(flags: BfclFlags) -> None:
     single = [c for c in categories if not is_multi_turn(c)]
     multi = [c for c in categories if is_multi_turn(c)]
     all_tasks: list[BfclTask | MultiTurnTask] = [*load_bfcl(source, single)]
+    classes = None
     if multi:
         all_tasks += load_multi_turn(multi_turn_source(source), multi)
         # BFCL's own API classes, from the pinned wheel: found (or refused) before any model call.
-        api_classes(find_bfcl_wheel(flags.data))
+        classes = api_classes(find_bfcl_wheel(flags.data))
     tasks = shard_tasks(choose_items(all_tasks, flags.limit, flags.ids), parse_shard(flags.shard))
     config = model_config("agent", model=flags.model)
     choice = tool_mode_choice(flags.tool_mode)
@@ -123,7 +124,7 @@ def run_bfcl(flags: BfclFlags) -> None:
         tool_mode=mode,
         probe=report.model_dump(mode="json") if report is not None else None,
     )
-    runner = BfclRunner(options, config)
+    runner = BfclRunner(options, config, classes)
     db_path = flags.db or get_settings().db
     languages = sorted({task.language for task in tasks})
     what = "BFCL entries" if not single else "BFCL items"

@@ -67,9 +67,17 @@ def _fetch_bfcl(what: str, wheel: Path | None, dest: Path | None, as_json: bool)
         raise AahError(f"unknown data {what!r}: use bfcl, or nothing for the default data")
     done = fetch_bfcl(dest or default_fetch_dir(), wheel=wheel)
     if as_json:
-        print_json({"dest": str(done.folder), "files": done.files, "bytes": done.bytes})
+        print_json(
+            {
+                "dest": str(done.folder),
+                "files": done.files,
+                "bytes": done.bytes,
+                "wheel": str(done.wheel),
+            }
+        )
         return
     print_line(f"{done.files} BFCL files ({decimal(done.bytes)}) into {done.folder}")
+    print_line(f"BFCL's multi-turn API classes: read from {done.wheel}")
 
 
 @app.command()

@@ -68,8 +68,8 @@ def find_bfcl_wheel(data_dir: Path | None = None) -> Path:
     """The pinned ``bfcl-eval`` wheel: ``AAH_BFCL_WHEEL``, else in the data directory.
 
     Args:
-        data_dir: The data directory (or its ``bfcl`` folder); None looks in
-            ``AAH_DATA_DIR`` and where ``aah data fetch`` puts the data.
+        data_dir: A data directory (or its ``bfcl`` folder) to look in first,
+            before ``AAH_DATA_DIR`` and where ``aah data fetch`` puts the data.
 
     Raises:
         AahError: ``AAH_BFCL_WHEEL`` names no wheel, or no wheel is found.
@@ -83,12 +83,9 @@ def find_bfcl_wheel(data_dir: Path | None = None) -> Path:
                 f"AAH_BFCL_WHEEL={named} holds no {BFCL_WHEEL}: point it at the wheel or its folder"
             )
         return path.resolve()
-    if data_dir is not None:
-        roots = [data_dir]
-    else:
-        from aah.data import default_fetch_dir
+    from aah.data import default_fetch_dir
 
-        roots = [r for r in (settings.data_dir, default_fetch_dir()) if r is not None]
+    roots = [r for r in (data_dir, settings.data_dir, default_fetch_dir()) if r is not None]
     for root in roots:
         for path in (root / "bfcl" / BFCL_WHEEL, root / BFCL_WHEEL):
             if path.is_file():

@@ -12,7 +12,7 @@ asked for, as BFCL offers only the item's functions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,16 +67,24 @@ def tool_specs(functions: Sequence[When2CallTool]) -> list[EndpointSpec]:
 class BfclRunner:
     """Runs BFCL items as sessions of one named, resumable run."""
 
-    def __init__(self, options: RunOptions, model: ModelConfig) -> None:
+    def __init__(
+        self,
+        options: RunOptions,
+        model: ModelConfig,
+        api_classes: Mapping[str, type] | None = None,
+    ) -> None:
         """Prepare a run; nothing starts until :meth:`run`.
 
         Args:
             options: The run's name, Aah on or off, concurrency, seed, timeout,
                 tool mode and epochs.
             model: The agent's model.
+            api_classes: BFCL's API classes for multi-turn entries (found from
+                the settings when None).
         """
         self.options = options
         self.model = model
+        self.api_classes = api_classes
         self.executor = NeutralExecutor()
 
     def manifest(
@@ -129,7 +137,7 @@ class BfclRunner:
 
     def multi_turn_request(self, task: MultiTurnTask) -> SessionRequest:
         """The session of one multi-turn entry (see ``multi_turn_run``)."""
-        executor = BfclTurnExecutor(task)
+        executor = BfclTurnExecutor(task, self.api_classes)
         follow_ups = [
             FollowUp(turn_text(messages), tuple(tool_specs(task.added.get(index, ()))))
             for index, messages in enumerate(task.turns)
