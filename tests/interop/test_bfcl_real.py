@@ -56,3 +56,45 @@ def test_bfcl_slice(
     assert figures["irrelevance_standard"]["n"] > 0
     shown = {name: figures[name]["value"] for name in SHOWN if name in figures}
     print(f"\n[interop] bfcl {mode}: {shown}, {len(section['disagreements'])} disagreements")
+
+
+# 3 entries of each multi-turn category: every turn, up to 21 replies a turn.
+MULTI_TURN_TIMEOUT = 2400
+
+
+def test_bfcl_multi_turn_slice(
+    interop_env: dict[str, str], shared_data: Path, tmp_path: Path, bfcl_wheel: Path
+) -> None:
+    """Every entry ends with a clear outcome whatever the tiny model does, and is scored."""
+    db = tmp_path / "bfcl-mt.db"
+    run = "bfcl-mt"
+    env = {**interop_env, "AAH_BFCL_WHEEL": str(bfcl_wheel)}
+    done = aah(
+        env,
+        "bench", "run", "--benchmark", "bfcl", "--run", run, "--category", "all-multi-turn",
+        "--limit", "3", "--tool-mode", "native", "--concurrency", "2", "--task-timeout", "600",
+        "--data", str(shared_data / "bfcl"), "--db", str(db),
+        timeout=MULTI_TURN_TIMEOUT,
+    )  # fmt: skip
+    assert_clean_exit(done, allowed=(0, 1))
+    with SessionStore(db) as store:
+        sessions = store.list_sessions(run=run)
+        graded = {
+            s.id
+            for s in sessions
+            if any(g.grader_model == "bfcl:multi_turn" for g in store.grades(s.id))
+        }
+    assert len(sessions) == 12
+    assert all(s.status in {"finished", "step_limit", "error", "cut_off"} for s in sessions)
+    assert {s.id for s in sessions if s.status != "error"} <= graded
+    report = aah(env, "report", "--run", run, "--format", "json", "--db", str(db))
+    assert_clean_exit(report)
+    (section,) = json.loads(report.stdout)["bfcl"]
+    figures = section["figures"]
+    assert figures["mt_accuracy"]["n"] == len(graded)
+    shown = {
+        name: (figures[name]["k"], figures[name]["n"])
+        for name in ("mt_accuracy", "miss_param_asked", "miss_param_guessed", "miss_func_noticed")
+        if name in figures
+    }
+    print(f"\n[interop] bfcl multi-turn native: {shown}")
