@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         SessionQueries,
         SessionSummary,
         Step,
+        TurnMark,
     )
     from aah.store.schema import (
         STOPPED_STATUSES,
@@ -83,6 +84,7 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "Step",
+    "TurnMark",
     "StoreFileError",
     "Verdict",
     "check_database",
@@ -138,6 +140,7 @@ _WHERE = {
     "SessionStore": "aah.store.sessions",
     "SessionSummary": "aah.store.queries",
     "Step": "aah.store.queries",
+    "TurnMark": "aah.store.queries",
     "ServerAwayError": "aah.store.file_errors",
     "StoreFileError": "aah.store.file_errors",
     "Verdict": "aah.store.sessions",

@@ -135,6 +135,29 @@ class CallStep(NamedTuple):
     check: CheckResult | None
 
 
+TurnMarkKind = Literal["user_turn", "turn_ended", "human_question", "stopped"]
+
+
+class TurnMark(NamedTuple):
+    """Where a conversation of several turns stands: a turn starts or ends, a question, a stop.
+
+    Fields that do not belong to the mark's kind are None. A turn's state is
+    not read (it can be large); its check is.
+
+    Attributes:
+        turn: The turn that starts (``user_turn``) or ended (``turn_ended``).
+        check: A ``turn_ended`` event's check, as stored.
+        reason: A ``stopped`` event's reason (``step_limit``, ``cut_off``...).
+    """
+
+    session_id: str
+    seq: int
+    kind: TurnMarkKind
+    turn: int | None
+    check: dict[str, Any] | None
+    reason: str | None
+
+
 class GradeVerdict(NamedTuple):
     """One stored grade: which session, who graded it (``human:<name>`` for people), the verdict."""
 
@@ -224,6 +247,15 @@ SELECT e.session_id, e.seq, e.kind,
        CASE e.kind WHEN 'tool_call' THEN JSON_TEXT(e.payload, check) END
 FROM events AS e JOIN sessions AS s ON s.id = e.session_id
 WHERE e.kind IN ('model_call', 'tool_call') AND {where}
+ORDER BY e.session_id, e.seq
+"""
+_TURN_MARKS_SQL = """
+SELECT e.session_id, e.seq, e.kind,
+       CASE WHEN e.kind IN ('user_turn', 'turn_ended') THEN JSON_INT(e.payload, turn) END,
+       CASE e.kind WHEN 'turn_ended' THEN JSON_RAW(e.payload, check) END,
+       CASE e.kind WHEN 'stopped' THEN JSON_TEXT(e.payload, reason) END
+FROM events AS e JOIN sessions AS s ON s.id = e.session_id
+WHERE e.kind IN ('user_turn', 'turn_ended', 'human_question', 'stopped') AND {where}
 ORDER BY e.session_id, e.seq
 """
 _GRADE_VOTES_SQL = """
@@ -382,6 +414,26 @@ class SessionQueries:
         before this object is closed.
         """
         return map(_as_call_step, self._select(_CALL_STEPS_SQL, runs, False))
+
+    def turn_marks(self, runs: Sequence[str]) -> list[TurnMark]:
+        """Every turn start, turn end (with its check), question and stop of the runs' sessions.
+
+        By session and seq; merge them with ``call_steps`` by seq to know
+        which turn each call belongs to.
+        """
+        return [
+            TurnMark(
+                session_id,
+                seq,
+                kind,
+                turn,
+                parsed if isinstance(parsed := json.loads(check or "null"), dict) else None,
+                reason,
+            )
+            for session_id, seq, kind, turn, check, reason in self._select(
+                _TURN_MARKS_SQL, runs, False
+            )
+        ]
 
     def grade_votes(self, runs: Sequence[str], grader_model: str) -> list[tuple[str, list[Any]]]:
         """Each grade by ``grader_model`` of the runs' sessions: session id, votes; oldest first."""

@@ -20,6 +20,8 @@ store alone, per run and language, each a proportion with its Wilson interval:
   well-formed call for a relevance item), and ``live_hallucination_gap``.
 
 Sessions that ended in error hold no turn: they are not scored, and counted.
+A run's multi-turn entries (``multi_turn_scoring``) add their figures
+(``MULTI_TURN_FIGURES``) to the English row, with their counts beside them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aah.benchmark.bfcl.checker import Call, call_problem, check_calls
+from aah.benchmark.bfcl.multi_turn_scoring import (
+    GRADER as MULTI_TURN_GRADER,
+)
+from aah.benchmark.bfcl.multi_turn_scoring import (
+    MultiTurnCounts,
+    is_multi_turn_id,
+    multi_turn_counts,
+    multi_turn_figures,
+)
 from aah.benchmark.bfcl.published import published_for
 from aah.benchmark.bfcl.reading import Turn, called_intent, called_standard, read_turn
 from aah.benchmark.bfcl.tasks import AST_CATEGORIES, CATEGORIES, BfclTask
@@ -155,6 +166,10 @@ class BfclScores:
         disagreements: Replies read as no call by the standard reading and as
             a call by intent: the gap's items, each with its raw text.
         published: MBFCL's published baseline for this model and language (percent).
+        aah: Whether the run's agent could ask a person (the manifest's ``aah``), if known.
+        multi_turn: How the multi-turn figures were counted, for a run with
+            multi-turn entries (English only); None otherwise. ``scored`` and
+            ``unscored`` above count single-turn items only.
     """
 
     run: str
@@ -165,28 +180,67 @@ class BfclScores:
     figures: dict[str, Proportion]
     disagreements: list[Disagreement] = field(default_factory=list)
     published: dict[str, float] | None = None
+    aah: bool | None = None
+    multi_turn: MultiTurnCounts | None = None
 
 
-def bfcl_run_scores(store: SessionStore, run: str, model: str) -> list[BfclScores]:
-    """The run's figures, one ``BfclScores`` per language (in name order)."""
+def bfcl_run_scores(
+    store: SessionStore, run: str, model: str, aah: bool | None = None
+) -> list[BfclScores]:
+    """The run's figures, one ``BfclScores`` per language (in name order).
+
+    Multi-turn entries join the English row: their figures among the others,
+    their counts in ``multi_turn``.
+    """
     latest: dict[str, Mapping[str, Any]] = {}
+    multi: dict[str, Mapping[str, Any]] = {}
     with store.queries() as queries:
-        sessions = queries.task_ids([run])  # every session of a BFCL run has a task id
-        for session_id, stored in queries.grade_votes([run], GRADER):  # the last one wins
-            if stored and isinstance(stored[0], dict):
-                latest[session_id] = stored[0]
+        sessions = queries.session_tasks([run])
+        for grader, found in ((GRADER, latest), (MULTI_TURN_GRADER, multi)):
+            for session_id, stored in queries.grade_votes([run], grader):  # the last one wins
+                if stored and isinstance(stored[0], dict):
+                    found[session_id] = stored[0]
+    # Every session of a BFCL run has a task id.
+    entries = {s: status for s, task_id, status in sessions if is_multi_turn_id(task_id or "")}
+    items = sum(1 for s, task_id, _ in sessions if task_id and s not in entries)
     votes: dict[str, list[Mapping[str, Any]]] = {}
-    for vote in latest.values():
-        votes.setdefault(str(vote.get("language") or "en"), []).append(vote)
-    unscored = len(sessions) - sum(len(v) for v in votes.values())
+    for session_id, vote in latest.items():
+        if session_id not in entries:
+            votes.setdefault(str(vote.get("language") or "en"), []).append(vote)
+    counts: MultiTurnCounts | None = None
+    mt_votes = [vote for session_id, vote in multi.items() if session_id in entries]
+    if entries:
+        left = [status for session_id, status in entries.items() if session_id not in multi]
+        errors = sum(1 for status in left if status == "error")
+        counts = multi_turn_counts(run, mt_votes, errors, len(left) - errors)
+        votes.setdefault("en", [])
+    unscored = items - sum(len(v) for v in votes.values())
+    # The unscored items' language is unknown: they are told where there is one language.
+    languages = [language for language, found in votes.items() if found] or ["en"]
+    told = languages[0] if len(languages) == 1 else None
     return [
-        _scores(run, model, language, votes[language], unscored if len(votes) == 1 else 0)
+        _scores(
+            run,
+            model,
+            language,
+            votes[language],
+            unscored if language == told else 0,
+            aah=aah,
+            multi=(counts, mt_votes) if language == "en" and counts is not None else None,
+        )
         for language in sorted(votes)
     ]
 
 
 def _scores(
-    run: str, model: str, language: str, votes: Sequence[Mapping[str, Any]], unscored: int
+    run: str,
+    model: str,
+    language: str,
+    votes: Sequence[Mapping[str, Any]],
+    unscored: int,
+    *,
+    aah: bool | None = None,
+    multi: tuple[MultiTurnCounts, Sequence[Mapping[str, Any]]] | None = None,
 ) -> BfclScores:
     by_category: dict[str, list[Mapping[str, Any]]] = {c: [] for c in CATEGORIES}
     for vote in votes:
@@ -213,15 +267,20 @@ def _scores(
         for v in votes
         if _disagrees(v)
     ]
-    published = published_for(model, language)
+    kept = {name: value for name, value in figures.items() if value.n}
+    if multi is not None:
+        kept.update(multi_turn_figures(multi[1]))
+    published = published_for(model, language) if votes else None
     return BfclScores(
         run=run,
         model=model,
         language=language,
         scored=len(votes),
         unscored=unscored,
-        figures={name: value for name, value in figures.items() if value.n},
+        figures=kept,
         disagreements=disagreements,
+        aah=aah,
+        multi_turn=None if multi is None else multi[0],
         published=None
         if published is None
         else {
@@ -250,15 +309,22 @@ def _live_right(vote: Mapping[str, Any], reading: str) -> bool:
 def bfcl_scores_to_json(scores: BfclScores) -> dict[str, Any]:
     """One run's figures in one language as plain JSON values.
 
-    Shape: ``{"run": str, "model": str, "language": str, "scored": int,
-    "unscored": int, "figures": {<name>: {"value", "low", "high", "n", "k"}},
-    "published": {<name>: float} | null, "disagreements": [{"id", "category",
-    "language", "raw"}]}``; ``<name>`` one of ``FIGURES`` that has items;
-    ``published`` holds MBFCL's percent figures where model and language match.
+    Shape: ``{"run": str, "model": str, "aah": bool | null, "language": str,
+    "scored": int, "unscored": int, "figures": {<name>: {"value", "low",
+    "high", "n", "k"}}, "published": {<name>: float} | null,
+    "disagreements": [{"id", "category", "language", "raw"}], "multi_turn":
+    null | {"scored": int, "errors": int, "unscored": int, "restored": int,
+    "empty_turns": [{"id", "category", "turn", "reading", "reply"}]}}``;
+    ``<name>`` one of ``FIGURES`` or ``MULTI_TURN_FIGURES`` that has items;
+    ``published`` holds MBFCL's percent figures where model and language
+    match; ``scored`` and ``unscored`` count single-turn items, ``multi_turn``
+    the multi-turn entries (a run with some; English only).
     """
+    multi = scores.multi_turn
     return {
         "run": scores.run,
         "model": scores.model,
+        "aah": scores.aah,
         "language": scores.language,
         "scored": scores.scored,
         "unscored": scores.unscored,
@@ -268,4 +334,22 @@ def bfcl_scores_to_json(scores: BfclScores) -> dict[str, Any]:
             {"id": d.id, "category": d.category, "language": d.language, "raw": d.raw}
             for d in scores.disagreements
         ],
+        "multi_turn": None
+        if multi is None
+        else {
+            "scored": multi.scored,
+            "errors": multi.errors,
+            "unscored": multi.unscored,
+            "restored": multi.restored,
+            "empty_turns": [
+                {
+                    "id": reply.id,
+                    "category": reply.category,
+                    "turn": reply.turn,
+                    "reading": reply.reading,
+                    "reply": reply.reply,
+                }
+                for reply in multi.empty_turns
+            ],
+        },
     }

@@ -39,6 +39,7 @@ paper order)::
                                 "interaction": {"human": P, "simulated": P}}]},
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
      "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
+                                                     # (multi-turn entries: the en row)
      "repeats": [<repeat_to_json object>, ...],      # runs with epochs, per setting
      # Only reports over runs whose agent could search (find_tools) have these two keys.
      "discovery": [{"run": str, "tools": "given the tools" | "found the tools",
@@ -350,7 +351,9 @@ def build_report(
         scores
         for run in chosen
         if run.manifest.get("benchmark") == "bfcl"
-        for scores in bfcl_run_scores(store, run.name, str(run.manifest.get("model") or ""))
+        for scores in bfcl_run_scores(
+            store, run.name, str(run.manifest.get("model") or ""), run.manifest.get("aah")
+        )
     ]
     step("tool discovery")
     searched = [run for run in chosen if discovering(run)]
