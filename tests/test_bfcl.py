@@ -362,7 +362,15 @@ def test_categories_and_limits_per_category(data: Path) -> None:
     ]
 
 
-BAD_CATEGORIES = ["", "simple", "java", "all", "parallel,nope", "multi_turn", "multi_turn_composite"]
+BAD_CATEGORIES = [
+    "",
+    "simple",
+    "java",
+    "all",
+    "parallel,nope",
+    "multi_turn",
+    "multi_turn_composite",
+]
 
 
 @pytest.mark.parametrize("value", BAD_CATEGORIES)

@@ -30,6 +30,8 @@ from aah.events import (
     ModelCallEvent,
     StoppedEvent,
     ToolCallEvent,
+    TurnEndedEvent,
+    UserTurnEvent,
 )
 from aah.runtime.session import conversation_so_far
 from aah.ui.tui.widgets import EntryView, entry_view
@@ -429,6 +431,40 @@ CASES: list[tuple[Event, EventDescription | None]] = [
             tone="warn",
             conversation=ConversationLine("user", "declined hotel's question"),
         ),
+    ),
+    (
+        UserTurnEvent(session_id=S, turn=1, text="Now sort it.", added_tools=["sort"]),
+        EventDescription(
+            "user_turn",
+            "▶ turn 2: the user says (tools added: sort)",
+            "Now sort it.",
+            conversation=ConversationLine("user", "Now sort it."),
+        ),
+    ),
+    (
+        TurnEndedEvent(
+            session_id=S,
+            turn=0,
+            state={"GorillaFileSystem": {"cwd": "doc"}},
+            check={"passed": False, "reason": "turn 0: the state differs"},
+        ),
+        EventDescription(
+            "turn_ended",
+            "— end of turn 1: fails its checks",
+            "turn 0: the state differs",
+            'state: {"GorillaFileSystem": {"cwd": "doc"}}',
+            "fail",
+        ),
+    ),
+    (
+        TurnEndedEvent(session_id=S, turn=2, check={"passed": True, "reason": "all 3 turns pass"}),
+        EventDescription(
+            "turn_ended", "— end of turn 3: passes its checks", "all 3 turns pass", tone="ok"
+        ),
+    ),
+    (
+        TurnEndedEvent(session_id=S, turn=1),
+        EventDescription("turn_ended", "— end of turn 2"),
     ),
     (
         ErrorEvent(session_id=S, message="model down", where="model"),

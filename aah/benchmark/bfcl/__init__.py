@@ -24,7 +24,13 @@ if TYPE_CHECKING:
         parse_call_text,
     )
     from aah.benchmark.bfcl.multi_turn_run import MULTI_TURN_STEP_LIMIT, BfclTurnExecutor
-    from aah.benchmark.bfcl.multi_turn_scoring import score_multi_turn_run
+    from aah.benchmark.bfcl.multi_turn_scoring import (
+        MULTI_TURN_FIGURES,
+        EmptyTurnReply,
+        MultiTurnCounts,
+        multi_turn_figures,
+        score_multi_turn_run,
+    )
     from aah.benchmark.bfcl.multi_turn_tasks import (
         MultiTurnTask,
         is_multi_turn,
@@ -85,6 +91,10 @@ __all__ = [
     "multi_turn_source",
     "parse_call_text",
     "score_multi_turn_run",
+    "MULTI_TURN_FIGURES",
+    "EmptyTurnReply",
+    "MultiTurnCounts",
+    "multi_turn_figures",
     "ALL_SINGLE_TURN",
     "AST_CATEGORIES",
     "BFCL_BENCHMARK",
@@ -136,6 +146,10 @@ _WHERE = {
     "parse_call_text": "aah.benchmark.bfcl.multi_turn_check",
     "BfclTurnExecutor": "aah.benchmark.bfcl.multi_turn_run",
     "score_multi_turn_run": "aah.benchmark.bfcl.multi_turn_scoring",
+    "MULTI_TURN_FIGURES": "aah.benchmark.bfcl.multi_turn_scoring",
+    "EmptyTurnReply": "aah.benchmark.bfcl.multi_turn_scoring",
+    "MultiTurnCounts": "aah.benchmark.bfcl.multi_turn_scoring",
+    "multi_turn_figures": "aah.benchmark.bfcl.multi_turn_scoring",
     "MULTI_TURN_STEP_LIMIT": "aah.benchmark.bfcl.multi_turn_run",
     "MultiTurnTask": "aah.benchmark.bfcl.multi_turn_tasks",
     "is_multi_turn": "aah.benchmark.bfcl.multi_turn_tasks",

@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aah.benchmark.bfcl.multi_turn_tasks import MULTI_TURN_CATEGORIES, MultiTurnTask
-from aah.benchmark.bfcl.tasks import BfclTask
+from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask
+from aah.benchmark.bfcl.tasks import MULTI_TURN_CATEGORIES, BfclTask
 from aah.benchmark.when2call import original_tool_name
 from aah.events import excerpt
 from aah.scoring import Proportion, base_task_id, wilson
