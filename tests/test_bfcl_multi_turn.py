@@ -77,7 +77,13 @@ def turn_checks(events: list[Any]) -> dict[int, dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "entry", ["multi_turn_base_5", "multi_turn_miss_param_4", "multi_turn_miss_func_4"]
+    "entry",
+    [
+        "multi_turn_base_5",
+        "multi_turn_base_46",
+        "multi_turn_miss_param_4",
+        "multi_turn_miss_func_4",
+    ],
 )
 def test_the_ground_truth_passes_every_turn(
     entry: str, entries: dict[str, MultiTurnTask], tmp_path: Path, bfcl_wheel: Path

@@ -451,14 +451,16 @@ def _next_turn(ctx: SessionContext, state: AgentState) -> dict[str, Any] | None:
     tools' state and verdict (a stateful executor's), and the next user
     message. A turn stopped at its step limit ends the conversation.
     """
-    if not ctx.follow_ups or state.get("skipped") or state.get("terminated"):
+    executor = ctx.executor
+    stateful = isinstance(executor, StatefulExecutor)
+    # A stateful executor hears of every turn's end, a conversation's only turn's too.
+    if not (ctx.follow_ups or stateful) or state.get("skipped") or state.get("terminated"):
         return None
     messages = state.get("messages", [])
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     if last is None or last.tool_calls or last.invalid_tool_calls:
         return None
     turn = state.get("turn", 0)
-    executor = ctx.executor
     report = (
         executor.turn_ended(turn, messages)
         if isinstance(executor, StatefulExecutor)
