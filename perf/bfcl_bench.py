@@ -199,7 +199,7 @@ def multi_turn(args: argparse.Namespace) -> None:
             server.wait()
         with SessionStore(db) as store:
             with store.queries() as queries:
-                requests = sum(s.n_model_calls for s in queries.session_summaries(["perf"]))
+                requests = sum(s.agent_calls for s in queries.session_summaries(["perf"]))
             scored_at = time.perf_counter()
             score_multi_turn_run(store, "perf", tasks)
             score_seconds = time.perf_counter() - scored_at
