@@ -54,6 +54,8 @@ ARGUMENT_CHARS = 120
 RESULT_CHARS = 240
 # An MCP tool's error in a trace line: its first words (the result below has the rest).
 OUTCOME_CHARS = 60
+# The HTTP mode of a tool run in this process, not over HTTP (BFCL's stateful APIs).
+LOCAL_MODE = "bfcl"
 # How a failed tool's result begins: its own error (MCP), or no answer at all.
 MCP_ERROR_PREFIX = "tool error: "
 FAILED_PREFIX = "request failed: "
@@ -300,7 +302,11 @@ def _tool_outcome(event: ToolCallEvent) -> str:
             return "MCP ok"
         said = event.result.removeprefix(MCP_ERROR_PREFIX).removeprefix(FAILED_PREFIX)
         return f"MCP error: {clip(said, OUTCOME_CHARS) or 'no text'}"
-    return str(event.status_code) if event.status_code is not None else "no response"
+    if event.status_code is not None:
+        return str(event.status_code)
+    if event.http_mode == LOCAL_MODE:  # a tool run in this process (BFCL's APIs): no HTTP
+        return "ok" if event.ok else f"error: {clip(event.result, OUTCOME_CHARS) or 'no text'}"
+    return "no response"
 
 
 def _describe_discovery(event: DiscoveryEvent) -> EventDescription:

@@ -125,7 +125,7 @@ def test_a_call_on_an_empty_turn_fails_only_aahs_reading(
         "call_on_empty_turn",
         None,
     )
-    assert verdict.reason.startswith("turn 1: 1 call(s) on a turn the model cannot do")
+    assert verdict.reason.startswith("turn 2: 1 call(s) on a turn the model cannot do")
 
 
 def test_each_failure_is_named(entry: MultiTurnTask, classes: Any) -> None:
@@ -142,7 +142,7 @@ def test_each_failure_is_named(entry: MultiTurnTask, classes: Any) -> None:
     verdict = check_multi_turn(entry, wrong, classes=classes)
     assert verdict.error == verdict.official_error == "instance_state_mismatch"
     assert verdict.reason == (
-        "turn 2: the state differs from the ground truth's in GorillaFileSystem.root"
+        "turn 3: the state differs from the ground truth's in GorillaFileSystem.root"
     )
     shown = verdict.turns[2].differences["GorillaFileSystem"]["root"]
     assert set(shown) == {"model", "ground_truth"} and len(shown["model"]) <= 200

@@ -433,6 +433,37 @@ CASES: list[tuple[Event, EventDescription | None]] = [
         ),
     ),
     (
+        ToolCallEvent(
+            session_id=S, call_id="c", tool="cd", arguments={"folder": "doc"}, ok=True,
+            result='{"current_working_directory": "doc"}', http_mode="bfcl",
+        ),  # fmt: skip
+        EventDescription(
+            "tool_call",
+            "✓ cd → ok, 0 ms [bfcl]",
+            '{"current_working_directory": "doc"}',
+            '{"folder": "doc"}',
+            "ok",
+            ConversationLine("tool", "cd → ok"),
+        ),
+    ),
+    (
+        ToolCallEvent(
+            session_id=S, call_id="c", tool="cd", ok=False, http_mode="bfcl",
+            result="Error during execution: cd() missing 1 required positional argument",
+        ),  # fmt: skip
+        EventDescription(
+            "tool_call",
+            "✗ cd → error: Error during execution: cd() missing 1 required positional …, "
+            "0 ms [bfcl]",
+            "Error during execution: cd() missing 1 required positional argument",
+            "{}",
+            "fail",
+            ConversationLine(
+                "tool", "cd → error: Error during execution: cd() missing 1 required positional …"
+            ),
+        ),
+    ),
+    (
         UserTurnEvent(session_id=S, turn=1, text="Now sort it.", added_tools=["sort"]),
         EventDescription(
             "user_turn",

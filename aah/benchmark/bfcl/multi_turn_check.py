@@ -265,7 +265,7 @@ def _verdict(
 
 
 def _reason(check: TurnCheck) -> str:
-    where = f"turn {check.index}"
+    where = f"turn {check.index + 1}"  # as people count turns (``index`` is from 0)
     if check.error == "call_on_empty_turn":
         return f"{where}: {check.calls} call(s) on a turn the model cannot do (empty ground truth)"
     if check.error == "empty_turn_model_response":
