@@ -434,8 +434,13 @@ CASES: list[tuple[Event, EventDescription | None]] = [
     ),
     (
         ToolCallEvent(
-            session_id=S, call_id="c", tool="cd", arguments={"folder": "doc"}, ok=True,
-            result='{"current_working_directory": "doc"}', http_mode="bfcl",
+            session_id=S,
+            call_id="c",
+            tool="cd",
+            arguments={"folder": "doc"},
+            ok=True,
+            result='{"current_working_directory": "doc"}',
+            http_mode="bfcl",
         ),  # fmt: skip
         EventDescription(
             "tool_call",
@@ -448,7 +453,11 @@ CASES: list[tuple[Event, EventDescription | None]] = [
     ),
     (
         ToolCallEvent(
-            session_id=S, call_id="c", tool="cd", ok=False, http_mode="bfcl",
+            session_id=S,
+            call_id="c",
+            tool="cd",
+            ok=False,
+            http_mode="bfcl",
             result="Error during execution: cd() missing 1 required positional argument",
         ),  # fmt: skip
         EventDescription(
