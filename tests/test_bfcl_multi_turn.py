@@ -9,6 +9,12 @@ check. These tests need the wheel (the ``bfcl_wheel`` fixture).
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -260,3 +266,86 @@ def test_guessed_values_are_those_never_given(
     arguments: dict[str, Any], given: str, guessed: list[str]
 ) -> None:
     assert guessed_values(arguments, given) == guessed
+
+
+def test_a_run_killed_mid_entry_resumes_at_its_turn(
+    entries: dict[str, MultiTurnTask], shared_data: Path, tmp_path: Path, bfcl_wheel: Path
+) -> None:
+    """SIGKILL while the third turn waits for the model: the rerun starts at that turn.
+
+    The first two turns' checkpoint holds; the rerun rebuilds the APIs' state by
+    replaying their calls, asks the model only from the third turn on, and
+    the entry passes with each turn's end logged once.
+    """
+    task = entries["multi_turn_base_1"]
+    replies = playing(task)["replies"]
+    first = [*replies[:4], {"text": "too late", "delay_ms": 120_000}]
+    db = tmp_path / "aah.db"
+    base = [
+        sys.executable, "-m", "aah", "bench", "run", "--benchmark", "bfcl", "--run", "kill",
+        "--category", task.category, "--ids", task.id, "--no-probe",
+        "--data", str(shared_data / "bfcl"), "--db", str(db),
+    ]  # fmt: skip
+
+    def env_for(llm: FakeLLMServer) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+        return env | {
+            "AAH_BASE_URL": llm.base_url,
+            "AAH_MODEL": "fake-model",
+            "AAH_API_KEY": "fake",
+            "AAH_CACHE_DIR": str(tmp_path / "cache"),
+            "AAH_BFCL_WHEEL": str(bfcl_wheel),
+            "COLUMNS": "200",
+        }
+
+    with FakeLLMServer({"replies": first, "exhausted": "error"}) as llm:
+        process = subprocess.Popen(
+            base, env=env_for(llm), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while len(llm.requests) < 5:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the third turn never asked the model"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    with FakeLLMServer({"replies": replies[4:], "exhausted": "error"}) as llm:
+        done = subprocess.run(
+            base, env=env_for(llm), capture_output=True, text=True, timeout=300, check=False
+        )
+        asked_again = len(llm.requests)
+    assert done.returncode == 0, done.stderr
+    assert asked_again == len(replies) - 4
+    events = events_of(db, "kill")
+    ended = [e.turn for e in events if isinstance(e, TurnEndedEvent)]
+    assert ended == list(range(len(task.turns)))
+    checks = turn_checks(events)
+    assert all(check["passed"] for check in checks.values())
+    assert checks[2]["restored"] is True
+
+
+def test_prompt_mode_reads_the_calls_from_text_and_offers_added_functions_in_the_prompt(
+    entries: dict[str, MultiTurnTask], tmp_path: Path, bfcl_wheel: Path
+) -> None:
+    task = entries["multi_turn_miss_func_4"]
+    replies: list[Any] = []
+    for truth in task.ground_truth:
+        if not truth:
+            replies.append("I cannot sort files with the functions I have.")
+            continue
+        calls = [parse_call_text(text) for text in truth]
+        blocks = [json.dumps({"name": c.name, "arguments": dict(c.arguments)}) for c in calls]
+        replies += ["".join(f"<tool_call>{b}</tool_call>" for b in blocks), "Done."]
+    db = tmp_path / "mt.db"
+    with FakeLLMServer({"replies": replies, "exhausted": "error"}) as llm:
+        summary = run(task, db, llm, tool_mode="prompt")
+        requests = list(llm.requests)
+    assert summary.finished == 1
+    checks = turn_checks(events_of(db))
+    assert all(check["passed"] for check in checks.values()), checks
+    # No tools field in prompt mode: the functions are in the system prompt, sort from its turn.
+    assert all(not r.get("tools") for r in requests)
+    prompts = [r["messages"][0]["content"] for r in requests]
+    added_at = _first_request_of_turn(requests, task, min(task.added))
+    assert all('"sort"' not in p for p in prompts[:added_at])
+    assert '"sort"' in prompts[added_at]
