@@ -674,7 +674,7 @@ async def _finish(
         message = (
             f"stopped after {ctx.step_limit} steps in turn {state.get('turn', 0) + 1} of "
             f"{len(ctx.follow_ups) + 1} (the agent was still calling tools); "
-            f"{turns_left} later turn(s) were not sent: raise --step-limit to give it more"
+            f"{turns_left} later turn(s) were not sent (a conversation ends at a turn's limit)"
         )
         return await _stop(runtime, record, "step_limit", message)
     if limit_hit and not ctx.answer_calls_at_limit:
