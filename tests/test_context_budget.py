@@ -167,10 +167,14 @@ async def test_a_conversation_that_cannot_fit_fails_the_session_with_the_reason(
                 events = rt.store.events(outcome.session_id)
             agent_requests = len(llm.requests)
     assert outcome.status == "error" and outcome.error is not None
-    assert outcome.error.startswith("the conversation no longer fits the model's context (about ")
+    assert outcome.error.startswith(
+        "the conversation no longer fits the model's context (its messages about "
+    )
+    assert "tokens, the tools' descriptions besides" in outcome.error
     assert "maximum context length is 2048 tokens" in outcome.error
     assert outcome.error.endswith(
-        "lower --tool-result-tokens (AAH_TOOL_RESULT_TOKENS) or use a model with a larger context"
+        "lower --tool-result-tokens (AAH_TOOL_RESULT_TOKENS), offer fewer tools, "
+        "or use a model with a larger context"
     )
     assert ("older tool results compacted" in outcome.error) is compacted
     assert "\n" not in outcome.error

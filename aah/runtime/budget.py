@@ -113,11 +113,11 @@ async def complete_within_context(
                 raise
             overflow, messages = exc, shorter
     raise ContextOverflowError(
-        f"the conversation no longer fits the model's context (about "
-        f"{estimate_tokens(messages):,} tokens"
+        f"the conversation no longer fits the model's context (its messages about "
+        f"{estimate_tokens(messages):,} tokens, the tools' descriptions besides"
         f"{', with older tool results compacted' if compacted else ''}; the server said: "
         f"{overflow.server_message.rstrip('.')}): lower --tool-result-tokens "
-        "(AAH_TOOL_RESULT_TOKENS) or use a model with a larger context",
+        "(AAH_TOOL_RESULT_TOKENS), offer fewer tools, or use a model with a larger context",
         url=overflow.url,
         attempts=overflow.attempts,
     ) from None
