@@ -349,3 +349,27 @@ def test_prompt_mode_reads_the_calls_from_text_and_offers_added_functions_in_the
     added_at = _first_request_of_turn(requests, task, min(task.added))
     assert all('"sort"' not in p for p in prompts[:added_at])
     assert '"sort"' in prompts[added_at]
+
+
+def test_sessions_resume_sends_a_conversation_over_stateful_tools_to_its_run(
+    tmp_path: Path,
+) -> None:
+    from aah.errors import AahError
+    from aah.runtime import resume_request
+
+    with SessionStore(tmp_path / "s.db") as store:
+        store.create_run("mt", {"benchmark": "bfcl"})
+        recipe = {
+            "tools": [],
+            "tool_result_tokens": 1000,
+            "human": {"kind": "queue"},
+            "follow_ups": [{"text": "and now?", "tools": []}],
+            "check_calls": "names",
+        }
+        record = store.open_session("first", run="mt", task_id="multi_turn_base_0", recipe=recipe)
+        with pytest.raises(AahError) as error:
+            resume_request(store, record.id)
+    assert str(error.value) == (
+        f"session {record.id} is a conversation over stateful tools: resume it with "
+        "`aah bench run --run mt` (the same flags)"
+    )
