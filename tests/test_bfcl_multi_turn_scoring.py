@@ -269,7 +269,7 @@ def test_an_entry_that_fails_at_a_turn_names_it(
         )
         score_multi_turn_run(store, "r", list(tasks.values()))
         vote = votes_of(store, "r")["multi_turn_base_1"]
-        assert figure(store, "r", "mt_base") == (0, 1)
+        assert figure(store, "r", "mt_multi_turn_base") == (0, 1)
     assert vote["passed"] is False and vote["passed_official"] is False
     assert vote["error_type"] == "instance_state_mismatch" and vote["failed_turn"] == 2
     assert vote["turns_ended"] == len(task.turns)
@@ -284,7 +284,7 @@ def test_an_entry_cut_short_at_the_step_limit_is_force_terminated(
         write_entry(store, new_run(store, "r"), task, {2: loop}, upto=3, stop="step_limit")
         score_multi_turn_run(store, "r", list(tasks.values()))
         vote = votes_of(store, "r")["multi_turn_long_context_0"]
-        assert figure(store, "r", "mt_long_context_official") == (0, 1)
+        assert figure(store, "r", "mt_multi_turn_long_context_official") == (0, 1)
     assert vote["passed"] is False and vote["passed_official"] is False
     assert vote["error_type"] == "force_terminated"
     assert (vote["turns_ended"], vote["failed_turn"]) == (2, 2)
@@ -509,7 +509,7 @@ def test_the_report_shows_plain_and_aah_runs_in_every_format(
     sections = {s["run"]: s for s in json.loads(render_json(report))["bfcl"]}
     assert (sections["mt-plain"]["aah"], sections["mt-aah"]["aah"]) == (False, True)
     plain_figures, aah_figures = sections["mt-plain"]["figures"], sections["mt-aah"]["figures"]
-    for name in ("mt_accuracy", "mt_miss_param", "miss_param_asked", "miss_param_guessed"):
+    for name in ("mt_accuracy", "mt_multi_turn_miss_param", "miss_param_asked", "miss_param_guessed"):
         assert name in plain_figures and {"value", "low", "high", "n", "k"} <= set(
             plain_figures[name]
         )

@@ -50,17 +50,16 @@ FORCE_TERMINATED = "force_terminated"
 READINGS = ("guessed", "called", "attempted", "asked", "declined", "answered")
 # A session in one of these has ended and holds what its turns did.
 ENDED = frozenset({"finished", "skipped", "step_limit", "cut_off", "terminated"})
-# Each category's short name in the figures (``mt_base`` ...).
-SHORT = {category: category.removeprefix("multi_turn_") for category in MULTI_TURN_CATEGORIES}
 MISS_PARAM = "multi_turn_miss_param"
 MISS_FUNC = "multi_turn_miss_func"
 MISS_PARAM_READINGS = ("asked", "declined", "guessed", "attempted", "called", "answered")
 # The multi-turn figures of a run, in the order reports show them.
 MULTI_TURN_FIGURES = (
     "mt_accuracy",
-    *(f"mt_{short}" for short in SHORT.values()),
+    # Per category by its BFCL name, as ``ast_<category>``: ``mt_multi_turn_base``...
+    *(f"mt_{category}" for category in MULTI_TURN_CATEGORIES),
     "mt_accuracy_official",
-    *(f"mt_{short}_official" for short in SHORT.values()),
+    *(f"mt_{category}_official" for category in MULTI_TURN_CATEGORIES),
     *(f"miss_param_{reading}" for reading in MISS_PARAM_READINGS),
     "miss_param_asked_any",
     "miss_func_noticed",
@@ -284,8 +283,8 @@ def multi_turn_figures(votes: Sequence[Mapping[str, Any]]) -> dict[str, Proporti
     for reading in ("", "_official"):
         key = "passed" + reading
         figures[f"mt_accuracy{reading}"] = _share(votes, lambda v, key=key: v.get(key) is True)
-        for category, short in SHORT.items():
-            figures[f"mt_{short}{reading}"] = _share(
+        for category in MULTI_TURN_CATEGORIES:
+            figures[f"mt_{category}{reading}"] = _share(
                 by_category[category], lambda v, key=key: v.get(key) is True
             )
     param = _empty_turns(by_category[MISS_PARAM])

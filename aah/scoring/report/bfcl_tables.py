@@ -22,7 +22,7 @@ from aah.scoring.report.tables import NO_DATA, RATE_NOTE, ReportTable, format_ra
 
 SHOWN_DISAGREEMENTS = 20
 DISAGREEMENT_CHARS = 400
-# The multi-turn categories as their figures name them (``mt_<short>``), in BFCL's order.
+# The multi-turn categories' short names (figures ``mt_multi_turn_<short>``), in BFCL's order.
 _MULTI_TURN = ("base", "miss_param", "miss_func", "long_context")
 # Replies on empty-ground-truth turns shown per run (the JSON has all of them).
 SHOWN_EMPTY_TURNS = 20
@@ -182,7 +182,7 @@ def _multi_turn_accuracy_table(runs: list[BfclScores]) -> ReportTable:
                     reading,
                     str(counts.scored),
                     _rate(s, f"mt_accuracy{suffix}"),
-                    *(_rate(s, f"mt_{short}{suffix}") for short in _MULTI_TURN),
+                    *(_rate(s, f"mt_multi_turn_{short}{suffix}") for short in _MULTI_TURN),
                     str(counts.restored),
                 ]
             )
