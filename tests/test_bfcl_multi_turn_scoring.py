@@ -509,7 +509,12 @@ def test_the_report_shows_plain_and_aah_runs_in_every_format(
     sections = {s["run"]: s for s in json.loads(render_json(report))["bfcl"]}
     assert (sections["mt-plain"]["aah"], sections["mt-aah"]["aah"]) == (False, True)
     plain_figures, aah_figures = sections["mt-plain"]["figures"], sections["mt-aah"]["figures"]
-    for name in ("mt_accuracy", "mt_multi_turn_miss_param", "miss_param_asked", "miss_param_guessed"):
+    for name in (
+        "mt_accuracy",
+        "mt_multi_turn_miss_param",
+        "miss_param_asked",
+        "miss_param_guessed",
+    ):
         assert name in plain_figures and {"value", "low", "high", "n", "k"} <= set(
             plain_figures[name]
         )
