@@ -20,7 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from aah.benchmark.bfcl.records import function_problem, item_id, read_records
+from aah.benchmark.bfcl.records import (
+    function_problem,
+    item_id,
+    read_records,
+    refuse_stray_answers,
+)
 from aah.benchmark.bfcl.tasks import BFCL_SETTING, MULTI_TURN_CATEGORIES, BfclMessage
 from aah.benchmark.when2call import When2CallTool, function_tool
 from aah.errors import AahError
@@ -162,7 +167,7 @@ def _load(path: Path, mtime_ns: int, size: int) -> tuple[MultiTurnTask, ...]:
         answer_id = item_id(record)
         if answer_id in answers:
             raise AahError(
-                f"{record.where}: a second possible answer for {answer_id}: fix the data"
+                f"{record.where}: a second possible answer for {answer_id}: fix the data file"
             )
         answers[answer_id] = (record.where, _truth(record.value.get("ground_truth"), record.where))
     docs = _func_docs(path.parent / FUNC_DOC_FOLDER)
@@ -179,12 +184,7 @@ def _load(path: Path, mtime_ns: int, size: int) -> tuple[MultiTurnTask, ...]:
                 f"{record.where}: no possible answer for {entry_id}: fetch the data again"
             )
         tasks.append(_task(record.value, record.where, category, answer[1], docs))
-    stray = next((answer_id for answer_id in answers if answer_id not in seen), None)
-    if stray is not None:
-        raise AahError(
-            f"{answers[stray][0]}: a possible answer for {stray}, which {path} does not hold: "
-            "fetch the data again"
-        )
+    refuse_stray_answers(answers, seen, path)
     return tuple(tasks)
 
 

@@ -185,3 +185,19 @@ def _shown(name: str) -> str:
     """A name from the file as a message quotes it: short, one line."""
     text = repr(name)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def refuse_stray_answers(
+    answers: Mapping[str, tuple[str, Any]], seen: set[str], path: Path
+) -> None:
+    """Refuse a possible answer (``{id: (where, answer)}``) for an id ``path`` does not hold.
+
+    Raises:
+        AahError: naming the answer's line and the file that lacks its item.
+    """
+    stray = next((answer_id for answer_id in answers if answer_id not in seen), None)
+    if stray is not None:
+        raise AahError(
+            f"{answers[stray][0]}: a possible answer for {stray}, which {path} does not hold: "
+            "fetch the data again"
+        )

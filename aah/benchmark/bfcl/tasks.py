@@ -29,6 +29,7 @@ from aah.benchmark.bfcl.records import (
     ground_truth_problem,
     item_id,
     read_records,
+    refuse_stray_answers,
 )
 from aah.benchmark.bfcl.source_values import LANGUAGE_TYPES
 from aah.benchmark.when2call import When2CallTool, function_tool
@@ -256,12 +257,7 @@ def _load_bfcl_v4(path: Path, mtime_ns: int, size: int) -> tuple[BfclTask, ...]:
         if answer is not None:
             _check_answer_names(task, answer[0])
         tasks.append(task)
-    stray = next((answer_id for answer_id in answers if answer_id not in seen), None)
-    if stray is not None:
-        raise AahError(
-            f"{answers[stray][0]}: a possible answer for {stray}, which {path} does not hold: "
-            "fetch the data again"
-        )
+    refuse_stray_answers(answers, seen, path)
     return tuple(tasks)
 
 
