@@ -22,8 +22,8 @@ from aah.benchmark.bfcl.multi_turn_tasks import (
     MULTI_TURN_CATEGORIES,
     MultiTurnTask,
     load_multi_turn,
-    turn_text,
 )
+from aah.benchmark.bfcl.tasks import turn_text
 from aah.events import (
     ErrorEvent,
     Event,

@@ -31,7 +31,8 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 
 from aah.benchmark.bfcl.environments import BfclEnvironment
 from aah.benchmark.bfcl.multi_turn_check import ModelCall, check_multi_turn
-from aah.benchmark.bfcl.multi_turn_tasks import TURN_STEP_LIMIT, MultiTurnTask, turn_text
+from aah.benchmark.bfcl.multi_turn_tasks import TURN_STEP_LIMIT, MultiTurnTask
+from aah.benchmark.bfcl.tasks import turn_text
 from aah.runtime import HumanRequest, RanCall, ScriptedHuman, TurnReport
 from aah.tools import BUILTIN_TOOLS, EndpointSpec
 from aah.tools.http import ToolResult

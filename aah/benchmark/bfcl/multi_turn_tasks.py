@@ -22,11 +22,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aah.benchmark.bfcl.records import (
     function_problem,
+    invalid_record,
     item_id,
     read_records,
     refuse_stray_answers,
 )
-from aah.benchmark.bfcl.tasks import BFCL_SETTING, MULTI_TURN_CATEGORIES, BfclMessage
+from aah.benchmark.bfcl.tasks import (
+    BFCL_SETTING,
+    MULTI_TURN_CATEGORIES,
+    BfclMessage,
+    turn_text,
+)
 from aah.benchmark.when2call import When2CallTool, function_tool
 from aah.errors import AahError
 
@@ -102,13 +108,6 @@ class MultiTurnTask(BaseModel):
             if index <= turn:
                 offered += self.added[index]
         return offered
-
-
-def turn_text(messages: Sequence[BfclMessage]) -> str:
-    """One turn's messages as the text a session gets (a transcript when there are several)."""
-    if len(messages) == 1:
-        return messages[0].content
-    return "\n\n".join(f"{m.role.capitalize()}: {m.content}" for m in messages)
 
 
 def is_multi_turn(category: str) -> bool:
@@ -302,6 +301,4 @@ def _task(
             ground_truth=truth,
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "entry"
-        raise AahError(f"{where}: {field}: {first['msg']}: fix the data file") from exc
+        raise invalid_record(exc, where, "entry") from exc

@@ -27,6 +27,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from pydantic import ValidationError
+
 from aah.bounds import MAX_NESTING, OutOfBounds, parse_json
 from aah.errors import AahError
 
@@ -201,3 +203,13 @@ def refuse_stray_answers(
             f"{answers[stray][0]}: a possible answer for {stray}, which {path} does not hold: "
             "fetch the data again"
         )
+
+
+def invalid_record(exc: ValidationError, where: str, what: str) -> AahError:
+    """The one-line refusal of a record the task model rejects: its first problem, by field.
+
+    ``what`` names the record when the problem has no field (``item``, ``entry``).
+    """
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or what
+    return AahError(f"{where}: {field}: {first['msg']}: fix the data file")

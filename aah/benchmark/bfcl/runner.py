@@ -26,7 +26,7 @@ from aah.benchmark.batch import (
     run_manifest,
 )
 from aah.benchmark.bfcl.multi_turn_run import MULTI_TURN_STEP_LIMIT, BfclTurnExecutor, turn_oracle
-from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask, is_multi_turn, turn_text
+from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask, is_multi_turn
 from aah.benchmark.bfcl.tasks import BFCL_SETTING, BfclTask
 from aah.benchmark.when2call import (
     NEUTRAL_RESULT,
@@ -139,9 +139,8 @@ class BfclRunner:
         """The session of one multi-turn entry (see ``multi_turn_run``)."""
         executor = BfclTurnExecutor(task, self.api_classes)
         follow_ups = [
-            FollowUp(turn_text(messages), tuple(tool_specs(task.added.get(index, ()))))
-            for index, messages in enumerate(task.turns)
-            if index > 0
+            FollowUp(text, tuple(tool_specs(task.added.get(index, ()))))
+            for index, text in enumerate(task.follow_ups(), start=1)
         ]
         return SessionRequest(
             query=task.query,

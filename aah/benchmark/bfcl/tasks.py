@@ -27,6 +27,7 @@ from aah.benchmark.bfcl.records import (
     Record,
     function_problem,
     ground_truth_problem,
+    invalid_record,
     item_id,
     read_records,
     refuse_stray_answers,
@@ -138,9 +139,14 @@ class BfclTask(BaseModel):
         message or earlier turns is written out as a transcript, each message
         under its role, so the model reads all of it.
         """
-        if len(self.messages) == 1:
-            return self.messages[0].content
-        return "\n\n".join(f"{m.role.capitalize()}: {m.content}" for m in self.messages)
+        return turn_text(self.messages)
+
+
+def turn_text(messages: Sequence[BfclMessage]) -> str:
+    """Messages as the text of one user turn: the one message, or a transcript of several."""
+    if len(messages) == 1:
+        return messages[0].content
+    return "\n\n".join(f"{m.role.capitalize()}: {m.content}" for m in messages)
 
 
 def parse_categories(value: str) -> list[str]:
@@ -352,9 +358,7 @@ def _task(record: Record, category: str, language: str, truth: list[Any]) -> Bfc
             declared_types=declared,
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "item"
-        raise AahError(f"{where}: {field}: {first['msg']}: fix the data file") from exc
+        raise invalid_record(exc, where, "item") from exc
 
 
 def tuple_parameters(
