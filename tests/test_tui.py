@@ -205,7 +205,10 @@ async def test_a_tool_broken_before_the_start_fails_its_first_call(app: AahApp) 
         app.query_one("#fault-kind", Select).value = "timeout"
         await pilot.click("#break")
         await pilot.press("s")
-        await wait_for(pilot, lambda: not app.running)
+        # The run ends before its last entries are drawn: wait for the final answer too.
+        await wait_for(
+            pilot, lambda: not app.running and any(e.tone == "final" for e in timeline(app))
+        )
         entries = timeline(app)
     (failed,) = [e for e in entries if e.tone == "fail"]
     assert "no response" in failed.heading and "timeout" in failed.body
