@@ -52,6 +52,14 @@ RunOption = Annotated[str, typer.Option("--run", help="The run, by name.")]
 ConcurrencyOption = Annotated[
     int, typer.Option("--concurrency", min=1, help="Sessions or requests in flight at once.")
 ]
+WorkersOption = Annotated[
+    str,
+    typer.Option(
+        "--workers",
+        help="Processes that share the run, each with its share of --concurrency "
+        "(a number, or auto: one per core).",
+    ),
+]
 StepLimitOption = Annotated[
     int, typer.Option("--step-limit", min=1, help="Most model steps per session.")
 ]
