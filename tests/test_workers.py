@@ -17,10 +17,16 @@ from pydantic import BaseModel
 from runtime_support import ASK_FIRST_SCRIPT, fake_config
 
 from aah.benchmark import RunOptions, RunSummary
-from aah.benchmark.bfcl import BfclRunner, bfcl_source, load_bfcl, load_multi_turn
+from aah.benchmark.bfcl import (
+    BfclRunner,
+    bfcl_source,
+    load_bfcl,
+    load_multi_turn,
+    score_bfcl_run,
+)
 from aah.benchmark.failtalms import BatchRunner, batch_human_factory
 from aah.benchmark.failtalms.dataset import Task, load_tasks
-from aah.benchmark.when2call import When2CallRunner, load_when2call
+from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_when2call
 from aah.benchmark.workers import (
     concurrency_shares,
     parse_workers,
@@ -76,6 +82,15 @@ def stored(db: Path, run: str) -> dict[str, tuple[Any, ...]]:
                 sum(isinstance(e, FinalAnswerEvent) for e in events),
             )
     return rows
+
+
+def grades(db: Path, run: str) -> dict[str, list[tuple[str, str]]]:
+    """Each task's stored verdicts: grader and verdict."""
+    with SessionStore(db) as store:
+        return {
+            str(s.task_id): [(g.grader_model, g.verdict) for g in store.grades(s.id)]
+            for s in store.list_sessions(run=run)
+        }
 
 
 def counts(summary: RunSummary) -> tuple[Any, ...]:
@@ -168,8 +183,13 @@ def test_two_workers_run_when2call_and_bfcl_as_one_process(
             bfcl = asyncio.run(BfclRunner(options, fake_config(llm)).run(items, db))
             assert w2c.finished + w2c.stopped.total() == len(questions), w2c.error_messages
             assert bfcl.finished + bfcl.stopped.total() == len(items), bfcl.error_messages
-            results.append((counts(w2c), counts(bfcl), stored(db, "w"), stored(db, "b")))
+            with SessionStore(db) as store:
+                label_run_with_rules(store, "w", questions)
+                score_bfcl_run(store, "b", items)
+            verdicts = {run: grades(db, run) for run in ("w", "b")}
+            results.append((counts(w2c), counts(bfcl), stored(db, "w"), stored(db, "b"), verdicts))
     assert results[0] == results[1]
+    assert all(verdict for run in results[0][4].values() for verdict in run.values())
 
 
 # -- tasks handed out as workers ask ---------------------------------------------------
@@ -336,3 +356,31 @@ def test_sessions_parked_in_a_killed_worker_are_woken_in_the_other(
     assert (summary.finished, summary.errors) == (len(tasks), 0), summary.error_messages
     assert max(waiting) == len(tasks) and waiting[-1] == 0
     assert_each_task_ended_once(db, "k", tasks)
+
+
+def test_two_workers_run_bfcl_multi_turn_entries_as_one_process(
+    shared_data: Path, tmp_path: Path, bfcl_wheel: Path
+) -> None:
+    from aah.benchmark.bfcl import MULTI_TURN_STEP_LIMIT, score_multi_turn_run
+    from aah.testing.bfcl_script import ground_truth_script
+
+    entries = load_multi_turn(shared_data / "bfcl", ["multi_turn_base", "multi_turn_miss_param"])
+    entries = [*entries[:3], *[e for e in entries if e.category == "multi_turn_miss_param"][:3]]
+    results = []
+    with FakeLLMServer(ground_truth_script(entries)) as llm:
+        for workers in (1, 2):
+            db = tmp_path / f"{workers}.db"
+            options = RunOptions(
+                run="m", aah=False, concurrency=4, workers=workers, step_limit=MULTI_TURN_STEP_LIMIT
+            )
+            summary = asyncio.run(
+                BfclRunner(options, fake_config(llm)).run(
+                    entries, db, categories=["multi_turn_base", "multi_turn_miss_param"]
+                )
+            )
+            assert summary.errors == 0, summary.error_messages
+            with SessionStore(db) as store:
+                score_multi_turn_run(store, "m", entries)
+            results.append((counts(summary), stored(db, "m"), grades(db, "m")))
+    assert results[0] == results[1]
+    assert any(v == "pass" for grades in results[0][2].values() for _, v in grades)
