@@ -384,3 +384,42 @@ def test_two_workers_run_bfcl_multi_turn_entries_as_one_process(
             results.append((counts(summary), stored(db, "m"), grades(db, "m")))
     assert results[0] == results[1]
     assert any(v == "pass" for grades in results[0][2].values() for _, v in grades)
+
+
+def test_spawned_workers_run_what_pickles_and_refuse_what_does_not_in_one_line(
+    shared_data: Path, shared_registry: Path, tmp_path: Path
+) -> None:
+    # Where fork is missing, each worker imports aah afresh and gets its job pickled.
+    questions = load_when2call(shared_data)[:4]
+    options = RunOptions(run="s", concurrency=2, workers=2)
+    with FakeLLMServer(ANSWERS) as llm:
+        runner = When2CallRunner(options, fake_config(llm))
+        summary = asyncio.run(
+            run_in_workers(
+                questions,
+                db=tmp_path / "s.db",
+                model=fake_config(llm),
+                options=options,
+                manifest=runner.manifest(),
+                request_for=runner.request_for,
+                method="spawn",
+            )
+        )
+        assert summary.finished + summary.stopped.total() == len(questions), summary
+        failtalms = BatchRunner(options, Registry(shared_registry), fake_config(llm))
+        with pytest.raises(AahError) as raised:
+            asyncio.run(
+                run_in_workers(
+                    load_tasks(shared_data, ["perfect"])[:2],
+                    db=tmp_path / "f.db",
+                    model=fake_config(llm),
+                    options=options,
+                    manifest={},
+                    request_for=failtalms.request_for,
+                    method="spawn",
+                )
+            )
+    message = str(raised.value)
+    assert message.startswith("--workers: this run cannot be sent to worker processes")
+    assert message.endswith("use --workers 1 on this platform") and "\n" not in message
+    assert not (tmp_path / "f.db").exists()

@@ -168,6 +168,9 @@ async def run_in_workers(
     """
     summary = RunSummary(total=len(tasks))
     started = time.perf_counter()
+    method = method or start_method()
+    if method != "fork":  # checked before the run is made: nothing to undo
+        _check_picklable(WorkerJob(tasks, db, model, options, request_for, 1, probe))
     with SessionStore(db) as store:
         existing = store.get_run(options.run)
         if existing is not None:
@@ -184,7 +187,7 @@ async def run_in_workers(
         shares = concurrency_shares(options.concurrency, min(options.workers, len(todo)))
         parent = _Parent(tasks, todo, summary, on_done, on_waiting, activity, on_handout)
         jobs = [WorkerJob(tasks, db, model, options, request_for, share, probe) for share in shares]
-        await parent.run(jobs, method or start_method())
+        await parent.run(jobs, method)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -222,8 +225,6 @@ class _Parent(Generic[TaskT]):
         self.parked = [0] * count
         self.live: list[tuple[int, int, float | None]] = [(0, 0, None)] * count
         self.processes: list[multiprocessing.process.BaseProcess] = []
-        if method != "fork":
-            _check_picklable(jobs[0])
         loop = asyncio.get_running_loop()
         if self.activity is not None:
             self.activity.requests_out = lambda: sum(out for _, out, _ in self.live)
