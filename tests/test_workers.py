@@ -423,3 +423,45 @@ def test_spawned_workers_run_what_pickles_and_refuse_what_does_not_in_one_line(
     assert message.startswith("--workers: this run cannot be sent to worker processes")
     assert message.endswith("use --workers 1 on this platform") and "\n" not in message
     assert not (tmp_path / "f.db").exists()
+
+
+class HeldTwice(FakeLLMServer):
+    """The fake model, holding the first two requests that name ``marker``, each until released."""
+
+    def __init__(self, script: Any, marker: str) -> None:
+        super().__init__(script)
+        self.marker, self.seen = marker, 0
+        self.arrived = [threading.Event(), threading.Event()]
+        self.release = [threading.Event(), threading.Event()]
+
+    def _answer(self, body: dict[str, Any]) -> Any:
+        if self.marker in str(body.get("messages")) and self.seen < 2:
+            held, self.seen = self.seen, self.seen + 1
+            self.arrived[held].set()
+            assert self.release[held].wait(60), "never released"
+        return super()._answer(body)
+
+
+def test_a_task_whose_two_workers_die_is_left_to_the_rerun_which_ends_every_task(
+    shared_data: Path, shared_registry: Path, tmp_path: Path
+) -> None:
+    tasks = choose_tasks(load_tasks(shared_data), 1, [])
+    held = tasks[2]
+    marker = held.query[:40]
+    assert "'" not in marker and sum(marker in t.query for t in tasks) == 1
+    db = tmp_path / "k.db"
+    llm = HeldTwice(AGENT, marker)
+    with llm:
+        killed = [
+            _kill_when(llm.arrived[n], _pid_file(tmp_path, held.id), llm.release[n]) for n in (0, 1)
+        ]
+        with pytest.raises(AahError) as raised:
+            asyncio.run(_noting(tmp_path, shared_registry, llm, concurrency=2).run(tasks, db))
+        assert killed[0] != killed[1]
+        message = str(raised.value)
+        assert message.startswith("every worker process died (the last: killed by SIGKILL)")
+        assert message.endswith("run the same command again to go on")
+        rerun = asyncio.run(_noting(tmp_path, shared_registry, llm, concurrency=2).run(tasks, db))
+    assert rerun.errors == 0 and rerun.finished + rerun.already_done == len(tasks)
+    assert rerun.finished >= 1  # the held task at least
+    assert_each_task_ended_once(db, "k", tasks)

@@ -27,6 +27,7 @@ worker is started in a dead one's place.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import multiprocessing
 import os
@@ -229,6 +230,9 @@ class _Parent(Generic[TaskT]):
         if self.activity is not None:
             self.activity.requests_out = lambda: sum(out for _, out, _ in self.live)
         self.alive: set[int] = set()
+        # What the workers inherit is never scanned by their collector, so its
+        # pages stay shared rather than copied into each (Python's advice for fork).
+        gc.freeze()
         try:
             for number, (job, (_, theirs)) in enumerate(zip(jobs, pipes, strict=True)):
                 if method == "fork":
@@ -247,6 +251,7 @@ class _Parent(Generic[TaskT]):
                 self.alive.add(number)
             await self.ended.wait()
         finally:
+            gc.unfreeze()
             for number in range(len(self.processes)):
                 self._forget(loop, number)
             for number in sorted(self.alive):
@@ -339,7 +344,7 @@ class _Parent(Generic[TaskT]):
         self._forget(loop, number)
         self.alive.discard(number)
         process = self.processes[number]
-        process.join(0)
+        process.join(5)  # its sentinel may be closed a moment before it can be reaped
         held, self.held[number] = sorted(self.held[number]), set()
         self.parked[number], self.live[number] = 0, (0, 0, None)
         self._tell_waiting()
