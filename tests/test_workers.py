@@ -1,6 +1,7 @@
 """``--workers``: one run in several processes gives what one process gives, and survives a kill."""
 
 import asyncio
+import multiprocessing
 import os
 import pickle
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 from runtime_support import ASK_FIRST_SCRIPT, fake_config
 
 from aah.benchmark import RunOptions, RunSummary
@@ -28,6 +29,8 @@ from aah.benchmark.failtalms import BatchRunner, batch_human_factory
 from aah.benchmark.failtalms.dataset import Task, load_tasks
 from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_when2call
 from aah.benchmark.workers import (
+    WorkerJob,
+    _Worker,
     concurrency_shares,
     parse_workers,
     run_in_workers,
@@ -36,6 +39,7 @@ from aah.benchmark.workers import (
 from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent, ToolCallEvent
+from aah.llm import ModelConfig
 from aah.runtime import Runtime, ScriptedHuman, SessionRequest
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
@@ -118,6 +122,37 @@ def test_the_concurrency_is_the_runs_total_shared_among_workers() -> None:
     assert concurrency_shares(5, 2) == [3, 2]
     with pytest.raises(AahError, match="more than --concurrency 2"):
         concurrency_shares(2, 3)
+
+
+def test_a_worker_asks_a_few_tasks_ahead_in_one_message_each_time(tmp_path: Path) -> None:
+    # Share 32: it holds up to 8 tasks beyond the 32 it runs, and asks again
+    # once 4 places are free, so the parent is woken once every few ended tasks.
+    ours, theirs = multiprocessing.Pipe()
+    options = RunOptions(run="r", concurrency=64, workers=2)
+    model = ModelConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key=SecretStr("k"))
+
+    def never(task: Task, runtime: Runtime) -> SessionRequest:
+        raise AssertionError("no task runs here")
+
+    job: WorkerJob[Task] = WorkerJob([], tmp_path / "s.db", model, options, never, 32)
+    worker = _Worker(theirs, job)
+
+    async def asks() -> list[Any]:
+        said = []
+        for active, asked in ((0, 0), (37, 0), (36, 0), (30, 10)):
+            worker.active, worker.asked = active, asked
+            worker._top_up()
+            worker._send(("waiting", 0))  # sent with the ask, in one write
+            await asyncio.sleep(0)
+            said.append(ours.recv() if ours.poll() else None)
+        return said
+
+    assert asyncio.run(asks()) == [
+        [("ask", 40), ("waiting", 0)],
+        [("waiting", 0)],
+        [("ask", 4), ("waiting", 0)],
+        [("waiting", 0)],
+    ]
 
 
 def test_workers_start_by_fork_here() -> None:

@@ -5,9 +5,13 @@ process creates (or checks) the run, then starts the workers with the fork
 start method where there is one (they inherit the imported modules, the
 tasks and the runner, so they pay no import bill), else spawn. It keeps
 the list of tasks still to run and hands them out by index to whichever
-worker asks: a worker asks for one more each time one of its sessions ends
-or parks, so a worker held up by slow tasks takes fewer and no static share
-leaves one worker with the slow tail. ``options.concurrency`` stays the
+worker asks: a worker asks for more as its sessions end or park, so a worker
+held up by slow tasks takes fewer and no static share leaves one worker with
+the slow tail. A worker holds up to a quarter of its share ahead (waiting for
+a free place) and asks a few at a time, in one message with the outcomes it
+reports: a round trip per task woke the parent for each one, which took a
+busy worker's core and cost ~3 ms of CPU a task with two workers on two
+cores (perf/workers_bench.py). ``options.concurrency`` stays the
 run's total; each worker runs its share of it at a time.
 
 A worker keeps its own ``AnswerWatcher`` for the sessions it parked (their
@@ -73,6 +77,8 @@ log = logging.getLogger(__name__)
 
 # How often a worker tells the parent what it is doing, for the progress line.
 ACTIVITY_SECONDS = 1.0
+# Each worker holds up to its share / AHEAD_SHARE tasks beyond those it runs.
+AHEAD_SHARE = 4
 # How long the parent waits for its workers to leave once the run has ended.
 STOP_WAIT_SECONDS = 30.0
 WorkerProbe = Callable[[], Coroutine[Any, Any, None]]
@@ -255,7 +261,7 @@ class _Parent(Generic[TaskT]):
             for number in range(len(self.processes)):
                 self._forget(loop, number)
             for number in sorted(self.alive):
-                self._send(number, ("stop",))
+                self._send(number, [("stop",)])
             await asyncio.to_thread(_join, self.processes, STOP_WAIT_SECONDS)
             for conn in self.conns:
                 conn.close()
@@ -266,20 +272,21 @@ class _Parent(Generic[TaskT]):
         loop.remove_reader(self.conns[number].fileno())
         loop.remove_reader(self.processes[number].sentinel)
 
-    def _send(self, number: int, message: tuple[Any, ...]) -> None:
+    def _send(self, number: int, messages: list[tuple[Any, ...]]) -> None:
         try:
-            self.conns[number].send(message)
+            self.conns[number].send(messages)
         except OSError:  # the worker is gone: its sentinel says so
             pass
 
     def _read(self, number: int) -> None:
         try:
-            message = self.conns[number].recv()
+            messages = self.conns[number].recv()
         except (EOFError, OSError):
             loop = asyncio.get_running_loop()
             loop.remove_reader(self.conns[number].fileno())  # its sentinel follows
             return
-        self._handle(number, message)
+        for message in messages:
+            self._handle(number, message)
 
     def _handle(self, number: int, message: tuple[Any, ...]) -> None:
         kind = message[0]
@@ -309,7 +316,7 @@ class _Parent(Generic[TaskT]):
             indices = [self.queue.popleft() for _ in range(take)]
             self.want[number] -= take
             self.held[number].update(indices)
-            self._send(number, ("tasks", indices))
+            self._send(number, [("tasks", indices)])
             if self.on_handout is not None:
                 for index in indices:
                     self.on_handout(number, self.tasks[index].id)
@@ -338,7 +345,8 @@ class _Parent(Generic[TaskT]):
         conn = self.conns[number]
         try:
             while conn.poll():  # what it said before it died counts
-                self._handle(number, conn.recv())
+                for message in conn.recv():
+                    self._handle(number, message)
         except (EOFError, OSError):
             pass
         self._forget(loop, number)
@@ -454,6 +462,7 @@ class _Worker:
         self.stop = asyncio.Event()
         self.crashed: list[BaseException] = []
         self.running: set[asyncio.Task[None]] = set()
+        self.outgoing: list[tuple[Any, ...]] = []  # sent together once the loop comes round
 
     async def serve(self) -> None:
         job = self.job
@@ -493,20 +502,34 @@ class _Worker:
                         await asyncio.gather(*stopped, return_exceptions=True)
                         self.watcher.close()
         if self.crashed:
-            self._send(("crashed", _sendable(self.crashed[0])))
+            self.outgoing.append(("crashed", _sendable(self.crashed[0])))
+        self._flush()
 
     def _send(self, message: tuple[Any, ...]) -> None:
+        """Send ``message`` with the others of this turn of the loop: one write, one wake-up."""
+        if not self.outgoing:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self.outgoing.append(message)
+
+    def _flush(self) -> None:
+        if not self.outgoing:
+            return
+        messages, self.outgoing = self.outgoing, []
         try:
-            self.conn.send(message)
+            self.conn.send(messages)
         except OSError:  # the parent is gone: stop
             self.stop.set()
 
     def _read(self) -> None:
         try:
-            message = self.conn.recv()
+            messages = self.conn.recv()
         except (EOFError, OSError):  # the parent is gone: its sessions stay resumable
             self.stop.set()
             return
+        for message in messages:
+            self._take(message)
+
+    def _take(self, message: tuple[Any, ...]) -> None:
         if message[0] == "tasks":
             self.asked -= len(message[1])
             for index in message[1]:
@@ -515,8 +538,12 @@ class _Worker:
             self.stop.set()
 
     def _top_up(self) -> None:
-        room = self.job.share - self.active - self.asked
-        if room > 0 and not self.stop.is_set():
+        # A few tasks held ahead (waiting for a free place here) and asked for a
+        # few at a time: the parent is asked once every few ended tasks, not
+        # after each (each round trip wakes it and preempts a busy worker).
+        ahead = self.job.share // AHEAD_SHARE
+        room = self.job.share + ahead - self.active - self.asked
+        if room >= max(1, ahead // 2) and not self.stop.is_set():
             self.asked += room
             self._send(("ask", room))
 
