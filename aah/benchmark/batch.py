@@ -83,6 +83,8 @@ class RunOptions:
     approvals: ApprovalPolicy | None = None
     # Processes that share the run (``--workers``; ``aah.benchmark.workers``); not pinned.
     workers: int = 1
+    # The Ray cluster whose actors run the workers (``--ray``: auto or an address); not pinned.
+    ray: str | None = None
 
 
 class RepeatableTask(Protocol):
@@ -304,7 +306,7 @@ async def run_batch(
     Raises:
         AahError: the run exists with a different setup.
     """
-    if options.workers > 1:
+    if options.workers > 1 or options.ray is not None:
         from aah.benchmark.workers import run_in_workers
 
         return await run_in_workers(

@@ -176,7 +176,13 @@ async def run_in_workers(
     summary = RunSummary(total=len(tasks))
     started = time.perf_counter()
     method = method or start_method()
-    if method != "fork":  # checked before the run is made: nothing to undo
+    parent_class: type[_Parent[TaskT]] = _Parent
+    if options.ray is not None:  # checked before the run is made: nothing to undo
+        from aah.benchmark.ray_workers import RayParent, check_ray_job
+
+        check_ray_job(WorkerJob(tasks, db, model, options, request_for, 1, probe))
+        parent_class = RayParent
+    elif method != "fork":
         _check_picklable(WorkerJob(tasks, db, model, options, request_for, 1, probe))
     with SessionStore(db) as store:
         existing = store.get_run(options.run)
@@ -192,7 +198,7 @@ async def run_in_workers(
     todo = [index for index, task in enumerate(tasks) if task.id not in done]
     if todo:
         shares = concurrency_shares(options.concurrency, min(options.workers, len(todo)))
-        parent = _Parent(tasks, todo, summary, on_done, on_waiting, activity, on_handout)
+        parent = parent_class(tasks, todo, summary, on_done, on_waiting, activity, on_handout)
         jobs = [WorkerJob(tasks, db, model, options, request_for, share, probe) for share in shares]
         await parent.run(jobs, method)
     summary.seconds = time.perf_counter() - started
@@ -350,20 +356,19 @@ class _Parent(Generic[TaskT]):
         except (EOFError, OSError):
             pass
         self._forget(loop, number)
-        self.alive.discard(number)
         process = self.processes[number]
         process.join(5)  # its sentinel may be closed a moment before it can be reaped
+        self._lost(number, f"worker {process.name}", _exit_text(process.exitcode))
+
+    def _lost(self, number: int, name: str, how: str) -> None:
+        """Worker ``number`` is gone (``how``): what it held goes to the others, once."""
+        self.alive.discard(number)
         held, self.held[number] = sorted(self.held[number]), set()
         self.parked[number], self.live[number] = 0, (0, 0, None)
         self._tell_waiting()
         if self.ended.is_set():
             return
-        log.warning(
-            "worker %s ended (%s) holding %d task(s): handed to the other workers",
-            process.name,
-            _exit_text(process.exitcode),
-            len(held),
-        )
+        log.warning("%s ended (%s) holding %d task(s): handed to the others", name, how, len(held))
         for index in reversed(held):
             if index in self.handed_again:
                 # Its second worker died too: the rerun resumes it from the store.
@@ -381,7 +386,7 @@ class _Parent(Generic[TaskT]):
         if not self.alive and not self.ended.is_set():
             self.crashed.append(
                 AahError(
-                    f"every worker process died (the last: {_exit_text(process.exitcode)}) "
+                    f"every worker process died (the last: {how}) "
                     f"with {self.left} task(s) left; what they finished is kept: run the "
                     "same command again to go on"
                 )
@@ -478,7 +483,7 @@ class _Worker:
             self.limit = asyncio.Semaphore(job.share)
             self.watcher = AnswerWatcher(job.db)
             loop = asyncio.get_running_loop()
-            loop.add_reader(self.conn.fileno(), self._read)
+            self._attach(loop)
             side = [asyncio.ensure_future(self._watch()), asyncio.ensure_future(self._beat())]
             if job.probe is not None:
                 side.append(asyncio.ensure_future(job.probe()))
@@ -488,7 +493,7 @@ class _Worker:
                         self._top_up()
                         await self.stop.wait()
                     finally:
-                        loop.remove_reader(self.conn.fileno())
+                        self._detach(loop)
                         for extra in side:
                             extra.cancel()
                         await asyncio.gather(*side, return_exceptions=True)
@@ -504,6 +509,12 @@ class _Worker:
         if self.crashed:
             self.outgoing.append(("crashed", _sendable(self.crashed[0])))
         self._flush()
+
+    def _attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.add_reader(self.conn.fileno(), self._read)
+
+    def _detach(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.remove_reader(self.conn.fileno())
 
     def _send(self, message: tuple[Any, ...]) -> None:
         """Send ``message`` with the others of this turn of the loop: one write, one wake-up."""
@@ -526,10 +537,14 @@ class _Worker:
         except (EOFError, OSError):  # the parent is gone: its sessions stay resumable
             self.stop.set()
             return
-        for message in messages:
-            self._take(message)
+        self._receive_all(messages)
 
-    def _take(self, message: tuple[Any, ...]) -> None:
+    def _receive_all(self, messages: list[tuple[Any, ...]]) -> None:
+        for message in messages:
+            self._receive(message)
+
+    def _receive(self, message: tuple[Any, ...]) -> None:
+        """A message from the parent: tasks to start, or stop."""
         if message[0] == "tasks":
             self.asked -= len(message[1])
             for index in message[1]:

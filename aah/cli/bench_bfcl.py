@@ -38,6 +38,7 @@ class BfclFlags(NamedTuple):
     tool_mode: str = "native"
     probe: bool = True
     workers: int = 1
+    ray: str | None = None
 
 
 def choose_items(
@@ -125,6 +126,7 @@ def run_bfcl(flags: BfclFlags) -> None:
         tool_mode=mode,
         probe=report.model_dump(mode="json") if report is not None else None,
         workers=flags.workers,
+        ray=flags.ray,
     )
     runner = BfclRunner(options, config, classes)
     db_path = flags.db or get_settings().db

@@ -42,6 +42,7 @@ class When2CallFlags(NamedTuple):
     tool_mode: str = "native"
     probe: bool = True
     workers: int = 1
+    ray: str | None = None
 
 
 def choose_questions(
@@ -99,6 +100,7 @@ def run_when2call(flags: When2CallFlags) -> None:
         tool_mode=mode,
         probe=report.model_dump(mode="json") if report is not None else None,
         workers=flags.workers,
+        ray=flags.ray,
     )
     runner = When2CallRunner(options, config, turns=flags.turns, awareness=flags.awareness)
     db_path = flags.db or get_settings().db

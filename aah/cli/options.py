@@ -60,6 +60,14 @@ WorkersOption = Annotated[
         "(a number, or auto: one per core).",
     ),
 ]
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        help="Run the workers as actors on a Ray cluster: auto (the one this machine "
+        "joined) or its address; the store must be PostgreSQL (the ray extra).",
+    ),
+]
 StepLimitOption = Annotated[
     int, typer.Option("--step-limit", min=1, help="Most model steps per session.")
 ]

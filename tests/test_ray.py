@@ -1,0 +1,240 @@
+"""``--ray``: the workers as Ray actors on a local cluster give what one process gives.
+
+The tests that need Ray start a cluster of their own (``ray start --head
+--num-cpus 2`` on 127.0.0.1, in a temporary folder, stopped at the end) and
+skip without Ray installed, unless ``AAH_RAY_REQUIRED=1`` (CI, with the ray
+extra) makes that a failure. The store is the throwaway PostgreSQL database
+of the store tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from postgres_cluster import SUPERUSER_PASSWORD, PostgresServer
+from pydantic import SecretStr
+from runtime_support import fake_config
+from test_workers import ANSWERS, HeldModel, counts, grades, stored
+
+from aah.benchmark import RunOptions
+from aah.benchmark.bfcl import BfclRunner, bfcl_source, load_bfcl, score_bfcl_run
+from aah.benchmark.ray_workers import check_ray
+from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_when2call
+from aah.benchmark.when2call.tasks import When2CallTask
+from aah.db_url import parse_location
+from aah.errors import AahError
+from aah.llm import ModelConfig
+from aah.runtime import Runtime, SessionRequest
+from aah.store import SessionStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ours(folder: str) -> list[int]:
+    """The cluster's processes: those whose command line names ``folder``, and their children."""
+    parents: dict[int, int] = {}
+    ours: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            parents[int(entry.name)] = int(
+                (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            )
+        except (OSError, ValueError, IndexError):
+            continue
+        if folder in line:
+            ours.add(int(entry.name))
+    grown = True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in ours} - ours
+        ours |= more
+        grown = bool(more)
+    return sorted(ours)
+
+
+def _stop(pids: list[int]) -> None:
+    """SIGTERM the cluster's processes, then SIGKILL those still there after 10 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while pids and time.monotonic() < deadline:
+            pids = [pid for pid in pids if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+            time.sleep(0.1)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@pytest.fixture(scope="session")
+def ray_address() -> Iterator[str]:
+    """A local Ray cluster of 2 CPUs for the test session; its address."""
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("AAH_RAY_REQUIRED") == "1":
+            pytest.fail("AAH_RAY_REQUIRED=1 but Ray is not installed: pip install 'aah[ray]'")
+        pytest.skip("Ray is not installed (pip install 'aah[ray]')")
+    folder = tempfile.mkdtemp(prefix="aahray")  # short: Ray's socket paths have a limit
+    port = _free_port()
+    command = Path(sys.executable).parent / "ray"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    subprocess.run(
+        [
+            str(command), "start", "--head", "--num-cpus", "2", "--port", str(port),
+            "--node-ip-address", "127.0.0.1", "--include-dashboard=false",
+            "--temp-dir", folder, "--disable-usage-stats",
+        ],
+        env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        ray.shutdown()
+        _stop(_ours(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pg(postgres_server: PostgresServer) -> Path:
+    """A new database, its password in the URL: the actors do not see this PGPASSWORD."""
+    database = postgres_server.create_database()
+    return parse_location(postgres_server.url(database, password=SUPERUSER_PASSWORD))
+
+
+def _run_both(questions: list[Any], items: list[Any], db: Path, **ray: Any) -> tuple[Any, ...]:
+    with HeldModel(ANSWERS, "never held") as llm:
+        options = RunOptions(run="w", concurrency=4, **ray)
+        w2c = asyncio.run(When2CallRunner(options, fake_config(llm)).run(questions, db))
+        options = RunOptions(run="b", concurrency=4, step_limit=1, **ray)
+        bfcl = asyncio.run(BfclRunner(options, fake_config(llm)).run(items, db))
+    with SessionStore(db) as store:
+        label_run_with_rules(store, "w", questions)
+        score_bfcl_run(store, "b", items)
+    verdicts = {run: grades(db, run) for run in ("w", "b")}
+    return counts(w2c), counts(bfcl), stored(db, "w"), stored(db, "b"), verdicts
+
+
+def test_a_ray_run_stores_what_one_process_stores(
+    ray_address: str, pg: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    questions = load_when2call(shared_data)[:8]
+    items = load_bfcl(bfcl_source(shared_data / "bfcl"), ["simple_python", "irrelevance"])[:8]
+    one = _run_both(questions, items, tmp_path / "one.db")
+    through_ray = _run_both(questions, items, pg, workers=2, ray=ray_address)
+    assert one == through_ray
+    assert one[0][0] == len(questions) and one[1][0] == len(items)
+    assert all(verdict for run in one[4].values() for verdict in run.values())
+
+
+class NotingRunner(When2CallRunner):
+    """A When2Call runner that notes which process builds each task's session."""
+
+    folder: Path
+
+    def request_for(self, task: When2CallTask, runtime: Runtime) -> SessionRequest:
+        (self.folder / f"{task.id}.pid").write_text(str(os.getpid()))
+        return super().request_for(task, runtime)
+
+
+def test_a_ray_worker_killed_mid_run_loses_nothing_and_runs_nothing_twice(
+    ray_address: str, pg: Path, shared_data: Path, tmp_path: Path
+) -> None:
+    questions = load_when2call(shared_data)[:10]
+    held = questions[3]
+    marker = held.query[:40]
+    assert sum(marker in q.query for q in questions) == 1
+    killed: list[int] = []
+    llm = HeldModel(ANSWERS, marker)
+
+    def kill() -> None:
+        assert llm.arrived.wait(120)
+        killed.append(int((tmp_path / f"{held.id}.pid").read_text()))
+        os.kill(killed[0], signal.SIGKILL)
+        llm.release.set()
+
+    with llm:
+        threading.Thread(target=kill, daemon=True).start()
+        runner = NotingRunner(
+            RunOptions(run="k", concurrency=4, workers=2, ray=ray_address), fake_config(llm)
+        )
+        runner.folder = tmp_path
+        summary = asyncio.run(runner.run(questions, pg))
+        alone = asyncio.run(
+            When2CallRunner(RunOptions(run="k", concurrency=4), fake_config(llm)).run(
+                questions, tmp_path / "one.db"
+            )
+        )
+    assert killed and int((tmp_path / f"{held.id}.pid").read_text()) not in (killed[0], os.getpid())
+    assert summary.errors == 0 and counts(summary) == counts(alone), summary.error_messages
+    # One session per task (``stored`` checks), each ended as in one process.
+    assert stored(pg, "k") == stored(tmp_path / "one.db", "k")
+
+
+def test_ray_with_a_sqlite_store_is_refused_in_one_line(tmp_path: Path) -> None:
+    for db in (tmp_path / "aah.db", Path("sqlite.db")):
+        with pytest.raises(AahError) as raised:
+            check_ray(db)
+        message = str(raised.value)
+        assert "\n" not in message and "PostgreSQL" in message and "--db postgresql://" in message
+
+
+def test_ray_with_a_sqlite_store_is_refused_before_the_run_is_made(tmp_path: Path) -> None:
+    db = tmp_path / "aah.db"
+    config = ModelConfig(model="fake", base_url="http://127.0.0.1:9/v1", api_key=SecretStr("k"))
+    runner = When2CallRunner(RunOptions(run="r", workers=2, ray="auto"), config)
+    with pytest.raises(AahError, match="--ray needs the store on PostgreSQL"):
+        asyncio.run(runner.run([], db))
+    assert not db.exists()
+
+
+def test_ray_without_ray_installed_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
+    with pytest.raises(AahError) as raised:
+        check_ray(parse_location("postgresql://u@127.0.0.1:9/db"))
+    assert "\n" not in str(raised.value) and "pip install 'aah[ray]'" in str(raised.value)
+
+
+def test_the_cli_refuses_ray_with_sqlite_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aah", "bench", "run", "--run", "r", "--ray", "auto",
+         "--db", str(tmp_path / "aah.db"), "--benchmark", "when2call"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode != 0
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and "--ray needs the store on PostgreSQL" in lines[0], lines
