@@ -28,13 +28,15 @@ import pytest
 from postgres_cluster import SUPERUSER_PASSWORD, PostgresServer
 from pydantic import SecretStr
 from runtime_support import fake_config
-from test_workers import ANSWERS, HeldModel, counts, grades, stored
+from test_workers import AGENT, ANSWERS, HeldModel, _failtalms, counts, grades, stored
 
 from aah.benchmark import RunOptions
 from aah.benchmark.bfcl import BfclRunner, bfcl_source, load_bfcl, score_bfcl_run
+from aah.benchmark.failtalms.dataset import load_tasks
 from aah.benchmark.ray_workers import check_ray
 from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_when2call
 from aah.benchmark.when2call.tasks import When2CallTask
+from aah.cli.bench_run import choose_tasks
 from aah.db_url import parse_location
 from aah.errors import AahError
 from aah.llm import ModelConfig
@@ -75,12 +77,12 @@ def _ours(folder: str) -> list[int]:
 
 
 def _stop(pids: list[int]) -> None:
-    """SIGTERM the cluster's processes, then SIGKILL those still there after 10 s."""
+    """SIGTERM the cluster's processes, then SIGKILL those still there after 3 s."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 3
         while pids and time.monotonic() < deadline:
             pids = [pid for pid in pids if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
             time.sleep(0.1)
@@ -156,6 +158,18 @@ def test_a_ray_run_stores_what_one_process_stores(
     assert one == through_ray
     assert one[0][0] == len(questions) and one[1][0] == len(items)
     assert all(verdict for run in one[4].values() for verdict in run.values())
+
+
+def test_a_ray_run_of_failtalms_stores_what_one_process_stores(
+    ray_address: str, pg: Path, shared_data: Path, shared_registry: Path, tmp_path: Path
+) -> None:
+    # The registry travels as its path: each actor opens the same file (here: this host's).
+    tasks = choose_tasks(load_tasks(shared_data), 2, [])
+    with HeldModel(AGENT, "never held") as llm:
+        one = _failtalms(tasks, tmp_path / "one.db", llm, shared_registry, 1)
+        two = _failtalms(tasks, pg, llm, shared_registry, 2, ray=ray_address)
+    assert counts(one) == counts(two) and one.finished == len(tasks) == 10
+    assert stored(tmp_path / "one.db", "r") == stored(pg, "r")
 
 
 class NotingRunner(When2CallRunner):
