@@ -29,6 +29,7 @@ from postgres_cluster import SUPERUSER_PASSWORD, PostgresServer
 from pydantic import SecretStr
 from runtime_support import fake_config
 from test_workers import AGENT, ANSWERS, HeldModel, _failtalms, counts, grades, stored
+from test_workers_cli import aah as cli
 
 from aah.benchmark import RunOptions
 from aah.benchmark.bfcl import BfclRunner, bfcl_source, load_bfcl, score_bfcl_run
@@ -252,3 +253,35 @@ def test_the_cli_refuses_ray_with_sqlite_in_one_line(tmp_path: Path) -> None:
     assert done.returncode != 0
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "--ray needs the store on PostgreSQL" in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    "benchmark",
+    [
+        ["--benchmark", "fail-talms", "--setting", "underspecified,perfect", "--limit", "2"],
+        ["--benchmark", "when2call", "--limit", "2"],
+        ["--benchmark", "bfcl", "--category", "simple_python,irrelevance", "--limit", "2"],
+    ],
+)
+def test_every_benchmark_runs_through_ray_from_the_command_line(
+    benchmark: list[str], ray_address: str, pg: Path, shared_data: Path, shared_registry: Path
+) -> None:
+    with HeldModel(AGENT, "never held") as llm:
+        env = {
+            "AAH_REGISTRY": str(shared_registry),
+            "AAH_DATA_DIR": str(shared_data),
+            "AAH_BASE_URL": llm.base_url,
+            "AAH_MODEL": "fake-model",
+            "AAH_API_KEY": "x",
+        }
+        command = ["bench", "run", "--run", "w", "--db", pg.url, "--no-probe", *benchmark]
+        result = cli(
+            *command, "--ray", ray_address, "--workers", "2", "--concurrency", "4", env=env
+        )
+    assert result.returncode == 0, result.stderr
+    if "fail-talms" in benchmark:
+        assert f"2 Ray worker(s) on {ray_address}" in result.stdout.splitlines()[0]
+    with SessionStore(pg) as store:
+        sessions = store.list_sessions(run="w")
+    assert sessions and len({s.task_id for s in sessions}) == len(sessions)
+    assert {s.status for s in sessions} <= {"finished", "step_limit"}, sessions
