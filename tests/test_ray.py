@@ -234,6 +234,14 @@ def test_ray_with_a_sqlite_store_is_refused_before_the_run_is_made(tmp_path: Pat
     assert not db.exists()
 
 
+def test_ray_at_an_address_where_no_cluster_listens_is_one_line() -> None:
+    from aah.benchmark.ray_workers import _reachable  # what connect checks before ray.init
+
+    with pytest.raises(AahError) as raised:
+        _reachable(f"127.0.0.1:{_free_port()}")
+    assert "\n" not in str(raised.value) and "no Ray cluster answers there" in str(raised.value)
+
+
 def test_ray_without_ray_installed_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import os
 import queue
+import socket
 import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 INSTALL = "pip install 'aah[ray]'"
 # How long an actor's ``events`` call waits for something to say before it returns empty.
 EVENTS_WAIT_SECONDS = 5.0
+# How long the driver waits for the head's port to answer before it says so.
+CONNECT_SECONDS = 5.0
 # How long ``events`` lingers after the first message, gathering more into the
 # same call (each actor call costs CPU on both sides and in the raylet).
 EVENTS_LINGER_SECONDS = 0.005
@@ -111,6 +114,7 @@ def connect(address: str) -> Any:
     ray = import_ray()
     if ray.is_initialized():
         return ray
+    _reachable(address)
     try:
         ray.init(
             address=address,
@@ -125,6 +129,24 @@ def connect(address: str) -> Any:
             "`ray start --head`, or pass its address (HOST:6379)"
         ) from None
     return ray
+
+
+def _reachable(address: str) -> None:
+    """A HOST:PORT address answers (Ray itself waits minutes on one that does not).
+
+    Raises:
+        AahError: nothing listens there.
+    """
+    host, _, port = address.rpartition(":")
+    if "://" in address or not host or not port.isdigit():
+        return  # auto, or ray://: Ray's own checks
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise AahError(
+            f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one "
+            "with `ray start --head`, or pass its head's address (HOST:6379)"
+        ) from None
 
 
 class RayParent(_Parent[Any]):
