@@ -27,8 +27,20 @@ from typing import Any
 import pytest
 from postgres_cluster import SUPERUSER_PASSWORD, PostgresServer
 from pydantic import SecretStr
-from runtime_support import fake_config
-from test_workers import AGENT, ANSWERS, HeldModel, _failtalms, counts, grades, stored
+from runtime_support import ASK_FIRST_SCRIPT, fake_config
+from test_workers import (
+    AGENT,
+    ANSWERS,
+    HeldModel,
+    _failtalms,
+    _kill_when,
+    _noting,
+    _pid_file,
+    assert_each_task_ended_once,
+    counts,
+    grades,
+    stored,
+)
 from test_workers_cli import aah as cli
 
 from aah.benchmark import RunOptions
@@ -293,3 +305,44 @@ def test_every_benchmark_runs_through_ray_from_the_command_line(
         sessions = store.list_sessions(run="w")
     assert sessions and len({s.task_id for s in sessions}) == len(sessions)
     assert {s.status for s in sessions} <= {"finished", "step_limit"}, sessions
+
+
+def test_sessions_parked_in_a_killed_ray_worker_are_woken_in_the_other(
+    ray_address: str, pg: Path, shared_data: Path, shared_registry: Path, tmp_path: Path
+) -> None:
+    # The queue human: questions wait in PostgreSQL for a person; the actor that
+    # parked them dies, and the other wakes them when their answers come.
+    tasks = choose_tasks(load_tasks(shared_data), 1, [])[:6]
+    waiting: list[int] = []
+    all_parked, killed = threading.Event(), threading.Event()
+
+    def on_waiting(count: int) -> None:
+        waiting.append(count)
+        if count == len(tasks):
+            all_parked.set()
+
+    def annotator() -> None:
+        assert killed.wait(120)
+        answered: set[str] = set()
+        deadline = time.monotonic() + 120
+        with SessionStore(pg) as store:
+            while len(answered) < len(tasks) and time.monotonic() < deadline:
+                for request in store.humans.pending_human_requests():
+                    if request.id not in answered:
+                        assert store.humans.answer_human_request(request.id, "ana", "Lisbon")
+                        answered.add(request.id)
+                time.sleep(0.05)
+
+    person = threading.Thread(target=annotator, daemon=True)
+    person.start()
+    with HeldModel(ASK_FIRST_SCRIPT, "never held") as llm:
+        dead = _kill_when(all_parked, _pid_file(tmp_path, tasks[0].id), killed)
+        runner = _noting(
+            tmp_path, shared_registry, llm, human="queue", concurrency=4, ray=ray_address
+        )
+        summary = asyncio.run(runner.run(tasks, pg, on_waiting=on_waiting))
+    person.join()
+    assert dead and int(_pid_file(tmp_path, tasks[0].id).read_text()) != dead[0]
+    assert (summary.finished, summary.errors) == (len(tasks), 0), summary.error_messages
+    assert max(waiting) == len(tasks) and waiting[-1] == 0
+    assert_each_task_ended_once(pg, "k", tasks)
