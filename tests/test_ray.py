@@ -41,6 +41,7 @@ from test_workers import (
     grades,
     stored,
 )
+from test_workers_cli import HeldModel as HeldEvery
 from test_workers_cli import aah as cli
 
 from aah.benchmark import RunOptions
@@ -346,3 +347,45 @@ def test_sessions_parked_in_a_killed_ray_worker_are_woken_in_the_other(
     assert (summary.finished, summary.errors) == (len(tasks), 0), summary.error_messages
     assert max(waiting) == len(tasks) and waiting[-1] == 0
     assert_each_task_ended_once(pg, "k", tasks)
+
+
+def test_ctrl_c_stops_the_ray_workers_and_the_rerun_goes_on(
+    ray_address: str, pg: Path, shared_data: Path, shared_registry: Path
+) -> None:
+    from aah.benchmark.ray_workers import connect
+
+    ray = connect(ray_address)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+    command = [sys.executable, "-m", "aah", "bench", "run", "--run", "c", "--db", pg.url]
+    command += ["--no-probe", "--setting", "perfect", "--limit", "4", "--workers", "2"]
+    command += ["--concurrency", "2", "--ray", ray_address]
+    llm = HeldEvery(AGENT)
+    with llm:
+        env.update(
+            {
+                "AAH_REGISTRY": str(shared_registry),
+                "AAH_DATA_DIR": str(shared_data),
+                "AAH_BASE_URL": llm.base_url,
+                "AAH_MODEL": "fake-model",
+                "AAH_API_KEY": "x",
+                "NO_COLOR": "1",
+            }
+        )
+        runner = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(2):  # both actors wait on the model
+            assert llm.arrived.acquire(timeout=120)
+        assert ray.available_resources().get("CPU", 0) == 0  # the two actors hold both CPUs
+        runner.send_signal(signal.SIGINT)
+        runner.communicate(timeout=60)
+        llm.release.set()
+        assert runner.returncode != 0
+        # The actors are gone: their CPUs come back to the cluster.
+        deadline = time.monotonic() + 60
+        while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ray.available_resources().get("CPU", 0) == 2
+        rerun = cli(*command[3:], env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    with SessionStore(pg) as store:
+        sessions = store.list_sessions(run="c")
+    assert len(sessions) == 4 and {s.status for s in sessions} == {"finished"}
