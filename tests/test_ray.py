@@ -45,7 +45,15 @@ from test_workers_cli import HeldModel as HeldEvery
 from test_workers_cli import aah as cli
 
 from aah.benchmark import RunOptions
-from aah.benchmark.bfcl import BfclRunner, bfcl_source, load_bfcl, score_bfcl_run
+from aah.benchmark.bfcl import (
+    MULTI_TURN_STEP_LIMIT,
+    BfclRunner,
+    bfcl_source,
+    load_bfcl,
+    load_multi_turn,
+    score_bfcl_run,
+    score_multi_turn_run,
+)
 from aah.benchmark.failtalms.dataset import load_tasks
 from aah.benchmark.ray_workers import check_ray
 from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_when2call
@@ -56,6 +64,8 @@ from aah.errors import AahError
 from aah.llm import ModelConfig
 from aah.runtime import Runtime, SessionRequest
 from aah.store import SessionStore
+from aah.testing import FakeLLMServer
+from aah.testing.bfcl_script import ground_truth_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,15 +119,19 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-@pytest.fixture(scope="session")
-def ray_address() -> Iterator[str]:
-    """A local Ray cluster of 2 CPUs for the test session; its address."""
+def _need_ray() -> Any:
     try:
         import ray
     except ImportError:
         if os.environ.get("AAH_RAY_REQUIRED") == "1":
             pytest.fail("AAH_RAY_REQUIRED=1 but Ray is not installed: pip install 'aah[ray]'")
         pytest.skip("Ray is not installed (pip install 'aah[ray]')")
+    return ray
+
+
+@contextlib.contextmanager
+def local_cluster() -> Iterator[tuple[str, str]]:
+    """A local Ray cluster of 2 CPUs: its address and its folder; stopped by pid at the end."""
     folder = tempfile.mkdtemp(prefix="aahray")  # short: Ray's socket paths have a limit
     port = _free_port()
     command = Path(sys.executable).parent / "ray"
@@ -135,11 +149,23 @@ def ray_address() -> Iterator[str]:
         env=env, check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", folder
     finally:
-        ray.shutdown()
         _stop(_ours(folder))
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_address(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A local Ray cluster of 2 CPUs for the test session; its address."""
+    ray = _need_ray()
+    with contextlib.suppress(pytest.skip.Exception):
+        request.getfixturevalue("bfcl_wheel")  # its AAH_BFCL_WHEEL reaches the actors
+    with local_cluster() as (address, _):
+        try:
+            yield address
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture
@@ -389,3 +415,74 @@ def test_ctrl_c_stops_the_ray_workers_and_the_rerun_goes_on(
     with SessionStore(pg) as store:
         sessions = store.list_sessions(run="c")
     assert len(sessions) == 4 and {s.status for s in sessions} == {"finished"}
+
+
+def test_the_head_stopped_mid_run_and_a_rerun_on_a_new_cluster_end_every_task_once(
+    pg: Path, shared_data: Path, shared_registry: Path
+) -> None:
+    _need_ray()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+    command = [sys.executable, "-m", "aah", "bench", "run", "--run", "h", "--db", pg.url]
+    command += ["--no-probe", "--setting", "perfect", "--limit", "4", "--workers", "2"]
+    command += ["--concurrency", "2"]
+    llm = HeldEvery(AGENT)
+    with llm:
+        env.update(
+            {
+                "AAH_REGISTRY": str(shared_registry),
+                "AAH_DATA_DIR": str(shared_data),
+                "AAH_BASE_URL": llm.base_url,
+                "AAH_MODEL": "fake-model",
+                "AAH_API_KEY": "x",
+                "NO_COLOR": "1",
+                "COLUMNS": "200",
+            }
+        )
+        with local_cluster() as (address, folder):
+            runner = subprocess.Popen(
+                [*command, "--ray", address],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2):  # both actors wait on the model
+                assert llm.arrived.acquire(timeout=120)
+            _stop(_ours(folder))  # the head goes, and its actors with it
+            _, err = runner.communicate(timeout=180)
+        llm.release.set()
+        assert runner.returncode != 0
+        said = [line for line in err.splitlines() if line.strip()]
+        # A warning for each actor lost, then the one error line saying what to do.
+        assert said[-1].startswith("error: ") and "run the same command again" in said[-1], err
+        assert all("handed to the others" in line for line in said[:-1]), err
+        with local_cluster() as (address, _):
+            rerun = cli(*command[3:], "--ray", address, env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    rows = stored(pg, "h")
+    assert len(rows) == 4, rows
+    for task_id, (status, answer, *_, finals) in rows.items():  # one session a task
+        assert status == "finished" and answer and finals == 1, (task_id, rows[task_id])
+
+
+def test_bfcl_multi_turn_entries_through_ray_as_in_one_process(
+    ray_address: str, pg: Path, shared_data: Path, tmp_path: Path, bfcl_wheel: Path
+) -> None:
+    # Each actor builds BFCL's API instances from the wheel and checks every turn's end.
+    categories = ["multi_turn_base", "multi_turn_miss_param"]
+    entries = load_multi_turn(shared_data / "bfcl", categories)
+    entries = [*entries[:3], *[e for e in entries if e.category == "multi_turn_miss_param"][:3]]
+    results = []
+    with FakeLLMServer(ground_truth_script(entries)) as llm:
+        for db, ray in ((tmp_path / "one.db", {}), (pg, {"workers": 2, "ray": ray_address})):
+            options = RunOptions(
+                run="m", aah=False, concurrency=4, step_limit=MULTI_TURN_STEP_LIMIT, **ray
+            )
+            runner = BfclRunner(options, fake_config(llm))
+            summary = asyncio.run(runner.run(entries, db, categories=categories))
+            assert summary.errors == 0, summary.error_messages
+            with SessionStore(db) as store:
+                score_multi_turn_run(store, "m", entries)
+            results.append((counts(summary), stored(db, "m"), grades(db, "m")))
+    assert results[0] == results[1]
+    assert any(v == "pass" for verdicts in results[0][2].values() for _, v in verdicts)
