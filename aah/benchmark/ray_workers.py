@@ -45,7 +45,7 @@ EVENTS_WAIT_SECONDS = 5.0
 CONNECT_SECONDS = 5.0
 # How long ``events`` lingers after the first message, gathering more into the
 # same call (each actor call costs CPU on both sides and in the raylet).
-EVENTS_LINGER_SECONDS = 0.005
+EVENTS_LINGER_SECONDS = 0.05
 
 
 def import_ray() -> Any:
@@ -285,9 +285,10 @@ class _QueueWorker(_Worker):
             self.outbox.put(message)
 
     def _top_up(self) -> None:
-        # Asks for half its share at a time, not one task each time one ends:
-        # fewer actor calls, and a worker with nothing running still asks.
-        room = self.job.share - self.active - self.asked
+        # Holds a whole share ahead and asks for half a share at a time: an
+        # actor call costs far more than a pipe's write, and the tasks held
+        # ahead cover the time ``events`` lingers to gather what it says.
+        room = 2 * self.job.share - self.active - self.asked
         if room >= max(1, self.job.share // 2) and not self.stop.is_set():
             self.asked += room
             self._send(("ask", room))
