@@ -14,7 +14,7 @@ times each, both on the same throwaway PostgreSQL (a new database per run).
   (``ray.init``), which a command line pays once; it is shown apart.
 
 Needs Ray (``pip install 'aah[ray]'``) and PostgreSQL (initdb, pg_ctl).
-Run: PYTHONPATH=.:tests .venv/bin/python perf/ray_bench.py [--tasks 200] [--repeat 3]
+Run: PYTHONPATH=.:tests .venv/bin/python perf/ray_bench.py [--tasks 300] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from test_ray import _ours, _stop  # noqa: E402
 
 from aah.benchmark import RunOptions  # noqa: E402
 from aah.benchmark.when2call import When2CallRunner, load_when2call  # noqa: E402
+from aah.data.locate import find_data_dir  # noqa: E402
 from aah.db_url import parse_location  # noqa: E402
 from aah.llm import ModelConfig  # noqa: E402
 from aah.runtime import run_async  # noqa: E402
@@ -120,10 +121,12 @@ def spread(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=400)
+    parser.add_argument("--tasks", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    everything = load_when2call(Path("/work/shared/datasets"))
+    everything = load_when2call(find_data_dir())
+    if not 8 <= args.tasks <= len(everything):
+        parser.error(f"--tasks: from 8 to {len(everything)} (the When2Call questions)")
     questions = everything[: args.tasks]
     small = everything[: args.tasks // 4]
     folder = tempfile.mkdtemp(prefix="aahray")
@@ -161,7 +164,7 @@ def main() -> None:
         _stop(_ours(folder))
         shutil.rmtree(folder, ignore_errors=True)
         servers.close()
-    print(f"{args.tasks} When2Call tasks, zero-latency fake model, concurrency 8, 2 workers;")
+    print(f"{len(questions)} When2Call tasks, zero-latency fake model, concurrency 8, 2 workers;")
     print(f"min / median / max of {args.repeat} runs each, interleaved, after one warm-up each")
     for mode in ("workers", "ray"):
         runs = results[mode][1:]
