@@ -81,6 +81,10 @@ class RunOptions:
     probe: dict[str, Any] | None = None
     # Which calls wait for a person's approval (``--approve*``); None: none.
     approvals: ApprovalPolicy | None = None
+    # Processes that share the run (``--workers``; ``aah.benchmark.workers``); not pinned.
+    workers: int = 1
+    # The Ray cluster whose actors run the workers (``--ray``: auto or an address); not pinned.
+    ray: str | None = None
 
 
 class RepeatableTask(Protocol):
@@ -296,9 +300,26 @@ async def run_batch(
         activity: Kept up to date with the run's live work (sessions running,
             model calls out, the last step), for a progress display.
 
+    With ``options.workers`` above 1 the run is shared by that many worker
+    processes (``aah.benchmark.workers``), with the same result.
+
     Raises:
         AahError: the run exists with a different setup.
     """
+    if options.workers > 1 or options.ray is not None:
+        from aah.benchmark.workers import run_in_workers
+
+        return await run_in_workers(
+            tasks,
+            db=db,
+            model=model,
+            options=options,
+            manifest=manifest,
+            request_for=request_for,
+            on_done=on_done,
+            on_waiting=on_waiting,
+            activity=activity,
+        )
     summary = RunSummary(total=len(tasks))
     started = time.perf_counter()
     async with open_runtime(

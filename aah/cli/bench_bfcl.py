@@ -37,6 +37,8 @@ class BfclFlags(NamedTuple):
     epochs: int = 1
     tool_mode: str = "native"
     probe: bool = True
+    workers: int = 1
+    ray: str | None = None
 
 
 def choose_items(
@@ -123,6 +125,8 @@ def run_bfcl(flags: BfclFlags) -> None:
         epochs=flags.epochs,
         tool_mode=mode,
         probe=report.model_dump(mode="json") if report is not None else None,
+        workers=flags.workers,
+        ray=flags.ray,
     )
     runner = BfclRunner(options, config, classes)
     db_path = flags.db or get_settings().db

@@ -25,10 +25,12 @@ from aah.cli.options import (
     DiscoverKOption,
     HumanDeadlineOption,
     ModelOption,
+    RayOption,
     RunOption,
     StepLimitOption,
     ToolModeOption,
     ToolResultTokensOption,
+    WorkersOption,
     awareness_mode,
 )
 from aah.cli.output import console, print_line, print_table, print_warning, table
@@ -117,6 +119,8 @@ def bench_run(
     ),
     ids: list[str] = typer.Option([], "--ids", help="Only these task ids (repeatable)."),
     concurrency: ConcurrencyOption = 8,
+    workers: WorkersOption = "1",
+    ray: RayOption = None,
     http: str = typer.Option("mock", "--http", help=f"{listed(BASE_HTTP_MODE_NAMES)}."),
     unavailable: str = typer.Option("hidden", "--unavailable", help="hidden or broken."),
     shard: str | None = typer.Option(None, "--shard", help="Run shard i of n, e.g. 1/4."),
@@ -169,6 +173,15 @@ def bench_run(
     approve_tools: ApproveToolsOption = None,
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
+    from aah.benchmark.workers import concurrency_shares, parse_workers
+
+    processes = parse_workers(workers)
+    concurrency_shares(concurrency, processes)  # refused here: before any data is read
+    if ray is not None:
+        from aah.benchmark.ray_workers import check_ray
+        from aah.config import get_settings
+
+        check_ray(db or get_settings().db)
     if benchmark not in BENCHMARKS:
         raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
     if tools not in ("given", "registry"):
@@ -210,6 +223,8 @@ def bench_run(
                 epochs,
                 tool_mode,
                 probe,
+                workers=processes,
+                ray=ray,
             )  # fmt: skip
         )
         return
@@ -220,7 +235,7 @@ def bench_run(
         flags = When2CallFlags(
             run, aah, limit, ids, concurrency, shard, model, seed, task_timeout, turns,
             awareness_mode(awareness or "none"), judge, judge_model, db, data, epochs,
-            tool_mode, probe,
+            tool_mode, probe, workers=processes, ray=ray,
         )  # fmt: skip
         run_when2call(flags)
         return
@@ -264,6 +279,8 @@ def bench_run(
         discover=discover,
         discover_k=discover_k or get_settings().discover_k,
         approvals=approvals,
+        workers=processes,
+        ray=ray,
     )
     runner = BatchRunner(options, registry, config)
     if report is not None and options.probe is not None:
@@ -277,7 +294,9 @@ def bench_run(
         + f", model {config.model}, "
         f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})"
         + (", tools found with find_tools" if tools == "registry" else "")
-        + (", find_tools on" if discover and tools == "given" else ""),
+        + (", find_tools on" if discover and tools == "given" else "")
+        + (f", {processes} worker processes" if processes > 1 and ray is None else "")
+        + (f", {processes} Ray worker(s) on {ray}" if ray is not None else ""),
         highlight=False,
     )
     activity = Activity()

@@ -41,6 +41,8 @@ class When2CallFlags(NamedTuple):
     epochs: int = 1
     tool_mode: str = "native"
     probe: bool = True
+    workers: int = 1
+    ray: str | None = None
 
 
 def choose_questions(
@@ -97,6 +99,8 @@ def run_when2call(flags: When2CallFlags) -> None:
         epochs=flags.epochs,
         tool_mode=mode,
         probe=report.model_dump(mode="json") if report is not None else None,
+        workers=flags.workers,
+        ray=flags.ray,
     )
     runner = When2CallRunner(options, config, turns=flags.turns, awareness=flags.awareness)
     db_path = flags.db or get_settings().db

@@ -52,6 +52,22 @@ RunOption = Annotated[str, typer.Option("--run", help="The run, by name.")]
 ConcurrencyOption = Annotated[
     int, typer.Option("--concurrency", min=1, help="Sessions or requests in flight at once.")
 ]
+WorkersOption = Annotated[
+    str,
+    typer.Option(
+        "--workers",
+        help="Processes that share the run, each with its share of --concurrency "
+        "(a number, or auto: one per core).",
+    ),
+]
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        help="Run the workers as actors on a Ray cluster: auto (the one this machine "
+        "joined) or its address; the store must be PostgreSQL (the ray extra).",
+    ),
+]
 StepLimitOption = Annotated[
     int, typer.Option("--step-limit", min=1, help="Most model steps per session.")
 ]

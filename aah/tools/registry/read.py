@@ -17,8 +17,9 @@ import re
 import sqlite3
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aah.errors import AahError
 from aah.storable import storable_text
@@ -163,6 +164,10 @@ class Registry:
         self._closed = False
         self._count: int | None = None
         self._loading = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its path: another process (a Ray actor) opens the same file anew."""
+        return (partial(Registry, dense=self._dense_wanted), (self.path,))
 
     def close(self) -> None:
         """Close the database connection (and the threads that embed and rank parts, if any)."""
