@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         demo_task,
         load_demo_tasks,
     )
+    from aah.benchmark.ray_workers import check_ray
+    from aah.benchmark.workers import concurrency_shares, parse_workers, run_in_workers
 
 __all__ = [
     "DemoTask",
@@ -51,13 +53,17 @@ __all__ = [
     "ToolSource",
     "UnavailableMode",
     "check_manifest",
+    "check_ray",
+    "concurrency_shares",
     "demo_script",
     "demo_task",
     "epoch_task_id",
     "epoch_tasks",
     "load_demo_tasks",
     "parse_shard",
+    "parse_workers",
     "run_batch",
+    "run_in_workers",
     "run_manifest",
     "shard_tasks",
 ]
@@ -72,10 +78,14 @@ _WHERE = {
     "ToolSource": "aah.benchmark.batch",
     "UnavailableMode": "aah.benchmark.batch",
     "check_manifest": "aah.benchmark.batch",
+    "check_ray": "aah.benchmark.ray_workers",
+    "concurrency_shares": "aah.benchmark.workers",
     "epoch_task_id": "aah.benchmark.batch",
     "epoch_tasks": "aah.benchmark.batch",
     "parse_shard": "aah.benchmark.batch",
+    "parse_workers": "aah.benchmark.workers",
     "run_batch": "aah.benchmark.batch",
+    "run_in_workers": "aah.benchmark.workers",
     "run_manifest": "aah.benchmark.batch",
     "shard_tasks": "aah.benchmark.batch",
     "SCRIPTED_LABEL": "aah.benchmark.demo",

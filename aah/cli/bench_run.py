@@ -173,12 +173,12 @@ def bench_run(
     approve_tools: ApproveToolsOption = None,
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
-    from aah.benchmark.workers import concurrency_shares, parse_workers
+    from aah.benchmark import concurrency_shares, parse_workers
 
     processes = parse_workers(workers)
     concurrency_shares(concurrency, processes)  # refused here: before any data is read
     if ray is not None:
-        from aah.benchmark.ray_workers import check_ray
+        from aah.benchmark import check_ray
         from aah.config import get_settings
 
         check_ray(db or get_settings().db)
