@@ -25,6 +25,7 @@ from aah.cli.options import (
     DiscoverKOption,
     HumanDeadlineOption,
     ModelOption,
+    OtelOption,
     RunOption,
     StepLimitOption,
     ToolModeOption,
@@ -167,8 +168,13 @@ def bench_run(
     approve: ApproveOption = None,
     approve_methods: ApproveMethodsOption = None,
     approve_tools: ApproveToolsOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
+    if otel:
+        from aah.telemetry import turn_on_export
+
+        turn_on_export()
     if benchmark not in BENCHMARKS:
         raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
     if tools not in ("given", "registry"):
