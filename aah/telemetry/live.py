@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -52,6 +53,9 @@ EXPORT_TIMEOUT_S = 3.0
 # After a failed export, spans are dropped without trying for this long.
 RETRY_AFTER_S = 30.0
 FLUSH_TIMEOUT_S = 2.0
+# Sessions whose events a listener holds while they wait for a person (a batch's oracle
+# answers at once); one parked longer is read back from the store when it goes on.
+HELD_SESSIONS = 1024
 _CLOSING = (*PAUSES, *ENDINGS, "human_answer", "approval_decided")
 # The SDK's own loggers print a line (or a traceback) per failed batch; aah says it once.
 _QUIET = (
@@ -231,11 +235,16 @@ class TraceListener:
     have made.
     """
 
-    def __init__(self, store: SessionStore, server_url: str | None = None) -> None:
+    def __init__(
+        self, store: SessionStore, server_url: str | None = None, held: int = HELD_SESSIONS
+    ) -> None:
         self.store = store
         self.server_url = server_url
-        self._events: dict[str, list[Event]] = {}
-        self._facts: dict[str, SessionFacts] = {}
+        self.held = held
+        # Oldest first: a session parked past ``held`` others is read back when it goes on.
+        self._events: OrderedDict[str, list[Event]] = OrderedDict()
+        self._facts: OrderedDict[str, SessionFacts] = OrderedDict()
+        self._runs: dict[str, RunRecord | None] = {}
         self._lock = threading.Lock()
         self._failed = False
 
@@ -272,10 +281,15 @@ class TraceListener:
         requests = requests_of(seen, self.store.humans.get_human_request, since=event.seq - 1)
         spans = [s for s in session_spans(facts, seen, requests) if s.closed_by == event.seq]
         _sink.send(spans)
-        if event.kind in PAUSES or event.kind in ENDINGS:
-            # A parked session may wait for days: nothing of it is held meanwhile.
+        if event.kind in ENDINGS:
             self._events.pop(sid, None)
             self._facts.pop(sid, None)
+        elif event.kind in PAUSES:
+            # A parked session may wait for days: only the newest ones are held meanwhile.
+            self._events.move_to_end(sid)
+            for held in (self._events, self._facts):
+                while len(held) > self.held:
+                    held.popitem(last=False)
 
     def _facts_of(self, session_id: str) -> SessionFacts | None:
         facts = self._facts.get(session_id)
@@ -284,7 +298,11 @@ class TraceListener:
         record = self.store.get_session(session_id)
         if record is None:
             return None
-        run = self.store.get_run(record.run) if record.run is not None else None
+        run = None
+        if record.run is not None:
+            if record.run not in self._runs:
+                self._runs[record.run] = self.store.get_run(record.run)
+            run = self._runs[record.run]
         parent = _run_spans.get(record.run) if record.run is not None else None
         facts = SessionFacts(
             record=record,

@@ -366,15 +366,8 @@ class _Builder:
         if event.http_mode == "fault":
             attributes["aah.tool.fault_mode"] = "fault"
         if not event.ok:
-            kind = (
-                str(event.status_code)
-                if event.status_code is not None
-                else ("mcp_error" if event.protocol == "mcp" else event.check.lower())
-            )
-            if event.check != "ok":
-                kind = f"check_{event.check}"
-            attributes["error.type"] = kind
-            error = _scrub(event.feedback or event.result or kind)
+            attributes["error.type"] = _tool_error(event)
+            error = _scrub(event.feedback or event.result or str(attributes["error.type"]))
         if self.facts.content:
             attributes["gen_ai.tool.call.arguments"] = _json(event.arguments)
             attributes["gen_ai.tool.call.result"] = event.result or event.feedback
@@ -508,6 +501,16 @@ def requests_of(
             if request is not None:
                 found[event.request_id] = request
     return found
+
+
+def _tool_error(event: ToolCallEvent) -> str:
+    """What went wrong with a failed call, as ``error.type`` says it."""
+    if event.check != "ok":
+        return f"check_{event.check}"  # stopped before it ran (a ToolScan pattern)
+    if event.status_code is not None:
+        return str(event.status_code)
+    # No response: an MCP tool's error, or an HTTP timeout, refusal or replay miss.
+    return "mcp_error" if event.protocol == "mcp" else "no_response"
 
 
 def _finish_reason(event: ModelCallEvent) -> str:
