@@ -12,8 +12,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from aah.store import SessionStore  # noqa: E402
 from aah.telemetry import (  # noqa: E402
     DroppingExporter,
     SessionFacts,
+    SpanRecord,
     session_spans,
     trace_id_of,
     use_span_exporter,
@@ -314,3 +317,63 @@ def test_an_endpoint_without_the_extra_is_one_line_saying_what_to_install() -> N
     )
     (line,) = result.stdout.splitlines()
     assert "OTEL_EXPORTER_OTLP_ENDPOINT is set" in line and "pip install 'aah[otel]'" in line
+
+
+class _OtlpReceiver(BaseHTTPRequestHandler):
+    """OTLP/HTTP on 127.0.0.1: every span name it is sent, in ``names``."""
+
+    names: list[str] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - the handler's name
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                _OtlpReceiver.names += [span.name for span in scope.spans]
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _span(name: str) -> SpanRecord:
+    now = datetime.now(UTC)
+    return SpanRecord(name=name, trace_id="ab" * 16, span_id="cd" * 8, parent_id=None,
+                      start=now, end=now)  # fmt: skip
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_worker_exports_through_its_own_processor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OtlpReceiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _OtlpReceiver.names = []
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    try:
+        sink = use_span_exporter(None)
+        sink.send([_span("parent")])  # the parent's processor (and its thread) exist now
+        sink.flush()
+        pid = os.fork()
+        if pid == 0:  # the worker: the parent's processor thread did not come along
+            code = 1
+            try:
+                sink.send([_span("worker")])
+                sink.flush()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+        use_span_exporter(None)
+    assert sorted(_OtlpReceiver.names) == ["parent", "worker"]
