@@ -279,7 +279,7 @@ class TraceListener:
         if facts is None:
             return
         requests = requests_of(seen, self.store.humans.get_human_request, since=event.seq - 1)
-        spans = [s for s in session_spans(facts, seen, requests) if s.closed_by == event.seq]
+        spans = session_spans(facts, seen, requests, closed_by=event.seq)
         _sink.send(spans)
         if event.kind in ENDINGS:
             self._events.pop(sid, None)

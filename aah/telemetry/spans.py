@@ -42,7 +42,7 @@ from aah.events import (
     StoppedEvent,
     ToolCallEvent,
 )
-from aah.secrets import scrub_text
+from aah.secrets import Scrubber, scrub_text
 from aah.store import HumanRequestRecord, RunRecord, SessionRecord
 
 AttributeValue = str | bool | int | float | list[str]
@@ -177,6 +177,7 @@ class _Builder:
         self.last_part: SpanRef | None = None
         self.asked: dict[str, tuple[Event, str]] = {}  # request id: (the ask, its part's span)
         self.elicited: dict[str, ElicitationAskedEvent] = {}
+        self.server = _server(facts.server_url)
         record = facts.record
         self.common: dict[str, AttributeValue] = {
             "aah.session_id": record.id,
@@ -235,9 +236,9 @@ class _Builder:
             parent_id=parent.span_id if parent is not None else None,
             start=start,
             end=event.ts,
-            attributes=_scrubbed(attributes),
+            attributes=attributes,
             links=(segment.link,) if segment.link is not None else (),
-            error=_scrub(error) if error is not None else None,
+            error=error,
             closed_by=event.seq,
         )
         for child in segment.children:
@@ -265,7 +266,7 @@ class _Builder:
             parent_id=parent or segment.span_id,
             start=min(start, event.ts),
             end=event.ts,
-            attributes=_scrubbed({**self.common, **attributes}),
+            attributes={**self.common, **attributes},
             kind=kind,
             error=error,
         )
@@ -323,7 +324,7 @@ class _Builder:
             attributes["gen_ai.usage.input_tokens"] = event.prompt_tokens
         if event.completion_tokens is not None:
             attributes["gen_ai.usage.output_tokens"] = event.completion_tokens
-        attributes |= _server(self.facts.server_url)
+        attributes |= self.server
         if self.facts.content:
             attributes["gen_ai.output.messages"] = event.text
         start = event.ts - timedelta(milliseconds=event.latency_ms)
@@ -367,7 +368,7 @@ class _Builder:
             attributes["aah.tool.fault_mode"] = "fault"
         if not event.ok:
             attributes["error.type"] = _tool_error(event)
-            error = _scrub(event.feedback or event.result or str(attributes["error.type"]))
+            error = event.feedback or event.result or str(attributes["error.type"])
         if self.facts.content:
             attributes["gen_ai.tool.call.arguments"] = _json(event.arguments)
             attributes["gen_ai.tool.call.result"] = event.result or event.feedback
@@ -454,7 +455,7 @@ class _Builder:
                 parent_id=part,
                 start=start,
                 end=event.ts,
-                attributes=_scrubbed(attributes),
+                attributes=attributes,
                 closed_by=event.seq,
             )
         )
@@ -472,8 +473,9 @@ def session_spans(
     requests: Mapping[str, HumanRequestRecord] | None = None,
     *,
     close_open: bool = False,
+    closed_by: int | None = None,
 ) -> list[SpanRecord]:
-    """The spans of a session's events, in the order they closed.
+    """The spans of a session's events, in the order they closed, scrubbed of secrets.
 
     Args:
         facts: The session and what its spans say beyond its events.
@@ -481,13 +483,23 @@ def session_spans(
         requests: Its human requests by id (deadline and fallback of each wait).
         close_open: End a part still running at the last event (an export of
             a session that is still running, or crashed); else it is left out.
+        closed_by: Only the spans the event of this ``seq`` closed (a live
+            exporter's, as each event comes).
     """
     builder = _Builder(facts, requests or {})
     for event in events:
         builder.add(event)
     if close_open and builder.segment is not None and events:
         builder.close(events[-1], extra={"aah.part.ended": "open"})
-    return builder.spans
+    spans = builder.spans
+    if closed_by is not None:
+        spans = [span for span in spans if span.closed_by == closed_by]
+    scrubber = Scrubber()  # the known secrets read once for all the spans
+    for span in spans:
+        # Every text through the one scrubber: nothing exported holds a known secret.
+        span.attributes = _scrubbed(span.attributes, scrubber)
+        span.error = scrubber.text(span.error) if span.error is not None else None
+    return spans
 
 
 def requests_of(
@@ -556,14 +568,17 @@ def _scrub(text: str) -> str:
     return scrub_text(text) or ""
 
 
-def _scrubbed(attributes: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
+def _scrubbed(
+    attributes: dict[str, AttributeValue], scrubber: Scrubber | None = None
+) -> dict[str, AttributeValue]:
     """Every text value through the one scrubber: nothing exported holds a known secret."""
+    scrub_one = scrubber.text if scrubber is not None else _scrub
     clean: dict[str, AttributeValue] = {}
     for key, value in attributes.items():
         if isinstance(value, str):
-            clean[key] = _scrub(value)
+            clean[key] = scrub_one(value)
         elif isinstance(value, list):
-            clean[key] = [_scrub(item) for item in value]
+            clean[key] = [scrub_one(item) for item in value]
         else:
             clean[key] = value
     return clean
