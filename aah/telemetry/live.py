@@ -49,10 +49,13 @@ _log = logging.getLogger(__name__)
 # Spans held for export at most; more are dropped (a receiver down for a long run).
 QUEUE_SPANS = 2048
 BATCH_SPANS = 512
-EXPORT_TIMEOUT_S = 3.0
+EXPORT_TIMEOUT_S = 2.0
 # After a failed export, spans are dropped without trying for this long.
 RETRY_AFTER_S = 30.0
-FLUSH_TIMEOUT_S = 2.0
+# How long closing a runtime waits for its spans to go; what is left goes in the
+# background, or when the process exits (the processor's shutdown, bounded by the
+# export timeout, after which a receiver found down costs nothing).
+FLUSH_TIMEOUT_S = 0.5
 # Sessions whose events a listener holds while they wait for a person (a batch's oracle
 # answers at once); one parked longer is read back from the store when it goes on.
 HELD_SESSIONS = 1024
@@ -172,8 +175,15 @@ class SpanSink:
 
     def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
         """Export what is queued, waiting at most ``timeout_s``."""
-        if self._processor is not None and self._pid == os.getpid():
-            self._processor.force_flush(int(timeout_s * 1000))
+        if self._processor is None or self._pid != os.getpid():
+            return
+        # The SDK exports a flush in the caller's thread, for as long as the
+        # receiver takes (its timeout ignored): wait for it only so long.
+        flushing = threading.Thread(
+            target=self._processor.force_flush, args=(int(timeout_s * 1000),), daemon=True
+        )
+        flushing.start()
+        flushing.join(timeout_s)
 
 
 _SCOPE = InstrumentationScope(SCOPE)
