@@ -15,7 +15,7 @@ BFCL_WHEEL := $(VENV)/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,ui,notify,mcp,retrieval,postgres]'
+	$(BIN)/pip install --quiet -e '.[dev,ui,notify,mcp,retrieval,postgres,otel]'
 	touch $(STAMP)
 
 # `aah` is installed in .venv/bin, not on the shell's PATH: say how to reach it.

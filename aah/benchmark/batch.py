@@ -16,7 +16,8 @@ import asyncio
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -45,7 +46,14 @@ from aah.runtime import (
     worker_threads,
 )
 from aah.runtime.prompts import prompt_versions
-from aah.store import STOPPED_STATUSES, SessionStore, StoreFileError, pinned_difference
+from aah.store import (
+    STOPPED_STATUSES,
+    RunRecord,
+    SessionStore,
+    StoreFileError,
+    pinned_difference,
+)
+from aah.telemetry import export_wanted
 
 UnavailableMode = Literal["hidden", "broken"]
 # How a task's endpoints reach the agent: handed to it, or found with find_tools.
@@ -338,7 +346,7 @@ async def run_batch(
         existing = runtime.store.get_run(options.run)
         if existing is not None:
             check_manifest(existing.manifest, manifest, options.run)
-        runtime.store.create_run(options.run, manifest)
+        created = runtime.store.create_run(options.run, manifest)
         done = {
             s.task_id
             for s in runtime.store.list_sessions(run=options.run)
@@ -415,7 +423,7 @@ async def run_batch(
 
         if not todo:
             all_ended.set()
-        async with worker_threads(options.concurrency):
+        async with worker_threads(options.concurrency), run_span(created, len(todo)):
             with fewer_gc_pauses():
                 watching = asyncio.ensure_future(watch())
                 try:
@@ -445,6 +453,18 @@ async def run_batch(
             raise _to_go_on(crashed[0])
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+@asynccontextmanager
+async def run_span(run: RunRecord, tasks: int) -> AsyncIterator[None]:
+    """With traces wanted, a span over the run's tasks in this process; else nothing."""
+    if not export_wanted():
+        yield
+        return
+    from aah.telemetry import run_trace
+
+    with run_trace(run, tasks):
+        yield
 
 
 def _to_go_on(failure: BaseException) -> BaseException:

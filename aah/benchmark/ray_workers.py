@@ -28,7 +28,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
 
-from aah.benchmark.workers import STOP_WAIT_SECONDS, WorkerJob, _Parent, _Worker
+from aah.benchmark.workers import (
+    STOP_WAIT_SECONDS,
+    WorkerJob,
+    _Parent,
+    _Worker,
+    flush_traces_if_wanted,
+)
 from aah.db_url import is_database_url
 from aah.errors import AahError
 
@@ -232,6 +238,7 @@ class RayWorkerActor:
 
             self.outbox.put(("crashed", _sendable(exc)))
         finally:
+            flush_traces_if_wanted()
             self.worker.ready.set()
             self.outbox.put(None)
 

@@ -56,6 +56,7 @@ from aah.benchmark.batch import (
     check_manifest,
     count_outcome,
     run_request,
+    run_span,
     same_failure_every_time,
 )
 from aah.errors import AahError
@@ -188,7 +189,7 @@ async def run_in_workers(
         existing = store.get_run(options.run)
         if existing is not None:
             check_manifest(existing.manifest, manifest, options.run)
-        store.create_run(options.run, manifest)
+        created = store.create_run(options.run, manifest)
         done = {
             s.task_id
             for s in store.list_sessions(run=options.run)
@@ -200,7 +201,9 @@ async def run_in_workers(
         shares = concurrency_shares(options.concurrency, min(options.workers, len(todo)))
         parent = parent_class(tasks, todo, summary, on_done, on_waiting, activity, on_handout)
         jobs = [WorkerJob(tasks, db, model, options, request_for, share, probe) for share in shares]
-        await parent.run(jobs, method)
+        # Forked workers inherit the run's span: their sessions hang under it.
+        async with run_span(created, len(todo)):
+            await parent.run(jobs, method)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -454,7 +457,20 @@ def _worker_main(conn: Connection, job: WorkerJob[Any]) -> None:
     job.inherited = []
     # Ctrl-C reaches the whole process group: the parent decides, and says stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    run_async(_Worker(conn, job).serve())
+    try:
+        run_async(_Worker(conn, job).serve())
+    finally:
+        flush_traces_if_wanted()  # the process leaves by os._exit: no atexit runs
+
+
+def flush_traces_if_wanted() -> None:
+    """Export the spans this process still holds, when it exports any (a bounded wait)."""
+    from aah.telemetry import export_wanted
+
+    if export_wanted():
+        from aah.telemetry import flush_traces
+
+        flush_traces()
 
 
 class _Worker:

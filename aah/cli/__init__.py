@@ -33,7 +33,9 @@ app = typer.Typer(
 )
 app.add_typer(data.app, name="data", help="Get and locate the benchmark data and tool specs.")
 app.add_typer(tools.app, name="tools", help="Build, search and probe the tool registry.")
-app.add_typer(sessions.app, name="sessions", help="List, show, resume, cancel and expire sessions.")
+app.add_typer(
+    sessions.app, name="sessions", help="List, show, export, resume, cancel and expire sessions."
+)
 bench.app.command("run")(bench_run)
 app.add_typer(bench.app, name="bench", help="Benchmark tasks and batch runs.")
 app.add_typer(db.app, name="db", help="Check and maintain session databases (merge shards).")

@@ -25,6 +25,7 @@ from aah.cli.options import (
     DiscoverKOption,
     HumanDeadlineOption,
     ModelOption,
+    OtelOption,
     RayOption,
     RunOption,
     StepLimitOption,
@@ -171,8 +172,13 @@ def bench_run(
     approve: ApproveOption = None,
     approve_methods: ApproveMethodsOption = None,
     approve_tools: ApproveToolsOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
+    if otel:
+        from aah.telemetry import turn_on_export
+
+        turn_on_export()
     from aah.benchmark import concurrency_shares, parse_workers
 
     processes = parse_workers(workers)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.options import DataOption, DbOption, WideOption
+from aah.cli.options import DataOption, DbOption, OtelOption, WideOption
 from aah.cli.output import console, one_line, print_line, print_table, table
 
 if TYPE_CHECKING:
@@ -34,12 +34,17 @@ def demo(
         False, "--plain", help="Print a trace even in a terminal (no terminal app)."
     ),
     wide: WideOption = False,
+    otel: OtelOption = False,
 ) -> None:
     """Run the demo tasks: a question to the human, a tool failure, a skip, a success.
 
     In a terminal with the ui extra installed this opens the terminal app;
     otherwise (or with --plain) it runs every task and prints a trace.
     """
+    if otel:
+        from aah.telemetry import turn_on_export
+
+        turn_on_export()
     if not plain and sys.stdin.isatty() and sys.stdout.isatty() and find_spec("textual"):
         from aah.cli.tui import run_tui
 

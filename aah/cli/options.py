@@ -117,6 +117,14 @@ HumanDeadlineOption = Annotated[
         help="Queue: seconds to wait for a person (at most 30 days), then 'I don't know'.",
     ),
 ]
+OtelOption = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Export OpenTelemetry traces over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT "
+        "(default: on when that is set; needs aah[otel]).",
+    ),
+]
 HostOption = Annotated[
     str, typer.Option("--host", help="Address to listen on (0.0.0.0: every network).")
 ]
@@ -170,6 +178,7 @@ PER_COMMAND: dict[tuple[str, str], str] = {
     ("--model", "serve llamacpp"): "a .gguf file to serve, not a model name",
     ("--run", "report"): "several runs, repeatable",
     ("--run", "sessions list"): "an optional filter",
+    ("--run", "sessions export"): "an optional filter",
     ("--port", "web"): "each server has its own default port",
     ("--port", "fake-llm"): "each server has its own default port",
     ("--discover", "run"): "on by default when no tool is named (--no-discover turns it off)",

@@ -20,6 +20,7 @@ from aah.cli.options import (
     HumanDeadlineOption,
     McpToolsOption,
     ModelOption,
+    OtelOption,
     StepLimitOption,
     ToolModeOption,
     ToolResultTokensOption,
@@ -100,8 +101,13 @@ def run(
     approve: ApproveOption = None,
     approve_methods: ApproveMethodsOption = None,
     approve_tools: ApproveToolsOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Answer one query with the agent, printing each step as it happens."""
+    if otel:
+        from aah.telemetry import turn_on_export
+
+        turn_on_export()
     from aah.config import get_settings
     from aah.llm import model_config
     from aah.mcp import configured_choice, configured_servers, open_mcp_tools

@@ -1,4 +1,4 @@
-"""``aah sessions``: list recorded sessions, show one, and resume, cancel or expire them."""
+"""``aah sessions``: list recorded sessions, show or export them, resume, cancel or expire them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.options import DbOption, JsonOption, ModelOption, WideOption
+from aah.cli.options import DbOption, JsonOption, ModelOption, OtelOption, WideOption
 from aah.cli.output import (
     console,
     one_line,
@@ -107,16 +107,26 @@ def show(
             raise AahError(f"{found} with id {session_id!r}: see `aah sessions list`")
         session = matches[0]
         events = store.events(session.id)
+        run = store.get_run(session.run) if session.run is not None else None
+    from aah.telemetry import trace_id_of, trace_url
+
+    trace_id = trace_id_of(session, run)
+    link = trace_url(trace_id)
     if as_json:
         print_json(
             {
                 "session": session.model_dump(mode="json"),
+                "trace_id": trace_id,
+                "trace_url": link,
                 "events": [e.model_dump(mode="json") for e in events],
             }
         )
         return
     console.print(f"[bold]{session.id}[/] {session.status}", highlight=False)
     console.print(f"query: {session.query}", markup=False)
+    console.print(f"trace: {trace_id}", markup=False, highlight=False)
+    if link:
+        console.print(f"trace link: {link}", markup=False, highlight=False, overflow="ignore")
     from aah.cli.trace import TracePrinter
 
     printer = TracePrinter(console)
@@ -125,16 +135,67 @@ def show(
 
 
 @app.command()
+def export(
+    session_ids: list[str] | None = typer.Argument(
+        None, help="Session ids (unique prefixes); none: every session, or --run's."
+    ),
+    otlp: Path = typer.Option(..., "--otlp", help="Write the sessions' spans as OTLP JSON here."),
+    run: str | None = typer.Option(None, "--run", help="Only this run's sessions."),
+    db: DbOption = None,
+) -> None:
+    """Write recorded sessions as OpenTelemetry spans (OTLP JSON), for runs made without --otel.
+
+    Message content goes in only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true;
+    whatever goes in passes the secret scrubber.
+    """
+    import json
+
+    from aah import __version__
+    from aah.telemetry import otlp_json, stored_spans
+
+    with open_store(db) as store:
+        every = store.list_sessions(run=run)
+        chosen = every
+        if session_ids:
+            chosen = []
+            for wanted in session_ids:
+                found = [s for s in every if s.id.startswith(wanted)]
+                if len(found) != 1:
+                    what = "no session" if not found else f"{len(found)} sessions"
+                    raise AahError(f"{what} with id {wanted!r}: see `aah sessions list`")
+                chosen += found
+        spans = stored_spans(store, chosen)
+    text = json.dumps(otlp_json(spans, __version__), ensure_ascii=False)
+    try:
+        otlp.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise AahError(
+            f"cannot write {otlp} ({exc.strerror}): choose another --otlp file"
+        ) from None
+    traces = len({span.trace_id for span in spans})
+    console.print(
+        f"wrote {len(spans)} spans of {len(chosen)} sessions ({traces} traces) to {otlp}",
+        highlight=False,
+        markup=False,
+    )
+
+
+@app.command()
 def resume(
     session_id: str = typer.Argument(..., help="Session id (a unique prefix is enough)."),
     db: DbOption = None,
     model: ModelOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Resume a waiting or unfinished session from its checkpoint (with its own model).
 
     An answer given while nothing ran is handed to the agent; a question still
     unanswered goes back to waiting in the queue.
     """
+    if otel:
+        from aah.telemetry import turn_on_export
+
+        turn_on_export()
     from aah.cli.run import _report
     from aah.cli.trace import TracePrinter
     from aah.llm import model_config

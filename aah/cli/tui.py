@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from aah.annotators import annotator_key, check_annotator_name
-from aah.cli.options import DataOption, DbOption
+from aah.cli.options import DataOption, DbOption, OtelOption
 from aah.errors import AahError
 from aah.ui import freeze_start_up
 
@@ -24,8 +24,13 @@ def tui(
     annotator: str | None = typer.Option(
         None, "--annotator", help="Your name, stored with every answer (default: $USER)."
     ),
+    otel: OtelOption = False,
 ) -> None:
     """Open the terminal app: run a task live, answer the agent, break its tools."""
+    if otel:
+        from aah.telemetry import turn_on_export
+
+        turn_on_export()
     run_tui(db, data, annotator=annotator)
 
 

@@ -11,6 +11,7 @@ from aah.runtime.checkpoints import EventOutbox, session_checkpointer
 from aah.runtime.humans import HumanChannel
 from aah.runtime.session import Durability, EventListener, Runtime
 from aah.store import SessionStore
+from aah.telemetry import export_wanted, require_otel_sdk
 from aah.tools.http import Executor, make_executor
 
 
@@ -36,14 +37,24 @@ async def open_runtime(
     one commits with the events of the steps it saves. ``executor``, when
     given, answers the tool calls instead of one made from ``http_mode``
     (a run with MCP tools routes them beside the HTTP ones); it is closed
-    with the rest.
+    with the rest. With traces wanted (``--otel`` or an OTLP endpoint set),
+    every session's spans are exported as its parts end.
     """
+    tracing = export_wanted()
+    if tracing:
+        require_otel_sdk()
     if executor is None:
         executor = make_executor(
             http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
         )
     store = SessionStore(db)
     chat = ChatClient(model, temperature=temperature, seed=seed)
+    told = list(listeners)
+    if tracing:
+        # Loaded only now: without an exporter nothing of OpenTelemetry is imported.
+        from aah.telemetry import TraceListener
+
+        told.append(TraceListener(store, server_url=model.base_url))
     try:
         outbox = EventOutbox()
         with session_checkpointer(db, outbox) as saver:
@@ -55,7 +66,7 @@ async def open_runtime(
                 human=human,
                 checkpointer=saver,
                 http_mode=http_mode,
-                listeners=list(listeners),
+                listeners=told,
                 outbox=outbox,
                 durability=durability,
             )
@@ -67,3 +78,7 @@ async def open_runtime(
         await chat.aclose()
         executor.close()
         store.close()
+        if tracing:
+            from aah.telemetry import flush_traces
+
+            flush_traces()
