@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from postgres_cluster import SUPERUSER_PASSWORD, _start  # noqa: E402
-from test_ray import _ours, _stop  # noqa: E402
+from test_ray import _ours, local_cluster  # noqa: E402
 
 from aah.benchmark import RunOptions  # noqa: E402
 from aah.benchmark.when2call import When2CallRunner, load_when2call  # noqa: E402
@@ -129,40 +126,22 @@ def main() -> None:
         parser.error(f"--tasks: from 8 to {len(everything)} (the When2Call questions)")
     questions = everything[: args.tasks]
     small = everything[: args.tasks // 4]
-    folder = tempfile.mkdtemp(prefix="aahray")
-    port = 20000 + os.getpid() % 20000
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
-    command = Path(sys.executable).parent / "ray"
-    subprocess.run(
-        [
-            str(command), "start", "--head", "--num-cpus", "2", "--port", str(port),
-            "--node-ip-address", "127.0.0.1", "--include-dashboard=false",
-            "--temp-dir", folder, "--disable-usage-stats",
-        ],
-        env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
     servers = _start()
     server = next(servers)
     results: dict[str, list[dict[str, float]]] = {"workers": [], "ray": []}
     smaller: dict[str, list[dict[str, float]]] = {"workers": [], "ray": []}
     try:
-        with Clocked(ANSWERS) as llm:
+        with local_cluster() as (address, folder), Clocked(ANSWERS) as llm:
             for _ in range(args.repeat + 1):
                 for mode in ("workers", "ray"):
                     url = server.url(server.create_database(), password=SUPERUSER_PASSWORD)
-                    results[mode].append(
-                        one_run(mode, questions, url, llm, f"127.0.0.1:{port}", folder)
-                    )
+                    results[mode].append(one_run(mode, questions, url, llm, address, folder))
                     url = server.url(server.create_database(), password=SUPERUSER_PASSWORD)
-                    smaller[mode].append(
-                        one_run(mode, small, url, llm, f"127.0.0.1:{port}", folder)
-                    )
-    finally:
-        import ray
+                    smaller[mode].append(one_run(mode, small, url, llm, address, folder))
+            import ray
 
-        ray.shutdown()
-        _stop(_ours(folder))
-        shutil.rmtree(folder, ignore_errors=True)
+            ray.shutdown()
+    finally:
         servers.close()
     print(f"{len(questions)} When2Call tasks, zero-latency fake model, concurrency 8, 2 workers;")
     print(f"min / median / max of {args.repeat} runs each, interleaved, after one warm-up each")

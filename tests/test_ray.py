@@ -43,6 +43,7 @@ from test_workers import (
 )
 from test_workers_cli import HeldModel as HeldEvery
 from test_workers_cli import aah as cli
+from test_workers_cli import held_run
 
 from aah.benchmark import RunOptions
 from aah.benchmark.bfcl import (
@@ -381,22 +382,10 @@ def test_ctrl_c_stops_the_ray_workers_and_the_rerun_goes_on(
     from aah.benchmark.ray_workers import connect
 
     ray = connect(ray_address)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
-    command = [sys.executable, "-m", "aah", "bench", "run", "--run", "c", "--db", pg.url]
-    command += ["--no-probe", "--setting", "perfect", "--limit", "4", "--workers", "2"]
-    command += ["--concurrency", "2", "--ray", ray_address]
     llm = HeldEvery(AGENT)
     with llm:
-        env.update(
-            {
-                "AAH_REGISTRY": str(shared_registry),
-                "AAH_DATA_DIR": str(shared_data),
-                "AAH_BASE_URL": llm.base_url,
-                "AAH_MODEL": "fake-model",
-                "AAH_API_KEY": "x",
-                "NO_COLOR": "1",
-            }
-        )
+        command, env = held_run("c", pg.url, llm, shared_data, shared_registry)
+        command += ["--ray", ray_address]
         runner = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(2):  # both actors wait on the model
             assert llm.arrived.acquire(timeout=120)
@@ -421,23 +410,9 @@ def test_the_head_stopped_mid_run_and_a_rerun_on_a_new_cluster_end_every_task_on
     pg: Path, shared_data: Path, shared_registry: Path
 ) -> None:
     _need_ray()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
-    command = [sys.executable, "-m", "aah", "bench", "run", "--run", "h", "--db", pg.url]
-    command += ["--no-probe", "--setting", "perfect", "--limit", "4", "--workers", "2"]
-    command += ["--concurrency", "2"]
     llm = HeldEvery(AGENT)
     with llm:
-        env.update(
-            {
-                "AAH_REGISTRY": str(shared_registry),
-                "AAH_DATA_DIR": str(shared_data),
-                "AAH_BASE_URL": llm.base_url,
-                "AAH_MODEL": "fake-model",
-                "AAH_API_KEY": "x",
-                "NO_COLOR": "1",
-                "COLUMNS": "200",
-            }
-        )
+        command, env = held_run("h", pg.url, llm, shared_data, shared_registry)
         with local_cluster() as (address, folder):
             runner = subprocess.Popen(
                 [*command, "--ray", address],

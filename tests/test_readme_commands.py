@@ -37,6 +37,10 @@ SKIPPED = {
         "needs the When2Call data beside the Fail-TaLMs data; covered by the runner's tests"
     ),
     "aah bench run --benchmark when2call --run w2c --judge": "needs a judge model as well",
+    "export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:6006": (
+        "points at the reader's Phoenix; tests/test_traces_bench.py sends a bench run to a real "
+        "one, and tests/test_traces.py one to a closed port"
+    ),
     "aah report --run w2c --run w2c-off": "reports on the When2Call runs skipped above",
     "aah bench run --benchmark bfcl --run b-th --data bfcl_single_turn_th.jsonl": (
         "needs a Multilingual-BFCL file the user brings; tests/test_bfcl.py runs Thai and "

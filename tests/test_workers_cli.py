@@ -96,26 +96,34 @@ class HeldModel(FakeLLMServer):
         return super()._answer(body)
 
 
+def held_run(
+    run: str, db: str, llm: FakeLLMServer, shared_data: Path, shared_registry: Path
+) -> tuple[list[str], dict[str, str]]:
+    """``aah bench run`` of 4 Fail-TaLMs tasks, 2 workers at 2 in all, against ``llm``; its env."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+    env.update(
+        {
+            "AAH_REGISTRY": str(shared_registry),
+            "AAH_DATA_DIR": str(shared_data),
+            "AAH_BASE_URL": llm.base_url,
+            "AAH_MODEL": "fake-model",
+            "AAH_API_KEY": "x",
+            "NO_COLOR": "1",
+            "COLUMNS": "200",
+        }
+    )
+    command = [sys.executable, "-m", "aah", "bench", "run", "--run", run, "--db", db]
+    command += ["--no-probe", "--setting", "perfect", "--limit", "4", "--workers", "2"]
+    return [*command, "--concurrency", "2"], env
+
+
 def test_ctrl_c_stops_the_workers_and_the_rerun_goes_on(
     shared_data: Path, shared_registry: Path, tmp_path: Path
 ) -> None:
     db = tmp_path / "s.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
-    command = [sys.executable, "-m", "aah", "bench", "run", "--run", "c", "--db", str(db)]
-    command += ["--no-probe", "--setting", "perfect", "--limit", "4", "--workers", "2"]
-    command += ["--concurrency", "2"]
     llm = HeldModel(AGENT)
     with llm:
-        env.update(
-            {
-                "AAH_REGISTRY": str(shared_registry),
-                "AAH_DATA_DIR": str(shared_data),
-                "AAH_BASE_URL": llm.base_url,
-                "AAH_MODEL": "fake-model",
-                "AAH_API_KEY": "x",
-                "NO_COLOR": "1",
-            }
-        )
+        command, env = held_run("c", str(db), llm, shared_data, shared_registry)
         runner = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(2):  # both workers wait on the model
             assert llm.arrived.acquire(timeout=60)
