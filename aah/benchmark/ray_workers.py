@@ -273,6 +273,11 @@ class RayWorkerActor:
 class _QueueWorker(_Worker):
     """A worker whose messages go to a queue (read by ``events``) and come by ``send``."""
 
+    # A whole share held ahead, asked for half a share at a time: an actor call
+    # costs far more than a pipe's write, and the tasks held ahead cover the
+    # time ``events`` lingers to gather what it says.
+    ahead_share = 1
+
     def __init__(self, job: WorkerJob[Any], outbox: queue.SimpleQueue[Any]) -> None:
         super().__init__(cast("Connection", None), job)
         self.outbox = outbox
@@ -290,12 +295,3 @@ class _QueueWorker(_Worker):
         messages, self.outgoing = self.outgoing, []
         for message in messages:
             self.outbox.put(message)
-
-    def _top_up(self) -> None:
-        # Holds a whole share ahead and asks for half a share at a time: an
-        # actor call costs far more than a pipe's write, and the tasks held
-        # ahead cover the time ``events`` lingers to gather what it says.
-        room = 2 * self.job.share - self.active - self.asked
-        if room >= max(1, self.job.share // 2) and not self.stop.is_set():
-            self.asked += room
-            self._send(("ask", room))

@@ -78,8 +78,6 @@ log = logging.getLogger(__name__)
 
 # How often a worker tells the parent what it is doing, for the progress line.
 ACTIVITY_SECONDS = 1.0
-# Each worker holds up to its share / AHEAD_SHARE tasks beyond those it runs.
-AHEAD_SHARE = 4
 # How long the parent waits for its workers to leave once the run has ended.
 STOP_WAIT_SECONDS = 30.0
 WorkerProbe = Callable[[], Coroutine[Any, Any, None]]
@@ -476,6 +474,10 @@ def flush_traces_if_wanted() -> None:
 class _Worker:
     """One worker's loop: asks for tasks while it has room, runs them, reports each end."""
 
+    # It holds up to its share / ahead_share tasks beyond those it runs, and
+    # asks again once half of those places are free.
+    ahead_share = 4
+
     def __init__(self, conn: Connection, job: WorkerJob[Any]) -> None:
         self.conn, self.job = conn, job
         self.active = 0  # tasks started here and not ended or parked
@@ -572,7 +574,7 @@ class _Worker:
         # A few tasks held ahead (waiting for a free place here) and asked for a
         # few at a time: the parent is asked once every few ended tasks, not
         # after each (each round trip wakes it and preempts a busy worker).
-        ahead = self.job.share // AHEAD_SHARE
+        ahead = self.job.share // self.ahead_share
         room = self.job.share + ahead - self.active - self.asked
         if room >= max(1, ahead // 2) and not self.stop.is_set():
             self.asked += room
