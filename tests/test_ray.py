@@ -36,6 +36,7 @@ from test_workers import (
     _kill_when,
     _noting,
     _pid_file,
+    answer_every_question,
     assert_each_task_ended_once,
     counts,
     grades,
@@ -349,19 +350,9 @@ def test_sessions_parked_in_a_killed_ray_worker_are_woken_in_the_other(
         if count == len(tasks):
             all_parked.set()
 
-    def annotator() -> None:
-        assert killed.wait(120)
-        answered: set[str] = set()
-        deadline = time.monotonic() + 120
-        with SessionStore(pg) as store:
-            while len(answered) < len(tasks) and time.monotonic() < deadline:
-                for request in store.humans.pending_human_requests():
-                    if request.id not in answered:
-                        assert store.humans.answer_human_request(request.id, "ana", "Lisbon")
-                        answered.add(request.id)
-                time.sleep(0.05)
-
-    person = threading.Thread(target=annotator, daemon=True)
+    person = threading.Thread(
+        target=answer_every_question, args=(pg, len(tasks), killed, 120), daemon=True
+    )
     person.start()
     with HeldModel(ASK_FIRST_SCRIPT, "never held") as llm:
         dead = _kill_when(all_parked, _pid_file(tmp_path, tasks[0].id), killed)

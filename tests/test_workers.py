@@ -355,12 +355,25 @@ def test_a_worker_killed_mid_run_loses_nothing_and_runs_nothing_twice(
     assert_each_task_ended_once(store_location, "k", tasks)
 
 
+def answer_every_question(db: Path, count: int, start: threading.Event, seconds: float) -> None:
+    """An annotator: once ``start`` is set, answers each question in the queue until ``count``."""
+    assert start.wait(seconds)
+    answered: set[str] = set()
+    deadline = time.monotonic() + seconds
+    with SessionStore(db) as store:
+        while len(answered) < count and time.monotonic() < deadline:
+            for request in store.humans.pending_human_requests():
+                if request.id not in answered:
+                    assert store.humans.answer_human_request(request.id, "ana", "Lisbon")
+                    answered.add(request.id)
+            time.sleep(0.05)
+
+
 def test_sessions_parked_in_a_killed_worker_are_woken_in_the_other(
     shared_data: Path, shared_registry: Path, tmp_path: Path
 ) -> None:
     tasks = choose_tasks(load_tasks(shared_data), 1, [])[:6]
     db = tmp_path / "q.db"
-    store = SessionStore(db)
     waiting: list[int] = []
     all_parked, killed = threading.Event(), threading.Event()
 
@@ -369,18 +382,9 @@ def test_sessions_parked_in_a_killed_worker_are_woken_in_the_other(
         if count == len(tasks):
             all_parked.set()
 
-    def annotator() -> None:
-        assert killed.wait(60)
-        answered: set[str] = set()
-        deadline = time.monotonic() + 60
-        while len(answered) < len(tasks) and time.monotonic() < deadline:
-            for request in store.humans.pending_human_requests():
-                if request.id not in answered:
-                    assert store.humans.answer_human_request(request.id, "ana", "Lisbon")
-                    answered.add(request.id)
-            time.sleep(0.05)
-
-    person = threading.Thread(target=annotator, daemon=True)
+    person = threading.Thread(
+        target=answer_every_question, args=(db, len(tasks), killed, 60), daemon=True
+    )
     person.start()
     with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
         dead = _kill_when(all_parked, _pid_file(tmp_path, tasks[0].id), killed)
@@ -388,7 +392,6 @@ def test_sessions_parked_in_a_killed_worker_are_woken_in_the_other(
         summary = asyncio.run(runner.run(tasks, db, on_waiting=on_waiting))
     person.join()
     assert dead and int(_pid_file(tmp_path, tasks[0].id).read_text()) != dead[0]
-    store.close()
     assert (summary.finished, summary.errors) == (len(tasks), 0), summary.error_messages
     assert max(waiting) == len(tasks) and waiting[-1] == 0
     assert_each_task_ended_once(db, "k", tasks)
