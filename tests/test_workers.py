@@ -31,6 +31,7 @@ from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_
 from aah.benchmark.workers import (
     WorkerJob,
     _Worker,
+    check_local_workers,
     concurrency_shares,
     parse_workers,
     run_in_workers,
@@ -122,6 +123,15 @@ def test_the_concurrency_is_the_runs_total_shared_among_workers() -> None:
     assert concurrency_shares(5, 2) == [3, 2]
     with pytest.raises(AahError, match="more than --concurrency 2"):
         concurrency_shares(2, 3)
+
+
+def test_worker_processes_are_bounded_by_the_machines_cores() -> None:
+    check_local_workers(8, cores=2)  # 4 a core at most
+    for workers, cores in ((9, 2), (10**18, 64)):
+        with pytest.raises(AahError) as raised:
+            check_local_workers(workers, cores=cores)
+        assert "\n" not in str(raised.value) and f"at most {4 * cores}" in str(raised.value)
+        assert "--ray" in str(raised.value)
 
 
 def test_a_worker_asks_a_few_tasks_ahead_in_one_message_each_time(tmp_path: Path) -> None:

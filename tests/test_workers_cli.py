@@ -40,6 +40,10 @@ def aah(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         (["--workers", "0"], "error: --workers '0': use a number of processes (1 or more) or auto"),
         (["--workers", "many"], "error: --workers 'many': use a number"),
         (["--workers", "3", "--concurrency", "2"], "error: --workers 3 is more than --concurrency"),
+        (
+            ["--workers", "5000", "--concurrency", "100000"],
+            f"error: --workers 5000: this machine has {os.cpu_count()} core(s)",
+        ),
     ],
 )
 def test_a_bad_workers_value_is_a_one_line_error(

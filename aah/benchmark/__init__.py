@@ -39,7 +39,12 @@ if TYPE_CHECKING:
         load_demo_tasks,
     )
     from aah.benchmark.ray_workers import check_ray
-    from aah.benchmark.workers import concurrency_shares, parse_workers, run_in_workers
+    from aah.benchmark.workers import (
+        check_local_workers,
+        concurrency_shares,
+        parse_workers,
+        run_in_workers,
+    )
 
 __all__ = [
     "DemoTask",
@@ -52,6 +57,7 @@ __all__ = [
     "TaskT",
     "ToolSource",
     "UnavailableMode",
+    "check_local_workers",
     "check_manifest",
     "check_ray",
     "concurrency_shares",
@@ -77,6 +83,7 @@ _WHERE = {
     "TaskT": "aah.benchmark.batch",
     "ToolSource": "aah.benchmark.batch",
     "UnavailableMode": "aah.benchmark.batch",
+    "check_local_workers": "aah.benchmark.workers",
     "check_manifest": "aah.benchmark.batch",
     "check_ray": "aah.benchmark.ray_workers",
     "concurrency_shares": "aah.benchmark.workers",

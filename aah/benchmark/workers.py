@@ -100,6 +100,26 @@ def parse_workers(text: str | int, cores: int | None = None) -> int:
     return count
 
 
+# Worker processes one machine may run at most, per core: more only share the
+# same cores (and each holds its own connections and memory).
+WORKERS_PER_CORE = 4
+
+
+def check_local_workers(workers: int, cores: int | None = None) -> None:
+    """Refuse more worker processes than this machine can use (``--ray`` spreads more).
+
+    Raises:
+        AahError: more than ``WORKERS_PER_CORE`` a core.
+    """
+    cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
+    if workers > WORKERS_PER_CORE * cores:
+        raise AahError(
+            f"--workers {workers}: this machine has {cores} core(s), and more than "
+            f"{WORKERS_PER_CORE} worker processes a core only share them; use at most "
+            f"{WORKERS_PER_CORE * cores} (or auto), or --ray for a cluster"
+        )
+
+
 def concurrency_shares(concurrency: int, workers: int) -> list[int]:
     """Each worker's share of the run's ``concurrency``: as even as whole numbers allow.
 

@@ -179,7 +179,7 @@ def bench_run(
         from aah.telemetry import turn_on_export
 
         turn_on_export()
-    from aah.benchmark import concurrency_shares, parse_workers
+    from aah.benchmark import check_local_workers, concurrency_shares, parse_workers
 
     processes = parse_workers(workers)
     concurrency_shares(concurrency, processes)  # refused here: before any data is read
@@ -188,6 +188,8 @@ def bench_run(
         from aah.config import get_settings
 
         check_ray(db or get_settings().db)
+    else:
+        check_local_workers(processes)
     if benchmark not in BENCHMARKS:
         raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
     if tools not in ("given", "registry"):
