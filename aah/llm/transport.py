@@ -59,6 +59,7 @@ from aah.llm.errors import (
     ModelTimeoutError,
 )
 from aah.llm.reply import error_text, one_line
+from aah.peer_read import CappedBody, aread_capped
 from aah.retries import Backoff, Outcome, RetryPolicy, Stopped, retry_async
 from aah.secrets import REDACTED, scrub_text
 from aah.storable import storable_text
@@ -356,12 +357,7 @@ class ChatTransport:
         return scrub_text(text) or ""
 
 
-class LimitedBody(NamedTuple):
-    """A body read up to a cap: its bytes, how many were read, whether that is all of it."""
-
-    data: bytes
-    size: int
-    whole: bool
+LimitedBody = CappedBody
 
 
 async def read_limited(response: aiohttp.ClientResponse, cap: int) -> LimitedBody:
@@ -369,21 +365,15 @@ async def read_limited(response: aiohttp.ClientResponse, cap: int) -> LimitedBod
 
     The cap counts the bytes after decompression: a compressed body's
     length says nothing of what it inflates to (a megabyte of gzip can hold
-    a gigabyte), so such a body is read in pieces as aiohttp inflates it,
-    and given up as soon as it passes the cap. Memory stays bounded
-    whatever the server sent.
+    a gigabyte), so such a body is read in pieces as aiohttp inflates it
+    (aah's one bounded reader, :mod:`aah.peer_read`), and given up as soon
+    as it passes the cap. Memory stays bounded whatever the server sent.
     """
     length = response.content_length
     if length is not None and length <= cap and not _encoded(response):
         data = await response.read()
         return LimitedBody(data, len(data), True)
-    chunks, size = [], 0
-    while chunk := await response.content.read(READ_CHUNK):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > cap:
-            return LimitedBody(b"".join(chunks), size, False)
-    return LimitedBody(b"".join(chunks), size, True)
+    return await aread_capped(response.content.read, cap, READ_CHUNK)
 
 
 def _encoded(response: aiohttp.ClientResponse) -> bool:

@@ -26,6 +26,7 @@ from requests.adapters import HTTPAdapter
 
 from aah import __version__
 from aah.config import get_settings
+from aah.peer_read import gather_capped
 from aah.retries import Backoff, Outcome, RetryPolicy, call_with_retries
 from aah.secrets import remember_named
 from aah.tools.http.request import HttpRequest, RequestError, build_request, full_url, same_host
@@ -159,15 +160,9 @@ class BodyCap:
             or getattr(response, "_content", False) is not False
         ):
             return
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_content(chunk_size=min(65_536, self.max_bytes + 1)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > self.max_bytes:
-                break
-        body = b"".join(chunks)
-        if size > self.max_bytes:
+        chunks = response.iter_content(chunk_size=min(65_536, self.max_bytes + 1))
+        body, _, whole = gather_capped(chunks, self.max_bytes)
+        if not whole:
             body = body[: self.max_bytes]
             response.headers[TRUNCATED_HEADER] = str(self.max_bytes)
             response.close()

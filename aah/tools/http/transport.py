@@ -23,10 +23,8 @@ import logging
 import socket
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, ClassVar
 
 from requests import PreparedRequest, Response
@@ -37,6 +35,9 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.poolmanager import PoolManager
 from urllib3.util.connection import create_connection
+
+from aah.peer_read import SocketDeadline as CallDeadline
+from aah.peer_read import watch_socket
 
 __all__ = [
     "ALLOW_PRIVATE_SETTING",
@@ -55,7 +56,6 @@ ALLOW_PRIVATE_SETTING = "AAH_HTTP_ALLOW_PRIVATE=1"
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Well-known NAT64 prefix: the last 32 bits are an IPv4 address.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_current = threading.local()
 _log = logging.getLogger(__name__)
 # Resolves a host and port to the addresses a connection may use (IP strings).
 Resolver = Callable[[str, int], Sequence[str]]
@@ -178,80 +178,6 @@ class AddressGuard:
         return addresses
 
 
-class CallDeadline:
-    """A time limit for one tool call, from the first connect to the last body byte.
-
-    Entered around a call on the thread that makes it: every socket a
-    :class:`GuardedAdapter` connection uses meanwhile is watched, and shut
-    down when the time is up, so a blocked read returns at once.
-
-    Args:
-        seconds: The time the whole call may take.
-        clock: Seconds on a monotonic clock (a parameter for tests).
-    """
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = seconds
-        self._clock = clock
-        self._ends = clock() + seconds
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self._expired = False
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-
-    @property
-    def expired(self) -> bool:
-        """The time is up (the call's sockets were shut down)."""
-        return self._expired
-
-    def remaining(self) -> float:
-        """Seconds left, never below zero."""
-        return max(0.0, self._ends - self._clock())
-
-    def watch(self, sock: socket.socket) -> None:
-        """Shut ``sock`` down when the time is up (at once if it already is)."""
-        with self._lock:
-            if self._expired:
-                _shut(sock)
-            else:
-                self._sockets.append(sock)
-
-    def __enter__(self) -> CallDeadline:
-        _current.deadline = self
-        self._timer.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._timer.cancel()
-        _current.deadline = None
-        with self._lock:
-            # Pooled sockets outlive the call; the next call watches them anew.
-            self._sockets.clear()
-
-    def _expire(self) -> None:
-        with self._lock:
-            self._expired = True
-            for sock in self._sockets:
-                _shut(sock)
-            self._sockets.clear()
-
-
-def _shut(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed: nothing left to stop
-
-
-def _watch(sock: socket.socket | None) -> None:
-    deadline: CallDeadline | None = getattr(_current, "deadline", None)
-    if deadline is not None and sock is not None:
-        deadline.watch(sock)
-
-
 def _connect_checked(conn: HTTPConnection, guard: AddressGuard) -> socket.socket:
     """A socket to one of the addresses ``guard`` checked for ``conn``'s host, never a proxy.
 
@@ -292,7 +218,7 @@ def proxy_refused_message(host: str) -> str:
 
 def _checked_peer(conn: HTTPConnection, sock: socket.socket) -> socket.socket:
     """Refuse a socket whose peer is not public: the last check, on what was connected."""
-    _watch(sock)
+    watch_socket(sock)
     peer = str(sock.getpeername()[0])
     if not is_public(_address(peer)):
         sock.close()
@@ -306,12 +232,12 @@ class _HTTPConnection(HTTPConnection):
     def _new_conn(self) -> socket.socket:
         if self.guard is None:
             sock = super()._new_conn()
-            _watch(sock)
+            watch_socket(sock)
             return sock
         return _connect_checked(self, self.guard)
 
     def request(self, *args: Any, **kwargs: Any) -> None:
-        _watch(self.sock)  # a pooled connection, reused: its socket is watched anew
+        watch_socket(self.sock)  # a pooled connection, reused: its socket is watched anew
         super().request(*args, **kwargs)
 
 
@@ -321,12 +247,12 @@ class _HTTPSConnection(HTTPSConnection):
     def _new_conn(self) -> socket.socket:
         if self.guard is None:
             sock = super()._new_conn()
-            _watch(sock)
+            watch_socket(sock)
             return sock
         return _connect_checked(self, self.guard)
 
     def request(self, *args: Any, **kwargs: Any) -> None:
-        _watch(self.sock)
+        watch_socket(self.sock)
         super().request(*args, **kwargs)
 
 
