@@ -26,6 +26,7 @@ from aah.cli.options import ConcurrencyOption, ModelOption
 from aah.cli.output import err_console
 from aah.errors import AahError
 from aah.extensions import BEHAVIOUR_JUDGE_NAMES, BehaviourJudgeName
+from aah.peer_read import PeerBound, PeerOutOfBounds, read_file
 from aah.secrets import scrub_text
 
 if TYPE_CHECKING:
@@ -150,6 +151,10 @@ def choose_judge(name: str) -> ReplyJudge:
     raise AahError(f"unknown judge {name!r}: use {flags}")
 
 
+# The most a file of replies to classify may hold (When2Call's outputs are a few MB).
+MAX_REPLY_FILE_BYTES = 512 * 1024 * 1024
+
+
 def read_reply_lines(file: Path) -> list[ReplyLine]:
     """The non-blank lines of ``file`` as replies to classify.
 
@@ -157,7 +162,11 @@ def read_reply_lines(file: Path) -> list[ReplyLine]:
         AahError: The file cannot be read, or a line is not a valid reply object.
     """
     try:
-        raw = file.read_text(encoding="utf-8")
+        raw = read_file(file, PeerBound(f"the file {file}", MAX_REPLY_FILE_BYTES)).decode("utf-8")
+    except PeerOutOfBounds:
+        raise AahError(
+            f"{file} is more than {MAX_REPLY_FILE_BYTES:,} bytes: split it into several files"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise AahError(f"cannot read {file}: {reason}; pass a UTF-8 JSONL file") from exc

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aah.bounds import check_seconds
 from aah.errors import AahError
+from aah.peer_read import NotARegularFile, PeerBound, PeerOutOfBounds, read_file
 from aah.tools import EndpointSpec, HttpMethod
 
 ArgumentOp = Literal["equals", "in", "above", "below", "matches", "present"]
@@ -173,13 +174,14 @@ def load_policy(path: Path) -> ApprovalPolicy:
     """
     where = f"--approve {path}"
     try:
-        size = path.stat().st_size
-        if size > MAX_POLICY_BYTES:
-            raise AahError(
-                f"{where}: the file is {size:,} bytes, more than a policy's "
-                f"{MAX_POLICY_BYTES:,}: give a few rules, not a data file"
-            )
-        text = path.read_bytes().decode("utf-8")
+        text = read_file(path, PeerBound(f"{where}: the file", MAX_POLICY_BYTES)).decode("utf-8")
+    except PeerOutOfBounds:
+        raise AahError(
+            f"{where}: the file is more than a policy's {MAX_POLICY_BYTES:,} bytes: "
+            "give a few rules, not a data file"
+        ) from None
+    except NotARegularFile:
+        raise AahError(f"{where}: is not a regular file: give a YAML policy file") from None
     except FileNotFoundError:
         raise AahError(f"{where}: no such file: check the path") from None
     except IsADirectoryError:

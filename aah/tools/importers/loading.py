@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ import yaml
 from yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
 
 from aah.bounds import MAX_NESTING
+from aah.peer_read import NotARegularFile, PeerBound, PeerOutOfBounds, read_file
 from aah.storable import storable_text
 
 DEFAULT_MAX_SPEC_BYTES = 20_000_000
@@ -82,23 +82,17 @@ def read_text(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> str:
         SpecFileError: the file cannot be read, is too large or is not UTF-8.
     """
     try:
-        status = path.stat()
+        data = read_file(path, PeerBound(str(path), max_bytes))
+    except NotARegularFile:
         # A pipe or a device would never end, or block the build forever.
-        if not stat.S_ISREG(status.st_mode):
-            raise SpecFileError("is not a regular file")
-        data = b""
-        if status.st_size <= max_bytes:
-            # Bounded even if the file grows after the size was read.
-            with path.open("rb") as file:
-                data = file.read(max_bytes + 1)
+        raise SpecFileError("is not a regular file") from None
+    except PeerOutOfBounds as error:
+        raise SpecFileError(
+            f"is {error.bound.max_bytes + 1:,} bytes or more, over the {max_bytes:,}-byte "
+            "cap on a spec file (raise it with `aah tools build --max-spec-mb`)"
+        ) from None
     except OSError as error:
         raise SpecFileError(f"cannot be read ({error.strerror})") from error
-    if status.st_size > max_bytes or len(data) > max_bytes:
-        size = max(status.st_size, len(data))
-        raise SpecFileError(
-            f"is {size:,} bytes, over the {max_bytes:,}-byte cap on a spec file "
-            "(raise it with `aah tools build --max-spec-mb`)"
-        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
