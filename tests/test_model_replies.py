@@ -112,7 +112,11 @@ CORPUS: list[tuple[str, Planned, str]] = [
     ("a JSON null", shape(b"null"), "JSON that is null, not an object"),
     ("truncated JSON", shape(b'{"choices": [{"message": {"content": "hal'), "not JSON"),
     ("not UTF-8", shape(b"\xff\xfe\x00{"), "not JSON"),
-    ("200k-deep array", shape(deep_array(200_000)), "not JSON"),
+    ("200k-deep array", shape(deep_array(200_000)), "nested deeper than 100 levels"),
+    ("101-deep array", shape(deep_array(101)), "nested deeper than 100 levels"),
+    # Found by the generated answers (test_peer_read): naming its type overflowed a float.
+    ("a 309-digit number", shape(b"7" * 309), "JSON that is a number, not an object"),
+    ("a 5000-digit number", shape(b"7" * 5000), "not JSON"),
     ("model an object", shape({"choices": [{"message": OK_MESSAGE}], "model": {}}), "model is"),
 ]
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
+from aah.bounds import MAX_NESTING, text_nests_deeper
 from aah.llm.errors import ModelReplyError
 from aah.storable import storable
 
@@ -171,6 +172,9 @@ def parse_json(raw: bytes, url: str) -> Any:
     """
     if not raw.strip():
         raise reply_error(url, "an empty body")
+    if text_nests_deeper(raw):
+        # Found before parsing: no parser or later walk meets more levels than aah reads.
+        raise reply_error(url, f"JSON nested deeper than {MAX_NESTING} levels")
     try:
         text = raw.decode(json.detect_encoding(raw), "replace")
         data = json.loads(text, parse_constant=_refuse_constant)
@@ -226,7 +230,9 @@ def json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
+        return "a number"  # finite, however many digits (math.isfinite would overflow)
+    if isinstance(value, float):
         return "a number" if math.isfinite(value) else "a non-finite number"
     if isinstance(value, str):
         return "a string"
