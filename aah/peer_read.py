@@ -58,6 +58,7 @@ class PeerBound:
         seconds: The whole exchange's deadline (``math.inf``: the caller's own).
         max_depth: The most levels its JSON may nest.
         setting: What raises the size cap (an ``AAH_*`` variable), named in refusals.
+        verb: How a refusal says the peer gave it ("sent"; a file "holds").
     """
 
     peer: str
@@ -65,6 +66,7 @@ class PeerBound:
     seconds: float = math.inf
     max_depth: int = MAX_NESTING
     setting: str | None = None
+    verb: str = "sent"
 
 
 class PeerOutOfBounds(OutOfBounds):
@@ -81,7 +83,7 @@ def too_large(bound: PeerBound, size: int | None = None) -> PeerOutOfBounds:
     seen = f" ({size:,} bytes or more)" if size is not None else ""
     fix = f"raise {bound.setting}" if bound.setting else "check what it sends"
     return PeerOutOfBounds(
-        f"{bound.peer} sent more than {bound.max_bytes:,} bytes{seen}: {fix}",
+        f"{bound.peer} {bound.verb} more than {bound.max_bytes:,} bytes{seen}: {fix}",
         bound=bound,
         kind="size",
     )
@@ -101,7 +103,7 @@ def too_deep(bound: PeerBound, why: str | None = None) -> PeerOutOfBounds:
     """The refusal of JSON past ``bound``'s depth (or holding an unreadable number)."""
     what = why or f"JSON nested deeper than {bound.max_depth} levels"
     return PeerOutOfBounds(
-        f"{bound.peer} sent {what}: aah does not read it", bound=bound, kind="depth"
+        f"{bound.peer} {bound.verb} {what}: aah does not read it", bound=bound, kind="depth"
     )
 
 

@@ -298,3 +298,17 @@ def test_any_model_server_answer_ends_in_a_reply_or_one_model_error_line(
     started = time.monotonic()
     asyncio.run(ask())
     assert time.monotonic() - started < 8
+
+
+def test_data_files_from_outside_are_read_through_the_bound(tmp_path: Path) -> None:
+    from aah.benchmark.failtalms.published import read_answers
+    from aah.errors import AahError
+
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(b"[" + b'{"a":' * 500 + b"1" + b"}" * 500 + b"]")
+    with pytest.raises(AahError, match=r"deep\.json holds JSON nested deeper than 100 levels"):
+        read_answers(deep)
+    digits = tmp_path / "digits.json"
+    digits.write_bytes(b"[" + b"9" * 5000 + b"]")
+    with pytest.raises(AahError, match="a number of thousands of digits"):
+        read_answers(digits)

@@ -162,7 +162,9 @@ def read_reply_lines(file: Path) -> list[ReplyLine]:
         AahError: The file cannot be read, or a line is not a valid reply object.
     """
     try:
-        raw = read_file(file, PeerBound(f"the file {file}", MAX_REPLY_FILE_BYTES)).decode("utf-8")
+        raw = read_file(
+            file, PeerBound(f"the file {file}", MAX_REPLY_FILE_BYTES, verb="holds")
+        ).decode("utf-8")
     except PeerOutOfBounds:
         raise AahError(
             f"{file} is more than {MAX_REPLY_FILE_BYTES:,} bytes: split it into several files"

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from aah.errors import AahError
 from aah.events import AwarenessAnswer, AwarenessQuestion
 from aah.llm import parse_awareness_reply
+from aah.peer_read import PeerBound, PeerOutOfBounds, parse_json, read_file
 
 # Positions or ids a warning lists before it says "and N more".
 LISTED = 8
@@ -94,6 +95,10 @@ class PublishedAnswer:
         return f"query {self.query_id}" if self.query_id is not None else f"@{self.position}"
 
 
+# The most one published answers file may hold (the paper's largest is about 30 MB).
+MAX_ANSWERS_FILE_BYTES = 512 * 1024 * 1024
+
+
 def read_answers(path: Path) -> list[PublishedAnswer]:
     """Every record of one published answers file, odd ones included.
 
@@ -101,8 +106,11 @@ def read_answers(path: Path) -> list[PublishedAnswer]:
         AahError: The file cannot be read, is not JSON, is not a list, or
             holds a record that is not an object.
     """
+    bound = PeerBound(str(path), MAX_ANSWERS_FILE_BYTES, verb="holds")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(read_file(path, bound).decode("utf-8"), bound)
+    except PeerOutOfBounds as exc:
+        raise AahError(f"{exc}: split the file or check it holds published answers") from None
     except OSError as exc:
         raise AahError(f"{path} cannot be read ({exc.strerror or exc}): check it") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

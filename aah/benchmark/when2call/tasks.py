@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aah.benchmark.when2call.tools import When2CallTool, parse_tool, tool_name
 from aah.errors import AahError
+from aah.peer_read import PeerBound, PeerOutOfBounds, read_file
 
 WHEN2CALL_FOLDER = "when2call"
 QUESTIONS_FILE = "when2call_test_questions.jsonl"
@@ -92,10 +93,17 @@ def load_when2call(data_dir: Path) -> list[When2CallTask]:
     return list(_load(path.resolve(), info.st_mtime_ns, info.st_size))
 
 
+# When2Call's file is about 1 MB; a hundred times that is no question file.
+MAX_QUESTIONS_FILE_BYTES = 128 * 1024 * 1024
+
+
 @lru_cache(maxsize=4)
 def _load(path: Path, mtime_ns: int, size: int) -> tuple[When2CallTask, ...]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        raw = read_file(path, PeerBound(str(path), MAX_QUESTIONS_FILE_BYTES, verb="holds"))
+        lines = raw.decode("utf-8").splitlines()
+    except PeerOutOfBounds as exc:
+        raise AahError(f"{exc}: fetch the data again") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise AahError(f"cannot read {path} ({exc}): fetch the data again") from exc
     tasks: list[When2CallTask] = []
