@@ -330,7 +330,7 @@ async def test_the_console_asks_field_by_field_and_asks_again_for_a_bad_value(
     content = {"breakfast": False, "name": "Ada", "nights": 3, "room": "double"}
     assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
     assert shown[0].startswith("MCP server hotel asks: Booking a room in Lyon")
-    assert any(line.startswith("Not taken: nights is an integer") for line in shown)
+    assert any(line.startswith("Not taken: nights: a whole number") for line in shown)
     # A link is printed, never opened; n declines it.
     lines = iter(["n"])
     link, _ = await _run(tmp_path / "link", "sign_in", {"service": "mail"}, ConsoleHuman(prompt))

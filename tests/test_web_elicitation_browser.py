@@ -124,7 +124,7 @@ def test_a_form_from_the_schema_is_checked_then_sent(
         page.locator('[data-field="name"]').fill("Ada")
         page.locator('[data-field="nights"]').fill("99")
         page.locator("#elicit-accept").click()
-        expect(page.locator("#answer-status")).to_contain_text("nights is at most 14")
+        expect(page.locator("#answer-status")).to_contain_text("nights: at most 14, not 99")
         assert stored(db, request_id, request) is None
         page.locator('[data-field="nights"]').fill("3")
         page.locator('[data-field="breakfast"]').check()

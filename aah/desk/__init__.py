@@ -12,21 +12,25 @@ from __future__ import annotations
 
 from aah.clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from aah.desk.elicitation import (
-    MAX_FIELDS,
-    ContentInvalid,
+    MAX_MESSAGE_CHARS,
+    UNREADABLE_KEY,
     ElicitationAction,
-    ElicitationField,
     ElicitationMode,
-    ElicitationRefused,
     ElicitationRequest,
     ElicitationResult,
-    FieldValue,
     check_content,
-    check_value,
-    form_fields,
     read_stored_answer,
     stored_answer,
+    unreadable_elicitation,
 )
+from aah.desk.elicitation_form import (
+    ContentInvalid,
+    ElicitationField,
+    FieldValue,
+    check_value,
+    shown_line,
+)
+from aah.desk.elicitation_schema import MAX_FIELDS, ElicitationRefused, form_fields
 from aah.desk.replies import Answer, Decision, decision_from_text, decision_of
 from aah.desk.requests import (
     CONTEXT_VERSION,
@@ -54,8 +58,10 @@ __all__ = [
     "HEARTBEAT_LEASE_S",
     "MAX_ANSWER_CHARS",
     "MAX_FIELDS",
+    "MAX_MESSAGE_CHARS",
     "SYSTEM_CLOCK",
     "UNDO_SECONDS",
+    "UNREADABLE_KEY",
     "Answer",
     "CallToApprove",
     "ApprovalContext",
@@ -87,5 +93,7 @@ __all__ = [
     "form_fields",
     "question_context",
     "read_stored_answer",
+    "shown_line",
     "stored_answer",
+    "unreadable_elicitation",
 ]

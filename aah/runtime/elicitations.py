@@ -23,10 +23,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from aah.desk import (
+    MAX_MESSAGE_CHARS,
     ContentInvalid,
+    ElicitationField,
     ElicitationRefused,
     ElicitationRequest,
     ElicitationResult,
+    check_content,
     check_value,
     read_stored_answer,
 )
@@ -77,28 +80,23 @@ class SessionElicitor:
         self.emit = emit
         self._asked = 0
 
-    async def answer(self, server: str, params: Mapping[str, Any]) -> ElicitationResult:
+    async def answer(self, server: str, params: Any) -> ElicitationResult:
         """The result to send ``server`` for its ``elicitation/create`` ``params``.
 
-        A request aah does not show is declined, saying why in the log.
+        Never raises and never leaves the server without a result: a request
+        aah does not show is declined at once, a one-line reason in the log
+        (an :class:`ElicitationAskedEvent` with ``refused``); content a
+        channel gives that does not fit the form goes back as a decline.
         """
         self._asked += 1
         request_id = f"{self.session_id}-elicit-{self._asked}"
         try:
             request = ElicitationRequest.from_params(server, params)
         except ElicitationRefused as exc:
-            message = str(params.get("message") or "")
-            self.emit(
-                ElicitationAskedEvent(
-                    session_id=self.session_id, request_id=request_id, server=server,
-                    message=message, mode="url" if params.get("mode") == "url" else "form",
-                    refused=str(exc),
-                )
-            )  # fmt: skip
-            return self._answered(
-                request_id, server,
-                ElicitationResult(action="decline", answered_by=AAH_ANSWERS, why=str(exc)),
-            )  # fmt: skip
+            return self._refused(request_id, server, params, str(exc))
+        except Exception as exc:  # whatever a peer sent, it gets a decline, never silence
+            why = f"aah could not read {server}'s elicitation ({type(exc).__name__})"
+            return self._refused(request_id, server, params, why)
         self.emit(
             ElicitationAskedEvent(
                 session_id=self.session_id,
@@ -112,7 +110,7 @@ class SessionElicitor:
         started = time.perf_counter()
         ask = ElicitationAsk(request_id, self.session_id, request)
         try:
-            result = await elicit_from(self.channel, ask)
+            result = _fitted(request, await elicit_from(self.channel, ask))
         except Exception as exc:  # the store refused it, a channel broke: the server is told
             why = " ".join(str(exc).split())[:300] or type(exc).__name__
             result = ElicitationResult(
@@ -121,6 +119,22 @@ class SessionElicitor:
         if not result.seconds:
             result = result.model_copy(update={"seconds": time.perf_counter() - started})
         return self._answered(request_id, server, result)
+
+    def _refused(self, request_id: str, server: str, params: Any, why: str) -> ElicitationResult:
+        """Decline a request aah does not show, logging it as asked and refused."""
+        found = params.get("message") if isinstance(params, Mapping) else None
+        mode = params.get("mode") if isinstance(params, Mapping) else None
+        self.emit(
+            ElicitationAskedEvent(
+                session_id=self.session_id, request_id=request_id, server=server,
+                message=found[:MAX_MESSAGE_CHARS] if isinstance(found, str) else "",
+                mode="url" if mode == "url" else "form", refused=why,
+            )
+        )  # fmt: skip
+        return self._answered(
+            request_id, server,
+            ElicitationResult(action="decline", answered_by=AAH_ANSWERS, why=why),
+        )  # fmt: skip
 
     def _answered(
         self, request_id: str, server: str, result: ElicitationResult
@@ -138,6 +152,25 @@ class SessionElicitor:
             )
         )
         return result
+
+
+def _fitted(request: ElicitationRequest, result: ElicitationResult) -> ElicitationResult:
+    """``result``, or a decline saying why when its content does not fit ``request``'s form.
+
+    Every channel's content passes the desk's one check before it reaches the
+    server, whichever face or script gave it.
+    """
+    if result.action != "accept":
+        return result
+    if request.mode == "url":
+        return result.model_copy(update={"content": None})
+    try:
+        content = check_content(request, result.content or {})
+    except ContentInvalid as exc:
+        return result.model_copy(
+            update={"action": "decline", "content": None, "why": f"the content did not fit: {exc}"}
+        )
+    return result.model_copy(update={"content": content})
 
 
 # The elicitor of the session whose graph runs in this context, if any.
@@ -222,13 +255,15 @@ async def elicit_in_queue(
 
 
 def console_elicitation(
-    prompt: Callable[[str], str], request: ElicitationRequest, *, tries: int = 3
+    prompt: Callable[[str], str], request: ElicitationRequest
 ) -> ElicitationResult:
     """Ask the person at this terminal, one line at a time, through ``prompt``.
 
     First whether to answer at all (y: yes, n: decline, an empty line:
-    cancel); then, for a form, each field (an empty line leaves an optional
-    one out), a value that does not fit asked again up to ``tries`` times. A
+    cancel); then, for a form, each field. A value that does not fit is
+    refused with its one-line reason and asked again, however it is wrong
+    (a word, a number of 400 digits): only the person ends the form, with an
+    empty line (an optional field is left out, a required one cancels). A
     link is printed, never opened: y says the person is done with it.
     """
     what = f"the link {request.url} (aah does not open it)" if request.mode == "url" else "a form"
@@ -245,21 +280,32 @@ def console_elicitation(
         return ElicitationResult(action="accept", answered_by="console")
     content: dict[str, Any] = {}
     for field in request.fields:
-        hint = f" (one of: {', '.join(field.options)})" if field.kind == "enum" else ""
-        hint += " (several, comma-separated)" if field.multiple else ""
-        hint += " (y/n)" if field.kind == "boolean" else ""
-        for _ in range(tries):
-            given = prompt(f"{field.label}{' *' if field.required else ''}{hint}").strip()
-            if not given and not field.required:
-                break
-            value: Any = [v.strip() for v in given.split(",")] if field.multiple else given
-            try:
-                content[field.name] = check_value(field, value)
-                break
-            except ContentInvalid as exc:
-                prompt(f"Not taken: {exc}. Press Enter to try again")
-        else:
+        value = _console_value(prompt, field)
+        if value is _LEFT_OUT and field.required:
             return ElicitationResult(
-                action="cancel", answered_by="console", why=f"no usable value for {field.label}"
+                action="cancel", answered_by="console", why=f"no value for {field.label}"
             )
+        if value is not _LEFT_OUT:
+            content[field.name] = value
     return ElicitationResult(action="accept", content=content, answered_by="console")
+
+
+# An empty line for a field: left out (optional) or the form given up (required).
+_LEFT_OUT = object()
+
+
+def _console_value(prompt: Callable[[str], str], field: ElicitationField) -> Any:
+    """The value the person types for ``field``, asked until it fits (or :data:`_LEFT_OUT`)."""
+    hint = f" (one of: {', '.join(field.options)})" if field.kind == "enum" else ""
+    hint += " (several, comma-separated)" if field.multiple else ""
+    hint += " (y/n)" if field.kind == "boolean" else ""
+    hint += " (Enter: cancel the form)" if field.required else " (Enter: leave it out)"
+    while True:
+        given = prompt(f"{field.label}{' *' if field.required else ''}{hint}").strip()
+        if not given:
+            return _LEFT_OUT
+        typed: Any = [v.strip() for v in given.split(",")] if field.multiple else given
+        try:
+            return check_value(field, typed)
+        except ContentInvalid as exc:
+            prompt(f"Not taken: {exc}. Press Enter to try again")

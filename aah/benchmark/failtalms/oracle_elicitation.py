@@ -24,7 +24,8 @@ from aah.desk import (
 )
 
 ORACLE = "oracle"
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# ASCII digits, as a person types them (\d would take any script's).
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _SAYS_NO = re.compile(r"\b(no|not|without|never|don't|doesn't|does not|do not)\b", re.I)
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?")

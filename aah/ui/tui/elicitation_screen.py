@@ -149,12 +149,13 @@ def _label(field: ElicitationField) -> str:
 def _widget(field: ElicitationField, widget_id: str) -> Widget:
     if field.kind == "boolean":
         return Checkbox("yes", value=field.default is True, id=widget_id)
+    # Options are the server's text: shown as it is, never read as markup ("[/]" would break it).
     if field.kind == "enum" and field.multiple:
         return SelectionList[str](
-            *[(field.option_title(v), v) for v in field.options], id=widget_id
+            *[(Text(field.option_title(v)), v) for v in field.options], id=widget_id
         )
     if field.kind == "enum":
-        options = [(field.option_title(v), v) for v in field.options]
+        options = [(Text(field.option_title(v)), v) for v in field.options]
         if isinstance(field.default, str) and field.default in field.options:
             return Select(options, value=field.default, id=widget_id)
         return Select(options, id=widget_id)

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import html
 import json
-import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from aah.bounds import OutOfBounds, parse_json
+from aah.bounds import OutOfBounds, check_number, parse_json
 from aah.desk import MAX_ANSWER_CHARS, DeskWorkflow, OpenedRequest, approval_context
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord
 from aah.tools import ParameterSpec
@@ -33,9 +31,6 @@ MAX_RESPONSE_CHARS = MAX_ANSWER_CHARS
 MAX_FIELD_CHARS = 20_000
 # The whole decision the page sends: no more than a request to the app may bring.
 MAX_DECISION_CHARS = 1_000_000
-_INTEGER = re.compile(r"[+-]?\d+")
-# Python reads at most 4,300 digits into an int; a number a person types has far fewer.
-_MAX_DIGITS = 400
 
 
 @dataclass(frozen=True)
@@ -284,18 +279,8 @@ def _typed(parameter: ParameterSpec, raw: str) -> Any:
         return value
     if parameter.type == "string":
         return raw
-    if parameter.type == "integer":
-        if not _INTEGER.fullmatch(text) or len(text) > _MAX_DIGITS:
-            raise ValueError(f"{name}: a whole number, e.g. 3, not “{shown}”")
-        return int(text)
-    if parameter.type == "number":
-        try:
-            number = float(text)
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number) or len(text) > _MAX_DIGITS:
-            raise ValueError(f"{name}: a number, e.g. 2.5, not “{shown}”")
-        return int(text) if _INTEGER.fullmatch(text) else number
+    if parameter.type in ("integer", "number"):
+        return check_number(text, name, integer=parameter.type == "integer")
     if parameter.type == "boolean":
         if text.lower() not in ("true", "false"):
             raise ValueError(f"{name}: true or false, not “{shown}”")

@@ -110,7 +110,9 @@ def read_elicitation(record: HumanRequestRecord, sent: str) -> ElicitationResult
     request = ElicitationRequest.model_validate(record.context)
     try:
         data: Any = parse_json(sent, "the result", max_chars=MAX_RESULT_CHARS)
-    except (json.JSONDecodeError, OutOfBounds):
+    except OutOfBounds as exc:
+        raise ValueError(f"{exc}; nothing was sent") from None
+    except json.JSONDecodeError:
         raise ValueError("the page sent no result: press Accept, Decline or Cancel") from None
     if not isinstance(data, dict) or data.get("action") not in _DONE:
         raise ValueError("the page sent no result: press Accept, Decline or Cancel")
