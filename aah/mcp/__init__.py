@@ -13,6 +13,7 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.mcp.connections import McpConnections, McpFailure, McpReply, require_sdk
     from aah.mcp.executor import McpExecutor, ToolRouter, reply_result
+    from aah.mcp.gate import MessageBounds
     from aah.mcp.human_tools import (
         CANCELLED_ANSWER,
         CANCELLED_BY,
@@ -21,12 +22,13 @@ if TYPE_CHECKING:
         Question,
         TaskView,
     )
+    from aah.mcp.intake import Screened, screen_message
     from aah.mcp.listing import MAX_REGISTRY_TOOLS, MAX_TOOLS, ToolChoice, ToolListing
     from aah.mcp.recording import McpRecording, default_recording_path
     from aah.mcp.schema import ToolSpecs, read_tool_specs, shown_name, tool_spec, tool_specs
     from aah.mcp.serve import BearerGuard, build_desk_server, serve_http
+    from aah.mcp.serve_transports import IntakeGuard, serve_stdio
     from aah.mcp.servers import McpServer, is_mcp_spec, parse_server, server_of, unique_names
-    from aah.mcp.stdio import serve_stdio
     from aah.mcp.tasks import (
         TASKS_EXTENSION,
         CancelTaskRequest,
@@ -59,6 +61,9 @@ __all__ = [
     "TaskIdParams",
     "TaskView",
     "BearerGuard",
+    "IntakeGuard",
+    "Screened",
+    "screen_message",
     "serve_http",
     "serve_stdio",
     "HumanTools",
@@ -71,6 +76,7 @@ __all__ = [
     "McpReply",
     "McpServer",
     "McpTools",
+    "MessageBounds",
     "ToolRouter",
     "configured_servers",
     "default_recording_path",
@@ -107,12 +113,16 @@ _WHERE = {
     "ApprovalAsk": "aah.mcp.human_tools",
     "BearerGuard": "aah.mcp.serve",
     "serve_http": "aah.mcp.serve",
-    "serve_stdio": "aah.mcp.stdio",
+    "serve_stdio": "aah.mcp.serve_transports",
+    "IntakeGuard": "aah.mcp.serve_transports",
+    "Screened": "aah.mcp.intake",
+    "screen_message": "aah.mcp.intake",
     "HumanTools": "aah.mcp.human_tools",
     "Question": "aah.mcp.human_tools",
     "build_desk_server": "aah.mcp.serve",
     "McpConnections": "aah.mcp.connections",
     "McpFailure": "aah.mcp.connections",
+    "MessageBounds": "aah.mcp.gate",
     "McpReply": "aah.mcp.connections",
     "require_sdk": "aah.mcp.connections",
     "McpExecutor": "aah.mcp.executor",

@@ -36,6 +36,7 @@ from aah.events import (
     HumanQuestionEvent,
 )
 from aah.mcp.caps import check_data, check_deadline, check_text
+from aah.mcp.intake import CLIENT_INFO_CHARS
 from aah.mcp.schema import parameters, parameters_of
 from aah.runtime import (
     IDK_REPLY,
@@ -48,6 +49,7 @@ from aah.runtime import (
 )
 from aah.scoring import EXTERNAL_MODEL_PREFIX
 from aah.store import HumanRequestRecord, SessionStore
+from aah.terminal_text import printable
 from aah.tools import ParameterSpec
 
 T = TypeVar("T")
@@ -162,6 +164,7 @@ class HumanTools:
 
     def session_for(self, client: str) -> str:
         """The session that holds ``client``'s questions (made on first use)."""
+        client = client_label(client)
         session_id = f"mcp-{_digest(client)}"
         self.store.open_session(
             f"Questions from the MCP agent {client!r}",
@@ -193,7 +196,7 @@ class HumanTools:
         Raises:
             AahError: ``question`` is past a cap, or its id names another question.
         """
-        question = _checked_question(question)
+        question, client = _checked_question(question), client_label(client)
         content = _digest(_question_content(question.question, question.context, question.fallback))
         session_id = await asyncio.to_thread(self.session_for, client)
         request_id = f"{session_id}-{_digest(question.ask_id) if question.ask_id else content}"
@@ -273,7 +276,7 @@ class HumanTools:
         self, call: ApprovalAsk, client: str
     ) -> tuple[str, asyncio.Future[ApprovalDecidedEvent]]:
         """``call``'s request id and the wait for a decision on it (joined if one runs)."""
-        call = _checked_call(call)
+        call, client = _checked_call(call), client_label(client)
         shown = [p.model_dump(mode="json") for p in _parameters(call)]
         content = _digest(
             _call_content(call.tool, call.arguments, call.context, call.fallback, shown)
@@ -392,6 +395,7 @@ class HumanTools:
         restarted since it was asked) is waited on again, so its deadline's
         fallback still applies and its answer is logged.
         """
+        client = client_label(client)
         found = await asyncio.to_thread(self._found, request_id, client)
         if found is None:
             return None
@@ -541,6 +545,18 @@ class HumanTools:
             if event.kind == kind and getattr(event, "request_id", None) == request_id:
                 return event
         return None
+
+
+def client_label(name: str) -> str:
+    """A client's name as aah shows and stores it: one line, no controls, at most 200 characters.
+
+    The name is the client's own (``clientInfo.name``); every face shows it
+    beside the client's questions, so it carries no terminal controls, and
+    it is bounded like every field (``aah mcp serve`` refuses a longer one).
+    A client that gives none is ``unknown``.
+    """
+    shown = " ".join(printable(name).split()) or "unknown"
+    return shown if len(shown) <= CLIENT_INFO_CHARS else shown[: CLIENT_INFO_CHARS - 1] + "…"
 
 
 def _parameters(call: ApprovalAsk) -> list[ParameterSpec]:

@@ -1,4 +1,8 @@
-"""``aah mcp serve``: the human desk as an MCP server (stdio or streamable HTTP)."""
+"""``aah mcp serve``: the human desk as an MCP server (stdio or streamable HTTP).
+
+Both transports (``aah.mcp.serve_transports``) hand the SDK only messages
+:func:`aah.mcp.intake.screen_message` passed, so no client waits for ever.
+"""
 
 # No ``from __future__ import annotations``: the SDK reads the tool's
 # annotations at definition time, and ``Context`` is imported in the function.
@@ -10,7 +14,8 @@ from typing import Any
 
 from aah.errors import AahError
 from aah.mcp.caps import MAX_MESSAGE_BYTES
-from aah.mcp.human_tools import ApprovalAsk, HumanTools, Question
+from aah.mcp.human_tools import ApprovalAsk, HumanTools, Question, client_label
+from aah.mcp.serve_transports import MCP_PATH, IntakeGuard
 
 SERVER_NAME = "aah"
 INSTRUCTIONS = (
@@ -155,12 +160,12 @@ _ARG_LINE = re.compile(r"^ {4}(\w+)(?: \([^)]*\))?:")
 
 
 def _client_name(ctx: Any) -> str:
-    """The name the MCP client gave, or ``unknown``."""
+    """The name the MCP client gave, as aah shows and stores it (``unknown`` without one)."""
     try:
         info = ctx.session.client_params.client_info
     except (AttributeError, ValueError):
         return "unknown"
-    return str(getattr(info, "name", "") or "unknown")
+    return client_label(str(getattr(info, "name", "") or ""))
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
@@ -182,8 +187,11 @@ def serve_http(server: Any, *, host: str, port: int, token: str | None) -> None:
             f"serving MCP on {host} lets anyone there ask your annotators: "
             "set AAH_MCP_TOKEN (clients send it as a bearer token) or use --host 127.0.0.1"
         )
-    app = server.streamable_http_app(host=host, max_request_body_size=MAX_MESSAGE_BYTES)
-    guarded = BearerGuard(app, token) if token else app
+    app = server.streamable_http_app(
+        host=host, streamable_http_path=MCP_PATH, max_request_body_size=MAX_MESSAGE_BYTES
+    )
+    screened = IntakeGuard(app)
+    guarded = BearerGuard(screened, token) if token else screened
     config = uvicorn.Config(guarded, host=host, port=port, log_level="warning")
     # The SDK logs each session manager start and stop at INFO: not news to the person serving.
     logging.getLogger("mcp").setLevel(logging.WARNING)
