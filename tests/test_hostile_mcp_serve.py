@@ -396,7 +396,7 @@ def test_a_client_name_of_100_000_characters_is_refused_at_once_over_stdio_and_h
         transport = streamable_http_client(server.url, http_client=bearer)
         started = time.monotonic()
         refusals.append(asyncio.run(introduced(transport, name)))
-        assert time.monotonic() - started < 10  # at once, not the client's read timeout
+        assert time.monotonic() - started < ANSWER_SECONDS  # not the client's read timeout
         # The session opened before is still served.
         assert server.post(probe(0))[1][0]["result"] == {}
     for refusal in refusals:
@@ -611,7 +611,7 @@ def test_generated_lines_are_each_answered_once_by_the_real_server_over_stdio(
 ) -> None:
     server = StdioServer(tmp_path / "desk.db")
 
-    @settings(GENERATED, max_examples=60)
+    @settings(GENERATED, max_examples=100)
     @given(raw=lines(PROMPT_METHODS).map(one_line))
     def answered_once(raw: bytes) -> None:
         _, answered = server.answers(raw)
@@ -634,7 +634,7 @@ def test_generated_bodies_are_each_answered_once_by_the_real_server_over_http(
 ) -> None:
     with http_served(tmp_path) as server:
 
-        @settings(GENERATED, max_examples=40)
+        @settings(GENERATED, max_examples=60)
         @given(raw=lines(PROMPT_METHODS))
         def answered_once(raw: bytes) -> None:
             status, messages, _ = server.answers(raw)
