@@ -1,12 +1,13 @@
 """What every message to ``aah mcp serve`` passes before the SDK reads it, on every transport.
 
 The SDK's readers drop a message they cannot validate (over stdio, without a
-word) or answer it without its id (over HTTP), so a client whose request held
-a lone surrogate, a ``params`` that is text or a ``jsonrpc`` of "1.0" waited
-for ever. :func:`screen_message` reads each message first, the stdio lines
-and the HTTP bodies alike:
+word) or answer it without its id (over HTTP): a client whose request held a
+lone surrogate, a ``params`` that is text or a ``jsonrpc`` of "1.0" would
+wait for ever. :func:`screen_message` reads each message first, the stdio
+lines and the HTTP bodies alike:
 
-- a message aah reads and the SDK's own validator takes goes on, as it came;
+- a message aah reads and the SDK's own validator takes goes on, as it came
+  (less a BOM and blanks around it), so the SDK never drops it;
 - any other gets a JSON-RPC 2.0 error for its id: -32700 (no JSON aah
   reads), -32600 (no request MCP reads), -32602 (its ``params`` are not
   what MCP or aah takes). The id comes from the parsed message or, in text
