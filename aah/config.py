@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     # The pinned bfcl-eval wheel (the file, or a folder holding it): BFCL's
     # multi-turn API classes run from it. Unset: the data directory's bfcl/.
     bfcl_wheel: Path | None = None
+    # Seconds one call of a benchmark's environment code (BFCL's APIs, τ²'s
+    # domains) may run before it is stopped and answered "took too long".
+    bench_call_timeout: Seconds = 10.0
     # An SQLite file, or a PostgreSQL URL (a DatabaseURL: see aah.db_url).
     db: Annotated[Path, BeforeValidator(parse_location)] = Path("sessions/aah.db")
     registry: Path | None = None
