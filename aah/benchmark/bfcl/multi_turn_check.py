@@ -13,9 +13,20 @@ made no call in it; its calls still run, so later turns see their effect.
 An entry passes when every turn passes; a run that stopped before the last
 turn (BFCL's ``force_terminated``) fails.
 
-``passed_official`` is the same without the empty-turn rule: bfcl-eval
-2026.3.23's eval runner imports ``multi_turn_irrelevance_checker`` but never
-calls it, so BFCL's own score lets a call on an empty turn pass.
+``passed_official`` is bfcl-eval 2026.3.23's own verdict, which differs in
+two ways. It has no empty-turn rule: the eval runner imports
+``multi_turn_irrelevance_checker`` but never calls it, so a call on an empty
+turn passes. And in a long-context entry the model's and the ground truth's
+instances share BFCL's padding records (bfcl-eval loads both from one
+module): a charge to a padding credit card is in both states, so the state
+check cannot see it. That reading runs on a pair of its own
+(``BfclEnvironment.pairs_for_task``), which shares them with each other and
+with no other entry (bfcl-eval's one process would carry a change on to the
+entries after it); the strict reading's instances share nothing.
+
+Every call, the ground truth's too, runs behind the entry's fence (a time
+bound per call: see ``aah.benchmark.fence``); a call that ran out of time in
+the session is answered so at once here, never run again.
 """
 
 from __future__ import annotations
@@ -27,7 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aah.benchmark.bfcl.environments import BfclEnvironment, json_safe
+from aah.benchmark.bfcl.environments import BfclEnvironment, api_classes, bfcl_fence, json_safe
+from aah.benchmark.fence import Fence
 from aah.errors import AahError
 
 MultiTurnError = Literal[
@@ -82,7 +94,8 @@ class MultiTurnVerdict:
     Attributes:
         passed: Every turn passes, by science.md's rules.
         passed_official: BFCL's verdict (bfcl-eval 2026.3.23's runner): calls on an
-            empty-ground-truth turn do not fail it.
+            empty-ground-truth turn do not fail it, and a long-context entry's
+            model and ground truth share BFCL's padding records.
         failed_turn: The first turn that fails (science.md), or None; a run that
             stopped early fails at its first missing turn unless one fails before.
         error: Why ``failed_turn`` fails, or None.
@@ -163,6 +176,7 @@ def check_multi_turn(
     turns: Sequence[Sequence[Sequence[ModelCall]]],
     *,
     classes: Mapping[str, type] | None = None,
+    fence: Fence | None = None,
 ) -> MultiTurnVerdict:
     """Check the model's calls of a ``MultiTurnTask``, turn by turn.
 
@@ -173,24 +187,94 @@ def check_multi_turn(
             step without calls counts for nothing). Fewer turns than the
             entry has: the run stopped.
         classes: BFCL's API classes (``api_classes()`` when None).
+        fence: The entry's fence (``bfcl_fence()`` when None).
 
     Raises:
         AahError: the wheel cannot be loaded, or a ground-truth call cannot be read.
     """
-    model = BfclEnvironment.for_task(task, classes=classes)
-    truth = BfclEnvironment.for_task(task, classes=classes)
-    parameters = truth.parameter_names()
-    truth_calls = [
-        [parse_call_text(text, parameters) for text in turn] for turn in task.ground_truth
-    ]
-    model_results: list[str] = []
-    checks: list[TurnCheck] = []
-    for index, expected in enumerate(truth_calls[: len(turns)]):
-        calls = [call for step in turns[index] for call in step]
-        model_results += [model.execute(call.name, call.arguments) for call in calls]
-        truth_results = [truth.execute(call.name, call.arguments) for call in expected]
-        checks.append(_turn(index, expected, calls, model, truth, truth_results, model_results))
-    return _verdict(checks, len(truth_calls), len(turns))
+    checker = MultiTurnChecker(task, classes=classes, fence=fence)
+    for steps in turns[: len(task.ground_truth)]:
+        checker.add_turn(steps)
+    return checker.verdict(reached=len(turns))
+
+
+class MultiTurnChecker:
+    """The check of one entry, a turn at a time: each call runs once, however many turns follow.
+
+    The model's calls run on one environment and the ground truth's on
+    another (and, for ``passed_official`` in a long-context entry whose two
+    sides would share BFCL's padding records, again on a pair that does),
+    kept across turns.
+    """
+
+    def __init__(
+        self, task: Any, *, classes: Mapping[str, type] | None = None, fence: Fence | None = None
+    ) -> None:
+        """Fresh environments for ``task`` (see :func:`check_multi_turn` for the arguments).
+
+        Raises:
+            AahError: the wheel cannot be loaded, or a ground-truth call cannot be read.
+        """
+        found = classes if classes is not None else api_classes()
+        fence = fence if fence is not None else bfcl_fence()
+        self.task = task
+        strict, official = BfclEnvironment.pairs_for_task(task, classes=found, fence=fence)
+        self._strict = _Reading(*strict)
+        self._official = _Reading(*official) if official is not None else None
+        parameters = self._strict.truth.parameter_names()
+        self._truth_calls = [
+            [parse_call_text(text, parameters) for text in turn] for turn in task.ground_truth
+        ]
+        self.turns: list[list[list[ModelCall]]] = []
+
+    def add_turn(self, steps: Sequence[Sequence[ModelCall]]) -> None:
+        """Run the model's calls of the next turn, and the ground truth's, and check the turn.
+
+        Raises:
+            AahError: the entry has no more turns.
+        """
+        index = len(self.turns)
+        if index >= len(self._truth_calls):
+            raise AahError(f"entry {self.task.id} has {index} turns: no turn {index + 1} to check")
+        self.turns.append([list(step) for step in steps])
+        calls = [call for step in steps for call in step]
+        for reading in (self._strict, self._official):
+            if reading is not None:
+                reading.add(index, self._truth_calls[index], calls)
+
+    def verdict(self, *, turns: int | None = None, reached: int | None = None) -> MultiTurnVerdict:
+        """The verdict on the turns added so far.
+
+        Args:
+            turns: How many of the entry's turns are judged (the conversation
+                so far); all of them when None.
+            reached: How many turns the run reached; the turns added when
+                None. Fewer than ``turns``: the run stopped (``force_terminated``).
+        """
+        official = self._official if self._official is not None else self._strict
+        return _verdict(
+            self._strict.checks,
+            official.checks,
+            len(self._truth_calls) if turns is None else turns,
+            len(self.turns) if reached is None else reached,
+        )
+
+
+class _Reading:
+    """A model's and a ground truth's environments, and the turn checks on them so far."""
+
+    def __init__(self, model: BfclEnvironment, truth: BfclEnvironment) -> None:
+        self.model = model
+        self.truth = truth
+        self.model_results: list[str] = []
+        self.checks: list[TurnCheck] = []
+
+    def add(self, index: int, expected: Sequence[ModelCall], calls: Sequence[ModelCall]) -> None:
+        self.model_results += [self.model.execute(call.name, call.arguments) for call in calls]
+        truth_results = [self.truth.execute(call.name, call.arguments) for call in expected]
+        self.checks.append(
+            _turn(index, expected, calls, self.model, self.truth, truth_results, self.model_results)
+        )
 
 
 def _turn(
@@ -235,11 +319,16 @@ def _missing(wanted: Sequence[str], have: Sequence[str]) -> list[str]:
 
 
 def _verdict(
-    checks: Sequence[TurnCheck], expected_turns: int, model_turns: int
+    checks: Sequence[TurnCheck],
+    official_checks: Sequence[TurnCheck],
+    expected_turns: int,
+    model_turns: int,
 ) -> MultiTurnVerdict:
     stopped = model_turns != expected_turns
     failing = next((check for check in checks if not check.passed), None)
-    official = next((check for check in checks if not check.passed and not check.truth_empty), None)
+    official = next(
+        (check for check in official_checks if not check.passed and not check.truth_empty), None
+    )
     official_error: MultiTurnError | None = (
         "force_terminated" if stopped else official.error if official else None
     )

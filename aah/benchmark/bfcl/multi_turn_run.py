@@ -6,14 +6,22 @@ runs on them as BFCL runs it, and the result text is what BFCL returns. The
 session checks only that a called function exists; its arguments are the
 API's to judge, and a repeated call runs again, as in BFCL.
 
+Every call runs behind the entry's fence (``aah.benchmark.fence``): the
+session's calls in a thread of their own (the event loop goes on; the calls
+of one reply still run one after another, in their order), each within
+``AAH_BENCH_CALL_TIMEOUT``; whatever the APIs raise or return is the call's
+result text, never the session's failure.
+
 At each turn's end the executor checks the conversation so far with aah's
 multi-turn checker (``multi_turn_check``): the model's calls and the ground
 truth's run again on instances of their own, as BFCL's checker runs them, so
 the verdict does not depend on what the session did with its instances. The
-verdict and the instances' state go into the turn's ``TurnEndedEvent``,
-written with the turn's checkpoint: the checks see the arguments as the
-model gave them, before the log's secret scrubbing (BFCL's APIs take
-passwords, which the log redacts by name).
+checker keeps its instances from turn to turn (each call runs once in it),
+and answers a call that ran out of time in the session as it was answered,
+without running it again. The verdict and the instances' state go into the
+turn's ``TurnEndedEvent``, written with the turn's checkpoint: the checks see
+the arguments as the model gave them, before the log's secret scrubbing
+(BFCL's APIs take passwords, which the log redacts by name).
 
 With Aah on, the entry's person (``turn_oracle``) answers a question on a
 ``miss_param`` turn with the next user turn's text (the information the
@@ -22,6 +30,7 @@ benchmark gives anyway) and says the information is not available otherwise.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -29,8 +38,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from aah.benchmark.bfcl.environments import BfclEnvironment
-from aah.benchmark.bfcl.multi_turn_check import ModelCall, check_multi_turn
+from aah.benchmark.bfcl.environments import BfclEnvironment, api_classes, bfcl_fence
+from aah.benchmark.bfcl.multi_turn_check import ModelCall, MultiTurnChecker
 from aah.benchmark.bfcl.multi_turn_tasks import TURN_STEP_LIMIT, MultiTurnTask
 from aah.benchmark.bfcl.tasks import turn_text
 from aah.runtime import HumanRequest, RanCall, ScriptedHuman, TurnReport
@@ -59,13 +68,15 @@ class BfclTurnExecutor:
 
         Args:
             task: The entry.
-            classes: BFCL's API classes (``api_classes()`` when None).
+            classes: BFCL's API classes (``api_classes()`` when None: modules
+                of the entry's own).
 
         Raises:
             AahError: BFCL's API classes cannot be loaded (the pinned wheel is missing).
         """
         self.task = task
         self.classes = classes
+        self.fence = bfcl_fence()
         self.environment = self._fresh()
         self.turn = 0
         self.restored = False
@@ -74,30 +85,39 @@ class BfclTurnExecutor:
         # own run of the graph: a later turn's state comes back from the
         # checkpoint, where arguments named like secrets are redacted.
         self._calls: list[list[list[ModelCall]]] | None = None
+        self._checker: MultiTurnChecker | None = None
+        # The calls of one reply start together (asyncio.gather): they run in turn.
+        self._turns_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def _fresh(self) -> BfclEnvironment:
         return BfclEnvironment(
             self.task.involved_classes,
             self.task.initial_config,
             long_context=self.task.long_context,
+            classes=self.classes,
+            fence=self.fence,
         )
 
     def call(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
-        """Run one call on the entry's instances; BFCL's result text, errors included."""
+        """Run one call on the entry's instances here; BFCL's result text, errors included."""
         started = time.perf_counter()
         name = self._names.get(spec.qualified_name, spec.qualified_name)
-        text = self.environment.execute(name, dict(arguments))
-        return ToolResult(
-            ok=not _failed(text),
-            text=text,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            url=f"bfcl:{name}",
-            mode="bfcl",
-        )
+        return _result(name, self.environment.execute(name, dict(arguments)), started)
 
     async def acall(self, spec: EndpointSpec, arguments: Mapping[str, Any]) -> ToolResult:
-        """:meth:`call` (the APIs run in memory: the calls of one reply run in their order)."""
-        return self.call(spec, arguments)
+        """:meth:`call` in a thread of the fence's, after the calls before it have run."""
+        async with self._one_at_a_time():
+            started = time.perf_counter()
+            name = self._names.get(spec.qualified_name, spec.qualified_name)
+            text = await self.environment.aexecute(name, dict(arguments))
+            return _result(name, text, started)
+
+    def _one_at_a_time(self) -> asyncio.Lock:
+        """The lock the calls take in turn (one per event loop: a lock serves one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._turns_lock is None or self._turns_lock[0] is not loop:
+            self._turns_lock = (loop, asyncio.Lock())
+        return self._turns_lock[1]
 
     def close(self) -> None:
         """Nothing to release."""
@@ -110,7 +130,7 @@ class BfclTurnExecutor:
         earlier = self._calls if self._calls is not None else read
         turns = [*(earlier[:turn] + [[] for _ in range(turn - len(earlier))]), made]
         self._calls = turns
-        verdict = check_multi_turn(_prefix(self.task, turn + 1), turns, classes=self.classes)
+        verdict = self._checked(turns).verdict(turns=turn + 1)
         mine = verdict.turns[turn] if turn < len(verdict.turns) else None
         offered = {tool.original for tool in self.task.functions_at(turn)}
         known = _given_text(messages)
@@ -134,8 +154,20 @@ class BfclTurnExecutor:
             "calls": calls,
             "guessed": any(call["guessed"] for call in calls),
             "restored": self.restored,
+            "stopped": self.environment.stopped,
         }
         return TurnReport(state=bounded_state(self.environment.state()), check=check)
+
+    def _checked(self, turns: list[list[list[ModelCall]]]) -> MultiTurnChecker:
+        """The checker with ``turns`` added: the one so far if they extend its turns, else anew."""
+        checker = self._checker
+        if checker is None or checker.turns != turns[: len(checker.turns)]:
+            classes = self.classes if self.classes is not None else api_classes()
+            checker = MultiTurnChecker(self.task, classes=classes, fence=self.fence)
+        for steps in turns[len(checker.turns) : len(self.task.ground_truth)]:
+            checker.add_turn(steps)
+        self._checker = checker
+        return checker
 
     def restore(self, calls: Sequence[RanCall]) -> None:
         """Fresh instances with ``calls`` run again on them (a session resumed from a checkpoint).
@@ -148,6 +180,7 @@ class BfclTurnExecutor:
             self.environment.execute(self._names.get(call.name, call.name), dict(call.arguments))
         self.restored = bool(calls)
         self._calls = None  # the ended turns' calls are read from the checkpoint
+        self._checker = None
 
 
 def turn_oracle(task: MultiTurnTask, executor: BfclTurnExecutor) -> ScriptedHuman:
@@ -282,12 +315,13 @@ def _failed(text: str) -> bool:
     return isinstance(parsed, dict) and "error" in parsed
 
 
-def _prefix(task: MultiTurnTask, turns: int) -> MultiTurnTask:
-    """``task`` cut to its first ``turns`` turns (a check of the conversation so far)."""
-    if turns >= len(task.turns):
-        return task
-    return task.model_copy(
-        update={"turns": task.turns[:turns], "ground_truth": task.ground_truth[:turns]}
+def _result(name: str, text: str, started: float) -> ToolResult:
+    return ToolResult(
+        ok=not _failed(text),
+        text=text,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        url=f"bfcl:{name}",
+        mode="bfcl",
     )
 
 
