@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     mcp_tools: list[str] = Field(default_factory=list)
     mcp_start_timeout: Seconds = 30.0
     mcp_timeout: Seconds = 30.0
+    # The most bytes one message of an MCP server may hold, and all the answers
+    # to one call (each round of it): past either, the call fails at once.
+    mcp_max_message_bytes: int = Field(default=4_000_000, ge=1_000, le=1_000_000_000)
+    mcp_max_call_bytes: int = Field(default=16_000_000, ge=1_000, le=10_000_000_000)
 
     # Models: every role is an OpenAI-compatible chat endpoint. A role's own
     # setting wins; an unset one falls back to the agent's.

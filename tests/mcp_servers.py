@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-HUGE_CHARS = 3_000_000
+HUGE_CHARS = 1_500_000
 # The key given with --api-key (stdio and http kinds).
 API_KEY = {"value": ""}
 
@@ -60,7 +60,7 @@ def build_server() -> Any:
 
     @server.tool()
     def huge() -> str:
-        """A result of three million characters."""
+        """A result of a million and a half characters."""
         return "x" * HUGE_CHARS
 
     @server.tool()

@@ -33,6 +33,7 @@ from aah.mcp import (  # noqa: E402 - after the skip, which needs the SDK
     MAX_TOOLS,
     McpConnections,
     McpFailure,
+    MessageBounds,
     ToolChoice,
     ToolListing,
     open_mcp_tools,
@@ -113,10 +114,25 @@ def test_mcp_tools_patterns_choose_among_the_offered_tools(
     assert [tool["name"] for tool in listing.tools] == expected and listing.notes == []
 
 
-def test_a_ten_megabyte_description_is_cut(pool: McpConnections) -> None:
-    listing = pool.read_tools(parse_server(hostile("long_description")))
+def test_a_ten_megabyte_description_is_cut() -> None:
+    # A message cap that lets a ten-megabyte list in (the default refuses it: below).
+    roomy = McpConnections(
+        start_timeout=60, call_timeout=60, bounds=MessageBounds(20_000_000, 40_000_000)
+    )
+    try:
+        listing = roomy.read_tools(parse_server(hostile("long_description")))
+    finally:
+        roomy.close()
     wordy = next(tool for tool in listing.tools if tool["name"] == "wordy")
     assert len(wordy["description"]) == MAX_DESCRIPTION_CHARS
+
+
+def test_a_list_past_the_message_cap_is_refused_in_one_line(pool: McpConnections) -> None:
+    with pytest.raises(McpFailure) as caught:
+        pool.read_tools(parse_server(hostile("long_description")))
+    assert str(caught.value).startswith("MCP server evil sent more than 4,000,000 bytes") and str(
+        caught.value
+    ).endswith(": raise AAH_MCP_MAX_MESSAGE_BYTES")
 
 
 def test_a_schema_past_the_nesting_bound_leaves_its_tool_out(pool: McpConnections) -> None:
@@ -132,9 +148,9 @@ def test_a_schema_past_the_nesting_bound_leaves_its_tool_out(pool: McpConnection
 # --- a list aah cannot read is one line saying why -------------------------------------------
 
 UNREADABLE = [
-    ("deep", ("1000",), "tool list could not be read: it nests deeper than the MCP SDK reads"),
-    ("deep", ("200",), "tool list could not be read: it nests deeper than the MCP SDK reads"),
-    ("not_a_list", (), "tool list could not be read: tools: Input should be a valid list"),
+    ("deep", ("1000",), "evil sent JSON nested deeper than 150 levels: aah does not read it"),
+    ("deep", ("200",), "evil sent JSON nested deeper than 150 levels: aah does not read it"),
+    ("not_a_list", (), "evil's tool list could not be read: tools: Input should be a valid list"),
 ]
 
 
@@ -150,7 +166,7 @@ def test_an_unreadable_list_says_what_happened_instead_of_waiting(
     finally:
         pool.close()
     assert said in str(caught.value) and "\n" not in str(caught.value)
-    assert str(caught.value).startswith("MCP server evil's ")
+    assert str(caught.value).startswith("MCP server evil")
 
 
 def test_the_cli_says_an_unreadable_list_in_one_line(tmp_path: Path) -> None:
@@ -160,7 +176,7 @@ def test_the_cli_says_an_unreadable_list_in_one_line(tmp_path: Path) -> None:
         "--db", str(tmp_path / "a.db"), env={**env, "AAH_MODEL": "m"}, timeout=120,
     )  # fmt: skip
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "nests deeper than the MCP SDK reads" in result.stderr
+    assert result.stderr.count("\n") == 1 and "nested deeper than 150 levels" in result.stderr
 
 
 # --- names as shown, sent as the server spells them --------------------------------------------

@@ -24,12 +24,15 @@ import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import IO, Any, NamedTuple, TypeVar
+from contextvars import ContextVar
+from typing import IO, Any, Literal, NamedTuple, TypeVar
 
 from aah import __version__
 from aah.errors import AahError
+from aah.mcp.gate import REFUSED, CallBudget, MessageBounds, ServerGate, current_call
 from aah.mcp.listing import ToolChoice, ToolListing
 from aah.mcp.servers import McpServer
+from aah.peer_read import PeerOutOfBounds
 from aah.secrets import remember_secret
 
 T = TypeVar("T")
@@ -43,6 +46,17 @@ _PERSON_READ_TIMEOUT_S = 30 * 24 * 3600.0
 _LISTING = "listing its tools"
 # Lines of a server's stderr quoted when it fails to start or exits.
 _STDERR_TAIL_BYTES = 4096
+# Which protocol a connection was opened for: the handshake (up to
+# 2025-11-25), under which a server asks mid-call, else the newest the server
+# speaks (2026-07-28: a server asks by answering ``input_required``).
+Era = Literal["handshake", "newest"]
+# Who answers the questions of the call running in this context: where the
+# SDK hands a question over inside its call (an ``input_required`` round, a
+# question on the call's own HTTP stream), it goes to that call's session.
+_CALL_ELICITOR: ContextVar[Elicitor | None] = ContextVar("aah_mcp_elicitor", default=None)
+# What the SDK's server answers when a tool gives ``input_required`` on a
+# connection opened by the handshake, which cannot carry it.
+_INPUT_REQUIRED_REFUSED = "Handler returned an invalid result"
 
 
 class McpReply(NamedTuple):
@@ -66,10 +80,19 @@ class McpFailure(Exception):
 
 
 class _Held:
-    """One open server: its client, the task holding it, and how to let it go."""
+    """One open connection to a server: its client, the task holding it, and how to let it go.
 
-    def __init__(self, server: McpServer) -> None:
+    Args:
+        server: The server.
+        mode: How the SDK's client negotiates: ``legacy`` (the handshake) or
+            ``auto`` (the newest protocol the server speaks).
+        gate: The bounds of the server's messages.
+    """
+
+    def __init__(self, server: McpServer, mode: str, gate: ServerGate) -> None:
         self.server = server
+        self.mode = mode
+        self.gate = gate
         self.client: Any = None
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -86,13 +109,19 @@ class _Held:
     async def on_elicit(self, context: Any, params: Any) -> Any:
         """The SDK's elicitation callback: the question goes to the session whose call is running.
 
-        The protocol does not say which call a question belongs to; with calls
-        of several sessions in flight at once, no one could tell whose user to
-        ask, so the server gets a cancel. A question outside any call is declined.
+        A question asked inside its call (an ``input_required`` round, or on
+        the call's own HTTP stream) goes to that call's session. Over stdio
+        under the handshake the protocol does not say which call a question
+        belongs to; with calls of several sessions in flight at once, no one
+        could tell whose user to ask, so the server gets a cancel. A question
+        outside any call is declined, as is one past aah's bounds.
         """
         from mcp.types import ElicitResult
 
-        distinct = list({id(e): e for e in self.elicitors}.values())
+        if self.gate.refused_asks.pop(context.request_id, None) is not None:
+            return ElicitResult(action="decline")  # past aah's bounds: the gate logged why
+        own = _CALL_ELICITOR.get()
+        distinct = [own] if own is not None else list({id(e): e for e in self.elicitors}.values())
         if len(distinct) != 1:
             return ElicitResult(action="cancel" if distinct else "decline")
         self.asking += 1
@@ -116,13 +145,18 @@ class _Held:
     async def on_message(self, message: Any) -> None:
         """The SDK's message handler: wakes the waiting requests when an answer cannot be read.
 
-        The SDK's reader drops a line it cannot parse (JSON nested past what
-        it reads, a result that is not the shape asked for) and hands the
-        error here, not to the request it answered, which would wait until
-        its deadline. A line that is an answer to some request ends the waits.
+        The gate (:mod:`aah.mcp.gate`) turns an answer it refuses into an
+        error for its request; one whose request it cannot tell comes here as
+        an exception, and would otherwise leave every call waiting until its
+        deadline: each call in flight on this connection fails with its line.
         """
-        if isinstance(message, Exception) and _an_answer(message):
-            self.unreadable_why = _unreadable_reason(message)
+        if isinstance(message, Exception):
+            self.unreadable_why = (
+                str(message)
+                if isinstance(message, PeerOutOfBounds)
+                else f"MCP server {self.server.name} sent an answer aah could not read "
+                f"({_reason(message)}): fix the server, or leave it out"
+            )
             woken, self.unreadable = self.unreadable, asyncio.Event()
             woken.set()
 
@@ -145,22 +179,40 @@ class _Held:
 class McpConnections:
     """Open MCP servers, by target, with deadlines on everything.
 
+    A server is first opened by the handshake (protocol 2025-11-25), under
+    which a server written with the SDK's ``ctx.elicit`` asks mid-call; one
+    that asks by answering ``input_required`` (2026-07-28) has that tool
+    called again over a second connection that speaks the newest protocol,
+    and so does every later call of the tool. A server that refuses the
+    handshake is spoken to in the newest protocol from the start.
+
     Args:
         start_timeout: Seconds a server has to start and answer the handshake.
         call_timeout: Seconds one tool call (or tool listing) may take.
+        bounds: How much each server may send (per message, per call); by
+            default ``AAH_MCP_MAX_MESSAGE_BYTES`` and ``AAH_MCP_MAX_CALL_BYTES``.
     """
 
-    def __init__(self, *, start_timeout: float, call_timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        start_timeout: float,
+        call_timeout: float,
+        bounds: MessageBounds | None = None,
+    ) -> None:
         self.start_timeout = start_timeout
         self.call_timeout = call_timeout
+        self.bounds = bounds or configured_bounds()
         # The SDK logs what it drops (a line that is not JSON-RPC, a closed
         # stream) with tracebacks; aah reports each failure itself, in one line.
         logging.getLogger("mcp").setLevel(logging.CRITICAL)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="aah-mcp", daemon=True)
         self._thread.start()
-        self._held: dict[str, _Held] = {}
-        self._opening: dict[str, asyncio.Future[_Held]] = {}
+        self._held: dict[tuple[str, Era], _Held] = {}
+        self._opening: dict[tuple[str, Era], asyncio.Future[_Held]] = {}
+        # The tools (server target, tool) that asked by answering input_required.
+        self._round_trip_tools: set[tuple[str, str]] = set()
         self._closed = False
 
     def list_tools(self, server: McpServer) -> list[dict[str, Any]]:
@@ -251,7 +303,11 @@ class McpConnections:
 
     async def _list(self, server: McpServer, listing: ToolListing) -> ToolListing:
         held = await self._open(server)
-        return await self._guarded(held, _read_pages(held.client, listing), _LISTING)
+        budget = current_call.set(CallBudget(self.bounds.max_call_bytes))
+        try:
+            return await self._guarded(held, _read_pages(held.client, listing), _LISTING)
+        finally:
+            current_call.reset(budget)
 
     async def _call(
         self,
@@ -260,19 +316,40 @@ class McpConnections:
         arguments: dict[str, Any],
         elicitor: Elicitor | None = None,
     ) -> McpReply:
-        held = await self._open(server)
-        if elicitor is None:
-            request = held.client.call_tool(tool, arguments)
-        else:
-            held.elicitors.append(elicitor)
-            request = held.client.call_tool(
-                tool, arguments, read_timeout_seconds=_PERSON_READ_TIMEOUT_S
-            )
+        key = (server.target, tool)
+        era: Era = "newest" if key in self._round_trip_tools else "handshake"
         try:
-            result = await self._guarded(held, request, f"{tool}")
+            return await self._call_on(await self._open(server, era), tool, arguments, elicitor)
+        except _AsksByRoundTrip:
+            # The tool asks by answering input_required, which the handshake's
+            # protocol cannot carry; such a tool is called anew each round by
+            # design, so calling it again over the newest protocol is safe.
+            self._round_trip_tools.add(key)
+            held = await self._open(server, "newest")
+            return await self._call_on(held, tool, arguments, elicitor)
+
+    async def _call_on(
+        self, held: _Held, tool: str, arguments: dict[str, Any], elicitor: Elicitor | None
+    ) -> McpReply:
+        """One call over ``held``, its answers counted against one budget, its questions routed."""
+        budget = current_call.set(CallBudget(self.bounds.max_call_bytes))
+        asker = _CALL_ELICITOR.set(elicitor)
+        try:
+            if elicitor is None:
+                request = held.client.call_tool(tool, arguments)
+            else:
+                held.elicitors.append(elicitor)
+                request = held.client.call_tool(
+                    tool, arguments, read_timeout_seconds=_PERSON_READ_TIMEOUT_S
+                )
+            try:
+                result = await self._guarded(held, request, f"{tool}")
+            finally:
+                if elicitor is not None:
+                    held.elicitors.remove(elicitor)
         finally:
-            if elicitor is not None:
-                held.elicitors.remove(elicitor)
+            _CALL_ELICITOR.reset(asker)
+            current_call.reset(budget)
         content = [block.model_dump(mode="json", by_alias=True) for block in result.content]
         return McpReply(content, result.structured_content, bool(result.is_error))
 
@@ -295,14 +372,16 @@ class McpConnections:
             unreadable.cancel()
         if call not in done and unreadable in done:
             call.cancel()
-            what = "tool list" if doing == _LISTING else f"answer to {doing}"
-            raise McpFailure(
-                f"MCP server {held.server.name}'s {what} could not be read: {held.unreadable_why}"
-            )
+            raise McpFailure(held.unreadable_why)
         if call in done:
             try:
                 return call.result()
             except Exception as exc:
+                said = getattr(exc, "message", None)
+                if getattr(exc, "code", None) == REFUSED and isinstance(said, str):
+                    raise McpFailure(said) from None  # the gate's line: the server and the cap
+                if _refused_input_required(held, exc):
+                    raise _AsksByRoundTrip from None
                 if not _connection_closed(exc):
                     code = getattr(exc, "code", None)
                     message = self._broken(held, doing, exc)
@@ -317,37 +396,58 @@ class McpConnections:
             f"{self.call_timeout:g} s (timeout; AAH_MCP_TIMEOUT sets the limit)"
         )
 
-    async def _open(self, server: McpServer) -> _Held:
-        held = self._held.get(server.target)
+    async def _open(self, server: McpServer, era: Era = "handshake") -> _Held:
+        key = (server.target, era)
+        held = self._held.get(key)
         if held is not None:
             if held.ended is not None:
                 raise McpFailure(held.ended)
             return held
-        opening = self._opening.get(server.target)
+        opening = self._opening.get(key)
         if opening is None:
-            opening = asyncio.ensure_future(self._start(server))
-            self._opening[server.target] = opening
+            opening = asyncio.ensure_future(self._start(server, era))
+            self._opening[key] = opening
         return await asyncio.shield(opening)
 
-    async def _start(self, server: McpServer) -> _Held:
-        held = _Held(server)
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        held.task = asyncio.ensure_future(self._hold(held, ready))
+    async def _start(self, server: McpServer, era: Era) -> _Held:
+        key = (server.target, era)
         try:
-            await asyncio.wait(
-                {ready, held.task}, timeout=self.start_timeout, return_when="FIRST_COMPLETED"
-            )
+            held, ready = await self._connect(server, "legacy" if era == "handshake" else "auto")
+            if held.mode == "legacy" and _refuses_handshake(ready):
+                # A server of the newest protocol only: spoken to in it from the start.
+                await self._let_go(held)
+                held, ready = await self._connect(server, "auto")
         finally:
-            self._opening.pop(server.target, None)
+            self._opening.pop(key, None)
+        assert held.task is not None
         if not ready.done() or ready.exception() is not None:
             why = self._start_failure(held, ready)
             held.ended = why
             held.stop.set()
             held.task.cancel()
-            self._held[server.target] = held
+            self._held[key] = held
             raise McpFailure(why)
-        self._held[server.target] = held
+        self._held[key] = held
         return held
+
+    async def _connect(self, server: McpServer, mode: str) -> tuple[_Held, asyncio.Future[None]]:
+        """Open one connection to ``server``; it and whether it became ready in time."""
+        held = _Held(server, mode, ServerGate(server.name, self.bounds))
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        held.task = asyncio.ensure_future(self._hold(held, ready))
+        await asyncio.wait(
+            {ready, held.task}, timeout=self.start_timeout, return_when="FIRST_COMPLETED"
+        )
+        return held, ready
+
+    async def _let_go(self, held: _Held) -> None:
+        """Close a connection that will not be used (its process stopped the SDK's way)."""
+        held.stop.set()
+        if held.task is not None:
+            await asyncio.wait({held.task}, timeout=self.call_timeout)
+            held.task.cancel()
+        if held.errlog is not None:
+            held.errlog.close()
 
     def _start_failure(self, held: _Held, ready: asyncio.Future[None]) -> str:
         name = held.server.name
@@ -376,25 +476,31 @@ class McpConnections:
     async def _hold(self, held: _Held, ready: asyncio.Future[None]) -> None:
         """Keep one server's client open until told to stop (or the server goes away)."""
         from mcp import Client, Implementation, StdioServerParameters
-        from mcp.client.stdio import stdio_client
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        from aah.mcp.child import child_stdio
+        from aah.mcp.http_gate import gated_http_client
 
         server = held.server
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if server.is_http:
-                    # The SDK's client, with the headers AAH_MCP_HEADERS gives this server.
-                    http = create_mcp_http_client(headers=headers_for(server))
+                    # With the headers AAH_MCP_HEADERS gives this server; every body
+                    # passes the gate, which bounds each event (the SDK's own bound: none).
+                    url = server.started_url()
+                    http = gated_http_client(url, headers_for(server), held.gate)
                     await stack.enter_async_context(http)
-                    transport: Any = streamable_http_client(server.started_url(), http_client=http)
+                    transport: Any = streamable_http_client(
+                        url, http_client=http, max_sse_event_size=None
+                    )
                 else:
                     argv = server.started_argv()
                     held.errlog = tempfile.TemporaryFile()
                     params = StdioServerParameters(command=argv[0], args=argv[1:])
-                    transport = stdio_client(params, errlog=held.errlog)  # type: ignore[arg-type]
+                    transport = child_stdio(params, held.errlog, held.gate)
                 client = Client(
                     transport,
+                    mode=held.mode,
                     read_timeout_seconds=self.call_timeout,
                     message_handler=held.on_message,
                     elicitation_callback=held.on_elicit,
@@ -442,6 +548,14 @@ class McpConnections:
                 held.errlog.close()
 
 
+def configured_bounds() -> MessageBounds:
+    """The bounds of every server's messages, as the settings give them."""
+    from aah.config import get_settings
+
+    settings = get_settings()
+    return MessageBounds(settings.mcp_max_message_bytes, settings.mcp_max_call_bytes)
+
+
 def _on_loop(elicitor: Elicitor, loop: asyncio.AbstractEventLoop) -> Elicitor:
     """``elicitor`` run on ``loop`` (the caller's), awaited from the private loop."""
 
@@ -468,31 +582,33 @@ def _dumped(tools: list[Any], index: int) -> dict[str, Any]:
     return dumped
 
 
-def _an_answer(exc: Exception) -> bool:
-    """Whether an unreadable line was an answer to a request (not a stray line of text)."""
-    head = _unreadable_input(exc)[:300]
-    return head.lstrip().startswith("{") and ('"result"' in head or '"id"' in head)
+class _AsksByRoundTrip(Exception):
+    """A tool answered ``input_required`` over a connection opened by the handshake."""
 
 
-def _unreadable_input(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return ""
-    try:
-        given = errors()[0].get("input")
-    except (IndexError, TypeError, ValueError):
-        return ""
-    return given if isinstance(given, str) else ""
+def _refused_input_required(held: _Held, exc: BaseException) -> bool:
+    """Whether ``exc`` is the SDK server's refusal to send ``input_required`` by the handshake."""
+    from mcp.types import INTERNAL_ERROR
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    version = getattr(held.client, "protocol_version", None)
+    return (
+        getattr(exc, "code", None) == INTERNAL_ERROR
+        and getattr(exc, "message", None) == _INPUT_REQUIRED_REFUSED
+        and version in HANDSHAKE_PROTOCOL_VERSIONS
+    )
 
 
-def _unreadable_reason(exc: Exception) -> str:
-    """Why the SDK could not read a line, in words (its depth bound, most often)."""
-    if "recursion limit" in str(exc):
-        return (
-            "it nests deeper than the MCP SDK reads (a tool's input schema, most likely; "
-            "aah takes 100 levels): fix the server, or leave it out"
-        )
-    return f"{_reason(exc)}: fix the server, or leave it out"
+def _refuses_handshake(ready: asyncio.Future[None]) -> bool:
+    """Whether a connection failed because the server speaks no handshake-era protocol."""
+    from mcp.types import UNSUPPORTED_PROTOCOL_VERSION
+
+    if not ready.done() or ready.cancelled():
+        return False
+    exc: BaseException | None = ready.exception()
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return getattr(exc, "code", None) == UNSUPPORTED_PROTOCOL_VERSION
 
 
 def _reason(exc: BaseException) -> str:
