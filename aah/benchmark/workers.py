@@ -26,6 +26,13 @@ another worker, where ``run_session`` resumes it from the store (a task that
 finished before the worker died is not run again). A task whose second
 worker dies too is left for the run's rerun and counted as failed; no
 worker is started in a dead one's place.
+
+A worker that hangs (stopped with SIGSTOP, its event loop blocked) is
+treated the same way once it has been silent past ``AAH_WORKER_TIMEOUT``
+(60 s by default): the parent kills it (SIGKILL) and hands over what it held
+(``worker_watch`` says where the heartbeat comes from, and why). The parent
+reads each worker's pipe without waiting and refuses what is no message
+(``worker_pipe``): a worker that writes one is lost the same way.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -59,6 +66,8 @@ from aah.benchmark.batch import (
     run_span,
     same_failure_every_time,
 )
+from aah.benchmark.worker_pipe import PipeReader, loads_back, message_problem
+from aah.benchmark.worker_watch import BEAT_SECONDS, Heartbeats
 from aah.errors import AahError
 from aah.llm import ModelConfig
 from aah.runtime import (
@@ -76,8 +85,6 @@ from aah.store import STOPPED_STATUSES, SessionStore, StoreFileError
 
 log = logging.getLogger(__name__)
 
-# How often a worker tells the parent what it is doing, for the progress line.
-ACTIVITY_SECONDS = 1.0
 # How long the parent waits for its workers to leave once the run has ended.
 STOP_WAIT_SECONDS = 30.0
 WorkerProbe = Callable[[], Coroutine[Any, Any, None]]
@@ -153,6 +160,8 @@ class WorkerJob(Generic[TaskT]):
     probe: WorkerProbe | None = None
     # Fork only: the other ends of every pipe, inherited and closed at once.
     inherited: list[Connection] = field(default_factory=list)
+    # How often it tells the parent what it is doing: its heartbeat (worker_watch).
+    beat: float = BEAT_SECONDS
 
 
 async def run_in_workers(
@@ -190,8 +199,11 @@ async def run_in_workers(
     Raises:
         AahError: the run exists with a different setup, every worker died, a
             worker's run failed outside a session, or the first tasks all
-            failed alike.
+            failed alike; ``AAH_WORKER_TIMEOUT`` is wrong.
     """
+    from aah.config import get_settings
+
+    watch = Heartbeats(get_settings().worker_timeout)
     summary = RunSummary(total=len(tasks))
     started = time.perf_counter()
     method = method or start_method()
@@ -217,8 +229,13 @@ async def run_in_workers(
     todo = [index for index, task in enumerate(tasks) if task.id not in done]
     if todo:
         shares = concurrency_shares(options.concurrency, min(options.workers, len(todo)))
-        parent = parent_class(tasks, todo, summary, on_done, on_waiting, activity, on_handout)
-        jobs = [WorkerJob(tasks, db, model, options, request_for, share, probe) for share in shares]
+        parent = parent_class(
+            tasks, todo, summary, on_done, on_waiting, activity, on_handout, watch
+        )
+        jobs = [
+            WorkerJob(tasks, db, model, options, request_for, share, probe, beat=watch.every)
+            for share in shares
+        ]
         # Forked workers inherit the run's span: their sessions hang under it.
         async with run_span(created, len(todo)):
             await parent.run(jobs, method)
@@ -238,15 +255,28 @@ class _Parent(Generic[TaskT]):
         on_waiting: Callable[[int], None] | None,
         activity: Activity | None,
         on_handout: Callable[[int, str], None] | None,
+        watch: Heartbeats,
     ) -> None:
         self.tasks, self.summary = tasks, summary
         self.on_done, self.on_waiting, self.on_handout = on_done, on_waiting, on_handout
         self.activity = activity
+        self.watch = watch
         self.queue = deque(todo)
         self.left = len(todo)
         self.handed_again: set[int] = set()
         self.ended = asyncio.Event()
         self.crashed: list[BaseException] = []
+
+    def _prepare(self, count: int) -> None:
+        """What the parent keeps for each of ``count`` workers, before any starts."""
+        self.want = [0] * count
+        self.held: list[set[int]] = [set() for _ in range(count)]
+        self.parked = [0] * count
+        self.live: list[tuple[int, int, float | None]] = [(0, 0, None)] * count
+        self.alive: set[int] = set()
+        if self.activity is not None:
+            self.activity.requests_out = lambda: sum(out for _, out, _ in self.live)
+            self.activity.quiet = self.watch.describe
 
     async def run(self, jobs: list[WorkerJob[TaskT]], method: str) -> None:
         """Start the workers, serve them until every task ended, then let them go."""
@@ -254,15 +284,11 @@ class _Parent(Generic[TaskT]):
         count = len(jobs)
         pipes = [context.Pipe() for _ in range(count)]
         self.conns = [ours for ours, _ in pipes]
-        self.want = [0] * count
-        self.held: list[set[int]] = [set() for _ in range(count)]
-        self.parked = [0] * count
-        self.live: list[tuple[int, int, float | None]] = [(0, 0, None)] * count
+        self.readers = [PipeReader(conn.fileno()) for conn in self.conns]
+        self._prepare(count)
         self.processes: list[multiprocessing.process.BaseProcess] = []
         loop = asyncio.get_running_loop()
-        if self.activity is not None:
-            self.activity.requests_out = lambda: sum(out for _, out, _ in self.live)
-        self.alive: set[int] = set()
+        watching: asyncio.Future[None] | None = None
         # What the workers inherit is never scanned by their collector, so its
         # pages stay shared rather than copied into each (Python's advice for fork).
         gc.freeze()
@@ -282,8 +308,12 @@ class _Parent(Generic[TaskT]):
                 loop.add_reader(self.conns[number].fileno(), self._read, number)
                 loop.add_reader(process.sentinel, self._died, number)
                 self.alive.add(number)
+                self.watch.started(number)
+            watching = asyncio.ensure_future(self._watch_silence())
             await self.ended.wait()
         finally:
+            if watching is not None:
+                watching.cancel()
             gc.unfreeze()
             for number in range(len(self.processes)):
                 self._forget(loop, number)
@@ -302,20 +332,42 @@ class _Parent(Generic[TaskT]):
     def _send(self, number: int, messages: list[tuple[Any, ...]]) -> None:
         try:
             self.conns[number].send(messages)
+        except BlockingIOError:  # its pipe is full: it has not read for a long while
+            if number in self.alive:
+                self._drop(number, "not reading its pipe: taken for hung and killed")
         except OSError:  # the worker is gone: its sentinel says so
             pass
 
     def _read(self, number: int) -> None:
-        try:
-            messages = self.conns[number].recv()
-        except (EOFError, OSError):
+        reader = self.readers[number]
+        said = reader.read()
+        problem = self._take(number, said.messages) or said.problem
+        if problem is not None:
+            reader.refuse(problem)  # nothing more it wrote counts
+            self._drop(number, f"{problem}: killed")
+        elif said.closed:
             loop = asyncio.get_running_loop()
             loop.remove_reader(self.conns[number].fileno())  # its sentinel follows
-            return
-        for message in messages:
-            self._handle(number, message)
+
+    def _take(self, number: int, batches: list[Any]) -> str | None:
+        """Handle the message batches worker ``number`` sent; what was wrong with one, if any."""
+        if batches:
+            self.watch.heard_from(number)
+        for batch in batches:
+            if not isinstance(batch, list):
+                return f"it sent {type(batch).__name__}, not a list of messages"
+            mine = self.held[number]
+            for message in batch:
+                problem = message_problem(message)
+                if problem is None and message[0] == "ended" and message[1] not in mine:
+                    problem = f"it reported task {message[1]}, which it does not hold"
+                if problem is not None:
+                    return problem
+                self._handle(number, message)
+        return None
 
     def _handle(self, number: int, message: tuple[Any, ...]) -> None:
+        """One message from worker ``number``, of a shape ``message_problem`` checked."""
         kind = message[0]
         if kind == "ask":
             self.want[number] += message[1]
@@ -366,24 +418,47 @@ class _Parent(Generic[TaskT]):
             )
             self.ended.set()
 
-    def _died(self, number: int) -> None:
+    async def _watch_silence(self) -> None:
+        """Drop each worker silent past the bound, as if it had died."""
+        while True:
+            await asyncio.sleep(self.watch.every)
+            for number, seconds in self.watch.past_bound():
+                if number in self.alive and not self.ended.is_set():
+                    try:
+                        self._drop(number, self.watch.lost_text(seconds))
+                    except Exception:  # a hook's failure must not end the watch
+                        log.exception("handing over the tasks of silent worker %d", number + 1)
+
+    def _drop(self, number: int, how: str) -> None:
+        """Worker ``number`` is hung or talks nonsense (``how``): end it, as after a death."""
+        if number not in self.alive:
+            return
+        self.alive.discard(number)  # nothing more is read from it, nor handed to it
+        self._kill(number)
+        self._gone(number, how)
+
+    def _kill(self, number: int) -> None:
+        """End worker ``number`` for good: SIGKILL, which a stopped process cannot ignore."""
+        self.processes[number].kill()
+
+    def _gone(self, number: int, how: str) -> None:
+        """Worker ``number`` was killed (``how``): what it held goes to the others, once."""
+        self._died(number, how)
+
+    def _died(self, number: int, how: str | None = None) -> None:
         """A worker's process ended: what it held goes to the others, once."""
         loop = asyncio.get_running_loop()
-        conn = self.conns[number]
-        try:
-            while conn.poll():  # what it said before it died counts
-                for message in conn.recv():
-                    self._handle(number, message)
-        except (EOFError, OSError):
-            pass
         self._forget(loop, number)
         process = self.processes[number]
         process.join(5)  # its sentinel may be closed a moment before it can be reaped
-        self._lost(number, f"worker {process.name}", _exit_text(process.exitcode))
+        # What it said before it ended counts (unless it said something wrong).
+        self._take(number, self.readers[number].read(reads=None).messages)
+        self._lost(number, f"worker {process.name}", how or _exit_text(process.exitcode))
 
     def _lost(self, number: int, name: str, how: str) -> None:
         """Worker ``number`` is gone (``how``): what it held goes to the others, once."""
         self.alive.discard(number)
+        self.watch.forget(number)
         held, self.held[number] = sorted(self.held[number]), set()
         self.parked[number], self.live[number] = 0, (0, 0, None)
         self._tell_waiting()
@@ -625,7 +700,7 @@ class _Worker:
             self.watcher.watch(outcome.waiting_on, outcome.deadline, partial(self._start, index))
             self._send(("waiting", len(self.watcher)))
         else:
-            self._send(("ended", index, outcome))
+            self._send(("ended", index, _plain(outcome)))
         self._top_up()
 
     async def _watch(self) -> None:
@@ -649,18 +724,32 @@ class _Worker:
                 self._send(("waiting", len(self.watcher)))
 
     async def _beat(self) -> None:
-        """Tell the parent, now and then, what this worker's sessions are doing."""
+        """Tell the parent, every ``job.beat`` seconds, what this worker's sessions are doing.
+
+        The parent takes it for a heartbeat: it comes from this event loop, so
+        it stops when the loop stops turning (``worker_watch``).
+        """
         activity = self.runtime.activity
         while True:
-            await asyncio.sleep(ACTIVITY_SECONDS)
+            await asyncio.sleep(self.job.beat)
             age = None if activity.last_step is None else activity.clock() - activity.last_step
             self._send(("activity", activity.running, activity.requests_out(), age))
 
 
+def _plain(outcome: SessionOutcome) -> SessionOutcome:
+    """``outcome`` with plain ``str`` text: a model's text may be a subclass the parent refuses."""
+    return replace(
+        outcome,
+        session_id=str(outcome.session_id),
+        status=str(outcome.status),
+        final_answer=str(outcome.final_answer),
+        error=None if outcome.error is None else str(outcome.error),
+        waiting_on=None if outcome.waiting_on is None else str(outcome.waiting_on),
+    )
+
+
 def _sendable(failure: BaseException) -> BaseException:
-    """The failure itself where it survives pickling, else an AahError with its text."""
-    try:
-        pickle.loads(pickle.dumps(failure))
-    except Exception:
-        return AahError(str(failure))
-    return failure
+    """The failure itself where the parent's reader takes it back, else an AahError saying it."""
+    if isinstance(failure, Exception) and loads_back(failure):
+        return failure
+    return AahError(str(failure) or type(failure).__name__)
