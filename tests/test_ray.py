@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -255,6 +256,64 @@ def test_a_ray_worker_killed_mid_run_loses_nothing_and_runs_nothing_twice(
     assert killed and int((tmp_path / f"{held.id}.pid").read_text()) not in (killed[0], os.getpid())
     assert summary.errors == 0 and counts(summary) == counts(alone), summary.error_messages
     # One session per task (``stored`` checks), each ended as in one process.
+    assert stored(pg, "k") == stored(tmp_path / "one.db", "k")
+
+
+def test_a_stopped_ray_worker_is_killed_once_silent_past_the_bound_and_loses_nothing(
+    ray_address: str,
+    pg: Path,
+    shared_data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The actor's process is stopped (SIGSTOP) while its model call is out: Ray
+    # sees nothing wrong, its events call just never returns.
+    monkeypatch.setenv("AAH_WORKER_TIMEOUT", "3")
+    caplog.set_level(logging.WARNING, logger="aah.benchmark.workers")
+    questions = load_when2call(shared_data)[:10]
+    held = questions[3]
+    marker = held.query[:40]
+    assert sum(marker in q.query for q in questions) == 1
+    stopped: list[tuple[int, float]] = []
+    run_over = threading.Event()
+    llm = HeldModel(ANSWERS, marker)
+
+    def stop() -> None:
+        assert llm.arrived.wait(120)
+        pid = int((tmp_path / f"{held.id}.pid").read_text())
+        os.kill(pid, signal.SIGSTOP)
+        stopped.append((pid, time.time()))
+        llm.release.set()
+        if not run_over.wait(60) and Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGCONT)  # not noticed: the test fails on its checks, not a hang
+
+    with llm:
+        threading.Thread(target=stop, daemon=True).start()
+        runner = NotingRunner(
+            RunOptions(run="k", concurrency=4, workers=2, ray=ray_address), fake_config(llm)
+        )
+        runner.folder = tmp_path
+        try:
+            summary = asyncio.run(runner.run(questions, pg))
+        finally:
+            run_over.set()
+        alone = asyncio.run(
+            When2CallRunner(RunOptions(run="k", concurrency=4), fake_config(llm)).run(
+                questions, tmp_path / "one.db"
+            )
+        )
+    (pid, stopped_at), *_ = stopped
+    warnings = [r for r in caplog.records if "handed to the others" in r.getMessage()]
+    assert len(warnings) == 1 and "silent for" in warnings[0].getMessage(), warnings
+    assert warnings[0].created - stopped_at < 3 + 3.0  # noticed within the bound
+    # ray.kill ended the stopped process (Ray's raylet reaps it).
+    deadline = time.monotonic() + 30
+    while not _zombie(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _zombie(pid), f"the stopped actor's process {pid} is still there"
+    assert int((tmp_path / f"{held.id}.pid").read_text()) not in (pid, os.getpid())
+    assert summary.errors == 0 and counts(summary) == counts(alone), summary.error_messages
     assert stored(pg, "k") == stored(tmp_path / "one.db", "k")
 
 

@@ -12,7 +12,13 @@ calls ``send`` with ``("tasks", ...)`` or ``("stop",)``, and keeps one
 An actor whose process dies (killed, out of memory, its node lost) makes its
 ``events`` call fail: the driver hands each task it held once more to the
 other actors, as for a worker process, and a task whose second actor dies
-too is left to the rerun. Actors are never restarted.
+too is left to the rerun. Actors are never restarted. An actor that stops
+answering (its process stopped, its worker's event loop blocked) is silent:
+once past ``AAH_WORKER_TIMEOUT`` it is killed with ``ray.kill`` and its tasks
+are handed over the same way (``worker_watch``). Its heartbeat is the
+worker's own: the ``activity`` line its event loop puts in the outbox every
+second, which ``events`` carries; an empty ``events`` call proves only that
+the actor's process answers, and counts for nothing.
 
 Ray is an optional extra (``pip install 'aah[ray]'``); it is imported only here.
 """
@@ -170,18 +176,19 @@ class RayParent(_Parent[Any]):
             )
         actor_class = ray.remote(num_cpus=1, max_concurrency=8, max_restarts=0)(RayWorkerActor)
         count = len(jobs)
-        self.want = [0] * count
-        self.held = [set() for _ in range(count)]
-        self.parked = [0] * count
-        self.live = [(0, 0, None)] * count
-        if self.activity is not None:
-            self.activity.requests_out = lambda: sum(out for _, out, _ in self.live)
+        self._prepare(count)
+        self.ray: Any = ray
         self.actors = [actor_class.remote(job) for job in jobs]
         self.alive = set(range(count))
+        for number in range(count):
+            self.watch.started(number)
         listening = [asyncio.ensure_future(self._listen(ray, n)) for n in range(count)]
+        self.listening = listening
+        watching = asyncio.ensure_future(self._watch_silence())
         try:
             await self.ended.wait()
         finally:
+            watching.cancel()
             for number in sorted(self.alive):
                 self._send(number, [("stop",)])
             done, pending = await asyncio.wait(listening, timeout=STOP_WAIT_SECONDS)
@@ -204,14 +211,33 @@ class RayParent(_Parent[Any]):
                 if number in self.alive:
                     self._lost(number, f"Ray worker {number + 1}", _died_text(exc))
                 return
-            for message in messages:
-                if message is None:  # its worker stopped
-                    self.alive.discard(number)
-                    return
-                self._handle(number, message)
+            if number not in self.alive:  # dropped while this call was out
+                return
+            stopped = isinstance(messages, list) and bool(messages) and messages[-1] is None
+            said = messages[:-1] if stopped else messages
+            problem = self._take(number, [said] if said != [] else [])
+            if problem is not None:
+                self._drop(number, f"{problem}: killed")
+                return
+            if stopped:  # its worker stopped
+                self.alive.discard(number)
+                return
 
     def _send(self, number: int, messages: list[tuple[Any, ...]]) -> None:
         self.actors[number].send.remote(messages)
+
+    def _kill(self, number: int) -> None:
+        """End actor ``number`` for good; its pending ``events`` call fails or is dropped."""
+        try:
+            self.ray.kill(self.actors[number], no_restart=True)
+        except self.ray.exceptions.RayError as exc:  # gone already: nothing to end
+            log.debug("ray.kill of worker %d: %s", number + 1, exc)
+
+    def _gone(self, number: int, how: str) -> None:
+        current = asyncio.current_task()
+        if self.listening[number] is not current:
+            self.listening[number].cancel()
+        self._lost(number, f"Ray worker {number + 1}", how)
 
 
 def _died_text(exc: BaseException) -> str:
