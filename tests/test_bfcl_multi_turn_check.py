@@ -27,6 +27,7 @@ from aah.benchmark.bfcl.multi_turn_tasks import (
 from aah.errors import AahError
 
 CORPUS = Path(__file__).parent / "fixtures" / "bfcl_multi_turn_corpus.jsonl"
+PADDING_RUNS = Path(__file__).parent / "fixtures" / "bfcl_padding_runs.jsonl"
 Turns = list[list[list[ModelCall]]]
 
 
@@ -76,7 +77,8 @@ def test_the_checker_agrees_with_the_official_one_on_the_whole_corpus(
             record["error"],
         ):
             differ.append((record["id"], record["kind"], record["error"], verdict.official_error))
-        # science.md's reading differs only where a call falls on an empty-ground-truth turn.
+        # science.md's reading differs only where a call falls on an empty-ground-truth turn
+        # (and where a long-context run changes a padding record: tests/fixtures/bfcl_padding_runs).
         called_on_empty = any(
             not truth and any(step for step in turn)
             for truth, turn in zip(task.ground_truth, turns, strict=False)
@@ -86,6 +88,27 @@ def test_the_checker_agrees_with_the_official_one_on_the_whole_corpus(
             stricter += 1
     assert differ == []
     assert stricter > 100
+
+
+def test_bfcls_reading_shares_the_padding_records_as_bfcl_eval_does(
+    tasks: dict[str, MultiTurnTask], classes: Any
+) -> None:
+    # Runs that charge a long-context entry's padding cards, with bfcl-eval's own verdicts
+    # (scripts/bfcl_padding_runs.py). Before, aah's passed_official failed the extra charges.
+    records = [json.loads(line) for line in PADDING_RUNS.read_text(encoding="utf-8").splitlines()]
+    assert {r["kind"] for r in records} >= {"extra_charge_to_padding_card", "right"}
+    for record in records:
+        verdict = check_multi_turn(tasks[record["id"]], turns_of(record), classes=classes)
+        assert (verdict.passed_official, verdict.official_error) == (
+            record["official"],
+            record["error"],
+        ), record["kind"]
+        if record["kind"] == "extra_charge_to_padding_card":
+            # aah's own reading sees the charge: its instances share nothing.
+            assert verdict.passed is False and verdict.error == "instance_state_mismatch"
+            assert "TravelAPI.credit_card_list" in verdict.reason
+        else:
+            assert verdict.passed is verdict.passed_official
 
 
 @pytest.fixture(scope="module")

@@ -297,10 +297,10 @@ def _guarded(work: Callable[[], object], enclosure: Enclosure) -> _Outcome:
             outcome = _Outcome(_attempt(work, enclosure.fence.error_prefix))
         finally:
             _WATCHDOG.disarm(alarm)
-    except CallOutOfTime:
-        # Raised before the alarm was off (inside the call, or on the way out of
-        # it): the call ran out of time unless it had finished.
+    except CallOutOfTime:  # raised on the way out of the call, before the alarm was off
         _WATCHDOG.disarm(alarm)
+    if alarm.fired:  # past the deadline, even if the call swallowed the stop and ended
+        outcome = _TIMED_OUT
     decimal.setcontext(saved_context)
     if (sys.getrecursionlimit(), sys.get_int_max_str_digits()) != saved_limits:
         sys.setrecursionlimit(saved_limits[0])

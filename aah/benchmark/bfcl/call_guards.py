@@ -99,7 +99,7 @@ def _precision(name: str, arguments: Mapping[str, Any], error_prefix: str) -> st
     if asked is None or asked <= MAX_PRECISION:
         return None
     return (
-        f"{error_prefix}precision {asked:,} is over aah's bound of {MAX_PRECISION:,} digits "
+        f"{error_prefix}precision {int(asked):,} is over aah's bound of {MAX_PRECISION:,} digits "
         f"for {name} (no answer would come in useful time): ask for fewer digits"
     )
 
