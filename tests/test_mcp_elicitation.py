@@ -1,9 +1,13 @@
 """An MCP server's questions for the user reach aah's desk and their answers reach the server.
 
-The server (tests/mcp_elicit_server.py) is written with the SDK and elicits
-from inside a tool call, in form and URL mode; the agent is the fake model
-server driven over HTTP; the answer comes from a scripted channel, from
-the oracle, or from a person through the store's queue.
+The servers (tests/mcp_elicit_server.py) are written with the SDK as their
+authors would, in each protocol's style: one asks mid-call with
+``ctx.elicit`` (2025-11-25), the other answers ``input_required`` and reads
+the answer when called again (2026-07-28); each asks in form and URL mode.
+The agent is the fake model server driven over HTTP; the answer comes from
+a scripted channel, the console, the oracle, the simulated user, or a
+person through the store's queue. Each face is driven by a server of each
+style (the terminal app and the web page in test_mcp_elicitation_faces.py).
 """
 
 from __future__ import annotations
@@ -34,8 +38,19 @@ pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install
 from aah.mcp import open_mcp_tools, parse_server  # noqa: E402 - after the skip
 
 SERVER = Path(__file__).resolve().parent / "mcp_elicit_server.py"
-TARGET = f"hotel={shlex.quote(sys.executable)} {shlex.quote(str(SERVER))}"
 GUEST = {"name": "Ada", "nights": 3, "breakfast": True, "room": "double"}
+STYLES = ["2025", "2026"]
+
+
+def target(style: str) -> str:
+    """The hotel server asking in ``style``'s way, started over stdio."""
+    return f"hotel={shlex.quote(sys.executable)} {shlex.quote(str(SERVER))} {style}"
+
+
+@pytest.fixture(params=STYLES)
+def style(request: pytest.FixtureRequest) -> str:
+    """Each protocol's way of asking: mid-call (2025), or by input_required (2026)."""
+    return str(request.param)
 
 
 def _one_call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -54,10 +69,11 @@ async def _run(
     arguments: dict[str, Any],
     human: HumanChannel,
     answer_from_queue: Callable[[SessionStore], None] | None = None,
+    style: str = "2025",
 ) -> tuple[ToolCallEvent, list[Any]]:
-    """Run one session whose agent calls ``tool``; its tool event and all its events."""
+    """Run one session whose agent calls ``tool`` of the ``style`` server; its events."""
     with (
-        open_mcp_tools([parse_server(TARGET)], http_mode="live") as tools,
+        open_mcp_tools([parse_server(target(style))], http_mode="live") as tools,
         FakeLLMServer(_one_call(f"hotel__{tool}", arguments)) as llm,
     ):
         async with runtime_on(
@@ -79,7 +95,7 @@ def _scripted(result: ElicitationResult) -> ScriptedHuman:
 
 
 async def test_a_form_accepted_by_a_script_reaches_the_server_with_its_content(
-    tmp_path: Path,
+    tmp_path: Path, style: str
 ) -> None:
     seen: list[ElicitationRequest] = []
 
@@ -88,7 +104,7 @@ async def test_a_form_accepted_by_a_script_reaches_the_server_with_its_content(
         return ElicitationResult(action="accept", content=GUEST)
 
     tool, events = await _run(
-        tmp_path, "book", {"city": "Lyon"}, ScriptedHuman([], elicitations=fill)
+        tmp_path, "book", {"city": "Lyon"}, ScriptedHuman([], elicitations=fill), style=style
     )
     assert tool.ok and tool.result == f"accept {json.dumps(GUEST, sort_keys=True)}"
     [request] = seen
@@ -114,21 +130,21 @@ async def test_decline_and_cancel_reach_the_server(tmp_path: Path, action: str) 
     assert answered.action == action
 
 
-async def test_a_link_is_shown_not_opened_and_done_is_an_accept(tmp_path: Path) -> None:
+async def test_a_link_is_shown_not_opened_and_done_is_an_accept(tmp_path: Path, style: str) -> None:
     seen: list[ElicitationRequest] = []
 
     def done(request: ElicitationRequest) -> ElicitationResult:
         seen.append(request)
         return ElicitationResult(action="accept")
 
-    tool, _ = await _run(
-        tmp_path, "sign_in", {"service": "mail"}, ScriptedHuman([], elicitations=done)
-    )
+    human = ScriptedHuman([], elicitations=done)
+    tool, _ = await _run(tmp_path, "sign_in", {"service": "mail"}, human, style=style)
     assert tool.ok and tool.result == "accept"
     [request] = seen
     assert request.mode == "url" and request.url == "https://auth.example.org/sign-in?state=abc123"
-    # 2026-07-28 (what the SDK negotiates) drops the elicitation id from the wire.
-    assert request.fields == [] and request.elicitation_id in (None, "sign-in-1")
+    # 2025-11-25 carries the elicitation id; 2026-07-28 drops it from the wire.
+    assert request.fields == []
+    assert request.elicitation_id == ("sign-in-1" if style == "2025" else None)
 
 
 async def test_a_schema_that_is_not_primitives_only_is_declined_in_one_line(
@@ -171,23 +187,29 @@ def _answer_pending(answer: Callable[[SessionStore, str], None]) -> Callable[[Se
 
 
 @pytest.mark.parametrize(
-    ("given", "expected"),
+    ("given", "expected", "style"),
     [
         (
             ElicitationResult(action="accept", content=GUEST),
             f"accept {json.dumps(GUEST, sort_keys=True)}",
+            "2025",
         ),
-        (ElicitationResult(action="cancel"), "cancel"),
+        (
+            ElicitationResult(action="accept", content=GUEST),
+            f"accept {json.dumps(GUEST, sort_keys=True)}",
+            "2026",
+        ),
+        (ElicitationResult(action="cancel"), "cancel", "2025"),
     ],
 )
 async def test_a_person_answers_a_form_through_the_queue(
-    tmp_path: Path, given: ElicitationResult, expected: str
+    tmp_path: Path, given: ElicitationResult, expected: str, style: str
 ) -> None:
     queue = QueueHuman(SessionStore(tmp_path / "s.db"), poll_seconds=0.05)
     answer = _answer_pending(
         lambda store, rid: store.humans.answer_human_request(rid, "alice", stored_answer(given))
     )
-    tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, queue, answer)
+    tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, queue, answer, style=style)
     assert tool.ok and tool.result == expected
     answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
     assert answered.answered_by == "alice" and answered.action == given.action
@@ -236,7 +258,7 @@ async def test_past_its_deadline_the_queue_declines_for_the_person(tmp_path: Pat
     assert record is not None and record.kind == "elicitation" and record.status == "expired"
 
 
-async def test_the_oracle_fills_the_form_from_the_tasks_facts(tmp_path: Path) -> None:
+async def test_the_oracle_fills_the_form_from_the_tasks_facts(tmp_path: Path, style: str) -> None:
     from aah.benchmark.failtalms.fact_fit import TaskFacts
     from aah.benchmark.failtalms.humans import OracleHuman
 
@@ -244,17 +266,21 @@ async def test_the_oracle_fills_the_form_from_the_tasks_facts(tmp_path: Path) ->
         query="Book me a room in Lyon.",
         hidden_facts=["The guest name is Ada.", "She stays 2 nights.", "A single room."],
     )
-    tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, OracleHuman(facts))
+    tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, OracleHuman(facts), style=style)
     content = {"name": "Ada", "nights": 2, "room": "single"}
     assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
     answered = next(e for e in events if isinstance(e, ElicitationAnsweredEvent))
     assert answered.answered_by == "oracle"
     # A link is never opened by the oracle: it declines.
-    link, _ = await _run(tmp_path / "link", "sign_in", {"service": "mail"}, OracleHuman(facts))
+    link, _ = await _run(
+        tmp_path / "link", "sign_in", {"service": "mail"}, OracleHuman(facts), style=style
+    )
     assert link.result == "decline"
 
 
-async def test_the_simulated_user_fills_the_form_or_declines_a_bad_reply(tmp_path: Path) -> None:
+async def test_the_simulated_user_fills_the_form_or_declines_a_bad_reply(
+    tmp_path: Path, style: str
+) -> None:
     from runtime_support import fake_config
 
     from aah.benchmark.failtalms.fact_fit import TaskFacts
@@ -269,8 +295,8 @@ async def test_the_simulated_user_fills_the_form_or_declines_a_bad_reply(tmp_pat
     replies = [f"<think>Ada, 2 nights.</think>{json.dumps(content)}", '{"name": "Ada", "pin": 1}']
     with FakeLLMServer(replies) as user_llm:
         user = SimulatedHuman(facts, fake_config(user_llm))
-        tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, user)
-        bad, bad_events = await _run(tmp_path / "bad", "book", {"city": "Lyon"}, user)
+        tool, events = await _run(tmp_path, "book", {"city": "Lyon"}, user, style=style)
+        bad, bad_events = await _run(tmp_path / "bad", "book", {"city": "Lyon"}, user, style=style)
         asked = user_llm.requests[0]["messages"][1]["content"]
     assert "Booking a room in Lyon: who stays, and for how long?" in asked
     assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
@@ -315,7 +341,7 @@ async def test_a_store_that_cannot_queue_it_cancels_and_says_why(tmp_path: Path)
 
 
 async def test_the_console_asks_field_by_field_and_asks_again_for_a_bad_value(
-    tmp_path: Path,
+    tmp_path: Path, style: str
 ) -> None:
     from aah.runtime.humans import ConsoleHuman
 
@@ -326,14 +352,17 @@ async def test_the_console_asks_field_by_field_and_asks_again_for_a_bad_value(
         shown.append(text)
         return next(lines, "")
 
-    tool, _ = await _run(tmp_path, "book", {"city": "Lyon"}, ConsoleHuman(prompt))
+    tool, _ = await _run(tmp_path, "book", {"city": "Lyon"}, ConsoleHuman(prompt), style=style)
     content = {"breakfast": False, "name": "Ada", "nights": 3, "room": "double"}
     assert tool.result == f"accept {json.dumps(content, sort_keys=True)}"
     assert shown[0].startswith("MCP server hotel asks: Booking a room in Lyon")
-    assert any(line.startswith("Not taken: nights: a whole number") for line in shown)
+    # The field's name, or the title the SDK's model gives it ("Nights").
+    assert any(line.lower().startswith("not taken: nights: a whole number") for line in shown)
     # A link is printed, never opened; n declines it.
     lines = iter(["n"])
-    link, _ = await _run(tmp_path / "link", "sign_in", {"service": "mail"}, ConsoleHuman(prompt))
+    link, _ = await _run(
+        tmp_path / "link", "sign_in", {"service": "mail"}, ConsoleHuman(prompt), style=style
+    )
     assert link.result == "decline"
     assert "https://auth.example.org/sign-in?state=abc123 (aah does not open it)" in shown[-1]
 

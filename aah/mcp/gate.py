@@ -175,7 +175,11 @@ class ServerGate:
                 jsonrpc="2.0",
                 id=fields.id,
                 method=ELICIT,
-                params={"mode": "form", "message": "", "requestedSchema": {"type": "object"}},
+                params={
+                    "mode": "form",
+                    "message": "",
+                    "requestedSchema": {"type": "object", "properties": {}},
+                },
             )
         return JSONRPCRequest(jsonrpc="2.0", id=fields.id, method=STAND_IN)
 
