@@ -12,7 +12,6 @@ nested values, and watch that no ``int()`` ever sees an over-long digit string.
 
 from __future__ import annotations
 
-import builtins
 import json
 import math
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from int_watch import WatchedInt
 
 import aah.bounds
 from aah.bounds import MAX_NUMBER_DIGITS, OutOfBounds, check_number, check_numbers, parse_json
@@ -177,27 +177,11 @@ VALUES = st.one_of(
 BOUNDS = st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.integers(-100, 100)
 
 
-class _IntWatch(type):
-    def __instancecheck__(cls, obj: object) -> bool:
-        return isinstance(obj, builtins.int)
-
-
-class _WatchedInt(builtins.int, metaclass=_IntWatch):
-    """``int`` as ``aah.bounds`` sees it: records each text it is asked to read."""
-
-    texts: list[str] = []
-
-    def __new__(cls, *args: Any) -> int:  # type: ignore[misc]
-        if args and isinstance(args[0], str):
-            _WatchedInt.texts.append(args[0])
-        return builtins.int(*args)
-
-
 @pytest.fixture
 def watched_int(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    _WatchedInt.texts = []
-    monkeypatch.setattr(aah.bounds, "int", _WatchedInt, raising=False)
-    yield _WatchedInt.texts
+    WatchedInt.texts = []
+    monkeypatch.setattr(aah.bounds, "int", WatchedInt, raising=False)
+    yield WatchedInt.texts
 
 
 @settings(

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Label, Select
+from textual.widgets import Input, Label, Select, SelectionList
 
 from aah.desk import ElicitationRequest, ElicitationResult, read_stored_answer
 from aah.store.sessions import SessionStore
@@ -141,6 +141,64 @@ async def test_a_link_is_shown_and_done_decline_or_cancel_is_stored(
         await wait_for(pilot, lambda: stored(app.db, request_id, request) is not None)
     result = stored(app.db, request_id, request)
     assert result is not None and result.action == action
+
+
+async def test_a_400_digit_number_is_refused_in_one_line_and_the_form_stays(app: AahApp) -> None:
+    request_id, request = queued(app.db, {"message": "Who stays?", "requestedSchema": FORM})
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_it(pilot, app)
+        screen.query_one("#elicit-0", Input).value = "Ada"
+        nights = screen.query_one("#elicit-1", Input)
+        problem = screen.query_one("#elicit-problem", Label)
+        for typed, said in (("4" * 400, "at most 300 digits, not 400"), ("9" * 5000, "not 5,000")):
+            nights.value = typed
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda said=said: said in str(problem.render()))
+            assert str(problem.render()).startswith("Not sent: nights: at most 300 digits")
+            assert isinstance(app.screen, ElicitationScreen)
+        assert stored(app.db, request_id, request) is None
+        nights.value = "3"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: stored(app.db, request_id, request) is not None)
+    result = stored(app.db, request_id, request)
+    assert result is not None and result.content == {"name": "Ada", "nights": 3}
+
+
+HOSTILE_TITLES = {
+    "type": "object",
+    "properties": {
+        "room": {
+            "type": "string",
+            "title": "[/] [link=https://e.org]Room\x1b[2J",
+            "enum": ["single", "double"],
+            "enumNames": ["[/]oops", "[bold red]Double\x07"],
+        },
+        "extras": {
+            "type": "array",
+            "title": "\u202eExtras\nplease",
+            "items": {
+                "anyOf": [{"const": "a", "title": "[/]A"}, {"const": "b", "title": "\x1b[31mB"}]
+            },
+        },
+    },
+}
+
+
+async def test_titles_of_markup_and_escapes_are_shown_as_text_and_the_form_works(
+    app: AahApp,
+) -> None:
+    params = {"message": "Pick \x1b[8m[/]", "requestedSchema": HOSTILE_TITLES}
+    request_id, request = queued(app.db, params)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_it(pilot, app)
+        labels = [str(label.render()) for label in screen.query(".elicit-label").results(Label)]
+        assert labels == ["[/] [link=https://e.org]Room", "Extras please"]
+        screen.query_one("#elicit-0", Select).value = "double"
+        screen.query_one("#elicit-1", SelectionList).select("b")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: stored(app.db, request_id, request) is not None)
+    result = stored(app.db, request_id, request)
+    assert result is not None and result.content == {"room": "double", "extras": ["b"]}
 
 
 # --- in a real terminal -------------------------------------------------------

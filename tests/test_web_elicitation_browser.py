@@ -125,6 +125,13 @@ def test_a_form_from_the_schema_is_checked_then_sent(
         page.locator('[data-field="nights"]').fill("99")
         page.locator("#elicit-accept").click()
         expect(page.locator("#answer-status")).to_contain_text("nights: at most 14, not 99")
+        # A number of 400 digits is refused in one line, the form kept (no OverflowError).
+        page.locator('[data-field="nights"]').fill("4" * 400)
+        page.locator("#elicit-accept").click()
+        expect(page.locator("#answer-status")).to_contain_text(
+            "nights: at most 300 digits, not 400"
+        )
+        expect(form).to_be_visible()
         assert stored(db, request_id, request) is None
         page.locator('[data-field="nights"]').fill("3")
         page.locator('[data-field="breakfast"]').check()

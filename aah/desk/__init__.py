@@ -28,6 +28,7 @@ from aah.desk.elicitation_form import (
     ElicitationField,
     FieldValue,
     check_value,
+    fitting_value,
     shown_line,
 )
 from aah.desk.elicitation_schema import MAX_FIELDS, ElicitationRefused, form_fields
@@ -90,6 +91,7 @@ __all__ = [
     "check_value",
     "decision_from_text",
     "decision_of",
+    "fitting_value",
     "form_fields",
     "question_context",
     "read_stored_answer",

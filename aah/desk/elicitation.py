@@ -48,14 +48,20 @@ UNREADABLE_KEY = "aah/unreadable"
 
 
 def unreadable_elicitation(why: str) -> dict[str, Any]:
-    """The params to hand the desk for an ``elicitation/create`` the transport could not read.
+    """The params to stand in for an ``elicitation/create`` the transport refused to read.
 
-    The MCP client drops a line it cannot parse (nested past what it reads,
-    too big); when that line was a server's question, the call's elicitor
-    is still asked, with these params, so the session logs the refusal
-    (``why``) and the server gets its decline instead of silence.
+    A server's question past the transport's bounds (nested past what the
+    SDK parses, too big) is not dropped: these params, valid form-mode
+    params for the SDK, go to the call's elicitor in its place, and the
+    desk refuses them with ``why``: the session logs the refusal in one line
+    and the server gets its decline at once, never silence.
     """
-    return {"mode": "form", "message": "", "_meta": {UNREADABLE_KEY: why}}
+    return {
+        "mode": "form",
+        "message": "",
+        "requestedSchema": {"type": "object", "properties": {}},
+        "_meta": {UNREADABLE_KEY: why},
+    }
 
 
 class ElicitationRequest(BaseModel):

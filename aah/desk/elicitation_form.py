@@ -12,6 +12,7 @@ that does not fit is one line naming the field.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date, datetime
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from aah.bounds import OutOfBounds, check_number
+from aah.bounds import MAX_NUMBER_DIGITS, OutOfBounds, check_number
 from aah.terminal_text import printable
 
 FieldKind = Literal["string", "number", "integer", "boolean", "enum"]
@@ -88,6 +89,67 @@ def shown_line(value: Any, limit: int = MAX_LABEL_CHARS) -> str:
     if not isinstance(value, str):
         return ""
     return " ".join(printable(value[: limit * 4]).split())[:limit]
+
+
+def fitting_value(spec: ElicitationField) -> FieldValue | None:
+    """A value :func:`check_value` takes for ``spec``, or None when none exists.
+
+    A field with no such value is one no person could fill: its bounds
+    cross, exclude every whole number aah reads, or leave no length its
+    format can have. A multi-select must let at least one option be chosen.
+    """
+    if spec.kind == "boolean":
+        return True
+    if spec.kind == "enum":
+        if not spec.multiple:
+            return spec.options[0] if spec.options else None
+        chosen = max(spec.min_items or 0, 1)
+        most = len(spec.options) if spec.max_items is None else spec.max_items
+        return spec.options[:chosen] if chosen <= min(most, len(spec.options)) else None
+    if spec.kind in ("number", "integer"):
+        return _fitting_number(spec)
+    shortest = max(spec.min_length or 0, 1)
+    longest = MAX_TEXT_CHARS if spec.max_length is None else min(spec.max_length, MAX_TEXT_CHARS)
+    # Past its first 25 lengths, a format that has a text of some length has one of every length.
+    for length in range(shortest, min(longest, shortest + 25) + 1):
+        text = _text_of_length(spec.format, length)
+        if text is not None:
+            return text
+    return None
+
+
+def _fitting_number(spec: ElicitationField) -> int | float | None:
+    low, high = spec.minimum, spec.maximum
+    number: int | float = 0
+    if low is not None and number < low:
+        number = math.ceil(low) if spec.kind == "integer" else low
+    if high is not None and number > high:
+        number = math.floor(high) if spec.kind == "integer" else high
+    if (low is not None and number < low) or (high is not None and number > high):
+        return None
+    if spec.kind == "integer" and abs(number) >= 10**MAX_NUMBER_DIGITS:
+        return None
+    return number
+
+
+# Texts of each format by length: the lengths a format's texts can have are few
+# and short (a date) or every one past a few characters (an address).
+_DATES = {8: "20240101", 10: "2024-01-01"}
+_DATE_TIMES = _DATES | {13: "2024-01-01T09", 16: "2024-01-01T09:30", 19: "2024-01-01T09:30:00"}
+
+
+def _text_of_length(form: StringFormat | None, length: int) -> str | None:
+    if form is None:
+        return "a" * length
+    if form == "email":
+        return "a" * (length - 4) + "@b.c" if length >= 5 else None
+    if form == "uri":
+        return "a:" + "b" * (length - 2) if length >= 2 else None
+    if form == "date":
+        return _DATES.get(length)
+    if length >= 21:  # a date and time with a fraction of any number of digits
+        return "2024-01-01T09:30:00." + "0" * (length - 20)
+    return _DATE_TIMES.get(length)
 
 
 def check_value(spec: ElicitationField, value: Any) -> FieldValue:

@@ -13,7 +13,6 @@ one printable line (:func:`~aah.desk.elicitation_form.shown_line`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +24,7 @@ from aah.desk.elicitation_form import (
     ContentInvalid,
     ElicitationField,
     check_value,
+    fitting_value,
     shown_line,
 )
 
@@ -165,9 +165,6 @@ def _check_fillable(where: str, field: ElicitationField) -> None:
     low, high = field.minimum, field.maximum
     if low is not None and high is not None and low > high:
         raise ElicitationRefused(f"{where}'s minimum {low:g} is over its maximum {high:g}")
-    if field.kind == "integer" and low is not None and high is not None:
-        if math.ceil(low) > math.floor(high):
-            raise ElicitationRefused(f"{where} has no whole number from {low:g} to {high:g}")
     shortest, longest = field.min_length, field.max_length
     if shortest is not None and longest is not None and shortest > longest:
         raise ElicitationRefused(
@@ -177,14 +174,26 @@ def _check_fillable(where: str, field: ElicitationField) -> None:
         raise ElicitationRefused(
             f"{where} needs {shortest:,} characters; a person gives at most {MAX_TEXT_CHARS:,}"
         )
-    if field.required and longest == 0:
-        raise ElicitationRefused(f"{where} is required but takes no characters")
     fewest, most = field.min_items, field.max_items
-    if fewest is not None and (fewest > len(field.options) or (most is not None and fewest > most)):
-        raise ElicitationRefused(
-            f"{where} asks to choose at least {fewest} of {len(field.options)} options"
-            + (f", at most {most}" if most is not None else "")
-        )
+    if fewest is not None and most is not None and fewest > most:
+        raise ElicitationRefused(f"{where} asks to choose at least {fewest} but at most {most}")
+    if fitting_value(field) is None:
+        raise ElicitationRefused(f"{where} has bounds no answer fits: {_bounds(field)}")
+
+
+def _bounds(field: ElicitationField) -> str:
+    """A field's bounds in a few words, for a refusal."""
+    said = [field.kind if field.format is None else f"{field.kind} ({field.format})"]
+    for name, value in (
+        ("minimum", field.minimum), ("maximum", field.maximum),
+        ("minLength", field.min_length), ("maxLength", field.max_length),
+        ("minItems", field.min_items), ("maxItems", field.max_items),
+    ):  # fmt: skip
+        if value is not None:
+            said.append(f"{name} {value:g}")
+    if field.kind == "enum":
+        said.append(f"{len(field.options)} options")
+    return ", ".join(said)
 
 
 def _options(where: str, prop: Mapping[str, Any]) -> tuple[list[str], list[str]]:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from aah.bounds import OutOfBounds, check_number
 from aah.desk import (
     MAX_MESSAGE_CHARS,
     ContentInvalid,
@@ -295,17 +296,42 @@ _LEFT_OUT = object()
 
 
 def _console_value(prompt: Callable[[str], str], field: ElicitationField) -> Any:
-    """The value the person types for ``field``, asked until it fits (or :data:`_LEFT_OUT`)."""
-    hint = f" (one of: {', '.join(field.options)})" if field.kind == "enum" else ""
-    hint += " (several, comma-separated)" if field.multiple else ""
+    """The value the person types for ``field``, asked until it fits (or :data:`_LEFT_OUT`).
+
+    An option is chosen by its value or by its number in the list shown, so
+    one that holds a comma or spaces (which a typed line loses) can be chosen too.
+    """
+    hint = ""
+    if field.kind == "enum":
+        listed = "; ".join(f"{i}: {field.option_title(v)}" for i, v in enumerate(field.options, 1))
+        hint = f" (one of {listed})"
+        hint += " (several: their numbers or values, comma-separated)" if field.multiple else ""
     hint += " (y/n)" if field.kind == "boolean" else ""
     hint += " (Enter: cancel the form)" if field.required else " (Enter: leave it out)"
     while True:
         given = prompt(f"{field.label}{' *' if field.required else ''}{hint}").strip()
         if not given:
             return _LEFT_OUT
-        typed: Any = [v.strip() for v in given.split(",")] if field.multiple else given
+        typed: Any = given
+        if field.kind == "enum" and field.multiple:
+            typed = [_console_option(field, item.strip()) for item in given.split(",")]
+        elif field.kind == "enum":
+            typed = _console_option(field, given)
         try:
             return check_value(field, typed)
         except ContentInvalid as exc:
             prompt(f"Not taken: {exc}. Press Enter to try again")
+
+
+def _console_option(field: ElicitationField, typed: str) -> str:
+    """The option ``typed`` names: its value (spaces around it aside), else its number."""
+    if typed in field.options:
+        return typed
+    spaced = [option for option in field.options if option.strip() == typed]
+    if len(spaced) == 1:
+        return spaced[0]
+    try:
+        number = check_number(typed, "an option's number", integer=True)
+    except OutOfBounds:
+        return typed
+    return field.options[int(number) - 1] if 1 <= number <= len(field.options) else typed

@@ -84,20 +84,31 @@ def _field_html(field: ElicitationField, index: int) -> str:
         blank = "" if field.multiple else '<option value=""></option>'
         multiple = " multiple" if field.multiple else ""
         control = f"<select {common}{multiple}>{blank}{options}</select>"
-    else:
-        kind = {"integer": "number", "number": "number"}.get(field.kind, "text")
-        kind = {"email": "email", "date": "date", "uri": "url"}.get(field.format or "", kind)
-        step = ' step="1"' if field.kind == "integer" else ' step="any"' * (field.kind == "number")
-        bounds = "".join(
-            f' {attr}="{value:g}"'
-            for attr, value in (("min", field.minimum), ("max", field.maximum))
-            if value is not None and field.kind != "string"
-        )
+    elif field.kind in ("integer", "number"):
+        # A text box, as the approval form has: a browser's number box sends nothing
+        # for what it cannot read (400 digits), where aah's one reader says why.
+        mode = "numeric" if field.kind == "integer" else "decimal"
         value = "" if field.default is None else html.escape(str(field.default), quote=True)
-        control = f'<input type="{kind}" {common}{step}{bounds} value="{value}">'
+        hint = _range(field)
+        placeholder = f' placeholder="{html.escape(hint, quote=True)}"' if hint else ""
+        control = f'<input type="text" inputmode="{mode}" {common}{placeholder} value="{value}">'
+    else:
+        kind = {"email": "email", "date": "date", "uri": "url"}.get(field.format or "", "text")
+        value = "" if field.default is None else html.escape(str(field.default), quote=True)
+        control = f'<input type="{kind}" {common} value="{value}">'
     return (
         f'<div class="aah-field"><label for="elicit-{index}">{label}</label>{control}{about}</div>'
     )
+
+
+def _range(field: ElicitationField) -> str:
+    """A number field's bounds as its box's hint ("1 to 14", "at least 0"), or nothing."""
+    low, high = field.minimum, field.maximum
+    if low is not None and high is not None:
+        return f"{low:g} to {high:g}"
+    if low is not None:
+        return f"at least {low:g}"
+    return f"at most {high:g}" if high is not None else ""
 
 
 def read_elicitation(record: HumanRequestRecord, sent: str) -> ElicitationResult:
