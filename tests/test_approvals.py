@@ -305,6 +305,12 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
             "edited",
             1,
         ),  # fmt: skip
+        # Numbers of 5,000 and 400 digits: refused in one line before any int(), typed again.
+        (
+            ["e", '{"rooms": ' + "4" * 5_000 + "}", '{"rooms": ' + "4" * 400 + "}", '{"rooms": 3}'],
+            "edited",
+            1,
+        ),  # fmt: skip
     ],
     ids=[
         "a",
@@ -319,6 +325,7 @@ def _console(lines: list[str]) -> tuple[Any, list[str]]:
         "e-retries",
         "e-back",
         "e-too-deep",
+        "e-too-many-digits",
     ],  # fmt: skip
 )
 async def test_the_console_approver_keys(
@@ -341,6 +348,9 @@ async def test_the_console_approver_keys(
         assert any(s.startswith("refused:") for s in said)  # a wrong type never runs
     if len(lines) > 1 and lines[1].startswith("[["):
         assert sum("nests deeper than 100 levels" in s for s in said) == 2
+    if len(lines) > 1 and "4" * 400 in lines[1]:
+        assert "refused: a number in the edit: at most 300 digits, not 5,000; type it again" in said
+        assert "refused: a number in the edit: at most 300 digits, not 400; type it again" in said
 
 
 @pytest.mark.parametrize(
