@@ -7,12 +7,12 @@ one here, and a bad one is a line in the page.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import Any
 
 import gradio as gr
 
+from aah.bounds import OutOfBounds, check_number
 from aah.ui.web.auth import Annotator, page_error, require_admin
 from aah.ui.web.format import plain
 from aah.ui.web.launch import (
@@ -33,22 +33,17 @@ _PICK_RUN = "type the process id of a run launched from this page"
 def whole_number(value: Any, maximum: int, refusal: str) -> int | None:
     """``value`` from a number box as a whole number from 1 to ``maximum``; None when empty.
 
+    Read by aah's one reader of typed numbers (:func:`aah.bounds.check_number`).
+
     Raises:
         gr.Error: ``value`` is no such number (``refusal``, one line).
     """
     if value is None or value == "":
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise page_error(refusal)
     try:
-        number = float(value) if not isinstance(value, int) else value
-    except (ValueError, OverflowError):
+        return int(check_number(value, "the number", integer=True, minimum=1, maximum=maximum))
+    except OutOfBounds:
         raise page_error(refusal) from None
-    if isinstance(number, float) and (not math.isfinite(number) or not number.is_integer()):
-        raise page_error(refusal)
-    if not 1 <= number <= maximum:
-        raise page_error(refusal)
-    return int(number)
 
 
 def build_launch_tab(launcher: RunLauncher, user: gr.State) -> None:
