@@ -239,3 +239,12 @@ def test_numbers_nested_in_data_are_checked_without_recursion() -> None:
     assert check_numbers({"a": [1, 2.5, "9" * 5000, True]}, "x") == {
         "a": [1, 2.5, "9" * 5000, True]
     }
+
+
+@pytest.mark.parametrize("seconds", [10**400, float("inf"), float("nan"), True, "30"])
+def test_a_stored_deadline_past_the_bounds_reads_as_none_never_an_error(seconds: Any) -> None:
+    from aah.desk import approval_context
+
+    assert approval_context({"call": {"tool": "t", "deadline_seconds": seconds}}).call.tool == "t"
+    assert approval_context({"call": {"deadline_seconds": seconds}}).call.deadline_seconds is None
+    assert approval_context({"call": {"deadline_seconds": 90}}).call.deadline_seconds == 90.0

@@ -19,6 +19,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from aah.bounds import OutOfBounds, check_number
+
 C = TypeVar("C", bound="QuestionContext")
 # The version this aah writes; a row without one was written as version 1.
 CONTEXT_VERSION = 1
@@ -60,10 +62,13 @@ def _objects(value: Any) -> list[dict[str, Any]]:
 
 
 def _seconds(value: Any) -> float | None:
-    """A number of seconds; anything else (text, a boolean, NaN) reads as none."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+    """A number of seconds; anything else (text, a boolean, NaN, 400 digits) reads as none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        return float(check_number(value, "seconds", integer=False))
+    except OutOfBounds:
+        return None
 
 
 def _version(value: Any) -> int:
