@@ -46,6 +46,10 @@ class OutOfBounds(AahError, ValueError):
     """A value from outside past one of aah's bounds; the message says which and what to do."""
 
 
+class NumberTooLong(OutOfBounds):
+    """A number of more than :data:`MAX_NUMBER_DIGITS` digits, refused before it was converted."""
+
+
 def nesting(value: Any, *, limit: int = MAX_NESTING) -> int:
     """How many levels of lists and mappings ``value`` nests, counted up to ``limit + 1``.
 
@@ -261,7 +265,7 @@ def _read_number(value: Any, what: str, *, integer: bool) -> int | float:
         raise OutOfBounds(f"{what}: {wanted}, not {_shown(value)}")
     if isinstance(value, int):
         if not -_INT_LIMIT < value < _INT_LIMIT:
-            raise OutOfBounds(
+            raise NumberTooLong(
                 f"{what}: at most {MAX_NUMBER_DIGITS} digits, not about {_digits_of(value):,}"
             )
         return value
@@ -272,7 +276,7 @@ def _read_number(value: Any, what: str, *, integer: bool) -> int | float:
     if not value.is_integer():
         raise OutOfBounds(f"{what}: {wanted}, not {value!r}")
     if not -_INT_LIMIT < value < _INT_LIMIT:
-        raise OutOfBounds(f"{what}: at most {MAX_NUMBER_DIGITS} digits, not {value:g}")
+        raise NumberTooLong(f"{what}: at most {MAX_NUMBER_DIGITS} digits, not {value:g}")
     return int(value)
 
 
@@ -280,11 +284,11 @@ def _read_number_text(text: str, what: str, *, integer: bool, wanted: str) -> in
     if len(text) > _MAX_NUMBER_CHARS:
         digits = sum(text.count(d) for d in "0123456789")
         if digits > MAX_NUMBER_DIGITS:
-            raise OutOfBounds(f"{what}: at most {MAX_NUMBER_DIGITS} digits, not {digits:,}")
+            raise NumberTooLong(f"{what}: at most {MAX_NUMBER_DIGITS} digits, not {digits:,}")
         raise OutOfBounds(f"{what}: {wanted}, not {_quoted(text)}")
     if _INTEGER_TEXT.fullmatch(text):
         if len(text.lstrip("+-")) > MAX_NUMBER_DIGITS:
-            raise OutOfBounds(
+            raise NumberTooLong(
                 f"{what}: at most {MAX_NUMBER_DIGITS} digits, not {len(text.lstrip('+-')):,}"
             )
         return int(text)
@@ -294,7 +298,7 @@ def _read_number_text(text: str, what: str, *, integer: bool, wanted: str) -> in
     digits = sum(ch.isdigit() for ch in mantissa)
     number = float(text)
     if digits > MAX_NUMBER_DIGITS or not math.isfinite(number):
-        raise OutOfBounds(f"{what}: at most {MAX_NUMBER_DIGITS} digits, not {_quoted(text)}")
+        raise NumberTooLong(f"{what}: at most {MAX_NUMBER_DIGITS} digits, not {_quoted(text)}")
     return number
 
 

@@ -24,7 +24,14 @@ from hypothesis import strategies as st
 from int_watch import WatchedInt
 
 import aah.bounds
-from aah.bounds import MAX_NUMBER_DIGITS, OutOfBounds, check_number, check_numbers, parse_json
+from aah.bounds import (
+    MAX_NUMBER_DIGITS,
+    NumberTooLong,
+    OutOfBounds,
+    check_number,
+    check_numbers,
+    parse_json,
+)
 from aah.desk import ContentInvalid, ElicitationField, ElicitationRequest, check_value
 from aah.runtime.elicitations import console_elicitation
 
@@ -222,6 +229,7 @@ def test_a_json_parse_counts_every_numbers_digits_before_reading_it(literals: li
     try:
         value = parse_json(text, "the edit")
     except OutOfBounds as exc:
+        assert isinstance(exc, NumberTooLong)
         assert str(exc).startswith("a number in the edit: at most 300 digits")
         return
     # Whatever was read has its digits within the bound (an exponent past a

@@ -95,9 +95,11 @@ DEEP = [
         "the decision nests deeper",
         id="decision-50000",
     ),
-    pytest.param(_edit(rooms="9" * 5_000), "rooms: a whole number", id="int-5000-digits"),
-    pytest.param(_edit(price="9" * 5_000), "price: a number", id="number-5000-digits"),
-    pytest.param(_edit(price="1" * 400 + ".5"), "price: a number", id="number-400-digits"),
+    pytest.param(_edit(rooms="9" * 5_000), "rooms: at most 300 digits", id="int-5000-digits"),
+    pytest.param(_edit(price="9" * 5_000), "price: at most 300 digits", id="number-5000-digits"),
+    pytest.param(
+        _edit(price="1" * 400 + ".5"), "price: at most 300 digits", id="number-400-digits"
+    ),
 ]
 
 

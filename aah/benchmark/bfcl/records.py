@@ -29,7 +29,7 @@ from typing import IO, Any, NamedTuple
 
 from pydantic import ValidationError
 
-from aah.bounds import MAX_NESTING, OutOfBounds, parse_json
+from aah.bounds import MAX_NESTING, MAX_NUMBER_DIGITS, NumberTooLong, OutOfBounds, parse_json
 from aah.errors import AahError
 
 # The longest line a BFCL file may hold, in bytes (its line break aside).
@@ -99,6 +99,10 @@ def _bounded_lines(file: IO[bytes], path: Path) -> Iterator[bytes]:
 def _parsed(text: str, where: str) -> dict[str, Any]:
     try:
         value = parse_json(text, where)
+    except NumberTooLong:
+        raise AahError(
+            f"{where}: not JSON (a number of more than {MAX_NUMBER_DIGITS} digits): {_FETCH_AGAIN}"
+        ) from None
     except OutOfBounds:
         raise AahError(f"{where}: nests deeper than {MAX_NESTING} levels: {_FETCH_AGAIN}") from None
     except json.JSONDecodeError as exc:
