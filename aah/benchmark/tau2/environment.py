@@ -127,13 +127,13 @@ class Tau2Environment:
 
     @property
     def agent_tools(self) -> list[dict[str, Any]]:
-        """The agent's tools as OpenAI function specs, as τ² gives them to its agent."""
-        return self.domain.agent_tools
+        """The agent's tools as OpenAI function specs, as τ² gives them to its agent (a copy)."""
+        return copy.deepcopy(self.domain.agent_tools)
 
     @property
     def user_tools(self) -> list[dict[str, Any]]:
-        """The user's tools (telecom's phone) as OpenAI function specs; empty elsewhere."""
-        return self.domain.user_tools
+        """The user's tools (telecom's phone) as OpenAI function specs, a copy; empty elsewhere."""
+        return copy.deepcopy(self.domain.user_tools)
 
     @property
     def stopped(self) -> str | None:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from aah.bounds import MAX_NESTING, nesting
+from aah.data import TAU2_FOLDER
 from aah.errors import AahError
 from aah.peer_read import PeerBound, PeerOutOfBounds, parse_json, read_file
 
-TAU2_FOLDER = "tau2"
 REFETCH = "get it again with `aah data fetch tau2`"
 # The largest files: airline's database (7 MB) and telecom's base tasks (0.7 MB).
 MAX_DATA_BYTES = 64 * 1024 * 1024
