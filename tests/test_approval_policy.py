@@ -63,6 +63,13 @@ def test_a_good_policy_file_reads_and_matches(tmp_path: Path) -> None:
         ({"name": "to", "below": 0}, -1, True),
         ({"name": "to", "below": 0}, True, False),  # a boolean is no number
         ({"name": "to", "present": True}, None, True),
+        # A model's amount of more digits than a float holds is still above the bound.
+        ({"name": "to", "above": 100}, 10**400, True),
+        ({"name": "to", "below": 100}, 10**400, False),
+        ({"name": "to", "above": 100}, "9" * 400, True),
+        ({"name": "to", "below": 0}, "-" + "9" * 5000, True),
+        ({"name": "to", "above": 1.5}, "2", True),
+        ({"name": "to", "above": 1.5}, "lots", False),
     ],
 )
 def test_argument_rules(argument: dict[str, object], value: object, matches: bool) -> None:

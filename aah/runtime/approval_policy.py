@@ -24,7 +24,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aah.bounds import check_seconds
+from aah.bounds import NumberTooLong, OutOfBounds, check_number, check_seconds
 from aah.errors import AahError
 from aah.peer_read import NotARegularFile, PeerBound, PeerOutOfBounds, read_file
 from aah.tools import EndpointSpec, HttpMethod
@@ -74,23 +74,33 @@ class ArgumentRule(BaseModel):
         if self.op == "matches":
             return isinstance(given, str) and fnmatch.fnmatchcase(given, str(self.value))
         number = _number(given)
-        if number is None:
+        bound = _number(self.value)
+        if number is None or bound is None:
             return False
-        bound = float(self.value)
+        # int and float compare exactly in Python, with no conversion that could overflow.
         return number > bound if self.op == "above" else number < bound
 
 
-def _number(value: Any) -> float | None:
+def _number(value: Any) -> int | float | None:
+    """``value`` as a number to compare (text that spells one too), or None when it is none.
+
+    An int is compared as it is (Python compares int and float exactly, with
+    no conversion that could overflow), so a model's 400-digit amount is
+    above any bound. Text of more digits than aah reads is as large as it
+    could be, with its sign: a rule meant to hold a large amount still holds it.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+        return value
+    if not isinstance(value, str):
+        return None
+    try:
+        return check_number(value, "the argument", integer=False)
+    except NumberTooLong:
+        return -math.inf if value.strip().startswith("-") else math.inf
+    except OutOfBounds:
+        return None
 
 
 class ApprovalRule(BaseModel):
