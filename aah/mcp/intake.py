@@ -18,7 +18,8 @@ lines and the HTTP bodies alike:
 
 The bounds: a message is at most :data:`~aah.mcp.caps.MAX_MESSAGE_BYTES`
 and nests at most :data:`MAX_MESSAGE_NESTING` levels; a number is at most
-:data:`MAX_NUMBER_CHARS` characters and no NaN or Infinity; text is valid
+:data:`~aah.bounds.MAX_NUMBER_DIGITS` digits (as every face reads numbers)
+and no NaN or Infinity; text is valid
 Unicode (no lone surrogates); an id is text of at most :data:`MAX_ID_CHARS`
 characters or an integer of at most :data:`MAX_ID_INTEGER`; a method is at
 most :data:`MAX_METHOD_CHARS` characters; a client's name, version and title
@@ -32,6 +33,7 @@ import json
 import re
 from typing import Any, NamedTuple
 
+from aah import bounds
 from aah.bounds import MAX_NESTING, text_nests_deeper
 from aah.secrets import scrub_text
 from aah.terminal_text import printable
@@ -45,8 +47,9 @@ INVALID_PARAMS = -32602
 # JSON limit), and far enough above MAX_NESTING, plus the envelope around a
 # call's arguments, that the tool's own check names the field that is too deep.
 MAX_MESSAGE_NESTING = 190
-# The longest number aah reads, in characters (Python refuses ints past 4,300 digits).
-MAX_NUMBER_CHARS = 1_000
+# The most digits a number aah reads may have: the one bound of every face
+# (aah.bounds.check_number), so a proposed argument can be edited back on the page.
+MAX_NUMBER_DIGITS = bounds.MAX_NUMBER_DIGITS
 # An id aah answers: text of at most this many characters...
 MAX_ID_CHARS = 200
 # ...or an integer every JSON peer holds exactly (a double's 53 bits).
@@ -179,15 +182,21 @@ def log_note(text: str) -> str:
 
 
 def _read_int(token: str) -> int | _Unread:
-    if len(token) > MAX_NUMBER_CHARS:
-        return _Unread(f"a number of {len(token):,} characters")
+    digits = _digits(token)
+    if digits > MAX_NUMBER_DIGITS:
+        return _Unread(f"a number of {digits:,} digits")
     return int(token)
 
 
 def _read_float(token: str) -> float | _Unread:
-    if len(token) > MAX_NUMBER_CHARS:
-        return _Unread(f"a number of {len(token):,} characters")
+    digits = _digits(token)
+    if digits > MAX_NUMBER_DIGITS:
+        return _Unread(f"a number of {digits:,} digits")
     return float(token)
+
+
+def _digits(token: str) -> int:
+    return sum(map(token.count, "0123456789"))
 
 
 def _batch(items: list[Any]) -> Screened:
@@ -361,7 +370,8 @@ def _is_unicode(text: str) -> bool:
 def _unread(where: str, value: _Unread) -> str:
     if value.what in ("NaN", "Infinity", "-Infinity"):
         return f"{where} is {value.what}, which is no JSON number: send a number or null"
-    return f"{where} is {value.what}, over aah's cap of {MAX_NUMBER_CHARS:,}: send it as text"
+    cap = f"aah's cap of {MAX_NUMBER_DIGITS:,} digits"
+    return f"{where} is {value.what}, over {cap}: send it as text"
 
 
 def _surrogate(where: str) -> str:
