@@ -332,23 +332,25 @@ class McpConnections:
         self, held: _Held, tool: str, arguments: dict[str, Any], elicitor: Elicitor | None
     ) -> McpReply:
         """One call over ``held``, its answers counted against one budget, its questions routed."""
+        asker = _CallAsker(elicitor) if elicitor is not None else None
         budget = current_call.set(CallBudget(self.bounds.max_call_bytes))
-        asker = _CALL_ELICITOR.set(elicitor)
+        routed = _CALL_ELICITOR.set(asker)
         try:
-            if elicitor is None:
+            if asker is None:
                 request = held.client.call_tool(tool, arguments)
             else:
-                held.elicitors.append(elicitor)
+                held.elicitors.append(asker)
                 request = held.client.call_tool(
                     tool, arguments, read_timeout_seconds=_PERSON_READ_TIMEOUT_S
                 )
             try:
                 result = await self._guarded(held, request, f"{tool}")
             finally:
-                if elicitor is not None:
-                    held.elicitors.remove(elicitor)
+                if asker is not None:
+                    held.elicitors.remove(asker)
+                    asker.close()
         finally:
-            _CALL_ELICITOR.reset(asker)
+            _CALL_ELICITOR.reset(routed)
             current_call.reset(budget)
         content = [block.model_dump(mode="json", by_alias=True) for block in result.content]
         return McpReply(content, result.structured_content, bool(result.is_error))
@@ -546,6 +548,40 @@ class McpConnections:
         for held in self._held.values():
             if held.errlog is not None:
                 held.errlog.close()
+
+
+class _CallAsker:
+    """One call's answerer of the server's questions, live only while the call is.
+
+    A question still waiting for a person when its call ends (it failed, it
+    timed out, its session went away) is cancelled, so the server hears
+    ``cancel`` at once and no count of questions in flight is left behind.
+    """
+
+    def __init__(self, elicitor: Elicitor) -> None:
+        self._elicitor = elicitor
+        self._waiting: set[asyncio.Future[dict[str, Any]]] = set()
+        self._closed = False
+
+    async def __call__(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self._closed:
+            raise McpFailure("the call that asked has ended")
+        waiting = asyncio.ensure_future(self._elicitor(server, params))
+        self._waiting.add(waiting)
+        try:
+            return await waiting
+        except asyncio.CancelledError:
+            if self._closed and waiting.cancelled():
+                raise McpFailure("the call that asked has ended") from None
+            raise
+        finally:
+            self._waiting.discard(waiting)
+
+    def close(self) -> None:
+        """The call ended: cancel what is still being asked."""
+        self._closed = True
+        for waiting in self._waiting:
+            waiting.cancel()
 
 
 def configured_bounds() -> MessageBounds:

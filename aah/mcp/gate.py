@@ -41,7 +41,7 @@ from mcp.types import (
     jsonrpc_message_adapter,
 )
 
-from aah.bounds import MAX_NESTING, text_nests_deeper
+from aah.bounds import MAX_NESTING, MAX_NUMBER_DIGITS, OutOfBounds, check_numbers, text_nests_deeper
 from aah.peer_read import PeerBound, PeerOutOfBounds, too_deep, too_large
 
 # The JSON-RPC code (in the range left to implementations) of the error aah
@@ -140,7 +140,12 @@ class ServerGate:
         try:
             message = jsonrpc_message_adapter.validate_json(data, by_name=False)
         except ValueError as exc:
-            return self.refuse(data, self._unreadable(exc))
+            return self.refuse(data, self._unreadable(_first_error(exc, data)))
+        if _NUMBER_TROUBLE.search(data):
+            try:
+                check_numbers(_payload(message), "its message")
+            except OutOfBounds as exc:
+                return self.refuse(data, self._unreadable(str(exc)))
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             budget = budget or self._calls.pop(message.id, None)
         if budget is not None and not budget.count(size):
@@ -183,15 +188,16 @@ class ServerGate:
             )
         return JSONRPCRequest(jsonrpc="2.0", id=fields.id, method=STAND_IN)
 
-    def _unreadable(self, exc: ValueError) -> PeerOutOfBounds:
+    def _unreadable(self, why: str) -> PeerOutOfBounds:
         return PeerOutOfBounds(
             f"{self.message.peer} sent a message that is not JSON-RPC aah reads "
-            f"({_first_error(exc)}): fix the server, or leave it out",
+            f"({why}): fix the server, or leave it out",
             bound=self.message,
             kind="depth",
         )
 
     def _over_call(self, message: JSONRPCMessage, budget: CallBudget) -> Screened:
+        """What a message past its call's cap becomes: the call fails with the refusal."""
         why = PeerOutOfBounds(
             f"{self.message.peer} sent more than {budget.cap:,} bytes in answer to one call: "
             f"raise {CALL_SETTING}",
@@ -200,8 +206,8 @@ class ServerGate:
         )
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             return refused_answer(message.id, str(why))
-        data = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-        return self.refuse(data, why)
+        # Anything else on the call's own stream (HTTP): its transport ends the call with it.
+        return why
 
 
 def refused_answer(request_id: RequestId, line: str) -> JSONRPCError:
@@ -312,18 +318,53 @@ def _string_end(text: str, start: int) -> int:
         at = quote + 1
 
 
-def _first_error(exc: ValueError) -> str:
-    """A parse or validation error in a few words, quoting nothing the server sent."""
+# NaN, Infinity, a number longer than aah reads or one past a float's range (1e999):
+# where one may be, the values are checked.
+_NUMBER_TROUBLE = re.compile(rb"NaN|Infinity|[0-9]{%d}|[eE][+-]?[0-9]{3}" % (MAX_NUMBER_DIGITS + 1))
+
+
+def _payload(message: JSONRPCMessage) -> Any:
+    """What a message carries: a request's params, an answer's result, an error's data."""
+    if isinstance(message, JSONRPCResponse):
+        return message.result
+    if isinstance(message, JSONRPCError):
+        return message.error.data
+    return message.params
+
+
+def _first_error(exc: ValueError, data: bytes) -> str:
+    """A parse or validation error in a few words, quoting nothing the server sent.
+
+    Of a message that fits none of JSON-RPC's shapes, the error shown is the
+    one of the shape it looks like (an answer, if it has a result).
+    """
     errors = getattr(exc, "errors", None)
     if callable(errors):
         try:
-            first = errors(include_input=False)[0]
-            where = ".".join(str(part) for part in first.get("loc", ()))[:80]
+            found = errors(include_input=False)
+            shape = _shape(data)
+            of_shape = [e for e in found if e.get("loc") and e["loc"][0] == shape]
+            first = (of_shape or found)[0]
+            loc = first.get("loc", ())
+            where = ".".join(str(part) for part in loc[1 if of_shape else 0 :])[:80]
             said = str(first.get("msg", "not valid")).splitlines()[0][:120]
             return f"{where}: {said}" if where else said
         except (IndexError, TypeError, ValueError):
             pass
     return (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+
+
+def _shape(data: bytes) -> str | None:
+    """Which JSON-RPC shape a message looks like, by its top-level keys."""
+    try:
+        value = json.loads(data)  # within the size and depth bounds already
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    if "method" in value:
+        return "JSONRPCRequest" if "id" in value else "JSONRPCNotification"
+    return "JSONRPCError" if "error" in value else "JSONRPCResponse"
 
 
 def _shown(method: str) -> str:
