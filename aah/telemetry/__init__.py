@@ -7,7 +7,8 @@ store stays the source of truth; traces are a view of it where people look.
 
 Public names load lazily (PEP 562): asking :func:`export_wanted` loads
 nothing of OpenTelemetry, and only :mod:`aah.telemetry.live` loads the SDK
-(the ``otel`` extra).
+(the ``otel`` extra); :mod:`aah.telemetry.receiver` bounds each export's
+exchange with the receiver (a total deadline, a capped answer).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
         run_trace,
         use_span_exporter,
     )
+    from aah.telemetry.receiver import (
+        EXPORT_TIMEOUT_S,
+        RESPONSE_CAP,
+        BoundedSpanExporter,
+        ReceiverAdapter,
+    )
     from aah.telemetry.spans import (
         SessionFacts,
         SpanRecord,
@@ -46,7 +53,11 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "EXPORT_TIMEOUT_S",
+    "RESPONSE_CAP",
+    "BoundedSpanExporter",
     "DroppingExporter",
+    "ReceiverAdapter",
     "SessionFacts",
     "SpanRecord",
     "SpanRef",
@@ -86,6 +97,10 @@ _WHERE = {
             "turn_on_export",
         ],
         "aah.telemetry.switch",
+    ),
+    **dict.fromkeys(
+        ["BoundedSpanExporter", "EXPORT_TIMEOUT_S", "RESPONSE_CAP", "ReceiverAdapter"],
+        "aah.telemetry.receiver",
     ),
     **dict.fromkeys(
         [

@@ -2,9 +2,10 @@
 
 Imported only when traces are wanted (:func:`aah.telemetry.export_wanted`):
 this is the one module that loads the OpenTelemetry SDK. A receiver that is
-down never slows or fails a run: spans wait in a bounded queue, each export
-gives up after a few seconds, one line says so, and spans are dropped until
-the receiver answers again.
+down, slow or hostile never slows or fails a run: spans wait in a bounded
+queue, each export gives up after 2 s in all and reads at most 64 KB of the
+receiver's answer (:mod:`aah.telemetry.receiver`), one line says so, and
+spans are dropped until the receiver answers again.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from aah.events import Event, utc_now
 from aah.telemetry.encoding import SCOPE, service_name, unix_nano
+from aah.telemetry.receiver import EXPORT_TIMEOUT_S, BoundedSpanExporter, export_seconds
 from aah.telemetry.spans import (
     ENDINGS,
     PAUSES,
@@ -49,7 +51,6 @@ _log = logging.getLogger(__name__)
 # Spans held for export at most; more are dropped (a receiver down for a long run).
 QUEUE_SPANS = 2048
 BATCH_SPANS = 512
-EXPORT_TIMEOUT_S = 2.0
 # After a failed export, spans are dropped without trying for this long.
 RETRY_AFTER_S = 30.0
 # How long closing a runtime waits for its spans to go; what is left goes in the
@@ -87,7 +88,8 @@ class DroppingExporter(SpanExporter):
             return SpanExportResult.FAILURE
         try:
             result = self.inner.export(spans)
-            why = ""
+            refusal = getattr(self.inner, "refusal", None)
+            why = f" ({refusal})" if refusal is not None else ""
         except Exception as exc:  # a receiver's failure must never reach the run
             result, why = SpanExportResult.FAILURE, f" ({type(exc).__name__})"
         if result is SpanExportResult.SUCCESS:
@@ -115,17 +117,11 @@ class DroppingExporter(SpanExporter):
 
 
 def otlp_exporter() -> SpanExporter:
-    """The OTLP/HTTP exporter the standard variables describe (endpoint, headers, timeout)."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
+    """The OTLP/HTTP exporter the standard variables describe, its exchanges bounded."""
     protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf").strip()
     if protocol and protocol != "http/protobuf":
         _log.warning("traces: aah exports over OTLP/HTTP (http/protobuf), not %s", protocol)
-    timed = any(
-        os.environ.get(name)
-        for name in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-    )
-    return OTLPSpanExporter(timeout=None if timed else EXPORT_TIMEOUT_S)
+    return BoundedSpanExporter(export_seconds())
 
 
 class SpanSink:
