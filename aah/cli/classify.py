@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
-from aah.cli.options import ConcurrencyOption, ModelOption
-from aah.cli.output import err_console
+from aah.cli.options import ConcurrencyOption, ForceOption, ModelOption
+from aah.cli.output import check_output_name, err_console, write_output
 from aah.errors import AahError
 from aah.extensions import BEHAVIOUR_JUDGE_NAMES, BehaviourJudgeName
 from aah.peer_read import PeerBound, PeerOutOfBounds, read_file
@@ -46,7 +46,9 @@ class ReplyLine(NamedTuple):
 
 def classify(
     file: Path = typer.Argument(..., help="JSONL file: objects with 'reply' and optional 'tools'."),
-    out: Path | None = typer.Option(None, "--out", help="Write the JSONL here, not to stdout."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the JSONL to this new file, not to stdout."
+    ),
     judge: str = typer.Option(
         "rule", "--judge", help=f"{' or '.join(BEHAVIOUR_JUDGE_NAMES)}: offline rules or an LLM."
     ),
@@ -64,12 +66,15 @@ def classify(
         help="Classify by the rules and by the LLM judge; report the rules' accuracy and "
         "per-class F1 against the judge.",
     ),
+    force: ForceOption = False,
 ) -> None:
     """Classify replies as tool_call, request_for_info, cannot_answer or direct.
 
     The LLM judge's model is AAH_JUDGE_MODEL (else AAH_GRADER_MODEL) unless --model names one.
     """
     judge_replies = choose_judge("rule" if compare_judge else judge)
+    if out is not None:
+        check_output_name(out, force=force, option="--out")
     lines = read_reply_lines(file)
     options = JudgeOptions(model, concurrency, Counter(), votes)
     results = judge_replies(lines, options)
@@ -83,10 +88,7 @@ def classify(
     if out is None:
         print(text, end="")
     else:
-        try:
-            out.write_text(scrub_text(text) or "", encoding="utf-8")
-        except OSError as exc:
-            raise AahError(f"cannot write {out}: {exc.strerror}; pass another --out") from exc
+        write_output(out, scrub_text(text) or "", force=force, option="--out")
     err_console.print(summary(rows), highlight=False, markup=False, soft_wrap=True)
     if compare_judge:
         err_console.print(judge_comparison(rows), highlight=False, markup=False, soft_wrap=True)

@@ -128,6 +128,13 @@ OtelOption = Annotated[
 HostOption = Annotated[
     str, typer.Option("--host", help="Address to listen on (0.0.0.0: every network).")
 ]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace the file if it exists (a symbolic link is replaced, never written through).",
+    ),
+]
 FromOption = Annotated[
     Path | None, typer.Option("--from", help="A local copy of the data, instead of downloading.")
 ]

@@ -1,14 +1,20 @@
-"""Shared output helpers for the commands: one console, one-line messages, JSON, tables."""
+"""Shared output helpers for the commands: one console, one-line messages, JSON, tables, files."""
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import stat
+import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from aah.errors import AahError
 from aah.terminal_text import printable
 
 console = Console()
@@ -173,3 +179,89 @@ def _plain(cell: object) -> str:
     from rich.markup import escape
 
     return escape("" if cell is None else str(cell))
+
+
+# The file name that means standard output (``--otlp -``, ``--out -``).
+STANDARD_OUTPUT = "-"
+# A new file only: never an existing name, never through a symbolic link.
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def check_output_name(path: Path, *, force: bool, option: str) -> None:
+    """Refuse, before any work, a file name the command would not write (see :func:`write_output`).
+
+    Raises:
+        AahError: ``path`` exists and ``force`` is off, or it is a folder.
+    """
+    if str(path) == STANDARD_OUTPUT:
+        return
+    if path.is_dir() and not path.is_symlink():
+        raise AahError(f"{path} is a folder: name a file with {option}")
+    if not force and (path.exists() or path.is_symlink()):
+        raise _exists(path, option)
+
+
+def write_output(path: Path, text: str, *, force: bool, option: str) -> bool:
+    """Write ``text`` to the file a person named with ``option``; ``-`` is standard output.
+
+    A name that exists (a file, a symbolic link, even a broken one) is
+    refused unless ``force``. With ``force`` the text goes to a new file in
+    the same folder, which then takes the name: a symbolic link there is
+    replaced, never written through; a reader never sees half a file; a file
+    replaced keeps its permissions.
+
+    Returns:
+        Whether the text went to standard output.
+
+    Raises:
+        AahError: the name is refused or cannot be written (one line naming ``option``).
+    """
+    if str(path) == STANDARD_OUTPUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return True
+    check_output_name(path, force=force, option=option)
+    data = text.encode("utf-8")
+    try:
+        if force:
+            _replace(path, data)
+        else:
+            _create(path, data)
+    except FileExistsError:
+        raise _exists(path, option) from None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise AahError(f"cannot write {path} ({why}): choose another {option} file") from None
+    return False
+
+
+def _exists(path: Path, option: str) -> AahError:
+    return AahError(f"{path} exists: pass --force to replace it, or choose another {option} file")
+
+
+def _create(path: Path, data: bytes) -> None:
+    descriptor = os.open(path, _NEW_FILE, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        path.unlink(missing_ok=True)  # made here: no half-written file is left
+        raise
+
+
+def _replace(path: Path, data: bytes) -> None:
+    try:
+        before = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        before = None
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
+    descriptor = os.open(temporary, _NEW_FILE, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            if before is not None and stat.S_ISREG(before.st_mode):
+                os.fchmod(handle.fileno(), stat.S_IMODE(before.st_mode))
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

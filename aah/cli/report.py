@@ -13,8 +13,15 @@ import typer
 from rich.console import Console, Group
 from rich.table import Table
 
-from aah.cli.options import DataOption, DbOption, WideOption
-from aah.cli.output import console, err_console, print_line, print_table
+from aah.cli.options import DataOption, DbOption, ForceOption, WideOption
+from aah.cli.output import (
+    check_output_name,
+    console,
+    err_console,
+    print_line,
+    print_table,
+    write_output,
+)
 from aah.cli.sessions import open_store
 from aah.errors import AahError
 from aah.secrets import scrub_text
@@ -36,7 +43,7 @@ def report(
     ),
     format: str = typer.Option("table", "--format", help="table, md, html, json or csv."),
     out: Path | None = typer.Option(
-        None, "--out", help="Write to this file (html: report.html by default)."
+        None, "--out", help="Write to this new file (html: report.html by default; -: stdout)."
     ),
     db: DbOption = None,
     data: DataOption = None,
@@ -59,6 +66,7 @@ def report(
         "--as",
         help="The paper's name of the runs' model: MODEL for every run, or RUN=MODEL (repeatable).",
     ),
+    force: ForceOption = False,
 ) -> None:
     """Report runs: paper metrics with intervals, behaviour, error patterns, agreement."""
     from aah.scoring.report import build_report
@@ -75,6 +83,9 @@ def report(
 
         tables = load_paper_tables(paper_table)
     to_terminal = format == "table" and out is None
+    to_file = (out or DEFAULT_HTML) if out is not None or format == "html" else None
+    if to_file is not None:
+        check_output_name(to_file, force=force, option="--out")
     with open_store(db) as store, _steps() as step:
         built = build_report(store, run or None, data, progress=step)
         if tables is not None:
@@ -91,8 +102,8 @@ def report(
     if to_terminal:
         for item in _terminal_tables(built, None if wide else console.width):
             _print_whole(item, console)
-    elif out is not None or format == "html":
-        _write(text, out or DEFAULT_HTML)
+    elif to_file is not None:
+        _write(text, to_file, force)
     else:
         sys.stdout.write(text)
 
@@ -150,12 +161,9 @@ def _write_charts(built: Report, folder: Path) -> list[Path]:
         ) from exc
 
 
-def _write(text: str, path: Path) -> None:
-    try:
-        path.write_text(scrub_text(text) or "", encoding="utf-8")
-    except OSError as exc:
-        raise AahError(f"cannot write {path} ({exc.strerror}): pass another --out") from exc
-    print_line(f"wrote the report to {path.resolve()}", to=err_console)
+def _write(text: str, path: Path, force: bool) -> None:
+    if not write_output(path, scrub_text(text) or "", force=force, option="--out"):
+        print_line(f"wrote the report to {path.resolve()}", to=err_console)
 
 
 @contextmanager

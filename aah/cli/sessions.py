@@ -9,13 +9,24 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.options import DbOption, JsonOption, ModelOption, OtelOption, WideOption
+from aah.cli.options import (
+    DbOption,
+    ForceOption,
+    JsonOption,
+    ModelOption,
+    OtelOption,
+    WideOption,
+)
 from aah.cli.output import (
+    check_output_name,
     console,
+    err_console,
     one_line,
     print_json,
+    print_line,
     print_table,
     table,
+    write_output,
 )
 from aah.errors import AahError
 
@@ -139,20 +150,24 @@ def export(
     session_ids: list[str] | None = typer.Argument(
         None, help="Session ids (unique prefixes); none: every session, or --run's."
     ),
-    otlp: Path = typer.Option(..., "--otlp", help="Write the sessions' spans as OTLP JSON here."),
+    otlp: Path = typer.Option(
+        ..., "--otlp", help="Write the sessions' spans as OTLP JSON to this new file (-: stdout)."
+    ),
     run: str | None = typer.Option(None, "--run", help="Only this run's sessions."),
     db: DbOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Write recorded sessions as OpenTelemetry spans (OTLP JSON), for runs made without --otel.
 
     Message content goes in only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true;
-    whatever goes in passes the secret scrubber.
+    whatever goes in passes the secret scrubber. An existing file is replaced only with --force.
     """
     import json
 
     from aah import __version__
     from aah.telemetry import otlp_json, stored_spans
 
+    check_output_name(otlp, force=force, option="--otlp")
     with open_store(db) as store:
         every = store.list_sessions(run=run)
         chosen = every
@@ -166,17 +181,12 @@ def export(
                 chosen += found
         spans = stored_spans(store, chosen)
     text = json.dumps(otlp_json(spans, __version__), ensure_ascii=False)
-    try:
-        otlp.write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise AahError(
-            f"cannot write {otlp} ({exc.strerror}): choose another --otlp file"
-        ) from None
+    to_stdout = write_output(otlp, text + "\n", force=force, option="--otlp")
     traces = len({span.trace_id for span in spans})
-    console.print(
-        f"wrote {len(spans)} spans of {len(chosen)} sessions ({traces} traces) to {otlp}",
-        highlight=False,
-        markup=False,
+    where = "standard output" if to_stdout else str(otlp)
+    print_line(
+        f"wrote {len(spans)} spans of {len(chosen)} sessions ({traces} traces) to {where}",
+        to=err_console if to_stdout else console,
     )
 
 
