@@ -26,7 +26,6 @@ applies to which peer.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import json
 import math
@@ -191,6 +190,8 @@ async def aread(read: Callable[[int], Awaitable[bytes]], bound: PeerBound) -> by
     Raises:
         PeerOutOfBounds: the reply passed the size cap or the deadline.
     """
+    import asyncio  # here: the command table imports this module, and asyncio is heavy
+
     try:
         async with asyncio.timeout(None if math.isinf(bound.seconds) else bound.seconds):
             body = await aread_capped(read, bound.max_bytes)
