@@ -18,8 +18,9 @@ answer as JSON text; otherwise the lines are all it sends for the call.
 
 Over HTTP (``--http PORT``, streamable HTTP on 127.0.0.1) the argument
 ``"http": "json"`` sends the lines as one JSON body and ``"sse"`` (the
-default) each as an event of the call's stream; the client's answer to a
-question arrives as a POST of its own. ``--modern-only`` refuses the
+default) each as an event of the call's stream; ``"gzip": true`` compresses
+the body (a client that asked for none gets it anyway); the client's answer
+to a question arrives as a POST of its own. ``--modern-only`` refuses the
 handshake (-32022) and speaks 2026-07-28 (``server/discover``) only.
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
@@ -190,31 +192,34 @@ def serve_http(port: int, modern_only: bool) -> None:
         arguments = message["params"].get("arguments") or {}
         as_json = arguments.get("http") == "json"
         kind = "application/json" if as_json else "text/event-stream"
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", kind.encode()), (b"mcp-session-id", b"puppet")],
-            }
-        )
+        headers = [(b"content-type", kind.encode()), (b"mcp-session-id", b"puppet")]
+        # gzip though the client asked for none: a small body that grows a thousandfold.
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31) if arguments.get("gzip") else None
+        if packer is not None:
+            headers.append((b"content-encoding", b"gzip"))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+        async def body(data: bytes) -> None:
+            packed = packer.compress(data) if packer is not None else data
+            if packed:
+                await send({"type": "http.response.body", "body": packed, "more_body": True})
+
         try:
             for line in arguments.get("script", []):
                 if not as_json:
-                    await _body(send, b"event: message\ndata: ")
+                    await body(b"event: message\ndata: ")
                 for chunk in chunks(line, message["id"]):
-                    await _body(send, chunk)
+                    await body(chunk)
                 if not as_json:
-                    await _body(send, b"\n\n")
+                    await body(b"\n\n")
             if arguments.get("await"):
                 said = await asked.get()
                 text = json.dumps({k: said[k] for k in ("result", "error") if k in said})
-                await _body(send, b"event: message\ndata: " + answer(message["id"], text) + b"\n\n")
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await body(b"event: message\ndata: " + answer(message["id"], text) + b"\n\n")
+            rest = packer.flush() if packer is not None else b""
+            await send({"type": "http.response.body", "body": rest, "more_body": False})
         except OSError:
             return  # the client went away (it read all it would)
-
-    async def _body(send: Any, data: bytes) -> None:
-        await send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def _reply(send: Any, status: int, data: bytes, kind: str) -> None:
         headers = [(b"content-type", kind.encode()), (b"mcp-session-id", b"puppet")]

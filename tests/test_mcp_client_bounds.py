@@ -63,7 +63,7 @@ def http_target() -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen([sys.executable, str(PUPPET), "--http", str(port)])
     try:
-        _wait_for_port(port)
+        wait_for_port(port)
         yield f"puppet=http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
@@ -74,7 +74,8 @@ def http_target() -> Iterator[str]:
             process.wait(timeout=5)
 
 
-def _wait_for_port(port: int) -> None:
+def wait_for_port(port: int) -> None:
+    """Wait (bounded) until a server listens on 127.0.0.1:``port``."""
     import socket
 
     deadline = time.monotonic() + 30
@@ -86,11 +87,15 @@ def _wait_for_port(port: int) -> None:
     raise AssertionError(f"the puppet server never listened on {port}")
 
 
-@pytest.fixture(params=["stdio", "http-json", "http-sse"])
-def transport(request: pytest.FixtureRequest, http_target: str) -> tuple[str, str]:
+@pytest.fixture(params=["stdio", "http-json", "http-sse", "http-gzip"])
+def transport(request: pytest.FixtureRequest, http_target: str) -> tuple[str, dict[str, Any]]:
     """A way to reach the puppet: its target, and how it sends a call's answer over HTTP."""
     kind = str(request.param)
-    return (STDIO, "sse") if kind == "stdio" else (http_target, kind.removeprefix("http-"))
+    if kind == "stdio":
+        return STDIO, {}
+    if kind == "http-gzip":
+        return http_target, {"http": "json", "gzip": True}
+    return http_target, {"http": kind.removeprefix("http-")}
 
 
 @pytest.fixture
@@ -126,14 +131,14 @@ def _peak_growth(work: Callable[[], Any]) -> tuple[Any, int]:
 
 
 def test_a_200_megabyte_answer_fails_its_call_at_once_in_bounded_memory(
-    pool: McpConnections, transport: tuple[str, str]
+    pool: McpConnections, transport: tuple[str, dict[str, Any]]
 ) -> None:
-    target, mode = transport
+    target, how = transport
     server = parse_server(target)
     pool.list_tools(server)  # started and listed: what follows times the call alone
     started = time.monotonic()
     outcome, growth = _peak_growth(
-        lambda: pool.call(server, "emit", {"script": [huge_answer(200_000_000)], "http": mode})
+        lambda: pool.call(server, "emit", {"script": [huge_answer(200_000_000)], **how})
     )
     took = time.monotonic() - started
     assert isinstance(outcome, McpFailure), outcome
@@ -143,19 +148,19 @@ def test_a_200_megabyte_answer_fails_its_call_at_once_in_bounded_memory(
     assert took < 5, f"the call took {took:.1f} s"
     assert growth < 100 * MEGABYTE, f"aah's memory grew {growth / MEGABYTE:.0f} MB"
     # The server is still in use: the next call is answered.
-    reply = pool.call(server, "emit", {"script": [answer("after")], "http": mode})
+    reply = pool.call(server, "emit", {"script": [answer("after")], **how})
     assert reply.content[0]["text"] == "after"
 
 
 @pytest.mark.parametrize("levels", [600, 300])
 def test_a_question_nested_past_the_bound_is_declined_at_once_and_noted(
     pool: McpConnections,
-    transport: tuple[str, str],
+    transport: tuple[str, dict[str, Any]],
     levels: int,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    target, mode = transport
-    if mode == "json":
+    target, how = transport
+    if how.get("http") == "json":
         pytest.skip("a question rides the call's event stream, not a JSON body")
     asked: list[dict[str, Any]] = []
 
@@ -163,7 +168,7 @@ def test_a_question_nested_past_the_bound_is_declined_at_once_and_noted(
         asked.append(params)
         return {"action": "accept", "content": {"a": "here"}}
 
-    script = {"script": [deep_question(levels)], "await": True, "http": mode}
+    script = {"script": [deep_question(levels)], "await": True, **how}
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="aah.mcp.gate"):
         reply = _call_async(pool, target, script, person)

@@ -186,3 +186,76 @@ def test_a_call_ends_with_a_result_or_one_line_whatever_the_server_writes(
 def test_the_server_is_still_in_use_after_all_of_it(pool: McpConnections, target: str) -> None:
     outcome, _ = _outcome(pool, target, {"script": [answer("still here")]})
     assert _said(outcome) == "still here"
+
+
+# --- the pieces of the gate, on their own ---------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(
+    lines=st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    cuts=st.lists(st.integers(1, 97), min_size=1, max_size=5),
+)
+def test_the_line_reader_holds_at_most_its_cap_and_loses_no_line_within_it(
+    lines: list[bytes], cuts: list[int]
+) -> None:
+    from aah.mcp.child import LineReader, Overflow
+
+    cap = 100
+    reader = LineReader(cap)
+    stream = b"".join(line + b"\n" for line in lines)
+    out: list[bytes | Overflow] = []
+    at, turn = 0, 0
+    while at < len(stream):
+        size = cuts[turn % len(cuts)]
+        out += reader.feed(stream[at : at + size])
+        at, turn = at + size, turn + 1
+        held = sum(len(part) for part in reader._parts)
+        assert held <= cap
+    expected: list[bytes | tuple[bytes, bool]] = []
+    for line in lines:
+        if len(line) > cap:
+            expected.append((line, True))
+        elif line.strip():
+            expected.append(line.strip())
+    assert len(out) == len(expected)
+    for got, want in zip(out, expected, strict=True):
+        if isinstance(want, tuple):
+            assert isinstance(got, Overflow) and want[0].startswith(got.head) and got.size > cap
+        else:
+            assert got == want
+
+
+_ids = st.one_of(st.integers(-(10**15), 10**15), st.text(max_size=20))
+_junk = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(
+    request_id=_ids,
+    method=st.text(min_size=1, max_size=30),
+    before=st.dictionaries(st.sampled_from(["jsonrpc", "params", "x"]), _junk, max_size=3),
+    cut=st.integers(0, 400),
+)
+def test_a_refused_messages_id_and_method_are_found_from_its_top_level(
+    request_id: Any, method: str, before: dict[str, Any], cut: int
+) -> None:
+    from aah.mcp.gate import top_level
+
+    # Nested "id" and "method" keys (in params) are not the message's own.
+    message = {"params": {"id": "inner", "method": "inner", "v": before}, **before}
+    message.update(id=request_id, method=method)
+    text = json.dumps(message).encode()
+    whole = top_level(text)
+    assert whole.id == request_id and whole.method == method
+    # The same two first, then a rest cut anywhere: missing, too deep, or junk.
+    head = json.dumps({"id": request_id, "method": method})[:-1].encode()
+    rest = json.dumps(message).encode()[1:]
+    found = top_level(head + b", " + rest[:cut] + b"[[[[")
+    assert found.id == request_id and found.method == method

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -383,3 +384,61 @@ def test_the_report_table_shows_each_run_and_setting() -> None:
         ["r1", "(no setting)", "2", "3", "1", "1", "0", "1", "0", "0", "4.0", "9.5"]
     ]
     assert elicitation_tables(cast(Report, SimpleNamespace(elicitation_cells=[]))) == []
+
+
+# --- two sessions asked at once: each question to its own session ---------------------
+
+
+@pytest.mark.parametrize(
+    ("style", "over", "expected"),
+    [
+        # Asked inside its call (an input_required round; the call's own HTTP stream).
+        ("2026", "stdio", ["accept Ada", "accept Bob"]),
+        ("2025", "http", ["accept Ada", "accept Bob"]),
+        # Mid-call over stdio, a question names no call: no one can tell whose it is.
+        ("2025", "stdio", ["cancel", "cancel"]),
+    ],
+)
+async def test_questions_of_two_calls_at_once_go_each_to_its_own_session(
+    style: str, over: str, expected: list[str]
+) -> None:
+    from test_mcp_client_bounds import wait_for_port
+    from test_mcp_tools import free_port
+
+    from aah.mcp import McpConnections
+
+    def person(name: str) -> Any:
+        async def answer(server: str, params: dict[str, Any]) -> dict[str, Any]:
+            await asyncio.sleep(0.2)  # both questions wait at once
+            return {"action": "accept", "content": {"name": name, "nights": 2}}
+
+        return answer
+
+    process = None
+    if over == "http":
+        port = free_port()
+        command = [sys.executable, str(SERVER), style, str(port)]
+        process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+        wait_for_port(port)
+        server = parse_server(f"hotel=http://127.0.0.1:{port}/mcp")
+    else:
+        server = parse_server(target(style))
+    pool = McpConnections(start_timeout=60, call_timeout=60)
+    try:
+        replies = await asyncio.gather(
+            pool.acall(server, "book", {"city": "Lyon"}, person("Ada")),
+            pool.acall(server, "book", {"city": "Nice"}, person("Bob")),
+        )
+    finally:
+        pool.close()
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=10)
+    said = [reply.content[0]["text"] for reply in replies]
+    shown = [
+        f"accept {json.loads(text.partition(' ')[2])['name']}"
+        if text.startswith("accept")
+        else text
+        for text in said
+    ]
+    assert shown == expected
