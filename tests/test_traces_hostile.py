@@ -11,6 +11,7 @@ that sends a byte a second.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -39,6 +40,7 @@ from aah.telemetry import (  # noqa: E402
     BoundedSpanExporter,
     SpanRecord,
     SpanSink,
+    export_seconds,
 )
 from aah.testing.fake_llm import FakeLLMServer  # noqa: E402
 
@@ -163,6 +165,24 @@ def test_closing_waits_half_a_second_and_the_export_gives_up_at_two() -> None:
         gave_up = time.monotonic() - start
     assert sink.exporter.dropped == 1
     assert gave_up <= EXPORT_TIMEOUT_S + SLACK_S
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("5", 5.0), ("0.25", 0.25), ("600", 600.0)]
+    + [(bad, EXPORT_TIMEOUT_S) for bad in ("inf", "nan", "0", "-1", "601", "1e9", "soon")],
+)
+def test_the_timeout_variable_is_seconds_above_zero_and_at_most_600(
+    value: str, seconds: float, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An infinite or absurd timeout would hold the process's exit on a stuck receiver.
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", value)
+    with caplog.at_level(logging.WARNING, logger="aah.telemetry"):
+        assert export_seconds() == seconds
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("aah.telemetry")]
+    assert len(lines) == (0 if seconds != EXPORT_TIMEOUT_S else 1)
+    assert all("OTEL_EXPORTER_OTLP_TIMEOUT" in line for line in lines)
 
 
 _HEADERS = st.sampled_from(

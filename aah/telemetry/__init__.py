@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         RESPONSE_CAP,
         BoundedSpanExporter,
         ReceiverAdapter,
+        export_seconds,
     )
     from aah.telemetry.spans import (
         SessionFacts,
@@ -65,6 +66,7 @@ __all__ = [
     "TraceListener",
     "content_wanted",
     "default_sink",
+    "export_seconds",
     "export_wanted",
     "flush_traces",
     "otlp_json",
@@ -90,6 +92,7 @@ _WHERE = {
     **dict.fromkeys(
         [
             "content_wanted",
+            "export_seconds",
             "export_wanted",
             "person_names_wanted",
             "require_otel_sdk",
@@ -99,7 +102,13 @@ _WHERE = {
         "aah.telemetry.switch",
     ),
     **dict.fromkeys(
-        ["BoundedSpanExporter", "EXPORT_TIMEOUT_S", "RESPONSE_CAP", "ReceiverAdapter"],
+        [
+            "BoundedSpanExporter",
+            "EXPORT_TIMEOUT_S",
+            "RESPONSE_CAP",
+            "ReceiverAdapter",
+            "export_seconds",
+        ],
         "aah.telemetry.receiver",
     ),
     **dict.fromkeys(

@@ -168,7 +168,7 @@ class BoundedSpanExporter(OTLPSpanExporter):
     """
 
     def __init__(self, seconds: float, endpoint: str | None = None) -> None:
-        session = requests.Session()
+        session = _credential_session() or requests.Session()
         super().__init__(endpoint=endpoint, timeout=seconds, session=session)
         self.adapter = ReceiverAdapter(
             PeerBound(receiver_name(self._endpoint), RESPONSE_CAP, seconds)
@@ -185,6 +185,17 @@ class BoundedSpanExporter(OTLPSpanExporter):
         """Send ``spans`` in one export, within its deadline."""
         self.adapter.refusal = None
         return super().export(spans)
+
+
+def _credential_session() -> requests.Session | None:
+    """The session a credential provider gives (the SDK's variable), which the adapter then bounds.
+
+    Passing a session of aah's own would leave the provider out: the SDK asks
+    it only when no session is given.
+    """
+    from opentelemetry.exporter.otlp.proto.http._common import _load_session_from_envvar
+
+    return _load_session_from_envvar("OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER")
 
 
 def receiver_name(endpoint: str) -> str:
