@@ -131,9 +131,16 @@ class SpanSink:
     from a run makes its own on its first span (the process id tells).
     """
 
-    def __init__(self, exporter: Callable[[], SpanExporter] = otlp_exporter) -> None:
+    def __init__(
+        self,
+        exporter: Callable[[], SpanExporter] = otlp_exporter,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._make_exporter = exporter
+        self._clock = clock
         self._lock = threading.Lock()
+        self._flushing: threading.Thread | None = None
+        self._flush_ends = 0.0
         self._pid: int | None = None
         self._processor: BatchSpanProcessor | None = None
         self._resource: Resource | None = None
@@ -170,16 +177,29 @@ class SpanSink:
             processor.on_end(readable(span, resource))
 
     def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
-        """Export what is queued, waiting at most ``timeout_s``."""
+        """Export what is queued, waiting at most ``timeout_s``.
+
+        While an earlier flush is still exporting (a slow receiver), this one
+        waits only for what is left of that one's time: closing a run and
+        then its runtime waits ``timeout_s`` in all, not once each.
+        """
         if self._processor is None or self._pid != os.getpid():
             return
-        # The SDK exports a flush in the caller's thread, for as long as the
-        # receiver takes (its timeout ignored): wait for it only so long.
-        flushing = threading.Thread(
-            target=self._processor.force_flush, args=(int(timeout_s * 1000),), daemon=True
-        )
-        flushing.start()
-        flushing.join(timeout_s)
+        with self._lock:
+            flushing = self._flushing
+            if flushing is None or not flushing.is_alive():
+                # The SDK exports a flush in the caller's thread, for as long as the
+                # receiver takes (its timeout ignored): wait for it only so long.
+                flushing = threading.Thread(
+                    target=self._processor.force_flush,
+                    args=(int(timeout_s * 1000),),
+                    daemon=True,
+                )
+                self._flushing = flushing
+                self._flush_ends = self._clock() + timeout_s
+                flushing.start()
+            left = max(0.0, self._flush_ends - self._clock())
+        flushing.join(left)
 
 
 _SCOPE = InstrumentationScope(SCOPE)

@@ -130,12 +130,15 @@ class ReceiverAdapter(HTTPAdapter):
         proxies: Mapping[str, str] | None = None,
     ) -> requests.Response:
         """Send ``request`` and read its answer within the bound (``stream`` is ignored)."""
+        response: requests.Response | None = None
         with SocketDeadline(_seconds(timeout, self.bound.seconds)) as deadline:
             try:
                 response = super().send(request, True, timeout, verify, cert, proxies)
                 read = partial(response.raw.read, decode_content=True)
                 body = read_capped(read, self.bound.max_bytes)
             except Exception:
+                if response is not None:
+                    response.close()
                 if deadline.expired:
                     raise self._refuse(too_slow(self.bound)) from None
                 raise
