@@ -120,3 +120,20 @@ def test_a_new_file_is_written_and_a_folder_or_a_missing_one_is_one_line(
     assert "is a folder" in refusal(invoke([*commands["export"](tmp_path), "--force"]))
     missing = tmp_path / "no" / "such" / "spans.json"
     assert "cannot write" in refusal(invoke(commands["export"](missing)))
+
+
+def test_the_default_report_html_is_replaced_never_written_through_a_link(
+    tmp_path: Path, commands: dict[str, Command], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    (tmp_path / "report.html").symlink_to(target)
+    monkeypatch.chdir(tmp_path)
+    args = [arg for arg in commands["report"](Path("x"))[:-2] if arg != "md"]
+    args = [arg if arg != "--format" else "--format=html" for arg in args]
+    for _ in range(2):  # a new report replaces the last one's report.html
+        result = invoke(args)
+        assert result.exit_code == 0, result.output
+    assert target.read_text() == "keep me"
+    assert not (tmp_path / "report.html").is_symlink()
+    assert "<html" in (tmp_path / "report.html").read_text().lower()

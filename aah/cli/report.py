@@ -43,7 +43,9 @@ def report(
     ),
     format: str = typer.Option("table", "--format", help="table, md, html, json or csv."),
     out: Path | None = typer.Option(
-        None, "--out", help="Write to this new file (html: report.html by default; -: stdout)."
+        None,
+        "--out",
+        help="Write to this new file (-: stdout); html: report.html by default, replaced.",
     ),
     db: DbOption = None,
     data: DataOption = None,
@@ -84,6 +86,9 @@ def report(
         tables = load_paper_tables(paper_table)
     to_terminal = format == "table" and out is None
     to_file = (out or DEFAULT_HTML) if out is not None or format == "html" else None
+    # The default report.html is the report's own file: a new report replaces it
+    # (as a new file, never through a symbolic link); a name given needs --force.
+    force = force or out is None
     if to_file is not None:
         check_output_name(to_file, force=force, option="--out")
     with open_store(db) as store, _steps() as step:
