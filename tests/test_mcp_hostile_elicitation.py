@@ -88,11 +88,6 @@ async def test_every_hostile_question_gets_an_answer_the_server_reads(
 PAST_BOUNDS = [i for i, case in enumerate(CASES) if "nest" in case.get("build", {})]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aah/mcp (the gate) declines a question past its bounds without asking the "
-    "call's elicitor: it should hand it unreadable_elicitation(why), so the session logs it",
-)
 @pytest.mark.parametrize("index", PAST_BOUNDS, ids=[CASES[i]["why"][:40] for i in PAST_BOUNDS])
 async def test_a_question_past_the_transports_bounds_is_logged_in_the_session(
     pool: McpConnections, index: int

@@ -114,26 +114,34 @@ class _Held:
         under the handshake the protocol does not say which call a question
         belongs to; with calls of several sessions in flight at once, no one
         could tell whose user to ask, so the server gets a cancel. A question
-        outside any call is declined, as is one past aah's bounds.
+        outside any call is declined. One past the gate's bounds goes to the
+        call's session as :func:`~aah.desk.unreadable_elicitation` (logged
+        there, declined), or is declined at once when no call can be told.
         """
         from mcp.types import ElicitResult
 
-        if self.gate.refused_asks.pop(context.request_id, None) is not None:
-            return ElicitResult(action="decline")  # past aah's bounds: the gate logged why
+        from aah.desk import unreadable_elicitation
+
+        refused = self.gate.refused_asks.pop(context.request_id, None)
         own = _CALL_ELICITOR.get()
         distinct = [own] if own is not None else list({id(e): e for e in self.elicitors}.values())
         if len(distinct) != 1:
-            return ElicitResult(action="cancel" if distinct else "decline")
+            return ElicitResult(action="cancel" if distinct and refused is None else "decline")
+        if refused is not None:
+            # Past the gate's bounds: the call's session logs the refusal and declines.
+            asked = unreadable_elicitation(refused)
+        else:
+            asked = params.model_dump(mode="json", by_alias=True, exclude_none=True)
         self.asking += 1
         try:
-            wire = await distinct[0](
-                self.server.name, params.model_dump(mode="json", by_alias=True, exclude_none=True)
-            )
+            wire = await distinct[0](self.server.name, asked)
         except Exception:  # the session ended while it waited: the server is not left waiting
             return ElicitResult(action="cancel")
         finally:
             self.asking -= 1
             self.answered_at = time.monotonic()
+        if refused is not None:
+            return ElicitResult(action="decline")  # whatever came back: nothing was asked
         return ElicitResult.model_validate(wire)
 
     def waiting_for_person(self, call_timeout: float) -> float:
