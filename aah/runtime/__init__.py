@@ -71,7 +71,17 @@ if TYPE_CHECKING:
         run_session,
     )
     from aah.runtime.tool_mode import ToolMode, ToolModeChoice, choose_tool_mode, tool_mode_choice
-    from aah.runtime.turns import FollowUp, RanCall, StatefulExecutor, TurnReport, ran_calls
+    from aah.runtime.turns import (
+        USER_CALLS,
+        ConversationExecutor,
+        ConversationUser,
+        FollowUp,
+        RanCall,
+        StatefulExecutor,
+        TurnReport,
+        UserReply,
+        ran_calls,
+    )
     from aah.runtime.work_clock import WorkClock, waiting_for_person, within_work_time
 
 __all__ = [
@@ -119,6 +129,10 @@ __all__ = [
     "HumanRequest",
     "RanCall",
     "StatefulExecutor",
+    "USER_CALLS",
+    "ConversationExecutor",
+    "ConversationUser",
+    "UserReply",
     "TurnReport",
     "ran_calls",
     "QueueHuman",
@@ -214,6 +228,10 @@ _WHERE = {
     "FollowUp": "aah.runtime.turns",
     "RanCall": "aah.runtime.turns",
     "StatefulExecutor": "aah.runtime.turns",
+    "USER_CALLS": "aah.runtime.turns",
+    "ConversationExecutor": "aah.runtime.turns",
+    "ConversationUser": "aah.runtime.turns",
+    "UserReply": "aah.runtime.turns",
     "TurnReport": "aah.runtime.turns",
     "ran_calls": "aah.runtime.turns",
 }

@@ -66,7 +66,16 @@ from aah.runtime.state import (
     offered_schemas,
 )
 from aah.runtime.tool_mode import ToolMode
-from aah.runtime.turns import FollowUp, StatefulExecutor, TurnReport, ran_calls
+from aah.runtime.turns import (
+    USER_CALLS,
+    ConversationExecutor,
+    ConversationUser,
+    FollowUp,
+    StatefulExecutor,
+    TurnReport,
+    UserReply,
+    ran_calls,
+)
 from aah.storable import storable_text
 from aah.store import (
     STOPPED_STATUSES,
@@ -127,6 +136,11 @@ class SessionRequest:
     approver: Approver | None = None
     follow_ups: Sequence[FollowUp] = ()
     check_calls: CallChecks = "all"
+    # A conversation whose next user turns come as it goes (τ²): asked at each
+    # turn's end instead of ``follow_ups``.
+    conversation: ConversationUser | None = None
+    # Text added to the agent's system prompt (a benchmark's domain policy).
+    instructions: str | None = None
 
     def __post_init__(self) -> None:
         # A query from a command line may hold bytes that are not UTF-8.
@@ -410,7 +424,12 @@ async def _drive(
             "it in the store it ran in, or run its task again in a new run"
         )
     payload: Any = _initial_state(request) if not (snapshot and snapshot.values) else None
-    if snapshot and snapshot.values and isinstance(ctx.executor, StatefulExecutor):
+    if payload is not None and request.conversation is not None:
+        payload = await _opening(ctx, request.conversation, payload)
+    if snapshot and snapshot.values and isinstance(ctx.executor, ConversationExecutor):
+        # A new process: the tools' state is rebuilt from the whole conversation.
+        ctx.executor.restore_conversation(snapshot.values.get("messages", []))
+    elif snapshot and snapshot.values and isinstance(ctx.executor, StatefulExecutor):
         # A new process: the tools' state is rebuilt from the calls that ran before.
         ctx.executor.restore(ran_calls(snapshot.values.get("messages", [])))
     if record.status == "error":  # retried (finished and skipped ones never are)
@@ -436,7 +455,10 @@ async def _drive(
                 answer = await _answer(ctx, runtime, request, record, pending[0].value)
                 payload = Command(resume=answer)
                 continue
-            payload = _next_turn(ctx, cast(AgentState, output))
+            if request.conversation is not None:
+                payload = await _next_reply(ctx, request.conversation, cast(AgentState, output))
+            else:
+                payload = _next_turn(ctx, cast(AgentState, output))
             if payload is None:
                 break
     finally:
@@ -487,10 +509,61 @@ def _next_turn(ctx: SessionContext, state: AgentState) -> dict[str, Any] | None:
     }
 
 
+async def _next_reply(
+    ctx: SessionContext, user: ConversationUser, state: AgentState
+) -> dict[str, Any] | None:
+    """The user's answer that starts the next turn, or None when the conversation ends.
+
+    Like :func:`_next_turn`, but the user is asked first (their answer may
+    end the conversation), so the turn's report sees what they did.
+    """
+    if state.get("skipped") or state.get("terminated"):
+        return None
+    messages = state.get("messages", [])
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if last is None or last.tool_calls or last.invalid_tool_calls:
+        return None
+    turn = state.get("turn", 0)
+    reply = await user.reply(turn, messages)
+    executor = ctx.executor
+    report = (
+        executor.turn_ended(turn, messages)
+        if isinstance(executor, StatefulExecutor)
+        else TurnReport()
+    )
+    ctx.emit(
+        TurnEndedEvent(session_id=ctx.session_id, turn=turn, state=report.state, check=report.check)
+    )
+    if reply is None:
+        return None
+    ctx.emit(UserTurnEvent(session_id=ctx.session_id, turn=turn + 1, text=reply.text))
+    extra = {USER_CALLS: [dict(call) for call in reply.calls]} if reply.calls else {}
+    return {
+        "messages": [HumanMessage(reply.text, additional_kwargs=extra)],
+        "turn": turn + 1,
+        "turn_started": state.get("steps", 0),
+    }
+
+
+async def _opening(ctx: SessionContext, user: ConversationUser, state: AgentState) -> AgentState:
+    """The conversation's first user message from its user (``opening``), when it has one."""
+    opening = getattr(user, "opening", None)
+    if opening is None:
+        return state
+    # Kept in the checkpoint's messages (the session's stored query is the request's).
+    first: UserReply = await opening()
+    extra = {USER_CALLS: [dict(call) for call in first.calls]} if first.calls else {}
+    messages = [*state["messages"][:-1], HumanMessage(first.text, additional_kwargs=extra)]
+    return {**state, "messages": messages}
+
+
 def _initial_state(request: SessionRequest) -> AgentState:
+    system = _system_prompt(request.aah, request.finder is not None)
+    if request.instructions:
+        system = f"{system}\n\n{request.instructions}"
     return {
         "messages": [
-            SystemMessage(_system_prompt(request.aah, request.finder is not None)),
+            SystemMessage(system),
             HumanMessage(request.query),
         ],
         "steps": 0,

@@ -89,3 +89,42 @@ def ran_calls(messages: Sequence[AnyMessage]) -> list[RanCall]:
             elif isinstance(artifact, dict) and isinstance(artifact.get(RAN), dict):
                 ran.append(RanCall(proposed.name, dict(artifact[RAN])))
     return ran
+
+
+@dataclass(frozen=True)
+class UserReply:
+    """A conversation's user's next message, and what they did before sending it.
+
+    ``calls`` are the calls the user made on their own tools (τ²'s telecom
+    phone), kept with the message (``USER_CALLS``) so that a resumed
+    session's executor replays them in their place.
+    """
+
+    text: str
+    calls: tuple[dict[str, Any], ...] = ()
+
+
+# Where a user message keeps the calls its user made (``HumanMessage.additional_kwargs``).
+USER_CALLS = "aah_user_calls"
+
+
+@runtime_checkable
+class ConversationUser(Protocol):
+    """The other side of a conversation whose next turns are not known in advance (τ²).
+
+    Asked each time the agent replies without a call; the reply is the next
+    user turn, or None when the conversation ends there.
+    """
+
+    async def reply(self, turn: int, messages: Sequence[AnyMessage]) -> UserReply | None:
+        """The user's answer to the agent's last message, or None to end the conversation."""
+        ...
+
+
+@runtime_checkable
+class ConversationExecutor(Protocol):
+    """A stateful executor rebuilt from the whole conversation (the user's calls too)."""
+
+    def restore_conversation(self, messages: Sequence[AnyMessage]) -> None:
+        """Rebuild the state of a resumed session from its messages, in their order."""
+        ...
