@@ -7,7 +7,8 @@ the answer when called again (2026-07-28); each asks in form and URL mode.
 The agent is the fake model server driven over HTTP; the answer comes from
 a scripted channel, the console, the oracle, the simulated user, or a
 person through the store's queue. Each face is driven by a server of each
-style (the terminal app and the web page in test_mcp_elicitation_faces.py).
+style (the queue's, by the terminal app and the web page, in
+test_mcp_elicitation_faces.py).
 """
 
 from __future__ import annotations
@@ -194,11 +195,6 @@ def _answer_pending(answer: Callable[[SessionStore, str], None]) -> Callable[[Se
             ElicitationResult(action="accept", content=GUEST),
             f"accept {json.dumps(GUEST, sort_keys=True)}",
             "2025",
-        ),
-        (
-            ElicitationResult(action="accept", content=GUEST),
-            f"accept {json.dumps(GUEST, sort_keys=True)}",
-            "2026",
         ),
         (ElicitationResult(action="cancel"), "cancel", "2025"),
     ],
