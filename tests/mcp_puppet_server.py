@@ -1,6 +1,6 @@
 """A raw MCP server whose every answer to a call is written as the call's arguments say.
 
-Run as ``python tests/mcp_puppet_server.py [--http PORT] [--modern-only]``
+Run as ``python tests/mcp_puppet_server.py [--http PORT] [--modern-only [--no-initialize]]``
 (stdio by default). It answers the handshake (2025-11-25) and ``tools/list``
 (one tool, ``emit``) itself; a call of ``emit`` takes a ``script``: a list
 of lines, each a list of pieces written one after the other, then a newline:
@@ -21,7 +21,8 @@ Over HTTP (``--http PORT``, streamable HTTP on 127.0.0.1) the argument
 default) each as an event of the call's stream; ``"gzip": true`` compresses
 the body (a client that asked for none gets it anyway); the client's answer
 to a question arrives as a POST of its own. ``--modern-only`` refuses the
-handshake (-32022) and speaks 2026-07-28 (``server/discover``) only.
+handshake (-32022, or "method not found" with ``--no-initialize``) and
+speaks 2026-07-28 (``server/discover``) only.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from typing import Any
 
 TOOL = {"name": "emit", "description": "Writes what it is told.", "inputSchema": {"type": "object"}}
 MODERN = "2026-07-28"
+# With --modern-only: answer the handshake "method not found" rather than -32022.
+NO_INITIALIZE = "--no-initialize"
 _MEGABYTE = 1 << 20
 
 
@@ -76,6 +79,9 @@ def handshake(message: dict[str, Any], modern_only: bool) -> dict[str, Any] | No
     """The answer to a request the server answers itself (None: ``tools/call``)."""
     method, request_id = message.get("method"), message.get("id")
     if method == "initialize" and modern_only:
+        if NO_INITIALIZE in sys.argv:
+            error = {"code": -32601, "message": "Method not found"}
+            return {"jsonrpc": "2.0", "id": request_id, "error": error}
         data = {"supported": [MODERN], "requested": message["params"]["protocolVersion"]}
         error = {"code": -32022, "message": "Unsupported protocol version", "data": data}
         return {"jsonrpc": "2.0", "id": request_id, "error": error}

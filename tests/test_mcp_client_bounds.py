@@ -227,10 +227,11 @@ def test_the_answers_to_one_call_are_capped_over_all_its_rounds() -> None:
     )
 
 
+@pytest.mark.parametrize("refusal", ["", "--no-initialize"])
 def test_a_server_that_refuses_the_handshake_is_spoken_to_in_the_newest_protocol(
-    pool: McpConnections,
+    pool: McpConnections, refusal: str
 ) -> None:
-    server = parse_server(f"{STDIO} --modern-only")
+    server = parse_server(f"{STDIO} --modern-only {refusal}")
     assert [tool["name"] for tool in pool.list_tools(server)] == ["emit"]
     reply = pool.call(server, "emit", {"script": [answer("modern", modern=True)]})
     assert reply.content[0]["text"] == "modern"

@@ -644,15 +644,25 @@ def _refused_input_required(held: _Held, exc: BaseException) -> bool:
 
 
 def _refuses_handshake(ready: asyncio.Future[None]) -> bool:
-    """Whether a connection failed because the server speaks no handshake-era protocol."""
-    from mcp.types import UNSUPPORTED_PROTOCOL_VERSION
+    """Whether the server answered the handshake with an error (it may speak only 2026-07-28).
+
+    An unsupported version (-32022), or no ``initialize`` method or request of
+    that shape at all; not a timeout or a closed connection.
+    """
+    from mcp.types import (
+        INVALID_PARAMS,
+        INVALID_REQUEST,
+        METHOD_NOT_FOUND,
+        UNSUPPORTED_PROTOCOL_VERSION,
+    )
 
     if not ready.done() or ready.cancelled():
         return False
     exc: BaseException | None = ready.exception()
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    return getattr(exc, "code", None) == UNSUPPORTED_PROTOCOL_VERSION
+    refusals = (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND, INVALID_REQUEST, INVALID_PARAMS)
+    return getattr(exc, "code", None) in refusals
 
 
 def _reason(exc: BaseException) -> str:
