@@ -30,6 +30,7 @@ from aah.benchmark.tau2.domains import Tau2Domain
 from aah.benchmark.tau2.simulation import GREETING, MAX_STEPS, Tau2Simulation, Tau2User
 from aah.benchmark.tau2.tasks import Tau2Task
 from aah.benchmark.when2call import When2CallTool, endpoint_spec
+from aah.errors import AahError
 from aah.llm import ModelConfig
 from aah.runtime import Activity, Runtime, SessionRequest
 from aah.store import SessionStore
@@ -187,6 +188,23 @@ class Tau2Runner:
         )
 
 
+def user_factory(name: str, config: ModelConfig | None) -> UserFactory:
+    """The users of a run by ``--user`` name: ``gold`` (scripted) or ``simulated`` (``config``'s).
+
+    Raises:
+        AahError: an unknown name, or ``simulated`` without a model.
+    """
+    if name == "gold":
+        from aah.benchmark.tau2.scripted import ScriptedTau2User, gold_plan
+
+        return lambda _domain, task: ScriptedTau2User(gold_plan(task))
+    if name == "simulated" and config is not None:
+        from aah.benchmark.tau2.users import SimulatedTau2User
+
+        return lambda domain, task: SimulatedTau2User(domain, task, config)
+    raise AahError(f"unknown τ² user {name!r}: use simulated (with a model) or gold")
+
+
 def score_tau2_run(store: SessionStore, run: str) -> int:
     """Store the grade of every ended session of ``run`` not yet scored; how many now."""
     with store.queries() as queries:
@@ -228,3 +246,23 @@ def tau2_results(store: SessionStore, run: str) -> list[dict[str, Any]]:
         vote = vote_list[0] if vote_list and isinstance(vote_list[0], dict) else {}
         out.append({"session_id": session_id, "task_id": task_id, "status": status, **vote})
     return out
+
+
+def summarize_tau2_run(store: SessionStore, run: str) -> list[str]:
+    """The run's rewards per domain in a few lines (success rate, terminations)."""
+    by_domain: dict[str, list[dict[str, Any]]] = {}
+    for row in tau2_results(store, run):
+        domain = str(row.get("task_id") or "?").split("/", 1)[0]
+        by_domain.setdefault(domain, []).append(row)
+    lines = []
+    for domain, rows in sorted(by_domain.items()):
+        passed = sum(1 for row in rows if row.get("success"))
+        ends: dict[str, int] = {}
+        for row in rows:
+            ends[str(row.get("termination"))] = ends.get(str(row.get("termination")), 0) + 1
+        said = ", ".join(f"{n} {end}" for end, n in sorted(ends.items()))
+        share = 100 * passed / len(rows)
+        lines.append(
+            f"τ² {domain}: {passed}/{len(rows)} simulations reward 1 ({share:.1f}%); ended: {said}"
+        )
+    return lines

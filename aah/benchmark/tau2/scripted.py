@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aah.benchmark.tau2.messages import Tau2Message
 from aah.benchmark.tau2.simulation import RunCall
 from aah.benchmark.tau2.tasks import Tau2Task
 
@@ -73,7 +74,9 @@ class ScriptedTau2User:
     after: str = STOP
     said: list[str] = field(default_factory=list)
 
-    async def respond(self, turn: int, agent_text: str, run: RunCall) -> str:
+    async def respond(
+        self, turn: int, agent_text: str, run: RunCall, history: Sequence[Tau2Message] = ()
+    ) -> str:
         """The plan's ``turn``-th message (its calls made first), or the last words."""
         self.said.append(agent_text)
         if turn < 0:

@@ -66,11 +66,15 @@ RunCall = Callable[[str, Mapping[str, Any]], Awaitable[Tau2ToolResult]]
 class Tau2User(Protocol):
     """The user of a τ² simulation: simulated, scripted, or a person."""
 
-    async def respond(self, turn: int, agent_text: str, run: RunCall) -> str:
+    async def respond(
+        self, turn: int, agent_text: str, run: RunCall, history: Sequence[Tau2Message] = ()
+    ) -> str:
         """The user's answer to ``agent_text``; ``run`` makes a call on their own tools first.
 
         ``turn`` counts the user's messages before this one (0: the first,
-        answering τ²'s greeting).
+        answering τ²'s greeting; -1: a question the agent asked with
+        ``ask_human``). ``history`` is the conversation so far as τ² records
+        it, the agent's last message included.
         """
         ...
 
@@ -109,6 +113,8 @@ class Tau2Simulation:
         self.termination: str | None = None
         self.grade: Tau2Grade | None = None
         self.messages: list[Tau2Message] = []
+        self._seen: list[Tau2Message] = []
+        self._refused: dict[str, Tau2ToolResult] = {}
 
     # -- the environment ---------------------------------------------------
 
@@ -180,7 +186,7 @@ class Tau2Simulation:
 
     async def reply(self, turn: int, messages: Sequence[AnyMessage]) -> UserReply | None:
         """The user's answer to the agent's last message, or None when the simulation ends."""
-        await self._environment()
+        await self._answer_refused(messages)
         trajectory = self.trajectory(messages)
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         text = last.text if last is not None and isinstance(last.text, str) else ""
@@ -189,7 +195,8 @@ class Tau2Simulation:
             await self._end(trajectory, ended)
             return None
         self._user_calls = []
-        answer = await self.user.respond(turn + 1, text, self._user_run)
+        self._seen = trajectory
+        answer = await self.user.respond(turn + 1, text, self._user_run, trajectory)
         calls = tuple(self._user_calls)
         trajectory += self._user_messages(calls, answer)
         if any(token in answer for token in USER_STOP_TOKENS):
@@ -202,11 +209,37 @@ class Tau2Simulation:
         self.messages = trajectory
         return UserReply(answer, calls)
 
+    async def _answer_refused(self, messages: Sequence[AnyMessage]) -> None:
+        """τ²'s own answer to each call aah refused (a tool the agent lacks), for the record.
+
+        The agent read aah's refusal; τ²'s evaluator replays the call and
+        expects τ²'s text ("not found"), which changes nothing in the
+        environment.
+        """
+        env = await self._environment()
+        proposed = {
+            call["id"] or "": call
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+        }
+        for message in messages:
+            if not isinstance(message, ToolMessage) or _ran(message):
+                continue
+            call_id = message.tool_call_id
+            call = proposed.get(call_id)
+            if call is None or call["name"] == ASK_HUMAN or call_id in self._refused:
+                continue
+            made = Tau2ToolCall(call["name"], dict(call["args"]), call_id)
+            self._refused[call_id] = await env.aexecute(made)
+
     async def opening(self) -> UserReply:
         """The user's first message (answering τ²'s greeting), and the calls made before it."""
         await self._environment()
         self._user_calls = []
-        answer = await self.user.respond(0, GREETING, self._user_run)
+        env = await self._environment()
+        self._seen = [*env.history, Tau2AgentMessage(text=GREETING)]
+        answer = await self.user.respond(0, GREETING, self._user_run, self._seen)
         return UserReply(answer, tuple(self._user_calls))
 
     async def _user_run(self, name: str, arguments: Mapping[str, Any]) -> Tau2ToolResult:
@@ -253,7 +286,7 @@ class Tau2Simulation:
     async def ask(self, request: HumanRequest) -> HumanReply:
         """The agent's question (``ask_human``) goes to the same user."""
         self._user_calls = []
-        answer = await self.user.respond(-1, request.question, self._user_run)
+        answer = await self.user.respond(-1, request.question, self._user_run, self._seen)
         return HumanReply(answer=answer, answered_by="tau2-user")
 
     # -- the conversation as τ²'s messages ---------------------------------
@@ -308,6 +341,9 @@ class Tau2Simulation:
                     out.append(
                         Tau2ToolResult(call_id, ran.result.content, "assistant", ran.result.error)
                     )
+                elif call_id in self._refused:
+                    answer = self._refused[call_id]
+                    out.append(Tau2ToolResult(call_id, answer.content, "assistant", answer.error))
                 else:
                     text = message.content if isinstance(message.content, str) else ""
                     out.append(Tau2ToolResult(call_id, text, "assistant", error=True))

@@ -1,0 +1,120 @@
+"""The users of τ² simulations: the simulated user (an LLM, as τ²'s user simulator) and by name.
+
+:class:`SimulatedTau2User` plays the task's user as τ²'s simulator does: a
+system prompt of τ²'s guidelines and the task's scenario (``prompts/
+tau2_user.md``, versioned), the conversation with the roles turned round
+(the agent's words are what it reads, its own are what it said), the
+domain's user tools offered in telecom and made one at a time, temperature
+0. It reads only the conversation it is given, so a resumed simulation's
+user answers as the first run's would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from aah.benchmark.tau2.domains import Tau2Domain
+from aah.benchmark.tau2.messages import (
+    Tau2AgentMessage,
+    Tau2Message,
+    Tau2ToolResult,
+    Tau2UserMessage,
+)
+from aah.benchmark.tau2.simulation import RunCall
+from aah.benchmark.tau2.tasks import Tau2Task
+from aah.errors import AahError
+from aah.llm import ChatClient, ModelConfig, ModelError
+from aah.prompts import PromptFolder
+
+PROMPTS = PromptFolder(Path(__file__).parent / "prompts")
+USER_PROMPT = "tau2_user"
+# The user's calls before one message (τ²'s simulator has no own bound; a loop must end).
+MAX_USER_CALLS = 20
+_CLIENTS: dict[tuple[int, float], tuple[ModelConfig, ChatClient]] = {}
+
+
+def user_prompt(domain: Tau2Domain, task: Tau2Task) -> str:
+    """The simulated user's system prompt: τ²'s guidelines and the task's scenario."""
+    return PROMPTS.load(USER_PROMPT).render(
+        guidelines=domain.guidelines.strip(), scenario=task.user_scenario.strip()
+    )
+
+
+def user_prompt_version() -> str:
+    """The version of the simulated user's prompt (recorded with the run)."""
+    return PROMPTS.load(USER_PROMPT).version
+
+
+def _client(config: ModelConfig, temperature: float) -> ChatClient:
+    key = (id(config), temperature)
+    if key not in _CLIENTS:
+        _CLIENTS[key] = (config, ChatClient(config, temperature=temperature))
+    return _CLIENTS[key][1]
+
+
+class SimulatedTau2User:
+    """The task's user, played by ``config``'s model (see the module)."""
+
+    def __init__(
+        self, domain: Tau2Domain, task: Tau2Task, config: ModelConfig, temperature: float = 0.0
+    ) -> None:
+        """Play ``task``'s user of ``domain`` on ``config``'s model."""
+        self.system = user_prompt(domain, task)
+        self.tools = list(domain.user_tools)
+        self._model = _client(config, temperature)
+
+    async def respond(
+        self, turn: int, agent_text: str, run: RunCall, history: Sequence[Tau2Message] = ()
+    ) -> str:
+        """The user's next words; their phone calls (one at a time) made through ``run`` first.
+
+        Raises:
+            AahError: the user's model failed (one line, saying so).
+        """
+        messages: list[BaseMessage] = [SystemMessage(self.system), *_seen_by_user(history)]
+        if turn < 0:  # a question the agent asked with ask_human
+            messages.append(HumanMessage(agent_text))
+        for _ in range(MAX_USER_CALLS + 1):
+            try:
+                reply = await self._model.complete(messages, self.tools)
+            except ModelError as exc:
+                raise AahError(f"τ² simulated user: {exc}") from exc
+            if not reply.tool_calls:
+                return reply.text if isinstance(reply.text, str) else ""
+            call = reply.tool_calls[0]  # one at a time, as τ²'s user makes them
+            result = await run(call["name"], dict(call["args"]))
+            call_id = call["id"] or f"user_{len(messages)}"
+            messages.append(AIMessage("", tool_calls=[{**call, "id": call_id}]))
+            messages.append(ToolMessage(result.text, tool_call_id=call_id))
+        return "###STOP###"
+
+
+def _seen_by_user(history: Sequence[Tau2Message]) -> list[BaseMessage]:
+    """The conversation as the user sees it: the agent's words theirs to read, their own said."""
+    out: list[BaseMessage] = []
+    for message in history:
+        if isinstance(message, Tau2AgentMessage):
+            if message.text:
+                out.append(HumanMessage(message.text))
+        elif isinstance(message, Tau2UserMessage):
+            if message.calls:
+                calls = [
+                    {"name": c.name, "args": dict(c.arguments), "id": c.id or f"user_{i}"}
+                    for i, c in enumerate(message.calls)
+                ]
+                out.append(AIMessage(message.text or "", tool_calls=calls))
+            elif message.text is not None:
+                out.append(AIMessage(message.text))
+        elif isinstance(message, Tau2ToolResult) and message.requestor == "user":
+            out.append(ToolMessage(message.text, tool_call_id=message.call_id or "user_0"))
+    return out
+
+
+def describe_call(name: str, arguments: dict[str, Any]) -> str:
+    """A call in one line (for a person's view)."""
+    return f"{name}({json.dumps(arguments, ensure_ascii=False)})"
