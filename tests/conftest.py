@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # The throwaway PostgreSQL cluster and the store tests' engine parameter.
 from postgres_cluster import postgres_server, postgres_url, store_location  # noqa: F401
@@ -18,6 +19,10 @@ SCREENSHOTS_ENV = "AAH_SCREENSHOTS_DIR"
 # [retrieval] tests do): embedding 956 endpoints for every registry a test
 # builds would cost CI minutes and test nothing new.
 os.environ.setdefault("AAH_RETRIEVAL", "bm25")
+# Generated hostile input (Hypothesis) keeps no example database: tests write
+# no file in the checkout, and every run of CI meets the same examples.
+settings.register_profile("aah", database=None, derandomize=True)
+settings.load_profile("aah")
 
 
 @pytest.fixture(scope="session")
