@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ from tau2_data import domain, shared_data
 from aah.benchmark import RunOptions
 from aah.benchmark.tau2 import GOLD_UNREACHABLE, load_tau2_tasks
 from aah.benchmark.tau2.runner import Tau2Runner, run_tasks, score_tau2_run, tau2_results
-from aah.benchmark.tau2.scripted import ScriptedTau2User, gold_agent_script, gold_plan
+from aah.benchmark.tau2.scripted import (
+    GoldTurn,
+    ScriptedTau2User,
+    gold_agent_script,
+    gold_plan,
+    marker,
+)
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 
@@ -111,3 +118,50 @@ def test_every_task_of_the_four_domains_through_the_cli(tau2_wheel: Path, tmp_pa
     unreachable = {key for key, row in results.items() if row["tau2_reward"] != 1.0}
     assert unreachable == {f"{d}/{i}" for d, i in GOLD_UNREACHABLE}
     assert "reward 1" in done.stdout
+
+
+def test_wrong_plays_score_0_for_taus_reason(tau2_wheel: Path, tmp_path: Path) -> None:
+    """A missed action, a wrong argument, a forbidden write, a missing piece of information."""
+    airline = domain("airline", tau2_wheel)
+    t3, t14 = load_tau2_tasks(airline, ids=["3", "14"])
+    plan3, plan14 = gold_plan(t3), gold_plan(t14)
+    book = next(
+        i for i, turn in enumerate(plan14) if turn.agent_call and "book" in turn.agent_call[0]
+    )
+    missed = [turn for i, turn in enumerate(plan14) if i != book]
+    cancel = next(
+        turn for turn in plan14 if turn.agent_call and turn.agent_call[0] == "cancel_reservation"
+    )
+    assert cancel.agent_call is not None
+    wrong_arg = [
+        replace(turn, agent_call=("cancel_reservation", {"reservation_id": "ZZZZZZ"}))
+        if turn is cancel
+        else turn
+        for turn in plan14
+    ]
+    reservation = next(
+        t.agent_call[1] for t in plan3 if t.agent_call and "reservation" in t.agent_call[0]
+    )
+    forbidden = [
+        *plan3[:-1],
+        GoldTurn((), marker(t3, "write"), ("cancel_reservation", dict(reservation))),
+        plan3[-1],
+    ]  # fmt: skip
+    cases = {
+        "missed": (t14, missed, None, "DB"),
+        "wrong_argument": (t14, wrong_arg, None, "DB"),
+        "forbidden_write": (t3, forbidden, None, "DB"),
+        "missing_information": (t3, plan3, "Your reservation is as it was.", "COMMUNICATE"),
+    }
+    for case, (task, plan, final, component) in cases.items():
+        script = gold_agent_script([task], plans={f"airline/{task.id}": plan},
+                                   final={f"airline/{task.id}": final} if final else None)  # fmt: skip
+        results = _run(
+            tau2_wheel, tmp_path / f"{case}.db", {"airline": [task.id]}, script=script,
+            plans={f"airline/{task.id}": plan},
+        )  # fmt: skip
+        row = results[f"airline/{task.id}"]
+        assert row["termination"] == "user_stop", case
+        assert row["tau2_reward"] == 0.0, (case, row)
+        assert row["components"][component] == 0.0, (case, row["components"])
+        assert any(failure.startswith(component) for failure in row["failures"]), row["failures"]

@@ -47,6 +47,7 @@ from aah.runtime import (
     UserReply,
 )
 from aah.runtime.turns import RAN
+from aah.storable import storable_text
 from aah.tools import EndpointSpec
 from aah.tools.http import ToolResult
 
@@ -59,6 +60,10 @@ AGENT_STOP_TOKEN = "###STOP###"
 # τ²'s agent's first message, before the user's first.
 GREETING = "Hi! How can I help you today?"
 ASK_HUMAN = "ask_human"
+
+# The most of one user message the conversation keeps (a simulated user's
+# reply is a few sentences; a runaway one is cut, with a note, never stored whole).
+MAX_USER_CHARS = 20_000
 
 RunCall = Callable[[str, Mapping[str, Any]], Awaitable[Tau2ToolResult]]
 
@@ -196,7 +201,7 @@ class Tau2Simulation:
             return None
         self._user_calls = []
         self._seen = trajectory
-        answer = await self.user.respond(turn + 1, text, self._user_run, trajectory)
+        answer = user_text(await self.user.respond(turn + 1, text, self._user_run, trajectory))
         calls = tuple(self._user_calls)
         trajectory += self._user_messages(calls, answer)
         if any(token in answer for token in USER_STOP_TOKENS):
@@ -239,17 +244,16 @@ class Tau2Simulation:
         self._user_calls = []
         env = await self._environment()
         self._seen = [*env.history, Tau2AgentMessage(text=GREETING)]
-        answer = await self.user.respond(0, GREETING, self._user_run, self._seen)
+        answer = user_text(await self.user.respond(0, GREETING, self._user_run, self._seen))
         return UserReply(answer, tuple(self._user_calls))
 
     async def _user_run(self, name: str, arguments: Mapping[str, Any]) -> Tau2ToolResult:
+        """One of the user's calls, on the environment as τ² runs it.
+
+        A tool the user lacks (the agent's included) is τ²'s to refuse: it
+        answers with its own error and changes nothing.
+        """
         call_id = f"u{len(self._ran)}"
-        if name not in self.domain.user_tool_names:
-            result = Tau2ToolResult(
-                call_id, f"Error: the user has no tool named {name!r}", "user", error=True
-            )
-            self._user_calls.append({"name": name, "arguments": dict(arguments), "id": call_id})
-            return result
         call = Tau2ToolCall(name, dict(arguments), call_id, "user")
         self._user_calls.append({"name": name, "arguments": dict(arguments), "id": call_id})
         return await self._run(call)
@@ -286,7 +290,9 @@ class Tau2Simulation:
     async def ask(self, request: HumanRequest) -> HumanReply:
         """The agent's question (``ask_human``) goes to the same user."""
         self._user_calls = []
-        answer = await self.user.respond(-1, request.question, self._user_run, self._seen)
+        answer = user_text(
+            await self.user.respond(-1, request.question, self._user_run, self._seen)
+        )
         return HumanReply(answer=answer, answered_by="tau2-user")
 
     # -- the conversation as τ²'s messages ---------------------------------
@@ -348,6 +354,22 @@ class Tau2Simulation:
                     text = message.content if isinstance(message.content, str) else ""
                     out.append(Tau2ToolResult(call_id, text, "assistant", error=True))
         return out
+
+
+def user_text(text: object) -> str:
+    """A user's message as the conversation keeps it.
+
+    Text SQLite can store, at most :data:`MAX_USER_CHARS` characters: a
+    longer one is cut with a note, which repeats any stop token the cut
+    part held (the user did say it).
+    """
+    said = storable_text(text if isinstance(text, str) else str(text or ""))
+    if len(said) > MAX_USER_CHARS:
+        rest = said[MAX_USER_CHARS - 20 :]
+        kept = [token for token in USER_STOP_TOKENS if token in rest]
+        note = f"[… {len(said) - MAX_USER_CHARS} more characters cut by aah]"
+        said = "\n".join([said[:MAX_USER_CHARS], note, *kept])
+    return said
 
 
 def grade_record(grade: Tau2Grade) -> dict[str, Any]:
