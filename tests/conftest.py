@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 # The throwaway PostgreSQL cluster and the store tests' engine parameter.
 from postgres_cluster import postgres_server, postgres_url, store_location  # noqa: F401
@@ -23,6 +25,8 @@ os.environ.setdefault("AAH_RETRIEVAL", "bm25")
 # no file in the checkout, and every run of CI meets the same examples.
 settings.register_profile("aah", database=None, derandomize=True)
 settings.load_profile("aah")
+# Its caches (Unicode tables) go to the temporary folder, not ./.hypothesis.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "aah-hypothesis")
 
 
 @pytest.fixture(scope="session")
