@@ -48,6 +48,7 @@ def guarded_answer(
         return None
     if name == "power":
         return _power(arguments, error_prefix)
+
     if name == "round_number":
         return _round(arguments)
     if name in ("square_root", "logarithm"):
@@ -90,9 +91,8 @@ def _precision(name: str, arguments: Mapping[str, Any], error_prefix: str) -> st
     precision = arguments.get("precision")
     if name == "square_root":
         # decimal takes only an int precision, and BFCL computes only for a number above 0.
-        number = arguments.get("number")
         asked = precision if _integers(precision) else None
-        if not (isinstance(number, int | float) and math.isfinite(number) and number > 0):
+        if not _above_zero(arguments.get("number")):
             return None
     else:
         asked = _digits_for_mpmath(precision)
@@ -104,15 +104,24 @@ def _precision(name: str, arguments: Mapping[str, Any], error_prefix: str) -> st
     )
 
 
-def _digits_for_mpmath(value: Any) -> float | None:
+def _above_zero(number: Any) -> bool:
+    """Whether ``number`` is a finite number above 0 (never converting a huge int to a float)."""
+    if isinstance(number, int):
+        return number > 0
+    return isinstance(number, float) and math.isfinite(number) and number > 0
+
+
+def _digits_for_mpmath(value: Any) -> int | float | None:
     """The digits ``mpmath.mp.dps = value`` asks for (it takes ``int(value)``), else None."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
+    if isinstance(value, int):
+        return value  # never made a float: one of 400 digits would overflow it
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, str) and len(value) <= 100:
         try:
-            return float(int(value))
+            return int(value)
         except ValueError:
             return None
     return None

@@ -5,7 +5,9 @@ check of the conversation so far (``TurnEndedEvent.check``). After a run,
 ``score_multi_turn_run`` stores one grade per session (grader
 ``bfcl:multi_turn``, one vote): the entry passes when every turn ended and the
 last check passed (science.md §6); ``passed_official`` is bfcl-eval's own
-reading, which never applies the empty-turn rule. An entry with fewer ended
+reading, which never applies the empty-turn rule and lets a long-context
+entry's model and ground truth share BFCL's padding records
+(``multi_turn_check``). An entry with fewer ended
 turns than it has (the step limit, a reply cut off) is ``force_terminated``.
 
 Each turn whose ground truth is empty (the model cannot do it: a parameter or
