@@ -4,7 +4,9 @@ scripted user, every step stored, τ²'s evaluator grading each simulation as it
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -165,3 +167,49 @@ def test_wrong_plays_score_0_for_taus_reason(tau2_wheel: Path, tmp_path: Path) -
         assert row["tau2_reward"] == 0.0, (case, row)
         assert row["components"][component] == 0.0, (case, row["components"])
         assert any(failure.startswith(component) for failure in row["failures"]), row["failures"]
+
+
+def test_sigkill_mid_conversation_resumes_with_the_users_calls_once(
+    tau2_wheel: Path, tmp_path: Path
+) -> None:
+    """Killed while the model answers the last turn, after the user toggled roaming on their
+    phone: the rerun rebuilds the environment from the stored turns (agent's and user's
+    calls), the user makes that turn's call again on it, and the task still scores 1 (a
+    toggle made twice would turn roaming back off)."""
+    telecom = domain("telecom", tau2_wheel)
+    task = next(
+        t
+        for t in load_tau2_tasks(telecom)
+        if "".join("U" if a.requestor == "user" else "A" for a in t.gold_actions) == "UAAU"
+    )
+    ident = f"telecom/{task.id}"
+    script = gold_agent_script([task])
+    last = marker(task, "end")
+    slow = {"rules": [{"when": {"last_role": "user", "last_message_contains": last},
+                       "reply": {"text": "too late", "delay_ms": 120_000}}, *script["rules"]]}  # fmt: skip
+    db = tmp_path / "kill.db"
+    command = [sys.executable, "-m", "aah", "bench", "tau2", "--run", "kill", "--user", "gold",
+               "--domain", "telecom", "--ids", ident, "--no-probe",
+               "--data", str(shared_data()), "--db", str(db)]  # fmt: skip
+    with FakeLLMServer(slow) as llm:
+        process = subprocess.Popen(
+            command, env=_env(llm, tmp_path, tau2_wheel),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not any(last in json.dumps(r, ensure_ascii=False) for r in llm.requests):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    with FakeLLMServer(script) as llm:
+        done = subprocess.run(command, env=_env(llm, tmp_path, tau2_wheel),
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        asked = [r for r in llm.requests]
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Only the killed turn was asked again: the earlier turns came from the checkpoint.
+    assert len(asked) <= 2
+    with SessionStore(db) as store:
+        row = next(r for r in tau2_results(store, "kill") if r["task_id"] == ident)
+    assert row["termination"] == "user_stop"
+    assert row["tau2_reward"] == 1.0, row["failures"]
