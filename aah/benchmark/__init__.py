@@ -1,6 +1,7 @@
 """Benchmarks: the batch machinery every benchmark shares, and one folder per benchmark.
 
-``batch`` holds what all runs share (options, shards, epochs, the session loop);
+``batch`` holds what all runs share (options, shards, epochs, the session loop),
+``fence`` the bounds around another project's environment code;
 ``failtalms/``, ``when2call/`` and ``bfcl/`` each hold one benchmark in the same shape
 and export its names themselves (``from aah.benchmark.failtalms import load_tasks``):
 this package lists only what it defines. Public names load lazily (PEP 562), so
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         demo_task,
         load_demo_tasks,
     )
+    from aah.benchmark.fence import CallOutOfTime, Enclosure, Fence
     from aah.benchmark.ray_workers import check_ray
     from aah.benchmark.workers import (
         check_local_workers,
@@ -47,6 +49,9 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CallOutOfTime",
+    "Enclosure",
+    "Fence",
     "DemoTask",
     "EPOCH_MARK",
     "ProgressHook",
@@ -100,6 +105,9 @@ _WHERE = {
     "demo_script": "aah.benchmark.demo",
     "demo_task": "aah.benchmark.demo",
     "load_demo_tasks": "aah.benchmark.demo",
+    "CallOutOfTime": "aah.benchmark.fence",
+    "Enclosure": "aah.benchmark.fence",
+    "Fence": "aah.benchmark.fence",
 }
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

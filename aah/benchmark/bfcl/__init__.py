@@ -4,8 +4,10 @@ Single-turn: loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the
 AST checker (Java and JavaScript values read from their source text), the
 standard and intent readings of a turn, the run's scores and MBFCL's
 published figures. Multi-turn: the entries, BFCL's own stateful API classes
-served from the pinned wheel (``environments``), the sessions that run them
-(``multi_turn_run``), the multi-turn checker and the run's scores.
+served from the pinned wheel (``environments``) behind the fence
+(``aah.benchmark.fence``; ``call_guards`` for calls no thread could stop),
+the sessions that run them (``multi_turn_run``), the multi-turn checker and
+the run's scores.
 """
 
 from __future__ import annotations
@@ -16,9 +18,16 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.benchmark.bfcl.checker import AstCheckResult, Call, check_call, check_calls, normalise
-    from aah.benchmark.bfcl.environments import BfclEnvironment, api_classes, find_bfcl_wheel
+    from aah.benchmark.bfcl.environments import (
+        BfclEnvironment,
+        EnvironmentPair,
+        api_classes,
+        bfcl_fence,
+        find_bfcl_wheel,
+    )
     from aah.benchmark.bfcl.multi_turn_check import (
         ModelCall,
+        MultiTurnChecker,
         MultiTurnVerdict,
         check_multi_turn,
         parse_call_text,
@@ -79,10 +88,13 @@ __all__ = [
     "MULTI_TURN_STEP_LIMIT",
     "BfclEnvironment",
     "BfclTurnExecutor",
+    "EnvironmentPair",
     "ModelCall",
+    "MultiTurnChecker",
     "MultiTurnTask",
     "MultiTurnVerdict",
     "api_classes",
+    "bfcl_fence",
     "check_multi_turn",
     "find_bfcl_wheel",
     "is_multi_turn",
@@ -138,9 +150,12 @@ _WHERE = {
     "ALL_MULTI_TURN": "aah.benchmark.bfcl.tasks",
     "MULTI_TURN_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "BfclEnvironment": "aah.benchmark.bfcl.environments",
+    "EnvironmentPair": "aah.benchmark.bfcl.environments",
     "api_classes": "aah.benchmark.bfcl.environments",
+    "bfcl_fence": "aah.benchmark.bfcl.environments",
     "find_bfcl_wheel": "aah.benchmark.bfcl.environments",
     "ModelCall": "aah.benchmark.bfcl.multi_turn_check",
+    "MultiTurnChecker": "aah.benchmark.bfcl.multi_turn_check",
     "MultiTurnVerdict": "aah.benchmark.bfcl.multi_turn_check",
     "check_multi_turn": "aah.benchmark.bfcl.multi_turn_check",
     "parse_call_text": "aah.benchmark.bfcl.multi_turn_check",
