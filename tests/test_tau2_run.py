@@ -213,3 +213,52 @@ def test_sigkill_mid_conversation_resumes_with_the_users_calls_once(
         row = next(r for r in tau2_results(store, "kill") if r["task_id"] == ident)
     assert row["termination"] == "user_stop"
     assert row["tau2_reward"] == 1.0, row["failures"]
+
+
+def test_report_shows_pass_k_per_domain_beside_the_leaderboard(
+    tau2_wheel: Path, tmp_path: Path
+) -> None:
+    """Two epochs of two airline tasks (one played wrong in epoch 2): pass^1 3/4, pass^2 1/2."""
+    from typer.testing import CliRunner
+
+    from aah.benchmark.batch import epoch_tasks
+    from aah.cli import app
+
+    airline = domain("airline", tau2_wheel)
+    tasks = load_tau2_tasks(airline, ids=["3", "14"])
+    db = tmp_path / "r.db"
+    plans = {f"airline/{t.id}": gold_plan(t) for t in tasks}
+    script = gold_agent_script(tasks)
+    # Epoch 2 of task 14 leaves its booking out: the user skips that step.
+    book = next(t for t in plans["airline/14"] if t.agent_call and "book" in t.agent_call[0])
+    second = [t for t in plans["airline/14"] if t is not book]
+
+    def user(_domain: Any, task: Any) -> ScriptedTau2User:
+        return ScriptedTau2User(plans[f"airline/{task.id}"])
+
+    class _Runner(Tau2Runner):
+        def request_for(self, task: Any, runtime: Any) -> Any:
+            request = super().request_for(task, runtime)
+            if task.id == "airline/14#epoch2":
+                request.conversation.user = ScriptedTau2User(second)  # type: ignore[union-attr]
+            return request
+
+    with FakeLLMServer(script) as llm:
+        options = RunOptions(run="r", aah=False, concurrency=4, epochs=2)
+        runner = _Runner(options, fake_config(llm), {"airline": airline}, tasks, user)
+        asyncio.run(runner.run(run_tasks(tasks), db))
+    assert len(epoch_tasks(run_tasks(tasks), 2)) == 4
+    with SessionStore(db) as store:
+        score_tau2_run(store, "r")
+    out = CliRunner().invoke(app, ["report", "--run", "r", "--db", str(db), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    (scores,) = data["tau2"]
+    assert scores["domain"] == "airline" and scores["epochs"] == 2
+    assert [p["value"] for p in scores["pass_k"]] == [0.75, 0.5]
+    assert scores["terminations"] == {"user_stop": 4}
+    assert scores["components"]["DB"]["k"] == 3
+    assert scores["published"]["pass_1"]["Claude Opus 4.5"] == 84.0
+    text = CliRunner().invoke(app, ["report", "--run", "r", "--db", str(db)])
+    assert text.exit_code == 0, text.output
+    assert "τ²-bench" in text.output and "taubench.com" in text.output

@@ -197,6 +197,8 @@ class Report:
     elicitation_cells: list[ElicitationCell] = field(default_factory=list)
     # External agents' (MCP clients') asking and approval metrics, reported over the whole store.
     external: list[ExternalAgentAsking] = field(default_factory=list)
+    # τ² runs, per domain (``aah.benchmark.tau2.scores``).
+    tau2: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -355,6 +357,15 @@ def build_report(
             store, run.name, str(run.manifest.get("model") or ""), run.manifest.get("aah")
         )
     ]
+    step("τ²")
+    from aah.benchmark.tau2.scores import tau2_run_scores
+
+    tau2 = [
+        scores
+        for run in chosen
+        if run.manifest.get("benchmark") == "tau2"
+        for scores in tau2_run_scores(store, run.name, run.manifest.get("aah"))
+    ]
     step("tool discovery")
     searched = [run for run in chosen if discovering(run)]
     found = load_discoveries(store, [run.name for run in searched]) if searched else {}
@@ -382,6 +393,7 @@ def build_report(
         approval_calls=gated,
         elicitation_cells=elicited,
         external=external,
+        tau2=tau2,
     )
 
 
@@ -612,6 +624,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "notes": list(report.notes),
         "when2call": [scores_to_json(scores) for scores in report.when2call],
         "bfcl": [bfcl_scores_to_json(scores) for scores in report.bfcl],
+        **({"tau2": [_tau2_json(scores) for scores in report.tau2]} if report.tau2 else {}),
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
         **(
             {
@@ -716,3 +729,9 @@ def _agreement_json(agreement: Agreement) -> dict[str, Any]:
 
 def _side_by_side(people: Any, stand_in: Any) -> dict[str, Any]:
     return {"human": proportion_to_json(people), "simulated": proportion_to_json(stand_in)}
+
+
+def _tau2_json(scores: Any) -> dict[str, Any]:
+    from aah.benchmark.tau2.scores import tau2_scores_to_json
+
+    return tau2_scores_to_json(scores)

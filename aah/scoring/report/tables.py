@@ -637,6 +637,7 @@ def report_tables(report: Report) -> list[ReportTable]:
     from aah.scoring.report.bfcl_tables import bfcl_tables
     from aah.scoring.report.elicitation_tables import elicitation_tables
     from aah.scoring.report.external_tables import external_tables
+    from aah.scoring.report.tau2_tables import tau2_tables
     from aah.scoring.report.when2call_tables import when2call_tables
 
     if not report.runs:
@@ -653,6 +654,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         *discovery_tables(report),
         *when2call_tables(report),
         *bfcl_tables(report),
+        *tau2_tables(report),
         *approval_tables(report),
         *elicitation_tables(report),
         *external_tables(report),

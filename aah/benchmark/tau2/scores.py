@@ -1,0 +1,135 @@
+"""A τ² run's figures per domain: pass^k over epochs, reward components, ends, questions, turns.
+
+pass^k per task is C(c, k) / C(n, k) over its n epochs with c successes
+(science.md §9), averaged over the domain's tasks, for k = 1..n (the fewest
+epochs any task has). Its interval is Wilson's over the tasks (the mean
+read as a proportion of tasks: exact for pass^1 with one epoch, an
+approximation otherwise). NL assertions are reported apart: how many
+simulations wait for their verdicts, and the reward of those that have them.
+Published leaderboard figures are shown beside, with their source and setup.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from math import comb
+from typing import Any
+
+from aah.benchmark.batch import EPOCH_MARK
+from aah.scoring.intervals import Proportion, wilson
+from aah.store import SessionStore
+
+LEADERBOARD = "τ²-bench leaderboard, https://taubench.com (standard setup, user simulator gpt-5.2)"
+# pass^1 per domain on the leaderboard (percent), and retail's pass^4.
+PUBLISHED: Mapping[str, Mapping[str, float]] = {
+    "Claude Opus 4.5": {"airline": 84.0, "retail": 79.6, "telecom": 92.3},
+    "GPT-5.2": {"airline": 83.0, "retail": 81.6, "telecom": 89.7},
+}
+PUBLISHED_PASS4 = {"retail": 52.0}
+
+
+@dataclass
+class Tau2Scores:
+    """One run's figures in one domain."""
+
+    run: str
+    domain: str
+    aah: bool
+    tasks: int
+    sessions: int
+    epochs: int
+    pass_k: list[Proportion] = field(default_factory=list)
+    pass_k_values: list[float] = field(default_factory=list)
+    components: dict[str, Proportion] = field(default_factory=dict)
+    terminations: Counter[str] = field(default_factory=Counter)
+    nl_pending: int = 0
+    questions_per_task: float = 0.0
+    turns_per_task: float = 0.0
+
+
+def tau2_run_scores(store: SessionStore, run: str, aah: bool | None) -> list[Tau2Scores]:
+    """The run's figures per domain (only graded sessions count)."""
+    from aah.benchmark.tau2.runner import tau2_results
+
+    rows = tau2_results(store, run)
+    questions: Counter[str] = Counter()
+    turns: Counter[str] = Counter()
+    with store.queries() as queries:
+        for mark in queries.turn_marks([run]):
+            if mark.kind == "human_question":
+                questions[mark.session_id] += 1
+            elif mark.kind == "turn_ended":
+                turns[mark.session_id] += 1
+    by_domain: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_domain.setdefault(str(row.get("task_id") or "?").split("/", 1)[0], []).append(row)
+    return [
+        _domain_scores(run, name, bool(aah), found, questions, turns)
+        for name, found in sorted(by_domain.items())
+    ]
+
+
+def _domain_scores(
+    run: str,
+    domain: str,
+    aah: bool,
+    rows: Sequence[dict[str, Any]],
+    questions: Mapping[str, int],
+    turns: Mapping[str, int],
+) -> Tau2Scores:
+    per_task: dict[str, list[bool]] = {}
+    for row in rows:
+        base = str(row["task_id"]).split(EPOCH_MARK, 1)[0]
+        per_task.setdefault(base, []).append(bool(row.get("success")))
+    epochs = min(len(outcomes) for outcomes in per_task.values())
+    scores = Tau2Scores(run, domain, aah, len(per_task), len(rows), epochs)
+    for k in range(1, epochs + 1):
+        values = [comb(sum(o), k) / comb(len(o), k) for o in per_task.values()]
+        mean = sum(values) / len(values)
+        scores.pass_k_values.append(mean)
+        scores.pass_k.append(wilson(round(mean * len(values)), len(values)))
+    met: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    for row in rows:
+        for name, value in (row.get("components") or {}).items():
+            seen[name] += 1
+            met[name] += 1 if value == 1.0 else 0
+        scores.terminations[str(row.get("termination"))] += 1
+        scores.nl_pending += 1 if row.get("nl_pending") else 0
+    scores.components = {name: wilson(met[name], seen[name]) for name in sorted(seen)}
+    sessions = [str(row["session_id"]) for row in rows]
+    scores.questions_per_task = sum(questions.get(s, 0) for s in sessions) / len(sessions)
+    scores.turns_per_task = sum(turns.get(s, 0) for s in sessions) / len(sessions)
+    return scores
+
+
+def tau2_scores_to_json(scores: Tau2Scores) -> dict[str, Any]:
+    """A domain's figures as JSON (the report's ``tau2`` list)."""
+
+    def proportion(p: Proportion) -> dict[str, Any]:
+        return {"k": p.k, "n": p.n, "value": p.value, "low": p.low, "high": p.high}
+
+    return {
+        "run": scores.run,
+        "domain": scores.domain,
+        "aah": scores.aah,
+        "tasks": scores.tasks,
+        "sessions": scores.sessions,
+        "epochs": scores.epochs,
+        "pass_k": [
+            {"k": k, "value": value, "interval": proportion(p)}
+            for k, (value, p) in enumerate(zip(scores.pass_k_values, scores.pass_k, strict=True), 1)
+        ],
+        "components": {name: proportion(p) for name, p in scores.components.items()},
+        "terminations": dict(scores.terminations),
+        "nl_pending": scores.nl_pending,
+        "questions_per_task": scores.questions_per_task,
+        "turns_per_task": scores.turns_per_task,
+        "published": {
+            "source": LEADERBOARD,
+            "pass_1": {model: figures.get(scores.domain) for model, figures in PUBLISHED.items()},
+            "pass_4": PUBLISHED_PASS4.get(scores.domain),
+        },
+    }

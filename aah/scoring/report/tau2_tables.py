@@ -1,0 +1,66 @@
+"""The report's τ² section: per run and domain, pass^k, reward components, ends, questions, turns.
+
+Plain and Aah runs side by side (the manifest's ``aah`` says which); the
+published leaderboard figures are a table of their own, with their source
+and setup (``aah.benchmark.tau2.scores``).
+"""
+
+from __future__ import annotations
+
+from aah.benchmark.tau2.scores import LEADERBOARD, PUBLISHED, PUBLISHED_PASS4
+from aah.scoring.report.build import Report
+from aah.scoring.report.tables import RATE_NOTE, ReportTable, format_rate
+
+
+def tau2_tables(report: Report) -> list[ReportTable]:
+    """The τ² tables; none without τ² runs."""
+    if not report.tau2:
+        return []
+    most = max(scores.epochs for scores in report.tau2)
+    components = sorted({name for scores in report.tau2 for name in scores.components})
+    rows = []
+    for scores in report.tau2:
+        passes = [format_rate(p) for p in scores.pass_k]
+        passes += ["—"] * (most - len(passes))
+        ends = ", ".join(f"{n} {end}" for end, n in scores.terminations.most_common())
+        rows.append(
+            [
+                scores.run,
+                scores.domain,
+                "aah" if scores.aah else "plain",
+                str(scores.tasks),
+                *passes,
+                *(format_rate(scores.components[c]) if c in scores.components else "—"
+                  for c in components),
+                ends,
+                f"{scores.questions_per_task:.2f}",
+                f"{scores.turns_per_task:.1f}",
+                str(scores.nl_pending),
+            ]
+        )  # fmt: skip
+    columns = [
+        "run", "domain", "agent", "tasks", *(f"pass^{k}" for k in range(1, most + 1)),
+        *components, "ended", "questions/task", "turns/task", "NL pending",
+    ]  # fmt: skip
+    published = [
+        [model, *(f"{figures.get(d, 0):.1f}" for d in ("airline", "retail", "telecom"))]
+        for model, figures in PUBLISHED.items()
+    ]
+    published.append(["pass^4 retail", "", f"~{PUBLISHED_PASS4['retail']:.0f}", ""])
+    return [
+        ReportTable(
+            "τ²-bench: pass^k per domain (τ²'s evaluator)",
+            columns,
+            rows,
+            f"pass^k: C(c,k)/C(n,k) per task over its epochs, averaged; {RATE_NOTE} Components: "
+            "share of simulations meeting each; NL assertions (aah's grader) reported apart.",
+            keys=3,
+        ),
+        ReportTable(
+            "τ²-bench: published pass^1 (percent)",
+            ["model", "airline", "retail", "telecom"],
+            published,
+            f"Source: {LEADERBOARD}; not aah's runs.",
+            keys=1,
+        ),
+    ]
