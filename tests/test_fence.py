@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import decimal
+import multiprocessing
 import sys
 import threading
 import time
@@ -214,3 +215,19 @@ def test_the_time_bound_is_a_number_of_seconds(monkeypatch: pytest.MonkeyPatch) 
         assert "\n" not in str(error.value)
     monkeypatch.delenv(SETTING)
     assert Fence().seconds == 10.0
+
+
+def test_a_forked_child_has_a_fence_of_its_own() -> None:
+    # Worker processes fork: the parent's watchdog thread is not in the child.
+    assert Fence(BOUND).enclosure().run(lambda: "the parent's watchdog runs") != ""
+    child_says, parent_hears = multiprocessing.get_context("fork").Pipe()
+    child = multiprocessing.get_context("fork").Process(
+        target=lambda: child_says.send(Fence(BOUND).enclosure().run(spin, label="spin"))
+    )
+    child.start()
+    try:
+        assert parent_hears.poll(BOUND + 10)
+        assert parent_hears.recv().startswith("spin took longer than")
+    finally:
+        child.kill()
+        child.join(5)

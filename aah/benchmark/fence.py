@@ -8,15 +8,18 @@ instances) of a :class:`Fence` (one per entry), which
   the deadline :class:`CallOutOfTime` is raised inside the running code (a
   ``BaseException``, so code that catches ``Exception`` does not swallow it),
   again every tenth of a second until the call stops; the call's result is
-  then a line saying it took too long, and the enclosure is *stopped*: its
-  state is whatever the call left half done, so every later call of that
-  environment answers so without running;
+  then a line saying it took too long (even if it swallowed the stop and
+  ended), and the enclosure is *stopped*: its state is whatever the call
+  left half done, so every later call of that environment answers so
+  without running;
 - runs a call from a coroutine (:meth:`Enclosure.arun`) in a thread of the
   fence's, so a long call never holds the event loop (a pure-Python loop
   gives the loop the interpreter every few milliseconds), and answers at
-  most a second past the bound whatever the call does; a call from
-  synchronous code (:meth:`Enclosure.run`, a checker's replay) runs in the
-  caller's thread under the same deadline;
+  most a second past the bound whatever the call does (one that swallows
+  every stop keeps its thread); a call from synchronous code
+  (:meth:`Enclosure.run`, a checker's replay) runs in the caller's thread
+  under the same deadline, for a few microseconds a call, not a thread's
+  hand-over;
 - turns whatever the call raises, and a result that cannot become text (an
   ``int`` past Python's 4,300 digits, an object whose ``str`` raises), into
   the call's result text, never the caller's exception (``KeyboardInterrupt``
@@ -26,8 +29,9 @@ instances) of a :class:`Fence` (one per entry), which
   back the recursion limit and the integer digit limit if a call changed
   them; :func:`private_mpmath` is an ``mpmath`` with a context of its own,
   for code whose modules are loaded once per entry;
-- refuses arguments past :func:`argument_refusal`'s bounds (100 levels of
-  nesting, integers of more than 4,300 digits) before any code sees them;
+- says which arguments a caller should refuse before any code sees them
+  (:func:`argument_refusal`: over 100 levels of nesting, an integer of more
+  than 4,300 digits, measured by its bits);
 - remembers, for the whole entry, the calls that ran out of time: the same
   call again (a checker's replay of the model's calls) stops at once with
   the same answer instead of holding its caller for the time bound again.
