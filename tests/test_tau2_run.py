@@ -262,3 +262,43 @@ def test_report_shows_pass_k_per_domain_beside_the_leaderboard(
     text = CliRunner().invoke(app, ["report", "--run", "r", "--db", str(db)])
     assert text.exit_code == 0, text.output
     assert "τ²-bench" in text.output and "taubench.com" in text.output
+
+
+def test_export_in_taus_format_regrades_to_the_same_reward(
+    tau2_wheel: Path, tmp_path: Path
+) -> None:
+    """`aah sessions export --tau2`: τ²'s Results model reads the file, and τ²'s own evaluator
+    grades each simulation in it to the reward aah stored (a gold play and a wrong one)."""
+    from typer.testing import CliRunner
+
+    from aah.benchmark.tau2.grading import _without_nl
+    from aah.cli import app
+
+    airline = domain("airline", tau2_wheel)
+    (t14,) = load_tau2_tasks(airline, ids=["14"])
+    plan = [t for t in gold_plan(t14) if not (t.agent_call and "book" in t.agent_call[0])]
+    db = tmp_path / "x.db"
+    stored = _run(tau2_wheel, db, {"airline": ["3", "14"]}, plans={"airline/14": plan})
+    assert stored["airline/3"]["tau2_reward"] == 1.0 and stored["airline/14"]["tau2_reward"] == 0.0
+    out = tmp_path / "results.json"
+    done = CliRunner().invoke(
+        app, ["sessions", "export", "--tau2", str(out), "--run", "t", "--db", str(db)]
+    )
+    assert done.exit_code == 0, done.output
+    code = airline.code
+    results = code.attribute("tau2.data_model.simulation", "Results").model_validate_json(
+        out.read_text(encoding="utf-8")
+    )
+    evaluator = code.module("tau2.evaluator.evaluator")
+    tasks = {t.id: t for t in load_tau2_tasks(airline, ids=["3", "14"])}
+    assert len(results.simulations) == 2 and len(results.tasks) == 2
+    for simulation in results.simulations:
+        info = evaluator.evaluate_simulation(
+            simulation, _without_nl(tasks[simulation.task_id]), evaluator.EvaluationType.ALL,
+            False, airline.registry_key,
+        )  # fmt: skip
+        assert info.reward == stored[f"airline/{simulation.task_id}"]["tau2_reward"]
+    again = CliRunner().invoke(
+        app, ["sessions", "export", "--tau2", str(out), "--run", "t", "--db", str(db)]
+    )
+    assert again.exit_code != 0 and "--force" in str(again.exception)  # never overwritten unasked

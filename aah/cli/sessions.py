@@ -150,12 +150,15 @@ def export(
     session_ids: list[str] | None = typer.Argument(
         None, help="Session ids (unique prefixes); none: every session, or --run's."
     ),
-    otlp: Path = typer.Option(
-        ..., "--otlp", help="Write the sessions' spans as OTLP JSON to this new file (-: stdout)."
+    otlp: Path | None = typer.Option(
+        None, "--otlp", help="Write the sessions' spans as OTLP JSON to this new file (-: stdout)."
     ),
     run: str | None = typer.Option(None, "--run", help="Only this run's sessions."),
     db: DbOption = None,
     force: ForceOption = False,
+    tau2: Path | None = typer.Option(
+        None, "--tau2", help="Write τ² simulations in τ²'s own results format (-: stdout)."
+    ),
 ) -> None:
     """Write recorded sessions as OpenTelemetry spans (OTLP JSON), for runs made without --otel.
 
@@ -167,6 +170,12 @@ def export(
     from aah import __version__
     from aah.telemetry import otlp_json, stored_spans
 
+    if (otlp is None) == (tau2 is None):
+        raise AahError("name one file to write: --otlp FILE or --tau2 FILE")
+    if tau2 is not None:
+        _export_tau2(session_ids or [], tau2, run, db, force)
+        return
+    assert otlp is not None
     check_output_name(otlp, force=force, option="--otlp")
     with open_store(db) as store:
         every = store.list_sessions(run=run)
@@ -188,6 +197,22 @@ def export(
         f"wrote {len(spans)} spans of {len(chosen)} sessions ({traces} traces) to {where}",
         to=err_console if to_stdout else console,
     )
+
+
+def _export_tau2(
+    session_ids: list[str], out: Path, run: str | None, db: Path | None, force: bool
+) -> None:
+    """``export --tau2``: ended τ² simulations in τ²'s ``Results`` format."""
+    from aah.benchmark.tau2.export import tau2_results_json
+
+    check_output_name(out, force=force, option="--tau2")
+    with open_store(db) as store:
+        every = store.list_sessions(run=run)
+        chosen = [s for s in every if any(s.id.startswith(w) for w in session_ids)]
+        text, count = tau2_results_json(store, chosen if session_ids else every)
+    to_stdout = write_output(out, text + "\n", force=force, option="--tau2")
+    where = "standard output" if to_stdout else str(out)
+    print_line(f"wrote {count} τ² simulations to {where}", to=err_console if to_stdout else console)
 
 
 @app.command()

@@ -29,13 +29,14 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 
 from aah.benchmark.tau2.domains import Tau2Domain
 from aah.benchmark.tau2.environment import Tau2Environment, new_fence
-from aah.benchmark.tau2.grading import Tau2Grade, agrade_simulation
+from aah.benchmark.tau2.grading import Tau2Grade, agrade_simulation, replayable
 from aah.benchmark.tau2.messages import (
     Tau2AgentMessage,
     Tau2Message,
     Tau2ToolCall,
     Tau2ToolResult,
     Tau2UserMessage,
+    to_tau2_messages,
 )
 from aah.benchmark.tau2.tasks import Tau2Task
 from aah.runtime import (
@@ -183,9 +184,17 @@ class Tau2Simulation:
         check: dict[str, Any] = {"tau2": True, "messages": len(self.messages) or None}
         if self.termination is not None:
             check["termination"] = self.termination
-        if self.grade is not None:
-            check.update(grade_record(self.grade))
-        return TurnReport(check=check)
+        if self.grade is None:
+            return TurnReport(check=check)
+        check.update(grade_record(self.grade))
+        # The whole simulation as τ² records it, for `aah sessions export --tau2`.
+        code = self.domain.code
+        recorded = to_tau2_messages(code, replayable(self.messages))
+        state = {
+            "tau2_messages": [m.model_dump(mode="json") for m in recorded],
+            "reward_info": self.grade.details,
+        }
+        return TurnReport(state=state, check=check)
 
     # -- the user side -----------------------------------------------------
 
