@@ -29,6 +29,7 @@ from aah.benchmark.batch import (
 from aah.benchmark.tau2.domains import Tau2Domain
 from aah.benchmark.tau2.simulation import GREETING, MAX_STEPS, Tau2Simulation, Tau2User
 from aah.benchmark.tau2.tasks import Tau2Task
+from aah.benchmark.tau2.users import user_prompt_version
 from aah.benchmark.when2call import When2CallTool, endpoint_spec
 from aah.errors import AahError
 from aah.llm import ModelConfig
@@ -129,6 +130,7 @@ class Tau2Runner:
             "awareness": self.options.aah,
             "domains": sorted(self.domains),
             "split": self.split,
+            "user_prompt_version": user_prompt_version(),
         }
 
     def request_for(self, task: Tau2RunTask, runtime: Runtime) -> SessionRequest:
