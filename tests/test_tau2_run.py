@@ -302,3 +302,30 @@ def test_export_in_taus_format_regrades_to_the_same_reward(
         app, ["sessions", "export", "--tau2", str(out), "--run", "t", "--db", str(db)]
     )
     assert again.exit_code != 0 and "--force" in str(again.exception)  # never overwritten unasked
+
+
+def test_nl_assertions_go_to_aahs_grader_with_its_quorum(tau2_wheel: Path, tmp_path: Path) -> None:
+    """Retail's NL assertions: judged by votes of the grader model, reported apart; a grader
+    whose replies are no verdict gives no quorum, a flagged Fail."""
+    from aah.benchmark.tau2.nl import NL_GRADER, grade_nl_assertions
+    from aah.benchmark.tau2.scores import tau2_run_scores
+
+    retail = load_tau2_tasks(domain("retail", tau2_wheel))
+    ids = [task.id for task in retail if task.nl_assertions][:2]
+    db = tmp_path / "nl.db"
+    rows = _run(tau2_wheel, db, {"retail": ids})
+    assert all(row["nl_pending"] for row in rows.values())  # DB met, NL waits for verdicts
+    with FakeLLMServer({"replies": ["Pass: the agent did it."]}) as grader:
+        with SessionStore(db) as store:
+            assert asyncio.run(grade_nl_assertions(store, "t", fake_config(grader), 3)) == 2
+            assert asyncio.run(grade_nl_assertions(store, "t", fake_config(grader), 3)) == 0
+            (scores,) = tau2_run_scores(store, "t", False)
+    assert scores.nl is not None and scores.nl.k == 2 and scores.nl.n == 2
+    db2 = tmp_path / "nl2.db"
+    _run(tau2_wheel, db2, {"retail": ids[:1]})
+    with FakeLLMServer({"replies": ["Perhaps."]}) as grader:
+        with SessionStore(db2) as store:
+            asyncio.run(grade_nl_assertions(store, "t", fake_config(grader), 3))
+            with store.queries() as queries:
+                ((_, verdicts),) = queries.grade_votes(["t"], NL_GRADER)
+    assert verdicts and all(v["verdict"] == "fail" and v["flag"] == "no_quorum" for v in verdicts)

@@ -83,6 +83,10 @@ def bench_tau2(
     ),
     db: DbOption = None,
     data: DataOption = None,
+    nl: bool = typer.Option(
+        False, "--nl/--no-nl", help="Judge NL assertions with aah's grader (AAH_GRADER_MODEL)."
+    ),
+    votes: int = typer.Option(5, "--votes", min=1, help="Grader votes per NL assertion (odd)."),
 ) -> None:
     """Run τ²-bench simulations (agent and user) as one named, resumable run."""
     from aah.benchmark import (
@@ -165,8 +169,14 @@ def bench_tau2(
         lambda on_done, on_waiting: runner.run(chosen, db_path, on_done, activity=activity),
         activity,
     )
+    grader = model_config("grader") if nl else None
     with SessionStore(db_path) as store:
         scored = score_tau2_run(store, run)
+        if grader is not None:
+            from aah.benchmark.tau2.nl import grade_nl_assertions
+
+            judged = run_async(grade_nl_assertions(store, run, grader, votes))
+            console.print(f"[dim]NL assertions judged now: {judged} simulations[/]")
         lines = summarize_tau2_run(store, run)
     console.print(f"[dim]simulations graded now: {scored}[/]", highlight=False)
     for line in lines:

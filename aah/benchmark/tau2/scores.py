@@ -47,10 +47,13 @@ class Tau2Scores:
     nl_pending: int = 0
     questions_per_task: float = 0.0
     turns_per_task: float = 0.0
+    # Simulations whose NL assertions all hold, per aah's grader (of those judged).
+    nl: Proportion | None = None
 
 
 def tau2_run_scores(store: SessionStore, run: str, aah: bool | None) -> list[Tau2Scores]:
     """The run's figures per domain (only graded sessions count)."""
+    from aah.benchmark.tau2.nl import NL_GRADER
     from aah.benchmark.tau2.runner import tau2_results
 
     rows = tau2_results(store, run)
@@ -62,13 +65,21 @@ def tau2_run_scores(store: SessionStore, run: str, aah: bool | None) -> list[Tau
                 questions[mark.session_id] += 1
             elif mark.kind == "turn_ended":
                 turns[mark.session_id] += 1
+        nl_votes = dict(queries.grade_votes([run], NL_GRADER))
     by_domain: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_domain.setdefault(str(row.get("task_id") or "?").split("/", 1)[0], []).append(row)
-    return [
-        _domain_scores(run, name, bool(aah), found, questions, turns)
-        for name, found in sorted(by_domain.items())
-    ]
+    out = []
+    for name, found in sorted(by_domain.items()):
+        scores = _domain_scores(run, name, bool(aah), found, questions, turns)
+        judged = [nl_votes[r["session_id"]] for r in found if r["session_id"] in nl_votes]
+        if judged:
+            held = sum(
+                1 for verdicts in judged if all(v.get("verdict") == "pass" for v in verdicts)
+            )
+            scores.nl = wilson(held, len(judged))
+        out.append(scores)
+    return out
 
 
 def _domain_scores(
@@ -125,6 +136,7 @@ def tau2_scores_to_json(scores: Tau2Scores) -> dict[str, Any]:
         "components": {name: proportion(p) for name, p in scores.components.items()},
         "terminations": dict(scores.terminations),
         "nl_pending": scores.nl_pending,
+        "nl_assertions_hold": proportion(scores.nl) if scores.nl is not None else None,
         "questions_per_task": scores.questions_per_task,
         "turns_per_task": scores.turns_per_task,
         "published": {

@@ -36,11 +36,12 @@ def tau2_tables(report: Report) -> list[ReportTable]:
                 f"{scores.questions_per_task:.2f}",
                 f"{scores.turns_per_task:.1f}",
                 str(scores.nl_pending),
+                format_rate(scores.nl) if scores.nl is not None else "not judged",
             ]
         )  # fmt: skip
     columns = [
         "run", "domain", "agent", "tasks", *(f"pass^{k}" for k in range(1, most + 1)),
-        *components, "ended", "questions/task", "turns/task", "NL pending",
+        *components, "ended", "questions/task", "turns/task", "NL pending", "NL hold (aah grader)",
     ]  # fmt: skip
     published = [
         [model, *(f"{figures.get(d, 0):.1f}" for d in ("airline", "retail", "telecom"))]
