@@ -82,7 +82,7 @@ def bfcl_wheel() -> Path:
     session (the code under test and the commands it starts find it so).
     Tests that need it are skipped without it, unless AAH_REQUIRE_BFCL_WHEEL=1.
     """
-    from aah.benchmark.bfcl.environments import find_bfcl_wheel
+    from aah.benchmark.bfcl.wheel import find_bfcl_wheel
     from aah.data.bfcl_wheel import BFCL_WHEEL
     from aah.errors import AahError
 

@@ -11,12 +11,8 @@ from typing import Any
 
 import pytest
 
-from aah.benchmark.bfcl.environments import (
-    CLASS_MODULES,
-    BfclEnvironment,
-    api_classes,
-    find_bfcl_wheel,
-)
+from aah.benchmark.bfcl.environments import BfclEnvironment
+from aah.benchmark.bfcl.wheel import CLASS_MODULES, api_classes, find_bfcl_wheel
 from aah.data.bfcl_wheel import BFCL_WHEEL
 from aah.errors import AahError
 
@@ -42,7 +38,7 @@ def test_the_classes_come_from_the_wheel_and_nothing_else_of_bfcl_eval(bfcl_whee
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from aah.benchmark.bfcl.environments import api_classes\n"
+        "from aah.benchmark.bfcl.wheel import api_classes\n"
         f"classes = api_classes(Path({str(bfcl_wheel)!r}))\n"
         "print(sorted(classes))\n"
         "print(sorted({c.__module__ for c in classes.values()}))\n"

@@ -22,11 +22,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from test_bfcl_multi_turn import calls_reply, events_of, run
 
-from aah.benchmark.bfcl.environments import BfclEnvironment, api_classes, bfcl_fence
+from aah.benchmark.bfcl.environments import BfclEnvironment, bfcl_fence
 from aah.benchmark.bfcl.multi_turn_check import check_multi_turn
 from aah.benchmark.bfcl.multi_turn_run import BfclTurnExecutor
 from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask, load_multi_turn
 from aah.benchmark.bfcl.runner import tool_specs
+from aah.benchmark.bfcl.wheel import api_classes
 from aah.benchmark.fence import SETTING
 from aah.events import ToolCallEvent, TurnEndedEvent
 from aah.testing.fake_llm import FakeLLMServer

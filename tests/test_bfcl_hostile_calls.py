@@ -23,14 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aah.benchmark.bfcl.environments import (
-    CLASS_MODULES,
-    FORBIDDEN_NAMES,
-    BfclEnvironment,
-    api_classes,
-    bfcl_fence,
-)
+from aah.benchmark.bfcl.environments import FORBIDDEN_NAMES, BfclEnvironment, bfcl_fence
 from aah.benchmark.bfcl.multi_turn_check import parse_call_text
+from aah.benchmark.bfcl.wheel import CLASS_MODULES, api_classes
 from aah.errors import AahError
 
 CORPUS = Path(__file__).parent / "fixtures" / "hostile" / "bfcl_calls.jsonl"

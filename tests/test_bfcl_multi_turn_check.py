@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from aah.benchmark.bfcl.environments import api_classes
 from aah.benchmark.bfcl.multi_turn_check import ModelCall, check_multi_turn, parse_call_text
 from aah.benchmark.bfcl.multi_turn_tasks import (
     MULTI_TURN_CATEGORIES,
     MultiTurnTask,
     load_multi_turn,
 )
+from aah.benchmark.bfcl.wheel import api_classes
 from aah.errors import AahError
 
 CORPUS = Path(__file__).parent / "fixtures" / "bfcl_multi_turn_corpus.jsonl"

@@ -4,7 +4,7 @@ Single-turn: loader (BFCL v4 files and Multilingual-BFCL JSONL), tasks, the
 AST checker (Java and JavaScript values read from their source text), the
 standard and intent readings of a turn, the run's scores and MBFCL's
 published figures. Multi-turn: the entries, BFCL's own stateful API classes
-served from the pinned wheel (``environments``) behind the fence
+served from the pinned wheel (``wheel``, ``environments``) behind the fence
 (``aah.benchmark.fence``; ``call_guards`` for calls no thread could stop),
 the sessions that run them (``multi_turn_run``), the multi-turn checker and
 the run's scores.
@@ -18,13 +18,7 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.benchmark.bfcl.checker import AstCheckResult, Call, check_call, check_calls, normalise
-    from aah.benchmark.bfcl.environments import (
-        BfclEnvironment,
-        EnvironmentPair,
-        api_classes,
-        bfcl_fence,
-        find_bfcl_wheel,
-    )
+    from aah.benchmark.bfcl.environments import BfclEnvironment, EnvironmentPair, bfcl_fence
     from aah.benchmark.bfcl.multi_turn_check import (
         ModelCall,
         MultiTurnChecker,
@@ -81,6 +75,7 @@ if TYPE_CHECKING:
         load_bfcl,
         parse_categories,
     )
+    from aah.benchmark.bfcl.wheel import api_classes, find_bfcl_wheel
 
 __all__ = [
     "ALL_MULTI_TURN",
@@ -151,9 +146,9 @@ _WHERE = {
     "MULTI_TURN_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "BfclEnvironment": "aah.benchmark.bfcl.environments",
     "EnvironmentPair": "aah.benchmark.bfcl.environments",
-    "api_classes": "aah.benchmark.bfcl.environments",
+    "api_classes": "aah.benchmark.bfcl.wheel",
     "bfcl_fence": "aah.benchmark.bfcl.environments",
-    "find_bfcl_wheel": "aah.benchmark.bfcl.environments",
+    "find_bfcl_wheel": "aah.benchmark.bfcl.wheel",
     "ModelCall": "aah.benchmark.bfcl.multi_turn_check",
     "MultiTurnChecker": "aah.benchmark.bfcl.multi_turn_check",
     "MultiTurnVerdict": "aah.benchmark.bfcl.multi_turn_check",

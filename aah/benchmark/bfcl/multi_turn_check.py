@@ -38,7 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from aah.benchmark.bfcl.environments import BfclEnvironment, api_classes, bfcl_fence, json_safe
+from aah.benchmark.bfcl.environments import BfclEnvironment, bfcl_fence, json_safe
+from aah.benchmark.bfcl.wheel import api_classes
 from aah.benchmark.fence import Fence
 from aah.errors import AahError
 

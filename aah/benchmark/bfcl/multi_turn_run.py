@@ -38,10 +38,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from aah.benchmark.bfcl.environments import BfclEnvironment, api_classes, bfcl_fence
+from aah.benchmark.bfcl.environments import BfclEnvironment, bfcl_fence
 from aah.benchmark.bfcl.multi_turn_check import ModelCall, MultiTurnChecker
 from aah.benchmark.bfcl.multi_turn_tasks import TURN_STEP_LIMIT, MultiTurnTask
 from aah.benchmark.bfcl.tasks import turn_text
+from aah.benchmark.bfcl.wheel import api_classes
 from aah.runtime import HumanRequest, RanCall, ScriptedHuman, TurnReport
 from aah.tools import BUILTIN_TOOLS, EndpointSpec
 from aah.tools.http import ToolResult
