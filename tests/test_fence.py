@@ -161,6 +161,7 @@ def test_what_a_call_raises_or_returns_becomes_its_text() -> None:
     # The user's Ctrl-C is the user's.
     with pytest.raises(KeyboardInterrupt):
         enclosure.run(raises(KeyboardInterrupt()))
+    assert decimal.getcontext() is not enclosure.decimal_context  # put back all the same
     assert text_of(Unprintable()).startswith("the result (Unprintable)")
 
 

@@ -297,19 +297,20 @@ def _guarded(work: Callable[[], object], enclosure: Enclosure) -> _Outcome:
     alarm = _WATCHDOG.arm(enclosure.fence.seconds)
     try:
         try:
-            decimal.setcontext(enclosure.decimal_context)
-            outcome = _Outcome(_attempt(work, enclosure.fence.error_prefix))
-        finally:
+            try:
+                decimal.setcontext(enclosure.decimal_context)
+                outcome = _Outcome(_attempt(work, enclosure.fence.error_prefix))
+            finally:
+                _WATCHDOG.disarm(alarm)
+        except CallOutOfTime:  # raised on the way out of the call, before the alarm was off
             _WATCHDOG.disarm(alarm)
-    except CallOutOfTime:  # raised on the way out of the call, before the alarm was off
-        _WATCHDOG.disarm(alarm)
-    if alarm.fired:  # past the deadline, even if the call swallowed the stop and ended
-        outcome = _TIMED_OUT
-    decimal.setcontext(saved_context)
-    if (sys.getrecursionlimit(), sys.get_int_max_str_digits()) != saved_limits:
-        sys.setrecursionlimit(saved_limits[0])
-        sys.set_int_max_str_digits(saved_limits[1])
-    return outcome
+    finally:  # the alarm is off: nothing more is raised here
+        decimal.setcontext(saved_context)
+        if (sys.getrecursionlimit(), sys.get_int_max_str_digits()) != saved_limits:
+            sys.setrecursionlimit(saved_limits[0])
+            sys.set_int_max_str_digits(saved_limits[1])
+    # Past the deadline, even if the call swallowed the stop and ended.
+    return _TIMED_OUT if alarm.fired else outcome
 
 
 class _Job:
