@@ -179,3 +179,15 @@ def test_damaged_files_say_one_line(
 
 def test_shared_data_is_there() -> None:
     assert (shared_data() / "tau2").is_dir()
+
+
+def test_a_user_whose_first_message_stops_ends_there(tau2_wheel: Path, tmp_path: Path) -> None:
+    row = _session(tau2_wheel, tmp_path / "f.db", "mock", "create_task_1", _Says("###STOP###"),
+                   {"replies": ["Done."]})  # fmt: skip
+    assert row["termination"] == "user_stop"
+    with SessionStore(tmp_path / "f.db") as store:
+        from aah.events import TurnEndedEvent
+
+        (ended,) = [e for e in store.events(row["session_id"]) if isinstance(e, TurnEndedEvent)]
+    recorded = (ended.state or {})["tau2_messages"]
+    assert recorded[-1]["role"] == "user" and recorded[-1]["content"] == "###STOP###"

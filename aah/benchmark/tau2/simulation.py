@@ -201,6 +201,11 @@ class Tau2Simulation:
     async def reply(self, turn: int, messages: Sequence[AnyMessage]) -> UserReply | None:
         """The user's answer to the agent's last message, or None when the simulation ends."""
         await self._answer_refused(messages)
+        first = next((m for m in messages if isinstance(m, HumanMessage)), None)
+        if first is not None and turn == 0 and _stops(first.content):
+            # The user's first message already ended it: the agent's reply is not τ²'s.
+            await self._end(self.trajectory(messages[: messages.index(first) + 1]), "user_stop")
+            return None
         trajectory = self.trajectory(messages)
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         text = last.text if last is not None and isinstance(last.text, str) else ""
@@ -213,7 +218,7 @@ class Tau2Simulation:
         answer = user_text(await self.user.respond(turn + 1, text, self._user_run, trajectory))
         calls = tuple(self._user_calls)
         trajectory += self._user_messages(calls, answer)
-        if any(token in answer for token in USER_STOP_TOKENS):
+        if _stops(answer):
             await self._end(trajectory, "user_stop")
             return None
         ended = self._ended(trajectory, agent_text="")
@@ -394,6 +399,11 @@ def grade_record(grade: Tau2Grade) -> dict[str, Any]:
         "nl_pending": grade.nl_pending,
         "success": grade.success,
     }
+
+
+def _stops(text: object) -> bool:
+    """Whether a user's message holds one of τ²'s stop tokens."""
+    return isinstance(text, str) and any(token in text for token in USER_STOP_TOKENS)
 
 
 def _ran(message: ToolMessage) -> bool:
