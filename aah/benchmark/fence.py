@@ -405,17 +405,23 @@ class _Watchdog:
         return alarm
 
     def disarm(self, alarm: _Alarm) -> None:
-        """Switch ``alarm`` off; retried until it is off, whatever lands meanwhile."""
+        """Switch ``alarm`` off (in its own thread); a stop raised but not delivered lands here.
+
+        A pending stop is never cleared with ``PyThreadState_SetAsyncExc(id, NULL)``:
+        on Python 3.11 that leaves the interpreter's eval breaker set with no
+        exception for any thread to take, and the next thread to meet it spins
+        for ever. It is delivered instead, inside this method, and caught.
+        """
         while alarm.active:
             try:
                 with self._lock:
                     if alarm.active:
                         alarm.active = False
                         self._alarms.pop(id(alarm), None)
-                        if alarm.fired:
-                            _raise_in(alarm.thread_id, None)  # clear an undelivered stop
             except CallOutOfTime:
                 continue
+        if alarm.fired:
+            _deliver_pending_stop()
 
     def _watch(self) -> None:
         with self._wake:
@@ -450,6 +456,21 @@ if hasattr(os, "register_at_fork"):
 _SET_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
 )
+
+
+def _deliver_pending_stop() -> None:
+    """Let a stop already raised in this thread land here, where it is caught.
+
+    A pending asynchronous exception is raised at the thread's next check of
+    the eval breaker, which every backward jump of a loop makes.
+    """
+    for _ in range(3):
+        try:
+            for _ in range(64):
+                pass
+        except CallOutOfTime:
+            continue
+        return
 
 
 def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
