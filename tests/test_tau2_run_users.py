@@ -95,3 +95,55 @@ def test_with_aah_the_agents_question_goes_to_the_same_user(
         score_tau2_run(store, "a")
         (row,) = tau2_results(store, "a")
     assert row["termination"] == "user_stop"
+
+
+def test_a_person_at_the_desk_plays_the_user(tau2_wheel: Path, tmp_path: Path) -> None:
+    """`--user person`: each agent message is a question in the store's queue, shown with the
+    scenario as "you are this user" and the phone's tools; the person's answers are the turns."""
+    import threading
+    import time
+
+    telecom = domain("telecom", tau2_wheel)
+    task = load_tau2_tasks(telecom)[0]
+    db = tmp_path / "p.db"
+    answers = iter(["My phone has no data.", "###STOP###"])
+    seen: list[Any] = []
+    stop = threading.Event()
+
+    def person() -> None:
+        while not stop.is_set():
+            with SessionStore(db) as store:
+                for request in store.humans.pending_human_requests():
+                    seen.append(request)
+                    store.humans.answer_human_request(request.id, "ann", next(answers))
+            time.sleep(0.05)
+
+    with FakeLLMServer({"replies": ["Please restart your phone."]}) as llm:
+        runner = Tau2Runner(
+            RunOptions(run="p", aah=False), fake_config(llm), {"telecom": telecom}, [task],
+            lambda d, t: ScriptedTau2User([]), user_name="person",
+        )  # fmt: skip
+        with SessionStore(db):
+            pass
+        thread = threading.Thread(target=person)
+        thread.start()
+        try:
+            summary = asyncio.run(runner.run(run_tasks([task]), db))
+        finally:
+            stop.set()
+            thread.join()
+    assert summary.errors == 0, summary.error_messages
+    assert [r.question for r in seen] == [
+        "Hi! How can I help you today?",
+        "Please restart your phone.",
+    ]
+    context = seen[0].context
+    assert (
+        context["query"].startswith("You are this user.")
+        and task.user_scenario[:80] in context["query"]
+    )
+    assert context["tools"] and all(":" in line for line in context["tools"])
+    with SessionStore(db) as store:
+        score_tau2_run(store, "p")
+        (row,) = tau2_results(store, "p")
+    assert row["termination"] == "user_stop"

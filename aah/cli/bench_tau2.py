@@ -27,7 +27,7 @@ from aah.cli.options import (
 from aah.cli.output import console
 from aah.errors import AahError
 
-USERS = ("simulated", "gold")
+USERS = ("simulated", "gold", "person")
 ALL_DOMAINS = ("airline", "retail", "telecom")
 
 
@@ -67,7 +67,9 @@ def bench_tau2(
     shard: str | None = typer.Option(None, "--shard", help="Run shard i of n, e.g. 1/4."),
     aah: AahOption = None,
     user: str = typer.Option(
-        "simulated", "--user", help="simulated (an LLM) or gold (the scripted gold play)."
+        "simulated",
+        "--user",
+        help="simulated (an LLM), gold (the scripted gold play) or person (at the desk).",
     ),
     user_model: str | None = typer.Option(
         None,

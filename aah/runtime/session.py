@@ -524,6 +524,7 @@ async def _next_reply(
     if last is None or last.tool_calls or last.invalid_tool_calls:
         return None
     turn = state.get("turn", 0)
+    _bind(user, ctx.session_id)
     reply = await user.reply(turn, messages)
     executor = ctx.executor
     report = (
@@ -545,8 +546,16 @@ async def _next_reply(
     }
 
 
+def _bind(user: ConversationUser, session_id: str) -> None:
+    """Tell a conversation's user which session it answers in (``bind_session``, if it has one)."""
+    bind = getattr(user, "bind_session", None)
+    if bind is not None:
+        bind(session_id)
+
+
 async def _opening(ctx: SessionContext, user: ConversationUser, state: AgentState) -> AgentState:
     """The conversation's first user message from its user (``opening``), when it has one."""
+    _bind(user, ctx.session_id)
     opening = getattr(user, "opening", None)
     if opening is None:
         return state

@@ -137,10 +137,19 @@ class Tau2Runner:
         """The session of one simulation: the domain's policy and tools, its user."""
         domain = self.domains[task.domain]
         tau2_task = self.tasks[(task.domain, task.task_id)]
+        if self.user_name == "person":
+            from aah.benchmark.tau2.users import PersonTau2User
+            from aah.runtime import QueueHuman
+
+            user: Tau2User = PersonTau2User(
+                QueueHuman(runtime.store), domain, tau2_task, self.options.run
+            )
+        else:
+            user = self.user(domain, tau2_task)
         simulation = Tau2Simulation(
             domain,
             tau2_task,
-            self.user(domain, tau2_task),
+            user,
             call_seconds=self.call_seconds,
             session_label=task.id,
         )
@@ -196,10 +205,12 @@ def user_factory(name: str, config: ModelConfig | None) -> UserFactory:
     Raises:
         AahError: an unknown name, or ``simulated`` without a model.
     """
-    if name == "gold":
-        from aah.benchmark.tau2.scripted import ScriptedTau2User, gold_plan
+    from aah.benchmark.tau2.scripted import ScriptedTau2User, gold_plan
 
+    if name == "gold":
         return lambda _domain, task: ScriptedTau2User(gold_plan(task))
+    if name == "person":  # built per session from the run's store (Tau2Runner.request_for)
+        return lambda _domain, _task: ScriptedTau2User([])
     if name == "simulated" and config is not None:
         from aah.benchmark.tau2.users import SimulatedTau2User
 

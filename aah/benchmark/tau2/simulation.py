@@ -301,6 +301,12 @@ class Tau2Simulation:
         self.termination = termination
         self.grade = await agrade_simulation(self.domain, self.task, trajectory, termination)
 
+    def bind_session(self, session_id: str) -> None:
+        """The session this simulation runs in (a person's questions are filed under it)."""
+        bind = getattr(self.user, "bind_session", None)
+        if bind is not None:
+            bind(session_id)
+
     async def ask(self, request: HumanRequest) -> HumanReply:
         """The agent's question (``ask_human``) goes to the same user."""
         self._user_calls = []

@@ -27,9 +27,11 @@ from aah.benchmark.tau2.messages import (
 )
 from aah.benchmark.tau2.simulation import RunCall
 from aah.benchmark.tau2.tasks import Tau2Task
+from aah.desk import QuestionContext
 from aah.errors import AahError
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.prompts import PromptFolder
+from aah.runtime import HumanChannel, HumanRequest
 
 PROMPTS = PromptFolder(Path(__file__).parent / "prompts")
 USER_PROMPT = "tau2_user"
@@ -92,6 +94,56 @@ class SimulatedTau2User:
             messages.append(AIMessage("", tool_calls=[{**call, "id": call_id}]))
             messages.append(ToolMessage(result.text, tool_call_id=call_id))
         return "###STOP###"
+
+
+class PersonTau2User:
+    """A person at the desk plays the user (the web page or the terminal app, through the queue).
+
+    Each of the agent's messages is a question to ``channel`` (normally the
+    store's ``QueueHuman``), shown with the scenario as "you are this user"
+    and, in telecom, the phone's tools the user has (as text: the desk does
+    not make phone calls). The question's id is a function of the
+    conversation, so a resumed simulation finds the answer already given.
+    """
+
+    def __init__(
+        self, channel: HumanChannel, domain: Tau2Domain, task: Tau2Task, run: str | None = None
+    ) -> None:
+        """Ask ``channel`` for ``task``'s user of ``domain``."""
+        self.channel = channel
+        self.session_id = ""
+        self.scenario = f"You are this user. {task.user_scenario.strip()}"
+        self.tools = [
+            f"{tool.get('function', tool).get('name')}: "
+            f"{str(tool.get('function', tool).get('description') or '').strip()[:200]}"
+            for tool in domain.user_tools
+        ]
+        self.task_id = f"{domain.name}/{task.id}"
+        self.run = run
+
+    def bind_session(self, session_id: str) -> None:
+        """The session the questions are filed under."""
+        self.session_id = session_id
+
+    async def respond(
+        self, turn: int, agent_text: str, run: RunCall, history: Sequence[Tau2Message] = ()
+    ) -> str:
+        """The person's answer to the agent's message."""
+        request = HumanRequest(
+            request_id=f"tau2-{self.session_id}-{len(history)}-{turn}",
+            session_id=self.session_id,
+            question=agent_text or "(the agent said nothing)",
+            context=QuestionContext(
+                asker="the τ² agent (you are the user)",
+                query=self.scenario,
+                setting="tau2",
+                task_id=self.task_id,
+                run=self.run,
+                tools=self.tools,
+            ),
+        )
+        reply = await self.channel.ask(request)
+        return reply.answer
 
 
 def _seen_by_user(history: Sequence[Tau2Message]) -> list[BaseMessage]:
