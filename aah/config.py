@@ -84,15 +84,15 @@ class Settings(BaseSettings):
     mcp_tools: list[str] = Field(default_factory=list)
     mcp_start_timeout: Seconds = 30.0
     mcp_timeout: Seconds = 30.0
+    # The most bytes one message of an MCP server may hold, and all the answers
+    # to one call (each round of it): past either, the call fails at once.
+    mcp_max_message_bytes: int = Field(default=4_000_000, ge=1_000, le=1_000_000_000)
+    mcp_max_call_bytes: int = Field(default=16_000_000, ge=1_000, le=10_000_000_000)
     # A worker process or Ray actor of a run (`--workers`, `--ray`) silent this
     # long (no heartbeat from its event loop) is taken for hung: killed, and
     # its tasks handed to the others. At least 1 s: a shorter bound would take
     # a busy machine's pauses for hangs.
     worker_timeout: float = Field(default=60.0, ge=1.0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)
-    # The most bytes one message of an MCP server may hold, and all the answers
-    # to one call (each round of it): past either, the call fails at once.
-    mcp_max_message_bytes: int = Field(default=4_000_000, ge=1_000, le=1_000_000_000)
-    mcp_max_call_bytes: int = Field(default=16_000_000, ge=1_000, le=10_000_000_000)
 
     # Models: every role is an OpenAI-compatible chat endpoint. A role's own
     # setting wins; an unset one falls back to the agent's.
