@@ -110,12 +110,19 @@ def test_a_person_at_the_desk_plays_the_user(tau2_wheel: Path, tmp_path: Path) -
     seen: list[Any] = []
     stop = threading.Event()
 
+    troubles: list[str] = []
+
     def person() -> None:
         while not stop.is_set():
-            with SessionStore(db) as store:
-                for request in store.humans.pending_human_requests():
-                    seen.append(request)
-                    store.humans.answer_human_request(request.id, "ann", next(answers))
+            try:
+                with SessionStore(db) as store:
+                    for request in store.humans.pending_human_requests():
+                        seen.append(request)
+                        # Past the two planned answers the person ends the conversation.
+                        said = next(answers, "###STOP###")
+                        store.humans.answer_human_request(request.id, "ann", said)
+            except Exception as exc:  # noqa: BLE001 - kept for the assertion, the person goes on
+                troubles.append(repr(exc))
             time.sleep(0.05)
 
     with FakeLLMServer({"replies": ["Please restart your phone."]}) as llm:
@@ -128,11 +135,12 @@ def test_a_person_at_the_desk_plays_the_user(tau2_wheel: Path, tmp_path: Path) -
         thread = threading.Thread(target=person)
         thread.start()
         try:
-            summary = asyncio.run(runner.run(run_tasks([task]), db))
+            # A bound: a conversation that never ends fails here instead of holding CI.
+            summary = asyncio.run(asyncio.wait_for(runner.run(run_tasks([task]), db), 120))
         finally:
             stop.set()
             thread.join()
-    assert summary.errors == 0, summary.error_messages
+    assert summary.errors == 0, (summary.error_messages, troubles)
     assert [r.question for r in seen] == [
         "Hi! How can I help you today?",
         "Please restart your phone.",
