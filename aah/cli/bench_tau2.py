@@ -59,7 +59,11 @@ def bench_tau2(
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most N tasks per domain."),
     ids: list[str] = typer.Option([], "--ids", help="Only these tasks, as domain/id (repeatable)."),
     epochs: int = typer.Option(
-        1, "--epochs", min=1, help="Run each task this many times (pass^k)."
+        1,
+        "--epochs",
+        min=1,
+        help="Run each task this many times (epoch by epoch; the same name resumes; "
+        "the report adds pass@k and pass^k).",
     ),
     concurrency: ConcurrencyOption = 8,
     workers: WorkersOption = "1",
@@ -81,7 +85,10 @@ def bench_tau2(
     task_timeout: float = typer.Option(1800.0, "--task-timeout", help="Seconds per simulation."),
     tool_mode: ToolModeOption = "native",
     probe: bool = typer.Option(
-        True, "--probe/--no-probe", help="Probe the agent's server once before the run."
+        True,
+        "--probe/--no-probe",
+        help="Probe the agent's server once before the run (as `aah models check`) and "
+        "store what it found in the run's manifest.",
     ),
     db: DbOption = None,
     data: DataOption = None,
