@@ -112,7 +112,9 @@ class Tau2Environment:
     def _built(
         cls, domain: Tau2Domain, task: Tau2Task, built: list[Any], enclosure: Enclosure, text: str
     ) -> Tau2Environment:
-        if not built:
+        # Setting up answers "" when it ran whole; any text is why it did not (an
+        # error, or its time ran out even if the work then ended: its state is unknown).
+        if not built or text:
             why = text.removeprefix(ERROR_PREFIX).replace("\n", " ")
             raise AahError(
                 f"τ² task {task.id} ({domain.name}): its initial state cannot be set ({why}): "
