@@ -75,6 +75,14 @@ if yaml.__with_libyaml__:
     _FastSpecLoader = _LibyamlSpecLoader
 
 
+def _size_of(path: Path, at_least: int) -> int:
+    """The file's size as the folder tells it (what was read, if it cannot)."""
+    try:
+        return max(path.stat().st_size, at_least)
+    except OSError:
+        return at_least
+
+
 def read_text(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> str:
     """The UTF-8 text of ``path``, refused when the file is over ``max_bytes``.
 
@@ -88,7 +96,7 @@ def read_text(path: Path, max_bytes: int = DEFAULT_MAX_SPEC_BYTES) -> str:
         raise SpecFileError("is not a regular file") from None
     except PeerOutOfBounds as error:
         raise SpecFileError(
-            f"is {error.bound.max_bytes + 1:,} bytes or more, over the {max_bytes:,}-byte "
+            f"is {_size_of(path, error.bound.max_bytes + 1):,} bytes, over the {max_bytes:,}-byte "
             "cap on a spec file (raise it with `aah tools build --max-spec-mb`)"
         ) from None
     except OSError as error:
