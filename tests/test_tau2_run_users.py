@@ -64,7 +64,7 @@ def test_the_simulated_user_plays_the_scenario_on_its_own_model(
         score_tau2_run(store, "s")
         (row,) = tau2_results(store, "s")
     assert row["termination"] == "user_stop"
-    assert user_prompt_version() == "tau2-user-1"
+    assert user_prompt_version() == "tau2-user/1"
 
 
 def test_with_aah_the_agents_question_goes_to_the_same_user(

@@ -28,24 +28,6 @@ from aah.cli.output import console
 from aah.errors import AahError
 
 USERS = ("simulated", "gold", "person")
-ALL_DOMAINS = ("airline", "retail", "telecom")
-
-
-def parse_domains(text: str) -> list[str]:
-    """``--domain``: a domain, a comma list, or all (airline, retail, telecom).
-
-    Raises:
-        AahError: a name that is no τ² domain.
-    """
-    from aah.benchmark.tau2 import DOMAINS
-
-    if text.strip() == "all":
-        return list(ALL_DOMAINS)
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [name for name in names if name not in DOMAINS]
-    if unknown or not names:
-        raise AahError(f"--domain {text!r}: use {', '.join(DOMAINS)}, a comma list of them, or all")
-    return list(dict.fromkeys(names))
 
 
 def bench_tau2(
@@ -106,9 +88,10 @@ def bench_tau2(
         parse_workers,
         shard_tasks,
     )
-    from aah.benchmark.tau2 import load_tau2_domain, load_tau2_tasks
-    from aah.benchmark.tau2.runner import (
+    from aah.benchmark.tau2 import (
         Tau2Runner,
+        load_tau2_domain,
+        load_tau2_tasks,
         run_tasks,
         score_tau2_run,
         summarize_tau2_run,
@@ -131,6 +114,8 @@ def bench_tau2(
         check_local_workers(processes)
     if user not in USERS:
         raise AahError(f"unknown --user {user!r}: use {' or '.join(USERS)}")
+    from aah.benchmark.tau2 import parse_domains
+
     names = parse_domains(domain)
     source = data if data is not None else find_data_dir(None)
     domains = {name: load_tau2_domain(name, source) for name in names}
@@ -182,7 +167,7 @@ def bench_tau2(
     with SessionStore(db_path) as store:
         scored = score_tau2_run(store, run)
         if grader is not None:
-            from aah.benchmark.tau2.nl import grade_nl_assertions
+            from aah.benchmark.tau2 import grade_nl_assertions
 
             judged = run_async(grade_nl_assertions(store, run, grader, votes))
             console.print(f"[dim]NL assertions judged now: {judged} simulations[/]")

@@ -203,7 +203,7 @@ def _export_tau2(
     session_ids: list[str], out: Path, run: str | None, db: Path | None, force: bool
 ) -> None:
     """``export --tau2``: ended τ² simulations in τ²'s ``Results`` format."""
-    from aah.benchmark.tau2.export import tau2_results_json
+    from aah.benchmark.tau2 import tau2_results_json
 
     check_output_name(out, force=force, option="--tau2")
     with open_store(db) as store:

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     )
     from aah.runtime.tool_mode import ToolMode, ToolModeChoice, choose_tool_mode, tool_mode_choice
     from aah.runtime.turns import (
+        RAN,
         USER_CALLS,
         ConversationExecutor,
         ConversationUser,
@@ -127,6 +128,7 @@ __all__ = [
     "FollowUp",
     "HumanReply",
     "HumanRequest",
+    "RAN",
     "RanCall",
     "StatefulExecutor",
     "USER_CALLS",
@@ -226,6 +228,7 @@ _WHERE = {
     "waiting_for_person": "aah.runtime.work_clock",
     "within_work_time": "aah.runtime.work_clock",
     "FollowUp": "aah.runtime.turns",
+    "RAN": "aah.runtime.turns",
     "RanCall": "aah.runtime.turns",
     "StatefulExecutor": "aah.runtime.turns",
     "USER_CALLS": "aah.runtime.turns",

@@ -19,9 +19,12 @@ from pathlib import Path
 
 def main() -> None:
     """Write the script for a data directory's τ² tasks."""
-    from aah.benchmark.tau2 import load_tau2_domain, load_tau2_tasks
-    from aah.benchmark.tau2.scripted import gold_agent_script
-    from aah.cli.bench_tau2 import parse_domains
+    from aah.benchmark.tau2 import (
+        gold_agent_script,
+        load_tau2_domain,
+        load_tau2_tasks,
+        parse_domains,
+    )
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("data", type=Path, help="a data directory holding tau2/")

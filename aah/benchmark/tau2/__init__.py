@@ -30,8 +30,15 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.benchmark.tau2.domains import DOMAINS, Tau2Domain, load_tau2_domain
+    from aah.benchmark.tau2.domains import (
+        ALL_DOMAINS,
+        DOMAINS,
+        Tau2Domain,
+        load_tau2_domain,
+        parse_domains,
+    )
     from aah.benchmark.tau2.environment import Tau2Environment, new_fence
+    from aah.benchmark.tau2.export import tau2_results_json
     from aah.benchmark.tau2.files import tau2_source
     from aah.benchmark.tau2.gold import GOLD_UNREACHABLE, GoldPlay, play_gold
     from aah.benchmark.tau2.grading import (
@@ -49,9 +56,46 @@ if TYPE_CHECKING:
         Tau2UserMessage,
         to_tau2_messages,
     )
+    from aah.benchmark.tau2.nl import NL_GRADER, grade_nl_assertions
+    from aah.benchmark.tau2.runner import (
+        Tau2Runner,
+        run_tasks,
+        score_tau2_run,
+        summarize_tau2_run,
+        tau2_results,
+        user_factory,
+    )
+    from aah.benchmark.tau2.scores import (
+        LEADERBOARD,
+        LEADERBOARD_PASS1,
+        LEADERBOARD_PASS4,
+        Tau2Scores,
+        tau2_run_scores,
+        tau2_scores_to_json,
+    )
+    from aah.benchmark.tau2.scripted import ScriptedTau2User, gold_agent_script
     from aah.benchmark.tau2.tasks import Tau2Task, load_tau2_tasks, split_names
 
 __all__ = [
+    "ALL_DOMAINS",
+    "parse_domains",
+    "Tau2Runner",
+    "run_tasks",
+    "score_tau2_run",
+    "summarize_tau2_run",
+    "tau2_results",
+    "user_factory",
+    "NL_GRADER",
+    "grade_nl_assertions",
+    "tau2_results_json",
+    "LEADERBOARD",
+    "LEADERBOARD_PASS1",
+    "LEADERBOARD_PASS4",
+    "Tau2Scores",
+    "tau2_run_scores",
+    "tau2_scores_to_json",
+    "ScriptedTau2User",
+    "gold_agent_script",
     "DOMAINS",
     "GOLD_UNREACHABLE",
     "GoldPlay",
@@ -80,6 +124,25 @@ __all__ = [
 ]
 
 _WHERE = {
+    "ALL_DOMAINS": "aah.benchmark.tau2.domains",
+    "parse_domains": "aah.benchmark.tau2.domains",
+    "Tau2Runner": "aah.benchmark.tau2.runner",
+    "run_tasks": "aah.benchmark.tau2.runner",
+    "score_tau2_run": "aah.benchmark.tau2.runner",
+    "summarize_tau2_run": "aah.benchmark.tau2.runner",
+    "tau2_results": "aah.benchmark.tau2.runner",
+    "user_factory": "aah.benchmark.tau2.runner",
+    "NL_GRADER": "aah.benchmark.tau2.nl",
+    "grade_nl_assertions": "aah.benchmark.tau2.nl",
+    "tau2_results_json": "aah.benchmark.tau2.export",
+    "LEADERBOARD": "aah.benchmark.tau2.scores",
+    "LEADERBOARD_PASS1": "aah.benchmark.tau2.scores",
+    "LEADERBOARD_PASS4": "aah.benchmark.tau2.scores",
+    "Tau2Scores": "aah.benchmark.tau2.scores",
+    "tau2_run_scores": "aah.benchmark.tau2.scores",
+    "tau2_scores_to_json": "aah.benchmark.tau2.scores",
+    "ScriptedTau2User": "aah.benchmark.tau2.scripted",
+    "gold_agent_script": "aah.benchmark.tau2.scripted",
     "DOMAINS": "aah.benchmark.tau2.domains",
     "GOLD_UNREACHABLE": "aah.benchmark.tau2.gold",
     "GoldPlay": "aah.benchmark.tau2.gold",

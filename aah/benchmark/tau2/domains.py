@@ -33,6 +33,23 @@ from aah.errors import AahError
 
 DomainName = Literal["airline", "retail", "telecom", "mock"]
 DOMAINS: tuple[DomainName, ...] = ("airline", "retail", "telecom", "mock")
+# What `--domain all` runs: the three domains of τ²'s leaderboard (mock is for tests).
+ALL_DOMAINS = ("airline", "retail", "telecom")
+
+
+def parse_domains(text: str) -> list[str]:
+    """``--domain``: a domain, a comma list, or all (airline, retail, telecom).
+
+    Raises:
+        AahError: a name that is no τ² domain.
+    """
+    if text.strip() == "all":
+        return list(ALL_DOMAINS)
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in DOMAINS]
+    if unknown or not names:
+        raise AahError(f"--domain {text!r}: use {', '.join(DOMAINS)}, a comma list of them, or all")
+    return list(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 from aah.events import TurnEndedEvent
 from aah.llm import ModelConfig
 from aah.prompts import PromptFolder
-from aah.scoring.grader.vote import MajorityVoteGrader, majority_vote
+from aah.scoring.grader import MajorityVoteGrader, majority_vote
 from aah.store import SessionStore
 
 NL_GRADER = "tau2:nl"

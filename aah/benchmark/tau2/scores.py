@@ -18,16 +18,16 @@ from math import comb
 from typing import Any
 
 from aah.benchmark.batch import EPOCH_MARK
-from aah.scoring.intervals import Proportion, wilson
+from aah.scoring import Proportion, wilson
 from aah.store import SessionStore
 
 LEADERBOARD = "τ²-bench leaderboard, https://taubench.com (standard setup, user simulator gpt-5.2)"
 # pass^1 per domain on the leaderboard (percent), and retail's pass^4.
-PUBLISHED: Mapping[str, Mapping[str, float]] = {
+LEADERBOARD_PASS1: Mapping[str, Mapping[str, float]] = {
     "Claude Opus 4.5": {"airline": 84.0, "retail": 79.6, "telecom": 92.3},
     "GPT-5.2": {"airline": 83.0, "retail": 81.6, "telecom": 89.7},
 }
-PUBLISHED_PASS4 = {"retail": 52.0}
+LEADERBOARD_PASS4 = {"retail": 52.0}
 
 
 @dataclass
@@ -141,7 +141,9 @@ def tau2_scores_to_json(scores: Tau2Scores) -> dict[str, Any]:
         "turns_per_task": scores.turns_per_task,
         "published": {
             "source": LEADERBOARD,
-            "pass_1": {model: figures.get(scores.domain) for model, figures in PUBLISHED.items()},
-            "pass_4": PUBLISHED_PASS4.get(scores.domain),
+            "pass_1": {
+                model: figures.get(scores.domain) for model, figures in LEADERBOARD_PASS1.items()
+            },
+            "pass_4": LEADERBOARD_PASS4.get(scores.domain),
         },
     }

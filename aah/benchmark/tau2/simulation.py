@@ -40,6 +40,7 @@ from aah.benchmark.tau2.messages import (
 )
 from aah.benchmark.tau2.tasks import Tau2Task
 from aah.runtime import (
+    RAN,
     USER_CALLS,
     HumanReply,
     HumanRequest,
@@ -47,7 +48,6 @@ from aah.runtime import (
     TurnReport,
     UserReply,
 )
-from aah.runtime.turns import RAN
 from aah.storable import storable_text
 from aah.tools import EndpointSpec
 from aah.tools.http import ToolResult

@@ -358,7 +358,7 @@ def build_report(
         )
     ]
     step("τ²")
-    from aah.benchmark.tau2.scores import tau2_run_scores
+    from aah.benchmark.tau2 import tau2_run_scores
 
     tau2 = [
         scores
@@ -732,6 +732,6 @@ def _side_by_side(people: Any, stand_in: Any) -> dict[str, Any]:
 
 
 def _tau2_json(scores: Any) -> dict[str, Any]:
-    from aah.benchmark.tau2.scores import tau2_scores_to_json
+    from aah.benchmark.tau2 import tau2_scores_to_json
 
     return tau2_scores_to_json(scores)

@@ -7,7 +7,7 @@ and setup (``aah.benchmark.tau2.scores``).
 
 from __future__ import annotations
 
-from aah.benchmark.tau2.scores import LEADERBOARD, PUBLISHED, PUBLISHED_PASS4
+from aah.benchmark.tau2 import LEADERBOARD, LEADERBOARD_PASS1, LEADERBOARD_PASS4
 from aah.scoring.report.build import Report
 from aah.scoring.report.tables import RATE_NOTE, ReportTable, format_rate
 
@@ -45,9 +45,9 @@ def tau2_tables(report: Report) -> list[ReportTable]:
     ]  # fmt: skip
     published = [
         [model, *(f"{figures.get(d, 0):.1f}" for d in ("airline", "retail", "telecom"))]
-        for model, figures in PUBLISHED.items()
+        for model, figures in LEADERBOARD_PASS1.items()
     ]
-    published.append(["pass^4 retail", "", f"~{PUBLISHED_PASS4['retail']:.0f}", ""])
+    published.append(["pass^4 retail", "", f"~{LEADERBOARD_PASS4['retail']:.0f}", ""])
     return [
         ReportTable(
             "τ²-bench: pass^k per domain (τ²'s evaluator)",
