@@ -177,6 +177,8 @@ def _refused(
 def log_note(text: str) -> str:
     """``text`` as the server's log takes it: scrubbed of secrets and controls, one short line."""
     line = " ".join(printable(scrub_text(text) or "").split())
+    # A character no font shows (unassigned, such as U+D7FC) is a "?" in a log line.
+    line = "".join(char if char.isprintable() else "?" for char in line)
     line = f"aah mcp serve: {line}"
     return line if len(line) <= NOTE_CHARS else line[: NOTE_CHARS - 1] + "…"
 
