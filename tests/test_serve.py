@@ -608,3 +608,29 @@ def test_chat_templates_render_text_unescaped(text: str) -> None:
     assert plain.from_string("{{ x }}").render(x=text) == text
     with pytest.raises(jinja2.exceptions.SecurityError):  # still the sandbox
         plain.from_string("{{ x.__class__.__mro__ }}").render(x=text)
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("os.kill(os.getpid(), signal.SIGSEGV)", r"crashed with SIGSEGV; rebuild it"),
+        ("os.kill(os.getpid(), signal.SIGTERM)", r"status -15: killed by SIGTERM\) before"),
+        ("sys.exit(3)", r"\(status 3\) before"),
+    ],
+)
+def test_a_server_that_dies_says_how_and_a_crash_what_to_do(
+    tmp_path: Path, how: str, expected: str
+) -> None:
+    # A llama.cpp built for the machine's own CPU died of SIGSEGV on CPUs with AMX:
+    # the message must say it crashed and what to do, not only "status -11".
+    code = f"import os, signal, sys; print('loading', flush=True); {how}"
+    server = ServerProcess(
+        [sys.executable, "-c", code],
+        name="test server",
+        log_path=tmp_path / "server.log",
+        crash_hint="rebuild it",
+    )
+    with server, pytest.raises(AahError, match=expected) as raised:
+        server.wait_ready(f"http://127.0.0.1:{free_port()}/health", timeout=30)
+    assert "\n" not in str(raised.value)
+    assert "loading" in str(raised.value)

@@ -23,6 +23,13 @@ from aah.serve import (
 
 app = typer.Typer(no_args_is_help=True)
 
+# llama-cpp-python builds llama.cpp for the building machine's CPU by default;
+# that build crashed (SIGSEGV in its AMX matrix code) on CPUs with AMX.
+LLAMA_CRASH_HINT = (
+    "a crash inside llama.cpp; a build for any CPU avoids the known one (AMX): "
+    "`make local`, or CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir "
+    "--force-reinstall --no-deps llama-cpp-python"
+)
 PortOption = typer.Option(0, "--port", min=0, help="TCP port on 127.0.0.1; 0 picks a free one.")
 
 
@@ -59,7 +66,7 @@ def llamacpp(
     )
     for note in plan.notes:
         print_warning(note)
-    server = ServerProcess(plan.command, name="llama.cpp server")
+    server = ServerProcess(plan.command, name="llama.cpp server", crash_hint=LLAMA_CRASH_HINT)
     serve_until_stopped(server, plan.ready_url, plan.served, timeout, env_file)
 
 
@@ -136,7 +143,8 @@ def serve_until_stopped(
                 print_line(f"{server.name} stopped (status {server.stop()})")
                 return
         raise AahError(
-            f"the {server.name} exited (status {status}): {server.last_log_line()} "
+            f"the {server.name} exited ({server.describe_status(status)}): "
+            f"{server.last_log_line()} "
             f"(log: {server.log_path})"
         )
     finally:

@@ -24,6 +24,10 @@ from aah.errors import AahError
 POLL_SECONDS = 0.2
 STOP_GRACE_SECONDS = 15.0
 LOOPBACK = "127.0.0.1"
+# Signals that mean the server crashed (rather than was stopped).
+_CRASH_SIGNALS = frozenset(
+    {signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT}
+)
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -110,10 +114,16 @@ class ServerProcess:
         name: str,
         log_path: Path | None = None,
         env: Mapping[str, str] | None = None,
+        crash_hint: str = "",
     ) -> None:
-        """Prepare to run ``command``; ``name`` is how messages call the server."""
+        """Prepare to run ``command``; ``name`` is how messages call the server.
+
+        ``crash_hint`` is added to the message when the server dies of a
+        crash (a signal such as SIGSEGV or SIGILL): what to do about it.
+        """
         self.command = list(command)
         self.name = name
+        self.crash_hint = crash_hint
         self.log_path = log_path or _new_log_file(name)
         self.env = dict(env) if env is not None else None
         self._process: subprocess.Popen[bytes] | None = None
@@ -161,8 +171,8 @@ class ServerProcess:
             if not self.running():
                 code = self._process.returncode if self._process is not None else None
                 raise AahError(
-                    f"the {self.name} exited (status {code}) before it answered: "
-                    f"{self.last_log_line()} (log: {self.log_path})"
+                    f"the {self.name} exited ({self.describe_status(code)}) before it "
+                    f"answered: {self.last_log_line()} (log: {self.log_path})"
                 )
             if answers_ok(url):
                 return time.monotonic() - started
@@ -198,6 +208,18 @@ class ServerProcess:
         if self._process is None:
             raise AahError(f"the {self.name} was never started")
         return self._process.wait()
+
+    def describe_status(self, code: int | None) -> str:
+        """``status N``, or the signal that killed the server and, on a crash, the hint."""
+        if code is None or code >= 0:
+            return f"status {code}"
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        crashed = -code in _CRASH_SIGNALS
+        hint = f"; {self.crash_hint}" if crashed and self.crash_hint else ""
+        return f"status {code}: {'crashed with ' if crashed else 'killed by '}{name}{hint}"
 
     def last_log_line(self) -> str:
         """The last non-empty line the server wrote, or a note that it wrote none."""
