@@ -275,19 +275,21 @@ class StoppedEvent(EventBase):
 
 
 class UserTurnEvent(EventBase):
-    """The user's next message in a conversation of several turns (BFCL multi-turn).
+    """The user's next message in a conversation of several turns (BFCL multi-turn, τ²).
 
-    The first turn is the session's query; each later one starts with this
-    event, once the agent has replied to the turn before without a call.
+    Each later turn starts with this event, once the agent has replied to
+    the turn before without a call. The first turn is the session's query,
+    except in a conversation whose user opens it (τ²: the user answers the
+    agent's greeting): then this event, turn 0, holds the user's first message.
 
     Attributes:
-        turn: The turn's index (1 for the second turn).
+        turn: The turn's index (0 for the first, 1 for the second).
         text: What the user says.
         added_tools: Tools offered from this turn on (a function withheld until now).
     """
 
     kind: Literal["user_turn"] = "user_turn"
-    turn: int = Field(ge=1)
+    turn: int = Field(ge=0)
     text: Excerpt
     added_tools: list[str] = Field(default_factory=list)
 

@@ -215,6 +215,59 @@ def test_sigkill_mid_conversation_resumes_with_the_users_calls_once(
     assert row["tau2_reward"] == 1.0, row["failures"]
 
 
+def test_the_users_first_message_is_a_turn_stored_once_across_a_sigkill(
+    tau2_wheel: Path, tmp_path: Path
+) -> None:
+    """The user's answer to τ²'s greeting (after a call on their phone) is turn 0 of the
+    session's steps; killed while the model answers it, the rerun neither asks the user again
+    (the phone's toggle made twice would undo it) nor stores the turn twice."""
+    from aah.events import ModelCallEvent, UserTurnEvent
+
+    telecom = domain("telecom", tau2_wheel)
+    task = next(
+        t
+        for t in load_tau2_tasks(telecom)
+        if "".join("U" if a.requestor == "user" else "A" for a in t.gold_actions) == "UA"
+    )
+    ident = f"telecom/{task.id}"
+    first = gold_plan(task)[0]
+    assert first.calls and first.agent_call is not None
+    script = gold_agent_script([task])
+    slow = {"rules": [{"when": {"last_role": "user", "last_message_contains": first.text},
+                       "reply": {"text": "too late", "delay_ms": 120_000}}, *script["rules"]]}  # fmt: skip
+    db = tmp_path / "open.db"
+    command = [sys.executable, "-m", "aah", "bench", "tau2", "--run", "open", "--user", "gold",
+               "--domain", "telecom", "--ids", ident, "--no-probe",
+               "--data", str(shared_data()), "--db", str(db)]  # fmt: skip
+    with FakeLLMServer(slow) as llm:
+        process = subprocess.Popen(
+            command, env=_env(llm, tmp_path, tau2_wheel),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not llm.requests:
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    with FakeLLMServer(script) as llm:
+        done = subprocess.run(command, env=_env(llm, tmp_path, tau2_wheel),
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        asked = json.dumps(llm.requests[0], ensure_ascii=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert asked.count(first.text) == 1  # the stored opening, once
+    with SessionStore(db) as store:
+        row = next(r for r in tau2_results(store, "open") if r["task_id"] == ident)
+        events = store.events(row["session_id"])
+    turns = [e for e in events if isinstance(e, UserTurnEvent)]
+    assert [(e.turn, e.text) for e in turns if e.turn == 0] == [(0, first.text)]
+    assert events.index(turns[0]) < next(
+        i for i, e in enumerate(events) if isinstance(e, ModelCallEvent)
+    )
+    assert row["termination"] == "user_stop"
+    assert row["tau2_reward"] == 1.0, row["failures"]
+
+
 def test_report_shows_pass_k_per_domain_beside_the_leaderboard(
     tau2_wheel: Path, tmp_path: Path
 ) -> None:

@@ -559,8 +559,11 @@ async def _opening(ctx: SessionContext, user: ConversationUser, state: AgentStat
     opening = getattr(user, "opening", None)
     if opening is None:
         return state
-    # Kept in the checkpoint's messages (the session's stored query is the request's).
+    # Kept in the checkpoint's messages (the session's stored query is the request's),
+    # and logged as turn 0 as later replies are: held for the checkpoint that
+    # saves the message, so a resumed session neither asks again nor logs it twice.
     first: UserReply = await opening()
+    ctx.emit(UserTurnEvent(session_id=ctx.session_id, turn=0, text=first.text))
     extra = {USER_CALLS: [dict(call) for call in first.calls]} if first.calls else {}
     messages = [*state["messages"][:-1], HumanMessage(first.text, additional_kwargs=extra)]
     return {**state, "messages": messages}
