@@ -68,7 +68,7 @@ def build_graph(
     graph.add_node("tools", _tools)
     graph.add_node("ask_human", _ask_human)
     graph.add_node(APPROVAL_NODE, approval_node)
-    graph.add_conditional_edges(START, _entry, ["awareness", "agent"])
+    graph.add_conditional_edges(START, _entry, ["awareness", "agent", END])
     graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
     graph.add_conditional_edges("agent", _after_agent, ["tools", "ask_human", APPROVAL_NODE, END])
     graph.add_conditional_edges(APPROVAL_NODE, after_approval, [APPROVAL_NODE, "tools", END])
@@ -77,7 +77,11 @@ def build_graph(
     return graph.compile(checkpointer=checkpointer)
 
 
-def _entry(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+async def _entry(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+    # A conversation's user may reach its limit before the agent says a word
+    # (τ²: the phone calls before the first message).
+    if await runtime.context.conversation_limit(state["messages"]) is not None:
+        return END
     # With no awareness question to ask the node would do nothing: the
     # session starts at the agent, a superstep (and its checkpoint) fewer.
     return "awareness" if awareness_questions(runtime.context.awareness) else "agent"
@@ -87,7 +91,11 @@ def _after_awareness(state: AgentState) -> Route:
     return END if state.get("skipped") else "agent"
 
 
-def _after_tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+async def _after_tools(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+    # A conversation with limits of its own (τ²'s failed calls and steps) ends
+    # as soon as a step reaches one, inside a turn too.
+    if await runtime.context.conversation_limit(state["messages"]) is not None:
+        return END
     if _pending_questions(state["messages"]):
         return "ask_human"
     # Reached at the limit only when the last turn's calls were still to be answered.

@@ -255,6 +255,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         store=store,
         follow_ups=request.follow_ups,
         check_calls=request.check_calls,
+        conversation=request.conversation,
     )
     runtime.activity.session_started()
     store_failed = False
@@ -515,13 +516,16 @@ async def _next_reply(
     """The user's answer that starts the next turn, or None when the conversation ends.
 
     Like :func:`_next_turn`, but the user is asked first (their answer may
-    end the conversation), so the turn's report sees what they did.
+    end the conversation), so the turn's report sees what they did. A turn
+    that ended inside, at a limit of the conversation's own (τ²'s), is its
+    end too: the user is asked for it (and answers None).
     """
     if state.get("skipped") or state.get("terminated"):
         return None
     messages = state.get("messages", [])
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    if last is None or last.tool_calls or last.invalid_tool_calls:
+    mid_turn = last is None or bool(last.tool_calls or last.invalid_tool_calls)
+    if mid_turn and await ctx.conversation_limit(messages) is None:
         return None
     turn = state.get("turn", 0)
     _bind(user, ctx.session_id)
@@ -753,6 +757,11 @@ async def _finish(
     if state.get("terminated"):
         return await _stop(runtime, record, "terminated", _terminated_message(state))
     limit_hit = bool(last is not None and (last.tool_calls or last.invalid_tool_calls))
+    own_limit = await ctx.conversation_limit(messages) if limit_hit or last is None else None
+    if own_limit is not None:
+        # Ended inside a turn at a limit of the conversation's own (τ²'s), which
+        # its benchmark grades: finished, though the agent may have said nothing.
+        return await _close(ctx, runtime, record, "finished", text or f"({own_limit})")
     turns_left = len(ctx.follow_ups) - state.get("turn", 0)
     if limit_hit and turns_left > 0:
         # A conversation ends at a turn's step limit, its later turns never sent (BFCL).

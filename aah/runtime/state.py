@@ -17,7 +17,7 @@ from aah.runtime.approval_policy import ApprovalPolicy
 from aah.runtime.budget import DEFAULT_TOOL_RESULT_TOKENS
 from aah.runtime.discovery import ToolFinder
 from aah.runtime.tool_mode import ToolMode, tools_prompt
-from aah.runtime.turns import FollowUp
+from aah.runtime.turns import ConversationUser, FollowUp, LimitedConversation
 from aah.store import SessionStore
 from aah.tools import (
     ASK_HUMAN,
@@ -157,9 +157,18 @@ class SessionContext:
     # tool exists (and ask_human's own checks): the tools judge their
     # arguments themselves, and a repeated call runs again (BFCL's stateful APIs).
     check_calls: CallChecks = "all"
+    # The other side of a conversation whose turns are not known in advance (τ²).
+    conversation: ConversationUser | None = None
     _found: tuple[tuple[str, ...], SessionTools] | None = field(
         default=None, init=False, repr=False
     )
+
+    async def conversation_limit(self, messages: Sequence[AnyMessage]) -> str | None:
+        """The limit of its own the conversation reached at ``messages`` (τ²'s); None if none."""
+        conversation = self.conversation
+        if isinstance(conversation, LimitedConversation):
+            return await conversation.limit_reached(messages)
+        return None
 
     @property
     def discover(self) -> bool:

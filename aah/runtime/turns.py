@@ -128,3 +128,18 @@ class ConversationExecutor(Protocol):
     def restore_conversation(self, messages: Sequence[AnyMessage]) -> None:
         """Rebuild the state of a resumed session from its messages, in their order."""
         ...
+
+
+@runtime_checkable
+class LimitedConversation(Protocol):
+    """A conversation with limits of its own, which may end it inside a turn (τ²'s).
+
+    Asked before each of the agent's steps (at a turn's start and once a
+    step's calls are answered); when it says a limit is reached the turn
+    ends there, the user's ``reply`` is asked for the conversation's end (it
+    answers None), and the session finishes.
+    """
+
+    async def limit_reached(self, messages: Sequence[AnyMessage]) -> str | None:
+        """Which limit ``messages`` reached, in a few words; None while the conversation goes on."""
+        ...

@@ -12,10 +12,15 @@ agent's and the user's calls in their order (``restore_conversation``).
 
 The simulation ends as τ²'s orchestrator ends one: the user says a stop
 token (``user_stop``), the agent says ``###STOP###`` (``agent_stop``),
-the conversation reaches :data:`MAX_STEPS` messages (``max_steps``) or more
-than :data:`MAX_ERRORS` calls fail (``too_many_errors``). Its end is graded
-then by τ²'s evaluator (``agrade_simulation``), and the grade goes into the
-last turn's report (the ``turn_ended`` event's check), stored with the session.
+the conversation reaches :data:`MAX_STEPS` steps (``max_steps``) or
+:data:`MAX_ERRORS` calls have failed (``too_many_errors``). The limits are
+checked as τ²'s run loop checks them (:func:`tau2_limit`): after every step
+that is not a call on its way to the environment, so inside a turn too,
+after each batch of the agent's calls (``limit_reached``, which the
+session asks) and after each of the user's phone calls (their answer is
+then never sent). Its end is graded then by τ²'s evaluator
+(``agrade_simulation``), and the grade goes into the last turn's report
+(the ``turn_ended`` event's check), stored with the session.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from aah.storable import storable_text
 from aah.tools import EndpointSpec
 from aah.tools.http import ToolResult
 
-# τ²'s orchestrator's limits (its defaults).
+# τ²'s orchestrator's limits (its defaults): steps, and calls whose result is an error.
 MAX_STEPS = 200
 MAX_ERRORS = 10
 # What ends a simulation when the user says it, and when the agent does (τ²'s tokens).
@@ -61,6 +66,11 @@ AGENT_STOP_TOKEN = "###STOP###"
 # τ²'s agent's first message, before the user's first.
 GREETING = "Hi! How can I help you today?"
 ASK_HUMAN = "ask_human"
+# Each limit's end in words (a session that ends inside a turn says it as its answer).
+LIMITS = {
+    "max_steps": f"τ²'s step limit: {MAX_STEPS} steps (max_steps)",
+    "too_many_errors": f"τ²'s error limit: {MAX_ERRORS} calls failed (too_many_errors)",
+}
 
 # The most of one user message the conversation keeps (a simulated user's
 # reply is a few sentences; a runaway one is cut, with a note, never stored whole).
@@ -80,9 +90,19 @@ class Tau2User(Protocol):
         ``turn`` counts the user's messages before this one (0: the first,
         answering τ²'s greeting; -1: a question the agent asked with
         ``ask_human``). ``history`` is the conversation so far as τ² records
-        it, the agent's last message included.
+        it, the agent's last message included. ``run`` raises
+        :class:`LimitReached` once a call brings the simulation to one of
+        τ²'s limits: let it through (the simulation ends there).
         """
         ...
+
+
+class LimitReached(Exception):  # noqa: N818 - a signal, not an error
+    """A user's call brought the simulation to one of τ²'s limits (``termination`` names it)."""
+
+    def __init__(self, termination: str) -> None:
+        super().__init__(termination)
+        self.termination = termination
 
 
 @dataclass
@@ -209,24 +229,38 @@ class Tau2Simulation:
         trajectory = self.trajectory(messages)
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         text = last.text if last is not None and isinstance(last.text, str) else ""
-        ended = self._ended(trajectory, agent_text=text)
+        # Inside a turn, this is only asked once a limit ended it (limit_reached).
+        ended = self._termination(trajectory, "agent_stop" if AGENT_STOP_TOKEN in text else None)
         if ended is not None:
             await self._end(trajectory, ended)
             return None
         self._user_calls = []
         self._seen = trajectory
-        answer = user_text(await self.user.respond(turn + 1, text, self._user_run, trajectory))
+        try:
+            said = await self.user.respond(turn + 1, text, self._user_run, trajectory)
+        except LimitReached as reached:
+            # Their phone calls reached a limit: the message they were writing is never sent.
+            await self._end(trajectory + self._user_messages(self._user_calls), reached.termination)
+            return None
+        answer = user_text(said)
         calls = tuple(self._user_calls)
         trajectory += self._user_messages(calls, answer)
-        if _stops(answer):
-            await self._end(trajectory, "user_stop")
-            return None
-        ended = self._ended(trajectory, agent_text="")
+        ended = self._termination(trajectory, "user_stop" if _stops(answer) else None)
         if ended is not None:
             await self._end(trajectory, ended)
             return None
         self.messages = trajectory
         return UserReply(answer, calls)
+
+    async def limit_reached(self, messages: Sequence[AnyMessage]) -> str | None:
+        """τ²'s limit the simulation reached at ``messages`` (a step's end), in words; or None.
+
+        The session asks before each of the agent's steps, so a turn of many
+        calls ends as soon as τ²'s loop would end it.
+        """
+        await self._answer_refused(messages)
+        ended = self._termination(self.trajectory(messages), None)
+        return None if ended is None else LIMITS[ended]
 
     async def _answer_refused(self, messages: Sequence[AnyMessage]) -> None:
         """τ²'s own answer to each call aah refused (a tool the agent lacks), for the record.
@@ -253,15 +287,33 @@ class Tau2Simulation:
             self._refused[call_id] = await env.aexecute(made)
 
     async def opening(self) -> UserReply:
-        """The user's first message (answering τ²'s greeting), and the calls made before it."""
-        await self._environment()
-        self._user_calls = []
+        """The user's first message (answering τ²'s greeting), and the calls made before it.
+
+        Calls that reach one of τ²'s limits end the simulation before the
+        agent's first step (``limit_reached``); the user's message is empty then.
+        """
         env = await self._environment()
+        self._user_calls = []
         self._seen = [*env.history, Tau2AgentMessage(text=GREETING)]
-        answer = user_text(await self.user.respond(0, GREETING, self._user_run, self._seen))
-        return UserReply(answer, tuple(self._user_calls))
+        try:
+            said = await self.user.respond(0, GREETING, self._user_run, self._seen)
+        except LimitReached:
+            said = ""
+        return UserReply(user_text(said), tuple(self._user_calls))
 
     async def _user_run(self, name: str, arguments: Mapping[str, Any]) -> Tau2ToolResult:
+        """One of the user's calls (:meth:`_user_call`), then τ²'s limits, as its loop checks.
+
+        Raises:
+            LimitReached: the call's result brought the simulation to a limit.
+        """
+        result = await self._user_call(name, arguments)
+        ended = self._termination(self._seen + self._user_messages(self._user_calls), None)
+        if ended is not None:
+            raise LimitReached(ended)
+        return result
+
+    async def _user_call(self, name: str, arguments: Mapping[str, Any]) -> Tau2ToolResult:
         """One of the user's calls, on the environment as τ² runs it.
 
         A tool the user lacks (the agent's included) is τ²'s to refuse: it
@@ -272,7 +324,9 @@ class Tau2Simulation:
         self._user_calls.append({"name": name, "arguments": dict(arguments), "id": call_id})
         return await self._run(call)
 
-    def _user_messages(self, calls: Sequence[Mapping[str, Any]], text: str) -> list[Tau2Message]:
+    def _user_messages(
+        self, calls: Sequence[Mapping[str, Any]], text: str | None = None
+    ) -> list[Tau2Message]:
         out: list[Tau2Message] = []
         results = {ran.call.id: ran.result for ran in self._ran if ran.call.requestor == "user"}
         for call in calls:
@@ -284,17 +338,19 @@ class Tau2Simulation:
                 if result is not None
                 else Tau2ToolResult(made.id, "Error: no such tool", "user", error=True)
             )
-        out.append(Tau2UserMessage(text=text))
+        if text is not None:
+            out.append(Tau2UserMessage(text=text))
         return out
 
-    def _ended(self, trajectory: Sequence[Tau2Message], *, agent_text: str) -> str | None:
-        if AGENT_STOP_TOKEN in agent_text:
-            return "agent_stop"
-        if sum(1 for m in trajectory if isinstance(m, Tau2ToolResult) and m.error) > MAX_ERRORS:
-            return "too_many_errors"
-        if len(trajectory) >= MAX_STEPS:
-            return "max_steps"
-        return None
+    def _termination(self, trajectory: Sequence[Tau2Message], stopped: str | None) -> str | None:
+        """How the simulation ends after ``trajectory``'s last step: τ²'s limits, else ``stopped``.
+
+        τ²'s loop checks its limits after the step that stopped it, so a limit
+        reached by that step names the end. The task's history and the
+        greeting are no steps of τ²'s (its count starts after them).
+        """
+        start = (len(self._env.history) if self._env is not None else 0) + 1
+        return tau2_limit(trajectory[start:]) or stopped
 
     async def _end(self, trajectory: list[Tau2Message], termination: str) -> None:
         self.messages = trajectory
@@ -311,7 +367,7 @@ class Tau2Simulation:
         """The agent's question (``ask_human``) goes to the same user."""
         self._user_calls = []
         answer = user_text(
-            await self.user.respond(-1, request.question, self._user_run, self._seen)
+            await self.user.respond(-1, request.question, self._user_call, self._seen)
         )
         return HumanReply(answer=answer, answered_by="tau2-user")
 
@@ -374,6 +430,30 @@ class Tau2Simulation:
                     text = message.content if isinstance(message.content, str) else ""
                     out.append(Tau2ToolResult(call_id, text, "assistant", error=True))
         return out
+
+
+def tau2_limit(steps: Sequence[Tau2Message]) -> str | None:
+    """The limit of τ²'s orchestrator a simulation has reached after ``steps``; None if none.
+
+    ``steps`` is the simulation as τ² records it after the greeting (or the
+    task's history). As τ²'s orchestrator counts, a step is one message of
+    the agent or the user, or the results of one message's calls together;
+    an error is a result marked so. Its run loop checks, after each step not
+    on its way to the environment, ``steps >= MAX_STEPS`` (``max_steps``),
+    then ``errors >= MAX_ERRORS`` (``too_many_errors``, named when both hold).
+    """
+    count = errors = 0
+    results = False
+    for message in steps:
+        if isinstance(message, Tau2ToolResult):
+            errors += 1 if message.error else 0
+            count += 0 if results else 1
+            results = True
+        else:
+            count += 1
+            results = False
+    ended = "max_steps" if count >= MAX_STEPS else None
+    return "too_many_errors" if errors >= MAX_ERRORS else ended
 
 
 def user_text(text: object) -> str:
