@@ -309,6 +309,11 @@ def test_report_shows_pass_k_per_domain_beside_the_leaderboard(
     (scores,) = data["tau2"]
     assert scores["domain"] == "airline" and scores["epochs"] == 2
     assert [p["value"] for p in scores["pass_k"]] == [0.75, 0.5]
+    # Every pass^k with the bootstrap over tasks (task 3 passed twice, task 14 once):
+    # pass^2's per-task values are 1 and 0, so its interval spans both.
+    second = scores["pass_k"][1]
+    assert (second["k"], second["low"], second["high"], second["tasks"]) == (2, 0.0, 1.0, 2)
+    assert scores["pass_1_simulations"]["k"] == 3 and scores["pass_1_simulations"]["n"] == 4
     assert scores["terminations"] == {"user_stop": 4}
     assert scores["components"]["DB"]["k"] == 3
     assert scores["published"]["pass_1"]["Claude Opus 4.5"] == 84.0

@@ -2,9 +2,13 @@
 
 pass^k per task is C(c, k) / C(n, k) over its n epochs with c successes
 (science.md §9), averaged over the domain's tasks, for k = 1..n (the fewest
-epochs any task has). Its interval is Wilson's over the tasks (the mean
-read as a proportion of tasks: exact for pass^1 with one epoch, an
-approximation otherwise). NL assertions are reported apart: how many
+epochs any task has, as τ²'s own metrics take it). The per-task values are
+fractions, so every pass^k's interval is the percentile bootstrap over
+tasks that repeated runs of every benchmark use (``aah.scoring.repeats``:
+tasks resampled with replacement, 95%, a fixed seed). pass^1 is also a
+proportion, the share of simulations that reached reward 1 (the same
+figure when every task has the same epochs), and is reported with its
+Wilson interval too. NL assertions are reported apart: how many
 simulations wait for their verdicts, and the reward of those that have them.
 Published leaderboard figures are shown beside, with their source and setup.
 """
@@ -12,13 +16,13 @@ Published leaderboard figures are shown beside, with their source and setup.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from math import comb
 from typing import Any
 
 from aah.benchmark.batch import EPOCH_MARK
-from aah.scoring import Proportion, wilson
+from aah.scoring import Proportion, pass_hat_k, wilson
+from aah.scoring.repeats import Estimate, bootstrap_mean
 from aah.store import SessionStore
 
 LEADERBOARD = "τ²-bench leaderboard, https://taubench.com (standard setup, user simulator gpt-5.2)"
@@ -40,8 +44,10 @@ class Tau2Scores:
     tasks: int
     sessions: int
     epochs: int
-    pass_k: list[Proportion] = field(default_factory=list)
-    pass_k_values: list[float] = field(default_factory=list)
+    # pass^k for k = 1..epochs: the mean over tasks with its bootstrap interval over tasks.
+    pass_hat: list[Estimate] = field(default_factory=list)
+    # Simulations that reached reward 1, of all: pass^1 read as a proportion (Wilson).
+    pass_1: Proportion = field(default_factory=lambda: wilson(0, 0))
     components: dict[str, Proportion] = field(default_factory=dict)
     terminations: Counter[str] = field(default_factory=Counter)
     nl_pending: int = 0
@@ -49,6 +55,15 @@ class Tau2Scores:
     turns_per_task: float = 0.0
     # Simulations whose NL assertions all hold, per aah's grader (of those judged).
     nl: Proportion | None = None
+
+    @property
+    def pass_k(self) -> list[Proportion]:
+        """The pass^k figures that are proportions, with their Wilson intervals: pass^1 alone.
+
+        For a table of proportions; pass^k for k > 1 is no proportion and has
+        only its bootstrap interval (:attr:`pass_hat`).
+        """
+        return [self.pass_1]
 
 
 def tau2_run_scores(store: SessionStore, run: str, aah: bool | None) -> list[Tau2Scores]:
@@ -96,11 +111,8 @@ def _domain_scores(
         per_task.setdefault(base, []).append(bool(row.get("success")))
     epochs = min(len(outcomes) for outcomes in per_task.values())
     scores = Tau2Scores(run, domain, aah, len(per_task), len(rows), epochs)
-    for k in range(1, epochs + 1):
-        values = [comb(sum(o), k) / comb(len(o), k) for o in per_task.values()]
-        mean = sum(values) / len(values)
-        scores.pass_k_values.append(mean)
-        scores.pass_k.append(wilson(round(mean * len(values)), len(values)))
+    scores.pass_hat = pass_hat_estimates(per_task.values(), epochs)
+    scores.pass_1 = wilson(sum(sum(o) for o in per_task.values()), len(rows))
     met: Counter[str] = Counter()
     seen: Counter[str] = Counter()
     for row in rows:
@@ -116,6 +128,17 @@ def _domain_scores(
     return scores
 
 
+def pass_hat_estimates(outcomes: Iterable[Sequence[bool]], most: int) -> list[Estimate]:
+    """pass^k for k = 1..``most`` over tasks (each a sequence of its epochs' successes).
+
+    Each is the mean over tasks of C(c, k) / C(n, k), with the seeded
+    bootstrap interval over tasks of ``aah.scoring.repeats``; every task
+    needs at least ``most`` epochs.
+    """
+    trials = [(len(o), sum(o)) for o in outcomes]
+    return [bootstrap_mean([pass_hat_k(n, c, k) for n, c in trials]) for k in range(1, most + 1)]
+
+
 def tau2_scores_to_json(scores: Tau2Scores) -> dict[str, Any]:
     """A domain's figures as JSON (the report's ``tau2`` list)."""
 
@@ -129,10 +152,9 @@ def tau2_scores_to_json(scores: Tau2Scores) -> dict[str, Any]:
         "tasks": scores.tasks,
         "sessions": scores.sessions,
         "epochs": scores.epochs,
-        "pass_k": [
-            {"k": k, "value": value, "interval": proportion(p)}
-            for k, (value, p) in enumerate(zip(scores.pass_k_values, scores.pass_k, strict=True), 1)
-        ],
+        # Each {"k", "value", "low", "high", "tasks"}: the bootstrap interval over tasks.
+        "pass_k": [{"k": k, **e._asdict()} for k, e in enumerate(scores.pass_hat, 1)],
+        "pass_1_simulations": proportion(scores.pass_1),
         "components": {name: proportion(p) for name, p in scores.components.items()},
         "terminations": dict(scores.terminations),
         "nl_pending": scores.nl_pending,
