@@ -133,7 +133,7 @@ def test_a_version_6_store_is_migrated_and_reads_as_before(
     where = store_location.url if isinstance(store_location, DatabaseURL) else str(store_location)
     status, printed = aah(["db", "migrate", where], tmp_path, monkeypatch, capsys)
     assert status == 0 and f"uses session schema {SCHEMA_VERSION}" in printed, printed
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION >= 7
     with SessionStore(store_location) as store:
         read = {rid: store.humans.get_human_request(rid) for rid in ("old-edit", "old-words")}
         edited, approved = (decision_of(r) for r in read.values() if r is not None)

@@ -28,11 +28,10 @@ from pydantic import BaseModel, Field
 
 from aah.desk.elicitation_form import (
     MAX_LABEL_CHARS,
-    MAX_NAME_CHARS,
     ContentInvalid,
     ElicitationField,
     FieldValue,
-    check_value,
+    check_fields,
     shown_line,
 )
 from aah.desk.elicitation_schema import ElicitationRefused, form_fields, shown_value
@@ -182,21 +181,7 @@ def check_content(request: ElicitationRequest, content: Mapping[str, Any]) -> di
     """
     if request.mode != "form":
         raise ContentInvalid("a link's result has no content: accept says the person is done")
-    if not isinstance(content, Mapping):
-        raise ContentInvalid("the form's values are not an object of fields")
-    names = {f.name for f in request.fields}
-    unknown = next((name for name in content if name not in names), None)
-    if unknown is not None:
-        raise ContentInvalid(f"the form has no field {shown_value(str(unknown)[:MAX_NAME_CHARS])}")
-    checked: dict[str, FieldValue] = {}
-    for spec in request.fields:
-        value = content.get(spec.name)
-        if value is None or value == "" and spec.kind != "string":
-            if spec.required:
-                raise ContentInvalid(f"{spec.label} is required")
-            continue
-        checked[spec.name] = check_value(spec, value)
-    return checked
+    return check_fields(request.fields, content)
 
 
 def stored_answer(result: ElicitationResult) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -179,6 +180,38 @@ def check_value(spec: ElicitationField, value: Any) -> FieldValue:
     if not isinstance(value, str):
         raise ContentInvalid(f"{label} is text")
     return _checked_text(spec, value)
+
+
+def check_fields(fields: Sequence[ElicitationField], content: Any) -> dict[str, FieldValue]:
+    """``content`` checked against a form's ``fields``: every value of its field's kind and bounds.
+
+    Fields left out stay out (unless required), as does an empty box of a
+    field that is not text; a value for a field the form does not have is
+    refused, as is any value out of its bounds.
+
+    Raises:
+        ContentInvalid: one line naming the field and what to give instead.
+    """
+    if not isinstance(content, Mapping):
+        raise ContentInvalid("the form's values are not an object of fields")
+    names = {f.name for f in fields}
+    unknown = next((name for name in content if name not in names), None)
+    if unknown is not None:
+        raise ContentInvalid(f"the form has no field {_quoted(unknown)}")
+    checked: dict[str, FieldValue] = {}
+    for spec in fields:
+        value = content.get(spec.name)
+        if value is None or value == "" and spec.kind != "string":
+            if spec.required:
+                raise ContentInvalid(f"{spec.label} is required")
+            continue
+        checked[spec.name] = check_value(spec, value)
+    return checked
+
+
+def _quoted(name: Any) -> str:
+    """A field name someone sent, quoted short and on one line, whatever it is."""
+    return repr(shown_line(name, 40)) if isinstance(name, str) else f"of type {type(name).__name__}"
 
 
 def _checked_choice(spec: ElicitationField, value: Any) -> FieldValue:

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, Field
 
 from aah.bounds import parse_json
+from aah.desk.user_tools import UserToolCall
 from aah.events import ApprovalDecision
 from aah.storable import storable
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord
@@ -32,6 +33,8 @@ class Answer(BaseModel):
         seconds: How long they took.
         declined: They chose not to answer.
         flags: Checks on the answer, e.g. a simulated user's leak check.
+        call: A call they made with their own tools instead of answering in
+            words (``answer`` is then empty); the asker makes it and asks again.
     """
 
     # A person's text may come from a terminal that sent bytes that are not UTF-8.
@@ -40,6 +43,7 @@ class Answer(BaseModel):
     seconds: float = 0.0
     declined: bool = False
     flags: list[str] = Field(default_factory=list)
+    call: UserToolCall | None = None
 
     def resumed(self) -> dict[str, Any]:
         """The answer as the graph's interrupt gets it back (JSON values, checkpointed)."""

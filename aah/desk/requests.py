@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from aah.bounds import OutOfBounds, check_number
+from aah.desk.user_tools import UserToolsContext, read_user_tools
 
 C = TypeVar("C", bound="QuestionContext")
 # The version this aah writes; a row without one was written as version 1.
@@ -114,6 +115,9 @@ class QuestionContext(BaseModel):
         demo_answer: What the demo user would say (the terminal app's demo tasks).
         fallback_answer: The words an MCP client gave to answer at the deadline.
         content_digest: The digest binding an MCP client's id to its content.
+        user_tools: The tools the person holds themselves (a τ² user's phone),
+            which they may call instead of answering in words, with the calls
+            made since the turn began; None when they hold none.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
@@ -136,6 +140,7 @@ class QuestionContext(BaseModel):
         None, validation_alias=AliasChoices("fallback_answer", "fallback")
     )
     content_digest: OptionalText = None
+    user_tools: Annotated[UserToolsContext | None, BeforeValidator(read_user_tools)] = None
 
     def stored(self) -> dict[str, Any]:
         """The context as the ``context`` column keeps it (JSON values, this version)."""

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from aah.clock import Clock
 from aah.desk.elicitation import ElicitationResult, stored_answer
+from aah.desk.elicitation_form import ContentInvalid
+from aah.desk.requests import question_context
+from aah.desk.user_tools import check_user_call
 from aah.store import HumanRequestRecord, SessionStore
 
 # Without a heartbeat for about this long, a page's claim ends.
@@ -37,6 +41,8 @@ UNDO_SECONDS = 6.0
 # How far past the skipped questions ``next_for`` looks for one not skipped.
 _LOOKAHEAD = 20
 MAX_ANSWER_CHARS = 4_000
+# How long a call's follow-up question is looked for, after which it is forgotten.
+FOLLOW_UP_KEPT_S = 600.0
 
 _log = logging.getLogger(__name__)
 
@@ -130,6 +136,8 @@ class DeskWorkflow:
         # Questions each page has left (sent, skipped, declined), and when.
         self._left: dict[tuple[str, str], float] = {}
         self._undo: dict[str, Undoable] = {}
+        # The question each annotator's last call leads to, and since when (monotonic).
+        self._awaited: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
     def next_for(self, annotator: str, skipped: Collection[str] = ()) -> Next:
@@ -140,6 +148,9 @@ class DeskWorkflow:
         are left, the oldest of them comes back, with a note saying so. A
         question they declined a moment ago (still undoable) never comes back.
         """
+        followed = self.follow_up(annotator)
+        if followed is not None:
+            return Next(followed, "The result of your call is back.")
         held = self._declining(annotator)
         request = self.store.humans.claim_next(annotator, self.lease_seconds)
         if request is None or (request.id not in skipped and request.id not in held):
@@ -343,6 +354,81 @@ class DeskWorkflow:
             seconds=self._took(opened, at),
         )
         return self._after_reply(request, settled)
+
+    def called(
+        self,
+        annotator: str,
+        opened: OpenedRequest,
+        tool: Any,
+        values: Any,
+        draft: Any = "",
+        *,
+        at: float | None = None,
+    ) -> Sent:
+        """Store ``annotator``'s call of one of their own tools as their reply to ``opened``.
+
+        The call is checked against the tools the question's context offers
+        (``aah.desk.check_user_call``) before anything is stored; ``draft`` is
+        the message typed so far, shown again with the call's result. Their
+        claim ends; the asker makes the call and asks again, and
+        :meth:`follow_up` (or :meth:`next_for`) opens that question for them.
+
+        Raises:
+            ContentInvalid: the question offers no tools, or the call does not
+                fit; one line saying what to change, nothing stored.
+            LookupError: The request is gone.
+        """
+        request, early = self._before_reply(annotator, opened, "that question is gone")
+        if early is not None:
+            return early
+        tools = question_context(request.context).user_tools
+        if tools is None or request.kind != "question":
+            raise ContentInvalid("this question offers no tools of yours to call: answer it")
+        call = check_user_call(tools, tool, values, draft)
+        settled = self.store.humans.answer_human_request(
+            request.id, annotator, "", seconds=self._took(opened, at), user_call=call.stored()
+        )
+        if settled:
+            with self._lock:
+                self._awaited[annotator] = (tools.next_request_id(), self.clock.monotonic())
+        return self._after_reply(request, settled)
+
+    def follow_up(
+        self,
+        annotator: str,
+        *,
+        wait_seconds: float = 0.0,
+        poll_seconds: float = 0.1,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> HumanRequestRecord | None:
+        """The question after ``annotator``'s last call, claimed for them once it is asked.
+
+        Looks for it for up to ``wait_seconds`` (on the workflow's clock,
+        ``sleep`` between looks). None when there is none to wait for, it has
+        not come yet (:meth:`next_for` offers it first when it has), or
+        someone else holds it.
+        """
+        until = self.clock.monotonic() + wait_seconds
+        while True:
+            with self._lock:
+                awaited = self._awaited.get(annotator)
+                now = self.clock.monotonic()
+                if awaited is not None and now - awaited[1] > FOLLOW_UP_KEPT_S:
+                    del self._awaited[annotator]
+                    awaited = None
+            if awaited is None:
+                return None
+            request = self.store.humans.get_human_request(awaited[0])
+            if request is not None:
+                with self._lock:
+                    if self._awaited.get(annotator) == awaited:
+                        del self._awaited[annotator]
+                if request.status == "pending" and self.open(annotator, request.id):
+                    return self.store.humans.get_human_request(request.id)
+                return None
+            if self.clock.monotonic() >= until:
+                return None
+            sleep(poll_seconds)
 
     def _before_reply(
         self, annotator: str, opened: OpenedRequest, gone: str

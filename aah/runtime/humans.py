@@ -21,7 +21,13 @@ from pydantic import BaseModel, Field
 
 from aah.bounds import check_seconds
 from aah.clock import Clock
-from aah.desk import Answer, ElicitationRequest, ElicitationResult, QuestionContext
+from aah.desk import (
+    Answer,
+    ElicitationRequest,
+    ElicitationResult,
+    QuestionContext,
+    UserToolCall,
+)
 from aah.errors import AahError
 from aah.extensions import HumanChannelName, choose
 from aah.runtime.elicitations import (
@@ -314,6 +320,8 @@ class QueueHuman:
             answered_by=record.answered_by or "unknown",
             seconds=seconds,
             declined=record.status == "declined",
+            # A call the person made with their own tools, from its own column.
+            call=None if record.user_call is None else UserToolCall.from_stored(record.user_call),
         )
 
     async def _check_session(self, request: HumanRequest) -> None:

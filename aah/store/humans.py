@@ -47,6 +47,7 @@ class _Reply(NamedTuple):
     decision: str | None
     edited_arguments: str | None  # JSON
     reason: str | None
+    user_call: str | None = None  # JSON
 
 
 # How long a claim holds a request for its annotator unless renewed.
@@ -130,6 +131,8 @@ class HumanRequests:
         declined: bool = False,
         rating: int | None = None,
         seconds: float | None = None,
+        *,
+        user_call: Mapping[str, Any] | None = None,
     ) -> bool:
         """Store one annotator's answer; the first answer settles the request.
 
@@ -149,6 +152,9 @@ class HumanRequests:
             declined: The annotator chose not to answer.
             rating: The annotator's 0/1 rating of the question, if asked for.
             seconds: How long the annotator took.
+            user_call: A call the annotator made with their own tools instead of
+                answering in words (``aah.desk.UserToolCall``'s JSON values,
+                checked by the desk), kept in a column of its own.
 
         Returns:
             True when this answer settled the request.
@@ -157,9 +163,9 @@ class HumanRequests:
             KeyError: No such request.
             ValueError: The request is an approval (``decide_approval`` decides one).
         """
-        return self._settle(
-            request_id, annotator, _Reply(answer, declined, rating, seconds, None, None, None)
-        )
+        call = None if user_call is None else schema.to_json(dict(user_call))
+        reply = _Reply(answer, declined, rating, seconds, None, None, None, call)
+        return self._settle(request_id, annotator, reply)
 
     def decide_approval(
         self,
@@ -230,8 +236,8 @@ class HumanRequests:
                 return False
             inserted = db.execute(
                 "INSERT INTO human_answers (request_id, annotator, answer, declined, rating,"
-                " seconds, created, decision, edited_arguments, reason)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                " seconds, created, decision, edited_arguments, reason, user_call)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [
                     request_id,
                     annotator,
@@ -243,13 +249,15 @@ class HumanRequests:
                     reply.decision,
                     reply.edited_arguments,
                     reason,
+                    reply.user_call,
                 ],
             ).rowcount
             if not inserted or request.status != "pending":
                 return False
             db.execute(
                 "UPDATE human_requests SET status = ?, answer = ?, answered_by = ?,"
-                " answered_at = ?, decision = ?, edited_arguments = ?, reason = ? WHERE id = ?",
+                " answered_at = ?, decision = ?, edited_arguments = ?, reason = ?, user_call = ?"
+                " WHERE id = ?",
                 [
                     "declined" if reply.declined else "answered",
                     answer,
@@ -258,6 +266,7 @@ class HumanRequests:
                     reply.decision,
                     reply.edited_arguments,
                     reason,
+                    reply.user_call,
                     request_id,
                 ],
             )
