@@ -27,7 +27,20 @@ from aah.benchmark.tau2.messages import (
 )
 from aah.benchmark.tau2.simulation import RunCall
 from aah.benchmark.tau2.tasks import Tau2Task
-from aah.desk import QuestionContext
+from aah.desk import (
+    ContentInvalid,
+    ConversationLine,
+    QuestionContext,
+    UserTool,
+    UserToolCall,
+    UserToolResult,
+    UserToolsContext,
+    recheck_user_call,
+    result_text,
+    shown_line,
+    turn_request_id,
+    user_tools,
+)
 from aah.errors import AahError
 from aah.llm import ChatClient, ModelConfig, ModelError
 from aah.prompts import PromptFolder
@@ -37,6 +50,9 @@ PROMPTS = PromptFolder(Path(__file__).parent / "prompts")
 USER_PROMPT = "tau2_user"
 # The user's calls before one message (τ²'s simulator has no own bound; a loop must end).
 MAX_USER_CALLS = 20
+# What a person at the desk reads of the conversation so far: its latest lines, each cut.
+MAX_CONVERSATION_LINES = 40
+MAX_LINE_CHARS = 600
 _CLIENTS: dict[tuple[int, float], tuple[ModelConfig, ChatClient]] = {}
 
 
@@ -101,9 +117,16 @@ class PersonTau2User:
 
     Each of the agent's messages is a question to ``channel`` (normally the
     store's ``QueueHuman``), shown with the scenario as "you are this user"
-    and, in telecom, the phone's tools the user has (as text: the desk does
-    not make phone calls). The question's id is a function of the
-    conversation, so a resumed simulation finds the answer already given.
+    and the conversation so far. In telecom the question's context also
+    carries the phone's tools (``aah.desk.UserToolsContext``: buttons and
+    small forms made from τ²'s schemas): the person may reply with a call
+    instead of words. The call, checked again here, is made through ``run``
+    exactly as the simulated user's are (one at a time, kept with the
+    message), and the person is asked again with its result and the message
+    they had typed, until they answer in words or the turn's
+    :data:`MAX_USER_CALLS` calls are spent. Every question's id is a function
+    of the conversation and of the replies given in the turn, so a resumed
+    simulation finds each reply given and makes the same calls again.
     """
 
     def __init__(
@@ -113,11 +136,9 @@ class PersonTau2User:
         self.channel = channel
         self.session_id = ""
         self.scenario = f"You are this user. {task.user_scenario.strip()}"
-        self.tools = [
-            f"{tool.get('function', tool).get('name')}: "
-            f"{str(tool.get('function', tool).get('description') or '').strip()[:200]}"
-            for tool in domain.user_tools
-        ]
+        self.phone: tuple[list[UserTool], list[str]] | None = (
+            user_tools(domain.user_tools) if domain.user_tools else None
+        )
         self.task_id = f"{domain.name}/{task.id}"
         self.run = run
 
@@ -128,22 +149,90 @@ class PersonTau2User:
     async def respond(
         self, turn: int, agent_text: str, run: RunCall, history: Sequence[Tau2Message] = ()
     ) -> str:
-        """The person's answer to the agent's message."""
-        request = HumanRequest(
-            request_id=f"tau2-{self.session_id}-{len(history)}-{turn}",
-            session_id=self.session_id,
-            question=agent_text or "(the agent said nothing)",
-            context=QuestionContext(
-                asker="the τ² agent (you are the user)",
-                query=self.scenario,
-                setting="tau2",
-                task_id=self.task_id,
-                run=self.run,
-                tools=self.tools,
-            ),
+        """The person's answer to the agent's message; their phone calls made through ``run``."""
+        first = f"tau2-{self.session_id}-{len(history)}-{turn}"
+        conversation = _conversation_lines(history)
+        if conversation and conversation[-1] == ConversationLine(
+            role="agent", text=_short(agent_text)
+        ):
+            conversation.pop()  # the question itself, shown as the question
+        results: list[UserToolResult] = []
+        draft = ""
+        for replies in range(MAX_USER_CALLS + 1):
+            phone = self._phone(first, results, draft, MAX_USER_CALLS - replies)
+            request = HumanRequest(
+                request_id=turn_request_id(first, replies),
+                session_id=self.session_id,
+                question=agent_text or "(the agent said nothing)",
+                context=QuestionContext(
+                    asker="the τ² agent (you are the user)",
+                    query=self.scenario,
+                    setting="tau2",
+                    task_id=self.task_id,
+                    run=self.run,
+                    conversation=conversation,
+                    user_tools=phone,
+                ),
+            )
+            reply = await self.channel.ask(request)
+            if reply.call is None or phone is None:
+                return reply.answer
+            draft = reply.call.draft
+            try:
+                call = recheck_user_call(phone, reply.call)
+            except ContentInvalid as exc:  # stored by something other than the desk's faces
+                results.append(_not_made(reply.call, str(exc)))
+                continue
+            made = await run(call.tool, call.arguments)
+            text = result_text(made.text)
+            results.append(
+                UserToolResult(
+                    tool=call.tool, arguments=call.arguments, text=text, error=made.error
+                )
+            )
+        # Every call of the turn spent and still a call: the words typed are the message.
+        return draft
+
+    def _phone(
+        self, first: str, results: list[UserToolResult], draft: str, calls_left: int
+    ) -> UserToolsContext | None:
+        if self.phone is None:
+            return None
+        tools, unusable = self.phone
+        return UserToolsContext(
+            turn=first,
+            tools=tools,
+            unusable=unusable,
+            results=list(results),
+            draft=draft,
+            calls_left=calls_left,
         )
-        reply = await self.channel.ask(request)
-        return reply.answer
+
+
+def _not_made(call: UserToolCall, why: str) -> UserToolResult:
+    return UserToolResult(tool=shown_line(call.tool, 64), text=f"Not made: {why}", error=True)
+
+
+def _conversation_lines(history: Sequence[Tau2Message]) -> list[ConversationLine]:
+    """The conversation as the person reads it: who said what, their phone calls and results."""
+    lines: list[ConversationLine] = []
+    for message in history:
+        if isinstance(message, Tau2AgentMessage) and message.text:
+            lines.append(ConversationLine(role="agent", text=_short(message.text)))
+        elif isinstance(message, Tau2UserMessage):
+            for call in message.calls:
+                said = describe_call(call.name, dict(call.arguments))
+                lines.append(ConversationLine(role="you (phone)", text=_short(said)))
+            if message.text:
+                lines.append(ConversationLine(role="you", text=_short(message.text)))
+        elif isinstance(message, Tau2ToolResult) and message.requestor == "user":
+            lines.append(ConversationLine(role="phone", text=_short(message.text)))
+    return lines[-MAX_CONVERSATION_LINES:]
+
+
+def _short(text: str) -> str:
+    said = " ".join(text.split())
+    return said if len(said) <= MAX_LINE_CHARS else f"{said[: MAX_LINE_CHARS - 1]}…"
 
 
 def _seen_by_user(history: Sequence[Tau2Message]) -> list[BaseMessage]:
