@@ -46,8 +46,10 @@ def _lines(value: Any) -> list[str]:
 
 
 def _steps(value: Any) -> list[Any]:
-    """The steps that read as steps (objects); anything else is left out."""
-    return [line for line in value if isinstance(line, Mapping)] if isinstance(value, list) else []
+    """The steps that read as steps (objects, or steps already read); anything else is left out."""
+    if not isinstance(value, list):
+        return []
+    return [line for line in value if isinstance(line, Mapping | ConversationLine)]
 
 
 def _object(value: Any) -> dict[str, Any]:
