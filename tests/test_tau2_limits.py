@@ -5,10 +5,14 @@ counted as its run loop counts them (a step is one message, or one message's res
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from runtime_support import fake_config
 from tau2_data import domain
@@ -23,7 +27,13 @@ from aah.benchmark.tau2 import (
     load_tau2_tasks,
 )
 from aah.benchmark.tau2.runner import Tau2Runner, run_tasks, score_tau2_run, tau2_results
-from aah.benchmark.tau2.simulation import MAX_ERRORS, RunCall, Tau2Simulation, tau2_limit
+from aah.benchmark.tau2.simulation import (
+    MAX_ERRORS,
+    MAX_STEPS,
+    RunCall,
+    Tau2Simulation,
+    tau2_limit,
+)
 from aah.events import FinalAnswerEvent, TurnEndedEvent
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
@@ -52,32 +62,95 @@ class _User:
         return self.text
 
 
-def _agent(n: int) -> Tau2AgentMessage:
-    return Tau2AgentMessage(calls=(Tau2ToolCall("t", {}, f"a{n}"),))
+Unit = tuple[Any, ...]  # ("user",), ("agent",), ("call", calls, failed), ("phone", failed)
 
 
-def _results(n: int, errors: int, size: int = 1) -> list[Tau2Message]:
-    return [Tau2ToolResult(f"a{n}-{i}", "x", "assistant", error=i < errors) for i in range(size)]
+def _messages(units: Sequence[Unit]) -> list[list[Tau2Message]]:
+    """Each unit as the messages τ² records for it (after the greeting)."""
+    out: list[list[Tau2Message]] = []
+    for n, (kind, *args) in enumerate(units):
+        if kind in ("user", "agent"):
+            text = Tau2UserMessage(text="hi") if kind == "user" else Tau2AgentMessage(text="ok")
+            out.append([text])
+            continue
+        calls, failed = (args[0], args[1]) if kind == "call" else (1, args[0])
+        who = "assistant" if kind == "call" else "user"
+        made = tuple(Tau2ToolCall("t", {}, f"c{n}.{i}", who) for i in range(calls))
+        message = Tau2AgentMessage(calls=made) if kind == "call" else Tau2UserMessage(calls=made)
+        results = [Tau2ToolResult(c.id, "x", who, error=i < failed) for i, c in enumerate(made)]
+        out.append([message, *results])
+    return out
 
 
-def test_taus_loop_counts_steps_and_errors() -> None:
-    """τ²'s orchestrator: `step_count >= max_steps`, then `num_errors >= max_errors`, checked
-    after each step not bound to the environment; one message's results are one step."""
-    nine = [m for n in range(9) for m in [_agent(n), *_results(n, 1)]]
-    assert tau2_limit(nine) is None
-    assert tau2_limit([*nine, _agent(9), *_results(9, 1)]) == "too_many_errors"
-    # Three results of one message: one step, three errors.
-    batch = [_agent(0), *_results(0, 3, size=3)]
-    assert tau2_limit(batch * 3) is None and tau2_limit(batch * 4) == "too_many_errors"
-    talk = [Tau2UserMessage(text="hi"), Tau2AgentMessage(text="hello")]
-    assert tau2_limit(talk * 99 + talk[:1]) is None  # 199 steps
-    assert tau2_limit(talk * 100) == "max_steps"  # 200
-    # Results of one message count once towards the steps.
-    many = [Tau2UserMessage(text="hi"), _agent(0), *_results(0, 0, size=5)]
-    assert tau2_limit(many * 66 + [Tau2UserMessage(text="hi")]) is None  # 199 steps, 330 results
-    assert tau2_limit(talk * 100 + [_agent(1), *_results(1, MAX_ERRORS, MAX_ERRORS)]) == (
-        "too_many_errors"
-    )  # both reached: the error limit is checked last
+def _taus_loop(units: Sequence[Unit]) -> tuple[str | None, int | None]:
+    """τ²'s orchestrator's run loop over ``units``: its end and after how many units.
+
+    Its counters as its code keeps them: every step adds one (a call message
+    is one, bound to the environment, so unchecked), each failed result an
+    error; after each step not bound to the environment, steps >= 200 ends
+    it, then errors >= 10 (which names the end when both hold).
+    """
+    steps = errors = 0
+    for n, (kind, *args) in enumerate(units, 1):
+        if kind in ("call", "phone"):
+            steps += 1  # the call message, to the environment: not checked
+            errors += args[1] if kind == "call" else args[0]
+        steps += 1
+        ended = "max_steps" if steps >= MAX_STEPS else None
+        ended = "too_many_errors" if errors >= MAX_ERRORS else ended
+        if ended is not None:
+            return ended, n
+    return None, None
+
+
+def _aahs_end(units: Sequence[Unit]) -> tuple[str | None, int | None]:
+    """Where :func:`tau2_limit`, asked after each unit, ends the simulation."""
+    so_far: list[Tau2Message] = []
+    for n, messages in enumerate(_messages(units), 1):
+        so_far += messages
+        ended = tau2_limit(so_far)
+        if ended is not None:
+            return ended, n
+    return None, None
+
+
+CORPUS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "fixtures" / "hostile" / "tau2_limits.jsonl")
+    .read_text(encoding="utf-8")
+    .splitlines()
+    if line.strip()
+]
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[case["case"] for case in CORPUS])
+def test_corpus_limits_end_where_taus_loop_ends(case: dict[str, Any]) -> None:
+    units = [
+        tuple(unit) for repeat, *group in case["units"] for _ in range(repeat) for unit in group
+    ]
+    assert _aahs_end(units) == (case["ends"], case["after"]) == _taus_loop(units), case["why"]
+
+
+_UNIT = st.one_of(
+    st.just(("user",)),
+    st.just(("agent",)),
+    st.integers(1, 4).flatmap(lambda n: st.tuples(st.just("call"), st.just(n), st.integers(0, n))),
+    st.tuples(st.just("phone"), st.integers(0, 1)),
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.one_of(
+            _UNIT.map(lambda unit: [unit]),
+            st.tuples(st.integers(10, 60), _UNIT).map(lambda rep: [rep[1]] * rep[0]),
+        ),
+        max_size=12,
+    ).map(lambda groups: [unit for group in groups for unit in group])
+)
+def test_any_conversation_ends_where_taus_loop_ends(units: list[Unit]) -> None:
+    assert _aahs_end(units) == _taus_loop(units)
 
 
 def _session(
