@@ -22,9 +22,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from aah.benchmark import RunOptions
-from aah.benchmark.failtalms import BatchRunner
+from aah.benchmark.failtalms import BatchRunner, choose_tasks
 from aah.benchmark.failtalms.dataset import Task, load_tasks
-from aah.cli.bench_run import choose_tasks
 from aah.data.locate import find_data_dir
 from aah.events import ApprovalDecidedEvent, ToolCallEvent
 from aah.llm.config import ModelConfig

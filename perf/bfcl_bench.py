@@ -43,12 +43,12 @@ from aah.benchmark.bfcl import (
     BfclTurnExecutor,
     bfcl_run_scores,
     bfcl_source,
+    choose_items,
     load_bfcl,
     load_multi_turn,
     score_bfcl_run,
     score_multi_turn_run,
 )
-from aah.cli.bench_bfcl import choose_items
 from aah.data import find_data_dir
 from aah.llm import ModelConfig
 from aah.runtime import run_async

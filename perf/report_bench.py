@@ -28,8 +28,8 @@ from typing import TypeVar
 
 from metrics_bench import fill
 
-from aah.scoring.report.build import build_report, render_json
-from aah.scoring.report.html import render_html
+from aah.report.build import build_report, render_json
+from aah.report.html import render_html
 from aah.store.sessions import SessionStore
 
 T = TypeVar("T")

@@ -25,11 +25,10 @@ from typing import Any
 from pydantic import SecretStr
 
 from aah.benchmark import RunOptions
-from aah.benchmark.tau2 import Tau2Message, load_tau2_domain, load_tau2_tasks
+from aah.benchmark.tau2 import Tau2Message, load_tau2_domain, load_tau2_tasks, parse_domains
 from aah.benchmark.tau2.runner import Tau2Runner, run_tasks, score_tau2_run, tau2_results
 from aah.benchmark.tau2.scripted import ScriptedTau2User, gold_agent_script, gold_plan
 from aah.benchmark.tau2.simulation import RunCall
-from aah.cli.bench_tau2 import parse_domains
 from aah.data import find_data_dir
 from aah.llm.config import ModelConfig
 from aah.store import SessionStore

@@ -228,8 +228,8 @@ async def test_the_queue_parks_the_session_and_a_decision_resumes_it(tmp_path: P
 async def test_the_report_counts_each_outcome_per_call_and_shows_each_decision(
     tmp_path: Path,
 ) -> None:
+    from aah.report import build_report, render_csv, render_json, render_markdown
     from aah.scoring import approval_metrics, load_approval_calls, load_outcomes
-    from aah.scoring.report import build_report, render_csv, render_json, render_markdown
 
     decisions: list[ApprovalReply | None] = [
         ApprovalReply(decision="approve", decided_by="ann"),

@@ -23,16 +23,16 @@ from aah.benchmark.bfcl import (
     BfclTask,
     bfcl_run_scores,
     bfcl_source,
+    choose_items,
     function_specs,
     load_bfcl,
     parse_categories,
     published_for,
     score_bfcl_run,
 )
-from aah.cli.bench_bfcl import choose_items
 from aah.errors import AahError
 from aah.events import ModelCallEvent
-from aah.scoring.report import build_report, render_csv, render_json, render_markdown
+from aah.report import build_report, render_csv, render_json, render_markdown
 from aah.store import SessionStore, merge_databases
 from aah.testing.fake_llm import FakeLLMServer
 

@@ -36,8 +36,8 @@ from aah.events import (
     TurnEndedEvent,
     UserTurnEvent,
 )
-from aah.scoring.report import build_report, render_csv, render_html, render_json, render_markdown
-from aah.scoring.report.text import escape_markdown
+from aah.report import build_report, render_csv, render_html, render_json, render_markdown
+from aah.report.text import escape_markdown
 from aah.store import SessionStatus, SessionStore
 from aah.tools import ASK_HUMAN
 

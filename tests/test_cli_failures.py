@@ -10,7 +10,7 @@ import pytest
 from test_cli import aah
 
 from aah.events import FinalAnswerEvent
-from aah.scoring.report.tables import run_label
+from aah.report.tables import run_label
 from aah.store import RunRecord
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
@@ -174,12 +174,12 @@ def test_a_batch_run_probes_its_server_once_and_keeps_the_report_in_its_manifest
      (90_000, None, 512, False)],
 )  # fmt: skip
 def test_a_run_whose_largest_prompt_cannot_fit_is_warned_about(
-    largest: int, context: int | None, reply: int, warned: bool, capsys: pytest.CaptureFixture[str]
+    largest: int, context: int | None, reply: int, warned: bool
 ) -> None:
-    from aah.cli.bench_run import warn_if_too_long
+    from aah.benchmark.failtalms.benchmark import prompt_warning
 
-    warn_if_too_long(largest, context, reply)
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = prompt_warning(largest, context, reply)
     assert len(lines) == (1 if warned else 0)
     if warned:
-        assert lines[0].startswith("warning: the largest first request of this run is about")
+        assert lines[0].startswith("the largest first request of this run is about")
+        assert "\n" not in lines[0]

@@ -24,8 +24,8 @@ from aah.benchmark.failtalms.published import read_answers
 from aah.cli import importing
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent
+from aah.report.build import build_report
 from aah.scoring.metrics import compute_metrics, load_outcomes
-from aah.scoring.report.build import build_report
 from aah.store.sessions import SessionStore
 
 STRUCTURED_ANSWER = {"city": "Oslo", "temperature": 21}

@@ -368,9 +368,9 @@ def test_the_report_table_shows_each_run_and_setting() -> None:
     from types import SimpleNamespace
     from typing import cast
 
+    from aah.report.build import Report
+    from aah.report.elicitation_tables import elicitation_tables
     from aah.scoring.elicitations import ElicitationCell
-    from aah.scoring.report.build import Report
-    from aah.scoring.report.elicitation_tables import elicitation_tables
 
     cell = ElicitationCell("r1", None, 2, 3, 1, 1, 0, 1, 0, 0, 4.0, 9.5)
     report = cast(Report, SimpleNamespace(elicitation_cells=[cell]))

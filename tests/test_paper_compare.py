@@ -26,10 +26,11 @@ from aah.benchmark.failtalms.paper import (
     parse_model_map,
 )
 from aah.errors import AahError
-from aah.scoring.report import build_report, compare_report_with_paper, render_html, render_json
-from aah.scoring.report.html import html_table
-from aah.scoring.report.tables import ReportTable, report_tables
-from aah.scoring.report.text import split_to_width
+from aah.report import build_report, compare_report_with_paper, render_html, render_json
+from aah.report.html import html_table
+from aah.report.tables import report_tables
+from aah.report.text import split_to_width
+from aah.scoring.table import ReportTable
 from aah.store.sessions import SessionStore
 
 FIXTURES = Path(__file__).parent / "fixtures"

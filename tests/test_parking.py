@@ -13,9 +13,8 @@ import pytest
 from runtime_support import ASK_FIRST_SCRIPT, fake_config, runtime_on, waiting_request
 
 from aah.benchmark import RunOptions
-from aah.benchmark.failtalms import BatchRunner
+from aah.benchmark.failtalms import BatchRunner, choose_tasks
 from aah.benchmark.failtalms.dataset import load_tasks
-from aah.cli.bench_run import choose_tasks
 from aah.db_url import DatabaseURL, parse_location
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent

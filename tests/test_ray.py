@@ -47,7 +47,7 @@ from test_workers_cli import HeldModel as HeldEvery
 from test_workers_cli import aah as cli
 from test_workers_cli import held_run
 
-from aah.benchmark import RunOptions
+from aah.benchmark import RunOptions, pick_tasks
 from aah.benchmark.bfcl import (
     MULTI_TURN_STEP_LIMIT,
     BfclRunner,
@@ -61,7 +61,6 @@ from aah.benchmark.failtalms.dataset import load_tasks
 from aah.benchmark.ray_workers import check_ray
 from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_when2call
 from aah.benchmark.when2call.tasks import When2CallTask
-from aah.cli.bench_run import choose_tasks
 from aah.db_url import parse_location
 from aah.errors import AahError
 from aah.llm import ModelConfig
@@ -207,7 +206,7 @@ def test_a_ray_run_of_failtalms_stores_what_one_process_stores(
     ray_address: str, pg: Path, shared_data: Path, shared_registry: Path, tmp_path: Path
 ) -> None:
     # The registry travels as its path: each actor opens the same file (here: this host's).
-    tasks = choose_tasks(load_tasks(shared_data), 2, [])
+    tasks = pick_tasks(load_tasks(shared_data), 2, [], lambda task: task.setting, "")
     with HeldModel(AGENT, "never held") as llm:
         one = _failtalms(tasks, tmp_path / "one.db", llm, shared_registry, 1)
         two = _failtalms(tasks, pg, llm, shared_registry, 2, ray=ray_address)
@@ -400,7 +399,7 @@ def test_sessions_parked_in_a_killed_ray_worker_are_woken_in_the_other(
 ) -> None:
     # The queue human: questions wait in PostgreSQL for a person; the actor that
     # parked them dies, and the other wakes them when their answers come.
-    tasks = choose_tasks(load_tasks(shared_data), 1, [])[:6]
+    tasks = pick_tasks(load_tasks(shared_data), 1, [], lambda task: task.setting, "")[:6]
     waiting: list[int] = []
     all_parked, killed = threading.Event(), threading.Event()
 

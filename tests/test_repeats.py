@@ -13,11 +13,12 @@ from runtime_support import fake_config
 from test_cli import aah
 
 from aah.benchmark import RunOptions, epoch_task_id, epoch_tasks
-from aah.benchmark.failtalms import BatchRunner, batch_human_factory
+from aah.benchmark.failtalms import BatchRunner, batch_human_factory, choose_tasks
 from aah.benchmark.failtalms.dataset import load_tasks
-from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent
+from aah.report import build_report, render_json
+from aah.report.tables import report_tables
 from aah.scoring.metrics import TaskOutcome
 from aah.scoring.repeats import (
     Estimate,
@@ -28,8 +29,6 @@ from aah.scoring.repeats import (
     pass_hat_k,
     repeat_scores,
 )
-from aah.scoring.report import build_report, render_json
-from aah.scoring.report.tables import report_tables
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.registry.build import build_registry

@@ -25,6 +25,10 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
 )
+from aah.report.build import build_report, render_json, report_to_json
+from aah.report.html import render_html
+from aah.report.tables import RunPair, pair_runs
+from aah.report.text import escape_markdown, render_markdown, rich_tables
 from aah.scoring.agreement import (
     PAPER_GRADER_HUMAN_AGREEMENT,
     AnswerRow,
@@ -35,10 +39,6 @@ from aah.scoring.agreement import (
 from aah.scoring.behavior.classes import behavior_report
 from aah.scoring.errors import error_patterns
 from aah.scoring.metrics import cell_to_json, compute_metrics, load_outcomes
-from aah.scoring.report.build import build_report, render_json, report_to_json
-from aah.scoring.report.html import render_html
-from aah.scoring.report.tables import RunPair, pair_runs
-from aah.scoring.report.text import escape_markdown, render_markdown, rich_tables
 from aah.store.sessions import RunRecord, SessionStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "published_outputs"

@@ -18,14 +18,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from aah.events import AwarenessEvent, FinalAnswerEvent, HumanQuestionEvent
-from aah.scoring.report import build_report
-from aah.scoring.report.build import Report
-from aah.scoring.report.charts import (
+from aah.report import build_report
+from aah.report.build import Report
+from aah.report.charts import (
     awareness_interaction_figure,
     confusion_figure,
     pass_rate_figure,
 )
-from aah.scoring.report.tables import pooled_matrix
+from aah.report.tables import pooled_matrix
 from aah.store.sessions import SessionStore
 
 

@@ -18,7 +18,7 @@ from test_cli import aah
 
 from aah.cli.report import _print_whole
 from aah.events import AwarenessEvent, ErrorEvent, FinalAnswerEvent
-from aah.scoring.report import (
+from aah.report import (
     build_report,
     render_csv,
     render_html,
@@ -26,9 +26,10 @@ from aah.scoring.report import (
     rich_tables,
     write_charts,
 )
-from aah.scoring.report.charts import chart_figures, has_aah_pairs
-from aah.scoring.report.tables import ReportTable, report_tables
-from aah.scoring.report.text import column_widths, split_to_width
+from aah.report.charts import chart_figures, has_aah_pairs
+from aah.report.tables import report_tables
+from aah.report.text import column_widths, split_to_width
+from aah.scoring.table import ReportTable
 from aah.store.sessions import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
 from aah.tools.registry.build import build_registry
@@ -351,7 +352,7 @@ def test_the_store_answers_flags_and_errors_for_a_selection(store: SessionStore)
 
 
 def test_cancelled_sessions_count_as_not_passed_and_are_noted(tmp_path: Path) -> None:
-    from aah.scoring.report import build_report
+    from aah.report import build_report
 
     store = SessionStore(tmp_path / "c.db")
     store.create_run("rc", {"model": "m"})

@@ -22,7 +22,7 @@ from rich.console import Console
 
 from aah.cli.report import _print_whole
 from aah.events import ErrorEvent, FinalAnswerEvent
-from aah.scoring.report import (
+from aah.report import (
     build_report,
     render_csv,
     render_html,
@@ -30,7 +30,7 @@ from aah.scoring.report import (
     render_markdown,
     rich_tables,
 )
-from aah.scoring.report.quote import QUOTE_LINES, WORD_CHARS, plain_text, quote
+from aah.scoring.quote import QUOTE_LINES, WORD_CHARS, plain_text, quote
 from aah.store.sessions import SessionStore
 
 # Characters no quoted text may carry into a report: escapes, controls, separators a

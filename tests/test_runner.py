@@ -14,9 +14,8 @@ from pydantic import SecretStr
 from runtime_support import fake_config
 
 from aah.benchmark import RunOptions, check_manifest, parse_shard, shard_tasks
-from aah.benchmark.failtalms import BatchRunner, batch_human_factory
+from aah.benchmark.failtalms import BatchRunner, batch_human_factory, choose_tasks
 from aah.benchmark.failtalms.dataset import load_tasks
-from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.llm import ModelConfig
 from aah.runtime.humans import QueueHuman

@@ -90,7 +90,7 @@ def _env(llm: FakeLLMServer, tmp_path: Path, tau2_wheel: Path) -> dict[str, str]
 
 
 def test_every_task_of_the_four_domains_through_the_cli(tau2_wheel: Path, tmp_path: Path) -> None:
-    """`aah bench tau2 --user gold` on every task: reward 1 but the known unreachable ones."""
+    """`aah bench run --benchmark tau2 --user gold` on every task: reward 1 but the known unreachable ones."""
     data = shared_data()
     names = ["airline", "retail", "telecom", "mock"]
     tasks = [t for name in names for t in load_tau2_tasks(domain(name, tau2_wheel))]
@@ -98,7 +98,7 @@ def test_every_task_of_the_four_domains_through_the_cli(tau2_wheel: Path, tmp_pa
     started = time.perf_counter()
     with FakeLLMServer(gold_agent_script(tasks)) as llm:
         done = subprocess.run(
-            [sys.executable, "-m", "aah", "bench", "tau2", "--run", "all", "--user", "gold",
+            [sys.executable, "-m", "aah", "bench", "run", "--benchmark", "tau2", "--run", "all", "--user", "gold",
              "--domain", ",".join(names), "--concurrency", "64", "--workers", "2", "--no-probe",
              "--data", str(data), "--db", str(db)],
             env=_env(llm, tmp_path, tau2_wheel), capture_output=True, text=True, timeout=600,
@@ -188,7 +188,7 @@ def test_sigkill_mid_conversation_resumes_with_the_users_calls_once(
     slow = {"rules": [{"when": {"last_role": "user", "last_message_contains": last},
                        "reply": {"text": "too late", "delay_ms": 120_000}}, *script["rules"]]}  # fmt: skip
     db = tmp_path / "kill.db"
-    command = [sys.executable, "-m", "aah", "bench", "tau2", "--run", "kill", "--user", "gold",
+    command = [sys.executable, "-m", "aah", "bench", "run", "--benchmark", "tau2", "--run", "kill", "--user", "gold",
                "--domain", "telecom", "--ids", ident, "--no-probe",
                "--data", str(shared_data()), "--db", str(db)]  # fmt: skip
     with FakeLLMServer(slow) as llm:
@@ -236,7 +236,7 @@ def test_the_users_first_message_is_a_turn_stored_once_across_a_sigkill(
     slow = {"rules": [{"when": {"last_role": "user", "last_message_contains": first.text},
                        "reply": {"text": "too late", "delay_ms": 120_000}}, *script["rules"]]}  # fmt: skip
     db = tmp_path / "open.db"
-    command = [sys.executable, "-m", "aah", "bench", "tau2", "--run", "open", "--user", "gold",
+    command = [sys.executable, "-m", "aah", "bench", "run", "--benchmark", "tau2", "--run", "open", "--user", "gold",
                "--domain", "telecom", "--ids", ident, "--no-probe",
                "--data", str(shared_data()), "--db", str(db)]  # fmt: skip
     with FakeLLMServer(slow) as llm:

@@ -166,7 +166,7 @@ def test_damaged_files_say_one_line(
     env |= {"AAH_MODEL": "m", "AAH_BASE_URL": "http://127.0.0.1:9/v1", "AAH_API_KEY": "k",
             "AAH_TAU2_WHEEL": str(tau2_wheel), "AAH_CACHE_DIR": str(tmp_path / "c")}  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-m", "aah", "bench", "tau2", "--run", "d", "--domain", "airline",
+        [sys.executable, "-m", "aah", "bench", "run", "--benchmark", "tau2", "--run", "d", "--domain", "airline",
          "--user", "gold", "--no-probe", "--data", str(data), "--db", str(tmp_path / "d.db")],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -15,9 +15,8 @@ import pytest
 from runtime_support import ASK_FIRST_SCRIPT, fake_config, waiting_request
 
 from aah.benchmark import RunOptions
-from aah.benchmark.failtalms import BatchRunner
+from aah.benchmark.failtalms import BatchRunner, choose_tasks
 from aah.benchmark.failtalms.dataset import load_tasks
-from aah.cli.bench_run import choose_tasks
 from aah.runtime import WorkClock, waiting_for_person, within_work_time
 from aah.store import SessionStore
 from aah.store.schema import SCHEMA_VERSION

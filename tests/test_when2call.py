@@ -18,6 +18,7 @@ from aah.benchmark import RunOptions, shard_tasks
 from aah.benchmark.when2call import (
     When2CallRunner,
     When2CallTask,
+    choose_questions,
     endpoint_spec,
     json_schema,
     label_run_with_judge,
@@ -29,9 +30,8 @@ from aah.benchmark.when2call import (
     run_scores,
     tool_name,
 )
-from aah.cli.bench_when2call import choose_questions
 from aah.errors import AahError
-from aah.scoring.report import build_report, render_json, render_markdown
+from aah.report import build_report, render_json, render_markdown
 from aah.store import SessionStore, merge_databases
 from aah.testing.fake_llm import FakeLLMServer
 
@@ -466,7 +466,7 @@ def test_bench_run_then_report_through_the_cli(data_dir: Path, tmp_path: Path) -
     assert "When2Call confusion matrix" in shown and "GPT-4o-mini" in shown
     assert report["when2call"][0]["confusion"]["counts"] == EXPECTED_MATRIX
     assert bad.stderr.strip().splitlines() == [
-        "error: unknown --benchmark 'gorilla': use fail-talms or when2call or bfcl"
+        "error: unknown --benchmark 'gorilla': use fail-talms or when2call or bfcl or tau2"
     ]
 
 

@@ -25,7 +25,7 @@ from aah.benchmark.bfcl import (
     load_multi_turn,
     score_bfcl_run,
 )
-from aah.benchmark.failtalms import BatchRunner, batch_human_factory
+from aah.benchmark.failtalms import BatchRunner, batch_human_factory, choose_tasks
 from aah.benchmark.failtalms.dataset import Task, load_tasks
 from aah.benchmark.when2call import When2CallRunner, label_run_with_rules, load_when2call
 from aah.benchmark.workers import (
@@ -37,7 +37,6 @@ from aah.benchmark.workers import (
     run_in_workers,
     start_method,
 )
-from aah.cli.bench_run import choose_tasks
 from aah.errors import AahError
 from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent, ToolCallEvent
 from aah.llm import ModelConfig

@@ -34,11 +34,11 @@ from test_workers import (
 )
 
 from aah.benchmark import RunOptions
+from aah.benchmark.failtalms import choose_tasks
 from aah.benchmark.failtalms.dataset import Task, load_tasks
 from aah.benchmark.worker_watch import START_SECONDS, Heartbeats, check_worker_timeout
 from aah.benchmark.workers import _Worker, run_in_workers
 from aah.bounds import MAX_WAIT_SECONDS
-from aah.cli.bench_run import choose_tasks
 from aah.config import get_settings
 from aah.errors import AahError
 from aah.runtime import Activity, Runtime, SessionRequest

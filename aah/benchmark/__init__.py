@@ -1,10 +1,13 @@
 """Benchmarks: the batch machinery every benchmark shares, and one folder per benchmark.
 
-``batch`` holds what all runs share (options, shards, epochs, the session loop),
-``fence`` the bounds around another project's environment code;
-``failtalms/``, ``when2call/`` and ``bfcl/`` each hold one benchmark in the same shape
-and export its names themselves (``from aah.benchmark.failtalms import load_tasks``):
-this package lists only what it defines. Public names load lazily (PEP 562), so
+``protocol`` says what a benchmark is (``Benchmark``) and ``registry`` which
+there are: the rest of aah finds benchmarks only through it. ``batch`` holds
+what all runs share (options, shards, epochs, the session loop), ``workers``
+and ``ray_workers`` spread a run over processes and a cluster, ``fence`` the
+bounds around another project's environment code. ``failtalms/``,
+``when2call/``, ``bfcl/`` and ``tau2/`` each hold one benchmark in the same
+shape (its ``benchmark.py`` meets the protocol) and export their names
+themselves: this package lists only what it defines. Public names load lazily (PEP 562), so
 importing one light module does not load the heavy ones.
 """
 
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
         epoch_task_id,
         epoch_tasks,
         parse_shard,
+        pick_tasks,
         run_batch,
         run_manifest,
         shard_tasks,
@@ -40,7 +44,21 @@ if TYPE_CHECKING:
         load_demo_tasks,
     )
     from aah.benchmark.fence import CallOutOfTime, Enclosure, Fence
+    from aah.benchmark.protocol import (
+        COMMON_FLAGS,
+        Benchmark,
+        BenchOption,
+        PreparedRun,
+        ReportPart,
+        RunFlags,
+    )
     from aah.benchmark.ray_workers import check_ray
+    from aah.benchmark.registry import (
+        all_benchmarks,
+        benchmark_names,
+        get_benchmark,
+        report_parts,
+    )
     from aah.benchmark.workers import (
         check_local_workers,
         concurrency_shares,
@@ -49,6 +67,16 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "COMMON_FLAGS",
+    "Benchmark",
+    "BenchOption",
+    "PreparedRun",
+    "ReportPart",
+    "RunFlags",
+    "all_benchmarks",
+    "benchmark_names",
+    "get_benchmark",
+    "report_parts",
     "CallOutOfTime",
     "Enclosure",
     "Fence",
@@ -72,6 +100,7 @@ __all__ = [
     "epoch_tasks",
     "load_demo_tasks",
     "parse_shard",
+    "pick_tasks",
     "parse_workers",
     "run_batch",
     "run_in_workers",
@@ -80,6 +109,16 @@ __all__ = [
 ]
 
 _WHERE = {
+    "COMMON_FLAGS": "aah.benchmark.protocol",
+    "Benchmark": "aah.benchmark.protocol",
+    "BenchOption": "aah.benchmark.protocol",
+    "PreparedRun": "aah.benchmark.protocol",
+    "ReportPart": "aah.benchmark.protocol",
+    "RunFlags": "aah.benchmark.protocol",
+    "all_benchmarks": "aah.benchmark.registry",
+    "benchmark_names": "aah.benchmark.registry",
+    "get_benchmark": "aah.benchmark.registry",
+    "report_parts": "aah.benchmark.registry",
     "EPOCH_MARK": "aah.benchmark.batch",
     "ProgressHook": "aah.benchmark.batch",
     "RepeatableTask": "aah.benchmark.batch",
@@ -95,6 +134,7 @@ _WHERE = {
     "epoch_task_id": "aah.benchmark.batch",
     "epoch_tasks": "aah.benchmark.batch",
     "parse_shard": "aah.benchmark.batch",
+    "pick_tasks": "aah.benchmark.batch",
     "parse_workers": "aah.benchmark.workers",
     "run_batch": "aah.benchmark.batch",
     "run_in_workers": "aah.benchmark.workers",

@@ -534,3 +534,34 @@ def shard_tasks(tasks: Sequence[TaskT], shard: tuple[int, int] | None) -> list[T
         return list(tasks)
     index, count = shard
     return [task for position, task in enumerate(tasks) if position % count == index - 1]
+
+
+def pick_tasks(
+    tasks: Sequence[TaskT],
+    limit: int | None,
+    ids: Sequence[str],
+    group: Callable[[TaskT], str],
+    id_example: str,
+) -> list[TaskT]:
+    """Tasks named by ``--ids``, else at most ``limit`` per ``group``, in data order.
+
+    Raises:
+        AahError: an id names no task (the message shows ``id_example``).
+    """
+    if ids:
+        wanted = set(ids)
+        chosen = [task for task in tasks if task.id in wanted]
+        missing = wanted - {task.id for task in chosen}
+        if missing:
+            raise AahError(f"no task with id {sorted(missing)[0]!r}: ids look like {id_example}")
+        return chosen
+    if limit is None:
+        return list(tasks)
+    taken: Counter[str] = Counter()
+    chosen = []
+    for task in tasks:
+        key = group(task)
+        if taken[key] < limit:
+            taken[key] += 1
+            chosen.append(task)
+    return chosen

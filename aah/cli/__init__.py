@@ -12,7 +12,6 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 
 from aah.cli import bench, data, db, importing, mcp, models, serve, sessions, tools
 from aah.cli.bench_run import bench_run
-from aah.cli.bench_tau2 import bench_tau2
 from aah.cli.classify import classify
 from aah.cli.demo import demo
 from aah.cli.fake_llm import fake_llm
@@ -38,7 +37,6 @@ app.add_typer(
     sessions.app, name="sessions", help="List, show, export, resume, cancel and expire sessions."
 )
 bench.app.command("run")(bench_run)
-bench.app.command("tau2")(bench_tau2)
 app.add_typer(bench.app, name="bench", help="Benchmark tasks and batch runs.")
 app.add_typer(db.app, name="db", help="Check and maintain session databases (merge shards).")
 app.add_typer(

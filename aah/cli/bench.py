@@ -31,6 +31,46 @@ def bench() -> None:
     """Benchmark tasks: what the data holds and what aah derived from it."""
 
 
+@app.command("list")
+def list_command(as_json: JsonOption = False, wide: WideOption = False) -> None:
+    """The benchmarks `aah bench run --benchmark` runs: their flags and published figures."""
+    from aah.benchmark import all_benchmarks
+
+    rows = []
+    for b in all_benchmarks():
+        own = [option.flag for option in b.options]
+        reads = ["--" + name.replace("_", "-") for name in sorted(b.reads)]
+        rows.append(
+            {
+                "name": b.name,
+                "title": b.title,
+                "limit_per": b.group,
+                "flags": own,
+                "runtime_flags": reads,
+                "aah_default": b.defaults["aah"],
+                "task_timeout": b.defaults["task_timeout"],
+                "report": b.report.key if b.report is not None else None,
+                "export": f"--{b.name}" if b.export is not None else None,
+                "published": list(b.published),
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    columns = ["benchmark", "--limit per", "its flags", "aah", "published figures"]
+    cells = [
+        (
+            f"{row['name']} ({row['title']})",
+            row["limit_per"],
+            " ".join(row["flags"] + row["runtime_flags"]) or "-",
+            "on" if row["aah_default"] else "off",
+            "; ".join(row["published"]),
+        )
+        for row in rows
+    ]
+    print_table(table("Benchmarks", columns, cells, wrap=True), wide=wide)
+
+
 @app.command("data")
 def data_command(
     data: DataOption = None,

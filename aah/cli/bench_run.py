@@ -1,18 +1,29 @@
-"""``aah bench run``: a whole benchmark run, with a progress bar; resumable."""
+"""``aah bench run``: a whole benchmark run, with a progress bar; resumable.
+
+One recipe for every benchmark, found through the registry
+(``aah.benchmark.benchmark_names``): the benchmark prepares its tasks from
+its flags, the recipe probes the model server, picks the tool mode, runs the
+tasks under a progress bar (in worker processes or on Ray if asked), lets
+the benchmark score what it scores afterwards, and prints the summary. The
+command's flags are the ones every run has, the runtime flags some
+benchmarks read, and each benchmark's own (``Benchmark.options``); a flag
+the chosen benchmark does not read is refused, never ignored.
+"""
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from aah.benchmark.failtalms import SETTINGS
+from aah.benchmark import BenchOption, RunFlags, all_benchmarks, benchmark_names, get_benchmark
 from aah.cli.options import (
     AahOption,
     ApproveMethodsOption,
@@ -35,288 +46,338 @@ from aah.cli.options import (
     awareness_mode,
 )
 from aah.cli.output import console, print_line, print_table, print_warning, table
-from aah.cli.tools import open_registry
 from aah.errors import AahError
-from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, known_name, listed
+from aah.extensions import BASE_HTTP_MODE_NAMES, BATCH_HUMAN_NAMES, listed
 from aah.runtime import Activity
 
-BENCHMARKS = ("fail-talms", "when2call", "bfcl")
-
 if TYPE_CHECKING:
-    from aah.benchmark import ProgressHook, RunSummary, TaskT, ToolSource, UnavailableMode
-    from aah.benchmark.failtalms import Setting, Task
+    from aah.benchmark import Benchmark, ProgressHook, RunSummary
     from aah.llm import ProbeReport
     from aah.runtime import SessionOutcome
 
-
-def parse_settings(value: str) -> list[Setting]:
-    """``all`` or a comma-separated list of setting names."""
-    if value == "all":
-        return list(SETTINGS)
-    chosen = [part.strip() for part in value.split(",") if part.strip()]
-    unknown = [name for name in chosen if name not in SETTINGS]
-    if unknown or not chosen:
-        raise AahError(
-            f"unknown setting {', '.join(unknown) or value!r}: use {', '.join(SETTINGS)} or all"
-        )
-    return chosen  # type: ignore[return-value]
+_EMPTY = inspect.Parameter.empty
 
 
-def choose_tasks(tasks: list[Task], limit: int | None, ids: list[str]) -> list[Task]:
-    """Tasks named by ``--ids``, else at most ``limit`` per setting, in data order."""
-    return choose_by_group(
-        tasks,
-        limit,
-        ids,
-        lambda task: task.setting,
-        "underspecified-17 (see `aah bench data --show`)",
+def _common_parameters() -> list[tuple[str, Any, Any]]:
+    """``(name, annotation, default)`` of the flags every run has and the runtime flags."""
+    names = benchmark_names()
+    return [
+        ("run", RunOption, _EMPTY),
+        (
+            "benchmark",
+            Annotated[str, typer.Option("--benchmark", help=f"{listed(names)}.")],
+            names[0],
+        ),
+        ("aah", AahOption, None),
+        (
+            "human",
+            Annotated[str, typer.Option("--human", help=f"{listed(BATCH_HUMAN_NAMES)}.")],
+            "oracle",
+        ),
+        (
+            "limit",
+            Annotated[
+                int | None,
+                typer.Option(
+                    "--limit",
+                    min=1,
+                    help="At most N tasks per "
+                    + "; ".join(f"{b.group} ({b.title})" for b in all_benchmarks())
+                    + ".",
+                ),
+            ],
+            None,
+        ),
+        (
+            "ids",
+            Annotated[list[str], typer.Option("--ids", help="Only these task ids (repeatable).")],
+            [],
+        ),
+        ("concurrency", ConcurrencyOption, 8),
+        ("workers", WorkersOption, "1"),
+        ("ray", RayOption, None),
+        (
+            "http",
+            Annotated[str, typer.Option("--http", help=f"{listed(BASE_HTTP_MODE_NAMES)}.")],
+            "mock",
+        ),
+        (
+            "unavailable",
+            Annotated[str, typer.Option("--unavailable", help="hidden or broken.")],
+            "hidden",
+        ),
+        (
+            "shard",
+            Annotated[str | None, typer.Option("--shard", help="Run shard i of n, e.g. 1/4.")],
+            None,
+        ),
+        ("model", ModelOption, None),
+        (
+            "seed",
+            Annotated[int | None, typer.Option("--seed", help="Seed sent to the model.")],
+            None,
+        ),
+        (
+            "task_timeout",
+            Annotated[
+                float | None,
+                typer.Option(
+                    "--task-timeout",
+                    help="Seconds per task (default: the benchmark's, "
+                    + ", ".join(
+                        f"{b.title} {b.defaults['task_timeout']:g}" for b in all_benchmarks()
+                    )
+                    + ").",
+                ),
+            ],
+            None,
+        ),
+        ("step_limit", StepLimitOption, 10),
+        ("human_deadline", HumanDeadlineOption, None),
+        ("db", DbOption, None),
+        ("data", DataOption, None),
+        ("awareness", AwarenessOption, None),
+        ("tool_result_tokens", ToolResultTokensOption, None),
+        ("tool_mode", ToolModeOption, "native"),
+        (
+            "probe",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--probe/--no-probe",
+                    help="Probe the agent's server once before the run (as `aah models check`) "
+                    "and store what it found in the run's manifest.",
+                ),
+            ],
+            True,
+        ),
+        ("discover_k", DiscoverKOption, None),
+        (
+            "epochs",
+            Annotated[
+                int,
+                typer.Option(
+                    "--epochs",
+                    min=1,
+                    help="Run each task this many times (epoch by epoch; the same name resumes; "
+                    "the report adds pass@k and pass^k).",
+                ),
+            ],
+            1,
+        ),
+        ("approve", ApproveOption, None),
+        ("approve_methods", ApproveMethodsOption, None),
+        ("approve_tools", ApproveToolsOption, None),
+        ("otel", OtelOption, False),
+    ]
+
+
+def _option_parameter(option: BenchOption) -> tuple[str, Any, Any]:
+    """A benchmark's own flag as ``(name, annotation, default)`` for Typer."""
+    spelling = f"{option.flag}/{option.off_flag}" if option.off_flag else option.flag
+    extra: dict[str, Any] = {} if option.minimum is None else {"min": option.minimum}
+    kind: Any = list[str] if option.kind is list else option.kind
+    if option.default is None:
+        kind = kind | None
+    return (
+        option.name,
+        Annotated[kind, typer.Option(spelling, help=option.help, **extra)],
+        option.default,
     )
 
 
-def choose_by_group(
-    tasks: list[TaskT],
-    limit: int | None,
-    ids: list[str],
-    group: Callable[[TaskT], str],
-    id_example: str,
-) -> list[TaskT]:
-    """Tasks named by ``--ids``, else at most ``limit`` per ``group``, in data order.
+def _own_options() -> dict[str, tuple[BenchOption, list[str]]]:
+    """Every benchmark's own flags by name, with the benchmarks that declare each.
 
     Raises:
-        AahError: an id names no task (the message shows ``id_example``).
+        AahError: two benchmarks declare one name differently (a registry mistake).
     """
-    if ids:
-        wanted = set(ids)
-        chosen = [task for task in tasks if task.id in wanted]
-        missing = wanted - {task.id for task in chosen}
-        if missing:
-            raise AahError(f"no task with id {sorted(missing)[0]!r}: ids look like {id_example}")
-        return chosen
-    if limit is None:
-        return tasks
-    taken: dict[str, int] = {}
-    chosen = []
-    for task in tasks:
-        key = group(task)
-        if taken.get(key, 0) < limit:
-            taken[key] = taken.get(key, 0) + 1
-            chosen.append(task)
-    return chosen
+    found: dict[str, tuple[BenchOption, list[str]]] = {}
+    for benchmark in all_benchmarks():
+        for option in benchmark.options:
+            if option.name in found:
+                first, owners = found[option.name]
+                same = (first.flag, first.kind, first.default, first.off_flag) == (
+                    option.flag,
+                    option.kind,
+                    option.default,
+                    option.off_flag,
+                )
+                if not same:
+                    raise AahError(
+                        f"{option.flag}: {owners[0]} and {benchmark.name} declare it differently"
+                    )
+                owners.append(benchmark.name)
+            else:
+                found[option.name] = (option, [benchmark.name])
+    return found
 
 
-def bench_run(
-    run: RunOption,
-    setting: str = typer.Option("all", "--setting", help="A setting, a comma list, or all."),
-    aah: AahOption = None,
-    human: str = typer.Option("oracle", "--human", help=f"{listed(BATCH_HUMAN_NAMES)}."),
-    limit: int | None = typer.Option(
-        None,
-        "--limit",
-        min=1,
-        help="At most N tasks per setting (When2Call: per gold behaviour; BFCL: per category).",
-    ),
-    category: str = typer.Option(
-        "all-single-turn", "--category", help="BFCL: a category, a comma list, or all-single-turn."
-    ),
-    ids: list[str] = typer.Option([], "--ids", help="Only these task ids (repeatable)."),
-    concurrency: ConcurrencyOption = 8,
-    workers: WorkersOption = "1",
-    ray: RayOption = None,
-    http: str = typer.Option("mock", "--http", help=f"{listed(BASE_HTTP_MODE_NAMES)}."),
-    unavailable: str = typer.Option("hidden", "--unavailable", help="hidden or broken."),
-    shard: str | None = typer.Option(None, "--shard", help="Run shard i of n, e.g. 1/4."),
-    model: ModelOption = None,
-    seed: int | None = typer.Option(None, "--seed", help="Seed sent to the model."),
-    task_timeout: float = typer.Option(600.0, "--task-timeout", help="Seconds per task."),
-    step_limit: StepLimitOption = 10,
-    human_deadline: HumanDeadlineOption = None,
-    db: DbOption = None,
-    data: DataOption = None,
-    benchmark: str = typer.Option("fail-talms", "--benchmark", help=f"{listed(BENCHMARKS)}."),
-    turns: int = typer.Option(
-        1, "--turns", min=1, help="When2Call: model turns per question (the first is scored)."
-    ),
-    awareness: AwarenessOption = None,
-    judge: bool = typer.Option(
-        False, "--judge", help="When2Call: label first turns with the LLM judge too."
-    ),
-    judge_model: str | None = typer.Option(
-        None, "--judge-model", help="When2Call judge model (default AAH_JUDGE_MODEL)."
-    ),
-    tool_result_tokens: ToolResultTokensOption = None,
-    tool_mode: ToolModeOption = "native",
-    probe: bool = typer.Option(
-        True,
-        "--probe/--no-probe",
-        help="Probe the agent's server once before the run (as `aah models check`) and "
-        "store what it found in the run's manifest.",
-    ),
-    tools: str = typer.Option(
-        "given",
-        "--tools",
-        help="Fail-TaLMs: given (the task's endpoints are handed to the agent) or registry "
-        "(none are: it finds them with find_tools over the whole registry, minus what the "
-        "setting removes).",
-    ),
-    discover: bool = typer.Option(
-        False, "--discover", help="Fail-TaLMs: also give the agent find_tools beside its endpoints."
-    ),
-    discover_k: DiscoverKOption = None,
-    epochs: int = typer.Option(
-        1,
-        "--epochs",
-        min=1,
-        help="Run each task this many times (epoch by epoch; the same name resumes; "
-        "the report adds pass@k and pass^k).",
-    ),
-    approve: ApproveOption = None,
-    approve_methods: ApproveMethodsOption = None,
-    approve_tools: ApproveToolsOption = None,
-    otel: OtelOption = False,
-) -> None:
+# Flags of the command that belong to no benchmark's choice: never refused.
+_ALWAYS = frozenset({"benchmark", "otel"})
+
+
+def _readers(name: str) -> list[str]:
+    """The benchmarks that read the runtime flag ``name``."""
+    return [b.name for b in all_benchmarks() if name in b.reads]
+
+
+def bench_run(**given: Any) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
-    if otel:
+    from aah.benchmark.protocol import COMMON_FLAGS
+
+    benchmark = get_benchmark(given["benchmark"])
+    if given["otel"]:
         from aah.telemetry import turn_on_export
 
         turn_on_export()
     from aah.benchmark import check_local_workers, concurrency_shares, parse_workers
 
-    processes = parse_workers(workers)
-    concurrency_shares(concurrency, processes)  # refused here: before any data is read
-    if ray is not None:
+    processes = parse_workers(given["workers"])
+    concurrency_shares(given["concurrency"], processes)  # refused here: before any data is read
+    if given["ray"] is not None:
         from aah.benchmark import check_ray
         from aah.config import get_settings
 
-        check_ray(db or get_settings().db)
+        check_ray(given["db"] or get_settings().db)
     else:
         check_local_workers(processes)
-    if benchmark not in BENCHMARKS:
-        raise AahError(f"unknown --benchmark {benchmark!r}: use {' or '.join(BENCHMARKS)}")
-    if tools not in ("given", "registry"):
-        raise AahError(f"unknown --tools {tools!r}: use given or registry")
-    if benchmark != "fail-talms" and (tools != "given" or discover):
-        raise AahError(
-            f"--tools registry and --discover are Fail-TaLMs settings, not {benchmark}'s: "
-            "drop them, or use --benchmark fail-talms"
-        )
-    from aah.runtime import policy_from_options
+    _refuse_foreign_flags(benchmark, given)
+    own = {k: v for k, v in given.items() if k not in COMMON_FLAGS and k not in _ALWAYS}
+    if given["awareness"] is not None:
+        own["awareness"] = awareness_mode(given["awareness"])
+    flags = RunFlags(
+        **{k: given[k] for k in COMMON_FLAGS if k not in ("workers", "db")},
+        workers=processes,
+        db=_db_path(given["db"]),
+        own=own,
+        say=lambda line: console.print(f"[dim]{line}[/]", highlight=False),
+    )
+    run_benchmark(benchmark, flags)
 
-    approvals = policy_from_options(approve, approve_methods, approve_tools or [])
-    if approvals is not None and benchmark != "fail-talms":
-        # Their scores read the calls the model proposed in one turn, not a person's decisions.
-        raise AahError(f"--approve* flags work with --benchmark fail-talms, not {benchmark}")
-    if awareness is not None and benchmark != "when2call":
-        # Fail-TaLMs asks what each setting asks, BFCL never asks: a flag
-        # that would change nothing is an error, not a silent no-op.
-        raise AahError(
-            f"--awareness applies to --benchmark when2call; {benchmark} sets its own: drop it"
-        )
-    if benchmark == "bfcl":
-        from aah.cli.bench_bfcl import BfclFlags, run_bfcl
 
-        run_bfcl(
-            BfclFlags(
-                run,
-                category,
-                bool(aah),
-                limit,
-                ids,
-                concurrency,
-                shard,
-                model,
-                seed,
-                task_timeout,
-                db,
-                data,
-                epochs,
-                tool_mode,
-                probe,
-                workers=processes,
-                ray=ray,
-            )  # fmt: skip
-        )
-        return
-    aah = True if aah is None else aah
-    if benchmark == "when2call":
-        from aah.cli.bench_when2call import When2CallFlags, run_when2call
-
-        flags = When2CallFlags(
-            run, aah, limit, ids, concurrency, shard, model, seed, task_timeout, turns,
-            awareness_mode(awareness or "none"), judge, judge_model, db, data, epochs,
-            tool_mode, probe, workers=processes, ray=ray,
-        )  # fmt: skip
-        run_when2call(flags)
-        return
-    from aah.benchmark import RunOptions, parse_shard, shard_tasks
-    from aah.benchmark.failtalms import BatchRunner, load_tasks
+def _db_path(db: Path | None) -> Path:
     from aah.config import get_settings
-    from aah.data import find_data_dir
+
+    return db or get_settings().db
+
+
+def _refuse_foreign_flags(benchmark: Benchmark, given: dict[str, Any]) -> None:
+    """Refuse a flag given a value that ``benchmark`` neither declares nor reads.
+
+    Raises:
+        AahError: such a flag, naming the benchmarks it belongs to.
+    """
+    from aah.benchmark.protocol import COMMON_FLAGS
+
+    own = {option.name for option in benchmark.options}
+    declared = _own_options()
+    runtime = {name: default for name, _, default in _common_parameters()}
+    for name, value in given.items():
+        if name in COMMON_FLAGS or name in _ALWAYS or name in own or name in benchmark.reads:
+            continue
+        if name in declared:
+            option, owners = declared[name]
+            default, flag = option.default, option.flag
+        else:
+            owners, default = _readers(name), runtime[name]
+            flag = "--" + name.replace("_", "-")
+        if value == default or (value == [] and default is None):
+            continue
+        raise AahError(
+            f"{flag} applies to --benchmark {' or '.join(owners)}, not {benchmark.name}: "
+            f"drop it, or use --benchmark {owners[0]}"
+        )
+
+
+def _signature() -> inspect.Signature:
+    """``bench_run``'s flags as Typer reads them: the common ones, then each benchmark's own."""
+    parameters = [*_common_parameters()]
+    parameters += [_option_parameter(option) for option, _ in _own_options().values()]
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default
+            )
+            for name, kind, default in parameters
+        ],
+        return_annotation=None,
+    )
+
+
+bench_run.__signature__ = _signature()  # type: ignore[attr-defined]
+
+
+def run_benchmark(benchmark: Benchmark, flags: RunFlags) -> None:
+    """Prepare ``benchmark``'s run from ``flags``, run it under a progress bar, score, summarize.
+
+    Raises:
+        AahError: bad data or flags, an unreachable model, a run made with
+            another setup, or tasks that ended in error.
+    """
+    from aah.benchmark import RunOptions
     from aah.llm import model_config, probe_server
     from aah.runtime import choose_tool_mode, run_async, tool_mode_choice
+    from aah.store import SessionStore
 
-    human_name = known_name(BATCH_HUMAN_NAMES, human, "--human")
-    choice = tool_mode_choice(tool_mode)
-    http_mode = known_name(BASE_HTTP_MODE_NAMES, http, "--http")
-    if unavailable not in ("hidden", "broken"):
-        raise AahError(f"unknown --unavailable {unavailable!r}: use hidden or broken")
-    data_dir = find_data_dir(data, need_benchmark=True)
-    registry = open_registry(data, build_if_missing=True)
-    tasks = choose_tasks(load_tasks(data_dir, parse_settings(setting)), limit, ids)
-    tasks = shard_tasks(tasks, parse_shard(shard))
-    config = model_config("agent", model=model)
-    report = run_async(probe_server(config, overflow_probe=False)) if probe else None
+    aah = benchmark.defaults["aah"] if flags.aah is None else flags.aah
+    timeout = flags.task_timeout or benchmark.defaults["task_timeout"]
+    choice = tool_mode_choice(flags.tool_mode)  # a bad flag, before any data is read
+    prepared = benchmark.prepare(flags)
+    config = model_config("agent", model=flags.model)
+    report = run_async(probe_server(config, overflow_probe=False)) if flags.probe else None
     if report is not None:
         act_on_probe(report)
     mode, why = run_async(choose_tool_mode(choice, config, report))
     options = RunOptions(
-        run=run,
+        run=flags.run,
         aah=aah,
-        human=human_name,
-        concurrency=concurrency,
-        http=http_mode,
-        unavailable=cast("UnavailableMode", unavailable),
-        step_limit=step_limit,
-        task_timeout=task_timeout,
-        seed=seed,
-        human_deadline=human_deadline,
-        tool_result_tokens=tool_result_tokens or get_settings().tool_result_tokens,
+        concurrency=flags.concurrency,
+        task_timeout=timeout,
+        seed=flags.seed,
+        epochs=flags.epochs,
         tool_mode=mode,
-        epochs=epochs,
         probe=report.model_dump(mode="json") if report is not None else None,
-        tools=cast("ToolSource", tools),
-        discover=discover,
-        discover_k=discover_k or get_settings().discover_k,
-        approvals=approvals,
-        workers=processes,
-        ray=ray,
+        workers=flags.workers,
+        ray=flags.ray,
+        **prepared.options,
     )
-    runner = BatchRunner(options, registry, config)
-    if report is not None and options.probe is not None:
-        largest = runner.largest_prompt_tokens(tasks)
-        options.probe["largest_prompt_tokens"] = largest
-        warn_if_too_long(largest, report.context_length, config.max_tokens)
-    db_path = db or get_settings().db
-    console.print(
-        f"run [bold]{run}[/]: {len(tasks)} tasks"
-        + (f" × {epochs} epochs" if epochs > 1 else "")
-        + f", model {config.model}, "
-        f"aah {'on' if aah else 'off'}, human {human}, http {http}, tools {mode} ({why})"
-        + (", tools found with find_tools" if tools == "registry" else "")
-        + (", find_tools on" if discover and tools == "given" else "")
-        + (f", {processes} worker processes" if processes > 1 and ray is None else "")
-        + (f", {processes} Ray worker(s) on {ray}" if ray is not None else ""),
-        highlight=False,
+    for line in prepared.warnings(options, config, report):
+        print_warning(line)
+    from rich.markup import escape
+
+    details = f" {prepared.details}" if prepared.details else ""
+    workers = ""
+    if flags.ray is not None:
+        workers = f", {flags.workers} Ray worker(s) on {flags.ray}"
+    elif flags.workers > 1:
+        workers = f", {flags.workers} worker processes"
+    said = (
+        f"{len(prepared.tasks)} {prepared.noun}{details}"
+        + (f" × {flags.epochs} epochs" if flags.epochs > 1 else "")
+        + f", model {config.model}, aah {'on' if aah else 'off'}{prepared.header}, "
+        f"tools {mode} ({why}){workers}"
     )
+    # Names come from people and servers: shown as written, never read as markup.
+    console.print(f"run [bold]{escape(flags.run)}[/]: {escape(said)}", highlight=False)
     activity = Activity()
     summary = run_with_progress(
-        run,
-        len(tasks) * epochs,
-        lambda on_done, on_waiting: runner.run(
-            tasks, db_path, on_done, on_waiting, activity=activity
+        flags.run,
+        len(prepared.tasks) * flags.epochs,
+        lambda on_done, on_waiting: prepared.start(
+            options, config, flags.db, on_done, on_waiting, activity
         ),
         activity,
     )
-    print_summary(run, summary, db_path)
+    with SessionStore(flags.db) as store:
+        lines = prepared.finish(store)
+    print_summary(
+        flags.run,
+        summary,
+        flags.db,
+        next_step=prepared.next_step or f"aah report --run {flags.run}",
+        after=lines,
+    )
 
 
 def act_on_probe(report: ProbeReport) -> None:
@@ -337,19 +398,6 @@ def act_on_probe(report: ProbeReport) -> None:
     for line in report.lines():
         if line.warning:
             print_warning(f"model server: {line.check}: {line.result}; {line.action}")
-
-
-def warn_if_too_long(largest: int, context: int | None, reply_tokens: int | None) -> None:
-    """Warn when the run's largest first request (plus a reply) may not fit the context."""
-    if context is None:
-        return
-    needed = largest + (reply_tokens or 0)
-    if needed > context:
-        print_warning(
-            f"the largest first request of this run is about {largest:,} tokens (plus "
-            f"{reply_tokens or 0:,} for the reply), but the server's context is {context:,}: "
-            "those tasks will fail; use a model with a larger context"
-        )
 
 
 def run_with_progress(
@@ -505,8 +553,14 @@ class PlainProgress:
             self.tick()
 
 
-def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None = None) -> None:
-    """The run's counts as a table, its first errors, and what to do next."""
+def print_summary(
+    run: str,
+    summary: RunSummary,
+    db: Path,
+    next_step: str | None = None,
+    after: Sequence[str] = (),
+) -> None:
+    """The run's counts as a table, the lines ``after`` it, its first errors, and what next."""
     rows: list[list[object]] = [
         ["tasks", summary.total],
         ["already done (resumed)", summary.already_done],
@@ -521,6 +575,8 @@ def print_summary(run: str, summary: RunSummary, db: Path, next_step: str | None
     if summary.stopped["terminated"]:
         rows.insert(6, ["terminated by a person", summary.stopped["terminated"]])
     print_table(table(f"Run {run}", ["", "count"], rows))
+    for line in after:
+        print_line(line, style="dim")
     print_line(
         f"stored in {db}; next: "
         f"`{next_step or f'aah grade --run {run}` then `aah report --run {run}'}`",

@@ -85,7 +85,11 @@ ToolResultTokensOption = Annotated[
 ]
 AahOption = Annotated[
     bool | None,
-    typer.Option("--aah/--no-aah", help="Offer the ask_human tool (default: on; BFCL: off)."),
+    typer.Option(
+        "--aah/--no-aah",
+        help="Offer the ask_human tool "
+        "(default: on; bench run: the benchmark's, off for BFCL and τ²).",
+    ),
 ]
 AwarenessOption = Annotated[
     str | None,
@@ -194,9 +198,6 @@ PER_COMMAND: dict[tuple[str, str], str] = {
     ("--out", "classify"): "the file each command writes",
     ("--out", "data manifest"): "the file each command writes",
     ("--timeout", "tools check"): "seconds per probe",
-    ("--limit", "bench tau2"): "tasks per domain (a simulation, not a setting's task)",
-    ("--ids", "bench tau2"): "tasks as domain/id: ids repeat across τ²'s domains",
-    ("--task-timeout", "bench tau2"): "seconds per simulation: a conversation runs longer",
     ("--timeout", "serve llamacpp"): "a server's own load time",
     ("--timeout", "serve vllm"): "a server's own load time",
     ("--tool", "run"): "endpoints to offer the agent",

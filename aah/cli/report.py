@@ -29,7 +29,7 @@ from aah.secrets import scrub_text
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from aah.scoring.report import Report
+    from aah.report import Report
 
 FORMATS = ("table", "md", "html", "json", "csv")
 DEFAULT_HTML = Path("report.html")
@@ -61,7 +61,7 @@ def report(
     paper_table: Path | None = typer.Option(
         None,
         "--paper-table",
-        help="The paper's tables as JSON (format: aah.benchmark.failtalms.paper; default shipped).",
+        help="The paper's tables as JSON (format: the Fail-TaLMs paper module's; default shipped).",
     ),
     as_model: list[str] = typer.Option(
         [],
@@ -71,7 +71,7 @@ def report(
     force: ForceOption = False,
 ) -> None:
     """Report runs: paper metrics with intervals, behaviour, error patterns, agreement."""
-    from aah.scoring.report import build_report
+    from aah.report import build_report
 
     if format not in FORMATS:
         raise AahError(f"unknown --format {format!r}: use one of {', '.join(FORMATS)}")
@@ -81,7 +81,7 @@ def report(
         raise AahError("--paper-table and --as go with --compare paper: add it")
     tables = None
     if compare == "paper":
-        from aah.benchmark.failtalms import load_paper_tables
+        from aah.report import load_paper_tables
 
         tables = load_paper_tables(paper_table)
     to_terminal = format == "table" and out is None
@@ -94,7 +94,7 @@ def report(
     with open_store(db) as store, _steps() as step:
         built = build_report(store, run or None, data, progress=step)
         if tables is not None:
-            from aah.scoring.report import compare_report_with_paper
+            from aah.report import compare_report_with_paper
 
             built = compare_report_with_paper(built, tables, as_model)
         step("rendering")
@@ -115,19 +115,19 @@ def report(
 
 def _render(built: Report, format: str, width: int | None) -> str:
     if format == "csv":
-        from aah.scoring.report import render_csv
+        from aah.report import render_csv
 
         return render_csv(built)
     if format == "json":
-        from aah.scoring.report import render_json
+        from aah.report import render_json
 
         return render_json(built)
     if format == "md":
-        from aah.scoring.report import render_markdown
+        from aah.report import render_markdown
 
         return render_markdown(built)
     if format == "html":
-        from aah.scoring.report import render_html
+        from aah.report import render_html
 
         return render_html(built)
     # A terminal table sent to a file is drawn there as plain text.
@@ -150,13 +150,13 @@ def _print_whole(item: RenderableType, to: Console) -> None:
 
 
 def _terminal_tables(built: Report, width: int | None) -> list[RenderableType]:
-    from aah.scoring.report import rich_tables
+    from aah.report import rich_tables
 
     return rich_tables(built, width)
 
 
 def _write_charts(built: Report, folder: Path) -> list[Path]:
-    from aah.scoring.report import write_charts
+    from aah.report import write_charts
 
     try:
         return write_charts(built, folder)

@@ -202,17 +202,19 @@ def export(
 def _export_tau2(
     session_ids: list[str], out: Path, run: str | None, db: Path | None, force: bool
 ) -> None:
-    """``export --tau2``: ended τ² simulations in τ²'s ``Results`` format."""
-    from aah.benchmark.tau2 import tau2_results_json
+    """``export --tau2``: ended τ² simulations in τ²'s ``Results`` format (through the registry)."""
+    from aah.benchmark import get_benchmark
 
+    export = get_benchmark("tau2").export
+    assert export is not None  # τ² has its results format
     check_output_name(out, force=force, option="--tau2")
     with open_store(db) as store:
         every = store.list_sessions(run=run)
         chosen = [s for s in every if any(s.id.startswith(w) for w in session_ids)]
-        text, count = tau2_results_json(store, chosen if session_ids else every)
+        text, count = export.results_json(store, chosen if session_ids else every)
     to_stdout = write_output(out, text + "\n", force=force, option="--tau2")
     where = "standard output" if to_stdout else str(out)
-    print_line(f"wrote {count} τ² simulations to {where}", to=err_console if to_stdout else console)
+    print_line(f"wrote {count} {export.noun} to {where}", to=err_console if to_stdout else console)
 
 
 @app.command()

@@ -34,44 +34,20 @@ app = typer.Typer(no_args_is_help=True)
 
 
 def open_registry(data: Path | None = None, *, build_if_missing: bool = False) -> Registry:
-    """The registry named by ``AAH_REGISTRY`` or the default path.
+    """The registry named by ``AAH_REGISTRY`` or the default path (``aah.tools.registry``).
 
-    With ``build_if_missing`` a missing registry is built first from the
-    discovered data (or ``data``), so a first run needs no separate step.
+    With ``build_if_missing`` a missing registry is built first, with a line saying so.
 
     Raises:
-        AahError: ``data`` names no data directory (checked even when the
-            registry is already built: a mistyped ``--data`` is never ignored).
+        AahError: ``data`` names no data directory.
     """
-    from aah.config import get_settings, project_root
-    from aah.data import find_data_dir
-    from aah.tools.registry import Registry
+    from aah.tools.registry import open_registry as open_or_build
 
-    path = get_settings().registry_path()
-    if data is not None:
-        find_data_dir(data)
-    if build_if_missing and (not path.is_file() or _stale(path)):
-        from aah.tools.registry import build_registry
-
-        data_dir = find_data_dir(data)
-        err_console.print("[dim]building the tool registry (once)…[/]")
-        build_registry(data_dir, path, project_root() / "tool_registry" / "fixes.yaml")
-    return Registry(path)
-
-
-def _stale(path: Path) -> bool:
-    """Whether the registry at ``path`` predates this install's search index."""
-    import sqlite3
-
-    from aah.tools.registry import Registry
-
-    registry = Registry(path)
-    try:
-        return registry.stale
-    except sqlite3.Error:
-        return False  # a damaged registry is reported by the command that reads it
-    finally:
-        registry.close()
+    return open_or_build(
+        data,
+        build_if_missing=build_if_missing,
+        on_build=lambda: err_console.print("[dim]building the tool registry (once)…[/]"),
+    )
 
 
 @app.command()

@@ -7,21 +7,23 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from aah.scoring.report.build import (
+    from aah.report.build import (
         Report,
         build_report,
         compare_report_with_paper,
+        load_paper_tables,
         render_json,
     )
-    from aah.scoring.report.charts import write_charts
-    from aah.scoring.report.html import render_html
-    from aah.scoring.report.spreadsheet import render_csv
-    from aah.scoring.report.text import render_markdown, rich_tables
+    from aah.report.charts import write_charts
+    from aah.report.html import render_html
+    from aah.report.spreadsheet import render_csv
+    from aah.report.text import render_markdown, rich_tables
 
 __all__ = [
     "Report",
     "build_report",
     "compare_report_with_paper",
+    "load_paper_tables",
     "render_csv",
     "render_html",
     "render_json",
@@ -31,15 +33,16 @@ __all__ = [
 ]
 
 _WHERE = {
-    "Report": "aah.scoring.report.build",
-    "build_report": "aah.scoring.report.build",
-    "compare_report_with_paper": "aah.scoring.report.build",
-    "render_csv": "aah.scoring.report.spreadsheet",
-    "render_html": "aah.scoring.report.html",
-    "render_json": "aah.scoring.report.build",
-    "render_markdown": "aah.scoring.report.text",
-    "rich_tables": "aah.scoring.report.text",
-    "write_charts": "aah.scoring.report.charts",
+    "Report": "aah.report.build",
+    "build_report": "aah.report.build",
+    "compare_report_with_paper": "aah.report.build",
+    "load_paper_tables": "aah.report.build",
+    "render_csv": "aah.report.spreadsheet",
+    "render_html": "aah.report.html",
+    "render_json": "aah.report.build",
+    "render_markdown": "aah.report.text",
+    "rich_tables": "aah.report.text",
+    "write_charts": "aah.report.charts",
 }
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

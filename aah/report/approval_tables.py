@@ -6,10 +6,10 @@ import json
 from typing import TYPE_CHECKING
 
 from aah.scoring.approvals import approval_cell_to_json
-from aah.scoring.report.tables import ReportTable, format_number, format_rate
+from aah.scoring.table import ReportTable, format_number, format_rate
 
 if TYPE_CHECKING:
-    from aah.scoring.report.build import Report
+    from aah.report.build import Report
 
 # Arguments in the per-session table are cut to this many characters.
 _ARGUMENT_CHARS = 80

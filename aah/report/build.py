@@ -85,9 +85,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from aah.benchmark.bfcl import BfclScores, bfcl_run_scores, bfcl_scores_to_json
+from aah.benchmark import report_parts
 from aah.benchmark.failtalms import (
-    SETTINGS,
     Comparison,
     PaperTables,
     compare_with_paper,
@@ -96,9 +95,29 @@ from aah.benchmark.failtalms import (
     parse_model_map,
     unmatched_runs,
 )
-from aah.benchmark.when2call import When2CallScores, run_scores, scores_to_json
+from aah.benchmark.failtalms import (
+    load_paper_tables as load_paper_tables,
+)
 from aah.config import get_settings
 from aah.errors import AahError
+from aah.report.discovery import (
+    DiscoveryCost,
+    RunDiscovery,
+    cost_to_json,
+    discovering,
+    discovery_costs,
+    discovery_to_json,
+    load_discoveries,
+    run_discovery,
+)
+from aah.report.steps import (
+    RunBehavior,
+    group_by_run,
+    load_steps,
+    run_behavior,
+    run_error_patterns,
+    task_ids,
+)
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.approvals import (
     ApprovalCall,
@@ -119,26 +138,9 @@ from aah.scoring.metrics import (
     load_outcomes,
     proportion_to_json,
 )
+from aah.scoring.quote import quote
 from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
-from aah.scoring.report.discovery import (
-    DiscoveryCost,
-    RunDiscovery,
-    cost_to_json,
-    discovering,
-    discovery_costs,
-    discovery_to_json,
-    load_discoveries,
-    run_discovery,
-)
-from aah.scoring.report.quote import quote
-from aah.scoring.report.steps import (
-    RunBehavior,
-    group_by_run,
-    load_steps,
-    run_behavior,
-    run_error_patterns,
-    task_ids,
-)
+from aah.scoring.settings import SETTINGS
 from aah.store import RunRecord, SessionStore
 
 EXAMPLES_PER_RUN = 3
@@ -184,10 +186,10 @@ class Report:
     agreement: Agreement
     examples: list[Example]
     notes: list[str]
-    when2call: list[When2CallScores] = field(default_factory=list)
+    # Each benchmark's part (``ReportPart``): its scores by its key, in registry order.
+    benchmarks: dict[str, list[Any]] = field(default_factory=dict)
     repeats: list[RepeatScores] = field(default_factory=list)
     paper: PaperComparison | None = None
-    bfcl: list[BfclScores] = field(default_factory=list)
     discovery: list[RunDiscovery] = field(default_factory=list)
     discovery_cost: list[DiscoveryCost] = field(default_factory=list)
     # Calls that needed a person's approval, per run × setting and one by one.
@@ -197,8 +199,6 @@ class Report:
     elicitation_cells: list[ElicitationCell] = field(default_factory=list)
     # External agents' (MCP clients') asking and approval metrics, reported over the whole store.
     external: list[ExternalAgentAsking] = field(default_factory=list)
-    # τ² runs, per domain (``aah.benchmark.tau2.scores``).
-    tau2: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -330,17 +330,16 @@ def build_report(
     agreement = load_agreement(store, chosen, outcomes, task_of, everything=not runs)
     notes = _notes(chosen, cells, by_run, imported) + notes
     examples = _examples(names, by_run, task_of)
-    step("When2Call")
-    when2call: list[When2CallScores] = []
-    for run in chosen:
-        if run.manifest.get("benchmark") == "when2call":
-            scores = run_scores(store, run.name, run.manifest.get("aah"))
-            if not scores and by_run.get(run.name):
-                notes.append(
-                    f"run {run.name}: no When2Call first turn is labelled yet (its sessions "
-                    "ended in error): run the same `aah bench run --benchmark when2call` again"
-                )
-            when2call += scores
+    benchmarks: dict[str, list[Any]] = {}
+    for benchmark, part in report_parts():
+        step(part.step)
+        part_scores: list[Any] = []
+        for run in chosen:
+            if run.manifest.get("benchmark") == benchmark.name:
+                scored, said = part.scores(store, run, bool(by_run.get(run.name)))
+                part_scores += scored
+                notes += said
+        benchmarks[part.key] = part_scores
     repeats = cells_with_repeats(outcomes)
     for run_name in dict.fromkeys(scores.run for scores in repeats):
         notes.append(
@@ -348,24 +347,6 @@ def build_report(
             "every epoch's session as a task, so their Wilson intervals are too narrow; pass@k "
             "and pass^k average over tasks, with bootstrap intervals over tasks"
         )
-    step("BFCL")
-    bfcl = [
-        scores
-        for run in chosen
-        if run.manifest.get("benchmark") == "bfcl"
-        for scores in bfcl_run_scores(
-            store, run.name, str(run.manifest.get("model") or ""), run.manifest.get("aah")
-        )
-    ]
-    step("τ²")
-    from aah.benchmark.tau2 import tau2_run_scores
-
-    tau2 = [
-        scores
-        for run in chosen
-        if run.manifest.get("benchmark") == "tau2"
-        for scores in tau2_run_scores(store, run.name, run.manifest.get("aah"))
-    ]
     step("tool discovery")
     searched = [run for run in chosen if discovering(run)]
     found = load_discoveries(store, [run.name for run in searched]) if searched else {}
@@ -384,16 +365,14 @@ def build_report(
         agreement,
         examples,
         notes,
-        when2call,
+        benchmarks,
         repeats,
-        bfcl=bfcl,
         discovery=discovery,
         discovery_cost=discovery_costs(chosen, cells),
         approval_cells=approval_metrics(gated, outcomes),
         approval_calls=gated,
         elicitation_cells=elicited,
         external=external,
-        tau2=tau2,
     )
 
 
@@ -418,12 +397,13 @@ def _needed_endpoints(
     from aah.benchmark.failtalms import load_tasks
     from aah.data import find_data_dir
 
-    # When2Call tasks name no endpoints: IAC is a Fail-TaLMs figure.
+    # IAC is a Fail-TaLMs figure: only its tasks name the endpoints they need.
     own = {
         run.name
         for run in runs
         if not run.manifest.get("imported")
-        and run.manifest.get("benchmark") not in ("when2call", "bfcl")
+        # Only Fail-TaLMs runs name no benchmark: every other benchmark's run names its own.
+        and run.manifest.get("benchmark") is None
     }
     mine = [o for o in outcomes if o.run in own and o.session_id in task_of]
     if not mine:
@@ -622,9 +602,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "agreement": _agreement_json(report.agreement),
         "examples": [asdict(example) for example in report.examples],
         "notes": list(report.notes),
-        "when2call": [scores_to_json(scores) for scores in report.when2call],
-        "bfcl": [bfcl_scores_to_json(scores) for scores in report.bfcl],
-        **({"tau2": [_tau2_json(scores) for scores in report.tau2]} if report.tau2 else {}),
+        **_benchmark_json(report),
         "repeats": [repeat_to_json(scores) for scores in report.repeats],
         **(
             {
@@ -731,7 +709,11 @@ def _side_by_side(people: Any, stand_in: Any) -> dict[str, Any]:
     return {"human": proportion_to_json(people), "simulated": proportion_to_json(stand_in)}
 
 
-def _tau2_json(scores: Any) -> dict[str, Any]:
-    from aah.benchmark.tau2 import tau2_scores_to_json
-
-    return tau2_scores_to_json(scores)
+def _benchmark_json(report: Report) -> dict[str, Any]:
+    """Each benchmark's part under its key (a part that is not ``always`` only with scores)."""
+    out: dict[str, Any] = {}
+    for _benchmark, part in report_parts():
+        scores = report.benchmarks.get(part.key, [])
+        if scores or part.always:
+            out[part.key] = [part.to_json(one) for one in scores]
+    return out

@@ -32,12 +32,12 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from aah.benchmark.failtalms import SETTINGS
-from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix
+from aah.report.build import Report
+from aah.report.tables import pair_runs, pooled_matrix
+from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, ConfusionMatrix
 from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics
-from aah.scoring.report.build import Report
-from aah.scoring.report.tables import CLASS_NAMES, pair_runs, pooled_matrix
+from aah.scoring.settings import SETTINGS
 
 DPI = 100
 PRINT_DPI = 300

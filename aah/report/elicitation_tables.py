@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aah.scoring.report.tables import ReportTable, format_number
+from aah.scoring.table import ReportTable, format_number
 
 if TYPE_CHECKING:
-    from aah.scoring.report.build import Report
+    from aah.report.build import Report
 
 
 def elicitation_tables(report: Report) -> list[ReportTable]:

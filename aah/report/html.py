@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from html import escape
 
-from aah.scoring.report.build import Report
-from aah.scoring.report.charts import png_data_uri, report_charts
-from aah.scoring.report.tables import ReportTable, report_tables, run_label
+from aah.report.build import Report
+from aah.report.charts import png_data_uri, report_charts
+from aah.report.tables import report_tables, run_label
+from aah.scoring.table import ReportTable
 
 # No script, no remote fetch: only inline style and data: images.
 # Before a flagged row's last cell, with the flag's word: visible without colour.

@@ -15,8 +15,9 @@ import csv
 import io
 from typing import Any
 
+from aah.benchmark import report_parts
+from aah.report.build import Report
 from aah.scoring.metrics import cell_to_json
-from aah.scoring.report.build import Report
 
 PROPORTION_PARTS = ("", "_low", "_high", "_k", "_n")
 _PROPORTION_KEYS = ("value", "low", "high", "k", "n")
@@ -53,21 +54,22 @@ def render_csv(report: Report) -> str:
     """The per-cell figures as CSV text (RFC 4180 quoting, CRLF line ends)."""
     sink = io.StringIO()
     csv.writer(sink).writerows(csv_rows(report))
-    if report.bfcl:
-        # Imported here: only reports over BFCL runs have this second table.
-        from aah.scoring.report.bfcl_tables import bfcl_csv_rows
-
-        rows = [[_text(value) for value in row] for row in bfcl_csv_rows(report)]
-        csv.writer(sink).writerows([[], *rows])
+    for _benchmark, part in report_parts():
+        # A benchmark's own figures (BFCL's per language), after a blank row.
+        scores = report.benchmarks.get(part.key)
+        own = part.csv_rows(scores) if scores else []
+        if own:
+            rows = [[_text(value) for value in row] for row in own]
+            csv.writer(sink).writerows([[], *rows])
     if report.approval_cells:
         # Imported here: only reports over runs with approvals have this table.
-        from aah.scoring.report.approval_tables import approval_csv_rows
+        from aah.report.approval_tables import approval_csv_rows
 
         rows = [[_text(value) for value in row] for row in approval_csv_rows(report)]
         csv.writer(sink).writerows([[], *rows])
     if report.external:
         # Imported here: only reports with external agents (MCP clients) have this table.
-        from aah.scoring.report.external_tables import external_csv_rows
+        from aah.report.external_tables import external_csv_rows
 
         rows = [[_text(value) for value in row] for row in external_csv_rows(report)]
         csv.writer(sink).writerows([[], *rows])

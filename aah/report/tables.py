@@ -18,18 +18,25 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from typing import Any, NamedTuple
 
-from aah.benchmark.failtalms import SETTINGS, Comparison
-from aah.scoring.behavior import BEHAVIOR_CLASSES, ConfusionMatrix, confusion
+from aah.benchmark.failtalms import Comparison
+from aah.report.build import PAPER_METRIC_LABELS, Report
+from aah.report.discovery import GIVEN
+from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, ConfusionMatrix, confusion
 from aah.scoring.errors import ERROR_PATTERNS
-from aah.scoring.intervals import Proportion
 from aah.scoring.metrics import CellMetrics
 from aah.scoring.repeats import Estimate
-from aah.scoring.report.build import PAPER_METRIC_LABELS, Report
-from aah.scoring.report.discovery import GIVEN
+from aah.scoring.settings import SETTINGS
+from aah.scoring.table import (
+    NO_DATA,
+    NOT_REPORTED,
+    RATE_NOTE,
+    ReportTable,
+    format_estimate,
+    format_number,
+    format_rate,
+)
 from aah.store import RunRecord
 
-NOT_REPORTED = "—"
-NO_DATA = "no data"
 # Manifest fields that, with the model, make two runs the same experiment but for Aah.
 PAIRING_FIELDS = (
     "http",
@@ -42,13 +49,6 @@ PAIRING_FIELDS = (
 )
 # What a pairing field means when an older run's manifest lacks it.
 _PAIRING_DEFAULTS: dict[str, Any] = {"tools": "given", "discover": False}
-CLASS_NAMES = {
-    "tool_call": "tool call",
-    "request_for_info": "follow-up question",
-    "cannot_answer": "cannot answer",
-    "direct": "direct answer",
-}
-RATE_NOTE = "percent [95% Wilson interval]"
 # Beside a cell's N when some of its sessions ended in error, hold a flagged or no
 # verdict, or never gave a readable awareness answer: the notes say how many.
 TROUBLE_MARK = "*"
@@ -60,33 +60,6 @@ TROUBLE_NOTE = (
     "unfinished; PR graded is the pass rate over the sessions that have a verdict."
 )
 AAH_PHRASES = {"without": "without Aah", "with": "with Aah", "unknown": "Aah unknown"}
-
-
-class ReportTable(NamedTuple):
-    """One table of the report, every cell already text.
-
-    Attributes:
-        title: The heading above it.
-        columns: Column names.
-        rows: Cells, one list per row.
-        caption: One line under it saying how to read it.
-        keys: How many leading columns name a row: a terminal too narrow for
-            the whole table repeats them in each part it splits the table into.
-        flagged: Rows (indexes into ``rows``) a reader must not miss, e.g.
-            a published value outside the computed interval; HTML marks them.
-        flag: One word that says why those rows are flagged ("outside").
-        widths: The terminal width planned per column (padding and rule
-            included) when a table is split to fit; empty: as wide as it is.
-    """
-
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    caption: str = ""
-    keys: int = 1
-    flagged: tuple[int, ...] = ()
-    flag: str = ""
-    widths: tuple[int, ...] = ()
 
 
 class RunPair(NamedTuple):
@@ -104,21 +77,6 @@ class RunPair(NamedTuple):
         """``(run, "without" | "with" | "unknown")`` for the runs present, in that order."""
         runs = ((self.without, "without"), (self.with_aah, "with"), (self.unknown_aah, "unknown"))
         return [(name, label) for name, label in runs if name is not None]
-
-
-def format_rate(value: Proportion | None, n: int | None = None) -> str:
-    """``47.4 [37.6–57.3]``; ``of k`` appended when the rate's N is not ``n``."""
-    if value is None:
-        return NOT_REPORTED
-    if value.value is None or value.low is None or value.high is None:
-        return NO_DATA
-    text = f"{100 * value.value:.1f} [{100 * value.low:.1f}–{100 * value.high:.1f}]"
-    return text if n is None or value.n == n else f"{text} of {value.n}"
-
-
-def format_number(value: float | None, digits: int = 1) -> str:
-    """A mean or score to ``digits`` places; ``no data`` for None."""
-    return NO_DATA if value is None else f"{value:.{digits}f}"
 
 
 def run_label(run: RunRecord) -> str:
@@ -283,13 +241,6 @@ def failure_table(report: Report) -> ReportTable:
     )
     rows = rows or [[NO_DATA] * len(columns)]
     return ReportTable("What failed underneath", columns, rows, caption, keys=2)
-
-
-def format_estimate(value: Estimate) -> str:
-    """``62.5 [41.7–83.3]``: a mean over tasks and its bootstrap interval, in percent."""
-    if value.value is None or value.low is None or value.high is None:
-        return NO_DATA
-    return f"{100 * value.value:.1f} [{100 * value.low:.1f}–{100 * value.high:.1f}]"
 
 
 def repeat_tables(report: Report) -> list[ReportTable]:
@@ -630,15 +581,24 @@ def example_table(report: Report) -> ReportTable:
     )
 
 
+def benchmark_tables(report: Report) -> list[ReportTable]:
+    """Each benchmark's own tables (``ReportPart.tables``), in registry order."""
+    from aah.benchmark import report_parts
+
+    return [
+        table
+        for _benchmark, part in report_parts()
+        if report.benchmarks.get(part.key)
+        for table in part.tables(report.benchmarks[part.key])
+    ]
+
+
 def report_tables(report: Report) -> list[ReportTable]:
     """Every table of the report, in reading order."""
     # Imported here: the When2Call tables build on this module's helpers.
-    from aah.scoring.report.approval_tables import approval_tables
-    from aah.scoring.report.bfcl_tables import bfcl_tables
-    from aah.scoring.report.elicitation_tables import elicitation_tables
-    from aah.scoring.report.external_tables import external_tables
-    from aah.scoring.report.tau2_tables import tau2_tables
-    from aah.scoring.report.when2call_tables import when2call_tables
+    from aah.report.approval_tables import approval_tables
+    from aah.report.elicitation_tables import elicitation_tables
+    from aah.report.external_tables import external_tables
 
     if not report.runs:
         return external_tables(report)  # a store with external agents' sessions only
@@ -652,9 +612,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         confusion_table(report),
         error_table(report),
         *discovery_tables(report),
-        *when2call_tables(report),
-        *bfcl_tables(report),
-        *tau2_tables(report),
+        *benchmark_tables(report),
         *approval_tables(report),
         *elicitation_tables(report),
         *external_tables(report),

@@ -14,8 +14,9 @@ from rich.markup import escape as rich_escape
 from rich.table import Table
 from rich.text import Text
 
-from aah.scoring.report.build import Report
-from aah.scoring.report.tables import ReportTable, report_tables, run_label
+from aah.report.build import Report
+from aah.report.tables import report_tables, run_label
+from aah.scoring.table import ReportTable
 
 # A rich table's cell adds one space each side and one rule: its column is 3 wider
 # than its longest word; the table adds its last rule.

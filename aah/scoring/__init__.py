@@ -1,7 +1,7 @@
 """Scoring: metrics, intervals, repeats, error patterns, agreement (any benchmark).
 
 The grader, behaviour classes and reports export their own names from
-``aah.scoring.grader``, ``aah.scoring.behavior`` and ``aah.scoring.report``.
+``aah.scoring.grader``, ``aah.scoring.behavior`` and ``aah.report``.
 
 Public names load lazily (PEP 562), so importing one light module of the
 package does not load the heavy ones.
@@ -39,7 +39,14 @@ if TYPE_CHECKING:
         compute_metrics,
         load_outcomes,
     )
-    from aah.scoring.repeats import base_task_id, pass_at_k, pass_hat_k, repeat_scores
+    from aah.scoring.repeats import (
+        Estimate,
+        base_task_id,
+        bootstrap_mean,
+        pass_at_k,
+        pass_hat_k,
+        repeat_scores,
+    )
 
 __all__ = [
     "ApprovalCall",
@@ -57,7 +64,9 @@ __all__ = [
     "CellMetrics",
     "Proportion",
     "TaskOutcome",
+    "Estimate",
     "base_task_id",
+    "bootstrap_mean",
     "cell_to_json",
     "compute_metrics",
     "error_patterns",
@@ -88,7 +97,9 @@ _WHERE = {
     "compute_metrics": "aah.scoring.metrics",
     "error_patterns": "aah.scoring.errors",
     "load_outcomes": "aah.scoring.metrics",
+    "Estimate": "aah.scoring.repeats",
     "base_task_id": "aah.scoring.repeats",
+    "bootstrap_mean": "aah.scoring.repeats",
     "pass_at_k": "aah.scoring.repeats",
     "pass_hat_k": "aah.scoring.repeats",
     "repeat_scores": "aah.scoring.repeats",

@@ -72,12 +72,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-# The rules module, not ``aah.scoring.behavior.classes``: that one loads the OpenAI client,
-# a second of start-up that a report over stored sessions never needs.
-from aah.benchmark.failtalms import SETTINGS, canonical_setting
 from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.redundancy import is_redundant_question
+
+# The rules module, not ``aah.scoring.behavior.classes``: that one loads the OpenAI client,
+# a second of start-up that a report over stored sessions never needs.
+from aah.scoring.settings import SETTINGS, canonical_setting
 from aah.store import STOPPED_STATUSES, GradeFlag, SessionStore, SessionSummary
 
 _NOT_DONE = ("running", "waiting")

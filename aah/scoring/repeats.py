@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any, NamedTuple
 
-from aah.benchmark.failtalms import SETTINGS
 from aah.scoring.intervals import Proportion, wilson
 from aah.scoring.metrics import TaskOutcome, passes
+from aah.scoring.settings import SETTINGS
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 13

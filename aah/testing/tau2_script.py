@@ -1,4 +1,4 @@
-"""A fake-model script that plays τ² tasks' gold actions (with ``aah bench tau2 --user gold``).
+"""A fake-model script playing τ² tasks' gold actions (``bench run --benchmark tau2 --user gold``).
 
 For runs offline (every task against the fake server, the performance
 script): the gold user asks for each of the agent's gold actions in turn

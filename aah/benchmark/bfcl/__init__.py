@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.benchmark.bfcl.benchmark import choose_items
     from aah.benchmark.bfcl.checker import AstCheckResult, Call, check_call, check_calls, normalise
     from aah.benchmark.bfcl.environments import BfclEnvironment, EnvironmentPair, bfcl_fence
     from aah.benchmark.bfcl.multi_turn_check import (
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from aah.benchmark.bfcl.wheel import api_classes, find_bfcl_wheel
 
 __all__ = [
+    "choose_items",
     "ALL_MULTI_TURN",
     "MULTI_TURN_CATEGORIES",
     "MULTI_TURN_STEP_LIMIT",
@@ -142,6 +144,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "choose_items": "aah.benchmark.bfcl.benchmark",
     "ALL_MULTI_TURN": "aah.benchmark.bfcl.tasks",
     "MULTI_TURN_CATEGORIES": "aah.benchmark.bfcl.tasks",
     "BfclEnvironment": "aah.benchmark.bfcl.environments",

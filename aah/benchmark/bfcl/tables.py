@@ -1,4 +1,4 @@
-"""The report's BFCL section: AST per category, refusal read two ways, MBFCL beside, multi-turn.
+"""BFCL's part of the report: AST per category, refusal read two ways, MBFCL beside, multi-turn.
 
 One row per run and language; a run with multi-turn entries also gets rows in
 the multi-turn tables (plain and Aah runs side by side, the manifest's
@@ -12,13 +12,15 @@ of its rows; its figures are rounded percents from the paper, not aah's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from aah.benchmark.bfcl import AST_CATEGORIES, MBFCL_SOURCE, BfclScores
+from aah.benchmark.bfcl.published import MBFCL_SOURCE
+from aah.benchmark.bfcl.scoring import BfclScores
+from aah.benchmark.bfcl.tasks import AST_CATEGORIES
 from aah.events import excerpt
-from aah.scoring.report.build import Report
-from aah.scoring.report.quote import quote
-from aah.scoring.report.tables import NO_DATA, RATE_NOTE, ReportTable, format_rate
+from aah.scoring.quote import quote
+from aah.scoring.table import NO_DATA, RATE_NOTE, ReportTable, format_rate
 
 SHOWN_DISAGREEMENTS = 20
 DISAGREEMENT_CHARS = 400
@@ -59,10 +61,10 @@ _PUBLISHED = (
 )
 
 
-def bfcl_tables(report: Report) -> list[ReportTable]:
-    """The BFCL tables; none when the report covers no BFCL run."""
-    single = [s for s in report.bfcl if s.multi_turn is None or s.scored or s.unscored]
-    multi = [s for s in report.bfcl if s.multi_turn is not None]
+def bfcl_tables(runs: Sequence[BfclScores]) -> list[ReportTable]:
+    """The BFCL tables; none without BFCL runs."""
+    single = [s for s in runs if s.multi_turn is None or s.scored or s.unscored]
+    multi = [s for s in runs if s.multi_turn is not None]
     tables = []
     if single:
         tables += [_summary_table(single), _category_table(single)]
@@ -290,14 +292,14 @@ def _empty_turn_reply_table(runs: list[BfclScores]) -> ReportTable:
     )
 
 
-def bfcl_csv_rows(report: Report) -> list[list[Any]]:
+def bfcl_csv_rows(runs: Sequence[BfclScores]) -> list[list[Any]]:
     """The BFCL figures as CSV rows: a header, then one row per run, language and figure.
 
     Values are left as they are; the CSV writer makes them text.
     """
     rows: list[list[Any]] = [["run", "model", "language", "figure", "value", "low", "high"]]
     rows[0] += ["k", "n"]
-    for s in report.bfcl:
+    for s in runs:
         # In FIGURES' order, then the multi-turn figures' (``MULTI_TURN_FIGURES``).
         for name, value in s.figures.items():
             rows.append([s.run, s.model, s.language, name, *value[2:], value.k, value.n])

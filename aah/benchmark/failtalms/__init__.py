@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.benchmark.failtalms.benchmark import choose_tasks, parse_settings
     from aah.benchmark.failtalms.coverage import (
         CoverageReport,
         measure_coverage,
@@ -64,6 +65,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "choose_tasks",
+    "parse_settings",
     "BATCH_HUMANS",
     "BatchHumanOptions",
     "BatchRunner",
@@ -99,6 +102,8 @@ __all__ = [
 ]
 
 _WHERE = {
+    "choose_tasks": "aah.benchmark.failtalms.benchmark",
+    "parse_settings": "aah.benchmark.failtalms.benchmark",
     "CoverageReport": "aah.benchmark.failtalms.coverage",
     "measure_coverage": "aah.benchmark.failtalms.coverage",
     "Task": "aah.benchmark.failtalms.dataset",

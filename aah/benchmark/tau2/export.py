@@ -43,7 +43,8 @@ def tau2_results_json(
             found.append((session, ended[-1].state or {}, ended[-1].check))
     if not found:
         raise AahError(
-            "no ended τ² simulation among these sessions: export a run of `aah bench tau2`"
+            "no ended τ² simulation among these sessions: "
+            "export a run of `aah bench run --benchmark tau2`"
         )
     domains = {str(s.task_id or "").split("/", 1)[0] for s, _, _ in found}
     if len(domains) != 1:

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aah.benchmark.batch import EPOCH_MARK
-from aah.scoring import Proportion, pass_hat_k, wilson
-from aah.scoring.repeats import Estimate, bootstrap_mean
+from aah.scoring import Estimate, Proportion, bootstrap_mean, pass_hat_k, wilson
 from aah.store import SessionStore
 
 LEADERBOARD = "τ²-bench leaderboard, https://taubench.com (standard setup, user simulator gpt-5.2)"
@@ -55,15 +54,6 @@ class Tau2Scores:
     turns_per_task: float = 0.0
     # Simulations whose NL assertions all hold, per aah's grader (of those judged).
     nl: Proportion | None = None
-
-    @property
-    def pass_k(self) -> list[Proportion]:
-        """The pass^k figures that are proportions, with their Wilson intervals: pass^1 alone.
-
-        For a table of proportions; pass^k for k > 1 is no proportion and has
-        only its bootstrap interval (:attr:`pass_hat`).
-        """
-        return [self.pass_1]
 
 
 def tau2_run_scores(store: SessionStore, run: str, aah: bool | None) -> list[Tau2Scores]:

@@ -1,4 +1,4 @@
-"""The report's τ² section: per run and domain, pass^k, reward components, ends, questions, turns.
+"""τ²'s part of the report: per run and domain, pass^k, reward components, ends, questions, turns.
 
 Plain and Aah runs side by side (the manifest's ``aah`` says which); the
 published leaderboard figures are a table of their own, with their source
@@ -7,20 +7,26 @@ and setup (``aah.benchmark.tau2.scores``).
 
 from __future__ import annotations
 
-from aah.benchmark.tau2 import LEADERBOARD, LEADERBOARD_PASS1, LEADERBOARD_PASS4
-from aah.scoring.report.build import Report
-from aah.scoring.report.tables import RATE_NOTE, ReportTable, format_rate
+from collections.abc import Sequence
+
+from aah.benchmark.tau2.scores import (
+    LEADERBOARD,
+    LEADERBOARD_PASS1,
+    LEADERBOARD_PASS4,
+    Tau2Scores,
+)
+from aah.scoring.table import RATE_NOTE, ReportTable, format_estimate, format_rate
 
 
-def tau2_tables(report: Report) -> list[ReportTable]:
+def tau2_tables(runs: Sequence[Tau2Scores]) -> list[ReportTable]:
     """The τ² tables; none without τ² runs."""
-    if not report.tau2:
+    if not runs:
         return []
-    most = max(scores.epochs for scores in report.tau2)
-    components = sorted({name for scores in report.tau2 for name in scores.components})
+    most = max(scores.epochs for scores in runs)
+    components = sorted({name for scores in runs for name in scores.components})
     rows = []
-    for scores in report.tau2:
-        passes = [format_rate(p) for p in scores.pass_k]
+    for scores in runs:
+        passes = [format_estimate(p) for p in scores.pass_hat]
         passes += ["—"] * (most - len(passes))
         ends = ", ".join(f"{n} {end}" for end, n in scores.terminations.most_common())
         rows.append(
@@ -29,6 +35,7 @@ def tau2_tables(report: Report) -> list[ReportTable]:
                 scores.domain,
                 "aah" if scores.aah else "plain",
                 str(scores.tasks),
+                format_rate(scores.pass_1),
                 *passes,
                 *(format_rate(scores.components[c]) if c in scores.components else "—"
                   for c in components),
@@ -40,7 +47,8 @@ def tau2_tables(report: Report) -> list[ReportTable]:
             ]
         )  # fmt: skip
     columns = [
-        "run", "domain", "agent", "tasks", *(f"pass^{k}" for k in range(1, most + 1)),
+        "run", "domain", "agent", "tasks", "sims reward 1",
+        *(f"pass^{k}" for k in range(1, most + 1)),
         *components, "ended", "questions/task", "turns/task", "NL pending", "NL hold (aah grader)",
     ]  # fmt: skip
     published = [
@@ -53,8 +61,10 @@ def tau2_tables(report: Report) -> list[ReportTable]:
             "τ²-bench: pass^k per domain (τ²'s evaluator)",
             columns,
             rows,
-            f"pass^k: C(c,k)/C(n,k) per task over its epochs, averaged; {RATE_NOTE} Components: "
-            "share of simulations meeting each; NL assertions (aah's grader) reported apart.",
+            "sims reward 1: share of simulations with reward 1, "
+            f"{RATE_NOTE}; pass^k: C(c,k)/C(n,k) per task over its epochs, averaged, with a "
+            "seeded bootstrap interval over tasks. Components: share of simulations meeting "
+            "each; NL assertions (aah's grader) reported apart.",
             keys=3,
         ),
         ReportTable(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from aah.benchmark.when2call.benchmark import choose_questions
     from aah.benchmark.when2call.runner import (
         NEUTRAL_RESULT,
         WHEN2CALL_BENCHMARK,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "choose_questions",
     "WHEN2CALL_BENCHMARK",
     "PUBLISHED",
     "When2CallScores",
@@ -66,6 +68,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "choose_questions": "aah.benchmark.when2call.benchmark",
     "PUBLISHED": "aah.benchmark.when2call.scoring",
     "When2CallScores": "aah.benchmark.when2call.scoring",
     "label_run_with_judge": "aah.benchmark.when2call.scoring",

@@ -1,4 +1,4 @@
-"""The report's When2Call section: scores per run and labeller, confusion, published figures.
+"""When2Call's part of the report: scores per run and labeller, confusion, published figures.
 
 Rates read as in the other tables (``format_rate``: percent and 95% Wilson
 interval). The paper's figures come from its LLM-as-judge evaluation of the
@@ -8,17 +8,11 @@ aah's rules or from aah's judge prompt, not from the paper's judge.
 
 from __future__ import annotations
 
-from aah.benchmark.when2call import PUBLISHED, When2CallScores
-from aah.scoring.behavior import BEHAVIOR_CLASSES, BehaviorClass
-from aah.scoring.report.build import Report
-from aah.scoring.report.tables import (
-    CLASS_NAMES,
-    NO_DATA,
-    RATE_NOTE,
-    ReportTable,
-    format_number,
-    format_rate,
-)
+from collections.abc import Sequence
+
+from aah.benchmark.when2call.scoring import PUBLISHED, When2CallScores
+from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, BehaviorClass
+from aah.scoring.table import NO_DATA, RATE_NOTE, ReportTable, format_number, format_rate
 
 GOLD_CLASSES: tuple[BehaviorClass, ...] = ("tool_call", "request_for_info", "cannot_answer")
 ASK_HUMAN_NOTE = (
@@ -27,12 +21,12 @@ ASK_HUMAN_NOTE = (
 )
 
 
-def when2call_tables(report: Report) -> list[ReportTable]:
-    """The When2Call tables; none when the report covers no When2Call run."""
-    if not report.when2call:
+def when2call_tables(runs: Sequence[When2CallScores]) -> list[ReportTable]:
+    """The When2Call tables; none without When2Call runs."""
+    if not runs:
         return []
-    tables = [_score_table(report.when2call), _class_table(report.when2call)]
-    tables += [_confusion_table(scores) for scores in report.when2call]
+    tables = [_score_table(list(runs)), _class_table(list(runs))]
+    tables += [_confusion_table(scores) for scores in runs]
     tables.append(_published_table())
     return tables
 

@@ -25,10 +25,11 @@ if TYPE_CHECKING:
         tally_votes,
         turn_class,
     )
-    from aah.scoring.behavior.rules import classify_reply
+    from aah.scoring.behavior.rules import CLASS_NAMES, classify_reply
 
 __all__ = [
     "BEHAVIOR_CLASSES",
+    "CLASS_NAMES",
     "BehaviorClass",
     "Classification",
     "ConfusionMatrix",
@@ -49,6 +50,7 @@ __all__ = [
 
 _WHERE = {
     "BEHAVIOR_CLASSES": "aah.scoring.behavior.classes",
+    "CLASS_NAMES": "aah.scoring.behavior.rules",
     "BehaviorClass": "aah.scoring.behavior.classes",
     "Classification": "aah.scoring.behavior.classes",
     "ConfusionMatrix": "aah.scoring.behavior.classes",

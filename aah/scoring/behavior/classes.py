@@ -30,7 +30,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from aah.benchmark.failtalms import canonical_setting
 from aah.events import DiscoveryEvent, Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
 from aah.scoring.behavior.judge import (
     JudgePrompt,
@@ -47,6 +46,7 @@ from aah.scoring.behavior.rules import (
     classify_reply,
 )
 from aah.scoring.intervals import Proportion, wilson
+from aah.scoring.settings import canonical_setting
 from aah.store import SessionStore
 from aah.tools import ASK_HUMAN, FIND_TOOLS
 

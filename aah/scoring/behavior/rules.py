@@ -89,6 +89,13 @@ BEHAVIOR_CLASSES: tuple[BehaviorClass, ...] = (
     "cannot_answer",
     "direct",
 )
+# How reports name each class.
+CLASS_NAMES: dict[BehaviorClass, str] = {
+    "tool_call": "tool call",
+    "request_for_info": "follow-up question",
+    "cannot_answer": "cannot answer",
+    "direct": "direct answer",
+}
 
 
 class Classification(NamedTuple):

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from aah.tools.registry.build import BuildReport, build_registry
     from aah.tools.registry.dense import dense_available
     from aah.tools.registry.health import probe_endpoints
+    from aah.tools.registry.opening import open_registry
     from aah.tools.registry.read import Registry, SearchHit
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "added_path",
     "build_registry",
     "load_added",
+    "open_registry",
     "dense_available",
     "probe_endpoints",
     "save_added",
@@ -30,6 +32,7 @@ _WHERE = {
     "Registry": "aah.tools.registry.read",
     "SearchHit": "aah.tools.registry.read",
     "build_registry": "aah.tools.registry.build",
+    "open_registry": "aah.tools.registry.opening",
     "added_path": "aah.tools.registry.added",
     "load_added": "aah.tools.registry.added",
     "save_added": "aah.tools.registry.added",

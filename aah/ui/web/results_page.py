@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from aah.errors import AahError
-from aah.scoring.report import build_report, render_html
+from aah.report import build_report, render_html
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, page_error, require
 from aah.ui.web.grading import run_names
