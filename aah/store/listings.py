@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from aah.store import schema as schema
 from aah.store.schema import RequestKind, RequestStatus, SessionStatus
+from aah.store.team import OFFERED
 
 _LIVE = f"s.status IN {tuple(schema.LIVE_STATUSES)!r}"
 # The indexes named below exist in every file of schema version 3 or later.
@@ -44,6 +45,8 @@ ROOM_FOR = (
     " AND (SELECT count(*) FROM human_answers AS a WHERE a.request_id = r.id)"
     " + (SELECT count(*) FROM claims AS c WHERE c.request_id = r.id"
     " AND c.annotator != :annotator AND c.until > :now) < r.k"
+    # and the request is offered to them: assigned to them, their group or nobody.
+    f" AND {OFFERED}"
 )
 
 # A settled request keeps wanting answers, for agreement, until it has k;
@@ -305,6 +308,21 @@ _COUNT_FILLED = (
     f" WHERE {USABLE} AND NOT ({ROOM_FOR})"
 )
 _COUNT_SETTLED = f"SELECT count(*) FROM {_SETTLED.tables} WHERE {_WANTING[1].where}"
+# Usable pending requests assigned to others only (and not counted as held
+# by others above): only requests with an assignment, theirs or their run's, are read.
+_AWAY = (
+    f" AND {USABLE} AND NOT ({OFFERED}) AND NOT EXISTS (SELECT 1 FROM claims AS c"
+    " WHERE c.request_id = r.id AND c.until > :now AND c.annotator != :annotator)"
+)
+_COUNT_ASSIGNED_AWAY = (
+    "SELECT count(*) FROM assignments AS g JOIN human_requests AS r ON r.id = g.request_id"
+    " WHERE g.id = (SELECT min(first.id) FROM assignments AS first"
+    f" WHERE first.request_id = r.id){_AWAY}",
+    "SELECT count(*) FROM (SELECT DISTINCT run FROM assignments WHERE run IS NOT NULL) AS g"
+    " JOIN sessions AS s2 ON s2.run = g.run JOIN human_requests AS r ON r.session_id = s2.id"
+    " WHERE r.status = 'pending' AND NOT EXISTS"
+    f" (SELECT 1 FROM assignments AS own WHERE own.request_id = r.id){_AWAY}",
+)
 
 
 def queue_length(db: sqlite3.Connection, annotator: str | None, now: str) -> int:
@@ -327,7 +345,8 @@ def queue_counts(db: sqlite3.Connection, annotator: str | None, now: str) -> tup
     if annotator is None:
         return usable, 0
     filled = count(_COUNT_FILLED)
-    return usable - filled + count(_COUNT_SETTLED), filled
+    away = sum(count(sql) for sql in _COUNT_ASSIGNED_AWAY)
+    return usable - filled - away + count(_COUNT_SETTLED), filled
 
 
 def _entry(row: tuple[Any, ...], holders: dict[str, list[str]]) -> QueueEntry:

@@ -36,7 +36,7 @@ from aah.secrets import scrub_text as scrub_text
 from aah.store.file_errors import RESTORE, StoreFileError, open_connection
 from aah.store.sqlite_db import Database
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 SessionStatus = Literal[
     "running",
@@ -277,6 +277,51 @@ CREATE TABLE IF NOT EXISTS signed_out_tokens (
     until TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS signed_out_tokens_by_until ON signed_out_tokens (until);
+
+-- A team (schema 9): who reviews, and which group each person is in; a name
+-- not listed is an annotator of no group. Names as ``annotator_key`` spells them.
+CREATE TABLE IF NOT EXISTS people (
+    name TEXT PRIMARY KEY,
+    role TEXT NOT NULL DEFAULT 'annotator' CHECK (role IN ('annotator', 'reviewer')),
+    team TEXT
+) WITHOUT ROWID;
+
+-- Who an item is for: a person's name, or a group as '@group', given for one
+-- request or for every request of a run. An item assigned to nobody is everyone's.
+CREATE TABLE IF NOT EXISTS assignments (
+    id INTEGER PRIMARY KEY,
+    request_id TEXT REFERENCES human_requests(id),
+    run TEXT REFERENCES runs(name),
+    assignee TEXT NOT NULL,
+    CHECK ((request_id IS NULL) != (run IS NULL))
+);
+CREATE INDEX IF NOT EXISTS assignments_by_request ON assignments (request_id, assignee);
+CREATE INDEX IF NOT EXISTS assignments_by_run ON assignments (run, assignee);
+
+-- What a run asks of its team: how many reviewers each item wants and the
+-- guidelines (Markdown) shown beside each of its items.
+CREATE TABLE IF NOT EXISTS run_team (
+    run TEXT PRIMARY KEY REFERENCES runs(name),
+    reviewers INTEGER NOT NULL DEFAULT 1 CHECK (reviewers >= 0),
+    guidelines TEXT
+) WITHOUT ROWID;
+
+-- A reviewer's verdict on the first reply (an answer, a ruling) to a request:
+-- accept it, or correct it with a note. A row of its own: the person's
+-- original answer is never changed, and each reviewer reviews an item once.
+CREATE TABLE IF NOT EXISTS reviews (
+    id INTEGER PRIMARY KEY,
+    request_id TEXT NOT NULL REFERENCES human_requests(id),
+    answer_id INTEGER NOT NULL REFERENCES human_answers(id),
+    reviewer TEXT NOT NULL,
+    verdict TEXT NOT NULL CHECK (verdict IN ('accept', 'correct')),
+    correction TEXT,
+    note TEXT,
+    seconds REAL,
+    created TEXT NOT NULL,
+    UNIQUE (request_id, reviewer)
+);
+CREATE INDEX IF NOT EXISTS reviews_by_reviewer ON reviews (reviewer, created);
 """
 ).replace(" IN LIVE", f" IN {tuple(LIVE_STATUSES)!r}")
 
@@ -691,6 +736,9 @@ _PG_UPGRADE_TO_8 = "".join(
     f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {USER_CALL_COLUMN};\n"
     for table in ("human_requests", "human_answers")
 )
+
+# Version 9 only adds tables (``people``, ``assignments``, ``run_team``,
+# ``reviews``), which ``SCHEMA_SQL`` makes where missing on either engine: no step.
 
 
 def scrub(value: Any) -> Any:

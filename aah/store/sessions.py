@@ -50,6 +50,7 @@ from aah.store.schema import (
     scrub,
 )
 from aah.store.sqlite_db import Database
+from aah.store.team import Team
 from aah.store.writes import (
     SentEvents,
     insert_events,
@@ -120,6 +121,8 @@ class SessionStore:
         self.humans = HumanRequests(self._connection, clock)
         #: Approved calls' runs, recorded as they start (never sent twice).
         self.approved = ApprovedRuns(self._connection)
+        #: Roles, assignments, a run's reviewers and guidelines, and reviews.
+        self.team = Team(self._connection, clock)
         self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()
 
