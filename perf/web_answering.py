@@ -31,7 +31,7 @@ TARGET_MS = 5.0
 CHUNK = 200
 # Where the opened request is among the outputs of ``start`` (status, skipped,
 # then the form) and of ``answer`` (status, done, then the form): the form's last.
-_OPENED = 2 + 15
+_OPENED = 2 + 16
 
 
 def fill(store: SessionStore, sessions: int) -> None:

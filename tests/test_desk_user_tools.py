@@ -311,3 +311,35 @@ def test_whatever_a_column_or_context_holds_reads_without_an_error(stored: Any) 
     if context.user_tools is not None:
         with pytest.raises(ContentInvalid):
             check_user_call(context.user_tools, call.tool + "\x00", {})
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [
+        ("not json", "Not called: the page sent no call"),
+        ('{"request": "r1", "tool": "toggle_data", "draft": "' + "x" * 100_001 + '"}', "Not called: the call is 100,054 characters"),
+        ('{"request": "elsewhere", "tool": "toggle_data"}', "Not called: that tool belongs to a question no longer open"),
+        ('{"request": "r1", "tool": "set_network_mode_preference", "values": {"mode": "5g"}}', "Not called: Mode is one of"),
+        ('{"request": "r1", "tool": "toggle_data", "values": [1]}', "Not called: the form&#x27;s values are not an object"),
+    ],
+)  # fmt: skip
+def test_the_web_handler_refuses_a_press_in_one_line_and_keeps_the_form(
+    tmp_path: Path, sent: str, said: str
+) -> None:
+    pytest.importorskip("gradio", reason="the web app needs the ui extra")
+    from aah.ui.web.auth import Annotator
+    from aah.ui.web.queue_page import QueueHandlers
+
+    with SessionStore(tmp_path / "s.db") as store:
+        request = _asked(store, QuestionContext(user_tools=_phone()))
+        handlers = QueueHandlers(store, DeskWorkflow(store))
+        who = Annotator("kim", admin=False)
+        opened = handlers.start(who)[2 + 16]
+        assert opened.request_id == request.id
+        shown = handlers.call(who, opened, sent, [])
+        status = str(shown[0])
+        assert status.startswith(said) and "\n" not in status, status
+        # Nothing else changes: the form, the typed words and the question stay as they were.
+        assert all(type(value).__name__ == "dict" and value.get("__type__") == "update"
+                   for value in shown[1:])  # fmt: skip
+        assert store.humans.get_human_request(request.id).status == "pending"

@@ -210,7 +210,7 @@ def test_the_web_handler_refuses_a_400_digit_number_in_one_line(tmp_path: Path) 
     store = SessionStore(tmp_path / "s.db")
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
-    opened = handlers.start(who)[2 + 15]
+    opened = handlers.start(who)[2 + 16]
     assert opened is not None and opened.request_id == record.id
     for nights in ("4" * 400, "9" * 5000, 10**400):
         sent = {"action": "accept", "content": {"name": "Ada", "nights": nights}}

@@ -56,7 +56,8 @@ FORM = [
     "answer",
     "rating",
 ]
-FORM += ["approval", "request_id"]  # the call's form (empty for a question)
+FORM += ["approval"]  # the call's form (empty for a question)
+FORM += ["user_tools", "request_id"]  # the person's own tools (empty when they hold none)
 LISTS = ["summary", "table", "pick", "counter", "answered"]
 SIGN_IN = ["signed_in", "timer", "saved", "status", *FORM, *LISTS]
 ANSWER = ["status", "done", *FORM, "answered"]

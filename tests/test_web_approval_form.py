@@ -126,7 +126,7 @@ def test_an_invalid_decision_is_refused_in_one_line_and_never_stored(
     request = _approval(store)
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
-    opened = handlers.start(who)[2 + 15]
+    opened = handlers.start(who)[2 + 16]
     assert opened is not None and opened.request_id == request.id
     shown = handlers.decide(who, opened, sent, [])
     status = str(shown[0])
@@ -171,7 +171,7 @@ def test_a_valid_edit_is_stored_with_typed_arguments(
     request = _approval(store)
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
-    opened = handlers.start(who)[2 + 15]
+    opened = handlers.start(who)[2 + 16]
     shown = handlers.decide(who, opened, _edit(**changed), [])
     assert str(shown[0]).startswith("Edited and approved")
     stored = store.humans.get_human_request(request.id)
@@ -186,7 +186,7 @@ def test_the_other_decisions_are_stored_with_their_reason(
     request = _approval(store)
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
-    opened = handlers.start(who)[2 + 15]
+    opened = handlers.start(who)[2 + 16]
     sent = {"decision": decision, "fields": FIELDS | {"rooms": "ignored"}, "reason": " Too dear "}
     handlers.decide(who, opened, json.dumps(sent), [])
     stored = store.humans.get_human_request(request.id)
@@ -199,7 +199,7 @@ def test_a_response_is_stored_as_the_result_the_agent_reads(store: SessionStore)
     request = _approval(store)
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
-    opened = handlers.start(who)[2 + 15]
+    opened = handlers.start(who)[2 + 16]
     sent = {"decision": "respond", "fields": None, "reason": "", "response": " Booked: 12 "}
     shown = handlers.decide(who, opened, json.dumps(sent), [])
     assert str(shown[0]).startswith("Answered in place of")
@@ -213,7 +213,7 @@ def test_a_question_is_never_decided_as_a_call(store: SessionStore) -> None:
     question = store.humans.create_human_request(session.id, "Which city?")
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
-    opened = handlers.start(who)[2 + 15]
+    opened = handlers.start(who)[2 + 16]
     assert opened.request_id == question.id
     shown = handlers.decide(who, opened, json.dumps({"decision": "approve"}), [])
     assert str(shown[0]).startswith("This is a question")

@@ -111,7 +111,7 @@ def test_deep_json_from_the_page_is_one_line_in_the_status(
     request = _approval(store)
     handlers = QueueHandlers(store, DeskWorkflow(store))
     who = Annotator("kim", admin=False)
-    opened = handlers.start(who)[2 + 15]
+    opened = handlers.start(who)[2 + 16]
     assert opened is not None and opened.request_id == request.id
     with pytest.raises(ValueError) as refused:
         read_decision(request, sent)

@@ -139,6 +139,7 @@ class UserToolResult(BaseModel):
         arguments: Its arguments.
         text: Its result (cut to :data:`MAX_RESULT_CHARS`), or why it was not made.
         error: The call failed, or was not made.
+        made: False when it was refused before it reached the tool.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -147,6 +148,7 @@ class UserToolResult(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     text: str = ""
     error: bool = False
+    made: bool = True
 
 
 def _count(value: Any) -> int:

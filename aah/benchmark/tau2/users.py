@@ -210,7 +210,8 @@ class PersonTau2User:
 
 
 def _not_made(call: UserToolCall, why: str) -> UserToolResult:
-    return UserToolResult(tool=shown_line(call.tool, 64), text=f"Not made: {why}", error=True)
+    tool = shown_line(call.tool, 64)
+    return UserToolResult(tool=tool, text=f"Not made: {why}", error=True, made=False)
 
 
 def _conversation_lines(history: Sequence[Tau2Message]) -> list[ConversationLine]:

@@ -83,6 +83,22 @@ CSS = """
 #approval-call[data-mode=edit] #approval-fields :enabled { background: #fffbe6; }
 #approval-note { color: #a40; font-weight: 600; margin: 0.3em 0; }
 #approval-keys { font-size: 0.85em; color: #555; }
+/* The person's own tools (a τ² user's phone): buttons that wrap, small forms, the results. */
+#phone-buttons { display: flex; flex-wrap: wrap; gap: 0.3em; margin: 0.3em 0; }
+.aah-phone-tool { padding: 0.35em 0.7em; border: 1px solid #999; border-radius: 4px;
+  background: #f7f7f7; min-height: 2.4em; font-weight: normal; max-width: 100%;
+  overflow-wrap: anywhere; }
+.aah-phone-form { border: 1px solid #ccc; border-radius: 4px; margin: 0.4em 0;
+  padding: 0.3em 0.6em; }
+.aah-phone-form .aah-field { display: grid; grid-template-columns: minmax(6em, 12em) 1fr;
+  gap: 0.2em 0.6em; margin: 0.2em 0; }
+.aah-phone-form .aah-about { grid-column: 2; color: #666; }
+@media (max-width: 600px) {
+  .aah-phone-form .aah-field { grid-template-columns: 1fr; }
+  .aah-phone-form .aah-about { grid-column: 1; }
+}
+#phone-results li.aah-error .aah-result { color: #a40; }
+#phone-note { color: #a40; font-weight: 600; }
 .aah-type, .aah-required { font-size: 0.85em; color: #666; }
 .aah-required { color: #a40; }
 #answer-status-row { min-height: 0; align-items: center; }

@@ -52,7 +52,7 @@ def elicitation_html(record: HumanRequestRecord) -> str:
         )
     else:
         parts.append('<div id="elicit-fields">')
-        parts += [_field_html(field, index) for index, field in enumerate(request.fields)]
+        parts += [field_html(f, f"elicit-{index}") for index, f in enumerate(request.fields)]
         parts.append("</div>")
     accept = "Done" if request.mode == "url" else "Accept"
     parts += [
@@ -66,11 +66,15 @@ def elicitation_html(record: HumanRequestRecord) -> str:
     return "\n".join(parts)
 
 
-def _field_html(field: ElicitationField, index: int) -> str:
+def field_html(field: ElicitationField, ident: str) -> str:
+    """One field of a form as HTML (its control has id ``ident``), every text escaped.
+
+    The page script reads each control by its ``data-field`` (the field's name).
+    """
     name = html.escape(field.name, quote=True)
     label = html.escape(field.label) + (" *" if field.required else "")
     about = f'<span class="aah-about">{html.escape(field.description)}</span>'
-    common = f'id="elicit-{index}" data-field="{name}" data-kind="{field.kind}"'
+    common = f'id="{ident}" data-field="{name}" data-kind="{field.kind}"'
     if field.kind == "boolean":
         checked = " checked" if field.default is True else ""
         control = f'<input type="checkbox" {common}{checked}>'
@@ -96,9 +100,7 @@ def _field_html(field: ElicitationField, index: int) -> str:
         kind = {"email": "email", "date": "date", "uri": "url"}.get(field.format or "", "text")
         value = "" if field.default is None else html.escape(str(field.default), quote=True)
         control = f'<input type="{kind}" {common} value="{value}">'
-    return (
-        f'<div class="aah-field"><label for="elicit-{index}">{label}</label>{control}{about}</div>'
-    )
+    return f'<div class="aah-field"><label for="{ident}">{label}</label>{control}{about}</div>'
 
 
 def _range(field: ElicitationField) -> str:

@@ -123,6 +123,61 @@
     decide.click();
   });
 
+  // -- the person's own tools (a τ² user's phone), under the answer box ---
+  // A tool's button sends the call, with its form's values and the words
+  // typed in the answer box (they come back with the call's result), and
+  // presses Call; the server checks it and says in the status line what it
+  // refused. A second press while one is on its way is ignored.
+  let phoneSendingUntil = 0;
+  let phoneStatusSeen = "";
+  document.addEventListener("click", (event) => {
+    const button = event.target && event.target.closest && event.target.closest("[data-phone-tool]");
+    const phone = document.getElementById("phone");
+    const sent = box("phone-call");
+    const make = document.getElementById("phone-make");
+    if (!button || phone === null || sent === null || make === null) return;
+    if (Date.now() < phoneSendingUntil) return;
+    const values = {};
+    const form = button.closest("[data-phone-form]");
+    for (const el of form === null ? [] : form.querySelectorAll("[data-field]")) {
+      if (el.type === "checkbox") values[el.dataset.field] = el.checked;
+      else if (el.multiple) {
+        const chosen = Array.from(el.selectedOptions).map((option) => option.value);
+        if (chosen.length) values[el.dataset.field] = chosen;
+      } else if (el.value !== "") values[el.dataset.field] = el.value;
+    }
+    const answer = box("answer-text");
+    sent.value = JSON.stringify({
+      request: phone.dataset.request,
+      tool: button.dataset.phoneTool,
+      values: values,
+      draft: answer === null ? "" : answer.value,
+    });
+    sent.dispatchEvent(new Event("input", { bubbles: true }));
+    phoneSendingUntil = Date.now() + 1500;
+    phoneStatusSeen = ""; // the line that answers this press is shown, even if it is the last one again
+    const note = document.getElementById("phone-note");
+    if (note !== null) {
+      note.textContent = `Calling ${button.dataset.phoneTool}…`;
+      note.hidden = false;
+    }
+    make.click();
+  });
+  // A refused press: the line saying why goes under the tools too (on a phone the
+  // status line is out of view), and the buttons are live again.
+  const followPhone = () => {
+    const status = document.getElementById("answer-status");
+    const said = status === null ? "" : status.textContent.trim();
+    if (said === phoneStatusSeen) return;
+    phoneStatusSeen = said;
+    const note = document.getElementById("phone-note");
+    if (note !== null && said.startsWith("Not called")) {
+      note.textContent = said;
+      note.hidden = false;
+      phoneSendingUntil = 0;
+    }
+  };
+
   // -- approvals ---------------------------------------------------------
   let approvalMode = "choose"; // choose | edit | reject | terminate
   let approvalId = "";
@@ -494,6 +549,7 @@
   const RESTORE_MS = 1500;
   const follow = () => {
     followApproval();
+    followPhone();
     const done = box("answer-done");
     if (done !== null && done.value !== doneId) {
       doneId = done.value;
@@ -525,7 +581,12 @@
     if (draft && !answer.value) {
       answer.value = draft;
       answer.dispatchEvent(new Event("input", { bubbles: true }));
+    } else if (!draft && answer.value) {
+      // Words the server brought back (typed before a call of the person's own tool):
+      // kept like a draft, so that a redraw that empties the box puts them back.
+      saveDraft(id, answer.value);
     }
+    phoneSendingUntil = 0;
     // After a Send the next question and the line saying what became of
     // the last one must be in view (on a phone the page had scrolled down).
     const top = document.getElementById("answer-status-row") || document.getElementById("answer-form");

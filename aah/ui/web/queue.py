@@ -199,7 +199,8 @@ def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestVie
         query=query,
         conversation=conversation_text(context.conversation),
         question=request.question,
-        briefing=briefing_html(brief),
+        # A person playing a user with tools of their own sees those, under the answer box.
+        briefing="" if context.user_tools is not None else briefing_html(brief),
         request=request_html(brief),
     )
 

@@ -11,6 +11,11 @@ rows it shows: the first ``LISTED`` questions and the latest ``ANSWERS_SHOWN``
 answers. Model, tool and user text goes into text boxes and tables, which
 show it as text, never as HTML.
 
+A question that offers the person's own tools (a τ² user's phone) shows
+them under the answer box (``aah.ui.web.user_tools``): a press is sent with
+the words typed so far (``call``), checked by the workflow, and the question
+that follows with its result opens in its place, the words back in the box.
+
 A request of kind ``approval`` (a tool call waiting for a person) opens as
 the call's form instead of the answer box (``aah.ui.web.approval``), with
 the same claims, heartbeat, Skip and undo; the page script sends the
@@ -26,7 +31,7 @@ from typing import Any
 
 import gradio as gr
 
-from aah.desk import DeskWorkflow, OpenedRequest
+from aah.desk import DeskWorkflow, Next, OpenedRequest
 from aah.store import HumanRequestRecord, QueueEntry, SessionStore
 from aah.ui.web.approval import call_html, read_decision, submit_decision
 from aah.ui.web.auth import Annotator
@@ -44,6 +49,7 @@ from aah.ui.web.queue import (
     request_view,
     rows_html,
 )
+from aah.ui.web.user_tools import made_note, read_press, user_tools_html, user_tools_of
 
 LISTED = 50
 ANSWERS_SHOWN = 20
@@ -137,6 +143,7 @@ class QueueHandlers:
         view = request_view(self.store, request)
         # A call to approve, or an MCP server's form: shown in the side part, not the answer box.
         approval = request.kind in ("approval", "elicitation")
+        tools = user_tools_of(request)
         return (
             gr.update(visible=True),
             view.meta,
@@ -146,12 +153,13 @@ class QueueHandlers:
             view.query,
             view.conversation,
             view.question,
-            "",
+            tools.draft if tools is not None else "",
             None,
             gr.update(visible=not approval),
             gr.update(visible=not approval),
             gr.update(visible=approval),
             side_html(request),
+            user_tools_html(request),
             request.id,
             self.workflow.opened(who.name, request),
         )
@@ -217,6 +225,7 @@ class QueueHandlers:
             "",
             None,
             *parts,
+            "",
             "",
             "",
             None,
@@ -450,13 +459,63 @@ class QueueHandlers:
             gr.update(visible=False),
         )
 
+    def call(
+        self,
+        who: Annotator | None,
+        current: OpenedRequest | None,
+        sent: str,
+        skipped: list[str],
+    ) -> tuple[Any, ...]:
+        """Make a call with one of the person's own tools (``sent``, JSON) instead of answering.
+
+        A call that does not fit the tool's form is refused here with one
+        line, nothing stored, the form and the typed words left as they are.
+        A call made ends the question; the one that shows its result (and the
+        words typed, back in the box) opens in its place once the
+        conversation has made the call.
+        """
+        if who is None:
+            return (SIGN_IN_FIRST, *_skips(3 + _FORM_SIZE))
+        if current is None:
+            return (NOTHING_OPEN, *_skips(3 + _FORM_SIZE))
+        try:
+            press = read_press(sent)
+            if press.request_id != current.request_id:
+                raise ValueError("that tool belongs to a question no longer open: press it again")
+            made = self.workflow.called(who.name, current, press.tool, press.values, press.draft)
+        except ValueError as exc:  # the desk's ContentInvalid among them
+            return (f"Not called: {plain(str(exc))}.", *_skips(3 + _FORM_SIZE))
+        except LookupError as exc:
+            made, note = None, _sentence(str(exc))
+        self.workflow.leave(who.name, current.request_id, release=False)
+        follow = None
+        if made is not None and made.outcome == "settled":
+            follow = self.workflow.follow_up(who.name, wait_seconds=FOLLOW_UP_WAIT_S)
+            note = made_note(follow) if follow is not None else CALL_PENDING
+        elif made is not None:
+            note = answer_note(made)
+        found = Next(follow) if follow is not None else self.workflow.next_for(who.name, skipped)
+        return (
+            note,
+            current.request_id,
+            *self.form(who, found.request),
+            self.answered(who),
+            gr.update(visible=False),
+        )
+
 
 NOT_WANTED = "An answer to it would not be used: skip it for the next question."
+CALL_PENDING = (
+    "Your call is sent; its result opens here by itself once the conversation has made it"
+    " (your words go with it)."
+)
 LOST_CLAIM = (
     "Your hold on this question ran out and someone else has it now (or it needs no more"
     " answers): an answer you send is kept only if it is still wanted."
 )
-_FORM_SIZE = 16
+_FORM_SIZE = 17
+# How long a press waits for the question that shows its result (the runner polls the queue).
+FOLLOW_UP_WAIT_S = 15.0
 # Where the answer box and the call's form sit among the form's values.
 _ANSWER = 8
 _CALL = 13
@@ -537,6 +596,8 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
                         )
                         decline = gr.Button("Decline", min_width=80, elem_id="answer-decline")
                         skip = gr.Button("Skip (n)", min_width=70, elem_id="queue-skip")
+                    # The person's own tools (``user_tools_html``; presses in page.js).
+                    phone = gr.HTML(elem_id="phone-part")
                     rating = gr.Radio(
                         choices=RATING_CHOICES,
                         label="Was it appropriate for the agent to ask this?"
@@ -564,6 +625,9 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
     # The page script writes a decision on a call here, as JSON, and presses Decide.
     choice_box = gr.Textbox(visible="hidden", elem_id="approval-choice")
     decide = gr.Button("Decide", visible="hidden", elem_id="approval-decide")
+    # The page script writes a press of the person's own tool here, as JSON, and presses Call.
+    press_box = gr.Textbox(visible="hidden", elem_id="phone-call")
+    press = gr.Button("Call", visible="hidden", elem_id="phone-make")
     summary = gr.Markdown("Sign in to see the questions.", elem_id="queue-summary")
     table = gr.HTML(elem_id="queue-table")
     with gr.Row():
@@ -589,7 +653,8 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
     skipped = gr.State([])
     shown = gr.State([])
     form_parts = [form, meta, request, brief, persona, query, conversation, question, answer]
-    form_parts += [rating, question_part, answer_part, approval_part, call, request_box, opened]
+    form_parts += [rating, question_part, answer_part, approval_part, call, phone, request_box]
+    form_parts += [opened]
     lists = [summary, table, pick, shown, counter, answered]
     page = QueuePage(
         handlers, status, form_parts, lists, opened, skipped, answer, pick, shown, undo
@@ -628,6 +693,13 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
         [user, opened, choice_box, skipped],
         answer_outputs,
         api_name="decide_call",
+        **quiet,
+    ).then(handlers.counter, [user], [counter], api_visibility="private", **quiet)
+    press.click(
+        handlers.call,
+        [user, opened, press_box, skipped],
+        answer_outputs,
+        api_name="call_own_tool",
         **quiet,
     ).then(handlers.counter, [user], [counter], api_visibility="private", **quiet)
     # The buttons a mouse presses do what the keys do (page.js): one way in.
