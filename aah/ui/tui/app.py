@@ -59,6 +59,7 @@ from aah.ui.tui.screens import (
 )
 from aah.ui.tui.setup import SetupPanel
 from aah.ui.tui.tasks import FREE_TEXT_TOOLS, ScriptedModel, TuiTask, configured_model
+from aah.ui.tui.user_tools_screen import ToolPress
 from aah.ui.tui.widgets import (
     SessionDone,
     SessionEvent,
@@ -84,6 +85,12 @@ STORE_NOTICE_SECONDS = 10.0
 QUIT_CONFIRM_S = 5.0
 # The waiting-questions list shows at most this many (the oldest).
 PENDING_LIST_LIMIT = 500
+# How long a call of the person's own tool waits for the question that shows its result.
+FOLLOW_UP_WAIT_S = 15.0
+CALL_PENDING = (
+    "Your call is sent; its result comes with the conversation's next question (p lists it),"
+    " your words with it."
+)
 # The modules a session needs take seconds to import; the app loads them off
 # the event loop so the screen never freezes.
 _RUNTIME_MODULES = ("aah.runtime.environment", "aah.runtime.session", "aah.runtime.humans")
@@ -616,9 +623,45 @@ class AahApp(App[None]):
             self.workflow.beat(self.annotator, request_id)
 
     def _answered(
-        self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | None
+        self, request: HumanRequestRecord, screen: AskHumanScreen, answer: str | ToolPress | None
     ) -> None:
+        if isinstance(answer, ToolPress):
+            self._write_press(request, answer)
+            return
         self._write_answer(request, answer)
+
+    @work(thread=True, group="answers")
+    def _write_press(self, request: HumanRequestRecord, press: ToolPress) -> None:
+        """A call of one of the person's own tools, then the question that shows its result.
+
+        Off the event loop: the write, then the wait for the asker to make
+        the call and ask again (``DeskWorkflow.follow_up``). Whatever goes
+        wrong, the typed words are not lost: the question opens again holding
+        them, or they come back with the next one.
+        """
+        try:
+            sent = self.workflow.called(
+                self.annotator, self._opening(request), press.tool, press.values, press.draft
+            )
+        except (StoreFileError, ValueError) as exc:  # the desk's ContentInvalid among them
+            self.call_from_thread(self.notify, _sentence(f"Not called: {exc}"), severity="error")
+            self.call_from_thread(self._ask, request, self._queue_mode, press.draft)
+            return
+        except LookupError as exc:
+            self.call_from_thread(self.notify, _sentence(f"Not called: {exc}"), severity="error")
+            return
+        self._claimed.pop(request.id, None)
+        if sent.outcome != "settled":
+            message = _not_used(sent, "call", "Someone else answered this question first.")
+            self.call_from_thread(self.notify, message, severity="warning")
+            return
+        following = None
+        with self._store_trouble("open the call's result"):
+            following = self.workflow.follow_up(self.annotator, wait_seconds=FOLLOW_UP_WAIT_S)
+        if following is None:
+            self.call_from_thread(self.notify, CALL_PENDING)
+            return
+        self.call_from_thread(self._ask, following, self._queue_mode)
 
     def _elicited(
         self,

@@ -23,18 +23,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widget import Widget
-from textual.widgets import Checkbox, Footer, Input, Label, Select, SelectionList, Static
+from textual.widgets import Footer, Input, Label, Static
 
 from aah.desk import (
     ContentInvalid,
-    ElicitationField,
     ElicitationRequest,
     ElicitationResult,
     check_content,
 )
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
+from aah.ui.tui.form_fields import field_label, field_widget, form_values
 from aah.ui.tui.screens import HELP_KEY, AskHumanScreen
 
 FORM_KEYS = "ctrl+s accept · ctrl+r decline · ctrl+t cancel · Esc later"
@@ -77,8 +76,8 @@ class ElicitationScreen(ModalScreen[ElicitationResult]):
                     shown = f"Open this link yourself (aah does not open it):\n{asked.url}"
                     yield Static(Text(printable(shown)), id="elicit-url")
                 for index, field in enumerate(asked.fields):
-                    yield Label(Text(printable(_label(field))), classes="elicit-label")
-                    yield _widget(field, f"elicit-{index}")
+                    yield Label(Text(printable(field_label(field))), classes="elicit-label")
+                    yield field_widget(field, f"elicit-{index}")
             yield Label("", id="elicit-problem")
             yield Label(LINK_KEYS if asked.mode == "url" else FORM_KEYS, id="elicit-keys")
         yield Footer()
@@ -90,18 +89,7 @@ class ElicitationScreen(ModalScreen[ElicitationResult]):
 
     def values(self) -> dict[str, Any]:
         """What the person gave, field by field (an empty box is left out)."""
-        given: dict[str, Any] = {}
-        for index, field in enumerate(self.elicitation.fields):
-            widget = self.query_one(f"#elicit-{index}")
-            if isinstance(widget, Input) and widget.value.strip():
-                given[field.name] = widget.value
-            elif isinstance(widget, Checkbox):
-                given[field.name] = widget.value
-            elif isinstance(widget, Select) and isinstance(widget.value, str):
-                given[field.name] = widget.value
-            elif isinstance(widget, SelectionList) and widget.selected:
-                given[field.name] = [str(v) for v in widget.selected]
-        return given
+        return form_values(self, self.elicitation.fields, "elicit")
 
     def action_accept(self) -> None:
         """Send the form (once it fits) or say the link is done."""
@@ -132,33 +120,3 @@ class ElicitationScreen(ModalScreen[ElicitationResult]):
         """Enter in a box sends the form."""
         event.stop()
         self.action_accept()
-
-
-def _label(field: ElicitationField) -> str:
-    hint = ""
-    if field.format is not None:
-        hint = f" ({field.format})"
-    elif field.minimum is not None or field.maximum is not None:
-        low = "" if field.minimum is None else f"{field.minimum:g}"
-        high = "" if field.maximum is None else f"{field.maximum:g}"
-        hint = f" ({low}…{high})"
-    about = f" — {field.description}" if field.description else ""
-    return f"{field.label}{' *' if field.required else ''}{hint}{about}"
-
-
-def _widget(field: ElicitationField, widget_id: str) -> Widget:
-    if field.kind == "boolean":
-        return Checkbox("yes", value=field.default is True, id=widget_id)
-    # Options are the server's text: shown as it is, never read as markup ("[/]" would break it).
-    if field.kind == "enum" and field.multiple:
-        return SelectionList[str](
-            *[(Text(field.option_title(v)), v) for v in field.options], id=widget_id
-        )
-    if field.kind == "enum":
-        options = [(Text(field.option_title(v)), v) for v in field.options]
-        if isinstance(field.default, str) and field.default in field.options:
-            return Select(options, value=field.default, id=widget_id)
-        return Select(options, id=widget_id)
-    kind = {"integer": "integer", "number": "number"}.get(field.kind, "text")
-    default = "" if field.default is None else str(field.default)
-    return Input(value=default, type=kind, id=widget_id)  # type: ignore[arg-type]

@@ -22,10 +22,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from aah.desk import QuestionContext, question_context
+from aah.desk import ContentInvalid, QuestionContext, question_context
 from aah.store import HumanRequestRecord, QueueEntry
 from aah.terminal_text import printable
 from aah.ui.briefing import briefing, deadline_note, word_diff
+from aah.ui.tui.user_tools_screen import (
+    ToolPress,
+    UserToolFormScreen,
+    UserToolsPanel,
+    checked_press,
+)
 
 _CONTEXT_LINES = 6  # recent conversation lines shown beside the question
 
@@ -78,12 +84,15 @@ def describe_context(context: QuestionContext) -> Text:
 HELP_KEY = Binding("f1", "app.help", "Help")
 
 
-class AskHumanScreen(ModalScreen[str | None]):
+class AskHumanScreen(ModalScreen[str | ToolPress | None]):
     """The agent's question, its context and a box for the answer.
 
     Dismissed with the answer text, or None when the person declines. "Later"
     closes the dialog without answering (posting ``PutAside``): the agent
-    keeps waiting, and the question is free for others.
+    keeps waiting, and the question is free for others. A question that
+    offers the person's own tools (a τ² user's phone) shows them under the
+    buttons (``UserToolsPanel``); a press dismisses with a ``ToolPress``
+    carrying the words typed so far, which the next question brings back.
     """
 
     class PutAside(Message):
@@ -106,7 +115,9 @@ class AskHumanScreen(ModalScreen[str | None]):
         super().__init__()
         self.request = request
         self.where = where
-        self.draft = draft  # an answer typed before, that could not be stored then
+        self.tools = question_context(request.context).user_tools
+        # An answer typed before, that could not be stored then, or before a call of a tool.
+        self.draft = draft or (self.tools.draft if self.tools is not None else "")
         self.opened = time.monotonic()
 
     def compose(self) -> ComposeResult:
@@ -129,6 +140,8 @@ class AskHumanScreen(ModalScreen[str | None]):
                 yield Button("Send", variant="primary", id="ask-send")
                 yield Button("Decline", variant="error", id="ask-decline")
                 yield Button("Later", id="ask-later")
+            if self.tools is not None:
+                yield UserToolsPanel(self.tools)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -161,6 +174,25 @@ class AskHumanScreen(ModalScreen[str | None]):
     def action_decline(self) -> None:
         """Refuse to answer: the agent is told the user declined."""
         self.dismiss(None)
+
+    def on_user_tools_panel_pressed(self, event: UserToolsPanel.Pressed) -> None:
+        """A tool's button: called at once, or its form opened first; the typed words go too."""
+        event.stop()
+        if self.tools is None:
+            return
+        draft = self.query_one("#ask-answer", Input).value
+        if event.tool.fields:
+            form = UserToolFormScreen(self.tools, event.tool, draft)
+            self.app.push_screen(form, callback=self._called)
+            return
+        try:
+            self.dismiss(checked_press(self.tools, event.tool, {}, draft))
+        except ContentInvalid as exc:
+            self.query_one(UserToolsPanel).refuse(str(exc))
+
+    def _called(self, press: ToolPress | None) -> None:
+        if press is not None:  # None: the person went back, the words as they were
+            self.dismiss(press)
 
     def action_later(self) -> None:
         """Close without answering; the question stays pending in the queue."""
