@@ -371,3 +371,102 @@ def _review(row: dict[str, Any]) -> ReviewRecord:
         row["seconds"],
         created if isinstance(created, datetime) else datetime.fromisoformat(created),
     )
+
+
+class AnswerFigure(NamedTuple):
+    """One person's answer as the team's figures read it."""
+
+    request_id: str
+    session_id: str
+    annotator: str
+    answer: str
+    declined: bool
+    decision: str | None
+    seconds: float | None
+
+
+class GradeFigure(NamedTuple):
+    """One stored verdict on a session: who gave it (a model, or ``human:<name>``) and what."""
+
+    session_id: str
+    grader_model: str
+    verdict: str
+
+
+class TeamRows(NamedTuple):
+    """What the team's figures are computed from, for some runs."""
+
+    answers: list[AnswerFigure]
+    reviews: list[ReviewRecord]
+    grades: list[GradeFigure]
+    # How many items each person was offered (assigned to them, their group or nobody).
+    offered: dict[str, int]
+
+
+def _in_runs(runs: Sequence[str] | None, column: str = "s.run") -> tuple[str, list[Any]]:
+    if runs is None:
+        return "1 = 1", []
+    if not runs:
+        return "1 = 0", []
+    return f"{column} IN ({', '.join('?' for _ in runs)})", list(runs)
+
+
+def team_rows(team: Team, runs: Sequence[str] | None) -> TeamRows:
+    """The answers, reviews, grades and offered counts of ``runs`` (None: every run)."""
+    rows = team._connection.rows
+    where, params = _in_runs(runs)
+    answers = [
+        AnswerFigure(
+            row["request_id"],
+            row["session_id"],
+            row["annotator"],
+            row["answer"],
+            bool(row["declined"]),
+            row["decision"],
+            row["seconds"],
+        )
+        for row in rows(
+            "SELECT a.request_id, r.session_id, a.annotator, a.answer, a.declined, a.decision,"
+            " a.seconds FROM human_answers AS a JOIN human_requests AS r ON r.id = a.request_id"
+            f" JOIN sessions AS s ON s.id = r.session_id WHERE {where} ORDER BY a.id",
+            params,
+        )
+    ]
+    reviews = [
+        _review(row)
+        for row in rows(
+            "SELECT v.* FROM reviews AS v JOIN human_requests AS r ON r.id = v.request_id"
+            f" JOIN sessions AS s ON s.id = r.session_id WHERE {where} ORDER BY v.id",
+            params,
+        )
+    ]
+    grades = [
+        GradeFigure(row["session_id"], row["grader_model"], row["verdict"])
+        for row in rows(
+            "SELECT g.session_id, g.grader_model, g.verdict FROM grades AS g"
+            f" JOIN sessions AS s ON s.id = g.session_id WHERE {where} ORDER BY g.created, g.id",
+            params,
+        )
+    ]
+    names = sorted(
+        {a.annotator for a in answers}
+        | {v.reviewer for v in reviews}
+        | {person.name for person in team.people()}
+    )
+    offered: dict[str, int] = {}
+    for name in names:
+        counted = rows(
+            "SELECT count(*) AS n FROM human_requests AS r JOIN sessions AS s"
+            f" ON s.id = r.session_id WHERE {_named(where)} AND {OFFERED}",
+            {"annotator": name, **{f"run{i}": run for i, run in enumerate(params)}},
+        )
+        offered[name] = int(counted[0]["n"])
+    return TeamRows(answers, reviews, grades, offered)
+
+
+def _named(where: str) -> str:
+    """``where`` with its ``?`` placeholders as ``:run0``, ``:run1``... (OFFERED names its own)."""
+    parts = where.split("?")
+    return "".join(
+        part + (f":run{i}" if i < len(parts) - 1 else "") for i, part in enumerate(parts)
+    )

@@ -1,0 +1,164 @@
+"""A team at the desk (issue 46): assignment, blind reviews, corrections kept, each person's figures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from postgres_cluster import raw_rows
+
+from aah.clock import FakeClock
+from aah.desk.team import ReviewDesk, team_figures
+from aah.errors import AahError
+from aah.store import SessionStore
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(store_location: Path, clock: FakeClock) -> Iterator[SessionStore]:
+    """A new store on each engine, on ``clock``."""
+    with SessionStore(store_location, clock=clock) as opened:
+        yield opened
+
+
+def waiting(store: SessionStore, question: str, *, run: str | None = "r", k: int = 1) -> str:
+    if run is not None and store.get_run(run) is None:
+        store.create_run(run, {})
+    session = store.open_session("q", setting="perfect", run=run)
+    store.set_status(session.id, "waiting")
+    return store.humans.create_human_request(session.id, question, {"query": "q"}, k=k).id
+
+
+def test_an_assigned_item_is_offered_only_to_its_assignees(store: SessionStore) -> None:
+    mine = waiting(store, "For alice?")
+    anyone = waiting(store, "For anyone?")
+    store.team.set_person("Bob", "annotator", "nl")
+    assert store.team.assign(["ALICE "], request_id=mine) == ["alice"]
+
+    assert [e.id for e in store.humans.queue_listing("bob").entries] == [anyone]
+    assert store.humans.queue_listing("bob").total == 1
+    assert store.humans.queue_listing("alice").total == 2
+    assert store.humans.claim_request(mine, "bob") is False
+    assert store.team.offered_to(mine, "bob") is False and store.team.assignees(mine) == ["alice"]
+
+    # A group: bob's, through his team; the run's assignment covers its other items.
+    store.team.assign(["@nl"], run="r")
+    assert store.team.assignees(anyone) == ["@nl"]
+    assert store.humans.queue_listing("carol").total == 0
+    assert store.humans.queue_listing("alice").total == 1  # her own item beats the run's
+    claimed = store.humans.claim_next("bob")
+    assert claimed is not None and claimed.id == anyone
+
+    # Assigned to nobody again: everyone's.
+    store.team.assign([], run="r")
+    store.team.assign([], request_id=mine)
+    assert [e.id for e in store.humans.queue_listing("carol").entries] == [mine]  # bob holds one
+    with pytest.raises(AahError, match="no run 'nope'"):
+        store.team.assign(["x"], run="nope")
+
+
+def test_a_reviewer_is_blind_to_the_others_and_never_reviews_their_own(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    store.create_run("r", {})
+    store.team.set_run_team("r", reviewers=2)
+    first = waiting(store, "Which city?")
+    store.humans.answer_human_request(first, "ann", "Porto")
+    for name in ("rita", "ray", "ann"):
+        store.team.set_person(name, "reviewer")
+    desk = ReviewDesk(store)
+
+    assert desk.next_for("ann") is None  # her own answer
+    item = desk.next_for("rita")
+    assert item is not None and (item.request_id, item.annotator, item.answer) == (
+        first,
+        "ann",
+        "Porto",
+    )
+    assert not hasattr(item, "verdict")  # nothing of any other review
+    clock.advance(12)
+    record = desk.review("rita", first, "accept")
+    assert record.seconds == pytest.approx(12)
+    # Two reviewers wanted: ray still gets it, rita no more.
+    assert desk.next_for("rita") is None
+    seen = desk.next_for("ray")
+    assert seen == item
+    desk.review("ray", first, "correct", correction="Porto, Portugal", note="the country too")
+    assert desk.next_for("zed", admin=True) is None  # both reviews given
+
+    with pytest.raises(AahError, match="you answered this item"):
+        store.team.add_review("ann", first, "accept")
+    with pytest.raises(AahError, match="only reviewers review"):
+        desk.next_for("bob")
+
+
+def test_a_correction_is_a_row_of_its_own_and_the_original_stays(
+    store: SessionStore, store_location: Path
+) -> None:
+    request = waiting(store, "Which day?")
+    store.humans.answer_human_request(request, "ann", "Tuesday")
+    with pytest.raises(AahError, match="type the corrected answer"):
+        store.team.add_review("rita", request, "correct", note="wrong day")
+    store.team.add_review("rita", request, "correct", correction="Wednesday", note="said Wed")
+    with pytest.raises(AahError, match="reviewed this item already"):
+        store.team.add_review("rita", request, "accept")
+
+    (original,) = store.humans.human_answers(request)
+    assert original.answer == "Tuesday" and original.annotator == "ann"
+    stored = store.humans.get_human_request(request)
+    assert stored is not None and stored.answer == "Tuesday"
+    (review,) = store.team.reviews(request)
+    assert (review.verdict, review.correction, review.note) == ("correct", "Wednesday", "said Wed")
+    rows = raw_rows(store_location, "SELECT reviewer, verdict, correction FROM reviews")
+    assert rows == [("rita", "correct", "Wednesday")]
+
+
+def test_figures_match_agreement_computed_by_hand(store: SessionStore) -> None:
+    """Two annotators on four items (3 agree), two reviewers on four (2 agree): by hand.
+
+    Annotators: labels (porto, porto), (monday, monday), (declined, declined),
+    (red, blue). p_o = 3/4; each labels porto, monday, declined once and one
+    colour, so p_e = (1+1+1+0+0)/16 = 3/16; kappa = (3/4 - 3/16) / (13/16) = 9/13.
+    Reviewers: (accept, accept), (accept, correct), (correct, correct),
+    (accept, correct): p_o = 2/4; rita 3 accept 1 correct, ray 1 accept 3
+    correct: p_e = (3*1 + 1*3)/16 = 6/16; kappa = (1/2 - 3/8) / (5/8) = 1/5.
+    """
+    store.create_run("r", {})
+    store.team.set_run_team("r", reviewers=2)
+    replies = [("Porto", " porto"), ("Monday", "monday"), (None, None), ("red", "blue")]
+    requests = []
+    for n, (first, second) in enumerate(replies):
+        request = waiting(store, f"Q{n}?", k=2)
+        requests.append(request)
+        for name, reply in (("ann", first), ("bo", second)):
+            if reply is None:
+                store.humans.answer_human_request(request, name, "", declined=True, seconds=4.0)
+            else:
+                store.humans.answer_human_request(request, name, reply, seconds=float(2 + n))
+    verdicts = [("accept", "accept"), ("accept", "correct"), ("correct", "correct")]
+    verdicts.append(("accept", "correct"))
+    for request, (rita, ray) in zip(requests, verdicts, strict=True):
+        for name, verdict in (("rita", rita), ("ray", ray)):
+            store.team.add_review(name, request, verdict, correction="x", seconds=3.0)  # type: ignore[arg-type]
+
+    figures = team_figures(store, ["r"])
+    assert figures.annotators.agreement.k == 3 and figures.annotators.agreement.n == 4
+    assert figures.annotators.kappa == pytest.approx(9 / 13)
+    assert figures.reviewers.agreement.k == 2 and figures.reviewers.kappa == pytest.approx(1 / 5)
+    people = {p.name: p for p in figures.people}
+    ann = people["ann"]
+    assert (ann.done, ann.offered) == (4, 4)
+    assert ann.median_seconds == pytest.approx(3.5)  # 2, 3, 4, 5
+    assert ann.vs_people["bo"].kappa == pytest.approx(9 / 13)
+    # ann's answers came first, so every review judged hers: 4 accepts of 8.
+    assert (ann.accepted.k, ann.accepted.n) == (4, 8)
+    assert people["rita"].reviews_given == 4 and people["rita"].vs_reviewers["ray"].kappa == (
+        pytest.approx(1 / 5)
+    )
+    by_item = {i.request_id: (i.answer_agreement.k, i.review_agreement.k) for i in figures.items}
+    assert [by_item[request] for request in requests] == [(1, 1), (1, 0), (1, 1), (0, 0)]
