@@ -210,3 +210,52 @@ def test_a_resumed_turn_finds_the_calls_made_and_makes_each_once(
     assert before.made == [("toggle_data", {})]
     assert after.made == [("toggle_data", {})]  # once, on the rebuilt phone
     assert said == "It works." and asked == []
+
+
+def test_a_call_stored_past_the_desk_is_checked_again_and_never_made(
+    tau2_wheel: Path, tmp_path: Path
+) -> None:
+    """A reply written to the store by something other than the desk's faces (a call of the
+    agent's tool, a value the form has not, 10,000 characters typed): refused as not made,
+    shown to the person in the next question, the words kept within the desk's bound."""
+    telecom = domain("telecom", tau2_wheel)
+    task = load_tau2_tasks(telecom)[0]
+    runs = _Runs()
+
+    async def turn(store: SessionStore, session: str) -> str:
+        user = PersonTau2User(QueueHuman(store, poll_seconds=0.02), telecom, task)
+        user.bind_session(session)
+        return await user.respond(1, "Turn on your data.", runs)
+
+    async def play(store: SessionStore, session: str) -> tuple[str, list[Any]]:
+        waiting = asyncio.create_task(turn(store, session))
+        shown = []
+        for call in (
+            {"tool": "enable_roaming", "arguments": {}},
+            {"tool": "set_network_mode_preference", "arguments": {"mode": "6g"}},
+            {"tool": "toggle_data", "arguments": {}, "draft": "x" * 10_000},
+        ):
+            while not (pending := store.humans.pending_human_requests()):
+                await asyncio.sleep(0.02)
+            shown.append(question_context(pending[0].context).user_tools)
+            store.humans.answer_human_request(pending[0].id, "raw", "", user_call=call)
+        while not (pending := store.humans.pending_human_requests()):
+            await asyncio.sleep(0.02)
+        shown.append(question_context(pending[0].context).user_tools)
+        store.humans.answer_human_request(pending[0].id, "raw", "Fine.")
+        return await asyncio.wait_for(waiting, 20), shown
+
+    with SessionStore(tmp_path / "raw.db") as store:
+        session = store.open_session("τ²", setting="tau2").id
+        said, shown = asyncio.run(play(store, session))
+    assert said == "Fine." and runs.made == []
+    last = shown[-1]
+    assert [(r.tool, r.made, r.error) for r in last.results] == [
+        ("enable_roaming", False, True),
+        ("set_network_mode_preference", False, True),
+        ("toggle_data", False, True),
+    ]
+    said_of = [r.text for r in last.results]
+    assert "you have no tool 'enable_roaming'" in said_of[0] and "Mode is one of" in said_of[1]
+    assert "shorten your message" in said_of[2]
+    assert len(last.draft) == 4_000 and last.calls_left == 17

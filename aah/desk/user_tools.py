@@ -47,8 +47,6 @@ MAX_USER_TOOLS = 64
 MAX_RESULT_CHARS = 2_000
 # The message typed before a call: as long as an answer may be (``MAX_ANSWER_CHARS``).
 MAX_DRAFT_CHARS = 4_000
-# The calls of one turn a context keeps (a turn is bounded by its asker far below this).
-MAX_RESULTS_KEPT = 100
 
 
 class UserTool(BaseModel):

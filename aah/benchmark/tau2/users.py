@@ -28,6 +28,7 @@ from aah.benchmark.tau2.messages import (
 from aah.benchmark.tau2.simulation import RunCall
 from aah.benchmark.tau2.tasks import Tau2Task
 from aah.desk import (
+    MAX_DRAFT_CHARS,
     ContentInvalid,
     ConversationLine,
     QuestionContext,
@@ -177,7 +178,8 @@ class PersonTau2User:
             reply = await self.channel.ask(request)
             if reply.call is None or phone is None:
                 return reply.answer
-            draft = reply.call.draft
+            # Within the desk's bound whoever stored it (the faces check it, a raw write may not).
+            draft = reply.call.draft[:MAX_DRAFT_CHARS]
             try:
                 call = recheck_user_call(phone, reply.call)
             except ContentInvalid as exc:  # stored by something other than the desk's faces
