@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 from postgres_cluster import raw_rows
+from typer.testing import CliRunner
 
+from aah.cli import app
 from aah.clock import FakeClock
-from aah.desk.team import ReviewDesk, team_figures
+from aah.desk.team import MAX_GUIDELINES_BYTES, ReviewDesk, set_reviewers, team_figures
 from aah.errors import AahError
 from aah.store import SessionStore
+from aah.store.team import Person
 
 
 @pytest.fixture
@@ -58,8 +61,8 @@ def test_an_assigned_item_is_offered_only_to_its_assignees(store: SessionStore) 
     store.team.assign([], run="r")
     store.team.assign([], request_id=mine)
     assert [e.id for e in store.humans.queue_listing("carol").entries] == [mine]  # bob holds one
-    with pytest.raises(AahError, match="no run 'nope'"):
-        store.team.assign(["x"], run="nope")
+    with pytest.raises(AahError, match="no item 'nope'"):
+        store.team.assign(["x"], request_id="nope")
 
 
 def test_a_reviewer_is_blind_to_the_others_and_never_reviews_their_own(
@@ -162,3 +165,56 @@ def test_figures_match_agreement_computed_by_hand(store: SessionStore) -> None:
     )
     by_item = {i.request_id: (i.answer_agreement.k, i.review_agreement.k) for i in figures.items}
     assert [by_item[request] for request in requests] == [(1, 1), (1, 0), (1, 1), (0, 0)]
+
+
+def test_a_runs_guidelines_reviewers_and_assignees_are_stored_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    """``aah bench run --guidelines/--reviewers/--assign``: stored, or refused in one line."""
+    db = tmp_path / "s.db"
+    guide = tmp_path / "guide.md"
+    guide.write_text("# Be brief\nAnswer as the user would.", encoding="utf-8")
+    base = ["bench", "run", "--benchmark", "tau2", "--run", "shift", "--db", str(db)]
+    # The team's flags are stored first; the run then stops on its own unknown --user.
+    done = CliRunner().invoke(
+        app,
+        [*base, "--guidelines", str(guide), "--reviewers", "2", "--assign", "ann, @nl",
+         "--user", "nobody"],
+    )  # fmt: skip
+    assert "unknown --user" in str(done.exception)
+    with SessionStore(db) as store:
+        team = store.team.run_team("shift")
+        assert team.reviewers == 2 and team.guidelines is not None
+        assert team.guidelines.startswith("# Be brief")
+        store.create_run("shift", {})
+        session = store.open_session("q", run="shift")
+        store.set_status(session.id, "waiting")
+        request = store.humans.create_human_request(session.id, "Q?", {"query": "q"})
+        assert store.team.assignees(request.id) == ["ann", "@nl"]
+        assert store.team.guidelines_for(request.id) == team.guidelines
+
+    big = tmp_path / "big.md"
+    big.write_bytes(b"x" * (MAX_GUIDELINES_BYTES + 1))
+    bad = tmp_path / "latin1.md"
+    bad.write_bytes(b"caf\xe9")
+    for path, said in [
+        (tmp_path / "none.md", "no such file"),
+        (tmp_path, "is a folder"),
+        (big, "more than 65,536 bytes"),
+        (bad, "not UTF-8"),
+    ]:
+        done = CliRunner().invoke(app, [*base, "--guidelines", str(path)])
+        assert isinstance(done.exception, AahError), done.output
+        text = str(done.exception)
+        assert said in text and "\n" not in text and text.startswith("--guidelines")
+
+
+def test_reviewers_are_named_when_the_web_app_starts(tmp_path: Path) -> None:
+    with SessionStore(tmp_path / "s.db") as store:
+        set_reviewers(store, ["Rita", "ray:nl"])
+        assert store.team.people() == [
+            Person("ray", "reviewer", "nl"),
+            Person("rita", "reviewer", None),
+        ]
+        with pytest.raises(AahError, match="--reviewer :nl: type your name"):
+            set_reviewers(store, [":nl"])

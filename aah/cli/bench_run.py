@@ -29,15 +29,18 @@ from aah.cli.options import (
     ApproveMethodsOption,
     ApproveOption,
     ApproveToolsOption,
+    AssignOption,
     AwarenessOption,
     ConcurrencyOption,
     DataOption,
     DbOption,
     DiscoverKOption,
+    GuidelinesOption,
     HumanDeadlineOption,
     ModelOption,
     OtelOption,
     RayOption,
+    ReviewersOption,
     RunOption,
     StepLimitOption,
     ToolModeOption,
@@ -169,6 +172,9 @@ def _common_parameters() -> list[tuple[str, Any, Any]]:
         ("approve_methods", ApproveMethodsOption, None),
         ("approve_tools", ApproveToolsOption, None),
         ("otel", OtelOption, False),
+        ("reviewers", ReviewersOption, None),
+        ("guidelines", GuidelinesOption, None),
+        ("assign", AssignOption, []),
     ]
 
 
@@ -214,7 +220,9 @@ def _own_options() -> dict[str, tuple[BenchOption, list[str]]]:
 
 
 # Flags of the command that belong to no benchmark's choice: never refused.
-_ALWAYS = frozenset({"benchmark", "otel"})
+# Flags of the run's team: stored before the run by ``set_up_run_team``, whatever the benchmark.
+_TEAM_FLAGS = ("reviewers", "guidelines", "assign")
+_ALWAYS = frozenset({"benchmark", "otel", *_TEAM_FLAGS})
 
 
 def _readers(name: str) -> list[str]:
@@ -253,6 +261,18 @@ def bench_run(**given: Any) -> None:
         own=own,
         say=lambda line: console.print(f"[dim]{line}[/]", highlight=False),
     )
+    if given["reviewers"] is not None or given["guidelines"] is not None or given["assign"]:
+        from aah.desk.team import set_up_run_team
+        from aah.store import SessionStore
+
+        with SessionStore(flags.db) as store:
+            set_up_run_team(
+                store,
+                flags.run,
+                reviewers=given["reviewers"],
+                guidelines=given["guidelines"],
+                assign=given["assign"],
+            )
     run_benchmark(benchmark, flags)
 
 

@@ -233,3 +233,34 @@ def awareness_mode(value: str) -> AwarenessMode:
             "(`--awareness both` is what a bare `--awareness` used to ask)"
         )
     return value  # type: ignore[return-value]
+
+
+ReviewersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--reviewers",
+        min=0,
+        help="Reviewers per answered item of the run, each blind to the others (default 1).",
+    ),
+]
+GuidelinesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--guidelines",
+        help="A Markdown file shown beside every item of the run, in the web page and aah tui.",
+    ),
+]
+AssignOption = Annotated[
+    list[str],
+    typer.Option(
+        "--assign",
+        help="Offer the run's items only to these people or @groups (repeatable, or a, b).",
+    ),
+]
+TeamMemberOption = Annotated[
+    list[str],
+    typer.Option(
+        "--reviewer",
+        help="Give this person the reviewer role (repeatable); NAME:GROUP adds their group.",
+    ),
+]

@@ -19,15 +19,18 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 
-from aah.annotators import annotator_key
+from aah.annotators import annotator_key, check_annotator_name
 from aah.clock import Clock
 from aah.errors import AahError
+from aah.peer_read import NotARegularFile, PeerBound, PeerOutOfBounds, read_file
 from aah.scoring.agreement import GradeRow, PairAgreement, grader_human_agreement, pair_agreement
 from aah.scoring.intervals import Proportion, wilson
 from aah.store import SessionStore
 from aah.store.team import (
     AnswerFigure,
+    Person,
     ReviewItem,
     ReviewRecord,
     ReviewVerdict,
@@ -273,3 +276,81 @@ class ReviewDesk:
         with self._lock:
             self._opened.pop(key, None)
         return record
+
+
+# -- a run's team settings ------------------------------------------------------------
+
+# A run's guidelines are read for people, not machines: a few pages at most.
+MAX_GUIDELINES_BYTES = 64 * 1024
+
+
+def read_guidelines(path: Path) -> str:
+    """The Markdown of ``--guidelines FILE``, at most ``MAX_GUIDELINES_BYTES``, as UTF-8 text.
+
+    Raises:
+        AahError: no such file, not a regular file, too large, or not UTF-8 (one line).
+    """
+    where = f"--guidelines {path}"
+    try:
+        data = read_file(path, PeerBound(f"{where}: the file", MAX_GUIDELINES_BYTES, verb="holds"))
+        return data.decode("utf-8")
+    except PeerOutOfBounds:
+        raise AahError(
+            f"{where}: the file is more than {MAX_GUIDELINES_BYTES:,} bytes: "
+            "keep the guidelines to a few pages"
+        ) from None
+    except NotARegularFile:
+        raise AahError(f"{where}: is not a regular file: give a Markdown file") from None
+    except FileNotFoundError:
+        raise AahError(f"{where}: no such file: check the path") from None
+    except IsADirectoryError:
+        raise AahError(f"{where}: is a folder: give a Markdown file") from None
+    except UnicodeDecodeError:
+        raise AahError(f"{where}: the file is not UTF-8 text: save it as UTF-8") from None
+    except OSError as exc:
+        raise AahError(f"{where}: cannot be read ({exc.strerror}): check its permissions") from None
+
+
+def set_up_run_team(
+    store: SessionStore,
+    run: str,
+    *,
+    reviewers: int | None = None,
+    guidelines: Path | None = None,
+    assign: Sequence[str] = (),
+) -> None:
+    """Store what ``aah bench run --reviewers/--guidelines/--assign`` asked of ``run``'s team.
+
+    What is not given keeps its value from an earlier start of the run.
+    """
+    text = read_guidelines(guidelines) if guidelines is not None else None
+    if reviewers is not None or text is not None:
+        before = store.team.run_team(run)
+        store.team.set_run_team(
+            run,
+            before.reviewers if reviewers is None else reviewers,
+            before.guidelines if text is None else text,
+        )
+    names = [name for given in assign for name in given.split(",") if name.strip()]
+    if names:
+        store.team.assign(names, run=run)
+
+
+def set_reviewers(store: SessionStore, given: Sequence[str]) -> list[Person]:
+    """Give each ``NAME`` or ``NAME:GROUP`` of ``aah web --reviewer`` the reviewer role.
+
+    A colon never appears in a name (``check_annotator_name``), so it parts them.
+
+    Raises:
+        AahError: a name that ``check_annotator_name`` refuses (one line).
+    """
+    people = []
+    for spec in given:
+        name, _, group = spec.partition(":")
+        try:
+            checked = check_annotator_name(name)
+        except ValueError as exc:
+            raise AahError(f"--reviewer {spec}: {exc}") from None
+        before = store.team.person(checked)
+        people.append(store.team.set_person(checked, "reviewer", group.strip() or before.team))
+    return people

@@ -291,7 +291,8 @@ CREATE TABLE IF NOT EXISTS people (
 CREATE TABLE IF NOT EXISTS assignments (
     id INTEGER PRIMARY KEY,
     request_id TEXT REFERENCES human_requests(id),
-    run TEXT REFERENCES runs(name),
+    -- A run's name, set before the run is made (so no reference to runs).
+    run TEXT,
     assignee TEXT NOT NULL,
     CHECK ((request_id IS NULL) != (run IS NULL))
 );
@@ -301,7 +302,8 @@ CREATE INDEX IF NOT EXISTS assignments_by_run ON assignments (run, assignee);
 -- What a run asks of its team: how many reviewers each item wants and the
 -- guidelines (Markdown) shown beside each of its items.
 CREATE TABLE IF NOT EXISTS run_team (
-    run TEXT PRIMARY KEY REFERENCES runs(name),
+    -- Set by ``aah bench run`` before the run is made (so no reference to runs).
+    run TEXT PRIMARY KEY,
     reviewers INTEGER NOT NULL DEFAULT 1 CHECK (reviewers >= 0),
     guidelines TEXT
 ) WITHOUT ROWID;

@@ -179,11 +179,13 @@ class Team:
         names = list(dict.fromkeys(_assignee(name) for name in assignees if name.strip()))
         column, key = ("request_id", request_id) if request_id is not None else ("run", run)
         with self._connection.write() as db:
-            table = "human_requests" if column == "request_id" else "runs"
-            field = "id" if column == "request_id" else "name"
-            if db.execute(f"SELECT 1 FROM {table} WHERE {field} = ?", [key]).fetchone() is None:
-                what = "request" if column == "request_id" else "run"
-                raise AahError(f"no {what} {key!r} in this database: pick one the queue lists")
+            # A run may be assigned before it is made (``aah bench run --assign``).
+            if (
+                request_id is not None
+                and db.execute("SELECT 1 FROM human_requests WHERE id = ?", [key]).fetchone()
+                is None
+            ):
+                raise AahError(f"no item {key!r} in this database: pick one the queue lists")
             db.execute(f"DELETE FROM assignments WHERE {column} = ?", [key])
             for name in names:
                 db.execute(
