@@ -27,6 +27,7 @@ from starlette.middleware import Middleware
 
 from aah.config import get_settings
 from aah.desk import UNDO_SECONDS, DeskWorkflow, OpenedRequest
+from aah.desk.team import ReviewDesk
 from aah.errors import AahError
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, WebAuth
@@ -41,8 +42,10 @@ from aah.ui.web.lease import lease_from_env
 from aah.ui.web.proxies import parse_proxies, uvicorn_trusting
 from aah.ui.web.queue_page import QueuePage, build_queue_tab
 from aah.ui.web.results_page import build_results_tab
+from aah.ui.web.review_page import build_review_tab
 from aah.ui.web.signin_token import SignInTokens, app_secret, lifetime_from_env
 from aah.ui.web.store_trouble import one_line_store_errors
+from aah.ui.web.team_page import TEAM_CSS
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_app", "launch_app"]
 
@@ -136,6 +139,7 @@ table.aah-rows th, table.aah-rows td {
   #queue-table { max-height: none; }
 }
 """
+CSS += TEAM_CSS
 # Where the page keeps its signed sign-in (page.js reads the same key).
 SAVED_SIGN_IN_KEY = "aah-sign-in"
 KEEP_SAVED_JS = (
@@ -210,11 +214,13 @@ def build_app(
                     queue = build_queue_tab(store, user, workflow)
                 with gr.Tab("Grade answers", id="grade", elem_id="tab-grade") as grade_tab:
                     build_grading_tab(store, user, grade_tab)
+                with gr.Tab("Review", id="review", elem_id="tab-review") as review_tab:
+                    build_review_tab(store, user, review_tab, ReviewDesk(store))
                 with gr.Tab("Results", id="results", elem_id="tab-results") as results_tab:
                     build_results_tab(store, user, results_tab, data_dir)
                 with gr.Tab("Launch a run", id="launch", visible=False) as launch_tab:
                     build_launch_tab(launcher, user)
-        queue.wire_tabs(user, queue_tab, [grade_tab, results_tab, launch_tab])
+        queue.wire_tabs(user, queue_tab, [grade_tab, review_tab, results_tab, launch_tab])
         # The refresh is the page's heartbeat: several fall within a lease.
         timer = gr.Timer(min(REFRESH_SECONDS, workflow.lease_seconds / 3), active=False)
         wiring = (checks, tokens, sign_in, user, main, tabs, launch_tab, timer, queue)

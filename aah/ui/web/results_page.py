@@ -1,4 +1,6 @@
-"""The Results tab: a run's report (paper tables, behaviour, agreement, charts) in the page.
+"""The Results tab: the team's figures, then a run's report (tables, agreement, charts).
+
+The team's figures (``team_page``) come first, as soon as the tab opens.
 
 The report is the scoring package's own HTML page (``render_html``), which
 escapes every text and forbids scripts itself. It is shown in a sandboxed
@@ -14,11 +16,13 @@ from typing import Any
 
 import gradio as gr
 
+from aah.desk.team import team_figures
 from aah.errors import AahError
 from aah.report import build_report, render_html
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, page_error, require
 from aah.ui.web.grading import run_names
+from aah.ui.web.team_page import team_html
 
 # The steps build_report announces, then rendering: for the progress bar.
 REPORT_STEPS = ("metrics", "behaviour and tool calls", "agreement", "rendering")
@@ -50,6 +54,7 @@ def build_results_tab(
         )
         with gr.Column(scale=1, min_width=160):
             show = gr.Button("Show report", variant="primary", elem_id="results-show")
+    team = gr.HTML(elem_id="results-team")
     report = gr.HTML(_EMPTY_NOTE, elem_id="results-report")
 
     def on_runs(who: Annotator | None, picked: list[str] | None) -> Any:
@@ -75,5 +80,11 @@ def build_results_tab(
         step("rendering")
         return report_frame(render_html(built))
 
+    def on_team(who: Annotator | None, picked: list[str] | None) -> str:
+        require(who)
+        return team_html(team_figures(store, picked or None))
+
     tab.select(on_runs, [user, runs], [runs], api_visibility="private")
+    tab.select(on_team, [user, runs], [team], api_visibility="private")
     show.click(on_show, [user, runs], [report], api_name="show_report")
+    show.click(on_team, [user, runs], [team], api_name="show_team")
