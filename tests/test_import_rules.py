@@ -67,7 +67,7 @@ def test_the_rules_read_real_imports() -> None:
     # The reader must see a function-level import, or the rules below prove nothing.
     modules = imported_modules(PACKAGE / "report" / "tables.py")
     assert "aah.benchmark.report_parts" in modules
-    assert BENCHMARK_FOLDERS == ["bfcl", "failtalms", "tau2", "when2call"]
+    assert BENCHMARK_FOLDERS == ["acebench", "bfcl", "failtalms", "tau2", "when2call"]
 
 
 def test_scoring_imports_nothing_from_the_benchmarks() -> None:

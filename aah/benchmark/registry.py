@@ -22,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "when2call": "aah.benchmark.when2call.benchmark:BENCHMARK",
     "bfcl": "aah.benchmark.bfcl.benchmark:BENCHMARK",
     "tau2": "aah.benchmark.tau2.benchmark:BENCHMARK",
+    "acebench": "aah.benchmark.acebench.benchmark:BENCHMARK",
 }
 _LOADED: dict[str, Benchmark] = {}
 

@@ -141,6 +141,9 @@ class SessionRequest:
     conversation: ConversationUser | None = None
     # Text added to the agent's system prompt (a benchmark's domain policy).
     instructions: str | None = None
+    # The whole system prompt, in place of aah's (a benchmark that scores its
+    # own prompt's reply, ACEBench's upstream reading); ``instructions`` still add.
+    system_prompt: str | None = None
 
     def __post_init__(self) -> None:
         # A query from a command line may hold bytes that are not UTF-8.
@@ -574,7 +577,11 @@ async def _opening(ctx: SessionContext, user: ConversationUser, state: AgentStat
 
 
 def _initial_state(request: SessionRequest) -> AgentState:
-    system = _system_prompt(request.aah, request.finder is not None)
+    system = (
+        request.system_prompt
+        if request.system_prompt is not None
+        else _system_prompt(request.aah, request.finder is not None)
+    )
     if request.instructions:
         system = f"{system}\n\n{request.instructions}"
     return {
