@@ -206,7 +206,7 @@ def test_two_annotators_never_get_the_same_question(db: Path, served: str) -> No
     # Alice skips, but nothing else is free: her question comes back to her.
     skipped = named(["status", *FORM], alice.predict(api_name="/skip_request"))
     assert skipped["status"].endswith(
-        "Only questions you skipped are left: here is the oldest again."
+        "Only questions you skipped are left: here is the first of them again."
     )
     assert skipped["request_id"] == first.id
     after = send(bob, "Tuesday")
@@ -223,7 +223,7 @@ def test_a_skip_passes_over_the_question_and_comes_back_to_it_last(db: Path, ser
     again = named(["status", *FORM], api.predict(api_name="/skip_request"))
     assert again["request_id"] == first.id
     assert again["status"].endswith(
-        "Only questions you skipped are left: here is the oldest again."
+        "Only questions you skipped are left: here is the first of them again."
     )
 
 

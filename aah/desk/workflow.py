@@ -31,7 +31,8 @@ from aah.desk.elicitation import ElicitationResult, stored_answer
 from aah.desk.elicitation_form import ContentInvalid
 from aah.desk.requests import question_context
 from aah.desk.user_tools import check_user_call
-from aah.store import HumanRequestRecord, SessionStore
+from aah.store import HumanRequestRecord, QueueFilter, SessionStore
+from aah.store.listings import EVERYTHING
 
 # Without a heartbeat for about this long, a page's claim ends.
 HEARTBEAT_LEASE_S = 60.0
@@ -140,25 +141,29 @@ class DeskWorkflow:
         self._awaited: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
-    def next_for(self, annotator: str, skipped: Collection[str] = ()) -> Next:
+    def next_for(
+        self, annotator: str, skipped: Collection[str] = (), only: QueueFilter = EVERYTHING
+    ) -> Next:
         """Claim the question ``annotator`` should answer now, passing over ``skipped``.
 
         Their own live claim comes first (a reloaded page gets its question
-        back); then the oldest free question. When only skipped questions
-        are left, the oldest of them comes back, with a note saying so. A
+        back); then the first free one in the queue's order (approvals and
+        MCP forms, whose agents are blocked, then the nearest deadline, then
+        the oldest), among those ``only`` keeps. When only skipped questions
+        are left, the first of them comes back, with a note saying so. A
         question they declined a moment ago (still undoable) never comes back.
         """
         followed = self.follow_up(annotator)
         if followed is not None:
             return Next(followed, "The result of your call is back.")
         held = self._declining(annotator)
-        request = self.store.humans.claim_next(annotator, self.lease_seconds)
+        request = self.store.humans.claim_next(annotator, self.lease_seconds, only)
         if request is None or (request.id not in skipped and request.id not in held):
             return Next(request)
         if request.id not in held:
             self.store.humans.release_claim(request.id, annotator)
         listing = self.store.humans.queue_listing(
-            annotator, limit=len(skipped) + len(held) + _LOOKAHEAD
+            annotator, limit=len(skipped) + len(held) + _LOOKAHEAD, only=only
         )
         entries = [entry for entry in listing.entries if entry.id not in held]
         for entry in entries:
@@ -168,7 +173,7 @@ class DeskWorkflow:
                 return Next(self.store.humans.get_human_request(entry.id))
         for entry in entries:
             if self.store.humans.claim_request(entry.id, annotator, self.lease_seconds):
-                note = "Only questions you skipped are left: here is the oldest again."
+                note = "Only questions you skipped are left: here is the first of them again."
                 return Next(self.store.humans.get_human_request(entry.id), note)
         return Next(None)
 

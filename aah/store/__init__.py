@@ -13,7 +13,13 @@ if TYPE_CHECKING:
     from aah.store.elicitations import ElicitationStep
     from aah.store.file_errors import ServerAwayError, StoreFileError
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
-    from aah.store.listings import AnnotatorStats, AnsweredEntry, QueueEntry, QueueListing
+    from aah.store.listings import (
+        AnnotatorStats,
+        AnsweredEntry,
+        QueueEntry,
+        QueueFilter,
+        QueueListing,
+    )
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
     from aah.store.off_loop import on_thread
@@ -72,6 +78,7 @@ __all__ = [
     "PgDatabase",
     "PgPool",
     "QueueEntry",
+    "QueueFilter",
     "QueueListing",
     "RequestWatch",
     "RunRecord",
@@ -129,6 +136,7 @@ _WHERE = {
     "setting_up": "aah.store.postgres",
     "needs_exclusive": "aah.store.writes",
     "QueueEntry": "aah.store.listings",
+    "QueueFilter": "aah.store.listings",
     "QueueListing": "aah.store.listings",
     "RequestWatch": "aah.store.watch",
     "RunRecord": "aah.store.sessions",

@@ -22,14 +22,17 @@ from aah.clock import SYSTEM_CLOCK, Clock
 from aah.store import listings as listings
 from aah.store import schema as schema
 from aah.store.connection import StoreConnection
-from aah.store.listings import USABLE as _USABLE
 from aah.store.listings import (
+    EVERYTHING,
     WANTING_SQL,
     AnnotatorStats,
     AnsweredEntry,
     QueueEntry,
+    QueueFilter,
     QueueListing,
+    wanting_ids_sql,
 )
+from aah.store.listings import USABLE as _USABLE
 from aah.store.listings import WANTS as _WANTS
 from aah.store.schema import HumanAnswerRecord, HumanRequestRecord, RequestKind
 
@@ -329,7 +332,10 @@ class HumanRequests:
         return request
 
     def pending_human_requests(self, limit: int | None = None) -> list[HumanRequestRecord]:
-        """Requests nobody has answered yet that an answer can still reach, oldest first.
+        """Requests nobody has answered yet that an answer can still reach, in the queue's order.
+
+        The queue's order (``listings.ORDER``): approvals and MCP forms first
+        (an agent is blocked on each), then the nearest deadline, then the oldest.
 
         Each comes whole, context included (about a kilobyte of JSON each):
         a list to show reads ``queue_listing`` instead, which leaves it out.
@@ -340,7 +346,7 @@ class HumanRequests:
         return listings.pending_requests(self._connection.db().conn, limit, self._now())
 
     def requests_for(self, annotator: str) -> list[HumanRequestRecord]:
-        """Requests that still want ``annotator``'s answer and have room for it, oldest first.
+        """Requests that still want ``annotator``'s answer, with room for it, in the queue's order.
 
         A request wants answers, for agreement, until it has ``k`` of them,
         even once the first has settled it; an expired one wants none, nor
@@ -391,14 +397,18 @@ class HumanRequests:
             return True
 
     def claim_next(
-        self, annotator: str, lease_seconds: float = DEFAULT_LEASE_S
+        self,
+        annotator: str,
+        lease_seconds: float = DEFAULT_LEASE_S,
+        only: QueueFilter = EVERYTHING,
     ) -> HumanRequestRecord | None:
         """The request ``annotator`` should answer now, claimed for them.
 
         A live claim they already hold on a request that still wants them
         comes back first, renewed (a reloaded page gets its question back);
-        otherwise the oldest request that wants them and has a free place is
-        claimed. One write transaction.
+        otherwise the first request in the queue's order (``listings.ORDER``)
+        that wants them and has a free place is claimed. ``only`` keeps
+        the requests it names, held ones too. One write transaction.
 
         Returns:
             The claimed request, or None when no request has room for them.
@@ -409,17 +419,17 @@ class HumanRequests:
         until = self._lease_end(lease_seconds)
         annotator = annotator_key(annotator)
         with self._connection.write() as db:
-            params = {"annotator": annotator, "now": self._now()}
+            now = self._now()
+            params = {"annotator": annotator, "now": now, **only.params(now)}
             held = db.execute(
                 "SELECT r.id FROM claims AS held JOIN human_requests AS r ON r.id = held.request_id"
+                " JOIN sessions AS s ON s.id = r.session_id"
                 f" WHERE held.annotator = :annotator AND held.until > :now AND {_WANTS}"
-                " ORDER BY r.created, r.rowid LIMIT 1",
+                f"{only.sql()} ORDER BY r.created, r.rowid LIMIT 1",
                 params,
             ).fetchone()
             if held is None:
-                held = db.execute(
-                    f"SELECT id FROM ({WANTING_SQL}) AS wanting LIMIT 1", params
-                ).fetchone()
+                held = db.execute(f"{wanting_ids_sql(only)} LIMIT 1", params).fetchone()
             if held is None:
                 return None
             self._hold(db, held[0], annotator, until)
@@ -447,20 +457,28 @@ class HumanRequests:
 
     # -- light listings -------------------------------------------------------
 
-    def queue_listing(self, annotator: str | None = None, limit: int | None = None) -> QueueListing:
+    def queue_listing(
+        self,
+        annotator: str | None = None,
+        limit: int | None = None,
+        only: QueueFilter = EVERYTHING,
+    ) -> QueueListing:
         """The queue as a list shows it, without any request's context.
 
         Args:
             annotator: Whose queue: the requests that want their answer and
                 have room for it (``requests_for``); None lists every usable
                 pending request (``pending_human_requests``).
-            limit: How many entries to return, oldest first; None returns all.
+            limit: How many entries to return, in the queue's order
+                (``listings.ORDER``); None returns all.
+            only: Which requests to keep (kinds, run, setting, age); all by default.
 
         Returns:
-            How many requests the queue holds, and its first ``limit``.
+            How many requests the (filtered) queue holds, of each kind, and its first ``limit``.
         """
         whose = annotator_key(annotator) if annotator is not None else None
-        return listings.queue_listing(self._connection.db().conn, whose, limit, self._now())
+        conn = self._connection.db().conn
+        return listings.queue_listing(conn, whose, limit, self._now(), only)
 
     def queue_entry(self, request_id: str) -> QueueEntry | None:
         """One request as the whole queue lists it (no annotator), or None when not in it."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from typing import Any, NamedTuple
 
@@ -85,19 +85,111 @@ _WANTING = (
 )
 
 
-def _ordered(columns: str, parts: tuple[_Part, ...]) -> str:
-    # Each part is walked in index order and the parts merged, so a short
-    # page reads only its own rows.
+# The queue's order, one rule for every face: first what blocks an agent
+# (an approval or an MCP form: the agent's call waits on it), then the
+# nearest deadline (none: last), then the oldest, then the first written.
+# The ranks are output columns, which a compound SELECT's ORDER BY needs.
+_RANKS = (
+    "CASE WHEN r.kind = 'question' THEN 1 ELSE 0 END AS blocks,"
+    " CASE WHEN r.deadline IS NULL THEN 1 ELSE 0 END AS undated, r.deadline AS due"
+)
+ORDER = "blocks, undated, due, created, seq"
+
+
+def order_key(entry: QueueEntry) -> tuple[bool, bool, datetime, datetime, str]:
+    """``ORDER`` in Python, for lists merged outside the database (ties: by id, not ``seq``)."""
+    due = entry.deadline if entry.deadline is not None else entry.created
+    return (entry.kind == "question", entry.deadline is None, due, entry.created, entry.id)
+
+
+def _ordered(columns: str, parts: tuple[_Part, ...], only: str = "") -> str:
+    # Each part is sorted on the rule above and the parts merged; a queue
+    # is thousands of rows at most, whose ranks are read from the rows.
     selects = [
-        f"SELECT {columns.format(answers=part.answers)}, r.rowid AS seq"
-        f" FROM {part.tables} WHERE {part.where}"
+        f"SELECT {columns.format(answers=part.answers)}, {_RANKS}, r.rowid AS seq"
+        f" FROM {part.tables} WHERE {part.where}{only}"
         for part in parts
     ]
-    return " UNION ALL ".join(selects) + " ORDER BY created, seq"
+    return " UNION ALL ".join(selects) + f" ORDER BY {ORDER}"
 
 
-# Whole rows of the requests that want :annotator, oldest first.
+# Whole rows of the requests that want :annotator, in the queue's order.
 WANTING_SQL = _ordered("r.*", _WANTING)
+
+
+def wanting_ids_sql(only: QueueFilter) -> str:
+    """The ids (and ranks) of the requests that want :annotator and ``only`` keeps, in order."""
+    return _ordered("r.id, r.created", _WANTING, only.sql())
+
+
+# What a queue filter's kind names, and every kind in the queue's order of nouns.
+KINDS: tuple[RequestKind, ...] = ("approval", "elicitation", "question")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFilter:
+    """Which requests of a queue to list, count and offer; every field left out keeps all.
+
+    Attributes:
+        kinds: Only these kinds (``question``, ``approval``, ``elicitation``).
+        run: Only the requests of this batch run's sessions.
+        setting: Only the requests of sessions of this setting.
+        older_than: Only requests asked at least this many seconds ago.
+        newer_than: Only requests asked at most this many seconds ago.
+    """
+
+    kinds: frozenset[RequestKind] = frozenset()
+    run: str | None = None
+    setting: str | None = None
+    older_than: float | None = None
+    newer_than: float | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.kinds) - set(KINDS))
+        if unknown:
+            raise ValueError(f"unknown kind {unknown[0]!r}: use {', '.join(KINDS)}")
+        for name in ("older_than", "newer_than"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0:
+                raise ValueError(f"a queue filter's {name} must be 0 s or more, not {value!r}")
+
+    @property
+    def empty(self) -> bool:
+        """Whether it keeps every request."""
+        return self == QueueFilter()
+
+    def sql(self) -> str:
+        """Its terms as `` AND ...`` on ``r`` (a request) and ``s`` (its session), or ''."""
+        terms = []
+        if self.kinds:
+            # Checked against KINDS above: the literals are the store's own words.
+            terms.append(f"r.kind IN ({', '.join(repr(kind) for kind in sorted(self.kinds))})")
+        if self.run is not None:
+            terms.append("s.run = :only_run")
+        if self.setting is not None:
+            terms.append("s.setting = :only_setting")
+        if self.older_than is not None:
+            terms.append("r.created <= :only_before")
+        if self.newer_than is not None:
+            terms.append("r.created >= :only_after")
+        return "".join(f" AND {term}" for term in terms)
+
+    def params(self, now: str) -> dict[str, str]:
+        """The values of ``sql``'s names, ages counted back from ``now``."""
+        moment = datetime.fromisoformat(now)
+        values: dict[str, str] = {}
+        if self.run is not None:
+            values["only_run"] = self.run
+        if self.setting is not None:
+            values["only_setting"] = self.setting
+        if self.older_than is not None:
+            values["only_before"] = (moment - timedelta(seconds=self.older_than)).isoformat()
+        if self.newer_than is not None:
+            values["only_after"] = (moment - timedelta(seconds=self.newer_than)).isoformat()
+        return values
+
+
+EVERYTHING = QueueFilter()
 
 # How many characters of the asking session's request a queue entry carries.
 REQUEST_START = 120
@@ -158,11 +250,13 @@ class QueueListing:
 
     Attributes:
         total: How many requests the queue holds.
-        entries: The first of them, oldest first.
+        entries: The first of them, in the queue's order (``ORDER``).
+        by_kind: How many of ``total`` are of each kind (kinds with none left out).
     """
 
     total: int
     entries: list[QueueEntry]
+    by_kind: dict[RequestKind, int] = field(default_factory=dict)
 
 
 class AnsweredEntry(NamedTuple):
@@ -202,36 +296,68 @@ class AnnotatorStats:
             when no answer today recorded its time).
         held_by_others: Requests that would want their answer but others'
             live claims fill for now (not in ``waiting_now``).
+        waiting_by_kind: ``waiting_now`` by kind (kinds with none left out).
     """
 
     answered_today: int
     waiting_now: int
     median_seconds: float | None
     held_by_others: int = 0
+    waiting_by_kind: dict[RequestKind, int] = field(default_factory=dict)
 
 
 def queue_listing(
-    db: sqlite3.Connection, annotator: str | None, limit: int | None, now: str
+    db: sqlite3.Connection,
+    annotator: str | None,
+    limit: int | None,
+    now: str,
+    only: QueueFilter = EVERYTHING,
 ) -> QueueListing:
-    """The queue (every usable pending request, or those wanting ``annotator``).
+    """The queue (every usable pending request, or those wanting ``annotator``) ``only`` keeps.
 
-    ``total`` counts the whole queue; ``entries`` holds its first ``limit``
-    requests (all when None), oldest first.
+    ``total`` counts the whole (filtered) queue, ``by_kind`` by kind;
+    ``entries`` holds its first ``limit`` requests (all when None) in the
+    queue's order.
     """
-    params = {"annotator": annotator, "now": now}
+    params = {"annotator": annotator, "now": now, **only.params(now)}
     parts = _QUEUE if annotator is None else _WANTING
-    total = queue_length(db, annotator, now)
+    by_kind = kind_counts(db, annotator, now, only)
+    total = sum(by_kind.values())
     if limit is not None and limit <= 0:
-        return QueueListing(total, [])
+        return QueueListing(total, [], by_kind)
     # Live claims are few (a handful per annotator at work): one read of
     # them all costs less than a look per listed request.
     holders: dict[str, list[str]] = {}
     for request_id, holder in db.execute(_LIVE_CLAIMS, params):
         holders.setdefault(request_id, []).append(holder)
-    sql = _ordered(_ENTRY_COLUMNS, parts)
+    sql = _ordered(_ENTRY_COLUMNS, parts, only.sql())
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return QueueListing(total, [_entry(row, holders) for row in db.execute(sql, params)])
+    entries = [_entry(row, holders) for row in db.execute(sql, params)]
+    return QueueListing(total, entries, by_kind)
+
+
+def kind_counts(
+    db: sqlite3.Connection, annotator: str | None, now: str, only: QueueFilter = EVERYTHING
+) -> dict[RequestKind, int]:
+    """How many requests of each kind the queue (``queue_listing``'s) holds; none: left out.
+
+    One query over the queue's own rule, which reads the queue's rows (their
+    kinds are not in the counting indexes): thousands at most, never the
+    settled requests of the whole file.
+    """
+    parts = _QUEUE if annotator is None else _WANTING
+    where = only.sql()
+    selects = [
+        f"SELECT r.kind AS kind FROM {part.tables} WHERE {part.where}{where}" for part in parts
+    ]
+    # A sum per kind: one pass over the queue's rows, nothing sorted.
+    sums = ", ".join(f"sum(CASE WHEN kind = '{kind}' THEN 1 ELSE 0 END)" for kind in KINDS)
+    sql = f"SELECT {sums} FROM ({' UNION ALL '.join(selects)}) AS queued"
+    params = {"annotator": annotator, "now": now, **only.params(now)}
+    row = db.execute(sql, params).fetchone()
+    counts = dict(zip(KINDS, row, strict=True)) if row is not None else {}
+    return {kind: int(counts[kind]) for kind in KINDS if counts.get(kind)}
 
 
 def queue_entry(db: sqlite3.Connection, request_id: str, now: str) -> QueueEntry | None:
@@ -269,7 +395,7 @@ _RECORD_FIELDS = tuple(column.strip()[2:] for column in _RECORD_COLUMNS.split(",
 def pending_requests(
     db: sqlite3.Connection, limit: int | None, now: str
 ) -> list[schema.HumanRequestRecord]:
-    """Every usable pending request's whole record (its first ``limit``), oldest first.
+    """Every usable pending request's whole record (its first ``limit``), in the queue's order.
 
     The queue's own plan walks the pending requests' index and reads only
     the record's columns. Decoding each context (about a kilobyte of JSON)
@@ -413,4 +539,5 @@ def annotator_stats(db: sqlite3.Connection, annotator: str, now: datetime) -> An
     timed = [row[0] for row in rows if row[0] is not None]
     waiting, held = queue_counts(db, annotator, moment.isoformat())
     median = statistics.median(timed) if timed else None
-    return AnnotatorStats(len(rows), waiting, median, held)
+    by_kind = kind_counts(db, annotator, moment.isoformat())
+    return AnnotatorStats(len(rows), waiting, median, held, by_kind)
