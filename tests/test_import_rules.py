@@ -107,6 +107,7 @@ def test_every_benchmark_folder_is_registered_and_meets_the_protocol() -> None:
             assert option.flag.startswith("--") and option.name not in COMMON_FLAGS
             assert option.kind in (str, int, float, bool, list)
         assert callable(benchmark.prepare)
+        assert callable(benchmark.blockers)
     keys = [part.key for _, part in report_parts()]
     assert len(keys) == len(set(keys))
 
@@ -146,3 +147,14 @@ def test_bench_list_shows_every_registered_benchmark_and_its_flags() -> None:
     for benchmark in all_benchmarks():
         for option in benchmark.options:
             assert option.flag in help_text
+
+
+def test_every_benchmark_says_what_its_tasks_withheld(tmp_path: Path) -> None:
+    # The Asking table reads each benchmark's blockers: a mapping (empty for a run
+    # with no sessions), or None for a benchmark with nothing withheld to ask for.
+    from aah.store import SessionStore
+
+    with SessionStore(tmp_path / "s.db") as store:
+        run = store.create_run("r", {"benchmark": "x"})
+        found = {b.name: b.blockers(store, run) for b in all_benchmarks()}
+    assert found == {"fail-talms": {}, "when2call": {}, "bfcl": {}, "tau2": None, "acebench": {}}

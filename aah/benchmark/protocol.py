@@ -20,7 +20,10 @@ A benchmark says:
   once the run ends);
 - its part of the **report** (``report``: per-run scores, their JSON, its
   tables with its published figures and their sources), or None when the
-  report's common figures say all there is.
+  report's common figures say all there is;
+- what each task **withheld** (``blockers``: the pieces of information the
+  agent was not given, per session of a run; science.md §8), or None when
+  its tasks withhold nothing to ask for: the report's Asking table reads it.
 
 Everything here is light: the registry imports each ``benchmark.py`` to list
 its flags, so heavy imports belong inside ``prepare`` and the report part's
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from aah.benchmark.batch import ProgressHook, RunOptions, RunSummary
     from aah.llm import ModelConfig, ProbeReport
     from aah.runtime import Activity
+    from aah.scoring.asking import Blocker
     from aah.scoring.table import ReportTable
     from aah.store import RunRecord, SessionStore
 
@@ -230,5 +234,15 @@ class Benchmark(Protocol):
 
         Raises:
             AahError: missing or damaged data, an unknown id, a bad flag value.
+        """
+        ...
+
+    def blockers(
+        self, store: SessionStore, run: RunRecord
+    ) -> Mapping[str, Sequence[Blocker]] | None:
+        """Each session of ``run`` that is this benchmark's, with its task's blockers.
+
+        A fully specified task's session maps to []; None when the benchmark
+        has no blockers at all (the Asking table leaves it out).
         """
         ...

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from aah.benchmark.batch import ProgressHook, RunOptions, RunSummary
     from aah.llm import ModelConfig
     from aah.runtime import Activity
+    from aah.scoring.asking import Blocker
     from aah.scoring.table import ReportTable
     from aah.store import RunRecord, SessionStore
 
@@ -112,6 +113,12 @@ class AceBench:
         "Chen et al., ACEBench: Who Wins the Match Point in Tool Usage? (2025), Special "
         "category, upstream commit 56dd66cf (compare with the acebench reading only)",
     )
+
+    def blockers(self, store: SessionStore, run: RunRecord) -> Mapping[str, Sequence[Blocker]]:
+        """Each item's blockers as its session keeps them (an incomplete item's missing ones)."""
+        from aah.scoring.asking import stored_blockers
+
+        return stored_blockers(store, run.name)
 
     def prepare(self, flags: RunFlags) -> PreparedRun:
         """Load the items, pick and shard them; read the replies once the run ends.

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from aah.benchmark.acebench.blockers import item_blockers
 from aah.benchmark.acebench.scoring import Reading
 from aah.benchmark.acebench.tasks import ACEBENCH_SETTING, AceTask, Language, Prompts
 from aah.benchmark.acebench.tools import offered_specs
@@ -34,6 +35,7 @@ from aah.benchmark.batch import (
 from aah.benchmark.when2call.runner import NEUTRAL_RESULT, NeutralExecutor
 from aah.llm import ModelConfig
 from aah.runtime import Activity, Runtime, ScriptedHuman, SessionRequest
+from aah.scoring.asking import CONTEXT_KEY
 
 ACEBENCH_BENCHMARK = "acebench"
 # Besides the store's pinned fields, what makes an ACEBench run another run.
@@ -133,7 +135,7 @@ class AceRunner:
                 specs=(),
                 aah=False,
                 system_prompt=system_prompt(prompts.system, task),
-                context={"original_query": task.question},
+                context={"original_query": task.question, **_asking(task)},
                 **common,
             )
         return SessionRequest(
@@ -141,7 +143,7 @@ class AceRunner:
             specs=offered_specs(task),
             aah=self.options.aah,
             instructions=task.time or None,
-            context={"original_query": task.user_text},
+            context={"original_query": task.user_text, **_asking(task)},
             **common,
         )
 
@@ -171,3 +173,8 @@ class AceRunner:
             on_done=on_done,
             activity=activity,
         )
+
+
+def _asking(task: AceTask) -> dict[str, Any]:
+    """What the asking figures read from a session's context: its category and blockers (§8)."""
+    return {"category": task.category, CONTEXT_KEY: [b.to_json() for b in item_blockers(task)]}

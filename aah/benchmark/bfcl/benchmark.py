@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from aah.benchmark.bfcl.tasks import BfclTask
     from aah.llm import ModelConfig
     from aah.runtime import Activity
+    from aah.scoring.asking import Blocker
     from aah.scoring.table import ReportTable
     from aah.store import RunRecord, SessionStore
 
@@ -102,6 +103,15 @@ class Bfcl:
         "Multilingual-BFCL (SIGIR 2026 short paper), baseline columns, where the model "
         "and language match",
     )
+
+    def blockers(self, store: SessionStore, run: RunRecord) -> Mapping[str, Sequence[Blocker]]:
+        """Each multi-turn entry's blockers as its session keeps them (science.md §8).
+
+        Single-turn entries withhold nothing to ask for: their sessions keep none.
+        """
+        from aah.scoring.asking import stored_blockers
+
+        return stored_blockers(store, run.name)
 
     def prepare(self, flags: RunFlags) -> PreparedRun:
         """Load the items (and BFCL's API classes for multi-turn), pick and shard them.

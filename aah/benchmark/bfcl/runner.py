@@ -25,6 +25,7 @@ from aah.benchmark.batch import (
     run_batch,
     run_manifest,
 )
+from aah.benchmark.bfcl.blockers import entry_blockers
 from aah.benchmark.bfcl.multi_turn_run import MULTI_TURN_STEP_LIMIT, BfclTurnExecutor, turn_oracle
 from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask, is_multi_turn
 from aah.benchmark.bfcl.tasks import BFCL_SETTING, BfclTask
@@ -36,6 +37,7 @@ from aah.benchmark.when2call import (
 )
 from aah.llm import ModelConfig
 from aah.runtime import Activity, FollowUp, Runtime, ScriptedHuman, SessionRequest
+from aah.scoring.asking import CONTEXT_KEY
 from aah.tools import EndpointSource, EndpointSpec
 
 BFCL_BENCHMARK = "bfcl"
@@ -153,7 +155,12 @@ class BfclRunner:
             run=self.options.run,
             task_id=task.id,
             setting=BFCL_SETTING,
-            context={"original_query": task.query, "category": task.category},
+            context={
+                "original_query": task.query,
+                "category": task.category,
+                # What the entry withheld, for the asking figures (science.md §8).
+                CONTEXT_KEY: [b.to_json() for b in entry_blockers(task)],
+            },
             human=turn_oracle(task, executor),
             executor=executor,
             retry_errors=True,

@@ -19,6 +19,8 @@ from aah.benchmark.protocol import BenchOption, PreparedRun, RunFlags
 from aah.errors import AahError
 from aah.scoring.settings import SETTINGS
 
+SPAN_SOURCE = "fail-talms under-specified"
+
 if TYPE_CHECKING:
     from aah.benchmark.batch import (
         ProgressHook,
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
     from aah.benchmark.failtalms.dataset import Task
     from aah.llm import ModelConfig, ProbeReport
     from aah.runtime import Activity
+    from aah.scoring.asking import Blocker
     from aah.scoring.settings import Setting
+    from aah.store import RunRecord, SessionStore
 
 
 def parse_settings(value: str) -> list[Setting]:
@@ -128,6 +132,27 @@ class FailTalms:
         "(Fail-TaLMs), NAACL 2025, Tables 1-2, https://arxiv.org/abs/2503.14227 "
         "(aah report --compare paper)",
     )
+
+    def blockers(self, store: SessionStore, run: RunRecord) -> Mapping[str, Sequence[Blocker]]:
+        """Each session's blockers: an under-specified task's spans its query lacks (§8).
+
+        The spans are the words of the user's full request that the agent's
+        request lacks (what the desk's page marks); tasks of the other
+        settings withhold no information (a missing tool is no blocker).
+        """
+        from aah.scoring.asking import span_blockers
+
+        found: dict[str, list[Blocker]] = {}
+        for session in store.list_sessions(run=run.name):
+            if session.setting != "underspecified":
+                found[session.id] = []
+                continue
+            context = store.session_recipe(session.id).get("context") or {}
+            full = context.get("original_query") if isinstance(context, dict) else None
+            found[session.id] = (
+                span_blockers(full, session.query, SPAN_SOURCE) if isinstance(full, str) else []
+            )
+        return found
 
     def prepare(self, flags: RunFlags) -> PreparedRun:
         """Check the flags, load the settings' tasks, pick and shard them.

@@ -126,6 +126,10 @@ class Tau2:
         "τ²-bench leaderboard, https://taubench.com (standard setup, user simulator gpt-5.2)",
     )
 
+    def blockers(self, store: SessionStore, run: RunRecord) -> None:
+        """None: a τ² task's user holds what it withholds and tells it in turns of its own."""
+        return None
+
     def prepare(self, flags: RunFlags) -> PreparedRun:
         """Load the domains and their tasks, pick and shard them; grade once the run ends.
 

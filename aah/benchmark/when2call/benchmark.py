@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from aah.events import AwarenessMode
     from aah.llm import ModelConfig
     from aah.runtime import Activity
+    from aah.scoring.asking import Blocker
     from aah.scoring.table import ReportTable
     from aah.store import RunRecord, SessionStore
 
@@ -116,6 +117,12 @@ class When2Call:
         "Ross et al., When2Call, NAACL 2025: its LLM-as-judge evaluation of the test split "
         "(for reference: aah labels by its rules or its own judge prompt)",
     )
+
+    def blockers(self, store: SessionStore, run: RunRecord) -> Mapping[str, Sequence[Blocker]]:
+        """Each question's blockers as its session keeps them (science.md §8)."""
+        from aah.scoring.asking import stored_blockers
+
+        return stored_blockers(store, run.name)
 
     def prepare(self, flags: RunFlags) -> PreparedRun:
         """Load the questions, pick and shard them; label first turns once the run ends.

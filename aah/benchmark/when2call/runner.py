@@ -24,11 +24,13 @@ from aah.benchmark.batch import (
     run_batch,
     run_manifest,
 )
+from aah.benchmark.when2call.blockers import question_blockers
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
 from aah.benchmark.when2call.tools import endpoint_spec
 from aah.events import AwarenessMode
 from aah.llm import ModelConfig
 from aah.runtime import Activity, HumanChannel, Runtime, ScriptedHuman, SessionRequest
+from aah.scoring.asking import CONTEXT_KEY
 from aah.tools import EndpointSpec
 from aah.tools.http import ToolResult
 
@@ -121,7 +123,11 @@ class When2CallRunner:
             run=self.options.run,
             task_id=task.id,
             setting=WHEN2CALL_SETTING,
-            context={"original_query": task.query},
+            context={
+                "original_query": task.query,
+                # What the question withheld, for the asking figures (science.md §8).
+                CONTEXT_KEY: [b.to_json() for b in question_blockers(task)],
+            },
             human=self._human(),
             executor=self.executor,
             retry_errors=True,

@@ -11,18 +11,23 @@ also shows the questions others hold now, as taken by them.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from aah.desk import Sent, question_context
+from aah.scoring.settings import SETTINGS
 from aah.store import (
     AnnotatorStats,
     AnsweredEntry,
     HumanRequestRecord,
     QueueEntry,
+    QueueFilter,
     SessionStore,
 )
+from aah.store.schema import RequestKind
 from aah.ui.briefing import Briefing, briefing, deadline_note, word_diff_html
+from aah.ui.counts import kind_word, kinds_text, only_questions
 from aah.ui.web.format import clip, conversation_text, plain, waited
 
 QUEUE_HEADERS = ["waited", "task", "setting", "request", "kind", "question", "status", "fallback"]
@@ -59,6 +64,51 @@ class RequestView:
     request: str = ""
 
 
+# The queue's filters as the page offers them: (label, value).
+KIND_CHOICES = [
+    ("every kind", "all"),
+    ("approvals and forms (an agent is blocked)", "blocking"),
+    ("approvals", "approval"),
+    ("forms (MCP servers')", "elicitation"),
+    ("questions", "question"),
+]
+_KINDS_KEPT: dict[str, frozenset[RequestKind]] = {
+    "blocking": frozenset({"approval", "elicitation"}),
+    "approval": frozenset({"approval"}),
+    "elicitation": frozenset({"elicitation"}),
+    "question": frozenset({"question"}),
+}
+SETTING_CHOICES = [("any setting", "any"), *((name, name) for name in SETTINGS)]
+AGE_CHOICES = [
+    ("any time", "any"),
+    ("over 1 min", "over:60"),
+    ("over 10 min", "over:600"),
+    ("over 1 h", "over:3600"),
+    ("under 10 min", "under:600"),
+]
+_AGES = {value: value.partition(":") for _, value in AGE_CHOICES if ":" in value}
+# A run's name typed in the filter is cut here (names are short; a page may send anything).
+_RUN_CHARS = 200
+
+
+def queue_filter(
+    kind: str | None, run: str | None, setting: str | None, age: str | None
+) -> QueueFilter:
+    """The store's filter for the page's controls; a value the page does not offer keeps all."""
+    name = " ".join((run or "").split())[:_RUN_CHARS]
+    older = newer = None
+    if age in _AGES:
+        side, _, seconds = _AGES[age]
+        older, newer = (float(seconds), None) if side == "over" else (None, float(seconds))
+    return QueueFilter(
+        kinds=_KINDS_KEPT.get(kind or "", frozenset()),
+        run=name or None,
+        setting=setting if setting in SETTINGS else None,
+        older_than=older,
+        newer_than=newer,
+    )
+
+
 def queue_rows(
     entries: list[QueueEntry], annotator: str, now: datetime | None = None
 ) -> list[list[str]]:
@@ -73,7 +123,7 @@ def queue_rows(
             entry.task_id or "-",
             entry.setting or "interactive",
             clip(" ".join(entry.request.split()), _REQUEST_CHARS) or "-",
-            entry.kind,
+            kind_word(entry.kind),
             clip(_asked(entry), _LABEL_CHARS),
             holder_note(entry, annotator),
             deadline_note(entry, now) or "none: waits for a person",
@@ -149,28 +199,44 @@ def queue_choices(entries: list[QueueEntry], annotator: str) -> list[tuple[str, 
 
 
 def queue_summary(
-    waiting: int, shown: list[QueueEntry], now: datetime | None = None, held: int = 0
+    waiting: int,
+    shown: list[QueueEntry],
+    now: datetime | None = None,
+    held: int = 0,
+    by_kind: Mapping[RequestKind, int] | None = None,
 ) -> str:
-    """One Markdown line: how many requests wait for this annotator, and the longest wait.
+    """One Markdown line: what waits for this annotator, by kind, and the longest wait listed.
 
-    ``held`` counts the questions others hold now, which wait too but not for them.
+    ``held`` counts the questions others hold now, which wait too but not for
+    them; ``by_kind`` (``QueueListing.by_kind``) splits ``waiting`` by kind
+    ("3 approvals, 12 questions, 1 form"); without it all are questions.
     """
     others = f" {held:,} more {'is' if held == 1 else 'are'} held by others." if held else ""
     if not waiting:
-        return f"No question waits for you.{others} The list refreshes by itself."
-    oldest = waited(shown[0].created, now or datetime.now(UTC)) if shown else "?"
-    noun = "question waits" if waiting == 1 else "questions wait"
-    more = f" (the oldest {len(shown)} are listed)" if len(shown) < waiting else ""
-    return f"**{waiting:,} {noun}** for you{more}; the oldest has waited {oldest}.{others}"
+        return f"Nothing waits for you.{others} The list refreshes by itself."
+    oldest = (
+        waited(min(entry.created for entry in shown), now or datetime.now(UTC)) if shown else "?"
+    )
+    what = kinds_text(by_kind if by_kind else {"question": waiting})
+    verb = "waits" if waiting == 1 else "wait"
+    more = f" (the first {len(shown)} are listed)" if len(shown) < waiting else ""
+    return f"**{what} {verb}** for you{more}; the oldest has waited {oldest}.{others}"
 
 
 def counter_line(stats: AnnotatorStats) -> str:
-    """The annotator's counter in one Markdown line; questions others hold are counted apart."""
+    """The annotator's counter in one Markdown line; questions others hold are counted apart.
+
+    What waits is split by kind when any is no question ("**20** waiting:
+    3 approvals, 16 questions, 1 form").
+    """
     median = "-" if stats.median_seconds is None else f"{stats.median_seconds:.0f} s"
     held = f", **{stats.held_by_others:,}** held by others" if stats.held_by_others else ""
+    kinds = (
+        "" if only_questions(stats.waiting_by_kind) else f" ({kinds_text(stats.waiting_by_kind)})"
+    )
     return (
-        f"**{stats.answered_today:,}** answered today · **{stats.waiting_now:,}** waiting{held}"
-        f" · **{median}** median per answer"
+        f"**{stats.answered_today:,}** answered today · **{stats.waiting_now:,}** waiting{kinds}"
+        f"{held} · **{median}** median per answer"
     )
 
 

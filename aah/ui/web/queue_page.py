@@ -32,18 +32,23 @@ from typing import Any
 import gradio as gr
 
 from aah.desk import DeskWorkflow, Next, OpenedRequest
-from aah.store import HumanRequestRecord, QueueEntry, SessionStore
+from aah.store import HumanRequestRecord, QueueEntry, QueueFilter, SessionStore
+from aah.store.listings import EVERYTHING, order_key
 from aah.ui.web.approval import call_html, read_decision, submit_decision
 from aah.ui.web.auth import Annotator
 from aah.ui.web.elicitation import elicitation_html, read_elicitation, submit_elicitation
 from aah.ui.web.format import clip, plain
 from aah.ui.web.queue import (
+    AGE_CHOICES,
     ANSWERED_HEADERS,
+    KIND_CHOICES,
     QUEUE_HEADERS,
+    SETTING_CHOICES,
     answer_note,
     answered_rows,
     counter_line,
     queue_choices,
+    queue_filter,
     queue_rows,
     queue_summary,
     request_view,
@@ -63,6 +68,7 @@ KEYS_LINE = (
     " yes / no (optional) · **n** skip or next (outside the answer box)"
 )
 QUEUE_EMPTY = "No question waits now."
+FILTERED = " Filtered: clear the filters above the list to see every kind, run and age."
 ANSWERS_EMPTY = "You have not answered yet."
 TOO_LATE = "Too late to undo: it was sent, or someone else has the question now."
 AWAY = "You left the Queue tab: your question was let go; it comes back when you return."
@@ -133,6 +139,27 @@ class QueueHandlers:
     def __init__(self, store: SessionStore, workflow: DeskWorkflow | None = None) -> None:
         self.store = store
         self.workflow = workflow or DeskWorkflow(store)
+        # Each annotator's filter of the queue (kind, run, setting, age): what
+        # their list shows and what opens next, on every page they have open.
+        self._only: dict[str, QueueFilter] = {}
+
+    def only_for(self, who: Annotator) -> QueueFilter:
+        """The filter ``who`` chose (everything until they choose one)."""
+        return self._only.get(who.name, EVERYTHING)
+
+    def filter(
+        self,
+        who: Annotator | None,
+        kind: str | None,
+        run: str | None,
+        setting: str | None,
+        age: str | None,
+        picked: str | None = None,
+    ) -> tuple[Any, ...]:
+        """Keep only the requests the filter controls name; the lists as they are then."""
+        if who is not None:
+            self._only[who.name] = queue_filter(kind, run, setting, age)
+        return self.lists(who, picked)
 
     # -- what the form shows ----------------------------------------------
 
@@ -169,13 +196,18 @@ class QueueHandlers:
         if who is None:
             empty = gr.update(choices=[], value=None)
             return ("Sign in to see the questions.", "", empty, [], "", "")
-        mine = self.store.humans.queue_listing(who.name, limit=LISTED).entries
-        entries = self._with_taken(mine)
+        only = self.only_for(who)
+        listing = self.store.humans.queue_listing(who.name, limit=LISTED, only=only)
+        mine = listing.entries
+        entries = self._with_taken(mine, only)
         stats = self.store.humans.annotator_stats(who.name)
         choices = queue_choices(entries, who.name)
         keep = picked if picked in {value for _, value in choices} else None
+        # Filtered, the summary counts what the filter keeps; the counter, all that waits.
+        held = stats.held_by_others if only.empty else 0
         return (
-            queue_summary(stats.waiting_now, mine, held=stats.held_by_others),
+            queue_summary(listing.total, mine, held=held, by_kind=listing.by_kind)
+            + ("" if only.empty else FILTERED),
             rows_html(QUEUE_HEADERS, queue_rows(entries, who.name), QUEUE_EMPTY),
             gr.update(choices=choices, value=keep),
             choices,
@@ -194,11 +226,11 @@ class QueueHandlers:
             gr.skip() if who is None else counter_line(self.store.humans.annotator_stats(who.name))
         )
 
-    def _with_taken(self, mine: list[QueueEntry]) -> list[QueueEntry]:
-        """``mine`` and, among them in age order, the questions others hold now."""
-        everyone = self.store.humans.queue_listing(None, limit=LISTED).entries
+    def _with_taken(self, mine: list[QueueEntry], only: QueueFilter) -> list[QueueEntry]:
+        """``mine`` and, among them in the queue's order, the questions others hold now."""
+        everyone = self.store.humans.queue_listing(None, limit=LISTED, only=only).entries
         merged = {entry.id: entry for entry in everyone} | {entry.id: entry for entry in mine}
-        return sorted(merged.values(), key=lambda entry: entry.created)[:LISTED]
+        return sorted(merged.values(), key=order_key)[:LISTED]
 
     # -- events -------------------------------------------------------------
 
@@ -206,7 +238,7 @@ class QueueHandlers:
         """On sign-in (or a reload): open the annotator's question, fill the lists."""
         if who is None:
             return ("", [], *self.form_hidden(), *self.lists(None))
-        found = self.workflow.next_for(who.name)
+        found = self.workflow.next_for(who.name, only=self.only_for(who))
         note = found.note or ("" if found.request else NOTHING_FREE)
         return (note, [], *self.form(who, found.request), *self.lists(who))
 
@@ -259,7 +291,7 @@ class QueueHandlers:
                     current,
                 )
             return ("", *shown)
-        found = self.workflow.next_for(who.name, skipped)
+        found = self.workflow.next_for(who.name, skipped, only=self.only_for(who))
         taken = "Someone else has that question now (or it needs no more answers)"
         then = "here is the next free one." if found.request else NOTHING_FREE
         return (f"{taken}: {then}", *self.form(who, found.request))
@@ -306,7 +338,7 @@ class QueueHandlers:
             except LookupError as exc:
                 note = _sentence(str(exc))
             self.workflow.leave(who.name, current.request_id, release=False)
-        found = self.workflow.next_for(who.name, skipped)
+        found = self.workflow.next_for(who.name, skipped, only=self.only_for(who))
         after = found.note or ("" if found.request else NOTHING_FREE)
         return (
             f"{note} {after}".strip(),
@@ -353,7 +385,7 @@ class QueueHandlers:
         if current is not None:
             self.workflow.skipped(who.name, current)
             passed = [*skipped, current.request_id][-_SKIPS_KEPT:]
-        found = self.workflow.next_for(who.name, passed)
+        found = self.workflow.next_for(who.name, passed, only=self.only_for(who))
         note = found.note
         if current is not None:
             note = f"Skipped **{plain(clip(current.question, 60))}**. {found.note}".strip()
@@ -449,7 +481,7 @@ class QueueHandlers:
             except LookupError as exc:
                 note = _sentence(str(exc))
         self.workflow.leave(who.name, current.request_id, release=False)
-        found = self.workflow.next_for(who.name, skipped)
+        found = self.workflow.next_for(who.name, skipped, only=self.only_for(who))
         after = found.note or ("" if found.request else NOTHING_FREE)
         return (
             f"{note} {after}".strip(),
@@ -494,7 +526,11 @@ class QueueHandlers:
             note = made_note(follow) if follow is not None else CALL_PENDING
         elif made is not None:
             note = answer_note(made)
-        found = Next(follow) if follow is not None else self.workflow.next_for(who.name, skipped)
+        found = (
+            Next(follow)
+            if follow is not None
+            else self.workflow.next_for(who.name, skipped, only=self.only_for(who))
+        )
         return (
             note,
             current.request_id,
@@ -629,6 +665,24 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
     press_box = gr.Textbox(visible="hidden", elem_id="phone-call")
     press = gr.Button("Call", visible="hidden", elem_id="phone-make")
     summary = gr.Markdown("Sign in to see the questions.", elem_id="queue-summary")
+    # The filters (``queue_filter``): what the list shows and what opens next.
+    with gr.Row(elem_id="queue-filters"):
+        only_kind = gr.Dropdown(
+            label="Kind", choices=KIND_CHOICES, value="all", min_width=140, elem_id="queue-kind"
+        )
+        only_run = gr.Textbox(
+            label="Run", placeholder="any run", min_width=140, elem_id="queue-run"
+        )
+        only_setting = gr.Dropdown(
+            label="Setting",
+            choices=SETTING_CHOICES,
+            value="any",
+            min_width=140,
+            elem_id="queue-setting",
+        )
+        only_age = gr.Dropdown(
+            label="Waited", choices=AGE_CHOICES, value="any", min_width=140, elem_id="queue-age"
+        )
     table = gr.HTML(elem_id="queue-table")
     with gr.Row():
         # Choices change under the page as others claim questions: the handler
@@ -661,6 +715,14 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
     )
 
     quiet: dict[str, Any] = {"show_progress": "hidden"}
+    gr.on(
+        [only_kind.change, only_run.submit, only_run.blur, only_setting.change, only_age.change],
+        handlers.filter,
+        [user, only_kind, only_run, only_setting, only_age, pick],
+        lists,
+        api_name="filter_queue",
+        **quiet,
+    )
     refresh_button.click(
         handlers.lists,
         [user, pick],
