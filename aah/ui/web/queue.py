@@ -28,6 +28,7 @@ from aah.store import (
 from aah.store.schema import RequestKind
 from aah.ui.briefing import Briefing, briefing, deadline_note, word_diff_html
 from aah.ui.counts import kind_word, kinds_text, only_questions
+from aah.ui.guidelines import guidelines_html
 from aah.ui.web.format import clip, conversation_text, plain, waited
 
 QUEUE_HEADERS = ["waited", "task", "setting", "request", "kind", "question", "status", "fallback"]
@@ -267,7 +268,8 @@ def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestVie
         question=request.question,
         # A person playing a user with tools of their own sees those, under the answer box.
         briefing="" if context.user_tools is not None else briefing_html(brief),
-        request=request_html(brief),
+        # The run's guidelines (``--guidelines``) beside every item of that run.
+        request=request_html(brief) + guidelines_html(store.team.guidelines_for(request.id)),
     )
 
 
