@@ -140,6 +140,12 @@ class Settings(BaseSettings):
     notify: str | None = None
     notify_after: Seconds = 300.0
     notify_interval: Seconds = 1800.0
+    # Each message may carry links that decide one waiting item each (at most
+    # 5), good once for notify_link_minutes; sent to one person (notify_link_to)
+    # or, unset, to a group whose page asks the name.
+    notify_links: int = Field(default=0, ge=0, le=5)
+    notify_link_minutes: float = Field(default=60.0, gt=0, le=24 * 60)
+    notify_link_to: str | None = None
     web_url: str | None = None
     # Reverse proxies `aah web` believes when X-Forwarded-For names the
     # client (comma-separated addresses or networks); unset: none.

@@ -19,6 +19,10 @@ from aah.ui import freeze_start_up
 if TYPE_CHECKING:
     import gradio as gr
 
+    from aah.store import SessionStore
+    from aah.ui.web.decision_link import DecisionLinks
+    from aah.ui.web.notify import NotifySettings
+
 UI_EXTRA_MISSING = "the web app needs the ui extra: pip install 'aah[ui]'"
 # Kept here rather than imported from the web app, which needs Gradio.
 TOKEN_ENV = "AAH_WEB_TOKEN"
@@ -107,9 +111,40 @@ def _start_notifications(db: Path, host: str, port: int) -> None:
         queue_url=settings.web_url or f"http://{shown}:{port}/",
         after_seconds=settings.notify_after,
         interval_seconds=settings.notify_interval,
+        links=settings.notify_links,
+        link_minutes=settings.notify_link_minutes,
+        link_to=settings.notify_link_to,
     )
-    start_notifier(SessionStore(db), notify)
+    store = SessionStore(db)
+    start_notifier(store, notify, _decision_links(db, store, notify))
     console.print(
         f"notifying {len(urls)} address(es) when questions wait over {notify.after_seconds:g} s",
         highlight=False,
     )
+
+
+def _decision_links(db: Path, store: SessionStore, notify: NotifySettings) -> DecisionLinks | None:
+    """What signs the links that decide one item (``AAH_NOTIFY_LINKS``), or None when off.
+
+    Raises:
+        AahError: ``AAH_NOTIFY_LINK_TO`` is no name a person may use.
+    """
+    from aah.annotators import check_annotator_name
+    from aah.ui.web.auth import WebAuth
+    from aah.ui.web.decision_link import DecisionLinks, link_key
+
+    if notify.links <= 0:
+        return None
+    if notify.link_to is not None:
+        try:
+            check_annotator_name(notify.link_to)
+        except ValueError as exc:
+            raise AahError(f"AAH_NOTIFY_LINK_TO: {exc}") from None
+    key = link_key(db.parent, WebAuth.from_env())
+    if key is None:
+        print_warning(
+            f"AAH_NOTIFY_LINKS: {db.parent} cannot keep the web app's secret: "
+            "messages go without links that decide; make the folder writable"
+        )
+        return None
+    return DecisionLinks(key, store)

@@ -32,6 +32,7 @@ from aah.errors import AahError
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, WebAuth
 from aah.ui.web.beacon import ClaimBeacon, Release
+from aah.ui.web.decision_page import attach_decision_links, decision_middleware
 from aah.ui.web.format import plain
 from aah.ui.web.grading_page import build_grading_tab
 from aah.ui.web.guard import MAX_REQUEST_BYTES, WebGuard
@@ -227,6 +228,7 @@ def build_app(
         _wire_sign_in(app, *wiring)
     one_line_store_errors(app)
     _RELEASES[app] = _releaser(workflow, tokens)
+    attach_decision_links(app, db, store, workflow, checks)
     return app
 
 
@@ -452,6 +454,7 @@ def launch_app(
     release = _RELEASES.get(app)
     if release is not None:
         middleware.append(Middleware(ClaimBeacon, release=release))
+    middleware += decision_middleware(app)
     guarded = {"middleware": middleware, "max_body_size": MAX_REQUEST_BYTES}
     with uvicorn_trusting(proxies):
         _, url, _ = app.queue(default_concurrency_limit=8).launch(

@@ -29,12 +29,14 @@ from typing import Any
 from aah.errors import AahError
 from aah.secrets import scrub_text
 from aah.store import SessionStore
+from aah.ui.web.decision_link import DEFAULT_LINK_MINUTES, DecisionLinks
 
 NOTIFY_EXTRA_MISSING = "AAH_NOTIFY needs the notify extra: pip install 'aah[notify]'"
 # How long one message may take to send, all its URLs together.
 SEND_TIMEOUT_S = 30.0
 _log = logging.getLogger(__name__)
 _URL_SEPARATORS = re.compile(r"[\s,]+")
+_KIND_WORDS = {"question": "a question", "approval": "a call", "elicitation": "a form"}
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,19 @@ class NotifySettings:
         queue_url: The link to the web queue put in each message.
         after_seconds: How long a question waits before it is worth a message.
         interval_seconds: The least time between two messages.
+        links: How many waiting items get a link that decides them (0: none).
+        link_minutes: How long such a link holds.
+        link_to: Whom the URLs reach, when one person (their links need no name
+            typed); None: a group, whose page asks each time.
     """
 
     urls: tuple[str, ...]
     queue_url: str
     after_seconds: float = 300.0
     interval_seconds: float = 1800.0
+    links: int = 0
+    link_minutes: float = DEFAULT_LINK_MINUTES
+    link_to: str | None = None
 
     @property
     def check_seconds(self) -> float:
@@ -138,15 +147,24 @@ class QueueNotifier:
         settings: Where and when to notify.
         sender: What sends (``notify(title=..., body=...) -> bool``); by
             default an ``apprise.Apprise`` on ``settings.urls``.
+        links: Issues the links that decide one item (``settings.links`` of
+            them a message); None: messages carry only the queue's link.
 
     Raises:
         AahError: Apprise is missing or cannot use a URL (when ``sender`` is None).
     """
 
-    def __init__(self, store: SessionStore, settings: NotifySettings, sender: Any = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        settings: NotifySettings,
+        sender: Any = None,
+        links: DecisionLinks | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self._sender = sender if sender is not None else apprise_sender(settings.urls)
+        self._links = links
         self.last_sent: datetime | None = None
 
     def message(self, now: datetime | None = None) -> tuple[str, str] | None:
@@ -170,7 +188,23 @@ class QueueNotifier:
             f"{_span(self.settings.after_seconds)} (the oldest {oldest} min). "
             f"Answer at {self.settings.queue_url}"
         )
-        return title, body
+        return title, body + self._decision_links()
+
+    def _decision_links(self) -> str:
+        """A line per waiting item (the first ``settings.links``), each with a link deciding it."""
+        if self._links is None or self.settings.links <= 0:
+            return ""
+        entries = self.store.humans.queue_listing(limit=self.settings.links).entries
+        minutes = self.settings.link_minutes
+        lines = [f"\n\nDecide one here (each link works once, for {_span(minutes * 60)}):"]
+        for entry in entries:
+            url = self._links.url(
+                self.settings.queue_url, entry.id, to=self.settings.link_to, minutes=minutes
+            )
+            asked = " ".join(entry.question.split())
+            asked = asked if len(asked) <= 80 else asked[:79] + "…"
+            lines.append(f"- {_KIND_WORDS.get(entry.kind, 'an item')} \u201c{asked}\u201d: {url}")
+        return "\n".join(lines) if len(lines) > 1 else ""
 
     def check(self, now: datetime | None = None) -> bool:
         """Send a message if questions wait too long and the interval has passed.
@@ -201,13 +235,20 @@ class QueueNotifier:
                 _log.warning("aah web: notification check failed: %s", exc)
 
 
-def start_notifier(store: SessionStore, settings: NotifySettings) -> threading.Event:
+def start_notifier(
+    store: SessionStore, settings: NotifySettings, links: DecisionLinks | None = None
+) -> threading.Event:
     """Watch the queue in a daemon thread; set the returned event to stop it.
+
+    Args:
+        store: The session database whose queue is watched.
+        settings: Where and when to notify.
+        links: Issues links that decide one item (None: no such links).
 
     Raises:
         AahError: Apprise is missing or cannot use a URL.
     """
-    notifier = QueueNotifier(store, settings)
+    notifier = QueueNotifier(store, settings, links=links)
     stop = threading.Event()
     threading.Thread(target=notifier.watch, args=(stop,), name="aah-notify", daemon=True).start()
     return stop
