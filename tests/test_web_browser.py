@@ -404,7 +404,7 @@ def test_a_question_that_arrives_while_none_is_open_opens_by_itself(
     with serve_app(db) as url:
         page = _page(browser, url)
         keys = _signed_in_by_keyboard(page, "kim")
-        expect(page.locator("#queue-summary")).to_contain_text("No question waits")
+        expect(page.locator("#queue-summary")).to_contain_text("Nothing waits")
         asked = seed_request(db, "Which city?")
         expect(_question(page)).to_have_value("Which city?", timeout=15_000)
         _ready(page, "Which city?")
