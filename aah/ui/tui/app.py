@@ -48,6 +48,7 @@ from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
+from aah.ui.guidelines import guidelines_markdown
 from aah.ui.tui.approval_screen import ApproveCallScreen
 from aah.ui.tui.elicitation_screen import ElicitationScreen
 from aah.ui.tui.screens import (
@@ -586,7 +587,10 @@ class AahApp(App[None]):
             self.push_screen(elicit, callback=partial(self._elicited, request, elicit))
             return
         screen = AskHumanScreen(
-            request, where=where, draft=draft or self._drafts.pop(request.id, "")
+            request,
+            where=where,
+            draft=draft or self._drafts.pop(request.id, ""),
+            guidelines=guidelines_markdown(self.store.team.guidelines_for(request.id)),
         )
         self.push_screen(screen, callback=partial(self._answered, request, screen))
 

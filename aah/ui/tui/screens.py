@@ -111,10 +111,14 @@ class AskHumanScreen(ModalScreen[str | ToolPress | None]):
     # The answer box has the keys from the moment the dialog is shown.
     AUTO_FOCUS = "#ask-answer"
 
-    def __init__(self, request: HumanRequestRecord, where: str = "", draft: str = "") -> None:
+    def __init__(
+        self, request: HumanRequestRecord, where: str = "", draft: str = "", guidelines: str = ""
+    ) -> None:
         super().__init__()
         self.request = request
         self.where = where
+        # The run's guidelines (``--guidelines``), shown as text: nothing in them runs.
+        self.guidelines = guidelines
         self.tools = question_context(request.context).user_tools
         # An answer typed before, that could not be stored then, or before a call of a tool.
         self.draft = draft or (self.tools.draft if self.tools is not None else "")
@@ -128,6 +132,9 @@ class AskHumanScreen(ModalScreen[str | ToolPress | None]):
             yield Static(Text(printable(self.request.question)), id="ask-question")
             with VerticalScroll(id="ask-context"):
                 yield Static(describe_context(question_context(self.request.context)))
+                if self.guidelines:
+                    shown = "Guidelines for this run:\n" + printable(self.guidelines)
+                    yield Static(Text(shown), id="ask-guidelines")
             # A draft shown again is added to, not selected for the next key to replace.
             yield Input(
                 self.draft,
