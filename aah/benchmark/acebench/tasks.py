@@ -122,17 +122,39 @@ def prompt_file(data_dir: Path, name: str) -> Path:
     return folder(data_dir) / "prompts" / f"{name}.txt"
 
 
-def _read_text(path: Path, cap: int) -> str:
+def _read_bytes(path: Path, cap: int) -> bytes:
     if not path.is_file():
         raise AahError(
             f"no ACEBench file at {path}: run `aah data fetch acebench` or pass --data DIR"
         )
     try:
-        return read_file(path, PeerBound(str(path), cap, verb="holds")).decode("utf-8")
+        return read_file(path, PeerBound(str(path), cap, verb="holds"))
     except PeerOutOfBounds as exc:
         raise AahError(f"{exc}: fetch the data again") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise AahError(f"cannot read {path} ({exc}): fetch the data again") from None
+
+
+def _read_text(path: Path, cap: int) -> str:
+    try:
+        return _read_bytes(path, cap).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AahError(f"{path} is not UTF-8 ({exc.reason}): fetch the data again") from None
+
+
+def _lines(raw: bytes, name: str, problems: list[str]) -> list[tuple[str, str]]:
+    """Each non-blank line of a file with where it is; a line that is not UTF-8 is a problem."""
+    found = []
+    for number, chunk in enumerate(raw.split(b"\n"), start=1):
+        where = f"{name}:{number}"
+        try:
+            line = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(f"{where}: not UTF-8 ({exc.reason}): the line is left out")
+            continue
+        if line.strip():
+            found.append((line, where))
+    return found
 
 
 def load_prompts(data_dir: Path, lang: Language) -> Prompts:
@@ -171,16 +193,16 @@ def load_acebench(data_dir: Path, langs: Sequence[Language] = LANGUAGES) -> Load
         for category in CATEGORIES:
             items_path = data_file(data_dir, lang, category)
             answers_path = answer_file(data_dir, lang, category)
-            items_text = _read_text(items_path, MAX_DATA_FILE_BYTES)
-            answers_text = _read_text(answers_path, MAX_DATA_FILE_BYTES)
-            digest.update(items_text.encode("utf-8"))
-            digest.update(answers_text.encode("utf-8"))
-            answers = _answers(answers_text, answers_path, problems)
+            items_raw = _read_bytes(items_path, MAX_DATA_FILE_BYTES)
+            answers_raw = _read_bytes(answers_path, MAX_DATA_FILE_BYTES)
+            digest.update(items_raw)
+            digest.update(answers_raw)
+            # Named from the data directory: one short line each, whatever the path.
+            answers_name = answers_path.relative_to(data_dir).as_posix()
+            items_name = items_path.relative_to(data_dir).as_posix()
+            answers = _answers(_lines(answers_raw, answers_name, problems), problems)
             seen: set[str] = set()
-            for number, line in enumerate(items_text.splitlines(), start=1):
-                if not line.strip():
-                    continue
-                where = f"{items_path}:{number}"
+            for line, where in _lines(items_raw, items_name, problems):
                 try:
                     task = parse_item(line, lang, category, answers, where)
                 except AahError as exc:
@@ -203,13 +225,10 @@ def _line_value(line: str, where: str) -> Any:
         raise AahError(f"{where}: not JSON ({exc}): the item is left out") from None
 
 
-def _answers(text: str, path: Path, problems: list[str]) -> dict[str, Any]:
+def _answers(lines: Sequence[tuple[str, str]], problems: list[str]) -> dict[str, Any]:
     """Ground truth by item id; a damaged line is one problem and no answer."""
     answers: dict[str, Any] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
+    for line, where in lines:
         try:
             value = _line_value(line, where)
         except AahError as exc:

@@ -20,13 +20,23 @@ if TYPE_CHECKING:
 
 
 def convert(functions: Sequence[Mapping[str, Any]], where: str) -> tuple[When2CallTool, ...]:
-    """The functions as tools, each name valid and distinct.
+    """The functions as tools, each name valid and distinct, each one a spec can offer.
 
     Raises:
         AahError: a function that is no schema, a name that cannot be
             mapped, or two functions with one name.
     """
     tools = tuple(function_tool(dict(f), where) for f in functions)
+    for tool in tools:
+        try:
+            endpoint_spec(tool)
+        except (TypeError, ValueError) as exc:
+            # A schema part of the wrong kind (``required`` a number...): pydantic's
+            # or Python's complaint, first line only.
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise AahError(
+                f"{where}: the function {tool.original!r} is no schema ({first})"
+            ) from None
     names = [tool.name for tool in tools]
     if len(set(names)) != len(names):
         repeated = next(name for name in names if names.count(name) > 1)
