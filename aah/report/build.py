@@ -100,6 +100,7 @@ from aah.benchmark.failtalms import (
 )
 from aah.config import get_settings
 from aah.errors import AahError
+from aah.report.asking_tables import asking_json, load_asking
 from aah.report.discovery import (
     DiscoveryCost,
     RunDiscovery,
@@ -126,6 +127,7 @@ from aah.scoring.approvals import (
     approval_metrics,
     load_approval_calls,
 )
+from aah.scoring.asking import AskingFigures
 from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.scoring.elicitations import ElicitationCell, load_elicitation_cells
 from aah.scoring.errors import ErrorPatternReport
@@ -199,6 +201,8 @@ class Report:
     elicitation_cells: list[ElicitationCell] = field(default_factory=list)
     # External agents' (MCP clients') asking and approval metrics, reported over the whole store.
     external: list[ExternalAgentAsking] = field(default_factory=list)
+    # How well the agent asks, per run, setting and category (science.md §8).
+    asking: list[AskingFigures] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -357,6 +361,9 @@ def build_report(
     gated = load_approval_calls(store, names)
     step("questions from MCP servers")
     elicited = load_elicitation_cells(store, names)
+    step("asking")
+    asking, asking_notes = load_asking(store, chosen)
+    notes += asking_notes
     return Report(
         chosen,
         cells,
@@ -373,6 +380,7 @@ def build_report(
         approval_calls=gated,
         elicitation_cells=elicited,
         external=external,
+        asking=asking,
     )
 
 
@@ -623,6 +631,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
             if report.external
             else {}
         ),
+        # Only reports over runs of benchmarks with blockers have this key.
+        **({"asking": asking_json(report)} if report.asking else {}),
         "paper_comparison": None
         if report.paper is None
         else {

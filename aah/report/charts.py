@@ -1,11 +1,13 @@
 """The report's charts, drawn off-screen with matplotlib's Agg backend.
 
-Three charts: the pass rate per setting and run (grouped bars, 95% Wilson
-interval whiskers; titled "with and without Aah" only where some model has
-runs of both), awareness against interaction (one panel per setting, like
-with like: what "aware" means differs per setting, science.md §2; only runs
-that could ask, since without Aah the interaction ratio is 0 by
-construction), and the behaviour confusion matrix (a heatmap). Each is a
+Three charts (four where a run has blockers): the pass rate per setting and
+run (grouped bars, 95% Wilson interval whiskers; titled "with and without
+Aah" only where some model has runs of both), awareness against interaction
+(one panel per setting, like with like: what "aware" means differs per
+setting, science.md §2; only runs that could ask, since without Aah the
+interaction ratio is 0 by construction), the behaviour confusion matrix (a
+heatmap), and the first question's position per benchmark cell (boxes, plain
+and Aah side by side; science.md §8). Each is a
 ``Figure`` drawn straight onto an Agg canvas: no pyplot, so no global figure
 state and no GUI backend, and charts can be drawn from any thread.
 
@@ -299,7 +301,48 @@ def chart_figures(report: Report) -> list[tuple[str, str, Figure]]:
             "Behaviour confusion matrix (first turns)",
             confusion_figure(pooled_matrix(report)),
         ),
+        # Only reports over runs of benchmarks with blockers have this chart.
+        *(
+            [("first_question", FIRST_QUESTION_TITLE, first_question_figure(report))]
+            if report.asking
+            else []
+        ),
     ]
+
+
+FIRST_QUESTION_TITLE = "When the agent first asks: first-question position per cell"
+
+
+def first_question_figure(report: Report) -> Figure:
+    """The first question's position per benchmark cell, plain and Aah side by side.
+
+    One box per cell and side (median, quartiles, whiskers to the extremes)
+    over the tasks that asked at least once; 0 is a question at the first
+    model step, 1 at the last. A cell where no task asked draws no box and
+    says so under its label.
+    """
+    cells = sorted(report.asking, key=lambda f: (f.benchmark, f.setting, f.category, f.aah, f.run))
+    labels = [
+        f"{f.benchmark} {f.category or f.setting} {'Aah' if f.aah else 'plain'}".strip()
+        + ("" if f.positions else f"\n({NO_DATA_TEXT})")
+        for f in cells
+    ]
+    figure = Figure(figsize=(max(4.0, 1.1 * len(cells) + 2.0), 4.0), dpi=DPI)
+    axes = figure.subplots()
+    data = [list(f.positions) or [float("nan")] for f in cells]
+    boxes = axes.boxplot(data, whis=(0, 100), patch_artist=True)
+    for box, f in zip(boxes["boxes"], cells, strict=True):
+        box.set_facecolor(PAIR_COLORS[1] if f.aah else PAIR_COLORS[0])
+        box.set_alpha(0.6)
+    axes.set_xticks(range(1, len(cells) + 1), labels, rotation=30, ha="right", fontsize="small")
+    axes.set_ylim(-0.05, 1.05)
+    axes.set_ylabel("model steps before the first question / steps")
+    axes.grid(alpha=0.3, axis="y")
+    if not any(f.positions for f in cells):
+        _say_no_data(axes, "no task asked a question")
+    figure.suptitle(FIRST_QUESTION_TITLE)
+    figure.tight_layout()
+    return figure
 
 
 def report_charts(report: Report) -> list[tuple[str, bytes]]:

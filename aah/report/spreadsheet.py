@@ -67,6 +67,12 @@ def render_csv(report: Report) -> str:
 
         rows = [[_text(value) for value in row] for row in approval_csv_rows(report)]
         csv.writer(sink).writerows([[], *rows])
+    if report.asking:
+        # Imported here: only reports over runs of benchmarks with blockers have this table.
+        from aah.report.asking_tables import asking_csv_rows
+
+        rows = [[_text(value) for value in row] for row in asking_csv_rows(report)]
+        csv.writer(sink).writerows([[], *rows])
     if report.external:
         # Imported here: only reports with external agents (MCP clients) have this table.
         from aah.report.external_tables import external_csv_rows

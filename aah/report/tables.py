@@ -597,6 +597,7 @@ def report_tables(report: Report) -> list[ReportTable]:
     """Every table of the report, in reading order."""
     # Imported here: the When2Call tables build on this module's helpers.
     from aah.report.approval_tables import approval_tables
+    from aah.report.asking_tables import asking_tables
     from aah.report.elicitation_tables import elicitation_tables
     from aah.report.external_tables import external_tables
 
@@ -613,6 +614,7 @@ def report_tables(report: Report) -> list[ReportTable]:
         error_table(report),
         *discovery_tables(report),
         *benchmark_tables(report),
+        *asking_tables(report),
         *approval_tables(report),
         *elicitation_tables(report),
         *external_tables(report),

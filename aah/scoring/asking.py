@@ -97,8 +97,9 @@ class Blocker:
 
     def to_json(self) -> dict[str, str]:
         """The blocker as a JSON object (what a session's context keeps)."""
+        # "id", not "key": the store scrubs a field named "key" as a secret.
         return {
-            "key": self.key,
+            "id": self.key,
             "kind": self.kind,
             "name": self.name,
             "text": self.text,
@@ -111,7 +112,7 @@ class Blocker:
         if not isinstance(value, Mapping):
             return None
         kind = value.get("kind")
-        key, name, text = value.get("key"), value.get("name", ""), value.get("text", "")
+        key, name, text = value.get("id"), value.get("name", ""), value.get("text", "")
         if kind not in ("parameter", "span") or not isinstance(key, str) or not key:
             return None
         if not isinstance(name, str) or not isinstance(text, str):
@@ -412,6 +413,8 @@ class AskingFigures:
         fallback_share: Answers that were the fallback or "I don't know", of answers.
         resolved_per_question: Blockers addressed / questions; None without questions.
         why: Per figure that cannot be computed, why (one line each).
+        positions: Each task's first-question position (for a chart).
+        benchmark: The benchmark the run ran ("" when not said).
     """
 
     run: str
@@ -430,6 +433,8 @@ class AskingFigures:
     fallback_share: Proportion
     resolved_per_question: float | None
     why: dict[str, str] = field(default_factory=dict)
+    positions: tuple[float, ...] = ()
+    benchmark: str = ""
 
 
 def f1(precision: float | None, recall: float | None) -> float | None:
@@ -522,6 +527,7 @@ def asking_figures(tasks: Sequence[AskingTask]) -> AskingFigures:
         fallback_share=wilson(sum(q.fallback for q in answered), len(answered)),
         resolved_per_question=addressed / len(questions) if questions else None,
         why=why,
+        positions=tuple(positions),
     )
 
 
@@ -552,6 +558,7 @@ def figures_to_json(figures: AskingFigures) -> dict[str, Any]:
         }
 
     return {
+        "benchmark": figures.benchmark,
         "run": figures.run,
         "setting": figures.setting,
         "category": figures.category,

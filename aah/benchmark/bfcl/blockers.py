@@ -3,8 +3,11 @@
 A ``miss_param`` turn leaves out a parameter its calls need, and the next
 user turn gives it. Each parameter of the next turn's ground-truth calls
 whose value is first given in that turn's text (no earlier turn holds it)
-is a blocker, described as the function's documentation describes it.
-Other categories withhold nothing to ask for.
+is a blocker, described as the function's documentation describes it;
+where the next turn gives no value word for word ("the file I mentioned"),
+each parameter of its calls that no earlier turn gave, and where there is
+none, the next turn's words as one span. Other categories withhold nothing
+to ask for.
 """
 
 from __future__ import annotations
@@ -33,17 +36,30 @@ def entry_blockers(task: MultiTurnTask) -> list[Blocker]:
             continue
         before = " ".join(turn_text(t) for t in task.turns[: turn + 1]).casefold()
         given = turn_text(task.turns[turn + 1]).casefold()
-        for call in task.ground_truth[turn + 1]:
-            for function, name, value in _arguments(call):
-                text = _value_text(value)
-                if not text or text in before or text not in given:
-                    continue
-                tool = docs.get(function)
-                properties = tool.parameters.get("properties", {}) if tool else {}
-                schema = properties.get(name) if isinstance(properties, dict) else None
-                description = schema.get("description", "") if isinstance(schema, dict) else ""
-                blocker = parameter_blocker(name, str(description), SOURCE)
-                blockers.setdefault(blocker.key, blocker)
+        named = [
+            (function, name, texts)
+            for call in task.ground_truth[turn + 1]
+            for function, name, value in _arguments(call)
+            if (texts := [text for text in _value_texts(value) if text in given])
+        ]
+        # First given in the next turn; where the turn repeats a value said before
+        # (the file it means was named already), the values it gives.
+        first = [item for item in named if not any(text in before for text in item[2])]
+        # A turn that gives the value in other words ("the alphabetically first
+        # file"): each parameter of its calls that no earlier turn gave.
+        unsaid = [
+            (function, name, texts)
+            for call in task.ground_truth[turn + 1]
+            for function, name, value in _arguments(call)
+            if (texts := _value_texts(value)) and not any(text in before for text in texts)
+        ]
+        for function, name, _texts in first or named or unsaid:
+            blocker = parameter_blocker(name, _description(docs.get(function), name), SOURCE)
+            blockers.setdefault(blocker.key, blocker)
+        if not (first or named or unsaid):
+            # Nothing to name: the next turn's words are what the agent lacked.
+            text = " ".join(turn_text(task.turns[turn + 1]).split())
+            blockers.setdefault(f"span:{turn}", Blocker(f"span:{turn}", "span", "", text, SOURCE))
     return list(blockers.values())
 
 
@@ -68,11 +84,21 @@ def _arguments(call: str) -> list[tuple[str, str, Any]]:
     return found
 
 
-def _value_text(value: Any) -> str:
+def _value_texts(value: Any) -> list[str]:
+    """A value as the texts a user would say (a list's items, a tag without its ``#``)."""
     if isinstance(value, bool) or value is None:
-        return ""
+        return []
     if isinstance(value, (int, float)):
-        return str(value)
+        return [str(value)]
     if isinstance(value, str):
-        return value.strip().casefold() if len(value.strip()) > 1 else ""
-    return ""
+        text = value.strip().lstrip("@#").casefold()
+        return [text] if len(text) > 1 else []
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _value_texts(item)]
+    return []
+
+
+def _description(tool: Any, name: str) -> str:
+    properties = tool.parameters.get("properties", {}) if tool is not None else {}
+    schema = properties.get(name) if isinstance(properties, dict) else None
+    return str(schema.get("description", "")) if isinstance(schema, dict) else ""

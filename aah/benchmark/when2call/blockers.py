@@ -4,7 +4,9 @@ A ``request_for_info`` question lacks information its target tool needs:
 each required parameter of that tool that the question does not give is a
 blocker. The question gives a parameter when one of its enum values is in
 the question's words, or, for a number, when the question holds a number;
-a parameter the question cannot be read as giving is a blocker. The other
+a parameter the question cannot be read as giving is a blocker (and when
+the question seems to give each, every required one is, since the gold says
+one is missing). The other
 questions (``tool_call``, ``cannot_answer``) withhold nothing to ask for.
 """
 
@@ -33,14 +35,17 @@ def question_blockers(task: When2CallTask) -> list[Blocker]:
         return []
     words = {w.casefold() for w in re.findall(r"[^\W_]+", task.query)}
     query = task.query.casefold()
-    blockers = []
-    for name in required:
-        schema = properties.get(name)
-        if not isinstance(name, str) or not isinstance(schema, dict):
-            continue
-        if not _given(schema, words, query):
-            blockers.append(parameter_blocker(name, str(schema.get("description", "")), SOURCE))
-    return blockers
+    described = [
+        (name, schema)
+        for name in required
+        if isinstance(name, str) and isinstance(schema := properties.get(name), dict)
+    ]
+    missing = [(name, schema) for name, schema in described if not _given(schema, words, query)]
+    # The gold says something is missing: when each seems given, any may be it.
+    return [
+        parameter_blocker(name, str(schema.get("description", "")), SOURCE)
+        for name, schema in missing or described
+    ]
 
 
 def _given(schema: dict[str, Any], words: set[str], query: str) -> bool:

@@ -1,0 +1,396 @@
+"""How well an agent asks (science.md §8): blockers, the rules' reading, the figures.
+
+The figures are checked against values worked out by hand, first on tasks
+built here, then on offline runs of the benchmarks with blockers against the
+fake model (a real client over HTTP): asking well, asking badly, asking about
+everything and never asking each move Ask-F1 the way its definition says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime_support import fake_config
+
+from aah.benchmark import RunOptions, get_benchmark
+from aah.benchmark.acebench.blockers import item_blockers
+from aah.benchmark.acebench.runner import AceRunner
+from aah.benchmark.acebench.tasks import AceTask
+from aah.benchmark.when2call.blockers import question_blockers
+from aah.benchmark.when2call.runner import When2CallRunner
+from aah.benchmark.when2call.tasks import parse_question
+from aah.report import build_report
+from aah.report.build import report_to_json
+from aah.report.charts import chart_figures
+from aah.report.spreadsheet import render_csv
+from aah.report.tables import report_tables
+from aah.scoring.asking import (
+    AskingTask,
+    Blocker,
+    Question,
+    asking_figures,
+    bootstrap_f1,
+    f1,
+    missing_spans,
+    parameter_blocker,
+    read_questions,
+    rule_reading,
+    run_asking_tasks,
+    span_blockers,
+)
+from aah.store import SessionStore
+from aah.testing.fake_llm import FakeLLMServer
+
+DATE = parameter_blocker("date", "The travel date.", "test")
+SEAT = parameter_blocker("seat_class", "Cabin class of the seat.", "test")
+
+
+def task(
+    blockers: list[Blocker],
+    questions: list[Question],
+    steps: int,
+    first_action: int | None = None,
+    name: str = "t",
+) -> AskingTask:
+    return AskingTask(
+        session_id=name,
+        run="r",
+        setting="s",
+        category="",
+        aah=True,
+        blockers=tuple(blockers),
+        questions=tuple(questions),
+        steps=steps,
+        first_action_seq=first_action,
+        readings=read_questions(questions, blockers),
+    )
+
+
+def test_the_figures_of_three_tasks_as_worked_out_by_hand() -> None:
+    one = task(
+        [DATE, SEAT],
+        [
+            Question(2, "Which travel date do you want?", 0, "ask_human", 10.0, False),
+            Question(5, "Anything else I should know?", 1, "ask_human", 20.0, True),
+        ],
+        steps=4,
+        name="one",
+    )
+    # Fully specified: its question addresses nothing, so it lowers precision.
+    two = task([], [Question(3, "Which date?", 1, "reply")], steps=2, name="two")
+    three = task([SEAT], [], steps=1, first_action=2, name="three")
+    figures = asking_figures([one, two, three])
+    # Questions addressing a blocker: only "Which travel date": 1 of 3.
+    assert (figures.precision.k, figures.precision.n) == (1, 3)
+    # Blockers addressed: date of {date, seat_class, seat_class}: 1 of 3.
+    assert (figures.recall.k, figures.recall.n) == (1, 3)
+    assert figures.ask_f1.value == pytest.approx(1 / 3)
+    assert figures.ask_f1.low is not None and figures.ask_f1.high is not None
+    assert figures.ask_f1.low <= 1 / 3 <= figures.ask_f1.high
+    # Tasks with a blocker: one asked before any action, three never asked.
+    assert (figures.before_acting.k, figures.before_acting.n) == (1, 2)
+    # First positions 0/4 and 1/2: median 0.25, quartiles 0.125 and 0.375.
+    assert figures.first_position.median == pytest.approx(0.25)
+    assert (figures.first_position.low, figures.first_position.high) == pytest.approx(
+        (0.125, 0.375)
+    )
+    assert figures.questions_per_task == pytest.approx(1.0)
+    assert figures.person_seconds_per_task == pytest.approx(10.0)  # 30 s over 3 tasks
+    assert (figures.fallback_share.k, figures.fallback_share.n) == (1, 2)
+    assert figures.resolved_per_question == pytest.approx(1 / 3)
+    assert figures.why == {}
+
+
+def test_asking_about_everything_cannot_game_ask_f1() -> None:
+    blocked = [task([DATE], [], 1, name=f"b{i}") for i in range(4)]
+    plain = [task([], [], 1, name=f"p{i}") for i in range(4)]
+
+    def asked(items: list[AskingTask], text: str) -> list[AskingTask]:
+        return [
+            task(list(t.blockers), [Question(1, text, 0, "ask_human")], 2, name=t.session_id)
+            for t in items
+        ]
+
+    well = asking_figures(asked(blocked, "Which date?") + plain)
+    everything = asking_figures(asked(blocked + plain, "Which date?"))
+    badly = asking_figures(asked(blocked, "What is your name?") + plain)
+    never = asking_figures(blocked + plain)
+    assert well.ask_f1.value == 1.0
+    assert everything.ask_f1.value == pytest.approx(2 / 3)  # precision 1/2, recall 1
+    assert badly.ask_f1.value == 0.0 and never.ask_f1.value == 0.0
+    assert never.why["precision"] == "no question was asked"
+    assert never.precision.value is None and never.recall.value == 0.0
+
+
+def test_the_bootstrap_is_seeded_and_f1_is_the_harmonic_mean() -> None:
+    tasks = [
+        task([DATE], [Question(1, "Which date?" if i % 3 else "Hi?", 0, "reply")], 1, name=str(i))
+        for i in range(12)
+    ]
+    assert bootstrap_f1(tasks) == bootstrap_f1(tasks)
+    assert f1(0.5, 1.0) == pytest.approx(2 / 3) and f1(0.0, 0.0) == 0.0 and f1(None, 1) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "blocker", "reading"),
+    [
+        ("Which date would you like to travel?", DATE, True),  # the name
+        ("Which cabin do you prefer?", SEAT, True),  # a key word of the description
+        ("Economy or business: which seat class?", SEAT, True),  # the name's words
+        ("Could you tell me more?", DATE, None),  # the rules cannot say: the grader's
+        ("Do you mean Denver?", Blocker("span:0", "span", "", "to Denver", ""), True),
+        ("Where to?", Blocker("span:0", "span", "", "to Denver on May 5", ""), None),
+    ],
+)
+def test_the_rules_read_a_name_a_key_word_or_the_span(
+    question: str, blocker: Blocker, reading: bool | None
+) -> None:
+    assert rule_reading(question, blocker) is reading
+
+
+def test_the_missing_spans_are_the_words_the_agent_was_not_told() -> None:
+    full = "Find flights from Boston to Denver on May 5 for two adults"
+    given = "Find flights from Boston for two adults"
+    assert missing_spans(full, given) == ["to Denver on May 5"]
+    assert [b.text for b in span_blockers(full, given, "t")] == ["to Denver on May 5"]
+    assert span_blockers(full, full, "t") == []
+
+
+# -- When2Call, offline ----------------------------------------------------------
+
+
+def w2c_tool() -> str:
+    return json.dumps(
+        {
+            "name": "travel.book_flight",
+            "description": "Books a flight.",
+            "parameters": {
+                "type": "dict",
+                "required": ["flight", "seats"],
+                "properties": {
+                    "flight": {"type": "string", "description": "The flight number."},
+                    "seats": {"type": "integer", "description": "How many seats."},
+                },
+            },
+        }
+    )
+
+
+def w2c_line(uuid: str, gold: str, question: str) -> str:
+    return json.dumps(
+        {
+            "uuid": uuid,
+            "source": "BFCL v2 Live Multiple",
+            "source_id": f"live_multiple_{uuid[:4]}",
+            "question": question,
+            "correct_answer": gold,
+            "target_tool": w2c_tool(),
+            "tools": [w2c_tool()],
+            "orig_tools": [w2c_tool()],
+        }
+    )
+
+
+W2C = [
+    parse_question(w2c_line("10000000-0000", "request_for_info", "Book 2 seats (m: rfi)"), "a"),
+    parse_question(w2c_line("20000000-0000", "request_for_info", "Book me 1 seat (m: rfi)"), "b"),
+    parse_question(w2c_line("30000000-0000", "tool_call", "Book LH400, 2 seats (m: full)"), "c"),
+    parse_question(w2c_line("40000000-0000", "tool_call", "Book LH401, 1 seat (m: full)"), "d"),
+]
+CALL = {"tool_calls": [{"name": "travel-book_flight", "arguments": {"flight": "LH4", "seats": 1}}]}
+
+
+def ask(question: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "ask_human", "arguments": {"question": question}}]}
+
+
+def script(on_missing: Any, on_full: Any) -> dict[str, Any]:
+    return {
+        "rules": [
+            {"when": {"last_message_contains": "(m: rfi)"}, "reply": on_missing},
+            {"when": {"last_message_contains": "(m: full)"}, "reply": on_full},
+        ]
+    }
+
+
+W2C_SCRIPTS = {
+    # (script, Ask-F1, precision k/n, recall k/n), worked out by hand: two
+    # request-for-info questions each withhold the flight number, two withhold nothing.
+    "well": (script(ask("Which flight number?"), CALL), 1.0, (2, 2), (2, 2)),
+    "badly": (script(ask("Is it sunny?"), CALL), 0.0, (0, 2), (0, 2)),
+    "everything": (
+        script(ask("Which flight number?"), ask("Which flight?")),
+        2 / 3,
+        (2, 4),
+        (2, 2),
+    ),
+    "never": (script(CALL, CALL), 0.0, (0, 0), (0, 2)),
+}
+
+
+def test_when2call_withholds_the_required_parameters_the_question_lacks() -> None:
+    assert [b.name for b in question_blockers(W2C[0])] == ["flight"]  # "2" gives seats
+    assert [b.name for b in question_blockers(W2C[2])] == []  # a tool_call question
+
+
+@pytest.mark.parametrize("way", list(W2C_SCRIPTS))
+def test_when2call_offline_moves_ask_f1_as_defined(way: str, tmp_path: Path) -> None:
+    played, ask_f1, precision, recall = W2C_SCRIPTS[way]
+    db = tmp_path / "w.db"
+    with FakeLLMServer(played) as llm:
+        runner = When2CallRunner(RunOptions(run="w", aah=True, concurrency=4), fake_config(llm))
+        asyncio.run(runner.run(W2C, db))
+    with SessionStore(db) as store:
+        run = store.get_run("w")
+        assert run is not None
+        blockers = get_benchmark("when2call").blockers(store, run)
+        assert blockers is not None
+        figures = asking_figures(run_asking_tasks(store, "w", blockers))
+    assert figures.ask_f1.value == pytest.approx(ask_f1)
+    assert (figures.precision.k, figures.precision.n) == precision
+    assert (figures.recall.k, figures.recall.n) == recall
+    if precision[1]:
+        # Nobody answers When2Call's questions: each gets "I don't know".
+        assert figures.fallback_share.k == figures.fallback_share.n == precision[1]
+        assert figures.first_position.median == 0.0
+
+
+def test_the_report_has_one_asking_table_a_chart_json_csv_and_a_line_per_gap(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "w.db"
+    with FakeLLMServer(W2C_SCRIPTS["well"][0]) as llm:
+        runner = When2CallRunner(RunOptions(run="ask", aah=True, concurrency=4), fake_config(llm))
+        asyncio.run(runner.run(W2C, db))
+    with FakeLLMServer(W2C_SCRIPTS["never"][0]) as llm:
+        runner = When2CallRunner(
+            RunOptions(run="plain", aah=False, concurrency=4), fake_config(llm)
+        )
+        asyncio.run(runner.run(W2C, db))
+    with SessionStore(db) as store:
+        report = build_report(store)
+    [table] = [t for t in report_tables(report) if t.title.startswith("Asking")]
+    assert table.columns == ["benchmark", "cell", "figure", "plain", "Aah"]
+    f1_row = next(row for row in table.rows if row[2] == "Ask-F1")
+    assert f1_row[0] == "when2call" and f1_row[3:] == ["0.0 [0.0–0.0]", "100.0 [100.0–100.0]"]
+    assert "run plain when2call: no question precision: no question was asked" in report.notes
+    data = report_to_json(report)
+    assert {cell["run"]: cell["ask_f1"]["value"] for cell in data["asking"]} == {
+        "ask": 1.0,
+        "plain": 0.0,
+    }
+    assert "first_question_position" in render_csv(report)
+    assert "first_question" in [stem for stem, _, _ in chart_figures(report)]
+
+
+# -- ACEBench incomplete, offline ------------------------------------------------
+
+FLIGHT = {
+    "name": "book_flight",
+    "description": "Books a flight.",
+    "parameters": {
+        "type": "dict",
+        "properties": {
+            "date": {"type": "string", "description": "The travel date."},
+            "seat": {"type": "string", "description": "The seat."},
+        },
+        "required": ["date", "seat"],
+    },
+}
+
+
+def ace(index: int, category: str, truth: Any) -> AceTask:
+    return AceTask(
+        id=f"en-special_{category}_{index}",
+        lang="en",
+        category=category,  # type: ignore[arg-type]
+        upstream_id=f"special_{category}_{index}",
+        question=f"user: Book me a flight (m: {category})",
+        functions=(FLIGHT,),
+        time="",
+        ground_truth=truth,
+    )
+
+
+ACE = [
+    ace(0, "incomplete", {"book_flight": ("date",)}),
+    ace(1, "incomplete", {"book_flight": ("date", "seat")}),
+    ace(2, "error_param", {"date": ("32-13-2024",)}),
+]
+ACE_SCRIPTS = {
+    # Blockers: date; date and seat (3). The error_param item withholds nothing.
+    "well": (ask("Which date and which seat would you like?"), "The date 32-13 is wrong.", 1.0),
+    "badly": (ask("Where are you flying from?"), "The date 32-13 is wrong.", 0.0),
+    # 2 of 3 questions address a blocker; every blocker is addressed: F1 = 0.8.
+    "everything": (ask("Which date and seat?"), ask("Which date do you mean?"), 0.8),
+    "never": (
+        {"tool_calls": [{"name": "book_flight", "arguments": {"date": "x", "seat": "y"}}]},
+        "The date 32-13 is wrong.",
+        0.0,
+    ),
+}
+
+
+def test_acebench_incomplete_withholds_its_missing_parameters() -> None:
+    assert [(b.name, b.text) for b in item_blockers(ACE[1])] == [
+        ("date", "The travel date."),
+        ("seat", "The seat."),
+    ]
+    assert item_blockers(ACE[2]) == []
+
+
+@pytest.mark.parametrize("way", list(ACE_SCRIPTS))
+def test_acebench_offline_moves_ask_f1_as_defined(way: str, tmp_path: Path) -> None:
+    on_incomplete, on_error, ask_f1 = ACE_SCRIPTS[way]
+    played = {
+        "rules": [
+            {"when": {"last_message_contains": "(m: incomplete)"}, "reply": on_incomplete},
+            {"when": {"last_message_contains": "(m: error_param)"}, "reply": on_error},
+        ]
+    }
+    db = tmp_path / "a.db"
+    with FakeLLMServer(played) as llm:
+        runner = AceRunner(
+            RunOptions(run="a", aah=True, concurrency=3),
+            fake_config(llm),
+            reading="aah",
+            lang="en",
+            prompts={},
+            prompts_sha256="none",
+        )
+        asyncio.run(runner.run(ACE, db))
+    with SessionStore(db) as store:
+        run = store.get_run("a")
+        assert run is not None
+        blockers = get_benchmark("acebench").blockers(store, run)
+        assert blockers is not None
+        tasks = run_asking_tasks(store, "a", blockers)
+    assert sorted(t.category for t in tasks) == ["error_param", "incomplete", "incomplete"]
+    assert asking_figures(tasks).ask_f1.value == pytest.approx(ask_f1)
+
+
+# -- Fail-TaLMs under-specified, from a stored session ---------------------------
+
+
+def test_failtalms_blockers_are_the_spans_of_the_full_request(tmp_path: Path) -> None:
+    with SessionStore(tmp_path / "f.db") as store:
+        run = store.create_run("f", {"benchmark": "fail-talms"})
+        context = {"original_query": "Weather in Paris tomorrow at noon"}
+        store.open_session(
+            "Weather tomorrow",
+            run="f",
+            task_id="underspecified-1",
+            setting="underspecified",
+            recipe={"context": context},
+        )
+        store.open_session("Weather in Paris", run="f", task_id="perfect-1", setting="perfect")
+        found = get_benchmark("fail-talms").blockers(store, run)
+    assert found is not None
+    assert sorted([b.text for b in blockers] for blockers in found.values()) == [
+        [],
+        ["in Paris", "at noon"],
+    ]
