@@ -21,6 +21,7 @@ from aah.store import SessionStore  # noqa: E402
 from aah.tools import ParameterSpec  # noqa: E402
 from aah.ui.web.approval import call_html, read_decision  # noqa: E402
 from aah.ui.web.auth import Annotator  # noqa: E402
+from aah.ui.web.format import plain  # noqa: E402
 from aah.ui.web.queue import entry_label, queue_rows  # noqa: E402
 from aah.ui.web.queue_page import QueueHandlers  # noqa: E402
 
@@ -173,10 +174,17 @@ def test_a_valid_edit_is_stored_with_typed_arguments(
     who = Annotator("kim", admin=False)
     opened = handlers.start(who)[2 + 16]
     shown = handlers.decide(who, opened, _edit(**changed), [])
-    assert str(shown[0]).startswith("Edited and approved")
     stored = store.humans.get_human_request(request.id)
     assert stored is not None and stored.status == "answered" and stored.answered_by == "kim"
+    if arguments == PROPOSED:
+        # An edit that changes nothing runs as proposed: stored, counted and said as approved.
+        assert str(shown[0]).startswith("Approved **local\\_\\_book**")
+        assert (stored.decision, stored.edited_arguments) == ("approve", None)
+        return
+    # The confirmation shows the arguments stored, not the ones proposed.
+    assert str(shown[0]).startswith("Edited **local\\_\\_book**: it runs with")
     assert (stored.decision, stored.edited_arguments, stored.reason) == ("edit", arguments, "")
+    assert plain(json.dumps(stored.edited_arguments, ensure_ascii=False))[:60] in str(shown[0])
 
 
 @pytest.mark.parametrize("decision", ["approve", "reject", "terminate"])
@@ -202,7 +210,8 @@ def test_a_response_is_stored_as_the_result_the_agent_reads(store: SessionStore)
     opened = handlers.start(who)[2 + 16]
     sent = {"decision": "respond", "fields": None, "reason": "", "response": " Booked: 12 "}
     shown = handlers.decide(who, opened, json.dumps(sent), [])
-    assert str(shown[0]).startswith("Answered in place of")
+    assert str(shown[0]).startswith("Responded in place of")
+    assert plain("Booked: 12") in str(shown[0])
     stored = store.humans.get_human_request(request.id)
     assert stored is not None and (stored.decision, stored.answer) == ("respond", "Booked: 12")
 

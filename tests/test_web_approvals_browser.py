@@ -256,7 +256,9 @@ def test_an_invalid_edit_is_refused_in_the_page_and_a_valid_one_runs(
             decided_at = time.monotonic()
             keys.press("Control+Enter")
             arrived = _wait_for_call(tools)
-            expect(page.locator("#answer-status")).to_contain_text("Edited and approved")
+            expect(page.locator("#answer-status")).to_contain_text(
+                "Edited local__book: it runs with"
+            )
             spent = keys.count - before
             assert page.evaluate("window.aahClicks") == 0
             output = _runner_output(runner)
@@ -335,7 +337,7 @@ def test_respond_gives_the_result_and_the_call_never_runs(browser: Browser, tmp_
             expect(page.locator("#approval-note")).to_contain_text("Type the result")
             keys.type("Booked: room 12")
             keys.press("Control+Enter")
-            expect(page.locator("#answer-status")).to_contain_text("Answered in place of")
+            expect(page.locator("#answer-status")).to_contain_text("Responded in place of")
             spent = keys.count - before
             output = _runner_output(runner)
         finally:
@@ -449,7 +451,7 @@ def test_a_reload_keeps_an_edit_open_as_typed(browser: Browser, tmp_path: Path) 
         expect(_field(page, "rooms")).to_have_value("5")
         expect(_field(page, "rooms")).to_be_focused()
         page.keyboard.press("Control+Enter")
-        expect(page.locator("#answer-status")).to_contain_text("Edited and approved")
+        expect(page.locator("#answer-status")).to_contain_text("Edited local__book: it runs with")
         page.wait_for_function(
             "(id) => localStorage.getItem('aah-draft:' + id) === null", arg=approval.id
         )

@@ -156,8 +156,11 @@ def test_a_link_is_shown_not_opened_and_done_decline_cancel_are_sent(
     request_id, request = queued(db, {"mode": "url", "message": "Sign in", "url": link})
     with serve_app(db) as url:
         page = signed_in(browser, url, "kim")
-        expect(page.locator("#elicit-link a")).to_have_attribute("href", link)
-        expect(page.locator("#elicit-accept")).to_have_text("Done")
+        # The address is text to copy, never a link a stray tap opens; its host is named.
+        expect(page.locator("#elicit-url")).to_have_text(link)
+        expect(page.locator("#elicit-link")).to_contain_text("auth.example.org")
+        expect(page.locator("#elicit-form a")).to_have_count(0)
+        expect(page.locator("#elicit-accept")).to_have_text("Done (Ctrl+Enter)")
         assert len(page.context.pages) == 1  # nothing opened by itself
         page.locator(button).click()
         result = settled(db, request_id, request)

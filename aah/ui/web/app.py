@@ -86,7 +86,22 @@ CSS = """
 #approval-fields :disabled { background: #f4f4f4; color: #222; }
 #approval-call[data-mode=edit] #approval-fields :enabled { background: #fffbe6; }
 #approval-note { color: #a40; font-weight: 600; margin: 0.3em 0; }
-#approval-keys { font-size: 0.85em; color: #555; }
+#approval-keys, #elicit-keys { font-size: 0.85em; color: #555; }
+/* A call's or a form's decisions: one button each, big enough for a finger, wrapping. */
+.aah-actions { display: flex; flex-wrap: wrap; gap: 0.4em; margin: 0.5em 0 0.2em; }
+.aah-actions button { min-height: 2.75em; min-width: 5.5em; padding: 0.3em 0.8em;
+  border: 1px solid #999; border-radius: 6px; background: #f7f7f7; color: #222;
+  font: inherit; cursor: pointer; }
+.aah-actions button.aah-primary { background: var(--button-primary-background-fill, #f97316);
+  color: var(--button-primary-text-color, #fff); border-color: transparent; font-weight: 600; }
+.aah-actions button:focus-visible { outline: 3px solid #1a5fb4; outline-offset: 1px; }
+.aah-field-error { grid-column: 1 / -1; color: #a40; font-weight: 600; margin: 0.1em 0; }
+[aria-invalid=true] { border-color: #a40 !important; }
+#elicit-url { overflow-wrap: anywhere; user-select: all; }
+#elicit-note { color: #a40; font-weight: 600; }
+/* One key line at a time: a call's or a form's own, not the question's (its Esc differs). */
+.gradio-container:has(#approval-call) #queue-keys,
+.gradio-container:has(#elicit-form) #queue-keys { display: none; }
 /* The person's own tools (a τ² user's phone): buttons that wrap, small forms, the results. */
 #phone-buttons { display: flex; flex-wrap: wrap; gap: 0.3em; margin: 0.3em 0; }
 .aah-phone-tool { padding: 0.35em 0.7em; border: 1px solid #999; border-radius: 4px;
@@ -125,13 +140,20 @@ table.aah-rows th, table.aah-rows td {
   padding: 0.25em 0.5em; border-bottom: 1px solid #ddd; vertical-align: top;
   word-break: normal; overflow-wrap: normal; hyphens: none;
 }
-#queue-table { max-height: 320px; overflow: auto; }
+#queue-table { max-height: 320px; overflow: auto !important; }
 /* A phone: one column, no keyboard talk, every table row a card of labelled lines. */
 @media (max-width: 640px) {
   .gradio-container { padding: 0 6px !important; }
   #queue-keys { display: none; }
   #answer-form { padding: 0.25rem; }
   #answer-context { max-height: none; }
+  /* No keys on a phone: the buttons say it all. */
+  #approval-keys, #elicit-keys { display: none; }
+  /* The whole request, its marked words in view: no small box to scroll inside. */
+  #answer-request .aah-request-diff { max-height: none; overflow: visible; }
+  #approval-fields .aah-field, #elicit-fields .aah-field { grid-template-columns: 1fr; }
+  #approval-fields .aah-about, #elicit-fields .aah-about { grid-column: 1; }
+  .aah-actions button { flex: 1 1 7em; }
   #answer-buttons button { min-width: 0 !important; }
   table.aah-rows thead { display: none; }
   table.aah-rows tr { display: block; border-bottom: 1px solid #ccc; padding: 0.35em 0; }

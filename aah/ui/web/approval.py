@@ -4,8 +4,10 @@ No Gradio here. The call is shown as a form made from the endpoint's
 parameters (``approval.parameters`` in the request's context, written by
 ``QueueApprover``): one field a parameter, typed, required ones marked,
 enums as a choice, the proposed values filled in. The page script
-(``page.js``) turns the keys into a decision (a approve, e edit, r reject,
-t terminate) and sends it as JSON; ``read_decision`` checks it here. An edit
+(``page.js``) turns the keys, or the form's own buttons (one a decision,
+each visible on every screen: a phone has no keys), into a decision (a
+approve, e edit, r reject, s respond, t terminate) and sends it as JSON;
+``read_decision`` checks it here. An edit
 is checked against the endpoint's parameters as the runner checks it
 (``CallChecker``), plus its enums: an invalid one is refused with one line
 and never reaches the store. Every text from the request is escaped.
@@ -108,7 +110,7 @@ def call_html(request: HumanRequestRecord) -> str:
         + (f' <span class="aah-url">{html.escape(call.url)}</span>' if call.url else "")
         + "</p>"
     )
-    why = f'<p class="aah-rule">needs approval: {html.escape(call.rule)}</p>' if call.rule else ""
+    why = f'<p class="aah-rule">{html.escape(rule_words(call.rule))}</p>' if call.rule else ""
     fields = [_field_html(n, p, call.arguments) for n, p in enumerate(call.parameters)]
     if call.extra:
         extra = html.escape(json.dumps(call.extra, ensure_ascii=False))
@@ -127,8 +129,61 @@ def call_html(request: HumanRequestRecord) -> str:
         f'<textarea id="approval-reason" rows="2" maxlength="{MAX_REASON_CHARS}"></textarea>'
         "</div>"
         '<p id="approval-note" role="alert" hidden></p>'
+        f"{_BUTTONS}"
         "</div>"
     )
+
+
+# One button a decision, each the key of the same letter (page.js): a phone has no keys.
+# While an edit, a reason or a result is open, the button of that decision sends it
+# (its label says so) and Later goes back to the choice.
+_BUTTONS = (
+    '<div id="approval-actions" class="aah-actions">'
+    + "".join(
+        f'<button type="button" data-approval="{key}" id="approval-{name}"{primary}>'
+        f"{label}</button>"
+        for key, name, label in (
+            ("a", "approve", "Approve (a)"),
+            ("e", "edit", "Edit (e)"),
+            ("r", "reject", "Reject (r)"),
+            ("s", "respond", "Respond (s)"),
+            ("t", "terminate", "Terminate (t)"),
+            ("escape", "back", "Later (Esc)"),
+        )
+        for primary in (' class="aah-primary"' if key == "a" else "",)
+    )
+    + "</div>"
+)
+
+
+_OPS = {"present": "is given", "equals": "equals", "in": "is one of"}
+
+
+def rule_words(rule: str) -> str:
+    """Why a call waits for a person, in words, from the policy's rule (``ApprovalRule.describe``).
+
+    ``tool *`` reads "calls of any tool", ``method POST`` "made with POST",
+    ``argument amount above 100`` "whose amount is above 100"; a part in
+    another shape is shown as written.
+    """
+    text = " ".join(rule.split())
+    if text in ("every call", "all"):
+        return "Why it waits for you: the approval policy holds every call for a person."
+    parts = []
+    for part in text.split(", "):
+        what, _, rest = part.partition(" ")
+        if what == "tool":
+            parts.append("of any tool" if rest in ("*", "") else f"of a tool named {rest}")
+        elif what == "method" and rest:
+            parts.append(f"made with {rest}")
+        elif what == "argument" and rest:
+            name, _, condition = rest.partition(" ")
+            op, _, value = condition.partition(" ")
+            said = _OPS.get(op, f"is {op}")
+            parts.append(f"whose {name} {said} {value}".rstrip())
+        else:
+            parts.append(part)
+    return f"Why it waits for you: the approval policy holds calls {', '.join(parts)}."
 
 
 def _field_html(number: int, parameter: ParameterSpec, proposed: dict[str, Any]) -> str:
@@ -231,7 +286,15 @@ def read_decision(request: HumanRequestRecord, sent: str) -> Decision:
     problem = edit_problem(call, arguments)
     if problem is not None:
         raise ValueError(problem)
+    if _same(arguments, call.arguments):
+        # Nothing changed: the call runs as proposed, so it is stored (and counted) as approved.
+        return Decision("approve")
     return Decision("edit", arguments, reason)
+
+
+def _same(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two calls' arguments are the same JSON (``1`` and ``true`` are not)."""
+    return json.dumps(one, sort_keys=True) == json.dumps(other, sort_keys=True)
 
 
 def edited_arguments(call: ProposedCall, fields: dict[str, Any]) -> dict[str, Any]:
@@ -340,15 +403,29 @@ def submit_decision(
     if sent.outcome != "settled":
         return "Someone decided on this call first; yours is kept for agreement."
     call = ProposedCall.of(sent.request)
-    done = {
-        "approve": "Approved",
-        "edit": "Edited and approved",
-        "reject": "Rejected",
-        "respond": "Answered in place of",
-        "terminate": "Terminated the session of",
-    }[decision.decision]
-    then = "the session ends." if decision.decision == "terminate" else "the agent goes on."
-    return f"{done} **{plain(clip(call.summary, 60))}**: {then}"
+    return stored_note(call, decision)
+
+
+def stored_note(call: ProposedCall, decision: Decision) -> str:
+    """What was stored for ``call``, in one Markdown line: the arguments that run, the reason."""
+    tool = f"**{plain(clip(call.tool, 40))}**"
+    if decision.decision == "approve":
+        return f"Approved {tool} with {_arguments(call.arguments)} as proposed: the agent goes on."
+    if decision.decision == "edit":
+        ran = decision.arguments if decision.arguments is not None else call.arguments
+        return f"Edited {tool}: it runs with {_arguments(ran)}; the agent goes on."
+    why = f" (reason: “{plain(clip(decision.reason, 80))}”)" if decision.reason else ""
+    if decision.decision == "reject":
+        return f"Rejected {tool}{why}: the call does not run; the agent goes on."
+    if decision.decision == "respond":
+        said = plain(clip(decision.response, 80))
+        return f"Responded in place of {tool}: the agent reads “{said}”; the call does not run."
+    return f"Terminated the session at {tool}{why}: the call does not run."
+
+
+def _arguments(arguments: dict[str, Any]) -> str:
+    # No code span: the escapes that keep it inert would show in one.
+    return plain(clip(json.dumps(arguments, ensure_ascii=False), 80))
 
 
 def _about_call(reason: str) -> str:

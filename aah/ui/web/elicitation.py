@@ -4,11 +4,13 @@ No Gradio here. A request of kind ``elicitation`` opens where a call to
 approve does, as a form built from the server's schema (the server's name
 as the asker): one field a property, typed, required ones marked, an enum
 as a choice, several options as a list, yes/no as a checkbox. In URL mode
-the page shows the link (the person opens it; aah never does) and a Done
-button. The page script (``page.js``) sends what the person chose as JSON;
-``read_elicitation`` checks it against the form, so content that does not
-fit is refused with one line naming the field and never stored. Every text
-from the server is escaped.
+the page shows the address as text, never as a link (the person copies it
+into a browser; aah never opens it), and a Done button. The page script
+(``page.js``) sends what the person chose as JSON (Ctrl+Enter accepts, Esc
+puts it aside); ``read_elicitation`` checks it against the form, so content
+that does not fit is refused with one line naming the field (the page shows
+it beside that field) and never stored. Every text from the server is
+escaped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from aah.bounds import OutOfBounds, parse_json
 from aah.desk import (
@@ -33,6 +36,10 @@ from aah.ui.web.format import plain
 # The whole result the page sends: no more than a form of bounded fields needs.
 MAX_RESULT_CHARS = 200_000
 _DONE = {"accept": "Accepted", "decline": "Declined", "cancel": "Cancelled"}
+ELICIT_KEYS = (
+    "Keys: <b>Ctrl+Enter</b> accept (sends the form) · <b>Tab</b> next field ·"
+    " <b>Esc</b> later (<b>u</b> undoes) · Decline and Cancel by their buttons"
+)
 
 
 def elicitation_html(record: HumanRequestRecord) -> str:
@@ -40,15 +47,21 @@ def elicitation_html(record: HumanRequestRecord) -> str:
     request = ElicitationRequest.model_validate(record.context)
     asker = html.escape(request.asker)
     parts = [
-        f'<div id="elicit-form" data-mode="{request.mode}">',
+        f'<div id="elicit-form" data-mode="{request.mode}"'
+        f' data-request="{html.escape(record.id, quote=True)}">',
         f'<p id="elicit-asker"><b>MCP server {asker} asks</b></p>',
         f'<p id="elicit-message">{html.escape(request.message)}</p>',
     ]
     if request.mode == "url":
-        url = html.escape(request.url or "", quote=True)
+        # Shown as text, never a link: a server's URL is untrusted, so a stray tap (a
+        # phone) must not open it; the person reads where it leads (its host in bold)
+        # and copies it into a browser themselves. MCP asks clients never to open it.
+        url = request.url or ""
+        host = urlsplit(url).hostname or ""
         parts.append(
-            '<p id="elicit-link">Open this link yourself (aah does not open it): '
-            f'<a href="{url}" target="_blank" rel="noopener noreferrer">{url}</a></p>'
+            '<p id="elicit-link">It asks you to open this address yourself'
+            f" (it leads to <b>{html.escape(host or 'an unnamed host')}</b>); copy it into"
+            f' your browser:</p><p><code id="elicit-url">{html.escape(url)}</code></p>'
         )
     else:
         parts.append('<div id="elicit-fields">')
@@ -56,8 +69,11 @@ def elicitation_html(record: HumanRequestRecord) -> str:
         parts.append("</div>")
     accept = "Done" if request.mode == "url" else "Accept"
     parts += [
-        '<div id="elicit-buttons">',
-        f'<button type="button" data-elicit="accept" id="elicit-accept">{accept}</button>',
+        '<p id="elicit-note" role="alert" hidden></p>',
+        f'<p id="elicit-keys">{ELICIT_KEYS}</p>',
+        '<div id="elicit-buttons" class="aah-actions">',
+        f'<button type="button" data-elicit="accept" id="elicit-accept" class="aah-primary">'
+        f"{accept} (Ctrl+Enter)</button>",
         '<button type="button" data-elicit="decline" id="elicit-decline">Decline</button>',
         '<button type="button" data-elicit="cancel" id="elicit-cancel">Cancel</button>',
         '<button type="button" data-elicit="later" id="elicit-later">Later (Esc)</button>',
@@ -100,7 +116,11 @@ def field_html(field: ElicitationField, ident: str) -> str:
         kind = {"email": "email", "date": "date", "uri": "url"}.get(field.format or "", "text")
         value = "" if field.default is None else html.escape(str(field.default), quote=True)
         control = f'<input type="{kind}" {common} value="{value}">'
-    return f'<div class="aah-field"><label for="{ident}">{label}</label>{control}{about}</div>'
+    shown = html.escape(field.label, quote=True)
+    return (
+        f'<div class="aah-field" data-label="{shown}"><label for="{ident}">{label}</label>'
+        f"{control}{about}</div>"
+    )
 
 
 def _range(field: ElicitationField) -> str:

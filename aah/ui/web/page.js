@@ -12,8 +12,10 @@
   //   1 / 2 rate yes / no, n skips (or opens the next): outside text boxes.
   // A tool call to approve (the approval form shows instead of the answer box):
   //   a approves; e opens the fields for an edit and Ctrl+Enter sends it;
-  //   r (t) opens a reason box to reject (terminate the session) and
-  //   Ctrl+Enter sends it; Esc goes back from a box to the choice (press it
+  //   r (t) opens a reason box to reject (terminate the session), s a box for
+  //   the result the agent reads instead, and Ctrl+Enter sends it. Each key is
+  //   also a button of the form (a phone has no keys): a second press of the
+  //   open decision's button sends it, and Later becomes Back; Esc goes back from a box to the choice (press it
   //   twice when something was typed: the second drops it) and, from the
   //   choice, puts the call aside for later (u undoes); n does the same.
   //   While a box is open, letters are only typing: no key decides but
@@ -48,6 +50,13 @@
       (element.tagName === "INPUT" && !["radio", "checkbox", "button"].includes(element.type)));
   // Esc belongs to these while they have the focus or show a list.
   const PICKERS = "[role=listbox], [role=combobox], [role=menu], [role=dialog], dialog, select, .wrap-inner";
+  // Later (Esc) on a call or a form: the hidden button that skips it (u undoes).
+  const later = () => {
+    const button = document.getElementById("approval-later");
+    if (button === null) return false;
+    button.click();
+    return true;
+  };
   const inPicker = (element) => element !== null && element.closest && element.closest(PICKERS) !== null;
   const dialogOpen = () => Array.from(document.querySelectorAll("dialog[open], [role=dialog]")).some(shown);
 
@@ -104,9 +113,7 @@
     const decide = document.getElementById("approval-decide");
     if (!button || form === null || choice === null || decide === null) return;
     if (button.dataset.elicit === "later") {
-      // The call's Later button is hidden under a server's form; it still skips.
-      const later = document.getElementById("approval-later");
-      if (later !== null) later.click();
+      later();
       return;
     }
     const content = {};
@@ -122,6 +129,82 @@
     choice.dispatchEvent(new Event("input", { bubbles: true }));
     decide.click();
   });
+
+  // A refused edit or form names its field first: the line goes beside that field too
+  // (its box marked and focused), where the person is looking. True when one was found.
+  const FIELD_ERROR = "aah-field-error";
+  const besideField = (root, selector, key, said) => {
+    for (const old of root.querySelectorAll(`.${FIELD_ERROR}`)) old.remove();
+    for (const marked of root.querySelectorAll("[aria-invalid]")) marked.removeAttribute("aria-invalid");
+    const problem = said.replace(/^Refused, not sent:\s*/, "");
+    let best = null;
+    let length = 0;
+    for (const field of root.querySelectorAll(selector)) {
+      const name = field.dataset[key] || "";
+      if (!name || !problem.startsWith(name) || /\w/.test(problem.charAt(name.length))) continue;
+      if (name.length > length) {
+        best = field;
+        length = name.length;
+      }
+    }
+    if (best === null) return false;
+    const note = document.createElement("p");
+    note.className = FIELD_ERROR;
+    note.setAttribute("role", "alert");
+    note.textContent = problem;
+    best.appendChild(note);
+    const control = best.querySelector("input, select, textarea");
+    if (control !== null) {
+      control.setAttribute("aria-invalid", "true");
+      control.focus({ preventScroll: true });
+    }
+    best.scrollIntoView({ block: "nearest" });
+    return true;
+  };
+
+  // An MCP server's form opens with its first field focused (URL mode: Done); a
+  // refused result's line goes beside its field, or under the form.
+  let elicitId = "";
+  let elicitSeen = "";
+  const followElicit = () => {
+    const form = document.getElementById("elicit-form");
+    const id = form !== null && shown(form) ? form.dataset.request || "" : "";
+    const status = document.getElementById("answer-status");
+    const said = status === null ? "" : status.textContent.trim();
+    if (said !== elicitSeen) {
+      elicitSeen = said;
+      if (id && id === elicitId && said.startsWith("Refused")) {
+        const note = document.getElementById("elicit-note");
+        const placed = besideField(form, "#elicit-fields .aah-field[data-label]", "label", said);
+        if (note !== null) {
+          note.textContent = placed ? "" : said;
+          note.hidden = placed;
+        }
+      }
+    }
+    if (id === elicitId) return;
+    elicitId = id;
+    if (!id) return;
+    const first = form.querySelector("[data-field]") || document.getElementById("elicit-accept");
+    if (first !== null) first.focus({ preventScroll: true });
+    const top = document.getElementById("answer-status-row");
+    if (top !== null) top.scrollIntoView({ block: "start" });
+    form.dataset.aahOpened = id; // what a test waits for before it types
+  };
+  const elicitKey = (event) => {
+    const active = document.activeElement;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      const accept = document.getElementById("elicit-accept");
+      if (accept !== null) accept.click();
+      event.preventDefault();
+    } else if (event.key === "Escape") {
+      const field = active !== null && active.closest && active.closest("#elicit-fields") !== null;
+      if (!field && (inPicker(active) || inPicker(event.target) || dialogOpen())) return;
+      if (later()) event.preventDefault();
+    } else if ((event.key === "u" || event.key === "U") && !typingIn(active) && !event.ctrlKey && !event.altKey) {
+      if (press("queue-undo")) event.preventDefault();
+    }
+  };
 
   // -- the person's own tools (a τ² user's phone), under the answer box ---
   // A tool's button sends the call, with its form's values and the words
@@ -203,6 +286,28 @@
   };
   const edited = () => approvalFields().some((el) => el.value !== el.dataset.proposed);
   const typedReason = () => reasonBox() !== null && reasonBox().value.trim() !== "";
+  const BUTTON_LABELS = {
+    edit: ["Edit (e)", "Send edit (Ctrl+Enter)"],
+    reject: ["Reject (r)", "Reject now (Ctrl+Enter)"],
+    respond: ["Respond (s)", "Send result (Ctrl+Enter)"],
+    terminate: ["Terminate (t)", "Terminate now (Ctrl+Enter)"],
+  };
+  const MODE_OF = { e: "edit", r: "reject", s: "respond", t: "terminate" };
+  // The buttons say what a press does now: the open decision's one sends, Later goes back.
+  const labelButtons = (mode) => {
+    for (const [name, labels] of Object.entries(BUTTON_LABELS)) {
+      const button = document.getElementById(`approval-${name}`);
+      if (button !== null) {
+        button.textContent = labels[mode === name ? 1 : 0];
+        button.classList.toggle("aah-primary", mode === name);
+        button.setAttribute("aria-pressed", mode === name ? "true" : "false");
+      }
+    }
+    const approve = document.getElementById("approval-approve");
+    if (approve !== null) approve.classList.toggle("aah-primary", mode === "choose");
+    const back = document.getElementById("approval-back");
+    if (back !== null) back.textContent = mode === "choose" ? "Later (Esc)" : "Back (Esc)";
+  };
   const REASON_LABELS = {
     reject: "Why reject it (optional; the agent reads it). Ctrl+Enter rejects, Esc goes back",
     terminate: "Why end the session (optional). Ctrl+Enter terminates it, Esc goes back",
@@ -214,6 +319,7 @@
     approvalMode = mode;
     approvalConfirm = "";
     call.dataset.mode = mode;
+    labelButtons(mode);
     for (const el of approvalFields()) el.disabled = mode !== "edit";
     const box = document.getElementById("approval-reason-box");
     if (box !== null) box.hidden = !(mode in REASON_LABELS);
@@ -221,13 +327,14 @@
     if (label !== null && mode in REASON_LABELS) label.textContent = REASON_LABELS[mode];
     if (mode === "edit") {
       const first = approvalFields()[0];
-      approvalNote(first ? "Editing: Ctrl+Enter sends the edit, Esc goes back." : "This call has no arguments to edit.");
+      approvalNote(first ? "Editing: Send edit (Ctrl+Enter) sends it, Back (Esc) goes back." : "This call has no arguments to edit.");
       if (first) {
         first.focus();
         if (first.setSelectionRange && first.tagName !== "SELECT") first.setSelectionRange(first.value.length, first.value.length);
       } else {
         approvalMode = "choose";
         call.dataset.mode = "choose";
+        labelButtons("choose");
         call.focus();
       }
     } else if (mode in REASON_LABELS) {
@@ -295,7 +402,7 @@
       if (key === "escape") {
         const typed = approvalMode === "edit" ? edited() : typedReason();
         const what = approvalMode === "edit" ? "your edit" : approvalMode === "respond" ? "your result" : "your reason";
-        if (typed && !confirmed("escape", `Press Esc again to drop ${what} and go back to the choice.`)) return true;
+        if (typed && !confirmed("escape", `Press Esc again (or Back) to drop ${what} and go back to the choice.`)) return true;
         if (approvalMode === "edit") for (const el of approvalFields()) el.value = el.dataset.proposed;
         else reasonBox().value = "";
         setApprovalMode("choose");
@@ -318,12 +425,20 @@
     else if (key === "r") setApprovalMode("reject");
     else if (key === "s") setApprovalMode("respond");
     else if (key === "t") setApprovalMode("terminate");
-    else if (key === "escape" || key === "n") press("approval-later");
+    else if (key === "escape" || key === "n") later();
     else if (key === "send") approvalNote("Press a to approve, e to edit, r to reject or s to respond.");
     else return false;
     return true;
   };
   window.aahApprovalKey = approvalKey;
+  // A button of the call's form: its key, but a press of the open decision's button sends it.
+  document.addEventListener("click", (event) => {
+    const button = event.target && event.target.closest && event.target.closest("[data-approval]");
+    if (!button || approvalCall() === null) return;
+    const key = button.dataset.approval;
+    if (MODE_OF[key] !== undefined && MODE_OF[key] === approvalMode) approvalKey("send");
+    else approvalKey(key);
+  });
   // A call opens (or another replaces it): the choice, the focus on the call.
   let statusSeen = "";
   const followApproval = () => {
@@ -337,6 +452,7 @@
       if (call !== null && id === approvalId && said.startsWith("Refused")) {
         sendingUntil = 0;
         approvalNote(said);
+        besideField(call, "#approval-fields .aah-field[data-arg]", "arg", said);
       }
     }
     if (id === approvalId) return;
@@ -358,7 +474,7 @@
       }
       if (typeof kept.reason === "string" && reasonBox() !== null) reasonBox().value = kept.reason;
     }
-    const mode = kept !== null && ["edit", "reject", "terminate"].includes(kept.mode) ? kept.mode : "choose";
+    const mode = kept !== null && ["edit", "reject", "respond", "terminate"].includes(kept.mode) ? kept.mode : "choose";
     setApprovalMode(edited() ? "edit" : typedReason() ? mode : "choose");
     const top = document.getElementById("answer-status-row");
     if (top !== null) top.scrollIntoView({ block: "start" });
@@ -369,6 +485,10 @@
     "keydown",
     (event) => {
       const formOpen = shown(document.getElementById("answer-form"));
+      if (formOpen && shown(document.getElementById("elicit-form"))) {
+        elicitKey(event);
+        return;
+      }
       if (formOpen && approvalCall() !== null) {
         const active = document.activeElement;
         const ctrl = event.ctrlKey || event.metaKey;
@@ -527,8 +647,10 @@
   // How many questions wait for the signed-in annotator (0 when not signed in).
   const waitingForMe = () => {
     const summary = document.getElementById("queue-summary");
-    const found = summary === null ? null : summary.textContent.trim().match(/^([\d,]+) questions? waits?/);
-    return found === null ? 0 : Number(found[1].replace(/,/g, ""));
+    // "3 approvals, 12 questions, 1 form wait for you…": every kind counts.
+    const found = summary === null ? null : summary.textContent.trim().match(/^(\d[^;]*?) waits? for you/);
+    if (found === null) return 0;
+    return (found[1].match(/\d[\d,]*/g) || []).reduce((sum, n) => sum + Number(n.replace(/,/g, "")), 0);
   };
   setInterval(() => {
     hiddenLooks = shown(document.getElementById("answer-form")) ? 0 : hiddenLooks + 1;
@@ -549,6 +671,7 @@
   const RESTORE_MS = 1500;
   const follow = () => {
     followApproval();
+    followElicit();
     followPhone();
     const done = box("answer-done");
     if (done !== null && done.value !== doneId) {

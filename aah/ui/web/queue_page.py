@@ -75,10 +75,13 @@ AWAY = "You left the Queue tab: your question was let go; it comes back when you
 SIGN_IN_FIRST = "Sign in first (top of the page): answers are never anonymous."
 NOTHING_OPEN = "Nothing is open: press **n** (or Next) for the next question."
 NOTHING_FREE = "No free question waits for you now: press **n** (or Next) to look again."
+# The question's key line is hidden while a call or a form is open (app.CSS): one key line,
+# never two that say different things about Esc.
 APPROVAL_KEYS = (
-    "Keys: **a** approve · **e** edit, then **Ctrl+Enter** sends it · **r** reject (a reason,"
-    " then **Ctrl+Enter**) · **s** respond (the result the agent reads; the call does not run)"
-    " · **t** terminate the session · **Esc** back, or later (**u** undoes)"
+    "Keys: **a** approve · **e** edit · **r** reject · **s** respond (the result the agent"
+    " reads; the call does not run) · **t** terminate the session; after e, r, s or t,"
+    " **Ctrl+Enter** (or the same button again) sends · **Esc** goes back to the choice,"
+    " and from the choice puts the call aside for later (**u** undoes)"
 )
 OPEN_ALREADY = "A question is open: answer it, decline it (Esc) or skip it (Skip) first."
 
@@ -608,15 +611,9 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
                     gr.Markdown("**Approve this call?**", elem_id="approval-title")
                     call = gr.HTML(elem_id="approval-form")
                     gr.Markdown(APPROVAL_KEYS, elem_id="approval-keys")
-                    with gr.Row(elem_id="approval-buttons"):
-                        approve = gr.Button(
-                            "Approve (a)", variant="primary", min_width=90, size="sm"
-                        )
-                        edit = gr.Button("Edit (e)", min_width=70, size="sm")
-                        reject = gr.Button("Reject (r)", min_width=70, size="sm")
-                        later = gr.Button(
-                            "Later (Esc)", min_width=70, elem_id="approval-later", size="sm"
-                        )
+                    # The decisions' buttons are in the form itself (``call_html``); its
+                    # Later presses this one (page.js), which skips the call.
+                    later = gr.Button("Later (Esc)", visible="hidden", elem_id="approval-later")
                 request = gr.HTML(elem_id="answer-request")
                 with gr.Column(elem_id="answer-part") as answer_part:
                     answer = gr.Textbox(
@@ -764,9 +761,6 @@ def build_queue_tab(store: SessionStore, user: gr.State, workflow: DeskWorkflow)
         api_name="call_own_tool",
         **quiet,
     ).then(handlers.counter, [user], [counter], api_visibility="private", **quiet)
-    # The buttons a mouse presses do what the keys do (page.js): one way in.
-    for button, key in ((approve, "a"), (edit, "e"), (reject, "r")):
-        button.click(None, js=f"() => window.aahApprovalKey && window.aahApprovalKey('{key}')")
     skip_inputs, skip_outputs = [user, opened, skipped], [status, skipped, *form_parts, undo]
     skip.click(handlers.skip_undoably, skip_inputs, skip_outputs, api_name="skip_request", **quiet)
     # Later (Esc) on a call is Skip: the call goes back to the queue, and u undoes it.
