@@ -17,6 +17,7 @@ from runtime_support import fake_config
 
 from aah.benchmark import RunOptions
 from aah.benchmark.acebench.benchmark import BENCHMARK
+from aah.benchmark.acebench.blockers import item_blockers
 from aah.benchmark.acebench.runner import AceRunner, system_prompt, user_prompt
 from aah.benchmark.acebench.scoring import Turn, behavior_vote, names_parameter, upstream_vote
 from aah.benchmark.acebench.tasks import (
@@ -96,7 +97,11 @@ def test_the_shared_data_loads_as_300_items_with_upstreams_prompts(shared_data: 
     system = system_prompt(prompts.system, first)
     assert "{function}" not in system and f"'name': '{first.functions[0]['name']}'" in system
     assert user_prompt(prompts.user, first).endswith(first.question)
-    assert first.blockers == ("propertyDetails", "rentalManagement", "maintenanceScheduling")
+    assert [b.name for b in item_blockers(first)] == [
+        "propertyDetails",
+        "rentalManagement",
+        "maintenanceScheduling",
+    ]
 
 
 # -- a synthetic data folder ---------------------------------------------------------

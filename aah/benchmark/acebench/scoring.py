@@ -27,10 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from aah.benchmark.acebench.blockers import item_blockers
 from aah.benchmark.acebench.tasks import CATEGORIES, LANGUAGES, AceTask
 from aah.benchmark.acebench.upstream import ERROR_TYPES, special_eval
 from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
 from aah.scoring import Proportion, base_task_id, wilson
+from aah.scoring.asking import rule_reading
 from aah.scoring.behavior import BEHAVIOR_CLASSES, Classification, classify_reply, turn_class
 from aah.tools import ASK_HUMAN
 
@@ -115,8 +117,12 @@ def behavior_vote(task: AceTask, turn: Turn | None, tool_names: Sequence[str]) -
             else turn_class(turn.tool_calls, turn.text, turn.called)
         )
         asked = "\n".join([turn.text, *turn.questions])
-    blockers = task.blockers
-    addressed = [b for b in blockers if names_parameter(asked, b)]
+    blockers = item_blockers(task)
+    # Named when its name's words run together are in the turn, or the rules of
+    # the asking figures read a question as asking for it (science.md §8).
+    addressed = [
+        b for b in blockers if names_parameter(asked, b.name) or rule_reading(asked, b) is True
+    ]
     right = label.label in NEEDED[task.category]
     if task.category == "incomplete":
         right = right and len(addressed) == len(blockers)

@@ -79,13 +79,6 @@ class AceTask(BaseModel):
         text = self.question.strip()
         return text[len("user:") :].strip() if text.lower().startswith("user:") else text
 
-    @property
-    def blockers(self) -> tuple[str, ...]:
-        """What the request withholds (science.md §8): the missing parameters of ``incomplete``."""
-        if self.category != "incomplete" or isinstance(self.ground_truth, str):
-            return ()
-        return tuple(param for params in self.ground_truth.values() for param in params)
-
 
 class Prompts(NamedTuple):
     """Upstream's prompt texts for one language: the special system prompt and the user's."""
