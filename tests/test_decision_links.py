@@ -154,7 +154,7 @@ def test_a_group_link_opens_its_question_alone_and_answers_it_once_under_the_typ
     assert "Which &lt;b&gt;city&lt;/b&gt;?" in shown.body and "Which day?" not in shown.body
     assert 'id="decide-name"' in shown.body  # a group's link asks who decides
     assert "href=" not in shown.body  # nothing to go to from here: no queue, no other item
-    assert shown.headers["referrer-policy"] == "no-referrer"
+    assert shown.headers["referrer-policy"] == "same-origin"
     assert shown.headers["cache-control"] == "no-store"
     assert "frame-ancestors 'none'" in shown.headers["content-security-policy"]
     untouched(site, asked)  # opening it (a chat's preview) decides and claims nothing
