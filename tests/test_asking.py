@@ -394,3 +394,134 @@ def test_failtalms_blockers_are_the_spans_of_the_full_request(tmp_path: Path) ->
         [],
         ["in Paris", "at noon"],
     ]
+
+
+# -- Fail-TaLMs, offline ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def failtalms(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:  # type: ignore[type-arg]
+    from aah.benchmark.failtalms.dataset import load_tasks
+    from aah.tools.registry.build import build_registry
+
+    path = tmp_path_factory.mktemp("registry") / "registry.db"
+    build_registry(shared_data, path)
+    tasks = load_tasks(shared_data)
+    under = [t for t in tasks if t.setting == "underspecified" and t.original_query][:2]
+    perfect = [t for t in tasks if t.setting == "perfect"][:2]
+    return path, under + perfect
+
+
+def failtalms_script(tasks: list, way: str) -> dict[str, Any]:  # type: ignore[type-arg]
+    """One rule per task: a question naming every span its request lacks, or another reply."""
+    rules: list[dict[str, Any]] = [
+        {"when": {"has_tools": False}, "reply": "IDK: I may need more details."},
+        {"when": {"last_tool_name": "ask_human"}, "reply": "Done: here it is."},
+    ]
+    for item in tasks:
+        spans = span_blockers(item.original_query or item.query, item.query, "t")
+        if way == "never" or (not spans and way != "everything"):
+            reply: Any = "Done: here it is."
+        elif way == "badly":
+            reply = ask("Is it raining where you are?")
+        else:
+            texts = [b.text for b in spans] or ["anything else"]
+            reply = ask(f"Which {' and which '.join(texts)} do you mean?")
+        rules.insert(1, {"when": {"any_message_contains": item.query}, "reply": reply})
+    return {"rules": rules}
+
+
+@pytest.mark.parametrize(
+    ("way", "ask_f1"),
+    # Two under-specified tasks (their spans the blockers), two perfect ones (none):
+    # well 1; everything: precision 2/4, recall 1, so 2/3; badly and never 0.
+    [("well", 1.0), ("everything", 2 / 3), ("badly", 0.0), ("never", 0.0)],
+)
+def test_failtalms_offline_moves_ask_f1_as_defined(
+    failtalms: tuple[Path, list],
+    way: str,
+    ask_f1: float,
+    tmp_path: Path,  # type: ignore[type-arg]
+) -> None:
+    from aah.benchmark.failtalms import BatchRunner, batch_human_factory
+    from aah.tools.registry.read import Registry
+
+    registry, tasks = failtalms
+    db = tmp_path / "f.db"
+    with FakeLLMServer(failtalms_script(tasks, way)) as llm:
+        runner = BatchRunner(
+            RunOptions(run="f", concurrency=4),
+            Registry(registry),
+            fake_config(llm),
+            batch_human_factory("oracle", Registry(registry)),
+        )
+        asyncio.run(runner.run(tasks, db))
+    with SessionStore(db) as store:
+        run = store.get_run("f")
+        assert run is not None
+        blockers = get_benchmark("fail-talms").blockers(store, run)
+        assert blockers is not None
+        found = run_asking_tasks(store, "f", blockers)
+    assert sum(len(t.blockers) for t in found) >= 2
+    assert asking_figures(found).ask_f1.value == pytest.approx(ask_f1)
+
+
+# -- BFCL multi-turn miss_param, offline ----------------------------------------------
+
+
+def bfcl_replies(task: Any, way: str) -> list[Any]:
+    from aah.benchmark.bfcl.multi_turn_check import parse_call_text
+
+    def calls(texts: Any) -> dict[str, Any]:
+        parsed = [parse_call_text(text) for text in texts]
+        return {"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in parsed]}
+
+    replies: list[Any] = []
+    for turn, truth in enumerate(task.ground_truth):
+        if not truth:  # the turn that lacks a parameter
+            if way in ("well", "everything"):
+                replies += [ask("Whom should I mention in the post?"), "Done."]
+            elif way == "badly":
+                replies += [ask("Is it raining where you are?"), "Done."]
+            else:
+                replies.append("Done.")
+            continue
+        if way == "everything":
+            # Another question each turn: the same one again is refused, never asked.
+            replies.append(ask(f"Which file do you mean in step {turn + 1}?"))
+        replies += [calls(truth), "Done."]
+    return replies
+
+
+@pytest.mark.parametrize(
+    ("way", "ask_f1"),
+    # One blocker (mentions, given by the turn after the empty one). Everything:
+    # a question at each of the 4 turns, one of them about it: precision 1/4,
+    # recall 1, so 0.4.
+    [("well", 1.0), ("everything", 0.4), ("badly", 0.0), ("never", 0.0)],
+)
+def test_bfcl_miss_param_offline_moves_ask_f1_as_defined(
+    shared_data: Path, bfcl_wheel: Path, way: str, ask_f1: float, tmp_path: Path
+) -> None:
+    from aah.benchmark.bfcl import BfclRunner
+    from aah.benchmark.bfcl.blockers import entry_blockers
+    from aah.benchmark.bfcl.multi_turn_tasks import load_multi_turn
+
+    tasks = load_multi_turn(shared_data / "bfcl", ["multi_turn_miss_param"])
+    task = next(t for t in tasks if t.id == "multi_turn_miss_param_4")
+    assert [b.name for b in entry_blockers(task)] == ["mentions"]
+    db = tmp_path / "b.db"
+    with FakeLLMServer({"replies": bfcl_replies(task, way), "exhausted": "error"}) as llm:
+        runner = BfclRunner(RunOptions(run="b", aah=True, concurrency=1), fake_config(llm))
+        summary = asyncio.run(
+            runner.run([task], db, categories=[task.category], data_source="test")
+        )
+    assert summary.finished == 1
+    with SessionStore(db) as store:
+        run = store.get_run("b")
+        assert run is not None
+        blockers = get_benchmark("bfcl").blockers(store, run)
+        assert blockers is not None
+        found = run_asking_tasks(store, "b", blockers)
+    assert [t.category for t in found] == ["multi_turn_miss_param"]
+    assert asking_figures(found).ask_f1.value == pytest.approx(ask_f1)
