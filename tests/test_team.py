@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from postgres_cluster import raw_rows
+from test_desk_schema_7 import _execute
 from typer.testing import CliRunner
 
 from aah.cli import app
 from aah.clock import FakeClock
+from aah.db_url import DatabaseURL
 from aah.desk.team import MAX_GUIDELINES_BYTES, ReviewDesk, set_reviewers, team_figures
 from aah.errors import AahError
 from aah.store import SessionStore
+from aah.store.schema import SCHEMA_SQL, SCHEMA_VERSION
 from aah.store.team import Person
 
 
@@ -218,3 +223,67 @@ def test_reviewers_are_named_when_the_web_app_starts(tmp_path: Path) -> None:
         ]
         with pytest.raises(AahError, match="--reviewer :nl: type your name"):
             set_reviewers(store, [":nl"])
+
+
+TEAM_TABLES = ("people", "assignments", "run_team", "reviews")
+
+
+def test_a_version_8_store_gets_the_team_tables_and_its_queue_reads_as_before(
+    store_location: Path,
+) -> None:
+    """Schema 9 only adds tables: a store of 8 (either engine) gains them when opened."""
+    if isinstance(store_location, DatabaseURL):
+        SessionStore(store_location).close()
+        drops = [(f"DROP TABLE {table}", ()) for table in TEAM_TABLES]
+        _execute(store_location, [*drops, ("UPDATE aah_schema SET version = 8", ())])
+    else:
+        store_location.parent.mkdir(parents=True, exist_ok=True)
+        v8 = SCHEMA_SQL.split("-- A team (schema 9)")[0]
+        with contextlib.closing(sqlite3.connect(store_location)) as conn:
+            conn.executescript(v8)
+            conn.execute("PRAGMA user_version = 8")
+    asked = "2026-01-01T00:00:00+00:00"
+    _execute(
+        store_location,
+        [
+            (
+                "INSERT INTO sessions (id, query, aah, thread_id, started, status)"
+                " VALUES ('s1', 'q', 1, 's1', ?, 'waiting')",
+                (asked,),
+            ),
+            (
+                "INSERT INTO human_requests (id, session_id, question, created)"
+                " VALUES ('old', 's1', 'Before', ?)",
+                (asked,),
+            ),
+        ],
+    )
+    with SessionStore(store_location) as store:
+        assert [entry.id for entry in store.humans.queue_listing("ann").entries] == ["old"]
+        store.humans.answer_human_request("old", "ann", "Words")
+        store.team.add_review("rita", "old", "accept")
+        assert [r.verdict for r in store.team.reviews("old")] == ["accept"]
+    found = raw_rows(store_location, "SELECT count(*) FROM reviews")
+    assert found == [(1,)] and SCHEMA_VERSION == 9
+
+
+def test_a_decision_is_reviewed_with_its_arguments_and_compared_by_decision(
+    store: SessionStore,
+) -> None:
+    store.create_run("r", {})
+    session = store.open_session("q", run="r")
+    store.set_status(session.id, "waiting")
+    request = store.humans.create_human_request(
+        session.id, "Approve this call? book(city)", {}, kind="approval", k=2
+    )
+    store.humans.decide_approval(request.id, "ann", "edit", arguments={"city": "<Porto>"})
+    store.humans.decide_approval(request.id, "bo", "reject", reason="wrong day")
+    item = store.team.next_review("rita")
+    assert item is not None and (item.kind, item.decision) == ("approval", "edit")
+    pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
+    from aah.ui.web.review_page import item_html
+
+    shown = item_html(store, item)
+    assert "<b>edit</b>" in shown and "&lt;Porto&gt;" in shown and "<Porto>" not in shown
+    figures = team_figures(store, ["r"])
+    assert figures.annotators.agreement.k == 0 and figures.annotators.agreement.n == 1

@@ -91,6 +91,7 @@ class ReviewItem(NamedTuple):
         decision: Their decision on an approval, if one.
         reason: The reason they gave with a decision.
         run: The item's run, if any.
+        edited_arguments: An edit's arguments, as the JSON text stored.
     """
 
     request_id: str
@@ -103,6 +104,7 @@ class ReviewItem(NamedTuple):
     decision: str | None
     reason: str | None
     run: str | None
+    edited_arguments: str | None = None
 
 
 class ReviewRecord(NamedTuple):
@@ -270,7 +272,7 @@ class Team:
         """A request's first answer as a reviewer sees it, or None when nobody answered it."""
         rows = self._connection.rows(
             "SELECT a.id AS answer_id, r.question, r.kind, a.annotator, a.answer, a.declined,"
-            " a.decision, a.reason, s.run FROM human_answers AS a"
+            " a.decision, a.reason, s.run, a.edited_arguments FROM human_answers AS a"
             " JOIN human_requests AS r ON r.id = a.request_id"
             " JOIN sessions AS s ON s.id = r.session_id"
             " WHERE a.request_id = ? ORDER BY a.id LIMIT 1",
@@ -290,6 +292,7 @@ class Team:
             row["decision"],
             row["reason"],
             row["run"],
+            row["edited_arguments"],
         )
 
     def add_review(

@@ -37,6 +37,11 @@ def item_html(store: SessionStore, item: ReviewItem) -> str:
     elif item.decision is not None:
         reason = f" — {html.escape(item.reason)}" if item.reason else ""
         given = f"<b>{html.escape(item.decision)}</b>{reason}"
+        if item.edited_arguments:
+            given += (
+                '<p>with the arguments:</p><pre class="aah-review-text">'
+                f"{html.escape(item.edited_arguments)}</pre>"
+            )
         if item.answer:
             given += f'<pre class="aah-review-text">{html.escape(item.answer)}</pre>'
     else:
