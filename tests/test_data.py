@@ -96,7 +96,9 @@ def test_packaged_manifest_loads_and_paths_are_unique() -> None:
     paths = [entry.path for entry in manifest.files]
     assert len(paths) == len(set(paths)) > 0
     assert paths == sorted(paths)
-    assert all(p.startswith(("fail-talms/", "openapi/", "tau2/", "when2call/")) for p in paths)
+    assert all(
+        p.startswith(("acebench/", "fail-talms/", "openapi/", "tau2/", "when2call/")) for p in paths
+    )
 
 
 @needs_shared

@@ -75,7 +75,7 @@ def test_origins_follow_the_source_note(shared: Path, tmp_path: Path) -> None:
 
 
 def test_the_default_fetch_leaves_tau2_to_its_own_command() -> None:
-    assert SEPARATE_FOLDERS == {"tau2"}
+    assert SEPARATE_FOLDERS == {"tau2", "acebench"}
     assert not [e for e in default_manifest().files if e.path.startswith("tau2/")]
     assert default_manifest().files and tau2_manifest().files
 

