@@ -18,6 +18,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any, NamedTuple
 
 from aah.store import schema as schema
+from aah.store.dialect import for_connection
 from aah.store.schema import RequestKind, RequestStatus, SessionStatus
 from aah.store.team import OFFERED
 
@@ -200,7 +201,10 @@ _ENTRY_COLUMNS = (
     # The start of the request is enough to tell questions apart; a whole
     # query can be long, and the list shows dozens. Read through the join:
     # a sub-select per row looked the session up twice.
-    f" substr(s.query, 1, {REQUEST_START})"
+    f" substr(s.query, 1, {REQUEST_START}),"
+    # Who asks an MCP form: its server (``ElicitationRequest.asker``), read
+    # from the context of those rows alone.
+    " CASE WHEN r.kind = 'elicitation' THEN JSON_TEXT(r.context, asker) END"
 )
 
 
@@ -224,7 +228,9 @@ class QueueEntry(NamedTuple):
         answers: How many answers it has.
         request: The start of the asking session's request (``REQUEST_START``
             characters at most).
-        kind: ``question``, or ``approval`` for a tool call to decide on.
+        kind: ``question``, ``approval`` for a tool call to decide on, or
+            ``elicitation`` for an MCP server's form.
+        asker: The MCP server that asks, for an ``elicitation`` ('' otherwise).
     """
 
     id: str
@@ -242,6 +248,7 @@ class QueueEntry(NamedTuple):
     answers: int
     request: str = ""
     kind: RequestKind = "question"
+    asker: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +340,7 @@ def queue_listing(
     sql = _ordered(_ENTRY_COLUMNS, parts, only.sql())
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    entries = [_entry(row, holders) for row in db.execute(sql, params)]
+    entries = [_entry(row, holders) for row in db.execute(for_connection(db, sql), params)]
     return QueueListing(total, entries, by_kind)
 
 
@@ -368,7 +375,7 @@ def queue_entry(db: sqlite3.Connection, request_id: str, now: str) -> QueueEntry
     params = {"id": request_id, "now": now}
     columns = _ENTRY_COLUMNS.format(answers=_PENDING.answers)
     sql = f"SELECT {columns} FROM {_PENDING.tables} WHERE {_PENDING.where} AND r.id = :id"
-    row = db.execute(sql, params).fetchone()
+    row = db.execute(for_connection(db, sql), params).fetchone()
     if row is None:
         return None
     claims = "SELECT annotator FROM claims WHERE request_id = :id AND until > :now"
@@ -477,7 +484,7 @@ def queue_counts(db: sqlite3.Connection, annotator: str | None, now: str) -> tup
 
 def _entry(row: tuple[Any, ...], holders: dict[str, list[str]]) -> QueueEntry:
     request_id, session_id, question, created, status, k, deadline, fallback = row[:8]
-    setting, task_id, run, kind, answers, request = row[8:14]
+    setting, task_id, run, kind, answers, request, asker = row[8:15]
     held = holders.get(request_id)
     # ``_make`` builds the tuple directly: a whole listing makes thousands,
     # and the keyword-checking constructor cost a third of its time.
@@ -498,6 +505,7 @@ def _entry(row: tuple[Any, ...], holders: dict[str, list[str]]) -> QueueEntry:
             answers,
             request or "",
             kind,
+            asker if isinstance(asker, str) else "",
         )
     )
 

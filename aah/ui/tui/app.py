@@ -18,6 +18,7 @@ import math
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -47,7 +48,9 @@ from aah.desk import (
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
 from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, SessionStore, StoreFileError
+from aah.store.schema import RequestKind
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
+from aah.ui.counts import kinds_text, only_questions
 from aah.ui.guidelines import guidelines_markdown
 from aah.ui.tui.approval_screen import ApproveCallScreen
 from aah.ui.tui.elicitation_screen import ElicitationScreen
@@ -509,7 +512,7 @@ class AahApp(App[None]):
         self.setup.toggle_aah()
 
     def action_pending(self) -> None:
-        """List the questions waiting for a person, from any session (the oldest first)."""
+        """List what waits for a person, from any session, in the queue's order."""
         listing = None
         with self._store_trouble("list the waiting questions"):
             listing = self.store.humans.queue_listing(limit=PENDING_LIST_LIMIT)
@@ -518,7 +521,9 @@ class AahApp(App[None]):
         if not listing.total:
             self.notify("No question is waiting for a person.")
             return
-        screen = PendingQuestionsScreen(listing.entries, listing.total, self.annotator)
+        screen = PendingQuestionsScreen(
+            listing.entries, listing.total, self.annotator, listing.by_kind
+        )
         self.push_screen(screen, callback=self._open_chosen)
 
     def _open_chosen(self, request_id: str | None) -> None:
@@ -600,7 +605,10 @@ class AahApp(App[None]):
         with self._store_trouble("read the question's session"):
             session = self.store.get_session(request.session_id)
         setting, task = (session.setting, session.task_id) if session else (None, None)
-        return queue_place(setting, task, request.session_id)
+        asker = request.context.get("asker") if request.kind == "elicitation" else None
+        return queue_place(
+            setting, task, request.session_id, asker if isinstance(asker, str) else ""
+        )
 
     def on_ask_human_screen_put_aside(self, message: AskHumanScreen.PutAside) -> None:
         """A question closed unanswered is free for other annotators again."""
@@ -774,19 +782,26 @@ class AahApp(App[None]):
 
     def _tick(self) -> None:
         """Advance the clock and count the questions other sessions are waiting on."""
-        elsewhere = self.stats.waiting_elsewhere
+        elsewhere, kinds = self.stats.waiting_elsewhere, self.stats.elsewhere_kinds
         with self._store_trouble("count the waiting questions"):
-            waiting = self.store.humans.queue_listing(limit=0).total
-            elsewhere = waiting - self._own_waiting() if self.running else waiting
+            by_kind = Counter(self.store.humans.queue_listing(limit=0).by_kind)
+            if self.running:
+                by_kind -= self._own_waiting()
+            elsewhere = by_kind.total()
+            kinds = "" if only_questions(by_kind) else kinds_text(by_kind)
         elapsed = time.monotonic() - self._started if self.running else self.stats.elapsed
-        self.stats = replace(self.stats, waiting_elsewhere=elsewhere, elapsed=elapsed)
+        self.stats = replace(
+            self.stats, waiting_elsewhere=elsewhere, elsewhere_kinds=kinds, elapsed=elapsed
+        )
 
-    def _own_waiting(self) -> int:
-        """How many of this (running) session's questions wait in the queue."""
+    def _own_waiting(self) -> Counter[RequestKind]:
+        """How many of this (running) session's requests wait in the queue, by kind."""
         own = (
             self.store.humans.get_human_request(request_id) for request_id in self._own_questions
         )
-        return sum(1 for request in own if request is not None and request.status == "pending")
+        return Counter(
+            request.kind for request in own if request is not None and request.status == "pending"
+        )
 
 
 def _not_used(sent: Sent, what: str, first: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
@@ -27,7 +27,7 @@ from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, arguments_models
-from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, describe_context
+from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, describe_context, own_keys_first
 
 # What the dialog returns: the decision, an edit's arguments, a reason.
 _Mode = Literal["choose", "edit", "reject", "respond", "terminate"]
@@ -45,6 +45,11 @@ class ApproveCallScreen(ModalScreen[Decision]):
         Binding("escape", "back", "Back / later"),
         HELP_KEY,
     ]
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys F1 and the footer list: the dialog's own first (``own_keys_first``)."""
+        return own_keys_first(self, super().active_bindings)
 
     def __init__(
         self, request: HumanRequestRecord, where: str = "", *, decided_by: str = ""

@@ -20,7 +20,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
@@ -34,7 +34,7 @@ from aah.desk import (
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.ui.tui.form_fields import field_label, field_widget, form_values
-from aah.ui.tui.screens import HELP_KEY, AskHumanScreen
+from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, own_keys_first
 
 FORM_KEYS = "ctrl+s accept · ctrl+r decline · ctrl+t cancel · Esc later"
 LINK_KEYS = "ctrl+s done · ctrl+r decline · ctrl+t cancel · Esc later"
@@ -50,6 +50,11 @@ class ElicitationScreen(ModalScreen[ElicitationResult]):
         Binding("escape", "later", "Later"),
         HELP_KEY,
     ]
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys F1 and the footer list: the dialog's own first (``own_keys_first``)."""
+        return own_keys_first(self, super().active_bindings)
 
     def __init__(self, request: HumanRequestRecord, where: str = "") -> None:
         """Show ``request`` (kind ``elicitation``); ``where`` names its setting and task."""

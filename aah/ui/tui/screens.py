@@ -10,22 +10,25 @@ in other processes, and marks those other annotators hold.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from aah.desk import ContentInvalid, QuestionContext, question_context
 from aah.store import HumanRequestRecord, QueueEntry
+from aah.store.schema import RequestKind
 from aah.terminal_text import printable
 from aah.ui.briefing import briefing, deadline_note, word_diff
+from aah.ui.counts import kind_word, kinds_text
 from aah.ui.tui.user_tools_screen import (
     ToolPress,
     UserToolFormScreen,
@@ -84,6 +87,18 @@ def describe_context(context: QuestionContext) -> Text:
 HELP_KEY = Binding("f1", "app.help", "Help")
 
 
+def own_keys_first(
+    screen: Screen[Any], bindings: dict[str, ActiveBinding]
+) -> dict[str, ActiveBinding]:
+    """``bindings`` with the dialog's own keys first: F1's panel and the footer list them so.
+
+    Textual lists the focused box's keys first (a text box's generic
+    editing keys), which hid what the dialog itself offers at 80x24.
+    """
+    own = {key: bound for key, bound in bindings.items() if bound.node is screen}
+    return own | {key: bound for key, bound in bindings.items() if key not in own}
+
+
 class AskHumanScreen(ModalScreen[str | ToolPress | None]):
     """The agent's question, its context and a box for the answer.
 
@@ -110,6 +125,11 @@ class AskHumanScreen(ModalScreen[str | ToolPress | None]):
     ]
     # The answer box has the keys from the moment the dialog is shown.
     AUTO_FOCUS = "#ask-answer"
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys F1 and the footer list: the dialog's own first (``own_keys_first``)."""
+        return own_keys_first(self, super().active_bindings)
 
     def __init__(
         self, request: HumanRequestRecord, where: str = "", draft: str = "", guidelines: str = ""
@@ -210,34 +230,49 @@ class AskHumanScreen(ModalScreen[str | ToolPress | None]):
 
 
 class PendingQuestionsScreen(ModalScreen[str | None]):
-    """The questions waiting for a person; returns the chosen request's id.
+    """The questions, approvals and forms waiting for a person; returns the chosen request's id.
 
     Args:
-        entries: The oldest waiting questions, as the queue lists them.
+        entries: The first of them in the queue's order (approvals and forms
+            first: an agent is blocked on each; then the nearest deadline,
+            then the oldest), as the queue lists them.
         total: How many wait in all (more than ``entries`` when the list is cut).
         annotator: Who is choosing: questions others hold are marked taken.
+        by_kind: ``total`` by kind (``QueueListing.by_kind``); without it, all are questions.
     """
 
     BINDINGS = [Binding("escape", "close", "Close"), HELP_KEY]
 
-    def __init__(self, entries: Sequence[QueueEntry], total: int, annotator: str) -> None:
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys F1 and the footer list: the dialog's own first (``own_keys_first``)."""
+        return own_keys_first(self, super().active_bindings)
+
+    def __init__(
+        self,
+        entries: Sequence[QueueEntry],
+        total: int,
+        annotator: str,
+        by_kind: Mapping[RequestKind, int] | None = None,
+    ) -> None:
         super().__init__()
         self.entries = list(entries)
         self.total = total
         self.annotator = annotator
+        self.by_kind: dict[RequestKind, int] = dict(by_kind) if by_kind else {"question": total}
 
     def compose(self) -> ComposeResult:
-        """A list of questions, oldest first, with how long each has waited."""
-        title = f"Questions waiting for a person: {self.total}"
+        """A list in the queue's order, with each one's kind and how long it has waited."""
+        title = f"Waiting for a person: {kinds_text(self.by_kind)}"
         if self.total > len(self.entries):
-            title += f" (the oldest {len(self.entries)} shown)"
+            title += f" (the first {len(self.entries)} shown)"
         with Vertical(id="pending-dialog"):
             yield Label(title, id="pending-title")
             yield OptionList(
                 *(Option(_pending_label(e, self.annotator), id=e.id) for e in self.entries),
                 id="pending-list",
             )
-            yield Label("Enter answers the highlighted question; Esc closes.", classes="hint")
+            yield Label("Enter opens the highlighted one; Esc closes.", classes="hint")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -262,12 +297,14 @@ def _append_diff(text: Text, full: str, given: str) -> None:
     text.append("\n")
 
 
-def queue_place(setting: str | None, task_id: str | None, session_id: str) -> str:
+def queue_place(setting: str | None, task_id: str | None, session_id: str, asker: str = "") -> str:
     """Where a waiting question comes from, as a person knows it: setting and task.
 
-    A session with neither (a typed request) is named by its id.
+    An MCP form names the server that asks (``asker``) first; a session with
+    none of these (a typed request) is named by its id.
     """
-    parts = [part for part in (setting, task_id) if part]
+    server = f"server {' '.join(asker.split())[:40]}" if asker.strip() else ""
+    parts = [part for part in (server, setting, task_id) if part]
     return " · ".join(parts) if parts else f"session {session_id[:8]}"
 
 
@@ -285,7 +322,9 @@ def _pending_label(entry: QueueEntry, annotator: str) -> Text:
     waited = int((datetime.now(UTC) - created).total_seconds())
     minutes, seconds = divmod(max(waited, 0), 60)
     label = Text(f"{minutes}:{seconds:02d} ", style="dim")
-    place = queue_place(entry.setting, entry.task_id, entry.session_id)
+    if entry.kind != "question":  # an agent is blocked on it
+        label.append(f"{kind_word(entry.kind)} ", style="bold")
+    place = queue_place(entry.setting, entry.task_id, entry.session_id, entry.asker)
     label.append(f"{printable(place)}  ", style="cyan")
     holders = taken_by(entry, annotator)
     if holders:

@@ -136,6 +136,8 @@ class SessionStats:
     elapsed: float = 0.0
     broken_tools: int = 0
     waiting_elsewhere: int = 0
+    # ``waiting_elsewhere`` by kind in words ("1 approval, 2 questions"): '' when all are questions.
+    elsewhere_kinds: str = ""
     model: str = ""
     session: str = ""
 
@@ -206,7 +208,8 @@ def render_stats_line(stats: SessionStats) -> Text:
     if stats.broken_tools:
         items.append(Text(f"{stats.broken_tools} broken", style="red"))
     if stats.waiting_elsewhere:
-        items.append(Text(f"{stats.waiting_elsewhere} waiting elsewhere"))
+        kinds = stats.elsewhere_kinds or f"{stats.waiting_elsewhere}"
+        items.append(Text(f"{kinds} waiting elsewhere"))
     line = Text()
     for index, item in enumerate(items):
         if index:
@@ -230,7 +233,7 @@ def render_stats(stats: SessionStats) -> Table:
         ("tokens", Text(str(stats.tokens))),
         ("elapsed", Text(f"{minutes}:{seconds:02d}")),
         ("broken tools", Text(str(stats.broken_tools), style="red" if stats.broken_tools else "")),
-        ("elsewhere", Text(f"{stats.waiting_elsewhere} waiting")),
+        ("elsewhere", Text(f"{stats.elsewhere_kinds or stats.waiting_elsewhere} waiting")),
     ]
     for label, value in rows:
         grid.add_row(label, value)
