@@ -24,6 +24,7 @@ from hypothesis import strategies as st  # noqa: E402
 from web_support import seed_request, serve_app  # noqa: E402
 
 from aah.annotators import check_annotator_name  # noqa: E402
+from aah.secrets import scrub_text  # noqa: E402
 from aah.store import SessionStore  # noqa: E402
 from aah.ui.web.auth import Annotator, WebAuth  # noqa: E402
 from aah.ui.web.decision_link import (  # noqa: E402
@@ -191,6 +192,28 @@ def test_a_persons_link_decides_a_call_as_that_person_whatever_name_is_sent(site
     )
 
 
+@pytest.mark.parametrize(
+    ("sent", "stored"),
+    [
+        ({"decision": "edit", "fields": {"rooms": "3"}}, ("edit", {"rooms": 3}, "")),
+        (
+            {"decision": "respond", "response": "booked already"},
+            ("respond", None, "booked already"),
+        ),
+        ({"decision": "terminate"}, ("terminate", None, "")),
+    ],
+)
+def test_every_decision_on_a_call_goes_through_a_link(
+    site: Site, sent: dict[str, Any], stored: tuple[Any, ...]
+) -> None:
+    call = approval(site.db)
+    reply = site.post(DECIDE_PATH + site.token(call, to="ivy"), {"payload": json.dumps(sent)})
+    assert reply.status == 200 and "Stored as ivy's decision" in line(reply)
+    record = site.store.humans.get_human_request(call)
+    assert record is not None
+    assert (record.decision, record.edited_arguments, record.answer) == stored
+
+
 def test_a_refused_reply_keeps_the_link_and_says_why_on_the_page(site: Site) -> None:
     asked = seed_request(site.db).id
     path = DECIDE_PATH + site.token(asked)
@@ -245,6 +268,12 @@ def test_only_the_app_s_own_host_name_reaches_the_page(site: Site) -> None:
     asked = seed_request(site.db).id
     reply = site.get(DECIDE_PATH + site.token(asked), host="evil.example")
     assert reply.status == 421 and 'id="decide-item"' not in reply.body
+
+
+def test_a_token_issued_is_redacted_wherever_a_line_quotes_it(site: Site) -> None:
+    token = site.token(seed_request(site.db).id)
+    scrubbed = scrub_text(f"sending failed: {site.url}{DECIDE_PATH}{token} (HTTP 500)")
+    assert scrubbed is not None and token not in scrubbed and token[-43:] not in scrubbed
 
 
 # -- the hostile corpus ----------------------------------------------------------

@@ -17,7 +17,9 @@ service that previews it must not use it up); only a decision uses it.
 
 Every bound is checked before the signature: a token is at most
 ``MAX_TOKEN_CHARS`` characters of the URL-safe base64 alphabet and one dot,
-an item id at most ``MAX_REQUEST_ID_CHARS``. A token is never logged.
+an item id at most ``MAX_REQUEST_ID_CHARS``. A token is never logged, and
+each one issued is known to the scrubber (``aah.secrets``), which redacts it
+wherever a line quotes it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from aah.annotators import check_annotator_name
+from aah.secrets import remember_secret
 
 if TYPE_CHECKING:  # both need Gradio, which notifications do without
     from aah.ui.web.auth import WebAuth
@@ -175,6 +178,8 @@ class DecisionLinks:
         token = f"{body}.{_encode(_sign(self._key, body))}"
         if len(token) > MAX_TOKEN_CHARS:
             raise ValueError("the item id and the name make too long a link: shorten the name")
+        # A sender's error (Apprise's, on the child's stderr) may quote the message.
+        remember_secret(token)
         return token
 
     def url(
