@@ -12,6 +12,7 @@ import json
 import time
 import urllib.parse
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,6 +25,8 @@ from hypothesis import strategies as st  # noqa: E402
 from web_support import seed_request, serve_app  # noqa: E402
 
 from aah.annotators import check_annotator_name  # noqa: E402
+from aah.config import get_settings  # noqa: E402
+from aah.errors import AahError  # noqa: E402
 from aah.secrets import scrub_text  # noqa: E402
 from aah.store import SessionStore  # noqa: E402
 from aah.ui.web.auth import Annotator, WebAuth  # noqa: E402
@@ -358,3 +361,38 @@ def test_the_parser_reads_what_it_signed_and_nothing_else(
         assert read_link(changed, _KEY) is None
     assert read_link(token, b"x" * 32) is None
     assert read_link(noise, _KEY) is None  # never raises, never reads what it did not sign
+
+
+# -- the settings ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("AAH_NOTIFY_LINKS", "6"), ("AAH_NOTIFY_LINKS", "-1"), ("AAH_NOTIFY_LINKS", "1e18")]
+    + [("AAH_NOTIFY_LINK_MINUTES", value) for value in ("0", "1441", "nan", "inf", "-5")],
+)
+def test_a_link_setting_past_its_bounds_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(AahError) as refused:
+        get_settings()
+    assert str(refused.value).startswith(name) and "\n" not in str(refused.value)
+
+
+def test_aah_web_signs_links_only_when_asked_and_for_a_name_a_person_may_use(
+    tmp_path: Path,
+) -> None:
+    from aah.cli.web import _decision_links
+    from aah.ui.web.notify import NotifySettings
+
+    db = tmp_path / "s.db"
+    store = SessionStore(db)
+    off = NotifySettings(urls=("json://127.0.0.1:9/",), queue_url="http://q/")
+    assert _decision_links(db, store, off) is None
+    with pytest.raises(AahError) as refused:
+        _decision_links(db, store, replace(off, links=2, link_to="a/b"))
+    assert str(refused.value).startswith("AAH_NOTIFY_LINK_TO: use only letters")
+    links = _decision_links(db, store, replace(off, links=2, link_to="Alice"))
+    assert links is not None
+    assert links_for(db).check(links.issue("r1", to="alice")).claims is not None
