@@ -497,6 +497,11 @@ def test_a_line_that_is_not_utf8_is_one_line_and_a_missing_file_is_an_error(
     prompt_file(folder, "user_zh").write_text("no field here", encoding="utf-8")
     with pytest.raises(AahError, match=r"user_zh.txt lacks \{question\}"):
         load_prompts(folder, "zh")
+    prompt_file(folder, "system_special_en").write_text(
+        "{time} {function} {profile}", encoding="utf-8"
+    )
+    with pytest.raises(AahError, match=r"is no template upstream's format fills \(KeyError"):
+        load_prompts(folder, "en")
 
 
 # -- the line reader never fails but in one line ---------------------------------------

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,22 +39,21 @@ from aah.scoring.asking import CONTEXT_KEY
 ACEBENCH_BENCHMARK = "acebench"
 # Besides the store's pinned fields, what makes an ACEBench run another run.
 ACEBENCH_PINNED = ("benchmark", "reading", "lang", "tool_result", "prompts_sha256")
-_FIELD = re.compile(r"\{(time|function)\}")
 
 
 def system_prompt(template: str, task: AceTask) -> str:
-    """Upstream's special system prompt for ``task``: ``{time}`` and ``{function}`` filled.
+    """Upstream's special system prompt for ``task``, filled as upstream fills it.
 
-    Upstream calls ``str.format(time=..., function=...)`` with the function
-    list itself, so the list appears as Python writes it (``[{'name': ...}]``).
+    Upstream calls ``template.format(time=..., function=functions)`` with the
+    function list itself, so the list appears as Python writes it
+    (``[{'name': ...}]``); ``load_prompts`` checked that the template formats.
     """
-    values = {"time": task.time, "function": str([dict(f) for f in task.functions])}
-    return _FIELD.sub(lambda match: values[match[1]], template)
+    return template.format(time=task.time, function=[dict(f) for f in task.functions])
 
 
 def user_prompt(template: str, task: AceTask) -> str:
-    """Upstream's user prompt for ``task``: ``{question}`` filled."""
-    return template.replace("{question}", task.question)
+    """Upstream's user prompt for ``task``: ``template.format(question=...)``."""
+    return template.format(question=task.question)
 
 
 class AceRunner:

@@ -167,6 +167,14 @@ def load_prompts(data_dir: Path, lang: Language) -> Prompts:
             raise AahError(
                 f"{prompt_file(data_dir, name)} lacks {', '.join(lacking)}: fetch the data again"
             )
+        try:
+            # Filled as upstream fills it (``str.format``): any other field breaks it.
+            text.format(**{field.strip("{}"): "" for field in fields})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise AahError(
+                f"{prompt_file(data_dir, name)} is no template upstream's format fills "
+                f"({type(exc).__name__}: {exc}): fetch the data again"
+            ) from None
     return Prompts(system, user)
 
 
