@@ -550,3 +550,40 @@ def test_any_line_is_an_item_or_one_line(line: str, category: str, truth: Any) -
     else:
         assert task.upstream_id == "special_incomplete_9"
         special_eval("any reply", task.ground_truth, task.category)
+
+
+def test_a_reply_cut_off_at_the_length_limit_is_still_read_by_upstreams_rules(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from aah.benchmark.acebench.scoring import label_run, run_scores
+
+    loaded = load_acebench(data_dir, ("en",))
+    task = next(t for t in loaded.tasks if t.upstream_id == "special_incomplete_0")
+    cut = {
+        "rules": [
+            {
+                "when": {"system_contains": SPECIAL},
+                "reply": {
+                    "text": '["Missing necessary parameters (date) for the api (book_flight',
+                    "finish_reason": "length",
+                },
+            }
+        ]
+    }
+    db = tmp_path / "cut.db"
+    with FakeLLMServer(cut) as llm:
+        runner = AceRunner(
+            RunOptions(run="c"),
+            fake_config(llm),
+            reading="acebench",
+            lang="en",
+            prompts={"en": load_prompts(data_dir, "en")},
+            prompts_sha256="p",
+        )
+        asyncio.run(runner.run([task], db))
+    with SessionStore(db) as store:
+        (session,) = store.list_sessions(run="c")
+        assert session.status == "cut_off"
+        assert label_run(store, "c", loaded.tasks, "acebench") == (1, [])
+        (scores,) = run_scores(store, "c")
+    assert (scores.labelled, scores.cells[0].accuracy.k) == (1, 1)

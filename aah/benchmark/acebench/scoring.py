@@ -34,6 +34,7 @@ from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
 from aah.scoring import Proportion, base_task_id, wilson
 from aah.scoring.asking import rule_reading
 from aah.scoring.behavior import BEHAVIOR_CLASSES, Classification, classify_reply, turn_class
+from aah.store import STOPPED_STATUSES
 from aah.tools import ASK_HUMAN
 
 if TYPE_CHECKING:
@@ -163,7 +164,8 @@ def label_run(
     done = 0
     problems: list[str] = []
     for session in store.list_sessions(run=run):
-        if session.status not in ("finished", "skipped"):
+        if session.status not in ("finished", "skipped", *STOPPED_STATUSES):
+            # Ended in error or not yet ended: a later run of the same command reads it.
             continue
         task = by_id.get(base_task_id(session.task_id or ""))
         if task is None:
