@@ -190,6 +190,7 @@ def test_links_sent_through_apprise_decide_each_item_by_touch_on_a_phone(
         page.locator("#elicit-0").fill("40")
         page.locator("#decide-accept").tap()
         expect(page.locator("#decide-problem")).to_have_text("Nights: at most 14, not 40.")
+        expect(page.locator("#elicit-0")).to_have_value("40")  # what was typed comes back
         page.locator("#elicit-0").fill("3")
         page.locator("#decide-accept").tap()
         expect(page.locator("#decide-line")).to_contain_text("Accepted")

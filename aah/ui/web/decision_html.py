@@ -74,18 +74,50 @@ _SCRIPT = """(() => {
     }
     return { action: act, content: act === "accept" ? content : null };
   };
+  const controls = (selector) => Array.from(document.querySelectorAll(selector)).filter(
+    (el) => ["INPUT", "SELECT", "TEXTAREA"].includes(el.tagName));
+  const open = (name) => {
+    for (const panel of document.querySelectorAll(".decide-panel")) {
+      panel.hidden = panel.id !== "panel-" + name;
+    }
+    for (const el of controls("#approval-fields [data-arg]")) el.disabled = name !== "edit";
+  };
+  // A refused try comes back with what was typed, and the decision's own box open.
+  let last = null;
+  try {
+    last = main.dataset.sent ? JSON.parse(main.dataset.sent) : null;
+  } catch (e) {
+    last = null;
+  }
+  if (last !== null && typeof last === "object") {
+    const put = (id, text) => {
+      const el = document.getElementById(id);
+      if (el !== null && typeof text === "string") el.value = text;
+    };
+    put("decide-answer", last.text);
+    put("decide-reason", last.reason);
+    put("decide-response", last.response);
+    const fields = last.fields !== null && typeof last.fields === "object" ? last.fields : {};
+    for (const el of controls("#approval-fields [data-arg]")) {
+      if (typeof fields[el.dataset.arg] === "string") el.value = fields[el.dataset.arg];
+    }
+    const content = last.content !== null && typeof last.content === "object" ? last.content : {};
+    for (const el of controls("#decide-item [data-field]")) {
+      const given = content[el.dataset.field];
+      if (given === undefined) continue;
+      if (el.type === "checkbox") el.checked = given === true;
+      else if (el.multiple && Array.isArray(given)) {
+        for (const option of el.options) option.selected = given.includes(option.value);
+      } else if (typeof given === "string") el.value = given;
+    }
+    if (typeof last.decision === "string" && last.decision !== "approve") open(last.decision);
+  }
   let sending = false;
   document.addEventListener("click", (event) => {
     const target = event.target && event.target.closest ? event.target : null;
     const show = target && target.closest("[data-show]");
     if (show) {
-      for (const panel of document.querySelectorAll(".decide-panel")) {
-        panel.hidden = panel.id !== "panel-" + show.dataset.show;
-      }
-      const editing = show.dataset.show === "edit";
-      for (const el of document.querySelectorAll("#approval-fields [data-arg]")) {
-        if (["INPUT", "SELECT", "TEXTAREA"].includes(el.tagName)) el.disabled = !editing;
-      }
+      open(show.dataset.show);
       return;
     }
     const act = target && target.closest("[data-act]");
@@ -119,6 +151,7 @@ def item_page(
     now: float,
     problem: str = "",
     name: str = "",
+    sent: str = "",
 ) -> str:
     """The page for one item: what it asks, a name box for a group's link, its buttons.
 
@@ -129,6 +162,7 @@ def item_page(
         now: The time now (epoch seconds), for how long the item has waited.
         problem: Why the last try was refused, shown above the buttons.
         name: The name typed on the last try.
+        sent: What the last try sent (the page's JSON), put back in the boxes.
     """
     heading, item, controls = _item_parts(request)
     waited = max(0, int((now - _epoch(request.created)) // 60))
@@ -146,7 +180,8 @@ def item_page(
     )
     shown = html.escape(_sentence(problem)) if problem else ""
     body = (
-        f'<main id="decide" data-kind="{html.escape(request.kind, quote=True)}">'
+        f'<main id="decide" data-kind="{html.escape(request.kind, quote=True)}"'
+        f' data-sent="{html.escape(sent, quote=True)}">'
         f"<h1>{heading}</h1>"
         f'<p class="meta">Waiting {waited} min · {whom} · this link decides once</p>'
         f'<div id="decide-item">{item}</div>'

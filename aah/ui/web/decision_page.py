@@ -186,6 +186,7 @@ class LinkDesk:
             now=self._clock(),
             problem=why,
             name=form.get("name", ""),
+            sent=form.get("payload", ""),
         )
         return PageReply(400, page)
 
