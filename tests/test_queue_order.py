@@ -208,3 +208,23 @@ def test_the_order_is_total_and_follows_the_rule(
         assert [r.id for r in store.humans.requests_for("ana")] == listed
         nxt = store.humans.claim_next("ana")
         assert nxt is not None and nxt.id == listed[0]
+
+
+def test_a_notification_still_counts_from_the_oldest_and_by_kind(
+    store: SessionStore, clock: FakeClock
+) -> None:
+    """A fresh approval (first in the order) hides neither the overdue question nor its kind."""
+    from aah.ui.web.notify import NotifySettings, QueueNotifier
+
+    settings = NotifySettings(urls=(), queue_url="http://q/", after_seconds=60)
+    notifier = QueueNotifier(store, settings, sender=object())
+    asked(store)
+    clock.advance(120)
+    asked(store, "approval")
+    assert store.humans.oldest_waiting() == clock.now() - timedelta(seconds=120)
+    found = notifier.message(now=clock.now())
+    assert found is not None
+    title, body = found
+    assert title == "aah: 1 approval, 1 question wait for an answer"
+    assert body.startswith("1 approval, 1 question wait for a person; 1 for more than 60 s")
+    assert "(the oldest 2 min)" in body

@@ -489,6 +489,10 @@ class HumanRequests:
         since_text = since.astimezone(UTC).isoformat()
         return listings.queue_waited(self._connection.db().conn, since_text, self._now())
 
+    def oldest_waiting(self) -> datetime | None:
+        """When the request of the whole queue that has waited longest was asked; None if none."""
+        return listings.oldest_waiting(self._connection.db().conn, self._now())
+
     def answers_by(self, annotator: str, limit: int = 20) -> list[AnsweredEntry]:
         """``annotator``'s latest answers (and declines), newest first.
 

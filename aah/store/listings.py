@@ -391,6 +391,20 @@ def queue_waited(db: sqlite3.Connection, since: str, now: str) -> int:
     return open_ - int(closed[0])
 
 
+def oldest_waiting(db: sqlite3.Connection, now: str) -> datetime | None:
+    """When the usable pending request that has waited longest was asked; None when none waits.
+
+    The queue's order puts blocking kinds and deadlines first, so its first
+    entry is not the oldest: this walks the pending requests' index by age.
+    """
+    sql = (
+        f"SELECT r.created FROM {_PENDING.tables} WHERE {_PENDING.where}"
+        " ORDER BY r.created, r.rowid LIMIT 1"
+    )
+    row = db.execute(sql, {"now": now}).fetchone()
+    return datetime.fromisoformat(row[0]) if row is not None else None
+
+
 # The whole record of each listed request, in ``HumanRequestRecord``'s order.
 _RECORD_COLUMNS = (
     "r.id, r.session_id, r.question, r.context, r.status, r.created, r.k, r.answer,"

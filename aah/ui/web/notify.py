@@ -29,6 +29,7 @@ from typing import Any
 from aah.errors import AahError
 from aah.secrets import scrub_text
 from aah.store import SessionStore
+from aah.ui.counts import kinds_text
 from aah.ui.web.decision_link import DEFAULT_LINK_MINUTES, DecisionLinks
 
 NOTIFY_EXTRA_MISSING = "AAH_NOTIFY needs the notify extra: pip install 'aah[notify]'"
@@ -173,18 +174,22 @@ class QueueNotifier:
         cutoff = moment - timedelta(seconds=self.settings.after_seconds)
         # The oldest question says whether any is overdue, and how long it
         # waited; the counts come from indexes: the queue is never listed.
-        first = self.store.humans.queue_listing(limit=1)
-        if not first.entries or _aware(first.entries[0].created) > cutoff:
+        # (The queue's order puts approvals and forms first: its first item is
+        # not the oldest.) What waits is counted by kind, as on every face.
+        asked = self.store.humans.oldest_waiting()
+        if asked is None or _aware(asked) > cutoff:
             return None
-        waiting = first.total
+        listing = self.store.humans.queue_listing(limit=0)
+        waiting = listing.total
         overdue = self.store.humans.queue_waited(_aware(cutoff))
-        if not overdue:  # answered in between
+        if not overdue or not waiting:  # answered in between
             return None
-        oldest = int((moment - _aware(first.entries[0].created)).total_seconds() // 60)
-        noun = "question waits" if waiting == 1 else "questions wait"
-        title = f"aah: {waiting} {noun} for an answer"
+        oldest = int((moment - _aware(asked)).total_seconds() // 60)
+        what = kinds_text(listing.by_kind)
+        verb = "waits" if waiting == 1 else "wait"
+        title = f"aah: {what} {verb} for an answer"
         body = (
-            f"{waiting} {noun} for a person; {overdue} for more than "
+            f"{what} {verb} for a person; {overdue} for more than "
             f"{_span(self.settings.after_seconds)} (the oldest {oldest} min). "
             f"Answer at {self.settings.queue_url}"
         )
