@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 
 from aah.errors import AahError
 from aah.store import SessionStore
+from aah.ui.web.decision_link import DecisionLinks, link_key
 from aah.ui.web.notify import (
     NOTIFY_EXTRA_MISSING,
     NotifySettings,
@@ -165,7 +167,7 @@ def test_aah_web_notifies_once_when_questions_wait(tmp_path: Path, receiver: Rec
     pytest.importorskip("gradio", reason="the web app needs the ui extra")
     db = tmp_path / "s.db"
     with SessionStore(db) as store:
-        _waiting(store)
+        waiting = _waiting(store)
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
     env |= {
@@ -173,6 +175,7 @@ def test_aah_web_notifies_once_when_questions_wait(tmp_path: Path, receiver: Rec
         "AAH_NOTIFY_AFTER": "1",
         "AAH_NOTIFY_INTERVAL": "3600",
         "AAH_WEB_URL": "http://annotate.example/queue",
+        "AAH_NOTIFY_LINKS": "1",
     }
     command = [sys.executable, "-m", "aah", "web", "--port", str(port), "--db", str(db)]
     web = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -188,7 +191,16 @@ def test_aah_web_notifies_once_when_questions_wait(tmp_path: Path, receiver: Rec
         web.wait(timeout=30)
     assert len(receiver.posts) == 1
     assert receiver.posts[0]["title"] == "aah: 1 question waits for an answer"
-    assert receiver.posts[0]["message"].endswith("Answer at http://annotate.example/queue")
+    message = receiver.posts[0]["message"]
+    assert "Answer at http://annotate.example/queue\n" in message
+    # The one waiting question's link that decides it, signed with the app's kept secret.
+    from aah.ui.web.auth import WebAuth
+
+    (token,) = re.findall(r"http://annotate\.example/queue/aah/decide/(\S+)", message)
+    key = link_key(db.parent, WebAuth())
+    assert key is not None
+    claims = DecisionLinks(key, SessionStore(db)).check(token).claims
+    assert claims is not None and (claims.request_id, claims.to) == (waiting, None)
 
 
 def test_aah_web_without_the_extra_says_which_to_install(tmp_path: Path) -> None:

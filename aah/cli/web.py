@@ -116,9 +116,14 @@ def _start_notifications(db: Path, host: str, port: int) -> None:
         link_to=settings.notify_link_to,
     )
     store = SessionStore(db)
-    start_notifier(store, notify, _decision_links(db, store, notify))
+    links = _decision_links(db, store, notify)
+    start_notifier(store, notify, links)
+    deciding = (
+        f", each message with links that decide {notify.links} item(s)" if links is not None else ""
+    )
     console.print(
-        f"notifying {len(urls)} address(es) when questions wait over {notify.after_seconds:g} s",
+        f"notifying {len(urls)} address(es) when questions wait over {notify.after_seconds:g} s"
+        + deciding,
         highlight=False,
     )
 
