@@ -43,6 +43,11 @@ _TABLES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("claims", ("request_id", "annotator"), True),
     ("approved_runs", ("session_id", "call_id"), True),
     ("grades", ("id",), True),
+    # A team (schema 9): an assignment keeps its id (it has no other key), as grades do.
+    ("people", ("name",), True),
+    ("run_team", ("run",), True),
+    ("assignments", ("id",), True),
+    ("reviews", ("request_id", "reviewer"), False),
 )
 _BATCH = 1000
 _MODULUS = 2**256
@@ -107,11 +112,12 @@ def copy_database(source: Path, target: Path) -> CopySummary:
         for table, keys, keep_id in _TABLES:
             summary.copied[table] = _copy_table(src, dst, target, table, keys, keep_id)
         if getattr(dst, "engine", "sqlite") == "postgresql":
-            # Grades kept their ids; the next one made there must not reuse one.
-            dst.execute(
-                "SELECT setval(pg_get_serial_sequence('grades', 'id'),"
-                " (SELECT COALESCE(max(id), 0) + 1 FROM grades), false)"
-            )
+            # Grades and assignments kept their ids; the next one made there must not reuse one.
+            for kept in ("grades", "assignments"):
+                dst.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{kept}', 'id'),"
+                    f" (SELECT COALESCE(max(id), 0) + 1 FROM {kept}), false)"
+                )
             # A bulk load leaves the planner no statistics until autovacuum
             # comes round: without them it walks the queue row by row (the
             # light listing of 10,000 waiting took 2x as long).

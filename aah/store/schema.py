@@ -314,7 +314,9 @@ CREATE TABLE IF NOT EXISTS run_team (
 CREATE TABLE IF NOT EXISTS reviews (
     id INTEGER PRIMARY KEY,
     request_id TEXT NOT NULL REFERENCES human_requests(id),
-    answer_id INTEGER NOT NULL REFERENCES human_answers(id),
+    -- Whose answer is reviewed (the request's first): with request_id, one row of
+    -- human_answers, named by its key so that a copy of the store keeps the pair.
+    annotator TEXT NOT NULL,
     reviewer TEXT NOT NULL,
     verdict TEXT NOT NULL CHECK (verdict IN ('accept', 'correct')),
     correction TEXT,

@@ -108,10 +108,10 @@ class ReviewItem(NamedTuple):
 
 
 class ReviewRecord(NamedTuple):
-    """One reviewer's verdict on an item's answer, as stored."""
+    """One reviewer's verdict on an item's answer (``annotator``'s, the first), as stored."""
 
     request_id: str
-    answer_id: int
+    annotator: str
     reviewer: str
     verdict: ReviewVerdict
     correction: str | None
@@ -335,13 +335,13 @@ class Team:
             if done is not None:
                 raise AahError("you have reviewed this item already: your first review stands")
             db.execute(
-                "INSERT INTO reviews (request_id, answer_id, reviewer, verdict, correction,"
+                "INSERT INTO reviews (request_id, annotator, reviewer, verdict, correction,"
                 " note, seconds, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [request_id, item.answer_id, key, verdict, correction, note, seconds, created],
+                [request_id, item.annotator, key, verdict, correction, note, seconds, created],
             )
         return ReviewRecord(
             request_id,
-            item.answer_id,
+            item.annotator,
             key,
             verdict,
             correction,
@@ -368,7 +368,7 @@ def _review(row: dict[str, Any]) -> ReviewRecord:
     created = row["created"]
     return ReviewRecord(
         row["request_id"],
-        int(row["answer_id"]),
+        row["annotator"],
         row["reviewer"],
         row["verdict"],
         row["correction"],
