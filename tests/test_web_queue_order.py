@@ -71,6 +71,9 @@ def test_blocking_kinds_open_first_are_counted_by_kind_and_filter(tmp_path: Path
         api.predict("question", "", "any", "any", api_name="/filter_queue")
         later = named(["status", *FORM], api.predict(api_name="/skip_request"))
         assert later["request_id"] == older[0]
+        # A new page shows every kind in its controls: so does its queue.
+        _, again = signed_in(url, "alice")
+        assert "Filtered" not in again["summary"] and "1 form" in again["summary"]
     assert form not in older
 
 

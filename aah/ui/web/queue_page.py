@@ -238,10 +238,15 @@ class QueueHandlers:
     # -- events -------------------------------------------------------------
 
     def start(self, who: Annotator | None) -> tuple[Any, ...]:
-        """On sign-in (or a reload): open the annotator's question, fill the lists."""
+        """On sign-in (or a reload): open the annotator's question, fill the lists.
+
+        A new page's filter controls show every kind, run, setting and age:
+        so does its queue (a filter chosen on an earlier page is dropped).
+        """
         if who is None:
             return ("", [], *self.form_hidden(), *self.lists(None))
-        found = self.workflow.next_for(who.name, only=self.only_for(who))
+        self._only.pop(who.name, None)
+        found = self.workflow.next_for(who.name)
         note = found.note or ("" if found.request else NOTHING_FREE)
         return (note, [], *self.form(who, found.request), *self.lists(who))
 
