@@ -309,3 +309,16 @@ def test_a_copy_of_the_store_keeps_its_team(tmp_path: Path, store_location: Path
         (review,) = copied.team.reviews(request)
         assert (review.annotator, review.reviewer, review.correction) == ("ann", "rita", "Lisbon")
         copied.team.assign(["bo"], run="r")  # a new assignment gets a fresh id there
+
+
+def test_two_reviewers_on_the_last_place_the_first_to_send_has_it(store: SessionStore) -> None:
+    request = waiting(store, "Which city?")  # run r: one reviewer an item (the default)
+    store.humans.answer_human_request(request, "ann", "Porto")
+    for name in ("rita", "ray"):
+        store.team.set_person(name, "reviewer")
+    desk = ReviewDesk(store)
+    assert desk.next_for("rita") == desk.next_for("ray")  # both opened it, blind
+    desk.review("ray", request, "accept")
+    with pytest.raises(AahError, match="has all the reviews its run asks for"):
+        desk.review("rita", request, "correct", correction="Lisbon")
+    assert [r.reviewer for r in store.team.reviews(request)] == ["ray"]
