@@ -166,6 +166,7 @@ def test_links_sent_through_apprise_decide_each_item_by_touch_on_a_phone(
         page = _phone(browser, by_kind["approval"])
         page.locator("#decide-name").fill("Grace")
         page.locator("#decide-reject").tap()
+        expect(page.locator("#decide-reject")).to_have_attribute("aria-pressed", "true")
         page.locator("#decide-reason").fill("not two rooms")
         page.locator("#decide-send-reject").tap()
         expect(page.locator("#decide-line")).to_contain_text("Rejected: POST local__book")

@@ -42,6 +42,7 @@ input[type=text], input[type=email], input[type=url], input[type=date], textarea
 .buttons button { flex: 1 1 8em; min-height: 3em; font: inherit; font-weight: 600;
   border-radius: 8px; border: 1px solid #777; background: #f2f2f2; }
 .buttons button.go { background: #3f51b5; border-color: #3f51b5; color: #fff; }
+.buttons button[aria-pressed=true] { background: #dfe3f6; border: 2px solid #3f51b5; }
 #decide-problem { color: #a40; font-weight: 600; }
 #decide-line { font-size: 1.1em; }
 """
@@ -81,6 +82,9 @@ _SCRIPT = """(() => {
       panel.hidden = panel.id !== "panel-" + name;
     }
     for (const el of controls("#approval-fields [data-arg]")) el.disabled = name !== "edit";
+    for (const button of document.querySelectorAll("[data-show]")) {
+      button.setAttribute("aria-pressed", String(button.dataset.show === name));
+    }
   };
   // A refused try comes back with what was typed, and the decision's own box open.
   let last = null;
