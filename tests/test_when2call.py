@@ -466,7 +466,7 @@ def test_bench_run_then_report_through_the_cli(data_dir: Path, tmp_path: Path) -
     assert "When2Call confusion matrix" in shown and "GPT-4o-mini" in shown
     assert report["when2call"][0]["confusion"]["counts"] == EXPECTED_MATRIX
     assert bad.stderr.strip().splitlines() == [
-        "error: unknown --benchmark 'gorilla': use fail-talms or when2call or bfcl or tau2"
+        "error: unknown --benchmark 'gorilla': use fail-talms or when2call or bfcl or tau2 or acebench"
     ]
 
 

@@ -190,7 +190,12 @@ class AceBench:
             details=f"({reading} reading; {lang})",
             options={"step_limit": 1},
             finish=finish,
-            header=f", reading {reading}",
+            # The acebench reading offers no tools whatever --aah says: said in its first line.
+            header=(
+                ", reading acebench (no tools, no ask_human)"
+                if reading == "acebench"
+                else ", reading aah"
+            ),
         )
 
 
