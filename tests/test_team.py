@@ -52,6 +52,12 @@ def test_an_assigned_item_is_offered_only_to_its_assignees(store: SessionStore) 
     assert store.humans.queue_listing("bob").total == 1
     assert store.humans.queue_listing("alice").total == 2
     assert store.humans.claim_request(mine, "bob") is False
+    # Assigning an item someone else holds frees it for its assignee.
+    assert store.humans.claim_request(anyone, "carol") is True
+    store.team.assign(["alice"], request_id=anyone)
+    assert store.humans.claim_request(anyone, "alice") is True
+    store.team.assign([], request_id=anyone)
+    store.humans.release_claim(anyone, "alice")
     assert store.team.offered_to(mine, "bob") is False and store.team.assignees(mine) == ["alice"]
 
     # A group: bob's, through his team; the run's assignment covers its other items.
@@ -322,3 +328,19 @@ def test_two_reviewers_on_the_last_place_the_first_to_send_has_it(store: Session
     with pytest.raises(AahError, match="has all the reviews its run asks for"):
         desk.review("rita", request, "correct", correction="Lisbon")
     assert [r.reviewer for r in store.team.reviews(request)] == ["ray"]
+
+
+def test_the_admins_assign_items_by_their_ids_first_characters(store: SessionStore) -> None:
+    pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
+    from aah.ui.web.assign_page import assign
+
+    first, second = waiting(store, "A?"), waiting(store, "B?")
+    said = assign(store, "item", f"{first[:8]}, {second[:6]}", "Ann, @nl")
+    assert said == (f"Items **{first[:8]}, {second[:8]}**: offered only to ann, @nl.")
+    assert store.team.assignees(second) == ["ann", "@nl"]
+    assert assign(store, "run", "r", "") == "Run **r**'s items: everyone's again."
+    for given, message in [("zzzz", "no item's id starts with 'zzzz'"), ("", "type an item's id")]:
+        with pytest.raises(AahError, match=message):
+            assign(store, "item", given, "ann")
+    with pytest.raises(AahError, match="no run 'nope'"):
+        assign(store, "run", "nope", "ann")

@@ -41,8 +41,6 @@ def _seed(db: Path) -> list[str]:
             ids.append(store.humans.create_human_request(session.id, f"Q{n}?", context).id)
         for request_id in ids[:10]:
             store.team.assign(["alice"], request_id=request_id)
-        for request_id in ids[10:20]:
-            store.team.assign(["bob"], request_id=request_id)
         return ids
 
 
@@ -51,6 +49,12 @@ def test_a_shift_of_forty_items_ends_answered_once_reviewed_and_counted(tmp_path
     ids = _seed(db)
     # With tokens set, only the admin token's holder is an admin (who may review too).
     with serve_app(db, auth=WebAuth(TOKEN, "admin-token")) as url:
+        # The admin offers ten items to bob from the page (by their ids' first characters).
+        admin = Client(url, verbose=False)
+        admin.predict("ada", "admin-token", api_name="/sign_in")
+        prefixes = ", ".join(request_id[:8] for request_id in ids[10:20])
+        said = admin.predict("item", prefixes, "Bob", api_name="/assign_items")
+        assert said == f"Items **{prefixes}**: offered only to bob."
         people = {name: Client(url, verbose=False) for name in ("alice", "bob")}
         shown = {
             name: named(SIGN_IN, api.predict(name, TOKEN, api_name="/sign_in"))
@@ -95,9 +99,11 @@ def test_a_shift_of_forty_items_ends_answered_once_reviewed_and_counted(tmp_path
                 values = rita.predict(request_id, "", "", [], api_name="/review_accept")
             item = named(REVIEW, values)
         assert item["request_id"] == "" and "Nothing waits for your review" in item["status"]
-        # An annotator is no reviewer: one line, nothing stored.
+        # An annotator is no reviewer, nor an admin: one line each, nothing stored.
         with pytest.raises(Exception, match="only reviewers review"):
             people["bob"].predict([], api_name="/review_next")
+        with pytest.raises(Exception, match="only an admin"):
+            people["bob"].predict("run", "shift", "bob", api_name="/assign_items")
 
         team = rita.predict([], api_name="/show_team")  # no run picked: every run
 

@@ -193,7 +193,26 @@ class Team:
                 db.execute(
                     f"INSERT INTO assignments ({column}, assignee) VALUES (?, ?)", [key, name]
                 )
+        self._free_from_others(column, key)
         return names
+
+    def _free_from_others(self, column: str, key: str | None) -> None:
+        """Drop the claims of people an item is no longer offered to: free it for its assignees."""
+        where = "r.id = ?" if column == "request_id" else "s.run = ?"
+        held = self._connection.rows(
+            "SELECT c.request_id, c.annotator FROM claims AS c"
+            " JOIN human_requests AS r ON r.id = c.request_id"
+            f" JOIN sessions AS s ON s.id = r.session_id WHERE {where}",
+            [key],
+        )
+        away = [row for row in held if not self.offered_to(row["request_id"], row["annotator"])]
+        if away:
+            with self._connection.write() as db:
+                for row in away:
+                    db.execute(
+                        "DELETE FROM claims WHERE request_id = ? AND annotator = ?",
+                        [row["request_id"], row["annotator"]],
+                    )
 
     def assignees(self, request_id: str) -> list[str]:
         """Who a request is for: its own assignees, else its run's; empty: everyone."""
@@ -208,6 +227,14 @@ class Team:
             [request_id],
         )
         return [row["assignee"] for row in rows]
+
+    def items_starting(self, prefix: str, limit: int = 2) -> list[str]:
+        """The ids of up to ``limit`` requests whose id starts with ``prefix``."""
+        rows = self._connection.rows(
+            "SELECT id FROM human_requests WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            [prefix, prefix + "\U0010ffff", limit],
+        )
+        return [row["id"] for row in rows]
 
     def offered_to(self, request_id: str, annotator: str) -> bool:
         """Whether ``request_id`` is offered to ``annotator`` (``OFFERED``)."""

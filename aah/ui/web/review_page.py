@@ -20,6 +20,7 @@ from aah.errors import AahError
 from aah.store import SessionStore
 from aah.store.team import ReviewItem, ReviewVerdict
 from aah.ui.guidelines import guidelines_html
+from aah.ui.web.assign_page import build_assign_box
 from aah.ui.web.auth import Annotator, page_error, require
 from aah.ui.web.format import clip, plain
 
@@ -71,6 +72,7 @@ def build_review_tab(store: SessionStore, user: gr.State, tab: gr.Tab, desk: Rev
         correct = gr.Button("Correct", variant="secondary", elem_id="review-correct", min_width=100)
         skip = gr.Button("Skip", size="sm", elem_id="review-skip", min_width=80)
     request_id = gr.Textbox(visible=False, elem_id="review-request-id")
+    build_assign_box(store, user)
     skipped = gr.State([])
     shown = [status, item, correction, note, request_id]
 
