@@ -15,7 +15,13 @@ from typer.testing import CliRunner
 from aah.cli import app
 from aah.clock import FakeClock
 from aah.db_url import DatabaseURL
-from aah.desk.team import MAX_GUIDELINES_BYTES, ReviewDesk, set_reviewers, team_figures
+from aah.desk.team import (
+    MAX_GUIDELINES_BYTES,
+    ReviewDesk,
+    read_guidelines,
+    set_reviewers,
+    team_figures,
+)
 from aah.errors import AahError
 from aah.store import SessionStore, copy_database
 from aah.store.schema import SCHEMA_SQL, SCHEMA_VERSION
@@ -208,15 +214,19 @@ def test_a_runs_guidelines_reviewers_and_assignees_are_stored_before_it_starts(
     big.write_bytes(b"x" * (MAX_GUIDELINES_BYTES + 1))
     bad = tmp_path / "latin1.md"
     bad.write_bytes(b"caf\xe9")
+    done = CliRunner().invoke(app, [*base, "--guidelines", str(tmp_path / "none.md")])
+    assert isinstance(done.exception, AahError), done.output
+    assert (
+        str(done.exception) == f"--guidelines {tmp_path / 'none.md'}: no such file: check the path"
+    )
     for path, said in [
-        (tmp_path / "none.md", "no such file"),
         (tmp_path, "is a folder"),
         (big, "more than 65,536 bytes"),
         (bad, "not UTF-8"),
     ]:
-        done = CliRunner().invoke(app, [*base, "--guidelines", str(path)])
-        assert isinstance(done.exception, AahError), done.output
-        text = str(done.exception)
+        with pytest.raises(AahError) as refused:
+            read_guidelines(path)
+        text = str(refused.value)
         assert said in text and "\n" not in text and text.startswith("--guidelines")
 
 
