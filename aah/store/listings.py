@@ -279,6 +279,12 @@ class AnsweredEntry(NamedTuple):
         answered_at: When they answered.
         request_status: The request's status now.
         session_status: The asking session's status now.
+        kind: The request's kind: a question, a call to approve, an MCP form.
+        decision: A decision on a call (``approve``, ``edit``...), else None.
+        edited_arguments: An edit's arguments, as stored.
+        reason: A rejection's (or termination's) reason.
+        context: A call's or a form's context (the call proposed, the form's
+            fields), to show the decision against; None for a question.
     """
 
     request_id: str
@@ -290,6 +296,11 @@ class AnsweredEntry(NamedTuple):
     answered_at: datetime
     request_status: RequestStatus
     session_status: SessionStatus
+    kind: RequestKind = "question"
+    decision: str | None = None
+    edited_arguments: dict[str, Any] | None = None
+    reason: str | None = None
+    context: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,7 +539,9 @@ def answers_by(db: sqlite3.Connection, annotator: str, limit: int) -> list[Answe
     """``annotator``'s latest ``limit`` answers, newest first, in one indexed query."""
     rows = db.execute(
         "SELECT a.request_id, r.session_id, r.question, a.answer, a.declined, a.rating,"
-        " a.created, r.status, s.status FROM human_answers AS a"
+        " a.created, r.status, s.status, r.kind, a.decision, a.edited_arguments, a.reason,"
+        " CASE WHEN r.kind = 'question' THEN NULL ELSE r.context END"
+        " FROM human_answers AS a"
         " JOIN human_requests AS r ON r.id = a.request_id"
         " JOIN sessions AS s ON s.id = r.session_id"
         " WHERE a.annotator = ? ORDER BY a.created DESC, a.id DESC LIMIT ?",
@@ -545,9 +558,24 @@ def answers_by(db: sqlite3.Connection, annotator: str, limit: int) -> list[Answe
             answered_at=datetime.fromisoformat(row[6]),
             request_status=row[7],
             session_status=row[8],
+            kind=row[9],
+            decision=row[10],
+            edited_arguments=_json_object(row[11]),
+            reason=row[12],
+            context=_json_object(row[13]),
         )
         for row in rows
     ]
+
+
+def _json_object(value: Any) -> dict[str, Any] | None:
+    """A JSON text column (or an engine's decoded value) as an object; None for anything else."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
 
 
 def annotator_stats(db: sqlite3.Connection, annotator: str, now: datetime) -> AnnotatorStats:

@@ -130,6 +130,23 @@
     decide.click();
   });
 
+  // Gradio redraws an HTML block by patching the elements it had: a box the person
+  // typed into keeps its typed value under the next call's or form's markup. A new
+  // one's controls are put back to what its markup says.
+  const asMarkedUp = (root) => {
+    for (const el of root.querySelectorAll("input, textarea, select")) {
+      if (el.tagName === "SELECT") {
+        for (const option of el.options) option.selected = option.defaultSelected;
+      } else if (el.type === "checkbox" || el.type === "radio") {
+        el.checked = el.defaultChecked;
+      } else {
+        el.value = el.defaultValue;
+      }
+      el.removeAttribute("aria-invalid");
+    }
+    for (const old of root.querySelectorAll(".aah-field-error")) old.remove();
+  };
+
   // A refused edit or form names its field first: the line goes beside that field too
   // (its box marked and focused), where the person is looking. True when one was found.
   const FIELD_ERROR = "aah-field-error";
@@ -185,6 +202,7 @@
     if (id === elicitId) return;
     elicitId = id;
     if (!id) return;
+    asMarkedUp(form);
     const first = form.querySelector("[data-field]") || document.getElementById("elicit-accept");
     if (first !== null) first.focus({ preventScroll: true });
     const top = document.getElementById("answer-status-row");
@@ -459,6 +477,7 @@
     approvalId = id;
     sendingUntil = 0;
     if (call === null) return;
+    asMarkedUp(call);
     for (const el of approvalFields()) el.dataset.proposed = el.value;
     // An edit or a reason this browser kept for the call (a reload) comes back, open.
     let kept = null;

@@ -29,7 +29,9 @@ from aah.store.schema import RequestKind
 from aah.ui.briefing import Briefing, briefing, deadline_note, word_diff_html
 from aah.ui.counts import kind_word, kinds_text, only_questions
 from aah.ui.guidelines import guidelines_html
+from aah.ui.web.answered import sent_text
 from aah.ui.web.format import clip, conversation_text, plain, waited
+from aah.ui.web.session_view import session_facts, used_tools_html
 
 QUEUE_HEADERS = ["waited", "task", "setting", "request", "kind", "question", "status", "fallback"]
 ANSWERED_HEADERS = ["question", "your answer", "request", "session"]
@@ -248,12 +250,16 @@ def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestVie
     if not query:  # an interactive session's request holds no copy of its query
         session = store.get_session(request.session_id)
         query = session.query if session else ""
-    where = [
-        f"setting **{plain(context.setting or 'interactive')}**",
-        f"task {plain(context.task_id or '-')}",
-        f"run {plain(context.run or '-')}",
-        f"waited {waited(request.created)}",
-    ]
+    # A call or an MCP form may carry no context of its own: the session's is read.
+    facts = session_facts(store, request) if request.kind != "question" else None
+    task = context.task_id or (facts.task if facts else "")
+    run = context.run or (facts.run if facts else "")
+    where = [f"setting **{plain(context.setting or 'interactive')}**"]
+    if facts is None or task or run:
+        where += [f"task {plain(task or '-')}", f"run {plain(run or '-')}"]
+    if facts is not None and facts.asker:
+        where.append(f"asked by MCP server **{plain(facts.asker)}**")
+    where.append(f"waited {waited(request.created)}")
     fallback = deadline_note(request)
     if fallback:
         where.append(f"fallback {plain(fallback)}")
@@ -264,10 +270,16 @@ def request_view(store: SessionStore, request: HumanRequestRecord) -> RequestVie
         meta=" · ".join(where),
         persona=context.original_query,
         query=query,
-        conversation=conversation_text(context.conversation),
+        conversation=conversation_text(
+            context.conversation or (facts.conversation if facts else [])
+        ),
         question=request.question,
         # A person playing a user with tools of their own sees those, under the answer box.
-        briefing="" if context.user_tools is not None else briefing_html(brief),
+        briefing=""
+        if context.user_tools is not None
+        else used_tools_html(facts)
+        if facts is not None and not brief.tools
+        else briefing_html(brief),
         # The run's guidelines (``--guidelines``) beside every item of that run.
         request=request_html(brief) + guidelines_html(store.team.guidelines_for(request.id)),
     )
@@ -327,7 +339,7 @@ def answered_rows(answers: list[AnsweredEntry]) -> list[list[str]]:
     return [
         [
             clip(given.question, 60),
-            "(declined)" if given.declined else clip(given.answer, 60),
+            sent_text(given),  # a decision with its arguments or reason; a form's values
             given.request_status,
             given.session_status,
         ]
