@@ -592,12 +592,12 @@ def test_the_full_listing_pages_whole_records_as_the_queue_orders_them(
     ]
     store.end_session(ended.id, "error", None)
     store.humans.expire_human_request(made[3].id)
-    usable = [made[0], made[2]]
+    usable = [made[2], made[0]]  # an approval first: its agent is blocked on it
     assert store.humans.pending_human_requests() == usable  # whole records: context, deadline, kind
     assert [r.id for r in store.humans.queue_listing().entries] == [r.id for r in usable]
     assert store.humans.pending_human_requests(limit=1) == usable[:1]
     assert store.humans.pending_human_requests(limit=0) == []
-    assert store.humans.pending_human_requests()[0].deadline == deadline
+    assert store.humans.pending_human_requests()[1].deadline == deadline
 
 
 def test_grades_keep_every_vote(store: SessionStore) -> None:
