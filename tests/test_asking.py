@@ -139,7 +139,7 @@ def test_the_bootstrap_is_seeded_and_f1_is_the_harmonic_mean() -> None:
     ("question", "blocker", "reading"),
     [
         ("Which date would you like to travel?", DATE, True),  # the name
-        ("Which cabin do you prefer?", SEAT, True),  # a key word of the description
+        ("Which cabin class do you prefer?", SEAT, True),  # the name's last word
         ("Economy or business: which seat class?", SEAT, True),  # the name's words
         ("Could you tell me more?", DATE, None),  # the rules cannot say: the grader's
         ("Do you mean Denver?", Blocker("span:0", "span", "", "to Denver", ""), True),
@@ -525,3 +525,115 @@ def test_bfcl_miss_param_offline_moves_ask_f1_as_defined(
         found = run_asking_tasks(store, "b", blockers)
     assert [t.category for t in found] == ["multi_turn_miss_param"]
     assert asking_figures(found).ask_f1.value == pytest.approx(ask_f1)
+
+
+# -- the grader where the rules cannot say, both readings stored --------------------
+
+
+def vague_run(db: Path) -> None:
+    # The question names nothing of the flight number: the rules cannot say.
+    played = script(ask("Could you tell me a bit more first?"), CALL)
+    with FakeLLMServer(played) as llm:
+        runner = When2CallRunner(RunOptions(run="w", aah=True, concurrency=4), fake_config(llm))
+        asyncio.run(runner.run(W2C, db))
+
+
+@pytest.mark.parametrize(
+    ("replies", "reading", "flag", "ask_f1"),
+    [
+        (["Yes, the answer would name the flight."] * 3, True, None, 1.0),
+        (["No: it asks nothing in particular."] * 3, False, None, 0.0),
+        # One valid vote of three: no quorum, so not addressed, and flagged.
+        (["Yes.", "Maybe?", "I cannot tell."] + ["Maybe?"] * 30, None, "no_quorum", 0.0),
+    ],
+)
+def test_the_grader_reads_what_the_rules_cannot_and_both_readings_are_stored(
+    replies: list[str], reading: bool | None, flag: str | None, ask_f1: float, tmp_path: Path
+) -> None:
+    from aah.scoring.asking_grader import grade_asking
+
+    db = tmp_path / "w.db"
+    vague_run(db)
+    with SessionStore(db) as store:
+        run = store.get_run("w")
+        assert run is not None
+        blockers = get_benchmark("when2call").blockers(store, run)
+        assert blockers is not None
+        with FakeLLMServer({"replies": replies * 4, "exhausted": "error"}) as grader:
+            pairs, graded = asyncio.run(
+                grade_asking(store, "w", blockers, fake_config(grader), votes=3)
+            )
+            asked = len(grader.requests)
+            # Asked again: the stored readings are used, nothing is sent.
+            asyncio.run(grade_asking(store, "w", blockers, fake_config(grader), votes=3))
+            assert len(grader.requests) == asked
+        stored = store.ask_readings.of_sessions(list(blockers))
+        report = build_report(store)
+    assert (pairs, graded) == (2, 2)  # two questions, one blocker each
+    assert {(r.rules, r.grader, r.flag, r.prompt_version) for r in stored} == {
+        (None, reading, flag, "asking/1")
+    }
+    # Every vote is kept, the invalid ones too (three asked, more where retried).
+    assert all(len(r.votes) >= 3 for r in stored)
+    [figures] = report.asking
+    assert figures.ask_f1.value == pytest.approx(ask_f1)
+
+
+def test_a_rules_yes_is_not_sent_to_the_grader(tmp_path: Path) -> None:
+    from aah.scoring.asking_grader import grade_asking
+
+    db = tmp_path / "w.db"
+    with FakeLLMServer(W2C_SCRIPTS["well"][0]) as llm:
+        runner = When2CallRunner(RunOptions(run="w", aah=True, concurrency=4), fake_config(llm))
+        asyncio.run(runner.run(W2C, db))
+    with SessionStore(db) as store:
+        run = store.get_run("w")
+        assert run is not None
+        blockers = get_benchmark("when2call").blockers(store, run)
+        assert blockers is not None
+        with FakeLLMServer({"replies": ["No."], "exhausted": "error"}) as grader:
+            assert asyncio.run(grade_asking(store, "w", blockers, fake_config(grader))) == (2, 0)
+            assert grader.requests == []
+        assert {r.rules for r in store.ask_readings.of_sessions(list(blockers))} == {True}
+
+
+# -- the rules against a person's labels -------------------------------------------
+
+LABELS = Path(__file__).parent / "fixtures" / "asking_labels.jsonl"
+
+
+def test_the_rules_agree_with_the_hand_labelled_questions() -> None:
+    """Rules vs. labels on 249 questions, each labelled by hand (tests/fixtures/asking_labels.jsonl).
+
+    The rules' yes is final (the grader never sees it), so it must be a
+    person's yes almost always: at least 95%, or the rules would put more
+    error into precision and recall than the Wilson intervals show at a few
+    hundred questions. They never say no: where they cannot say, the grader
+    reads. Their overall agreement (a "cannot say" counted as no, as without a
+    grader) must stay at least 75%, the share they reached when the corpus was
+    written (78%): a change that loses matches fails here.
+    """
+    rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 200
+    said = [
+        (
+            bool(
+                rule_reading(
+                    row["question"],
+                    Blocker(
+                        "b", row["blocker"]["kind"], row["blocker"]["name"], row["blocker"]["text"]
+                    ),
+                )
+            ),
+            row["label"],
+        )
+        for row in rows
+    ]
+    yes = [label for rules, label in said if rules]
+    agreement = sum(rules == label for rules, label in said) / len(said)
+    precision = sum(yes) / len(yes)
+    print(
+        f"rules vs labels: agreement {agreement:.3f}, yes-precision {precision:.3f} of {len(yes)}"
+    )
+    assert precision >= 0.95
+    assert agreement >= 0.75

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -25,11 +25,20 @@ def grade(
     temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (> 0)."),
     db: DbOption = None,
     wide: WideOption = False,
+    asking: bool = typer.Option(
+        False,
+        "--asking",
+        help="Instead: read each question against what its task withheld (rules, then the "
+        "grader where they cannot say), for the report's Asking table.",
+    ),
 ) -> None:
     """Grade a run's finished sessions by majority vote; graded ones are not sent again.
 
     The grader model is AAH_GRADER_MODEL (else AAH_MODEL) unless --model names one.
     """
+    if asking:
+        grade_asking_run(run, votes, model, temperature, db)
+        return
     from aah.llm import model_config
     from aah.runtime import run_async
     from aah.scoring.grader import check_vote_settings, grade_run
@@ -91,3 +100,38 @@ def summary_table(run: str, model: str, votes: int, summary: GradeSummary) -> Ta
         ("grader requests sent", summary.requests),
     ]
     return table(f"grades of {run}: {model}, {votes} votes", ["", "count"], rows)
+
+
+def grade_asking_run(run: str, votes: int, model: str | None, temperature: float, db: Any) -> None:
+    """``aah grade --asking``: both readings of each question against its task's blockers."""
+    from aah.benchmark import benchmark_names, get_benchmark
+    from aah.llm import model_config
+    from aah.runtime import run_async
+    from aah.scoring.asking_grader import grade_asking
+    from aah.scoring.grader import check_vote_settings
+
+    check_vote_settings(votes, temperature)
+    config = model_config("grader", model=model)
+    with open_store(db) as store:
+        record = store.get_run(run)
+        if record is None:
+            known = ", ".join(r.name for r in store.runs()) or "none yet"
+            raise AahError(f"no run named {run!r}: pass --run with one of {known}")
+        name = record.manifest.get("benchmark")
+        blockers = (
+            get_benchmark(name).blockers(store, record)
+            if isinstance(name, str) and name in benchmark_names()
+            else None
+        )
+        if blockers is None:
+            raise AahError(
+                f"run {run!r} is of no benchmark whose tasks withhold anything to ask for "
+                "(fail-talms, when2call, bfcl, acebench): nothing to read"
+            )
+        pairs, graded = run_async(
+            grade_asking(store, run, blockers, config, votes=votes, temperature=temperature)
+        )
+    typer.echo(
+        f"asking: {pairs} question-blocker pair(s) read, {graded} of them by the grader "
+        f"{config.model}"
+    )

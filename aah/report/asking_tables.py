@@ -49,7 +49,9 @@ def load_asking(
     """The asking figures of each run whose benchmark has blockers, and a line per gap.
 
     A run whose benchmark is unknown or has no blockers is left out; a figure
-    of a cell that cannot be computed gets one note saying why.
+    of a cell that cannot be computed gets one note saying why. Where the
+    rules cannot say, the grader's stored reading (``aah grade --asking``) is
+    used; without one, the question does not address the blocker.
     """
     from aah.benchmark import benchmark_names, get_benchmark
 
@@ -62,7 +64,13 @@ def load_asking(
         blockers = get_benchmark(name).blockers(store, run)
         if blockers is None:
             continue
-        tasks = run_asking_tasks(store, run.name, blockers)
+        grader: dict[str, dict[tuple[int, str], bool | None]] = {}
+        for reading in store.ask_readings.of_sessions(list(blockers)):
+            if reading.grader_model is not None:
+                grader.setdefault(reading.session_id, {})[
+                    (reading.question_seq, reading.blocker)
+                ] = reading.grader
+        tasks = run_asking_tasks(store, run.name, blockers, grader)
         for figures in cells(tasks):
             found.append(replace(figures, benchmark=name))
             for key, why in figures.why.items():

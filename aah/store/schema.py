@@ -36,7 +36,7 @@ from aah.secrets import scrub_text as scrub_text
 from aah.store.file_errors import RESTORE, StoreFileError, open_connection
 from aah.store.sqlite_db import Database
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 SessionStatus = Literal[
     "running",
@@ -326,6 +326,24 @@ CREATE TABLE IF NOT EXISTS reviews (
     UNIQUE (request_id, reviewer)
 );
 CREATE INDEX IF NOT EXISTS reviews_by_reviewer ON reviews (reviewer, created);
+
+-- How each question of a session reads against each blocker of its task
+-- (science.md §8, schema 10): the rules' reading (1 yes, NULL they cannot say)
+-- and the majority-vote grader's (1 yes, 0 no, NULL not asked), with its votes
+-- and why it is flagged ('no_quorum', 'tie'), side by side.
+CREATE TABLE IF NOT EXISTS ask_readings (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    question_seq INTEGER NOT NULL,
+    blocker TEXT NOT NULL,
+    rules INTEGER CHECK (rules IN (0, 1)),
+    grader INTEGER CHECK (grader IN (0, 1)),
+    grader_model TEXT,
+    prompt_version TEXT,
+    votes TEXT NOT NULL DEFAULT '[]',
+    flag TEXT,
+    created TEXT NOT NULL,
+    PRIMARY KEY (session_id, question_seq, blocker)
+) WITHOUT ROWID;
 """
 ).replace(" IN LIVE", f" IN {tuple(LIVE_STATUSES)!r}")
 
@@ -741,6 +759,7 @@ _PG_UPGRADE_TO_8 = "".join(
     for table in ("human_requests", "human_answers")
 )
 
+# Version 10 only adds ``ask_readings``, made the same way: no step.
 # Version 9 only adds tables (``people``, ``assignments``, ``run_team``,
 # ``reviews``), which ``SCHEMA_SQL`` makes where missing on either engine: no step.
 

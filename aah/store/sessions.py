@@ -30,6 +30,7 @@ from aah.db_url import is_database_url, parse_location
 from aah.events import Event, HumanQuestionEvent
 from aah.store import schema as schema
 from aah.store.approvals import ApprovalStep, ApprovedRuns, approval_steps
+from aah.store.asking import AskReadings
 from aah.store.connection import StoreConnection
 from aah.store.elicitations import ElicitationStep, elicitation_steps
 from aah.store.file_errors import StoreFileError
@@ -123,6 +124,8 @@ class SessionStore:
         self.approved = ApprovedRuns(self._connection)
         #: Roles, assignments, a run's reviewers and guidelines, and reviews.
         self.team = Team(self._connection, clock)
+        #: How each question reads against its task's blockers (science.md §8).
+        self.ask_readings = AskReadings(self._connection)
         self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()
 
