@@ -19,6 +19,7 @@ from aah.desk.team import (
     MAX_GUIDELINES_BYTES,
     ReviewDesk,
     read_guidelines,
+    set_groups,
     set_reviewers,
     team_figures,
 )
@@ -354,3 +355,28 @@ def test_the_admins_assign_items_by_their_ids_first_characters(store: SessionSto
             assign(store, "item", given, "ann")
     with pytest.raises(AahError, match="no run 'nope'"):
         assign(store, "run", "nope", "ann")
+
+
+def test_team_inputs_are_bounded_and_refused_in_one_line(store: SessionStore) -> None:
+    request = waiting(store, "Which city?")
+    store.humans.answer_human_request(request, "ann", "Porto")
+    for names, said in [
+        (["x" * 41], "at most 40 characters"),
+        (["@"], "type your name"),
+        (["аlice"], "one script"),
+        ([f"p{n}" for n in range(101)], "at most 100 people or groups"),
+    ]:
+        with pytest.raises(AahError, match=said) as refused:
+            store.team.assign(names, request_id=request)
+        assert "\n" not in str(refused.value)
+    assert store.team.assignees(request) == []
+    for field in ("correction", "note"):
+        with pytest.raises(AahError, match=f"a {field} holds at most 4,000 characters"):
+            store.team.add_review(
+                "rita", request, "correct", **{"correction": "x", field: "y" * 4001}
+            )
+    assert store.team.reviews(request) == []
+    set_groups(store, ["ann:nl"])
+    assert store.team.person("ann") == Person("ann", "annotator", "nl")
+    with pytest.raises(AahError, match="give NAME:GROUP"):
+        set_groups(store, ["ann"])

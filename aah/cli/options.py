@@ -264,3 +264,10 @@ TeamMemberOption = Annotated[
         help="Give this person the reviewer role (repeatable); NAME:GROUP adds their group.",
     ),
 ]
+GroupMemberOption = Annotated[
+    list[str],
+    typer.Option(
+        "--group",
+        help="Put a person in a group, NAME:GROUP (repeatable); assign the group as @GROUP.",
+    ),
+]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aah.cli.options import DbOption, HostOption, TeamMemberOption
+from aah.cli.options import DbOption, GroupMemberOption, HostOption, TeamMemberOption
 from aah.cli.output import console, print_line, print_warning
 from aah.errors import AahError
 from aah.ui import freeze_start_up
@@ -56,16 +56,18 @@ def web(
     port: int = typer.Option(7860, "--port", min=1, max=65535, help="Port to serve on."),
     db: DbOption = None,
     reviewer: TeamMemberOption = [],  # noqa: B006 - Typer reads the default, never mutates it
+    group: GroupMemberOption = [],  # noqa: B006
 ) -> None:
     """Serve the annotators' web page: the question queue, grading, results, launching runs."""
     from aah.config import get_settings
 
-    if reviewer:
-        from aah.desk.team import set_reviewers
+    if reviewer or group:
+        from aah.desk.team import set_groups, set_reviewers
         from aah.store import SessionStore
 
         with SessionStore(db or get_settings().db) as store:
             set_reviewers(store, reviewer)
+            set_groups(store, group)
     module = _web_module()
     app = module.build_app(db or get_settings().db)
     if host not in LOCAL_HOSTS and not os.environ.get(TOKEN_ENV):

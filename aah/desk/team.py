@@ -336,6 +336,26 @@ def set_up_run_team(
         store.team.assign(names, run=run)
 
 
+def set_groups(store: SessionStore, given: Sequence[str]) -> list[Person]:
+    """Put each ``NAME:GROUP`` of ``aah web --group`` in that group, keeping their role.
+
+    Raises:
+        AahError: no group given, or a name or group that ``check_annotator_name`` refuses.
+    """
+    people = []
+    for spec in given:
+        name, _, group = spec.partition(":")
+        try:
+            checked = check_annotator_name(name)
+            team = check_annotator_name(group) if group.strip() else ""
+        except ValueError as exc:
+            raise AahError(f"--group {spec}: {exc}") from None
+        if not team:
+            raise AahError(f"--group {spec}: give NAME:GROUP, e.g. --group ann:nl")
+        people.append(store.team.set_person(checked, store.team.person(checked).role, team))
+    return people
+
+
 def set_reviewers(store: SessionStore, given: Sequence[str]) -> list[Person]:
     """Give each ``NAME`` or ``NAME:GROUP`` of ``aah web --reviewer`` the reviewer role.
 

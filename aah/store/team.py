@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from aah.annotators import annotator_key
+from aah.annotators import MAX_NAME_CHARS, annotator_key, check_annotator_name
 from aah.clock import SYSTEM_CLOCK, Clock
 from aah.errors import AahError
 from aah.store.connection import StoreConnection
@@ -26,6 +26,10 @@ ROLES: tuple[Role, ...] = ("annotator", "reviewer")
 DEFAULT_REVIEWERS = 1
 # A group is assigned as its name after this mark, so it never reads as a person.
 GROUP_MARK = "@"
+# A correction or a note holds at most what an answer holds (``aah.desk.MAX_ANSWER_CHARS``).
+MAX_REVIEW_CHARS = 4_000
+# The most people and groups one item or run is assigned to.
+MAX_ASSIGNEES = 100
 
 # Whether an assignment row names :annotator, or a group they are in.
 _NAMES_ME = (
@@ -178,7 +182,13 @@ class Team:
         """
         if (request_id is None) == (run is None):
             raise ValueError("assign one request or one run")
-        names = list(dict.fromkeys(_assignee(name) for name in assignees if name.strip()))
+        given = [name for name in assignees if name.strip()]
+        if len(given) > MAX_ASSIGNEES:
+            raise AahError(
+                f"assign to at most {MAX_ASSIGNEES} people or groups, not {len(given)}:"
+                " put them in a group (aah web --group NAME:GROUP) and assign @GROUP"
+            )
+        names = list(dict.fromkeys(_assignee(name) for name in given))
         column, key = ("request_id", request_id) if request_id is not None else ("run", run)
         with self._connection.write() as db:
             # A run may be assigned before it is made (``aah bench run --assign``).
@@ -343,6 +353,12 @@ class Team:
             raise AahError(f"a review accepts or corrects, not {verdict!r}")
         correction = (correction or "").strip() or None
         note = (note or "").strip() or None
+        for text, what in ((correction, "correction"), (note, "note")):
+            if text is not None and len(text) > MAX_REVIEW_CHARS:
+                raise AahError(
+                    f"a {what} holds at most {MAX_REVIEW_CHARS:,} characters, not {len(text):,}:"
+                    " shorten it"
+                )
         if verdict == "correct" and correction is None:
             raise AahError("type the corrected answer, then send the correction")
         item = self.review_item(request_id)
@@ -394,10 +410,14 @@ class Team:
 
 
 def _assignee(name: str) -> str:
+    """A person's name as ``check_annotator_name`` keeps it, or ``@group`` with a group name."""
     name = name.strip()
-    if name.startswith(GROUP_MARK):
-        return GROUP_MARK + name[len(GROUP_MARK) :].strip()
-    return annotator_key(name)
+    group = name.startswith(GROUP_MARK)
+    try:
+        key = check_annotator_name(name[len(GROUP_MARK) :] if group else name)
+    except ValueError as exc:
+        raise AahError(f"cannot assign to {name[: MAX_NAME_CHARS + 1]!r}: {exc}") from None
+    return GROUP_MARK + key if group else key
 
 
 def _review(row: dict[str, Any]) -> ReviewRecord:

@@ -43,6 +43,7 @@ def assign(store: SessionStore, target: Target, given: str, names: str) -> str:
     Several items are separated by commas or spaces; each is checked before any is assigned.
     """
     people = [name.strip() for name in names.split(",") if name.strip()]
+    stored: list[str] = []
     if target == "run":
         run = given.strip()
         if store.get_run(run) is None:
@@ -50,7 +51,6 @@ def assign(store: SessionStore, target: Target, given: str, names: str) -> str:
         stored = store.team.assign(people, run=run)
         what = f"run **{plain(run)}**'s items"
     else:
-        stored: list[str] = []
         items = [resolve_item(store, one) for one in given.replace(",", " ").split()]
         if not items:
             resolve_item(store, "")  # says what to type
