@@ -3,7 +3,8 @@
 Every corpus entry (``fixtures/hostile/guidelines.jsonl``) runs here, and
 Hypothesis generates more: the HTML the page shows beside each item never
 holds a tag or attribute that could run, load or frame anything, and the
-terminal's text holds no control sequence.
+terminal's text holds no control sequence. Generated assignments (items,
+a run, people in groups) are checked against the rule as people read it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aah.store import SessionStore
 from aah.terminal_text import printable
 from aah.ui.guidelines import SHOWN_CHARS, guidelines_html, guidelines_markdown
 
@@ -81,3 +83,48 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES | st.text(max_size=5), max_size=30).map("".join))
 def test_generated_guidelines_are_inert(text: str) -> None:
     check_safe(text)
+
+
+# -- assignment: the queue's rule against a model of it ------------------------------
+
+_PEOPLE = ("ann", "bo", "cy")
+_GROUPS = ("nl", "pt")
+_ASSIGNEES = st.lists(st.sampled_from([*_PEOPLE, *(f"@{g}" for g in _GROUPS)]), max_size=3)
+
+
+def _offered(own: list[str], run: list[str], person: str, group: str | None) -> bool:
+    """The rule as people read it: the item's own assignees, else its run's, else everyone."""
+    chosen = own or run
+    return not chosen or person in chosen or (group is not None and f"@{group}" in chosen)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    groups=st.tuples(*(st.sampled_from([None, *_GROUPS]) for _ in _PEOPLE)),
+    run_assignees=_ASSIGNEES,
+    own=st.lists(_ASSIGNEES, min_size=3, max_size=3),
+)
+def test_the_queue_offers_an_item_as_its_assignment_says(
+    tmp_path_factory: pytest.TempPathFactory,
+    groups: tuple[str | None, ...],
+    run_assignees: list[str],
+    own: list[list[str]],
+) -> None:
+    with SessionStore(tmp_path_factory.mktemp("assign") / "s.db") as store:
+        store.create_run("r", {})
+        ids = []
+        for n in range(3):
+            session = store.open_session("q", run="r")
+            store.set_status(session.id, "waiting")
+            ids.append(store.humans.create_human_request(session.id, f"Q{n}", {}).id)
+            store.team.assign(own[n], request_id=ids[-1])
+        store.team.assign(run_assignees, run="r")
+        for person, group in zip(_PEOPLE, groups, strict=True):
+            store.team.set_person(person, "annotator", group)
+        for person, group in zip(_PEOPLE, groups, strict=True):
+            expected = [
+                i for n, i in enumerate(ids) if _offered(own[n], run_assignees, person, group)
+            ]
+            listing = store.humans.queue_listing(person)
+            assert [entry.id for entry in listing.entries] == expected
+            assert listing.total == len(expected)
