@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runtime_support import fake_config
 
 from aah.benchmark import RunOptions, get_benchmark
@@ -637,3 +639,107 @@ def test_the_rules_agree_with_the_hand_labelled_questions() -> None:
     )
     assert precision >= 0.95
     assert agreement >= 0.75
+
+
+# -- the border: blockers read back from a stored context, and any question ----------
+
+HOSTILE = Path(__file__).parent / "fixtures" / "hostile" / "asking.jsonl"
+CASES = [json.loads(line) for line in HOSTILE.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["why"][:40] for case in CASES])
+def test_each_hostile_case_is_read_or_left_out_never_raised(case: dict[str, Any]) -> None:
+    from aah.scoring.asking import context_blockers
+
+    found = context_blockers({"blockers": case["blockers"]})
+    assert (None if found is None else [b.key for b in found]) == case["kept"]
+    if "question" in case and found:
+        question = case["question"] * case.get("repeat", 1) + case.get("then", "")
+        assert rule_reading(question, found[0]) is case["reading"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(value=json_values, question=st.text(max_size=200))
+def test_any_stored_value_and_any_question_read_without_raising(value: Any, question: str) -> None:
+    from aah.scoring.asking import context_blockers
+
+    found = context_blockers({"blockers": value})
+    assert found is None or all(isinstance(b, Blocker) for b in found)
+    for blocker in found or []:
+        assert rule_reading(question, blocker) in (True, None)
+        assert Blocker.from_json(blocker.to_json()) == blocker
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    plan=st.lists(
+        st.tuples(st.integers(0, 3), st.lists(st.booleans(), max_size=4)), min_size=1, max_size=8
+    )
+)
+def test_ask_f1_lies_between_0_and_1_inside_its_interval(
+    plan: list[tuple[int, list[bool]]],
+) -> None:
+    # Each task: some blockers (date), and questions that ask for it or not.
+    tasks = [
+        task(
+            [DATE] * min(blockers, 1),
+            [
+                Question(i + 1, "Which date?" if good else "Hello?", i, "reply")
+                for i, good in enumerate(asks)
+            ],
+            max(len(asks), 1),
+            name=str(n),
+        )
+        for n, (blockers, asks) in enumerate(plan)
+    ]
+    figures = asking_figures(tasks)
+    value = figures.ask_f1.value
+    if value is None:
+        assert "ask_f1" in figures.why
+        return
+    assert 0.0 <= value <= 1.0
+    low, high = figures.ask_f1.low, figures.ask_f1.high
+    assert low is None or (low <= value <= high)  # type: ignore[operator]
+
+
+def test_aah_grade_asking_reads_a_run_and_refuses_one_without_blockers_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from aah.cli.grade import grade
+    from aah.errors import AahError
+
+    db = tmp_path / "w.db"
+    vague_run(db)
+    with SessionStore(db) as store:
+        store.create_run("t", {"benchmark": "tau2"})
+    app = typer.Typer()
+    app.command("grade")(grade)
+    app.callback()(lambda: None)
+    with FakeLLMServer(["Yes, it would name the flight."]) as grader:
+        monkeypatch.setenv("AAH_BASE_URL", grader.base_url)
+        monkeypatch.setenv("AAH_GRADER_MODEL", "fake-model")
+        ran = CliRunner().invoke(app, ["grade", "--run", "w", "--asking", "--db", str(db)])
+        tau2 = CliRunner().invoke(app, ["grade", "--run", "t", "--asking", "--db", str(db)])
+        nope = CliRunner().invoke(app, ["grade", "--run", "x", "--asking", "--db", str(db)])
+    assert ran.exit_code == 0, ran.output
+    assert (
+        "asking: 2 question-blocker pair(s) read, 2 of them by the grader fake-model" in ran.output
+    )
+    assert isinstance(tau2.exception, AahError) and "\n" not in str(tau2.exception)
+    assert "withhold nothing" not in str(tau2.exception) and "nothing to read" in str(
+        tau2.exception
+    )
+    assert isinstance(nope.exception, AahError)
+    assert str(nope.exception) == "no run named 'x': pass --run with one of w, t"
