@@ -26,12 +26,16 @@ TESTS = [
     "tests/test_web_browser.py::test_a_question_from_a_runner_is_answered_in_the_browser",
     "tests/test_web_people.py::test_one_laptop_screen_holds_the_question_the_request_and_the_answer",
     "tests/test_web_people.py::test_the_phone_layout_is_a_real_one",
+    "tests/test_web_every_decision_browser.py::"
+    "test_every_decision_by_touch_on_a_phone_and_by_keyboard_on_a_laptop[phone-touch]",
 ]
 IMAGES = ["tui-ask.svg", "tui-ask.png", "tui.svg", "tui.png", "web-queue.png", "web-answer.png"]
 # The terminal app at a presenter's size (a large font leaves 80x24).
 IMAGES += ["tui-80x24-ask.svg", "tui-80x24-ask.png", "tui-80x24.svg", "tui-80x24.png"]
 # The web page on a laptop and on a phone.
 IMAGES += ["web-laptop.png", "web-phone.png"]
+# A call to approve on a phone: a button for every decision.
+IMAGES += ["web-phone-approval.png"]
 
 
 def main() -> int:

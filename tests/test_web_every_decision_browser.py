@@ -316,7 +316,7 @@ def _check_form(record: HumanRequestRecord, request: ElicitationRequest, action:
 
 @pytest.mark.parametrize("touch", [True, False], ids=["phone-touch", "laptop-keyboard"])
 def test_every_decision_by_touch_on_a_phone_and_by_keyboard_on_a_laptop(
-    browser: Browser, app: App, touch: bool
+    browser: Browser, app: App, touch: bool, screenshots_dir: Path
 ) -> None:
     label = "touch" if touch else "keys"
     calls = {_call(app.db, f"{label}-{d}").id: d for d in CALLS}
@@ -349,9 +349,13 @@ def test_every_decision_by_touch_on_a_phone_and_by_keyboard_on_a_laptop(
             # The rule in words; the question's key line (its Esc declines) is hidden.
             expect(page.locator(".aah-rule")).to_contain_text("calls of any tool")
             expect(page.locator("#queue-keys")).to_be_hidden()
+            if touch and len(seen) == 1:  # the README's picture of a call on a phone
+                page.screenshot(path=str(screenshots_dir / "web-phone-approval.png"))
             (_tap_call if touch else _key_call)(page, decision)
             record = _settled(page, app.db, opened)
-            status = page.locator("#answer-status").inner_text()
+            # (Gradio may show its progress line in the status a moment longer.)
+            expect(page.locator("#answer-status")).not_to_contain_text("processing")
+            status = page.locator("#answer-status").inner_text().strip()
             _check_call(record, decision, status)
             assert record.answered_by == f"ann-{label}"
         else:
