@@ -280,6 +280,8 @@ def test_the_report_has_one_asking_table_a_chart_json_csv_and_a_line_per_gap(
     f1_row = next(row for row in table.rows if row[2] == "Ask-F1")
     assert f1_row[0] == "when2call" and f1_row[3:] == ["0.0 [0.0–0.0]", "100.0 [100.0–100.0]"]
     assert "run plain when2call: no question precision: no question was asked" in report.notes
+    # The badly asked run has questions the rules cannot read and no grader read yet.
+    assert not [n for n in report.notes if "aah grade --run ask --asking" in n]
     data = report_to_json(report)
     assert {cell["run"]: cell["ask_f1"]["value"] for cell in data["asking"]} == {
         "ask": 1.0,
@@ -532,6 +534,17 @@ def test_bfcl_miss_param_offline_moves_ask_f1_as_defined(
 # -- the grader where the rules cannot say, both readings stored --------------------
 
 
+def test_the_report_says_which_questions_wait_for_the_grader(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    vague_run(db)
+    with SessionStore(db) as store:
+        report = build_report(store)
+    assert (
+        "run w: 2 question-blocker pair(s) the rules cannot read count as not addressed until "
+        "the grader reads them: run `aah grade --run w --asking`"
+    ) in report.notes
+
+
 def vague_run(db: Path) -> None:
     # The question names nothing of the flight number: the rules cannot say.
     played = script(ask("Could you tell me a bit more first?"), CALL)
@@ -579,6 +592,8 @@ def test_the_grader_reads_what_the_rules_cannot_and_both_readings_are_stored(
     assert all(len(r.votes) >= 3 for r in stored)
     [figures] = report.asking
     assert figures.ask_f1.value == pytest.approx(ask_f1)
+    # Read by the grader, nothing is left for it (a no-quorum reading is a reading).
+    assert not [n for n in report.notes if "--asking" in n]
 
 
 def test_a_rules_yes_is_not_sent_to_the_grader(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from aah.scoring.asking import (
     Spread,
     cells,
     figures_to_json,
+    rule_reading,
     run_asking_tasks,
 )
 from aah.scoring.intervals import Proportion
@@ -71,6 +72,19 @@ def load_asking(
                     (reading.question_seq, reading.blocker)
                 ] = reading.grader
         tasks = run_asking_tasks(store, run.name, blockers, grader)
+        unread = sum(
+            1
+            for t in tasks
+            for q in t.questions
+            for b in t.blockers
+            if not rule_reading(q.text, b) and (q.seq, b.key) not in grader.get(t.session_id, {})
+        )
+        if unread:
+            notes.append(
+                f"run {run.name}: {unread} question-blocker pair(s) the rules cannot read count "
+                f"as not addressed until the grader reads them: run `aah grade --run {run.name} "
+                "--asking`"
+            )
         for figures in cells(tasks):
             found.append(replace(figures, benchmark=name))
             for key, why in figures.why.items():
