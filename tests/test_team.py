@@ -380,3 +380,21 @@ def test_team_inputs_are_bounded_and_refused_in_one_line(store: SessionStore) ->
     assert store.team.person("ann") == Person("ann", "annotator", "nl")
     with pytest.raises(AahError, match="give NAME:GROUP"):
         set_groups(store, ["ann"])
+
+
+def test_the_report_carries_the_teams_figures(store: SessionStore) -> None:
+    from aah.report import build_report
+    from aah.report.build import report_to_json
+    from aah.report.team_tables import team_tables
+
+    request = waiting(store, "Which city?")
+    store.humans.answer_human_request(request, "ann", "Porto", seconds=8.0)
+    store.team.add_review("rita", request, "accept", seconds=2.0)
+    report = build_report(store, ["r"])
+    team = report_to_json(report)["agreement"]["team"]
+    assert (team["answered"], team["reviewed"]) == (1, 1)
+    ann = next(p for p in team["people"] if p["name"] == "ann")
+    assert (ann["done"], ann["median_seconds"], ann["accepted"]["k"]) == (1, 8.0, 1)
+    (table,) = team_tables(report)
+    assert table.title == "The team (1 of 1 answered items reviewed)"
+    assert ["rita", "annotator", "0/1", "no data", "—", "1", "2.0"] in table.rows

@@ -99,6 +99,7 @@ from aah.benchmark.failtalms import (
     load_paper_tables as load_paper_tables,
 )
 from aah.config import get_settings
+from aah.desk.team import TeamFigures, team_figures
 from aah.errors import AahError
 from aah.report.asking_tables import asking_json, load_asking
 from aah.report.discovery import (
@@ -119,6 +120,7 @@ from aah.report.steps import (
     run_error_patterns,
     task_ids,
 )
+from aah.report.team_tables import team_to_json
 from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
 from aah.scoring.approvals import (
     ApprovalCall,
@@ -194,6 +196,8 @@ class Report:
     paper: PaperComparison | None = None
     discovery: list[RunDiscovery] = field(default_factory=list)
     discovery_cost: list[DiscoveryCost] = field(default_factory=list)
+    # Each person's work, the reviews and their agreement (``aah.desk.team``).
+    team: TeamFigures | None = None
     # Calls that needed a person's approval, per run × setting and one by one.
     approval_cells: list[ApprovalCell] = field(default_factory=list)
     approval_calls: list[ApprovalCall] = field(default_factory=list)
@@ -332,6 +336,7 @@ def build_report(
     ]
     step("agreement")
     agreement = load_agreement(store, chosen, outcomes, task_of, everything=not runs)
+    team = team_figures(store, None if not runs else names)
     notes = _notes(chosen, cells, by_run, imported) + notes
     examples = _examples(names, by_run, task_of)
     benchmarks: dict[str, list[Any]] = {}
@@ -376,6 +381,7 @@ def build_report(
         repeats,
         discovery=discovery,
         discovery_cost=discovery_costs(chosen, cells),
+        team=team,
         approval_cells=approval_metrics(gated, outcomes),
         approval_calls=gated,
         elicitation_cells=elicited,
@@ -607,7 +613,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "cells": [cell_to_json(cell) for cell in report.cells],
         "behavior": [_behavior_json(behavior) for behavior in report.behavior],
         "error_patterns": [_patterns_json(patterns) for patterns in report.error_patterns],
-        "agreement": _agreement_json(report.agreement),
+        "agreement": {**_agreement_json(report.agreement), **team_to_json(report.team)},
         "examples": [asdict(example) for example in report.examples],
         "notes": list(report.notes),
         **_benchmark_json(report),

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from aah.benchmark.failtalms import Comparison
 from aah.report.build import PAPER_METRIC_LABELS, Report
 from aah.report.discovery import GIVEN
+from aah.report.team_tables import team_tables
 from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, ConfusionMatrix, confusion
 from aah.scoring.errors import ERROR_PATTERNS
 from aah.scoring.metrics import CellMetrics
@@ -619,5 +620,6 @@ def report_tables(report: Report) -> list[ReportTable]:
         *elicitation_tables(report),
         *external_tables(report),
         *agreement_tables(report),
+        *team_tables(report),
         example_table(report),
     ]
