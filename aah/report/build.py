@@ -36,7 +36,10 @@ paper order)::
         "human_vs_simulated": [{"human_run": str, "simulated_run": str,
                                 "simulated_kind": str, "tasks": int,
                                 "pass_rate": {"human": P, "simulated": P},
-                                "interaction": {"human": P, "simulated": P}}]},
+                                "interaction": {"human": P, "simulated": P}}],
+        "team": {"answered": int, "reviewed": int,     # aah.report.team_tables
+                 "annotators": {...}, "reviewers": {...},
+                 "people": [{"name": str, "done": int, "offered": int, ...}]}},
      "when2call": [<scores_to_json object>, ...],    # When2Call runs, per labeller
      "bfcl": [<bfcl scores_to_json object>, ...],    # BFCL runs, per language
                                                      # (multi-turn entries: the en row)
