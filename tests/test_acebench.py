@@ -279,7 +279,7 @@ def test_both_readings_and_languages_run_through_the_cli_and_report(
             asyncio.run(runner.run([], db))
     said = upstream.stdout + upstream.stderr
     assert "10 ACEBench Special items" in upstream.stdout
-    assert "reading acebench (no tools, no ask_human)" in upstream.stdout
+    assert "aah off, reading acebench (no tools)" in upstream.stdout
     assert "replies read now: 10 by upstream's string rules" in upstream.stdout
     assert "not JSON" in said and "the item is left out" in said
     assert "replies read now: 10 by the behaviour rules" in behaviour.stdout

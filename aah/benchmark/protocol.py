@@ -138,7 +138,8 @@ class PreparedRun:
         tasks: The tasks this process runs (chosen by ``--limit``/``--ids``, sharded).
         noun: What the tasks are, plural ("When2Call questions").
         details: Said after the count in the run's first line ("(simple; python)").
-        options: ``RunOptions`` fields beyond the common ones (``step_limit``, ``human``...).
+        options: ``RunOptions`` fields beyond the common ones (``step_limit``, ``human``...);
+            an ``aah`` here wins over ``--aah`` and the benchmark's default.
         start: Starts the run: ``start(options, model, db, on_done, on_waiting,
             activity)``, a coroutine that ends with the run's summary.
         finish: Run once the run ended, on its store: scores what it scores

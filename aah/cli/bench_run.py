@@ -340,10 +340,12 @@ def run_benchmark(benchmark: Benchmark, flags: RunFlags) -> None:
     from aah.runtime import choose_tool_mode, run_async, tool_mode_choice
     from aah.store import SessionStore
 
-    aah = benchmark.defaults["aah"] if flags.aah is None else flags.aah
+    given = benchmark.defaults["aah"] if flags.aah is None else flags.aah
     timeout = flags.task_timeout or benchmark.defaults["task_timeout"]
     choice = tool_mode_choice(flags.tool_mode)  # a bad flag, before any data is read
     prepared = benchmark.prepare(flags)
+    # A prepared run may decide Aah itself (a reading that offers no tools at all).
+    aah = bool(prepared.options.get("aah", given))
     config = model_config("agent", model=flags.model)
     report = run_async(probe_server(config, overflow_probe=False)) if flags.probe else None
     if report is not None:
@@ -360,7 +362,7 @@ def run_benchmark(benchmark: Benchmark, flags: RunFlags) -> None:
         probe=report.model_dump(mode="json") if report is not None else None,
         workers=flags.workers,
         ray=flags.ray,
-        **prepared.options,
+        **{k: v for k, v in prepared.options.items() if k != "aah"},
     )
     for line in prepared.warnings(options, config, report):
         print_warning(line)

@@ -188,14 +188,10 @@ class AceBench:
             "ACEBench Special items",
             start,
             details=f"({reading} reading; {lang})",
-            options={"step_limit": 1},
+            # The acebench reading offers no tools, ask_human included: Aah is off.
+            options={"step_limit": 1, **({"aah": False} if reading == "acebench" else {})},
             finish=finish,
-            # The acebench reading offers no tools whatever --aah says: said in its first line.
-            header=(
-                ", reading acebench (no tools, no ask_human)"
-                if reading == "acebench"
-                else ", reading aah"
-            ),
+            header=", reading acebench (no tools)" if reading == "acebench" else ", reading aah",
         )
 
 
