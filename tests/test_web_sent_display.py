@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 
-from aah.desk import ElicitationRequest  # noqa: E402
+from aah.desk import DeskWorkflow, ElicitationRequest, ElicitationResult  # noqa: E402
 from aah.events import ToolCallEvent  # noqa: E402
 from aah.store import AnsweredEntry, SessionStore  # noqa: E402
 from aah.ui.web.answered import SHOWN_CHARS, sent_text  # noqa: E402
@@ -171,3 +171,37 @@ def test_a_call_in_an_empty_session_says_so_in_words(tmp_path: Path) -> None:
     assert "no tools but ask_human" not in view.briefing
     assert "it has called none yet" in view.briefing
     assert "task -" not in view.meta
+
+
+def test_the_latest_answers_read_decisions_and_forms_on_both_engines(store_location: Path) -> None:
+    store = SessionStore(store_location)
+    workflow = DeskWorkflow(store)
+    session = store.open_session("Book two rooms.")
+    call = {"tool": "local__book", "method": "POST", "arguments": {"rooms": 2}}
+    approval = store.humans.create_human_request(
+        session.id, "Approve this call? POST local__book", {"approval": call}, kind="approval"
+    )
+    form = ElicitationRequest.from_params(
+        "hotel",
+        {
+            "message": "Who stays?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "title": "Guest name"}},
+            },
+        },
+    )
+    asked = store.humans.create_human_request(
+        session.id, form.message, form.model_dump(mode="json"), kind="elicitation"
+    )
+    assert workflow.open("kim", approval.id)
+    workflow.decide("kim", workflow.opened("kim", approval), "edit", arguments={"rooms": 3})
+    assert workflow.open("kim", asked.id)
+    result = ElicitationResult(action="accept", content={"name": "Ada"})
+    workflow.elicited("kim", workflow.opened("kim", asked), result)
+    shown = {entry.kind: sent_text(entry) for entry in store.humans.answers_by("kim")}
+    assert shown == {
+        "approval": 'edited: runs with {"rooms": 3}',
+        "elicitation": "accepted: Guest name: Ada",
+    }
+    store.close()
