@@ -5,21 +5,48 @@ and τ²'s reward info (``Tau2Simulation.turn_ended``); this module puts them
 into τ²'s ``Results`` model with the domain's tasks and an ``Info`` saying
 how the run was made, so τ²'s own evaluator can grade the file again. A
 file holds one domain (τ²'s ``Info`` names one environment).
+
+A simulation whose session ended without one of τ²'s ends (an error such as
+a request over the model's context or the task's time limit, a reply cut
+off, aah's step limit) goes in as τ²'s run records a failed sample
+(``skip_failed_samples``): its termination as graded, reward 0, no
+messages, ``skipped``, and why in the reward info's note. Every simulation
+of the run is in the file, so τ²'s figures from it are the run's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aah.benchmark.batch import EPOCH_MARK
 from aah.benchmark.tau2.domains import load_tau2_domain
+from aah.benchmark.tau2.runner import (
+    ENDED_STATUSES,
+    GRADER,
+    TAU2_SETTING,
+    failed_termination,
+)
 from aah.benchmark.tau2.simulation import MAX_ERRORS, MAX_STEPS
 from aah.benchmark.tau2.tasks import load_tau2_tasks
 from aah.errors import AahError
-from aah.events import TurnEndedEvent
+from aah.events import ErrorEvent, TurnEndedEvent
 from aah.store import SessionRecord, SessionStore
+
+# The most of a failed simulation's reason the file keeps (a note, not a log).
+MAX_NOTE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """A τ² session that has ended: its simulation's record, or why it failed."""
+
+    session: SessionRecord
+    termination: str
+    state: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
 
 
 def tau2_results_json(
@@ -32,21 +59,13 @@ def tau2_results_json(
     """
     from aah.data import find_data_dir
 
-    found: list[tuple[SessionRecord, dict[str, Any], dict[str, Any]]] = []
-    for session in sessions:
-        ended = [
-            e
-            for e in store.events(session.id)
-            if isinstance(e, TurnEndedEvent) and e.state and "tau2_messages" in e.state
-        ]
-        if ended and ended[-1].check is not None:
-            found.append((session, ended[-1].state or {}, ended[-1].check))
+    found = [ended for session in sessions if (ended := _ended(store, session)) is not None]
     if not found:
         raise AahError(
             "no ended τ² simulation among these sessions: "
             "export a run of `aah bench run --benchmark tau2`"
         )
-    domains = {str(s.task_id or "").split("/", 1)[0] for s, _, _ in found}
+    domains = {str(e.session.task_id or "").split("/", 1)[0] for e in found}
     if len(domains) != 1:
         raise AahError(
             f"these sessions span τ² domains {', '.join(sorted(domains))}: τ²'s results "
@@ -59,17 +78,20 @@ def tau2_results_json(
     reason = code.attribute("tau2.data_model.simulation", "TerminationReason")
     reward_info = code.attribute("tau2.data_model.simulation", "RewardInfo")
     message = code.attribute("tau2.data_model.simulation", "Message")
-    ids = sorted({str(s.task_id).split("/", 1)[1].split(EPOCH_MARK, 1)[0] for s, _, _ in found})
+    ids = sorted({str(e.session.task_id).split("/", 1)[1].split(EPOCH_MARK, 1)[0] for e in found})
     tasks = load_tau2_tasks(domain, ids=ids)
     simulations = []
     trials = 1
-    for session, state, check in found:
+    for ended in found:
+        session = ended.session
         task_id = str(session.task_id).split("/", 1)[1]
         base, _, epoch = task_id.partition(EPOCH_MARK)
         trial = int(epoch) if epoch.isdigit() else 1
         trials = max(trials, trial)
         started, ended_at = session.started, session.ended or session.started
-        details = state.get("reward_info")
+        details = ended.state.get("reward_info")
+        if ended.failure is not None:
+            details = {"reward": 0.0, "info": {"note": f"aah: {ended.failure}"}}
         simulations.append(
             simulation_run(
                 id=session.id,
@@ -77,10 +99,11 @@ def tau2_results_json(
                 start_time=started.isoformat(),
                 end_time=ended_at.isoformat(),
                 duration=(ended_at - started).total_seconds(),
-                termination_reason=reason(str(check.get("termination"))),
+                termination_reason=reason(ended.termination),
                 reward_info=reward_info.model_validate(details) if details else None,
-                messages=_messages(message, state.get("tau2_messages") or []),
+                messages=_messages(message, ended.state.get("tau2_messages") or []),
                 trial=trial - 1,
+                skipped=ended.failure is not None,
             )
         )
     info = code.attribute("tau2.data_model.simulation", "Info")(
@@ -90,7 +113,7 @@ def tau2_results_json(
         max_errors=MAX_ERRORS,
         user_info=code.attribute("tau2.data_model.simulation", "UserInfo")(implementation="aah"),
         agent_info=code.attribute("tau2.data_model.simulation", "AgentInfo")(
-            implementation="aah", llm=found[0][0].model
+            implementation="aah", llm=found[0].session.model
         ),
         environment_info=code.attribute("tau2.environment.environment", "EnvironmentInfo")(
             domain_name=name, policy=domain.policy
@@ -100,6 +123,33 @@ def tau2_results_json(
         info=info, tasks=[task.task for task in tasks], simulations=simulations
     )
     return results.model_dump_json(indent=2), len(simulations)
+
+
+def _ended(store: SessionStore, session: SessionRecord) -> _Ended | None:
+    """``session``'s simulation if it is a τ² session that has ended; else None."""
+    events = store.events(session.id)
+    reports = [
+        e
+        for e in events
+        if isinstance(e, TurnEndedEvent) and e.state and "tau2_messages" in e.state
+    ]
+    if reports and reports[-1].check is not None:
+        termination = str(reports[-1].check.get("termination"))
+        return _Ended(session, termination, state=reports[-1].state or {})
+    if session.setting != TAU2_SETTING or session.status not in ENDED_STATUSES:
+        return None
+    errors = [e.message for e in events if isinstance(e, ErrorEvent)]
+    why = errors[-1] if errors else f"the session ended as {session.status}"
+    return _Ended(session, _graded_termination(store, session), failure=why[:MAX_NOTE_CHARS])
+
+
+def _graded_termination(store: SessionStore, session: SessionRecord) -> str:
+    """The termination a failed simulation was graded with (as it would be, if not yet)."""
+    for grade in reversed(store.grades(session.id)):
+        vote = grade.votes[0] if grade.grader_model == GRADER and grade.votes else None
+        if isinstance(vote, dict) and vote.get("termination"):
+            return str(vote["termination"])
+    return failed_termination(session.status)
 
 
 def _messages(message: Any, stored: Sequence[Any]) -> list[Any]:

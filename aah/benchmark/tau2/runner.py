@@ -45,7 +45,8 @@ GRADER = "tau2:evaluator"
 GRADER_VERSION = "1"
 # How a session that ended without the simulation's own end is terminated for τ².
 _STATUS_TERMINATION = {"step_limit": "max_steps", "error": "agent_error", "cut_off": "agent_error"}
-_ENDED = frozenset({"finished", "skipped", "step_limit", "cut_off", "terminated", "error"})
+# The statuses of a session that has ended, one way or another.
+ENDED_STATUSES = frozenset({"finished", "skipped", "step_limit", "cut_off", "terminated", "error"})
 
 UserFactory = Callable[[Tau2Domain, Tau2Task], Tau2User]
 
@@ -218,6 +219,11 @@ def user_factory(name: str, config: ModelConfig | None) -> UserFactory:
     raise AahError(f"unknown τ² user {name!r}: use simulated (with a model) or gold")
 
 
+def failed_termination(status: str) -> str:
+    """τ²'s termination for a session that ended (``status``) without its simulation's end."""
+    return _STATUS_TERMINATION.get(status, "agent_error")
+
+
 def score_tau2_run(store: SessionStore, run: str) -> int:
     """Store the grade of every ended session of ``run`` not yet scored; how many now."""
     with store.queries() as queries:
@@ -229,11 +235,11 @@ def score_tau2_run(store: SessionStore, run: str) -> int:
                 checks[mark.session_id] = mark.check
     grades: list[tuple[str, list[Any], Any]] = []
     for session_id, task_id, status in sessions:
-        if status not in _ENDED or session_id in done or task_id is None:
+        if status not in ENDED_STATUSES or session_id in done or task_id is None:
             continue
         check = checks.get(session_id)
         if check is None or "reward" not in check:
-            termination = _STATUS_TERMINATION.get(status, "agent_error")
+            termination = failed_termination(status)
             vote: dict[str, Any] = {
                 "termination": termination,
                 "reward": 0.0,
