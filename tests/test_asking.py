@@ -758,3 +758,12 @@ def test_aah_grade_asking_reads_a_run_and_refuses_one_without_blockers_in_one_li
     )
     assert isinstance(nope.exception, AahError)
     assert str(nope.exception) == "no run named 'x': pass --run with one of w, t"
+
+
+def test_the_spans_are_the_words_the_desk_marks() -> None:
+    from aah.ui.briefing import word_diff
+
+    full = "Find the top markets for Ethereum on the Binance Smart Chain network today"
+    given = "Find the top markets for a coin on a blockchain network"
+    marked = [text for kind, text in word_diff(full, given) if kind == "changed"]
+    assert missing_spans(full, given) == marked == ["Ethereum", "the Binance Smart Chain", "today"]

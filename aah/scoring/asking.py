@@ -132,9 +132,8 @@ def missing_spans(full: str, given: str) -> list[str]:
     The same reading as the desk's diff of a user's request (the words it marks).
     """
     ours, theirs = full.split(), given.split()
-    matcher = difflib.SequenceMatcher(
-        a=[w.lower() for w in ours], b=[w.lower() for w in theirs], autojunk=False
-    )
+    # As ``aah.ui.briefing.word_diff`` compares them, so the spans are the words the page marks.
+    matcher = difflib.SequenceMatcher(a=[w.lower() for w in ours], b=[w.lower() for w in theirs])
     return [
         " ".join(ours[a1:a2])
         for op, a1, a2, _b1, _b2 in matcher.get_opcodes()
