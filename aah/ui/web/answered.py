@@ -10,6 +10,7 @@ What cannot be read (a context an older version wrote) is said plainly.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -66,9 +67,15 @@ def _form_text(given: AnsweredEntry) -> str:
     action = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}[result.action]
     if result.action != "accept" or not result.content:
         return "done (the link)" if request.mode == "url" and result.action == "accept" else action
+    return f"{action}: {content_text(request, result.content)}"
+
+
+def content_text(request: ElicitationRequest, content: Mapping[str, Any]) -> str:
+    """A form's values as ``label: value`` pairs on one line (``Guest name: Ada; Nights: 3``)."""
     labels = {field.name: field.label for field in request.fields}
-    pairs = [f"{labels.get(name, name)}: {_value(value)}" for name, value in result.content.items()]
-    return f"{action}: {'; '.join(pairs)}"
+    return "; ".join(
+        f"{labels.get(name, name)}: {_value(value)}" for name, value in content.items()
+    )
 
 
 def _value(value: Any) -> str:

@@ -31,7 +31,8 @@ from aah.desk import (
     check_content,
 )
 from aah.store import HumanRequestRecord
-from aah.ui.web.format import plain
+from aah.ui.web.answered import content_text
+from aah.ui.web.format import clip, plain
 
 # The whole result the page sends: no more than a form of bounded fields needs.
 MAX_RESULT_CHARS = 200_000
@@ -179,5 +180,9 @@ def submit_elicitation(
         return "You already answered this question; your first answer stands."
     if sent.outcome != "settled":
         return "Someone answered this question first; yours is kept for agreement."
-    asker = ElicitationRequest.model_validate(sent.request.context).asker
-    return f"{_DONE[result.action]}: sent to MCP server {plain(asker)}."
+    request = ElicitationRequest.model_validate(sent.request.context)
+    # What was stored: the values sent, as the latest answers show them too.
+    values = (
+        f": {plain(clip(content_text(request, result.content), 120))}" if result.content else ""
+    )
+    return f"{_DONE[result.action]}: sent to MCP server {plain(request.asker)}{values}."

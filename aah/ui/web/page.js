@@ -327,9 +327,9 @@
     if (back !== null) back.textContent = mode === "choose" ? "Later (Esc)" : "Back (Esc)";
   };
   const REASON_LABELS = {
-    reject: "Why reject it (optional; the agent reads it). Ctrl+Enter rejects, Esc goes back",
-    terminate: "Why end the session (optional). Ctrl+Enter terminates it, Esc goes back",
-    respond: "The result the agent reads instead (the call does not run). Ctrl+Enter sends it, Esc goes back",
+    reject: "Why reject it (optional; the agent reads it). Reject now (Ctrl+Enter) sends it, Back (Esc) goes back",
+    terminate: "Why end the session (optional). Terminate now (Ctrl+Enter) ends it, Back (Esc) goes back",
+    respond: "The result the agent reads instead (the call does not run). Send result (Ctrl+Enter) sends it, Back (Esc) goes back",
   };
   const setApprovalMode = (mode) => {
     const call = approvalCall();
