@@ -67,10 +67,30 @@ def merge(
 
     summaries = merge_databases(sources, into)
     rows = (
-        [str(s.source), s.runs, s.sessions, s.events, s.human_requests, s.grades, s.conflicts]
+        [
+            str(s.source),
+            s.runs,
+            s.sessions,
+            s.events,
+            s.human_requests,
+            s.grades,
+            s.reviews,
+            s.ask_readings,
+            s.conflicts,
+        ]
         for s in summaries
     )
-    columns = ["source", "runs", "sessions", "events", "questions", "grades", "conflicts"]
+    columns = [
+        "source",
+        "runs",
+        "sessions",
+        "events",
+        "questions",
+        "grades",
+        "reviews",
+        "readings",
+        "conflicts",
+    ]
     print_table(table(f"Merged into {into}", columns, rows), wide=wide)
 
 

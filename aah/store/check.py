@@ -31,7 +31,8 @@ from aah.store.file_errors import StoreFileError, open_connection
 # SQLite lists at most this many damaged spots; a file with more is damaged enough.
 _MAX_INTEGRITY_ROWS = 20
 _COUNTED_TABLES = ("runs", "sessions", "events", "human_requests", "grades")
-_SESSION_REFERENCES = ("events", "human_requests", "grades")
+# ``ask_readings`` (schema 10) where the file has it.
+_SESSION_REFERENCES = ("events", "human_requests", "grades", "ask_readings")
 _RESTORE = "restore it from a backup"
 # A question logged this long ago without its request is lost, not on its way to the queue.
 _LOST_AFTER = timedelta(minutes=1)
@@ -228,7 +229,8 @@ def _by_status(conn: Any, table: str) -> dict[str, int]:
 def _orphans(conn: Any) -> list[str]:
     """One line per table whose rows name sessions that do not exist."""
     problems = []
-    for table in _SESSION_REFERENCES:
+    tables = schema.table_names(conn)
+    for table in (name for name in _SESSION_REFERENCES if name in tables):
         (count,) = conn.execute(
             f"SELECT count(*) FROM {table} AS t"
             " WHERE NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.id = t.session_id)"

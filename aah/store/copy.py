@@ -48,6 +48,10 @@ _TABLES: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("run_team", ("run",), True),
     ("assignments", ("id",), True),
     ("reviews", ("request_id", "reviewer"), False),
+    # How each question reads against each blocker (schema 10).
+    ("ask_readings", ("session_id", "question_seq", "blocker"), True),
+    # The web page's sign-outs: a kept sign-in signed out stays so in the copy.
+    ("signed_out_tokens", ("token_id",), True),
 )
 _BATCH = 1000
 _MODULUS = 2**256
