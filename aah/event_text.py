@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
+from aah.desk.rule_words import rule_words
 from aah.events import (
     ApprovalDecidedEvent,
     ApprovalRequestedEvent,
@@ -247,7 +248,7 @@ def _describe_approval(event: ApprovalRequestedEvent | ApprovalDecidedEvent) -> 
         arguments = clip(json.dumps(event.arguments, ensure_ascii=False), ARGUMENT_CHARS)
         again = f" (asked again, {event.ask})" if event.ask > 1 else ""
         label = f"⏸ {event.method} {event.tool} waits for approval{again}".replace("  ", " ")
-        why = f"needs approval: {event.rule}" if event.rule else ""
+        why = rule_words(event.rule) if event.rule else ""
         line = ConversationLine("agent", f"wants to call {event.tool} (needs approval)")
         return EventDescription(event.kind, label, why, arguments, "ask", line)
     words, tone = _DECIDED[event.outcome]

@@ -342,6 +342,8 @@ async def test_the_console_approver_keys(
     (decided,) = [e for e in events if isinstance(e, ApprovalDecidedEvent)]
     assert (decided.outcome, decided.decided_by, server.count("/echo")) == (outcome, "console", ran)
     assert said[0].startswith('approve? POST local__book {"rooms": 2}')
+    # Why, in the words the web page and the terminal app use (rule_words).
+    assert "Why it waits for you: the approval policy holds calls" in said[0]
     if "e-retries" in str(lines) or lines[:2] == ["e", "{rooms: 3"]:
         assert any(s.startswith("not JSON") for s in said)
         assert any("JSON object" in s for s in said)

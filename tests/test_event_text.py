@@ -321,7 +321,7 @@ CASES: list[tuple[Event, EventDescription | None]] = [
         EventDescription(
             "approval_requested",
             "⏸ POST booking__hotel waits for approval (asked again, 2)",
-            "needs approval: method POST",
+            "Why it waits for you: the approval policy holds calls made with POST.",
             '{"rooms": 2}',
             "ask",
             ConversationLine("agent", "wants to call booking__hotel (needs approval)"),

@@ -180,6 +180,8 @@ def _answer_pending(answer: Callable[[SessionStore, str], None]) -> Callable[[Se
                 [record] = pending
                 request = ElicitationRequest.model_validate(record.context)
                 assert request.asker == "hotel"
+                # The tools the agent was offered go with the form (issue 46), not only those used.
+                assert "hotel__book" in request.tools and "hotel__sign_in" in request.tools
                 answer(store, record.id)
                 return
             time.sleep(0.05)
@@ -361,7 +363,10 @@ async def test_the_console_asks_field_by_field_and_asks_again_for_a_bad_value(
         tmp_path / "link", "sign_in", {"service": "mail"}, ConsoleHuman(prompt), style=style
     )
     assert link.result == "decline"
-    assert "https://auth.example.org/sign-in?state=abc123 (aah does not open it)" in shown[-1]
+    # Said as the web page says it: where it leads, then the address, and no "(aah does not open it)".
+    assert "it leads to auth.example.org" in shown[-1]
+    assert "https://auth.example.org/sign-in?state=abc123" in shown[-1]
+    assert "aah does not open it" not in shown[-1]
 
 
 def test_the_report_table_shows_each_run_and_setting() -> None:

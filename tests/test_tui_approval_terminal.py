@@ -132,6 +132,10 @@ async def test_the_dialog_returns_a_typed_decision_signed_by_the_annotator(
             dialog = ApproveCallScreen(record, decided_by="tess")
             app.push_screen(dialog, callback=returned.append)
             await pilot.pause()
+            # Why it waits, in the web page's words (rule_words), not "needs approval: method POST".
+            asked = str(dialog.query_one("#ask-question").render())
+            assert "the approval policy holds calls made with POST" in asked
+            assert "needs approval" not in asked
             await pilot.press("e")
             dialog.query_one("#ask-answer", Input).value = '{"rooms": 3}'
             await pilot.press("enter")

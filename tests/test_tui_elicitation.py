@@ -61,9 +61,13 @@ def app(registry: Registry, shared_data: Path, tmp_path: Path) -> AahApp:
     return AahApp(registry, tmp_path / "sessions.db", data=shared_data, annotator="tess")
 
 
-def queued(db: Path, params: dict[str, Any]) -> tuple[str, ElicitationRequest]:
+def queued(
+    db: Path, params: dict[str, Any], tools: list[str] | None = None
+) -> tuple[str, ElicitationRequest]:
     """An elicitation a runner elsewhere left waiting in ``db``: its id and request."""
     request = ElicitationRequest.from_params("hotel", params)
+    if tools is not None:
+        request = request.model_copy(update={"tools": tools})
     with SessionStore(db) as store:
         session = store.open_session("Book a room in Lyon", task_id="t1")
         store.set_status(session.id, "waiting")
@@ -136,11 +140,21 @@ async def test_a_link_is_shown_and_done_decline_or_cancel_is_stored(
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_it(pilot, app)
         shown = str(screen.query_one("#elicit-url").render())
-        assert "https://auth.example.org/x" in shown and "does not open it" in shown
+        assert "https://auth.example.org/x" in shown and "it leads to auth.example.org" in shown
+        assert "does not open it" not in shown  # the web page's words, not a note of its own
         await pilot.press(key)
         await wait_for(pilot, lambda: stored(app.db, request_id, request) is not None)
     result = stored(app.db, request_id, request)
     assert result is not None and result.action == action
+
+
+async def test_a_form_shows_the_tools_the_agent_was_offered(app: AahApp) -> None:
+    offered = ["hotel__book", "hotel__sign_in", "local__weather"]
+    queued(app.db, {"message": "Who stays?", "requestedSchema": FORM}, tools=offered)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_it(pilot, app)
+        shown = str(screen.query_one("#elicit-tools").render())
+        assert shown == "The agent was given: hotel__book, hotel__sign_in, local__weather"
 
 
 async def test_a_400_digit_number_is_refused_in_one_line_and_the_form_stays(app: AahApp) -> None:

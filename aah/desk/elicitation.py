@@ -20,11 +20,11 @@ taken only over http(s). A request the transport could not read at all
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from aah.desk.elicitation_form import (
     MAX_LABEL_CHARS,
@@ -63,6 +63,48 @@ def unreadable_elicitation(why: str) -> dict[str, Any]:
     }
 
 
+# The tools the agent was offered, kept beside a form: names only, this many, each this long.
+MAX_OFFERED_TOOLS = 200
+MAX_TOOL_NAME_CHARS = 120
+
+
+def offered_tools(names: Iterable[object]) -> list[str]:
+    """``names`` as a form keeps them: printable, each cut, at most ``MAX_OFFERED_TOOLS``.
+
+    Anything but a string (a stored row written by hand) is left out.
+    """
+    kept: list[str] = []
+    for name in names:
+        if len(kept) >= MAX_OFFERED_TOOLS:
+            break
+        shown = " ".join(printable(name).split()) if isinstance(name, str) else ""
+        if shown:
+            kept.append(
+                shown
+                if len(shown) <= MAX_TOOL_NAME_CHARS
+                else shown[: MAX_TOOL_NAME_CHARS - 1] + "…"
+            )
+    return kept
+
+
+def link_words(url: str) -> str:
+    """What the terminal says of a link to open, as the web page says it: where it leads, then it.
+
+    The address is only shown (never opened by aah): the person reads its
+    host and copies it into a browser if they trust it.
+    """
+    host = printable(urlsplit(url).hostname or "") or "an unnamed host"
+    return (
+        f"It asks you to open this address yourself (it leads to {host}); copy it into"
+        f" your browser if you trust it:\n{printable(url)}"
+    )
+
+
+def _tool_names(value: Any) -> Any:
+    """A stored list of tool names, bounded; anything else (an older row) reads as none."""
+    return offered_tools(value) if isinstance(value, list) else []
+
+
 class ElicitationRequest(BaseModel):
     """An MCP server's question for the user, as the desk shows it (context version 1).
 
@@ -73,6 +115,9 @@ class ElicitationRequest(BaseModel):
         fields: The form's fields, in the schema's order.
         url: The link to open (URL mode); never opened automatically.
         elicitation_id: The server's id of a URL-mode elicitation.
+        tools: The tools the asking agent was offered when the form came
+            (names, bounded by ``offered_tools``); empty for a row stored
+            before aah kept them, or an agent aah does not run.
     """
 
     version: Literal[1] = 1
@@ -83,6 +128,7 @@ class ElicitationRequest(BaseModel):
     fields: list[ElicitationField] = Field(default_factory=list)
     url: str | None = None
     elicitation_id: str | None = None
+    tools: Annotated[list[str], BeforeValidator(_tool_names)] = Field(default_factory=list)
 
     @classmethod
     def from_params(cls, asker: str, params: Mapping[str, Any]) -> ElicitationRequest:

@@ -27,6 +27,7 @@ from aah.desk import (
     QuestionContext,
     decision_of,
 )
+from aah.desk.rule_words import rule_words
 from aah.runtime.approval_policy import TimeoutStep
 from aah.runtime.humans import ConsoleHuman, Parked, QueueHuman, SessionEnded, while_waiting
 from aah.runtime.work_clock import waiting_for_person
@@ -260,7 +261,8 @@ class ConsoleApprover:
         return reply.model_copy(update={"seconds": time.perf_counter() - started})
 
     def _read(self, request: ApprovalRequest, check: EditCheck) -> ApprovalReply:
-        self._say(f"approve? {request.summary}" + (f"  ({request.rule})" if request.rule else ""))
+        why = f"\n{rule_words(request.rule)}" if request.rule else ""
+        self._say(f"approve? {request.summary}{why}")
         while True:
             typed = self._prompt("[a]pprove, [e]dit, [r]eject, re[s]pond, [t]erminate")
             choice = self._CHOICES.get(typed.strip().lower())

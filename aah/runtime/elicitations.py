@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -34,6 +34,7 @@ from aah.desk import (
     check_value,
     read_stored_answer,
 )
+from aah.desk.elicitation import link_words, offered_tools
 from aah.events import ElicitationAnsweredEvent, ElicitationAskedEvent, Event
 from aah.runtime.work_clock import waiting_for_person
 from aah.store import SessionStore
@@ -73,12 +74,21 @@ class SessionElicitor:
         session_id: The session.
         channel: Its human channel (answers when it is an :class:`ElicitingChannel`).
         emit: Where the asked and answered events go (the session's log).
+        tools: The names of the tools the agent is offered now, kept with
+            each form so the person sees them (none when not given).
     """
 
-    def __init__(self, session_id: str, channel: object, emit: Callable[[Event], None]) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        channel: object,
+        emit: Callable[[Event], None],
+        tools: Callable[[], Iterable[str]] | None = None,
+    ) -> None:
         self.session_id = session_id
         self.channel = channel
         self.emit = emit
+        self.tools = tools
         self._asked = 0
 
     async def answer(self, server: str, params: Any) -> ElicitationResult:
@@ -98,6 +108,8 @@ class SessionElicitor:
         except Exception as exc:  # whatever a peer sent, it gets a decline, never silence
             why = f"aah could not read {server}'s elicitation ({type(exc).__name__})"
             return self._refused(request_id, server, params, why)
+        if self.tools is not None:
+            request = request.model_copy(update={"tools": offered_tools(self.tools())})
         self.emit(
             ElicitationAskedEvent(
                 session_id=self.session_id,
@@ -267,10 +279,10 @@ def console_elicitation(
     empty line (an optional field is left out, a required one cancels). A
     link is printed, never opened: y says the person is done with it.
     """
-    what = f"the link {request.url} (aah does not open it)" if request.mode == "url" else "a form"
+    what = link_words(request.url or "") if request.mode == "url" else "It wants a form."
     choice = prompt(
         f"MCP server {request.asker} asks: {request.message}\n"
-        f"It wants {what}. Answer? y yes / n decline / Enter cancel"
+        f"{what}\nAnswer? y yes / n decline / Enter cancel"
     )
     choice = choice.strip().lower()
     if choice in ("n", "no"):

@@ -446,7 +446,12 @@ async def _drive(
         )
     durability = _GRAPH_DURABILITY[runtime.durability]
     # An MCP server's question during one of this session's tool calls goes to its channel.
-    elicitor = SessionElicitor(ctx.session_id, request.human or runtime.human, ctx.emit)
+    elicitor = SessionElicitor(
+        ctx.session_id,
+        request.human or runtime.human,
+        ctx.emit,
+        tools=lambda: ctx.current_tools.specs.keys(),
+    )
     token = session_elicitor.set(elicitor)
     try:
         while True:

@@ -22,6 +22,7 @@ from textual.widgets import Footer, Input, Label, Static
 
 from aah.bounds import OutOfBounds, parse_json
 from aah.desk import Decision, approval_context
+from aah.desk.rule_words import rule_words
 from aah.events import ApprovalDecision
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
@@ -81,7 +82,7 @@ class ApproveCallScreen(ModalScreen[Decision]):
             yield Label(title, id="ask-title")
             line = f"{self.call.method} {tool} {arguments}".strip()
             rule = self.call.rule
-            shown = line + (f"\nneeds approval: {rule}" if rule else "")
+            shown = line + (f"\n{rule_words(rule)}" if rule else "")
             yield Static(Text(printable(shown)), id="ask-question")
             with VerticalScroll(id="ask-context"):
                 yield Static(describe_context(self.context))

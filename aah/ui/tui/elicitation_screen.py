@@ -31,6 +31,7 @@ from aah.desk import (
     ElicitationResult,
     check_content,
 )
+from aah.desk.elicitation import link_words
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.ui.tui.form_fields import field_label, field_widget, form_values
@@ -38,6 +39,9 @@ from aah.ui.tui.screens import HELP_KEY, AskHumanScreen, own_keys_first
 
 FORM_KEYS = "ctrl+s accept · ctrl+r decline · ctrl+t cancel · Esc later"
 LINK_KEYS = "ctrl+s done · ctrl+r decline · ctrl+t cancel · Esc later"
+
+# A long list of offered tools: enough to recognise the agent, on a line or two.
+MAX_TOOLS_SHOWN = 30
 
 
 class ElicitationScreen(ModalScreen[ElicitationResult]):
@@ -76,10 +80,14 @@ class ElicitationScreen(ModalScreen[ElicitationResult]):
             title = f"MCP server {asked.asker} asks" + (f" ({self.where})" if self.where else "")
             yield Label(Text(printable(title)), id="ask-title")
             yield Static(Text(printable(asked.message)), id="ask-question")
+            if asked.tools:
+                given = ", ".join(asked.tools[:MAX_TOOLS_SHOWN])
+                more = len(asked.tools) - MAX_TOOLS_SHOWN
+                given += f" and {more:,} more" if more > 0 else ""
+                yield Static(Text(f"The agent was given: {given}"), id="elicit-tools")
             with VerticalScroll(id="elicit-fields"):
                 if asked.mode == "url":
-                    shown = f"Open this link yourself (aah does not open it):\n{asked.url}"
-                    yield Static(Text(printable(shown)), id="elicit-url")
+                    yield Static(Text(link_words(asked.url or "")), id="elicit-url")
                 for index, field in enumerate(asked.fields):
                     yield Label(Text(printable(field_label(field))), classes="elicit-label")
                     yield field_widget(field, f"elicit-{index}")

@@ -35,6 +35,8 @@ class SessionFacts:
         tools: The tools it has used or found so far, first use first.
         conversation: The session so far, as the people's pages show it.
         asker: The MCP server that asks (a form), else ''.
+        offered: The tools the agent was offered when the form came, as the
+            request keeps them (empty: not kept, an older row).
     """
 
     task: str = ""
@@ -42,19 +44,21 @@ class SessionFacts:
     tools: list[str] = field(default_factory=list)
     conversation: list[ConversationLine] = field(default_factory=list)
     asker: str = ""
+    offered: list[str] = field(default_factory=list)
 
 
 def session_facts(store: SessionStore, request: HumanRequestRecord) -> SessionFacts:
     """What ``request``'s session says: task, run, tools used, the conversation so far."""
-    asker = ""
+    asker, offered = "", []
     if request.kind == "elicitation":
         try:
-            asker = ElicitationRequest.model_validate(request.context).asker
+            asked = ElicitationRequest.model_validate(request.context)
+            asker, offered = asked.asker, asked.tools
         except ValidationError:
             asker = ""
     session = store.get_session(request.session_id)
     if session is None:  # a form from an agent aah does not run: only its server is known
-        return SessionFacts(asker=asker)
+        return SessionFacts(asker=asker, offered=offered)
     events = store.events(request.session_id)
     tools: list[str] = []
     for event in events:
@@ -71,11 +75,18 @@ def session_facts(store: SessionStore, request: HumanRequestRecord) -> SessionFa
             for line in conversation_lines(events)
         ],
         asker=asker,
+        offered=offered,
     )
 
 
 def used_tools_html(facts: SessionFacts) -> str:
-    """The tools the session has used, as the side part's list (HTML, every name escaped)."""
+    """The tools the agent was offered, else those it has used (HTML, every name escaped)."""
+    if facts.offered:
+        shown = facts.offered[:MAX_TOOLS_SHOWN]
+        items = "".join(f"<li><code>{html.escape(name)}</code></li>" for name in shown)
+        more = len(facts.offered) - len(shown)
+        rest = f"<p>and {more:,} more</p>" if more > 0 else ""
+        return f'<p><b>The agent was given:</b></p><ul class="aah-tools">{items}</ul>{rest}'
     if not facts.tools:
         return (
             "<p><b>The agent's tools:</b> it has called none yet in this session"
