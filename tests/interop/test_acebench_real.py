@@ -69,3 +69,12 @@ def test_acebench_slice_both_readings(
     for reading, entry in entries.items():
         shown = {f"{c['lang']}/{c['category']}": c["accuracy"]["value"] for c in entry["cells"]}
         print(f"\n[interop] acebench {reading}: {shown}, summary {entry['summary']}")
+    # How well the tiny model asks (science.md §8): the aah reading's incomplete
+    # items have blockers, so the report computes Ask-F1 for that run.
+    asking = [a for a in json.loads(report.stdout).get("asking", []) if a["run"] == "ace-aah"]
+    assert any(a["blocked_tasks"] > 0 for a in asking), asking
+    for a in asking:
+        print(
+            f"[interop] asking {a['category'] or a['setting']}: Ask-F1 {a['ask_f1']['value']}, "
+            f"precision {a['question_precision']['value']}, recall {a['blocker_recall']['value']}"
+        )
