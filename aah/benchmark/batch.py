@@ -565,3 +565,44 @@ def pick_tasks(
             taken[key] += 1
             chosen.append(task)
     return chosen
+
+
+TaskIn = TypeVar("TaskIn", bound=RepeatableTask, contravariant=True)
+
+
+class PinnedRunner(Protocol[TaskIn]):
+    """A benchmark's runner as ``run_pinned`` needs it: its options, model and sessions."""
+
+    options: RunOptions
+    model: ModelConfig
+
+    def request_for(self, task: TaskIn, runtime: Runtime) -> SessionRequest:
+        """The session of one task."""
+        ...
+
+
+async def run_pinned(
+    runner: PinnedRunner[TaskT],
+    tasks: Sequence[TaskT],
+    db: Path,
+    manifest: dict[str, Any],
+    pinned: Sequence[str],
+    on_done: ProgressHook | None = None,
+    activity: Activity | None = None,
+) -> RunSummary:
+    """A benchmark's run: refused when it exists with another setup, else every task to go.
+
+    Raises:
+        AahError: the run exists with other values of its ``pinned`` fields.
+    """
+    check_run_setup(db, runner.options.run, manifest, pinned)
+    return await run_batch(
+        epoch_tasks(tasks, runner.options.epochs),
+        db=db,
+        model=runner.model,
+        options=runner.options,
+        manifest=manifest,
+        request_for=runner.request_for,
+        on_done=on_done,
+        activity=activity,
+    )

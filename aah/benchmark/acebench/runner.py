@@ -26,10 +26,8 @@ from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
-    check_run_setup,
-    epoch_tasks,
-    run_batch,
     run_manifest,
+    run_pinned,
 )
 from aah.benchmark.when2call.runner import NEUTRAL_RESULT, NeutralExecutor
 from aah.llm import ModelConfig
@@ -160,17 +158,7 @@ class AceRunner:
             AahError: the run exists with another setup (reading, language, prompts...).
         """
         manifest = self.manifest(data_sha256)
-        check_run_setup(db, self.options.run, manifest, ACEBENCH_PINNED)
-        return await run_batch(
-            epoch_tasks(tasks, self.options.epochs),
-            db=db,
-            model=self.model,
-            options=self.options,
-            manifest=manifest,
-            request_for=self.request_for,
-            on_done=on_done,
-            activity=activity,
-        )
+        return await run_pinned(self, tasks, db, manifest, ACEBENCH_PINNED, on_done, activity)
 
 
 def _asking(task: AceTask) -> dict[str, Any]:

@@ -20,10 +20,8 @@ from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
-    check_run_setup,
-    epoch_tasks,
-    run_batch,
     run_manifest,
+    run_pinned,
 )
 from aah.benchmark.bfcl.blockers import entry_blockers
 from aah.benchmark.bfcl.multi_turn_run import MULTI_TURN_STEP_LIMIT, BfclTurnExecutor, turn_oracle
@@ -186,14 +184,4 @@ class BfclRunner:
                 another benchmark or data source).
         """
         manifest = self.manifest(categories, data_source, data_sha256)
-        check_run_setup(db, self.options.run, manifest, BFCL_PINNED)
-        return await run_batch(
-            epoch_tasks(tasks, self.options.epochs),
-            db=db,
-            model=self.model,
-            options=self.options,
-            manifest=manifest,
-            request_for=self.request_for,
-            on_done=on_done,
-            activity=activity,
-        )
+        return await run_pinned(self, tasks, db, manifest, BFCL_PINNED, on_done, activity)

@@ -21,10 +21,8 @@ from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
-    check_run_setup,
-    epoch_tasks,
-    run_batch,
     run_manifest,
+    run_pinned,
 )
 from aah.benchmark.tau2.domains import Tau2Domain
 from aah.benchmark.tau2.simulation import GREETING, MAX_STEPS, Tau2Simulation, Tau2User
@@ -187,17 +185,7 @@ class Tau2Runner:
             AahError: the run exists with another setup.
         """
         manifest = self.manifest()
-        check_run_setup(db, self.options.run, manifest, TAU2_PINNED)
-        return await run_batch(
-            epoch_tasks(tasks, self.options.epochs),
-            db=db,
-            model=self.model,
-            options=self.options,
-            manifest=manifest,
-            request_for=self.request_for,
-            on_done=on_done,
-            activity=activity,
-        )
+        return await run_pinned(self, tasks, db, manifest, TAU2_PINNED, on_done, activity)
 
 
 def user_factory(name: str, config: ModelConfig | None) -> UserFactory:

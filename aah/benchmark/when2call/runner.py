@@ -19,10 +19,8 @@ from aah.benchmark.batch import (
     ProgressHook,
     RunOptions,
     RunSummary,
-    check_run_setup,
-    epoch_tasks,
-    run_batch,
     run_manifest,
+    run_pinned,
 )
 from aah.benchmark.when2call.blockers import question_blockers
 from aah.benchmark.when2call.tasks import WHEN2CALL_SETTING, When2CallTask
@@ -153,18 +151,7 @@ class When2CallRunner:
                 another benchmark, awareness choice, turn count or tool result).
         """
         manifest = self.manifest(data_sha256)
-        check_run_setup(db, self.options.run, manifest, WHEN2CALL_PINNED)
-        tasks = epoch_tasks(tasks, self.options.epochs)
-        return await run_batch(
-            tasks,
-            db=db,
-            model=self.model,
-            options=self.options,
-            manifest=manifest,
-            request_for=self.request_for,
-            on_done=on_done,
-            activity=activity,
-        )
+        return await run_pinned(self, tasks, db, manifest, WHEN2CALL_PINNED, on_done, activity)
 
 
 # Besides the store's pinned fields, what makes a When2Call run another run.
