@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
-from aah.desk.rule_words import rule_words
+from aah.desk import rule_words
 from aah.events import (
     ApprovalDecidedEvent,
     ApprovalRequestedEvent,

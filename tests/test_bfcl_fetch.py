@@ -129,5 +129,5 @@ def test_the_command_line(tmp_path: Path) -> None:
     assert wrong.returncode == 2 and "not the pinned" in wrong.stderr
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == (
-        "error: unknown data 'gorilla': use bfcl, tau2, or nothing for the default data"
+        "error: unknown data 'gorilla': use bfcl, tau2, acebench, or nothing for the default data"
     )

@@ -29,11 +29,11 @@ from aah.desk import (
     UserToolResult,
     UserToolsContext,
     check_user_call,
+    desk_user_tools,
     fitting_value,
     question_context,
     recheck_user_call,
     turn_request_id,
-    user_tools,
 )
 from aah.runtime import HumanRequest, QueueHuman
 from aah.store import SessionStore
@@ -76,7 +76,7 @@ PHONE: list[dict[str, Any]] = [
 
 
 def _phone(calls_left: int = 20) -> UserToolsContext:
-    tools, unusable = user_tools(PHONE)
+    tools, unusable = desk_user_tools(PHONE)
     assert unusable == []
     return UserToolsContext(turn="tau2-s-3-1", tools=tools, calls_left=calls_left)
 
@@ -100,7 +100,7 @@ def _spec(case: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", _cases("schema"), ids=lambda case: case["why"][:50])
 def test_every_schema_in_the_corpus_is_a_form_or_left_off_in_one_line(case: dict[str, Any]) -> None:
-    tools, unusable = user_tools([_spec(case)])
+    tools, unusable = desk_user_tools([_spec(case)])
     if case["outcome"] == "usable":
         assert unusable == [] and [f.name for f in tools[0].fields] == case["fields"]
         return
@@ -266,7 +266,7 @@ _SCHEMAS = st.fixed_dictionaries(
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(parameters=_SCHEMAS)
 def test_any_schema_is_a_form_that_takes_a_value_or_a_tool_left_off(parameters: Any) -> None:
-    tools, unusable = user_tools([{"function": {"name": "t", "parameters": parameters}}])
+    tools, unusable = desk_user_tools([{"function": {"name": "t", "parameters": parameters}}])
     assert len(tools) + len(unusable) == 1
     if unusable:
         assert "\n" not in unusable[0]

@@ -154,7 +154,7 @@ class TerminalAnnotator:
             # after a failed send, the same one again, the answer still typed).
             if "Decline" not in self._tmux("capture-pane", "-p"):
                 self._tmux("send-keys", "p")
-                if not self._shows("Questions waiting for a person", 10):
+                if not self._shows("Waiting for a person:", 10):
                     time.sleep(0.5)  # "No question is waiting": look again soon
                     continue
                 self._tmux("send-keys", "End")

@@ -30,7 +30,7 @@ from aah.report import (
     render_markdown,
     rich_tables,
 )
-from aah.scoring.quote import QUOTE_LINES, WORD_CHARS, plain_text, quote
+from aah.scoring.quoting import QUOTE_LINES, WORD_CHARS, plain_text, quote
 from aah.store.sessions import SessionStore
 
 # Characters no quoted text may carry into a report: escapes, controls, separators a

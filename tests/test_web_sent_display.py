@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 
 from aah.desk import DeskWorkflow, ElicitationRequest, ElicitationResult  # noqa: E402
-from aah.desk.rule_words import rule_words  # noqa: E402
+from aah.desk.rules_text import rule_words  # noqa: E402
 from aah.events import ToolCallEvent  # noqa: E402
 from aah.store import AnsweredEntry, SessionStore  # noqa: E402
 from aah.ui.web.answered import SHOWN_CHARS, sent_text  # noqa: E402

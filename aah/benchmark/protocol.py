@@ -41,8 +41,7 @@ if TYPE_CHECKING:
     from aah.benchmark.batch import ProgressHook, RunOptions, RunSummary
     from aah.llm import ModelConfig, ProbeReport
     from aah.runtime import Activity
-    from aah.scoring.asking import Blocker
-    from aah.scoring.table import ReportTable
+    from aah.scoring import Blocker, ReportTable
     from aah.store import RunRecord, SessionStore
 
 # The flags every run has: ``RunFlags``'s fields, read by the common run recipe.

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from aah.benchmark.failtalms import SETTINGS
 from aah.cli.options import DataOption, JsonOption, WideOption
 from aah.cli.output import (
     console,
@@ -18,9 +17,11 @@ from aah.cli.output import (
     table,
 )
 from aah.errors import AahError
+from aah.scoring import SETTINGS
 
 if TYPE_CHECKING:
-    from aah.benchmark.failtalms import CoverageReport, Setting, Task
+    from aah.benchmark.failtalms import CoverageReport, Task
+    from aah.scoring import Setting
     from aah.tools.registry import Registry
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)

@@ -232,7 +232,7 @@ def _readers(name: str) -> list[str]:
 
 def bench_run(**given: Any) -> None:
     """Run benchmark tasks as sessions of one named, resumable run."""
-    from aah.benchmark.protocol import COMMON_FLAGS
+    from aah.benchmark import COMMON_FLAGS
 
     benchmark = get_benchmark(given["benchmark"])
     if given["otel"]:
@@ -262,7 +262,7 @@ def bench_run(**given: Any) -> None:
         say=lambda line: console.print(f"[dim]{line}[/]", highlight=False),
     )
     if given["reviewers"] is not None or given["guidelines"] is not None or given["assign"]:
-        from aah.desk.team import set_up_run_team
+        from aah.desk import set_up_run_team
         from aah.store import SessionStore
 
         with SessionStore(flags.db) as store:
@@ -288,7 +288,7 @@ def _refuse_foreign_flags(benchmark: Benchmark, given: dict[str, Any]) -> None:
     Raises:
         AahError: such a flag, naming the benchmarks it belongs to.
     """
-    from aah.benchmark.protocol import COMMON_FLAGS
+    from aah.benchmark import COMMON_FLAGS
 
     own = {option.name for option in benchmark.options}
     declared = _own_options()

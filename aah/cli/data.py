@@ -46,7 +46,7 @@ def fetch(
     AAH_DATA_MIRROR to a base URL serving <owner>/<repo>/<commit>/<path> to
     download from a mirror.
     """
-    from aah.data.fetch import MANIFEST_FOLDERS, default_manifest, fetch_data, packaged_manifest
+    from aah.data import MANIFEST_FOLDERS, default_manifest, fetch_data, packaged_manifest
 
     if what == "tau2":
         _fetch_tau2(from_dir, dest, as_json)
@@ -67,8 +67,7 @@ def fetch(
 
 
 def _fetch_bfcl(what: str, wheel: Path | None, dest: Path | None, as_json: bool) -> None:
-    from aah.data import default_fetch_dir, fetch_bfcl
-    from aah.data.fetch import MANIFEST_FOLDERS
+    from aah.data import MANIFEST_FOLDERS, default_fetch_dir, fetch_bfcl
     from aah.errors import AahError
 
     if what != "bfcl":
@@ -135,7 +134,7 @@ def where(
     tau2 = tau2_manifest()
     tau2_present = count_present(location.path, tau2)
     wheel = location.path / TAU2_FOLDER / TAU2_WHEEL
-    from aah.data.fetch import MANIFEST_FOLDERS, packaged_manifest
+    from aah.data import MANIFEST_FOLDERS, packaged_manifest
 
     alone = {
         name: (len(files.files), count_present(location.path, files))

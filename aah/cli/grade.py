@@ -107,7 +107,7 @@ def grade_asking_run(run: str, votes: int, model: str | None, temperature: float
     from aah.benchmark import benchmark_names, get_benchmark
     from aah.llm import model_config
     from aah.runtime import run_async
-    from aah.scoring.asking_grader import grade_asking
+    from aah.scoring import grade_asking
     from aah.scoring.grader import check_vote_settings
 
     check_vote_settings(votes, temperature)

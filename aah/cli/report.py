@@ -81,9 +81,9 @@ def report(
         raise AahError("--paper-table and --as go with --compare paper: add it")
     tables = None
     if compare == "paper":
-        from aah.report import load_paper_tables
+        from aah.report import paper_tables
 
-        tables = load_paper_tables(paper_table)
+        tables = paper_tables(paper_table)
     to_terminal = format == "table" and out is None
     to_file = (out or DEFAULT_HTML) if out is not None or format == "html" else None
     # The default report.html is the report's own file: a new report replaces it

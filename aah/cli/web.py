@@ -20,8 +20,7 @@ if TYPE_CHECKING:
     import gradio as gr
 
     from aah.store import SessionStore
-    from aah.ui.web.decision_link import DecisionLinks
-    from aah.ui.web.notify import NotifySettings
+    from aah.ui.web import DecisionLinks, NotifySettings
 
 UI_EXTRA_MISSING = "the web app needs the ui extra: pip install 'aah[ui]'"
 # Kept here rather than imported from the web app, which needs Gradio.
@@ -62,7 +61,7 @@ def web(
     from aah.config import get_settings
 
     if reviewer or group:
-        from aah.desk.team import set_groups, set_reviewers
+        from aah.desk import set_groups, set_reviewers
         from aah.store import SessionStore
 
         with SessionStore(db or get_settings().db) as store:
@@ -137,8 +136,7 @@ def _decision_links(db: Path, store: SessionStore, notify: NotifySettings) -> De
         AahError: ``AAH_NOTIFY_LINK_TO`` is no name a person may use.
     """
     from aah.annotators import check_annotator_name
-    from aah.ui.web.auth import WebAuth
-    from aah.ui.web.decision_link import DecisionLinks, link_key
+    from aah.ui.web import DecisionLinks, WebAuth, link_key
 
     if notify.links <= 0:
         return None

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         fetch_bfcl,
     )
     from aah.data.fetch import (
+        MANIFEST_FOLDERS,
         MANIFEST_PATH,
         SEPARATE_FOLDERS,
         FetchReport,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from aah.data.wheels import find_pinned_wheel, wheel_sha256
 
 __all__ = [
+    "MANIFEST_FOLDERS",
     "BFCL_PACKAGE",
     "BFCL_VERSION",
     "BFCL_WHEEL",
@@ -91,6 +93,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "MANIFEST_FOLDERS": "aah.data.fetch",
     "BFCL_PACKAGE": "aah.data.bfcl_wheel",
     "BFCL_VERSION": "aah.data.bfcl_wheel",
     "BFCL_WHEEL": "aah.data.bfcl_wheel",

@@ -10,6 +10,8 @@ through it. Below the runtime, above the store.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aah.clock import SYSTEM_CLOCK, Clock, FakeClock, SystemClock
 from aah.desk.elicitation import (
     MAX_MESSAGE_CHARS,
@@ -52,10 +54,10 @@ from aah.desk.user_tools import (
     UserToolResult,
     UserToolsContext,
     check_user_call,
+    desk_user_tools,
     recheck_user_call,
     result_text,
     turn_request_id,
-    user_tools,
 )
 from aah.desk.workflow import (
     HEARTBEAT_LEASE_S,
@@ -68,8 +70,20 @@ from aah.desk.workflow import (
     SentOutcome,
     Undoable,
 )
+from aah.lazy import lazy_getattr
 
 __all__ = [
+    "link_words",
+    "offered_tools",
+    "rule_words",
+    "ItemFigures",
+    "PersonFigures",
+    "ReviewDesk",
+    "TeamFigures",
+    "set_groups",
+    "set_reviewers",
+    "set_up_run_team",
+    "team_figures",
     "CONTEXT_VERSION",
     "HEARTBEAT_LEASE_S",
     "MAX_ANSWER_CHARS",
@@ -125,5 +139,36 @@ __all__ = [
     "stored_answer",
     "turn_request_id",
     "unreadable_elicitation",
-    "user_tools",
+    "desk_user_tools",
 ]
+
+if TYPE_CHECKING:
+    from aah.desk.elicitation import link_words, offered_tools
+    from aah.desk.rules_text import rule_words
+    from aah.desk.team import (
+        ItemFigures,
+        PersonFigures,
+        ReviewDesk,
+        TeamFigures,
+        set_groups,
+        set_reviewers,
+        set_up_run_team,
+        team_figures,
+    )
+
+# Loaded on first use: they reach the store and scoring.
+_LAZY = {
+    "link_words": "aah.desk.elicitation",
+    "offered_tools": "aah.desk.elicitation",
+    "rule_words": "aah.desk.rules_text",
+    "ItemFigures": "aah.desk.team",
+    "PersonFigures": "aah.desk.team",
+    "ReviewDesk": "aah.desk.team",
+    "TeamFigures": "aah.desk.team",
+    "set_groups": "aah.desk.team",
+    "set_reviewers": "aah.desk.team",
+    "set_up_run_team": "aah.desk.team",
+    "team_figures": "aah.desk.team",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -25,15 +25,21 @@ from aah.annotators import annotator_key, check_annotator_name
 from aah.clock import Clock
 from aah.errors import AahError
 from aah.peer_read import NotARegularFile, PeerBound, PeerOutOfBounds, read_file
-from aah.scoring.agreement import GradeRow, PairAgreement, grader_human_agreement, pair_agreement
-from aah.scoring.intervals import Proportion, wilson
-from aah.store import SessionStore
-from aah.store.team import (
+from aah.scoring import (
+    GradeRow,
+    PairAgreement,
+    Proportion,
+    grader_human_agreement,
+    pair_agreement,
+    wilson,
+)
+from aah.store import (
     AnswerFigure,
     Person,
     ReviewItem,
     ReviewRecord,
     ReviewVerdict,
+    SessionStore,
     TeamRows,
     team_rows,
 )

@@ -254,7 +254,7 @@ def recheck_user_call(context: UserToolsContext, call: UserToolCall) -> UserTool
 # -- tools from their specs ---------------------------------------------------------
 
 
-def user_tools(specs: Sequence[Any]) -> tuple[list[UserTool], list[str]]:
+def desk_user_tools(specs: Sequence[Any]) -> tuple[list[UserTool], list[str]]:
     """The desk's tools of ``specs`` (OpenAI function specs), and those it cannot call.
 
     Never raises: a spec whose name or schema no form can take is listed as

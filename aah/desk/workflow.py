@@ -31,8 +31,7 @@ from aah.desk.elicitation import ElicitationResult, stored_answer
 from aah.desk.elicitation_form import ContentInvalid
 from aah.desk.requests import question_context
 from aah.desk.user_tools import check_user_call
-from aah.store import HumanRequestRecord, QueueFilter, SessionStore
-from aah.store.listings import EVERYTHING
+from aah.store import EVERYTHING, HumanRequestRecord, QueueFilter, SessionStore
 
 # Without a heartbeat for about this long, a page's claim ends.
 HEARTBEAT_LEASE_S = 60.0

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
         Report,
         build_report,
         compare_report_with_paper,
-        load_paper_tables,
+        paper_tables,
         render_json,
     )
     from aah.report.charts import write_charts
@@ -23,7 +23,7 @@ __all__ = [
     "Report",
     "build_report",
     "compare_report_with_paper",
-    "load_paper_tables",
+    "paper_tables",
     "render_csv",
     "render_html",
     "render_json",
@@ -36,7 +36,7 @@ _WHERE = {
     "Report": "aah.report.build",
     "build_report": "aah.report.build",
     "compare_report_with_paper": "aah.report.build",
-    "load_paper_tables": "aah.report.build",
+    "paper_tables": "aah.report.build",
     "render_csv": "aah.report.spreadsheet",
     "render_html": "aah.report.html",
     "render_json": "aah.report.build",

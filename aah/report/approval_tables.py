@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from aah.scoring.approvals import approval_cell_to_json
-from aah.scoring.table import ReportTable, format_number, format_rate
+from aah.scoring import ReportTable, approval_cell_to_json, format_number, format_rate
 
 if TYPE_CHECKING:
     from aah.report.build import Report

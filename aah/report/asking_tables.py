@@ -13,17 +13,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from aah.scoring.asking import (
+from aah.scoring import (
+    NO_DATA,
     AskingFigures,
     BootF1,
+    Proportion,
+    ReportTable,
     Spread,
     cells,
     figures_to_json,
+    format_rate,
     rule_reading,
     run_asking_tasks,
 )
-from aah.scoring.intervals import Proportion
-from aah.scoring.table import NO_DATA, ReportTable, format_rate
 
 if TYPE_CHECKING:
     from aah.report.build import Report

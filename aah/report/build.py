@@ -95,14 +95,12 @@ from aah.benchmark.failtalms import (
     compare_with_paper,
     comparison_to_json,
     import_notes,
+    load_paper_tables,
     parse_model_map,
     unmatched_runs,
 )
-from aah.benchmark.failtalms import (
-    load_paper_tables as load_paper_tables,
-)
 from aah.config import get_settings
-from aah.desk.team import TeamFigures, team_figures
+from aah.desk import TeamFigures, team_figures
 from aah.errors import AahError
 from aah.report.asking_tables import asking_json, load_asking
 from aah.report.discovery import (
@@ -124,30 +122,36 @@ from aah.report.steps import (
     task_ids,
 )
 from aah.report.team_tables import team_to_json
-from aah.scoring.agreement import Agreement, PairAgreement, load_agreement
-from aah.scoring.approvals import (
+from aah.scoring import (
+    SETTINGS,
+    Agreement,
     ApprovalCall,
     ApprovalCell,
+    AskingFigures,
+    CellMetrics,
+    ElicitationCell,
+    ErrorPatternReport,
+    ExternalAgentAsking,
+    PairAgreement,
+    RepeatScores,
+    TaskOutcome,
     approval_cell_to_json,
     approval_metrics,
-    load_approval_calls,
-)
-from aah.scoring.asking import AskingFigures
-from aah.scoring.behavior import BEHAVIOR_CLASSES
-from aah.scoring.elicitations import ElicitationCell, load_elicitation_cells
-from aah.scoring.errors import ErrorPatternReport
-from aah.scoring.external import ExternalAgentAsking, external_to_json, load_external_agents
-from aah.scoring.metrics import (
-    CellMetrics,
-    TaskOutcome,
+    base_task_id,
     cell_to_json,
+    cells_with_repeats,
     compute_metrics,
+    external_to_json,
+    load_agreement,
+    load_approval_calls,
+    load_elicitation_cells,
+    load_external_agents,
     load_outcomes,
     proportion_to_json,
+    quote,
+    repeat_to_json,
 )
-from aah.scoring.quote import quote
-from aah.scoring.repeats import RepeatScores, base_task_id, cells_with_repeats, repeat_to_json
-from aah.scoring.settings import SETTINGS
+from aah.scoring.behavior import BEHAVIOR_CLASSES
 from aah.store import RunRecord, SessionStore
 
 EXAMPLES_PER_RUN = 3
@@ -219,6 +223,15 @@ class PaperComparison:
     source: str
     url: str
     rows: list[Comparison]
+
+
+def paper_tables(path: Path | None = None) -> PaperTables:
+    """The Fail-TaLMs paper's tables that ``--compare paper`` sets beside a report.
+
+    Raises:
+        AahError: ``path`` is not a readable tables file.
+    """
+    return load_paper_tables(path)
 
 
 def compare_report_with_paper(

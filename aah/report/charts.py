@@ -36,10 +36,8 @@ from matplotlib.figure import Figure
 
 from aah.report.build import Report
 from aah.report.tables import pair_runs, pooled_matrix
+from aah.scoring import SETTINGS, CellMetrics, Proportion
 from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, ConfusionMatrix
-from aah.scoring.intervals import Proportion
-from aah.scoring.metrics import CellMetrics
-from aah.scoring.settings import SETTINGS
 
 DPI = 100
 PRINT_DPI = 300

@@ -20,8 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aah.scoring.intervals import Proportion, wilson
-from aah.scoring.metrics import CellMetrics, TaskOutcome, proportion_to_json
+from aah.scoring import CellMetrics, Proportion, TaskOutcome, proportion_to_json, wilson
 from aah.store import Discovery, RunRecord, SessionStore
 from aah.tools import ASK_HUMAN
 

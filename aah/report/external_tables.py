@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aah.scoring.external import external_to_json
-from aah.scoring.table import ReportTable, format_number
+from aah.scoring import ReportTable, external_to_json, format_number
 
 if TYPE_CHECKING:
     from aah.report.build import Report

@@ -15,7 +15,7 @@ from html import escape
 from aah.report.build import Report
 from aah.report.charts import png_data_uri, report_charts
 from aah.report.tables import report_tables, run_label
-from aah.scoring.table import ReportTable
+from aah.scoring import ReportTable
 
 # No script, no remote fetch: only inline style and data: images.
 # Before a flagged row's last cell, with the flag's word: visible without colour.

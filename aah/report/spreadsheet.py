@@ -17,7 +17,7 @@ from typing import Any
 
 from aah.benchmark import report_parts
 from aah.report.build import Report
-from aah.scoring.metrics import cell_to_json
+from aah.scoring import cell_to_json
 
 PROPORTION_PARTS = ("", "_low", "_high", "_k", "_n")
 _PROPORTION_KEYS = ("value", "low", "high", "k", "n")

@@ -17,6 +17,15 @@ from dataclasses import dataclass
 from itertools import groupby
 from operator import attrgetter
 
+from aah.scoring import (
+    CALL_PATTERNS,
+    ErrorPattern,
+    ErrorPatternReport,
+    Proportion,
+    TaskOutcome,
+    patterns_of,
+    wilson,
+)
 from aah.scoring.behavior import (
     BEHAVIOR_CLASSES,
     BehaviorClass,
@@ -29,9 +38,6 @@ from aah.scoring.behavior import (
     hallucination_rates,
     turn_class,
 )
-from aah.scoring.errors import CALL_PATTERNS, ErrorPattern, ErrorPatternReport, patterns_of
-from aah.scoring.intervals import Proportion, wilson
-from aah.scoring.metrics import TaskOutcome
 from aah.store import SessionStore, Step
 from aah.tools import ASK_HUMAN, FIND_TOOLS
 

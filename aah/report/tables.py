@@ -22,20 +22,20 @@ from aah.benchmark.failtalms import Comparison
 from aah.report.build import PAPER_METRIC_LABELS, Report
 from aah.report.discovery import GIVEN
 from aah.report.team_tables import team_tables
-from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, ConfusionMatrix, confusion
-from aah.scoring.errors import ERROR_PATTERNS
-from aah.scoring.metrics import CellMetrics
-from aah.scoring.repeats import Estimate
-from aah.scoring.settings import SETTINGS
-from aah.scoring.table import (
+from aah.scoring import (
+    ERROR_PATTERNS,
     NO_DATA,
     NOT_REPORTED,
     RATE_NOTE,
+    SETTINGS,
+    CellMetrics,
+    Estimate,
     ReportTable,
     format_estimate,
     format_number,
     format_rate,
 )
+from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, ConfusionMatrix, confusion
 from aah.store import RunRecord
 
 # Manifest fields that, with the model, make two runs the same experiment but for Aah.

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aah.desk.team import TeamFigures
-from aah.scoring.agreement import PairAgreement
-from aah.scoring.metrics import proportion_to_json
-from aah.scoring.table import (
+from aah.desk import TeamFigures
+from aah.scoring import (
     NO_DATA,
     NOT_REPORTED,
     RATE_NOTE,
+    PairAgreement,
     ReportTable,
     format_number,
     format_rate,
+    proportion_to_json,
 )
 
 if TYPE_CHECKING:

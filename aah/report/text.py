@@ -16,7 +16,7 @@ from rich.text import Text
 
 from aah.report.build import Report
 from aah.report.tables import report_tables, run_label
-from aah.scoring.table import ReportTable
+from aah.scoring import ReportTable
 
 # A rich table's cell adds one space each side and one rule: its column is 3 wider
 # than its longest word; the table adds its last rule.

@@ -26,8 +26,8 @@ from aah.desk import (
     Decision,
     QuestionContext,
     decision_of,
+    rule_words,
 )
-from aah.desk.rule_words import rule_words
 from aah.runtime.approval_policy import TimeoutStep
 from aah.runtime.humans import ConsoleHuman, Parked, QueueHuman, SessionEnded, while_waiting
 from aah.runtime.work_clock import waiting_for_person

@@ -32,9 +32,10 @@ from aah.desk import (
     ElicitationResult,
     check_content,
     check_value,
+    link_words,
+    offered_tools,
     read_stored_answer,
 )
-from aah.desk.elicitation import link_words, offered_tools
 from aah.events import ElicitationAnsweredEvent, ElicitationAskedEvent, Event
 from aah.runtime.work_clock import waiting_for_person
 from aah.store import SessionStore

@@ -46,7 +46,7 @@ from aah.events import (
     ModelCallEvent,
     ToolCallEvent,
 )
-from aah.scoring.behavior.rules import classify_reply
+from aah.scoring.behavior import classify_reply
 from aah.scoring.intervals import Proportion, wilson
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from aah.scoring.asking import (
     Blocker,
     rule_reading,
 )
-from aah.scoring.grader.vote import (
+from aah.scoring.grader import (
     DEFAULT_TEMPERATURE,
     DEFAULT_VOTE_RETRIES,
     DEFAULT_VOTES,
@@ -32,8 +32,7 @@ from aah.scoring.grader.vote import (
     MajorityVoteGrader,
     majority_vote,
 )
-from aah.store import SessionStore
-from aah.store.asking import AskReading
+from aah.store import AskReading, SessionStore
 
 PROMPT_PATH = Path(__file__).resolve().parent / "grader" / "prompts" / "asking.md"
 QUESTION_CHARS = 2_000

@@ -8,17 +8,21 @@ from aah.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from aah.store.approvals import ApprovalStep, ApprovedRun
+    from aah.store.asking import AskReading
     from aah.store.check import DatabaseCheck, check_database
     from aah.store.copy import CopySummary, copy_database
     from aah.store.elicitations import ElicitationStep
     from aah.store.file_errors import ServerAwayError, StoreFileError
     from aah.store.humans import APPROVAL_DECISIONS, DEFAULT_LEASE_S
     from aah.store.listings import (
+        EVERYTHING,
+        KINDS,
         AnnotatorStats,
         AnsweredEntry,
         QueueEntry,
         QueueFilter,
         QueueListing,
+        order_key,
     )
     from aah.store.manifest import PINNED_FIELDS, ManifestDifference, pinned_difference
     from aah.store.merge import merge_databases
@@ -46,6 +50,15 @@ if TYPE_CHECKING:
         scrub,
     )
     from aah.store.sessions import GradeRecord, RunRecord, SessionStore, Verdict
+    from aah.store.team import (
+        AnswerFigure,
+        Person,
+        ReviewItem,
+        ReviewRecord,
+        ReviewVerdict,
+        TeamRows,
+        team_rows,
+    )
     from aah.store.watch import RequestWatch
     from aah.store.writes import (
         insert_events,
@@ -56,6 +69,17 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "AskReading",
+    "EVERYTHING",
+    "KINDS",
+    "order_key",
+    "AnswerFigure",
+    "Person",
+    "ReviewItem",
+    "ReviewRecord",
+    "ReviewVerdict",
+    "TeamRows",
+    "team_rows",
     "DEFAULT_LEASE_S",
     "AnnotatorAnswer",
     "AnnotatorStats",
@@ -111,6 +135,17 @@ __all__ = [
 ]
 
 _WHERE = {
+    "AskReading": "aah.store.asking",
+    "EVERYTHING": "aah.store.listings",
+    "KINDS": "aah.store.listings",
+    "order_key": "aah.store.listings",
+    "AnswerFigure": "aah.store.team",
+    "Person": "aah.store.team",
+    "ReviewItem": "aah.store.team",
+    "ReviewRecord": "aah.store.team",
+    "ReviewVerdict": "aah.store.team",
+    "TeamRows": "aah.store.team",
+    "team_rows": "aah.store.team",
     "DEFAULT_LEASE_S": "aah.store.humans",
     "AnnotatorAnswer": "aah.store.queries",
     "AnnotatorStats": "aah.store.listings",

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aah.store.listings import KINDS
-from aah.store.schema import RequestKind
+from aah.store import KINDS, RequestKind
 
 # Each kind's name as a person reads it, one and many.
 _NOUNS = {

@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from aah.benchmark.batch import ProgressHook, RunOptions, RunSummary
     from aah.llm import ModelConfig
     from aah.runtime import Activity
-    from aah.scoring.asking import Blocker
-    from aah.scoring.table import ReportTable
+    from aah.scoring import Blocker, ReportTable
     from aah.store import RunRecord, SessionStore
 
 LANG_CHOICES = ("en", "zh", "both")
@@ -116,7 +115,7 @@ class AceBench:
 
     def blockers(self, store: SessionStore, run: RunRecord) -> Mapping[str, Sequence[Blocker]]:
         """Each item's blockers as its session keeps them (an incomplete item's missing ones)."""
-        from aah.scoring.asking import stored_blockers
+        from aah.scoring import stored_blockers
 
         return stored_blockers(store, run.name)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from aah.benchmark.acebench.tasks import AceTask
-from aah.scoring.asking import Blocker, parameter_blocker
+from aah.scoring import Blocker, parameter_blocker
 
 SOURCE = "acebench incomplete"
 

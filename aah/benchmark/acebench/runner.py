@@ -29,10 +29,10 @@ from aah.benchmark.batch import (
     run_manifest,
     run_pinned,
 )
-from aah.benchmark.when2call.runner import NEUTRAL_RESULT, NeutralExecutor
+from aah.benchmark.when2call import NEUTRAL_RESULT, NeutralExecutor
 from aah.llm import ModelConfig
 from aah.runtime import Activity, Runtime, ScriptedHuman, SessionRequest
-from aah.scoring.asking import CONTEXT_KEY
+from aah.scoring import CONTEXT_KEY
 
 ACEBENCH_BENCHMARK = "acebench"
 # Besides the store's pinned fields, what makes an ACEBench run another run.

@@ -31,8 +31,7 @@ from aah.benchmark.acebench.blockers import item_blockers
 from aah.benchmark.acebench.tasks import CATEGORIES, LANGUAGES, AceTask
 from aah.benchmark.acebench.upstream import ERROR_TYPES, special_eval
 from aah.events import Event, HumanQuestionEvent, ModelCallEvent, ToolCallEvent
-from aah.scoring import Proportion, base_task_id, wilson
-from aah.scoring.asking import rule_reading
+from aah.scoring import Proportion, base_task_id, rule_reading, wilson
 from aah.scoring.behavior import BEHAVIOR_CLASSES, Classification, classify_reply, turn_class
 from aah.store import STOPPED_STATUSES
 from aah.tools import ASK_HUMAN

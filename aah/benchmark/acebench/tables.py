@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from aah.benchmark.acebench.scoring import AceScores
 from aah.benchmark.acebench.tasks import CATEGORIES, LANGUAGES
+from aah.scoring import NOT_REPORTED, ReportTable, format_number, format_rate
 from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES
-from aah.scoring.table import NOT_REPORTED, ReportTable, format_number, format_rate
 
 SOURCE = (
     "ACEBench (Chen et al. 2025), Special data: compare the acebench reading with the "

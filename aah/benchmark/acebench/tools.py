@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aah.benchmark.when2call.tools import When2CallTool, endpoint_spec, function_tool
+from aah.benchmark.when2call import When2CallTool, endpoint_spec, function_tool
 from aah.errors import AahError
 from aah.tools import EndpointSpec
 

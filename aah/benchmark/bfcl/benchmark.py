@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from aah.benchmark.bfcl.tasks import BfclTask
     from aah.llm import ModelConfig
     from aah.runtime import Activity
-    from aah.scoring.asking import Blocker
-    from aah.scoring.table import ReportTable
+    from aah.scoring import Blocker, ReportTable
     from aah.store import RunRecord, SessionStore
 
 
@@ -109,7 +108,7 @@ class Bfcl:
 
         Single-turn entries withhold nothing to ask for: their sessions keep none.
         """
-        from aah.scoring.asking import stored_blockers
+        from aah.scoring import stored_blockers
 
         return stored_blockers(store, run.name)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from aah.benchmark.bfcl.multi_turn_tasks import MultiTurnTask
 from aah.benchmark.bfcl.tasks import turn_text
-from aah.scoring.asking import Blocker, parameter_blocker
+from aah.scoring import Blocker, parameter_blocker
 
 SOURCE = "bfcl miss_param"
 CATEGORY = "multi_turn_miss_param"

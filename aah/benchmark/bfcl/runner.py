@@ -35,7 +35,7 @@ from aah.benchmark.when2call import (
 )
 from aah.llm import ModelConfig
 from aah.runtime import Activity, FollowUp, Runtime, ScriptedHuman, SessionRequest
-from aah.scoring.asking import CONTEXT_KEY
+from aah.scoring import CONTEXT_KEY
 from aah.tools import EndpointSource, EndpointSpec
 
 BFCL_BENCHMARK = "bfcl"

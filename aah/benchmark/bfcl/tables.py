@@ -19,8 +19,7 @@ from aah.benchmark.bfcl.published import MBFCL_SOURCE
 from aah.benchmark.bfcl.scoring import BfclScores
 from aah.benchmark.bfcl.tasks import AST_CATEGORIES
 from aah.events import excerpt
-from aah.scoring.quote import quote
-from aah.scoring.table import NO_DATA, RATE_NOTE, ReportTable, format_rate
+from aah.scoring import NO_DATA, RATE_NOTE, ReportTable, format_rate, quote
 
 SHOWN_DISAGREEMENTS = 20
 DISAGREEMENT_CHARS = 400

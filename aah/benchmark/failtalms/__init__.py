@@ -59,9 +59,6 @@ if TYPE_CHECKING:
     )
     from aah.benchmark.failtalms.settings import (
         SETTING_FOLDERS,
-        SETTINGS,
-        Setting,
-        canonical_setting,
     )
 
 __all__ = [
@@ -77,15 +74,12 @@ __all__ = [
     "LOW_SIMILARITY",
     "OracleHuman",
     "PaperTables",
-    "SETTINGS",
     "SETTING_FOLDERS",
-    "Setting",
     "SimulatedHuman",
     "Task",
     "TaskFacts",
     "batch_human_factory",
     "benchmark_prompt_versions",
-    "canonical_setting",
     "compare_with_paper",
     "comparison_to_json",
     "import_failtalms_outputs",
@@ -132,10 +126,7 @@ _WHERE = {
     "BatchRunner": "aah.benchmark.failtalms.runner",
     "batch_human_factory": "aah.benchmark.failtalms.runner",
     "task_facts": "aah.benchmark.failtalms.runner",
-    "SETTINGS": "aah.benchmark.failtalms.settings",
     "SETTING_FOLDERS": "aah.benchmark.failtalms.settings",
-    "Setting": "aah.benchmark.failtalms.settings",
-    "canonical_setting": "aah.benchmark.failtalms.settings",
 }
 
 __getattr__ = lazy_getattr(__name__, _WHERE)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from aah.benchmark.protocol import BenchOption, PreparedRun, RunFlags
 from aah.errors import AahError
-from aah.scoring.settings import SETTINGS
+from aah.scoring import SETTINGS
 
 SPAN_SOURCE = "fail-talms under-specified"
 
@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from aah.benchmark.failtalms.dataset import Task
     from aah.llm import ModelConfig, ProbeReport
     from aah.runtime import Activity
-    from aah.scoring.asking import Blocker
-    from aah.scoring.settings import Setting
+    from aah.scoring import Blocker, Setting
     from aah.store import RunRecord, SessionStore
 
 
@@ -140,7 +139,7 @@ class FailTalms:
         request lacks (what the desk's page marks); tasks of the other
         settings withhold no information (a missing tool is no blocker).
         """
-        from aah.scoring.asking import span_blockers
+        from aah.scoring import span_blockers
 
         found: dict[str, list[Blocker]] = {}
         for session in store.list_sessions(run=run.name):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from aah.scoring.settings import SETTINGS as SETTINGS
-from aah.scoring.settings import Setting as Setting
-from aah.scoring.settings import canonical_setting as canonical_setting
+from aah.scoring import SETTINGS as SETTINGS
+from aah.scoring import Setting as Setting
+from aah.scoring import canonical_setting as canonical_setting
 
 SETTING_FOLDERS: dict[Setting, str] = {
     "perfect": "Original",

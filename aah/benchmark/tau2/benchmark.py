@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from aah.benchmark.tau2.scores import Tau2Scores
     from aah.llm import ModelConfig
     from aah.runtime import Activity
-    from aah.scoring.table import ReportTable
+    from aah.scoring import ReportTable
     from aah.store import RunRecord, SessionStore
 
 USERS = ("simulated", "gold", "person")

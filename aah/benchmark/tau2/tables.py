@@ -15,7 +15,7 @@ from aah.benchmark.tau2.scores import (
     LEADERBOARD_PASS4,
     Tau2Scores,
 )
-from aah.scoring.table import RATE_NOTE, ReportTable, format_estimate, format_rate
+from aah.scoring import RATE_NOTE, ReportTable, format_estimate, format_rate
 
 
 def tau2_tables(runs: Sequence[Tau2Scores]) -> list[ReportTable]:

@@ -36,11 +36,11 @@ from aah.desk import (
     UserToolCall,
     UserToolResult,
     UserToolsContext,
+    desk_user_tools,
     recheck_user_call,
     result_text,
     shown_line,
     turn_request_id,
-    user_tools,
 )
 from aah.errors import AahError
 from aah.llm import ChatClient, ModelConfig, ModelError
@@ -138,7 +138,7 @@ class PersonTau2User:
         self.session_id = ""
         self.scenario = f"You are this user. {task.user_scenario.strip()}"
         self.phone: tuple[list[UserTool], list[str]] | None = (
-            user_tools(domain.user_tools) if domain.user_tools else None
+            desk_user_tools(domain.user_tools) if domain.user_tools else None
         )
         self.task_id = f"{domain.name}/{task.id}"
         self.run = run

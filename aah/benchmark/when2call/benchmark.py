@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from aah.events import AwarenessMode
     from aah.llm import ModelConfig
     from aah.runtime import Activity
-    from aah.scoring.asking import Blocker
-    from aah.scoring.table import ReportTable
+    from aah.scoring import Blocker, ReportTable
     from aah.store import RunRecord, SessionStore
 
 
@@ -120,7 +119,7 @@ class When2Call:
 
     def blockers(self, store: SessionStore, run: RunRecord) -> Mapping[str, Sequence[Blocker]]:
         """Each question's blockers as its session keeps them (science.md §8)."""
-        from aah.scoring.asking import stored_blockers
+        from aah.scoring import stored_blockers
 
         return stored_blockers(store, run.name)
 

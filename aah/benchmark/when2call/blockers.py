@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from aah.benchmark.when2call.tasks import When2CallTask
-from aah.scoring.asking import Blocker, parameter_blocker
+from aah.scoring import Blocker, parameter_blocker
 
 SOURCE = "when2call request_for_info"
 _NUMBER = re.compile(r"\d")

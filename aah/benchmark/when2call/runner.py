@@ -28,7 +28,7 @@ from aah.benchmark.when2call.tools import endpoint_spec
 from aah.events import AwarenessMode
 from aah.llm import ModelConfig
 from aah.runtime import Activity, HumanChannel, Runtime, ScriptedHuman, SessionRequest
-from aah.scoring.asking import CONTEXT_KEY
+from aah.scoring import CONTEXT_KEY
 from aah.tools import EndpointSpec
 from aah.tools.http import ToolResult
 

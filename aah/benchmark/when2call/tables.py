@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aah.benchmark.when2call.scoring import PUBLISHED, When2CallScores
+from aah.scoring import NO_DATA, RATE_NOTE, ReportTable, format_number, format_rate
 from aah.scoring.behavior import BEHAVIOR_CLASSES, CLASS_NAMES, BehaviorClass
-from aah.scoring.table import NO_DATA, RATE_NOTE, ReportTable, format_number, format_rate
 
 GOLD_CLASSES: tuple[BehaviorClass, ...] = ("tool_call", "request_for_info", "cannot_answer")
 ASK_HUMAN_NOTE = (

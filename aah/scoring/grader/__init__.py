@@ -9,6 +9,10 @@ from aah.lazy import lazy_getattr
 if TYPE_CHECKING:
     from aah.scoring.grader.case import load_case, render_prompt
     from aah.scoring.grader.vote import (
+        DEFAULT_TEMPERATURE,
+        DEFAULT_VOTE_RETRIES,
+        DEFAULT_VOTES,
+        RAW_VOTE_CHARS,
         GradeSummary,
         MajorityVoteGrader,
         check_vote_settings,
@@ -20,6 +24,10 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "DEFAULT_TEMPERATURE",
+    "DEFAULT_VOTES",
+    "DEFAULT_VOTE_RETRIES",
+    "RAW_VOTE_CHARS",
     "GradeSummary",
     "MajorityVoteGrader",
     "check_vote_settings",
@@ -33,6 +41,10 @@ __all__ = [
 ]
 
 _WHERE = {
+    "DEFAULT_TEMPERATURE": "aah.scoring.grader.vote",
+    "DEFAULT_VOTES": "aah.scoring.grader.vote",
+    "DEFAULT_VOTE_RETRIES": "aah.scoring.grader.vote",
+    "RAW_VOTE_CHARS": "aah.scoring.grader.vote",
     "GradeSummary": "aah.scoring.grader.vote",
     "MajorityVoteGrader": "aah.scoring.grader.vote",
     "check_vote_settings": "aah.scoring.grader.vote",

@@ -47,8 +47,7 @@ from aah.desk import (
 )
 from aah.errors import AahError
 from aah.events import ErrorEvent, HumanQuestionEvent
-from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, SessionStore, StoreFileError
-from aah.store.schema import RequestKind
+from aah.store import DEFAULT_LEASE_S, HumanRequestRecord, RequestKind, SessionStore, StoreFileError
 from aah.tools.http import LiveFaultExecutor, live_fault_executor
 from aah.ui.counts import kinds_text, only_questions
 from aah.ui.guidelines import guidelines_markdown

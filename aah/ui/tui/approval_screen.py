@@ -21,8 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
 from aah.bounds import OutOfBounds, parse_json
-from aah.desk import Decision, approval_context
-from aah.desk.rule_words import rule_words
+from aah.desk import Decision, approval_context, rule_words
 from aah.events import ApprovalDecision
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable

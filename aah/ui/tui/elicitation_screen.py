@@ -30,8 +30,8 @@ from aah.desk import (
     ElicitationRequest,
     ElicitationResult,
     check_content,
+    link_words,
 )
-from aah.desk.elicitation import link_words
 from aah.store import HumanRequestRecord
 from aah.terminal_text import printable
 from aah.ui.tui.form_fields import field_label, field_widget, form_values

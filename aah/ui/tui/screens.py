@@ -24,8 +24,7 @@ from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from aah.desk import ContentInvalid, QuestionContext, question_context
-from aah.store import HumanRequestRecord, QueueEntry
-from aah.store.schema import RequestKind
+from aah.store import HumanRequestRecord, QueueEntry, RequestKind
 from aah.terminal_text import printable
 from aah.ui.briefing import briefing, deadline_note, word_diff
 from aah.ui.counts import kind_word, kinds_text

@@ -19,8 +19,8 @@ from textual.reactive import reactive
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from aah.benchmark import SCRIPTED_LABEL, demo_task, load_demo_tasks
-from aah.benchmark.failtalms import SETTINGS
 from aah.errors import AahError
+from aah.scoring import SETTINGS
 from aah.tools.http import FAULT_KINDS, FaultKind
 from aah.ui.tui.tasks import (
     TaskSource,

@@ -17,9 +17,14 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 if TYPE_CHECKING:
     from aah.ui.web.app import DEFAULT_HOST, DEFAULT_PORT, build_app, launch_app
+    from aah.ui.web.auth import WebAuth
+    from aah.ui.web.decision_link import DecisionLinks, link_key
     from aah.ui.web.notify import NotifySettings, QueueNotifier, parse_urls, start_notifier
 
 __all__ = [
+    "WebAuth",
+    "DecisionLinks",
+    "link_key",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "NotifySettings",

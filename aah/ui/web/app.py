@@ -26,8 +26,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from aah.config import get_settings
-from aah.desk import UNDO_SECONDS, DeskWorkflow, OpenedRequest
-from aah.desk.team import ReviewDesk
+from aah.desk import UNDO_SECONDS, DeskWorkflow, OpenedRequest, ReviewDesk
 from aah.errors import AahError
 from aah.store import SessionStore
 from aah.ui.web.auth import Annotator, WebAuth

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aah.bounds import OutOfBounds, check_number, parse_json
-from aah.desk import MAX_ANSWER_CHARS, DeskWorkflow, OpenedRequest, approval_context
-from aah.desk.rule_words import rule_words
+from aah.desk import MAX_ANSWER_CHARS, DeskWorkflow, OpenedRequest, approval_context, rule_words
 from aah.store import APPROVAL_DECISIONS, HumanRequestRecord
 from aah.tools import ParameterSpec
 from aah.tools.calls import CallChecker, enum_problem

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aah.benchmark.failtalms import SETTINGS
+from aah.scoring import SETTINGS
 
 SETTING_CHOICES: tuple[str, ...] = (*SETTINGS, "all")
 LAUNCH_HEADERS = ["run", "pid", "status", "started", "log"]

@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from aah.desk import Sent, question_context
-from aah.scoring.settings import SETTINGS
+from aah.scoring import SETTINGS
 from aah.store import (
     AnnotatorStats,
     AnsweredEntry,
     HumanRequestRecord,
     QueueEntry,
     QueueFilter,
+    RequestKind,
     SessionStore,
 )
-from aah.store.schema import RequestKind
 from aah.ui.briefing import Briefing, briefing, deadline_note, word_diff_html
 from aah.ui.counts import kind_word, kinds_text, only_questions
 from aah.ui.guidelines import guidelines_html

@@ -32,8 +32,14 @@ from typing import Any
 import gradio as gr
 
 from aah.desk import DeskWorkflow, Next, OpenedRequest
-from aah.store import HumanRequestRecord, QueueEntry, QueueFilter, SessionStore
-from aah.store.listings import EVERYTHING, order_key
+from aah.store import (
+    EVERYTHING,
+    HumanRequestRecord,
+    QueueEntry,
+    QueueFilter,
+    SessionStore,
+    order_key,
+)
 from aah.ui.web.approval import call_html, read_decision, submit_decision
 from aah.ui.web.auth import Annotator
 from aah.ui.web.elicitation import elicitation_html, read_elicitation, submit_elicitation

@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from aah.desk.team import team_figures
+from aah.desk import team_figures
 from aah.errors import AahError
 from aah.report import build_report, render_html
 from aah.store import SessionStore

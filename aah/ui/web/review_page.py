@@ -15,10 +15,9 @@ from typing import Any
 
 import gradio as gr
 
-from aah.desk.team import ReviewDesk
+from aah.desk import ReviewDesk
 from aah.errors import AahError
-from aah.store import SessionStore
-from aah.store.team import ReviewItem, ReviewVerdict
+from aah.store import ReviewItem, ReviewVerdict, SessionStore
 from aah.ui.guidelines import guidelines_html
 from aah.ui.web.assign_page import build_assign_box
 from aah.ui.web.auth import Annotator, page_error, require

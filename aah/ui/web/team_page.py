@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import html
 
-from aah.desk.team import ItemFigures, PersonFigures, TeamFigures
-from aah.scoring.agreement import PairAgreement
-from aah.scoring.intervals import Proportion
+from aah.desk import ItemFigures, PersonFigures, TeamFigures
+from aah.scoring import PairAgreement, Proportion
 
 # How many items several people saw are listed, the least agreed first.
 ITEMS_SHOWN = 20
