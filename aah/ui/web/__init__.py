@@ -37,6 +37,15 @@ __all__ = [
 
 # Notifications need no Gradio: ``aah web`` starts them before the page.
 _NOTIFY = {"NotifySettings", "QueueNotifier", "parse_urls", "start_notifier"}
-_WHERE = {name: "aah.ui.web.notify" if name in _NOTIFY else "aah.ui.web.app" for name in __all__}
+# Sign-in and decision links need no Gradio either.
+_OWN = {
+    "WebAuth": "aah.ui.web.auth",
+    "DecisionLinks": "aah.ui.web.decision_link",
+    "link_key": "aah.ui.web.decision_link",
+}
+_WHERE = {
+    name: _OWN.get(name, "aah.ui.web.notify" if name in _NOTIFY else "aah.ui.web.app")
+    for name in __all__
+}
 
 __getattr__ = lazy_getattr(__name__, _WHERE)
