@@ -38,7 +38,7 @@ from aah.ui.tui import app as tui_app
 from aah.ui.tui.app import AahApp
 from aah.ui.tui.screens import AskHumanScreen, PendingQuestionsScreen
 from aah.ui.tui.tasks import generic_script, placeholder_arguments
-from aah.ui.tui.widgets import EntryView, Timeline
+from aah.ui.tui.widgets import EntryView, SessionStats, Timeline
 
 pytestmark = pytest.mark.usefixtures("allow_private_tool_hosts")
 
@@ -614,6 +614,21 @@ def footer_labels(app: AahApp) -> list[str]:
         if binding.show and enabled:
             shown.append(f"{app.get_key_display(binding)} {binding.description}")
     return list(dict.fromkeys(shown))
+
+
+async def test_the_timers_that_tick_while_the_app_closes_find_no_screen_and_do_nothing(
+    app: AahApp,
+) -> None:
+    """Textual's timers may tick once more after the last screen is popped (seen in CI)."""
+    async with app.run_test(size=(80, 24)):
+        pass
+    assert app.screen_stack == []
+    app.set_reactive(AahApp.running, True)
+    app.set_reactive(AahApp.stats, SessionStats(status="waiting"))
+    app._own_questions.append("a-request")
+    app._check_questions()  # raised ScreenStackError before
+    app._renew_claim()
+    assert "a-request" not in app._opened
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -31,7 +31,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Header, Input
 
 from aah.annotators import annotator_key, check_annotator_name
@@ -534,7 +534,8 @@ class AahApp(App[None]):
     def _check_questions(self) -> None:
         """Open this session's new question as soon as the store has it."""
         waiting = self.running and self.stats.status == "waiting"
-        if not waiting or isinstance(self.screen, ModalScreen):
+        top = self._top_screen()
+        if not waiting or top is None or isinstance(top, ModalScreen):
             return
         with self._store_trouble("look for the session's questions"):
             for request_id in self._own_questions:
@@ -625,8 +626,14 @@ class AahApp(App[None]):
 
     def _renew_claim(self) -> None:
         """Keep the open question's claim alive while the person is at it."""
-        if isinstance(self.screen, AskHumanScreen | ApproveCallScreen | ElicitationScreen):
-            self._renew(self.screen.request.id)
+        top = self._top_screen()
+        if isinstance(top, AskHumanScreen | ApproveCallScreen | ElicitationScreen):
+            self._renew(top.request.id)
+
+    def _top_screen(self) -> Screen[object] | None:
+        """The screen on top, or None while the app starts or closes (timers still tick then)."""
+        stack = self.screen_stack
+        return stack[-1] if stack else None
 
     @work(thread=True, group="claims")
     def _renew(self, request_id: str) -> None:
