@@ -1,6 +1,6 @@
 """What one task costs the store: rows, bytes, transactions and server CPU, per task.
 
-The figures behind the scaling note (docs/scaling.md): the under-specified
+The figures behind the scaling note (docs/operators/scaling-design.md): the under-specified
 setting's tasks (an awareness question, tool calls, one question to the
 oracle human, a final answer) against the zero-latency fake model at
 concurrency 16, once on a SQLite file and once on a throwaway PostgreSQL
