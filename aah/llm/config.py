@@ -146,7 +146,7 @@ def model_config(
         own = "" if role == "agent" else f" (or AAH_{role.upper()}_MODEL for a {role} of its own)"
         raise AahError(
             f"no model configured for the {role}: set AAH_MODEL and AAH_BASE_URL{own} "
-            "(see README, 'Pointing aah at a model')"
+            "(see docs/operators/index.md, 'Settings per role')"
         )
     key = first("api_key") or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
     return ModelConfig(

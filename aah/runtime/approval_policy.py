@@ -221,7 +221,8 @@ def parse_policy(data: Any, where: str = "the approval policy") -> ApprovalPolic
         raise AahError(f"{where}: the policy is empty: give at least one rule under 'rules:'")
     if not isinstance(data, dict):
         raise AahError(
-            f"{where}: a policy is a mapping with 'rules:', not {_kind(data)}: see the README"
+            f"{where}: a policy is a mapping with 'rules:', not {_kind(data)}: "
+            "see docs/operators/runtime.md"
         )
     _no_unknown_keys(data, _POLICY_KEYS, where, "policy")
     rules = data.get("rules")
