@@ -289,7 +289,7 @@ def variants(
     return found
 
 
-# Kinds where aah keeps its own reading against BFCL's (README's BFCL section),
+# Kinds where aah keeps its own reading against BFCL's (docs/researchers/bfcl.md),
 # with the official verdict that aah does not follow: a row of such a kind with
 # that verdict is "documented" and left out of the agreement figure.
 DOCUMENTED = {

@@ -5,7 +5,7 @@ for real BFCL items with the official checker's verdict on each, written by
 ``scripts/bfcl_checker_corpus.py`` from ``bfcl-eval==2026.3.23`` in a venv of
 its own: the official checker is never a dependency of aah's tests. Rows of
 the kinds where aah keeps its own reading (``DOCUMENTED`` in the script,
-README's BFCL section) are marked ``documented`` and counted apart.
+docs/researchers/bfcl.md) are marked ``documented`` and counted apart.
 """
 
 from __future__ import annotations

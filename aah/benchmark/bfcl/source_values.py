@@ -26,7 +26,7 @@ checker's readings by the corpus of ``scripts/bfcl_checker_corpus.py``:
   outside brackets, inside quotes too); ``dict`` an object literal, keys
   quoted or bare. A name, ``null`` or ``undefined`` is its own text.
 
-Where aah's reading differs from BFCL's on purpose (README's BFCL section;
+Where aah's reading differs from BFCL's on purpose (docs/researchers/bfcl.md;
 the corpus marks these kinds): a collection followed by other text
 (``new int[]{1, 2};``, ``[1, 2]L``, ``{"a": 1};``) is no value, where BFCL's
 patterns find the collection and ignore the rest; a JavaScript object with a
