@@ -1,11 +1,25 @@
-"""Every command the README shows, checked as a newcomer would type it.
+"""Every command the README and the docs site show, checked as a newcomer would type it.
 
-Each line of a README code block that starts with ``aah``, ``make``,
-``export`` or ``source`` is one case: run as written (the offline benchmark
-against the scripted model, in a temporary folder), checked to exist
-(``aah <command> --help``, for the overview lines that hold placeholders),
-or skipped with the reason written here. A new README command that is in
-none of these fails, so none is ever left out silently.
+Each line of a code block in README.md or a page under docs/ that starts with
+``aah``, ``make``, ``export`` or ``source`` is one case: run as written (the
+offline benchmark against the scripted model, in a temporary folder), checked
+to exist (``aah <command> --help``, for the overview lines that hold
+placeholders), or skipped with the reason written here or in the page. A new
+command that is in none of these fails, so none is ever left out silently.
+
+The cases are keyed by the command's text, not by its file: a command that
+moves from the README to a page keeps its case. They run in a reader's order
+(README.md, then the pages in mkdocs.yml's nav, then any other page), sharing
+one folder and environment, so a page may use the server and the variables an
+earlier one set up. A command shown twice runs once.
+
+A page marks a block it cannot run offline with an HTML comment on the line
+just before it (invisible on the site)::
+
+    <!-- not run: needs a paid OpenAI key -->
+    ```bash
+    aah run "..." --human console
+    ```
 """
 
 import os
@@ -15,15 +29,27 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 SKIPPED = {
     "make demo": "creates .venv and installs with pip (network); `aah demo --plain` below runs it",
     "make test": "the whole suite, this test among them",
+    "make install": "creates .venv and installs with pip (network)",
+    "make lint": "ruff and mypy over the tree: CI runs it in `make test`",
+    "make test-lowest": "installs the oldest allowed releases with uv (network); CI runs it",
+    "make local": "builds llama-cpp-python from source (network, ~6 min); CI runs it",
+    "make screenshots": (
+        "needs Chromium and tmux and rewrites the tracked docs/screenshots; tests never write there"
+    ),
+    "make docs": "serves the site until stopped; tests/test_docs.py builds it with --strict",
+    "make docs-build": "tests/test_docs.py runs the same strict build into a temporary folder",
+    "source .venv/bin/activate": "the test runs `python -m aah` with the venv's own interpreter",
     "export AAH_BASE_URL=https://api.openai.com/v1 AAH_MODEL=gpt-4o-mini OPENAI_API_KEY=sk-...": (
         "needs a paid OpenAI key"
     ),
@@ -68,23 +94,72 @@ SKIPPED = {
 BACKGROUND = "aah fake-llm --script examples/scripted_agent.yaml --port 8765 &"
 
 
-def readme_commands() -> list[tuple[bool, str]]:
-    """(to run, command) for each command line of the README's code blocks.
+# The fenced blocks whose lines are run; the others are summaries of a
+# command's shape (``aah sessions list|show``), checked to exist.
+SHELL_LANGUAGES = {"bash", "sh", "shell", "console"}
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*\{?\.?(?P<language>[\w-]*)[^\n]*\n"
+    r"(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
+    re.S | re.M,
+)
+NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<reason>.+?)\s*-->\s*$")
 
-    Lines of a ``bash`` block are to be run as written; the other blocks are
-    summaries of a command's shape (``aah sessions list|show``), to exist.
-    """
+
+class DocCommand(NamedTuple):
+    """One command line of a code block, where it was shown and how to check it."""
+
+    to_run: bool
+    command: str
+    source: str
+    not_run: str | None  # the reason the page gives for not running its block
+
+
+def doc_pages() -> list[Path]:
+    """README.md, then the docs pages in mkdocs.yml's nav order, then the others."""
+    pages = sorted(DOCS.rglob("*.md")) if DOCS.is_dir() else []
+    nav: list[Path] = []
+    config = ROOT / "mkdocs.yml"
+    if config.is_file():
+        text = config.read_text(encoding="utf-8")
+        listed = text[text.find("\nnav:") :] if "\nnav:" in text else ""
+        for name in re.findall(r"([\w./-]+\.md)\s*$", listed, re.M):
+            path = DOCS / name
+            if path in pages and path not in nav:
+                nav.append(path)
+    return [README, *nav, *(page for page in pages if page not in nav)]
+
+
+def page_commands(page: Path) -> list[DocCommand]:
+    """The command lines of one page's code blocks, in order."""
+    text = page.read_text(encoding="utf-8")
+    source = page.relative_to(ROOT).as_posix() if page.is_relative_to(ROOT) else str(page)
     found = []
-    blocks = re.findall(r"```(\w*)\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    for language, body in blocks:
-        for line in body.splitlines():
-            command = re.split(r"\s{2,}#|\s{3,}", line.strip())[0].strip()
+    for block in FENCE.finditer(text):
+        before = text[: block.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        marked = NOT_RUN.search(before)
+        language = block["language"].lower()
+        for line in block["body"].splitlines():
+            line = line.strip().removeprefix("$ ")
+            command = re.split(r"\s{2,}#|\s{3,}", line)[0].strip()
             if command.startswith(("aah ", "make ", "export ", "source ")):
-                found.append((language == "bash", command))
+                reason = marked["reason"] if marked else None
+                found.append(DocCommand(language in SHELL_LANGUAGES, command, source, reason))
     return found
 
 
-COMMANDS = readme_commands()
+def doc_commands() -> list[DocCommand]:
+    """Each distinct command of README.md and the docs pages, where a reader first meets it."""
+    seen: set[tuple[bool, str]] = set()
+    found = []
+    for page in doc_pages():
+        for case in page_commands(page):
+            if (case.to_run, case.command) not in seen:
+                seen.add((case.to_run, case.command))
+                found.append(case)
+    return found
+
+
+COMMANDS = doc_commands()
 
 
 def command_path(command: str) -> list[list[str]]:
@@ -125,10 +200,13 @@ def run_line(command: str, desk: dict) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize(("to_run", "command"), COMMANDS, ids=[c for _, c in COMMANDS])
-def test_readme_command(to_run: bool, command: str, desk: dict) -> None:
+@pytest.mark.parametrize("case", COMMANDS, ids=[case.command for case in COMMANDS])
+def test_doc_command(case: DocCommand, desk: dict) -> None:
+    to_run, command = case.to_run, case.command
     if command in SKIPPED:
         pytest.skip(SKIPPED[command])
+    if case.not_run is not None:
+        pytest.skip(f"{case.source}: {case.not_run}")
     if command == BACKGROUND:
         # As written, but on a free port: tests run side by side.
         args = [sys.executable, "-m", "aah", *shlex.split(command.rstrip("& "))[1:-2]]
@@ -146,14 +224,16 @@ def test_readme_command(to_run: bool, command: str, desk: dict) -> None:
             name, value = pair.split("=", 1)
             desk["env"][name] = value.replace("http://127.0.0.1:8765/v1", desk.get("url", value))
         return
-    assert command.startswith("aah "), f"no rule for README line {command!r}: run or skip it"
+    assert command.startswith("aah "), (
+        f"no rule for {command!r} ({case.source}): run it, or skip it here or in the page"
+    )
     if not to_run:
         for path in command_path(command):
             shown = run_line(" ".join(["aah", *path, "--help"]), desk)
-            assert shown.returncode == 0, (path, shown.stderr)
+            assert shown.returncode == 0, (case.source, path, shown.stderr)
         return
     result = run_line(command, desk)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert result.returncode == 0, case.source + "\n" + result.stdout[-2000:] + result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -169,3 +249,24 @@ def test_the_readme_opens_with_exactly_the_two_setup_and_go_commands() -> None:
     assert first_block is not None
     lines = [line.split("#")[0].strip() for line in first_block[1].splitlines()]
     assert [line for line in lines if line] == ["make demo", "make test"]
+
+
+def test_a_page_s_blocks_are_read_indented_marked_and_by_language(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Text `aah inline` is no command.\n\n"
+        "```bash\naah demo --plain   # the offline demo\n```\n\n"
+        "!!! note\n    ```text\n    aah sessions list|show\n    ```\n\n"
+        "<!-- not run: needs a paid key -->\n"
+        '```bash title="paid"\n$ export AAH_MODEL=gpt-4o\nmake demo\n```\n'
+        "~~~sh\nsource .venv/bin/activate\n~~~\n",
+        encoding="utf-8",
+    )
+    cases = page_commands(page)
+    assert [(c.to_run, c.command, c.not_run) for c in cases] == [
+        (True, "aah demo --plain", None),
+        (False, "aah sessions list|show", None),
+        (True, "export AAH_MODEL=gpt-4o", "needs a paid key"),
+        (True, "make demo", "needs a paid key"),
+        (True, "source .venv/bin/activate", None),
+    ]
