@@ -29,7 +29,7 @@ LOWEST_TESTS := tests/test_runtime.py tests/test_runner.py tests/test_model_repl
 	tests/test_tau2_loader.py tests/test_tui.py tests/test_web_api.py tests/test_notify.py \
 	tests/test_mcp_serve.py tests/test_store.py tests/test_traces.py
 
-.PHONY: demo test lint install clean screenshots local test-lowest wheels llama-wheel
+.PHONY: demo test lint install clean screenshots local test-lowest wheels llama-wheel docs docs-build docs-install
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,8 +48,8 @@ demo: $(STAMP)
 	$(NEXT)
 
 lint: $(STAMP)
-	$(BIN)/ruff check aah tests perf scripts
-	$(BIN)/ruff format --check aah tests perf scripts
+	$(BIN)/ruff check aah tests perf scripts docs/hooks
+	$(BIN)/ruff format --check aah tests perf scripts docs/hooks
 	$(BIN)/mypy
 
 $(BFCL_WHEEL): $(STAMP)
@@ -83,8 +83,22 @@ test-lowest: $(STAMP) $(BFCL_WHEEL) $(TAU2_WHEEL)
 		-e '.[dev,ui,notify,mcp,retrieval,postgres,otel]'
 	$(LOWEST)/bin/pytest -q -p no:cacheprovider $(LOWEST_TESTS)
 
+# The docs site (mkdocs.yml, the `docs` extra): `make docs` serves it on
+# http://127.0.0.1:8000, offline (no web fonts, search built in); `make
+# docs-build` builds it with --strict into site/ (tests/test_docs.py runs the
+# same build). The extra is installed into .venv the first time.
+docs-install:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(BIN)/pip install --quiet -e '.[docs]'
+
+docs: docs-install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+docs-build: docs-install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py
 
 clean:
-	rm -rf $(VENV) $(LOWEST) tool_registry/registry.db
+	rm -rf $(VENV) $(LOWEST) tool_registry/registry.db site
