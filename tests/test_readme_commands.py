@@ -200,7 +200,11 @@ def run_line(command: str, desk: dict) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("case", COMMANDS, ids=[case.command for case in COMMANDS])
+# A shape checked with --help is its own case beside the same line run.
+IDS = [case.command if case.to_run else f"{case.command} (--help)" for case in COMMANDS]
+
+
+@pytest.mark.parametrize("case", COMMANDS, ids=IDS)
 def test_doc_command(case: DocCommand, desk: dict) -> None:
     to_run, command = case.to_run, case.command
     if command in SKIPPED:
