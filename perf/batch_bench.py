@@ -1,22 +1,28 @@
-"""Batch-run figures: concurrency efficiency and CPU per task, side by side in one run.
+"""Batch-run figures: concurrency, loop lag, CPU per task beside plain LangGraph, where it goes.
 
 1. Concurrency: the under-specified setting (599 tasks) against the fake model
    with 300 ms latency at concurrency 64, and a slice at concurrency 1; prints
    tasks/s of each and the speedup (target >= 50x; ideal 64x). Meanwhile a
    probe on the same event loop sleeps 10 ms again and again: how late it
-   wakes (mean, p99, max) is the event-loop lag the sessions feel (target:
-   p99 under 10 ms).
-2. Side by side: the 599 under-specified tasks at zero latency, concurrency
-   16, done by aah and by a plain LangGraph agent on the same prompts, tool
-   schemas and fake model (perf/plain_langgraph.py), in turn ``--pairs``
-   times; prints CPU ms per task of each and the ratio (target: aah at most
-   half of plain). Skipped, with a line saying why, without langchain-openai.
-3. Cost: the whole benchmark (2,250 tasks) against the fake model at zero
-   latency; prints CPU ms per task (target <= 8 ms) and, with --profile,
-   where it goes.
+   wakes (p50 / p99 / max) is the event-loop lag the sessions feel (target:
+   p99 under 10 ms), with the part the run's own work accounts for (the
+   loop thread's CPU meanwhile; on a busy machine the rest is the
+   scheduler's) and the garbage collector's pauses.
+2. Side by side: the 599 under-specified tasks at zero latency, at
+   concurrency 16 and 64, done by aah and by a plain LangGraph agent on the
+   same prompts, tool schemas and fake model (perf/plain_langgraph.py),
+   interleaved ``--pairs`` times; prints CPU ms per task of each (min /
+   median / max) and the ratio (target: aah at most half of plain). Skipped,
+   with a line saying why, without langchain-openai.
+3. Where aah's CPU goes: the same tasks at concurrency 16, once timed and
+   once under cProfile, by layer (graph, model client, store writes, events,
+   checks, session driver, event loop; perf/cpu_layers.py), and the garbage
+   collector measured apart.
+4. Cost: the whole benchmark (2,250 tasks) against the fake model at zero
+   latency; prints CPU ms per task (target <= 8 ms). ``--skip-full`` skips it.
 
 The fake model runs in its own process; oracle human, mock HTTP.
-Run: .venv/bin/python perf/batch_bench.py [--slice 8] [--pairs 3] [--skip-full] [--profile]
+Run: .venv/bin/python perf/batch_bench.py [--slice 8] [--pairs 3] [--skip-full]
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import json
 import os
 import pstats
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cpu_layers import GcMeter, LoopLag, lag_figures, print_layers
 from plain_langgraph import INSTALL_HINT, measure_plain, plain_available
 from pydantic import SecretStr
 
@@ -135,15 +143,16 @@ async def with_lag_probe(main: Coroutine[Any, Any, Any], lags: list[float]) -> A
         prober.cancel()
 
 
-def lag_line(lags: list[float]) -> str:
-    """Mean, p99 and max of the probe's overruns, in ms."""
-    ordered = sorted(lags)
-    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-    mean = sum(ordered) / len(ordered)
+def lag_line(lag: LoopLag, collector: GcMeter) -> str:
+    """The probe's overruns (p50 / p99 / max, ms), its own-work part, the collector's pauses."""
+    pauses = sorted(collector.pauses)
+    longest = pauses[-1] * 1000 if pauses else 0.0
     return (
-        f"event-loop lag of a {PROBE_SLEEP * 1000:.0f} ms sleep ({len(ordered)} samples): "
-        f"mean {mean * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms "
-        "(target p99 < 10 ms)"
+        f"event-loop lag of a {lag.sleep * 1000:.0f} ms sleep at concurrency 64, one process "
+        f"({len(lag.wall)} samples), p50 / p99 / max: {lag_figures(lag.wall)} ms (target p99 < "
+        f"10 ms); the part the loop's own work accounts for {lag_figures(lag.own)} ms; "
+        f"garbage collector {len(pauses)} pauses, the longest {longest:.1f} ms; load average "
+        "{:.1f}".format(os.getloadavg()[0])
     )
 
 
@@ -154,92 +163,90 @@ def run(
     db: Path,
     concurrency: int,
     name: str,
-    lags: list[float] | None = None,
+    lags: list[float] | LoopLag | None = None,
 ) -> tuple[float, float]:
     """Wall seconds and CPU seconds of one batch run; with ``lags``, the loop's lag too."""
     options = RunOptions(run=name, concurrency=concurrency)
     runner = BatchRunner(options, registry, config, batch_human_factory("oracle", registry))
     cpu0, wall0 = time.process_time(), time.perf_counter()
     main = runner.run(tasks, db)
-    summary = run_async(main if lags is None else with_lag_probe(main, lags))
+    if isinstance(lags, LoopLag):
+        main = lags.around(main)
+    elif lags is not None:
+        main = with_lag_probe(main, lags)
+    summary = run_async(main)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     assert summary.errors == 0, summary.error_messages
     return wall, cpu
 
 
-# Where CPU goes, by the code that spends it (first match wins).
-CATEGORIES = (
-    (
-        "model client",
-        ("aah/llm/", "/openai/", "/aiohttp/", "/yarl/", "/multidict/", "/httpx", "/anyio/"),
-    ),
-    ("checkpointer", ("langgraph/checkpoint", "aah/runtime/checkpoints", "ormsgpack")),
-    ("graph", ("langgraph/", "langchain_core/", "aah/runtime/graph", "aah/runtime/awareness")),
-    ("store", ("aah/store", "aah/events", "sqlite_utils")),
-    ("tools and checks", ("aah/tools/",)),
-    ("humans", ("aah/benchmark/humans", "aah/benchmark/fact_fit", "aah/runtime/humans")),
-    ("session driver and runner", ("aah/runtime/", "aah/benchmark/runner")),
-    ("event loop", ("asyncio/", "uvloop", "selectors", "socket")),
-    ("validation (pydantic)", ("pydantic",)),
-)
-
-
-def category(filename: str) -> str:
-    """The category of a profiled function's file ("other" if none fits)."""
-    return next((name for name, keys in CATEGORIES if any(k in filename for k in keys)), "other")
-
-
-def print_breakdown(stats: pstats.Stats, tasks: int) -> None:
-    """CPU per task by category; C functions count for the category of their callers."""
-    totals: dict[str, float] = {}
-    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    for (filename, _, _), (_, _, own, _, callers) in raw.items():
-        if filename != "~" or not callers:
-            totals[category(filename)] = totals.get(category(filename), 0.0) + own
-            continue
-        spent = sum(entry[2] for entry in callers.values()) or 1.0
-        for (caller_file, _, _), entry in callers.items():
-            share = own * entry[2] / spent
-            totals[category(caller_file)] = totals.get(category(caller_file), 0.0) + share
-    print("where the CPU goes (main thread, profiled, so slower than above):")
-    for name, seconds in sorted(totals.items(), key=lambda item: -item[1]):
-        print(f"  {name:28s} {seconds / tasks * 1000:6.2f} ms per task")
-
-
-def side_by_side(tasks: list[Task], registry: Registry, tmp: Path, pairs: int) -> None:
-    """CPU per task of aah and of a plain LangGraph agent on the same tasks, in turn."""
-    if not plain_available():
-        print(f"side by side skipped: {INSTALL_HINT}")
-        return
-    ours: list[float] = []
-    plain: list[float] = []
-    with fake_model(tmp, 0) as config:
-        measure_plain(tasks[:5], registry, config, 1)  # imports and connections, not counted
-        for pair in range(pairs):
-            _, cpu = run(tasks, config, registry, tmp / f"side-{pair}.db", 16, f"side-{pair}")
-            ours.append(cpu / len(tasks) * 1000)
-            _, cpu, _ = measure_plain(tasks, registry, config, 16)
-            plain.append(cpu / len(tasks) * 1000)
-    ratios = sorted(o / p for o, p in zip(ours, plain, strict=True))
-
-    def spread(values: list[float]) -> str:
-        ordered = sorted(values)
-        return f"{ordered[0]:.1f} / {ordered[len(ordered) // 2]:.1f} / {ordered[-1]:.1f}"
-
-    print(
-        f"side by side, {len(tasks)} tasks at zero latency, concurrency 16, {pairs} pairs "
-        f"(min / median / max): aah {spread(ours)} ms CPU per task, plain LangGraph "
-        f"{spread(plain)} ms; aah / plain {ratios[0]:.2f} / {ratios[len(ratios) // 2]:.2f} / "
-        f"{ratios[-1]:.2f} (target <= 0.5)"
+def spread(values: list[float], digits: int = 1) -> str:
+    """``min / median / max``."""
+    ordered = sorted(values)
+    return " / ".join(
+        f"{v:.{digits}f}" for v in (ordered[0], statistics.median(ordered), ordered[-1])
     )
+
+
+SIDE_BY_SIDE_CONCURRENCY = (16, 64)
+
+
+def side_by_side(tasks: list[Task], registry: Registry, tmp: Path, pairs: int) -> list[float]:
+    """CPU per task of aah and of a plain LangGraph agent on the same tasks, interleaved.
+
+    Returns aah's CPU ms per task of each run at concurrency 16.
+    """
+    ours: dict[int, list[float]] = {c: [] for c in SIDE_BY_SIDE_CONCURRENCY}
+    plain: dict[int, list[float]] = {c: [] for c in SIDE_BY_SIDE_CONCURRENCY}
+    with_plain = plain_available()
+    with fake_model(tmp, 0) as config:
+        run(tasks[:20], config, registry, tmp / "side-warm.db", 8, "warm")  # caches, connections
+        if with_plain:
+            measure_plain(tasks[:5], registry, config, 1)  # imports and connections, not counted
+        for pair in range(pairs):
+            for concurrency in SIDE_BY_SIDE_CONCURRENCY:
+                name = f"side-{pair}-{concurrency}"
+                _, cpu = run(tasks, config, registry, tmp / f"{name}.db", concurrency, name)
+                ours[concurrency].append(cpu / len(tasks) * 1000)
+                if with_plain:
+                    _, cpu, _ = measure_plain(tasks, registry, config, concurrency)
+                    plain[concurrency].append(cpu / len(tasks) * 1000)
+    print(
+        f"side by side, {len(tasks)} tasks at zero latency, {pairs} interleaved pairs "
+        "(min / median / max):"
+    )
+    if not with_plain:
+        print(f"   plain LangGraph skipped: {INSTALL_HINT}")
+    for concurrency in SIDE_BY_SIDE_CONCURRENCY:
+        line = f"   concurrency {concurrency:2d}: aah {spread(ours[concurrency])} ms CPU per task"
+        if with_plain:
+            ratios = [o / p for o, p in zip(ours[concurrency], plain[concurrency], strict=True)]
+            line += (
+                f", plain LangGraph {spread(plain[concurrency])} ms; aah / plain "
+                f"{spread(ratios, 2)} (target <= 0.5)"
+            )
+        print(line)
+    return ours[16]
+
+
+def layers(tasks: list[Task], registry: Registry, tmp: Path, cpu_ms: float) -> None:
+    """aah's CPU per task by layer: a run under cProfile, scaled to ``cpu_ms``; the GC apart."""
+    with fake_model(tmp, 0) as config:
+        run(tasks[:20], config, registry, tmp / "layers-warm.db", 8, "warm")
+        with GcMeter() as collector:
+            run(tasks, config, registry, tmp / "layers-gc.db", 16, "layers-gc")
+        profiler = cProfile.Profile()
+        profiler.enable()
+        run(tasks, config, registry, tmp / "layers.db", 16, "layers")
+        profiler.disable()
+    print_layers(pstats.Stats(profiler), collector, len(tasks), cpu_ms)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--slice", type=int, default=8, help="Tasks run at concurrency 1.")
-    parser.add_argument("--pairs", type=int, default=1, help="aah / plain LangGraph pairs.")
+    parser.add_argument("--pairs", type=int, default=3, help="aah / plain LangGraph pairs.")
     parser.add_argument("--skip-full", action="store_true", help="Skip the 2,250-task run.")
-    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     data = find_data_dir(None, need_benchmark=True)
     with tempfile.TemporaryDirectory() as name:
@@ -250,8 +257,9 @@ def main() -> None:
         with fake_model(tmp, 300) as config:
             wall1, _ = run(under[: args.slice], config, registry, tmp / "c1.db", 1, "c1")
             server0 = process_cpu_seconds(SERVER_PIDS[0])
-            lags: list[float] = []
-            wall64, cpu64 = run(under, config, registry, tmp / "c64.db", 64, "c64", lags)
+            lag = LoopLag(PROBE_SLEEP)
+            with GcMeter() as collector:
+                wall64, cpu64 = run(under, config, registry, tmp / "c64.db", 64, "c64", lag)
             server_cpu = process_cpu_seconds(SERVER_PIDS[0]) - server0
         rate1, rate64 = args.slice / wall1, len(under) / wall64
         print(f"concurrency 1: {args.slice} tasks in {wall1:.1f} s = {rate1:.2f} tasks/s")
@@ -262,24 +270,18 @@ def main() -> None:
             f"on {os.cpu_count()} cores)"
         )
         print(f"speedup: {rate64 / rate1:.1f}x (target >= 50x, ideal 64x)")
-        print(lag_line(lags))
-        side_by_side(under, registry, tmp, args.pairs)
+        print(lag_line(lag, collector))
+        ours16 = side_by_side(under, registry, tmp, args.pairs)
+        layers(under, registry, tmp, statistics.median(ours16))
         if args.skip_full:
             return
         everything = load_tasks(data)
         with fake_model(tmp, 0) as config:
-            profiler = cProfile.Profile() if args.profile else None
-            if profiler:
-                profiler.enable()
             wall, cpu = run(everything, config, registry, tmp / "all.db", 16, "all")
-            if profiler:
-                profiler.disable()
         print(
             f"whole benchmark: {len(everything)} tasks in {wall:.1f} s, "
             f"{cpu / len(everything) * 1000:.1f} ms CPU per task (target <= 8 ms)"
         )
-        if profiler:
-            print_breakdown(pstats.Stats(profiler), len(everything))
 
 
 if __name__ == "__main__":
