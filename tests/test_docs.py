@@ -4,6 +4,7 @@ with --strict, and the reference pages say what the code does.
 The commands the pages show are checked by tests/test_readme_commands.py.
 """
 
+import functools
 import importlib.util
 import os
 import re
@@ -104,6 +105,27 @@ def test_the_environment_page_describes_every_aah_variable_the_code_reads() -> N
     described = {name for group in HOOK.described_variables().values() for name in group}
     assert read - described == set(), "describe these in docs/hooks/environment.yaml"
     assert described - read == set(), "aah reads none of these: remove them from the table"
+
+
+@functools.cache
+def variables_read() -> frozenset[str]:
+    """The AAH_* variables aah reads, and the tests' own switches (AAH_POSTGRES_REQUIRED...)."""
+    quoted = re.compile(r"[\"'](AAH_[A-Z0-9_]+)[\"']")
+    by_tests = {
+        name
+        for path in (ROOT / "tests").rglob("*.py")
+        for name in quoted.findall(path.read_text(encoding="utf-8"))
+    }
+    return frozenset(HOOK.read_variables()) | by_tests
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_every_aah_variable_a_page_names_is_one_the_code_reads(page: Path) -> None:
+    known = variables_read()
+    named = set(re.findall(r"\bAAH_[A-Z0-9_]*[A-Z0-9]\b", page.read_text(encoding="utf-8")))
+    assert named <= known, (
+        f"{page.relative_to(ROOT)} names variables nothing reads: {sorted(named - known)}"
+    )
 
 
 def test_a_variable_read_by_name_is_found_and_one_only_mentioned_is_not(tmp_path: Path) -> None:
