@@ -85,7 +85,7 @@ async def approval_node(state: AgentState, runtime: GraphRuntime[SessionContext]
     return update
 
 
-def after_approval(state: AgentState, runtime: GraphRuntime[SessionContext]) -> str:
+async def after_approval(state: AgentState, runtime: GraphRuntime[SessionContext]) -> str:
     """Where the graph goes after a decision: the next call to decide, the tools, or the end."""
     if state.get("terminated"):
         return END

@@ -87,7 +87,10 @@ async def _entry(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
     return "awareness" if awareness_questions(runtime.context.awareness) else "agent"
 
 
-def _after_awareness(state: AgentState) -> Route:
+# The routers are coroutines although they never wait: LangGraph runs a plain
+# function given to an async graph on a worker thread, a hand-off each step
+# that costs more than the routing (perf/batch_bench.py).
+async def _after_awareness(state: AgentState) -> Route:
     return END if state.get("skipped") else "agent"
 
 
@@ -307,7 +310,7 @@ def with_unique_call_ids(reply: AIMessage, history: Sequence[BaseMessage], step:
     return reply.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
 
 
-def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+async def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
     reply = _last_ai(state["messages"])
     if not (reply.tool_calls or reply.invalid_tool_calls):
         return END

@@ -166,7 +166,8 @@ class SessionContext:
     async def conversation_limit(self, messages: Sequence[AnyMessage]) -> str | None:
         """The limit of its own the conversation reached at ``messages`` (τ²'s); None if none."""
         conversation = self.conversation
-        if isinstance(conversation, LimitedConversation):
+        # None first: a protocol's isinstance reads its members each time (every step asks).
+        if conversation is not None and isinstance(conversation, LimitedConversation):
             return await conversation.limit_reached(messages)
         return None
 
