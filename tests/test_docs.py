@@ -183,3 +183,8 @@ def test_the_site_builds_with_strict(tmp_path: Path) -> None:
     )
     assert built.returncode == 0, built.stderr[-4000:]
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+
+
+def test_help_and_docstrings_show_as_written_their_code_spans_as_code() -> None:
+    shown = HOOK.text("A name (``<tool>__<endpoint>``), not <b>bold</b> * or a | cell")
+    assert shown == r"A name (`<tool>__<endpoint>`), not &lt;b&gt;bold&lt;/b&gt; \* or a \| cell"

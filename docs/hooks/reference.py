@@ -37,9 +37,20 @@ MARKER = re.compile(r"^<!-- generated: (?P<name>[a-z]+) -->$", re.M)
 _MARKDOWN = str.maketrans({"<": "&lt;", ">": "&gt;", "*": r"\*", "|": r"\|", "[": r"\["})
 
 
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
 def text(value: str) -> str:
-    """Plain text (help, docstrings) as Markdown that shows it as written."""
-    return value.translate(_MARKDOWN)
+    """Plain text (help, docstrings) as Markdown that shows it as written.
+
+    Code spans (```x```, RST's ````x````) are kept as code, as they are; the
+    text between them is escaped.
+    """
+    shown, at = [], 0
+    for span in _CODE_SPAN.finditer(value):
+        shown += [value[at : span.start()].translate(_MARKDOWN), f"`{span[2]}`"]
+        at = span.end()
+    return "".join([*shown, value[at:].translate(_MARKDOWN)])
 
 
 # The CLI ------------------------------------------------------------------
