@@ -40,16 +40,11 @@ DOCS = ROOT / "docs"
 SKIPPED = {
     "make demo": "creates .venv and installs with pip (network); `aah demo --plain` below runs it",
     "make test": "the whole suite, this test among them",
-    "make install": "creates .venv and installs with pip (network)",
     "make lint": "ruff and mypy over the tree: CI runs it in `make test`",
     "make test-lowest": "installs the oldest allowed releases with uv (network); CI runs it",
     "make local": "builds llama-cpp-python from source (network, ~6 min); CI runs it",
-    "make screenshots": (
-        "needs Chromium and tmux and rewrites the tracked docs/screenshots; tests never write there"
-    ),
     "make docs": "serves the site until stopped; tests/test_docs.py builds it with --strict",
     "make docs-build": "tests/test_docs.py runs the same strict build into a temporary folder",
-    "source .venv/bin/activate": "the test runs `python -m aah` with the venv's own interpreter",
     "export AAH_BASE_URL=https://api.openai.com/v1 AAH_MODEL=gpt-4o-mini OPENAI_API_KEY=sk-...": (
         "needs a paid OpenAI key"
     ),
@@ -253,6 +248,12 @@ def test_the_readme_opens_with_exactly_the_two_setup_and_go_commands() -> None:
     assert first_block is not None
     lines = [line.split("#")[0].strip() for line in first_block[1].splitlines()]
     assert [line for line in lines if line] == ["make demo", "make test"]
+
+
+def test_every_skip_names_a_command_a_page_still_shows() -> None:
+    shown = {case.command for case in COMMANDS}
+    stale = sorted(set(SKIPPED) - shown)
+    assert not stale, f"no page shows these any more: remove them from SKIPPED: {stale}"
 
 
 def test_a_page_s_blocks_are_read_indented_marked_and_by_language(tmp_path: Path) -> None:
