@@ -10,8 +10,10 @@
    process at concurrency 64, two workers at 32 each (64 in all), two
    workers at 64 each (128 in all), in turn; tasks/s against the ideal
    (the concurrency over one task's time alone, measured at concurrency 1),
-   and the p99 event-loop lag of each process that runs sessions: how late
-   a 10 ms sleep wakes on its loop (target under 10 ms).
+   and the event-loop lag of each process that runs sessions: how late a
+   10 ms sleep wakes on its loop, p50 / p99 / max of each loop, and the part
+   the loop's own work accounts for (perf/cpu_layers.py; target p99 under
+   10 ms).
 3. Start-up: ``aah bench run --limit 1 --no-probe`` as a whole process, with
    ``--workers 1`` and ``--workers 2``: the CPU of the command and its
    workers when the first chat request reaches the fake model (before the
@@ -23,7 +25,6 @@ Oracle human, mock HTTP. Run: .venv/bin/python perf/workers_bench.py [--repeat 3
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import multiprocessing
 import os
@@ -36,7 +37,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from batch_bench import AGENT, SERVER_PIDS, fake_model, process_cpu_seconds, with_lag_probe
+from batch_bench import AGENT, SERVER_PIDS, fake_model, process_cpu_seconds
+from cpu_layers import LoopLag, lag_figures, percentile
 
 from aah.benchmark import RunOptions, epoch_tasks, run_manifest
 from aah.benchmark.failtalms import BatchRunner, batch_human_factory
@@ -48,8 +50,6 @@ from aah.runtime.loop import run_async
 from aah.testing import FakeLLMServer
 from aah.tools.registry.build import build_registry
 from aah.tools.registry.read import Registry
-
-PROBE_SLEEP = 0.010
 
 
 def cpu_now() -> float:
@@ -66,23 +66,16 @@ def spread(values: list[float], digits: int = 1) -> str:
     )
 
 
-def p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else float("nan")
-
-
 def lag_probe(folder: Path) -> Callable[[], Coroutine[Any, Any, None]]:
     """A probe for each worker's loop: its 10 ms sleeps' overruns, written to ``folder``."""
 
     async def probe() -> None:
-        lags: list[float] = []
+        lag = LoopLag()
         try:
-            while True:
-                start = time.perf_counter()
-                await asyncio.sleep(PROBE_SLEEP)
-                lags.append(time.perf_counter() - start - PROBE_SLEEP)
+            await lag.probe()
         finally:
-            (folder / f"lag-{os.getpid()}.json").write_text(json.dumps(lags))
+            path = folder / f"lag-{os.getpid()}.json"
+            path.write_text(json.dumps({"wall": lag.wall, "own": lag.own}))
 
     return probe
 
@@ -105,7 +98,7 @@ class Bench:
         epochs: int = 1,
         lags: bool = False,
         name: str | None = None,
-    ) -> tuple[float, float, list[list[float]]]:
+    ) -> tuple[float, float, list[LoopLag]]:
         """Wall seconds, aah CPU seconds, and each session loop's lags (when asked)."""
         self.count += 1
         name = name or f"r{self.count}"
@@ -116,11 +109,11 @@ class Bench:
         )
         folder = self.tmp / f"{name}-lags"
         folder.mkdir()
-        loop_lags: list[float] = []
+        loop_lag = LoopLag()
         if workers == 1:
             main: Coroutine[Any, Any, Any] = runner.run(tasks, db)
             if lags:
-                main = with_lag_probe(main, loop_lags)
+                main = loop_lag.around(main)
         else:
             settings = sorted({task.setting for task in tasks})
             main = run_in_workers(
@@ -136,8 +129,8 @@ class Bench:
         summary = run_async(main)
         wall, cpu = time.perf_counter() - wall0, cpu_now() - cpu0
         assert summary.errors == 0, summary.error_messages
-        per_loop = [loop_lags] if workers == 1 else [
-            json.loads(path.read_text()) for path in sorted(folder.glob("lag-*.json"))
+        per_loop = [loop_lag] if workers == 1 else [
+            LoopLag(**json.loads(path.read_text())) for path in sorted(folder.glob("lag-*.json"))
         ]  # fmt: skip
         return wall, cpu, per_loop if lags else []
 
@@ -206,27 +199,35 @@ def latency_300(bench: Bench, repeat: int) -> None:
     tasks = bench.under[:320]
     setups = (("one process at 64", 64, 1), ("2 workers x 32", 64, 2), ("2 workers x 64", 128, 2))
     rates: dict[str, list[float]] = {label: [] for label, _, _ in setups}
-    loop_p99: dict[str, list[float]] = {label: [] for label, _, _ in setups}
+    loops: dict[str, list[LoopLag]] = {label: [] for label, _, _ in setups}
     with fake_model(bench.tmp, 300) as config:
         wall1, _, _ = bench.run(tasks[:8], config, 1, 1)
         alone = wall1 / 8  # one task's time with nothing else running
         for _ in range(repeat):
             for label, concurrency, workers in setups:
-                wall, _, loops = bench.run(tasks, config, concurrency, workers, 2, lags=True)
+                wall, _, per_loop = bench.run(tasks, config, concurrency, workers, 2, lags=True)
                 rates[label].append(2 * len(tasks) / wall)
-                loop_p99[label] += [p99(lags) * 1000 for lags in loops]
+                loops[label] += per_loop
     print(
         f"2. 300 ms model, {2 * len(tasks)} tasks ({len(tasks)} x 2 epochs), one task alone "
-        f"{alone:.2f} s, {repeat} runs each, interleaved (min / median / max):"
+        f"{alone:.2f} s, {repeat} runs each, interleaved (min / median / max); load average "
+        "{:.1f}:".format(os.getloadavg()[0])
     )
     for label, concurrency, _ in setups:
         ideal = concurrency / alone
         shares = [rate / ideal for rate in rates[label]]
+        p99s = [percentile(lag.wall, 0.99) * 1000 for lag in loops[label]]
+        own = [percentile(lag.own, 0.99) * 1000 for lag in loops[label]]
         print(
             f"   {label:18} {spread(rates[label])} tasks/s = {spread(shares, 2)} of the ideal "
-            f"{ideal:.1f}; event-loop lag p99 per session loop {spread(loop_p99[label])} ms "
-            "(target < 10 ms)"
+            f"{ideal:.1f}; event-loop lag p99 per session loop {spread(p99s)} ms, its own "
+            f"work's part {spread(own)} ms (target < 10 ms)"
         )
+        for index, lag in enumerate(loops[label]):
+            print(
+                f"      loop {index + 1}: p50 / p99 / max {lag_figures(lag.wall)} ms; own work's "
+                f"part {lag_figures(lag.own)} ms"
+            )
 
 
 def tree_cpu_seconds(pid: int) -> float:
