@@ -7,7 +7,7 @@ registry for ``aah tools search``) then does not load its heavy neighbours.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +19,9 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        # ``__import__`` takes the interpreter's own import path, which
+        # ``python -X importtime`` reports (``importlib.import_module`` is not).
+        __import__(module)
+        return getattr(sys.modules[module], name)
 
     return __getattr__
