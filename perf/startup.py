@@ -16,9 +16,21 @@ figure is their fixed cost: imports, settings, opening the store.
   read from ``/proc`` when its first chat request reaches the fake model, that
   is everything it spent before its first task could talk to a model.
 
+The commands take turns, so a change in the machine's load reaches them
+all. Their bytecode is compiled by the warm-up into a cache of their own
+(``PYTHONPYCACHEPREFIX``), as an installed aah has it: a tree run with
+``PYTHONDONTWRITEBYTECODE`` would compile every changed module each time.
 The fake model serves from this process, so its CPU is not counted.
+
+Then the bench run once more under ``python -X importtime``: where its
+imports spend their time, by top-level package and by the aah module that
+pulled each one in (`import_profile`); ``--importtime`` does the same for
+every command. ``--against DIR`` times another aah package beside this one
+(``git archive REV aah | tar -x -C DIR``), the two taking turns.
+
 Budget: every command but the floor under 1 s.
-Run: .venv/bin/python perf/startup.py [--repeat 5] [--importtime]
+Run: .venv/bin/python perf/startup.py [--repeat 5] [--importtime] [--only bench]
+[--against DIR]
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aah.data.locate import find_data_dir
 from aah.store import SessionStore
@@ -58,6 +70,7 @@ AGENT = {
 }
 
 BUDGET_SECONDS = 1.0
+BENCH_LABEL = "aah bench run --limit 1"
 
 
 def proc_cpu_seconds(pid: int) -> float:
@@ -113,32 +126,146 @@ def cpu_seconds(
     return usage.ru_utime + usage.ru_stime
 
 
-def import_report(args: Sequence[str], env: Mapping[str, str], top: int = 12) -> str:
-    """The modules that cost most to import in one run of ``args`` (``-X importtime``)."""
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "aah", *args],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-    )
-    rows: list[tuple[int, str]] = []
-    for line in result.stderr.splitlines():
+class Imported(NamedTuple):
+    """One module's line of ``python -X importtime``."""
+
+    depth: int  # 0: imported by no module being imported (start-up, a function body)
+    name: str
+    self_us: int  # its own body, without the modules it imported
+
+
+def read_importtime(stderr: str) -> list[Imported]:
+    """The ``-X importtime`` lines of ``stderr``, parents first (as imported, not as printed)."""
+    found = []
+    for line in stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
-        _, cumulative, name = line.removeprefix("import time:").split("|")
-        if not name.startswith("  "):  # top-level imports only: cumulative is theirs alone
-            rows.append((int(cumulative), name.strip()))
-    rows.sort(reverse=True)
-    total = sum(us for us, _ in rows)
-    lines = [f"  {us / 1e6:6.3f} s  {name}" for us, name in rows[:top]]
-    return "\n".join([f"  {total / 1e6:6.3f} s  all imports", *lines])
+        own, _, name = line.removeprefix("import time:").split("|")
+        depth = (len(name) - len(name.lstrip(" ")) - 1) // 2
+        found.append(Imported(depth, name.strip(), int(own)))
+    return found[::-1]
+
+
+class Share(NamedTuple):
+    """What one owner's imports cost, and what most of it was."""
+
+    owner: str
+    us: int
+    parts: list[tuple[str, int]]  # (top-level package or aah module, microseconds), largest first
+
+
+def import_shares(modules: Sequence[Imported]) -> tuple[list[Share], list[Share]]:
+    """Import self-time summed by top-level package, and by the aah module that pulled it.
+
+    A module's time goes to its innermost importer inside aah (itself, for an
+    aah module): so ``aah.llm.transport`` owns aiohttp. Modules no aah module
+    imported (the interpreter's start-up, a function body's import while the
+    command runs) go to ``(no aah importer)``.
+    """
+    by_package: dict[str, dict[str, int]] = {}
+    by_owner: dict[str, dict[str, int]] = {}
+    stack: list[str] = []
+    for module in modules:
+        del stack[module.depth :]
+        stack.append(module.name)
+        package = module.name.partition(".")[0]
+        part = module.name if package == "aah" else package
+        owner = next((name for name in reversed(stack) if name.startswith("aah.")), None)
+        owner = owner or ("aah" if module.name == "aah" else "(no aah importer)")
+        for table, key, detail in ((by_package, package, module.name), (by_owner, owner, part)):
+            row = table.setdefault(key, {})
+            row[detail] = row.get(detail, 0) + module.self_us
+
+    def shares(table: dict[str, dict[str, int]]) -> list[Share]:
+        rows = [
+            Share(key, sum(parts.values()), sorted(parts.items(), key=lambda kv: -kv[1]))
+            for key, parts in table.items()
+        ]
+        return sorted(rows, key=lambda row: -row.us)
+
+    return shares(by_package), shares(by_owner)
+
+
+def share_table(title: str, rows: Sequence[Share], total_us: int, floor_ms: float) -> list[str]:
+    """Rows of at least ``floor_ms`` with their share of ``total_us``, the rest summed."""
+    shown = [row for row in rows if row.us >= floor_ms * 1000]
+    rest = sum(row.us for row in rows[len(shown) :])
+    lines = [f"  {title:36} {'ms':>6} {'share':>6} {'so far':>6}  mostly"]
+    running = 0
+    for row in shown:
+        running += row.us
+        mostly = ", ".join(f"{name} {us / 1000:.0f}" for name, us in row.parts[:3] if us >= 1000)
+        lines.append(
+            f"  {row.owner:36} {row.us / 1000:6.0f} {row.us / total_us:6.1%} "
+            f"{running / total_us:6.1%}  {mostly}"
+        )
+    others = f"{len(rows) - len(shown)} others, each under {floor_ms:.0f} ms"
+    lines.append(f"  {others:36} {rest / 1000:6.0f} {rest / total_us:6.1%}")
+    return lines
+
+
+def import_profile(
+    args: Sequence[str], env: Mapping[str, str], status: int = 0, floor_ms: float = 20
+) -> str:
+    """Where the imports of one run of ``args`` spend their time (``python -X importtime``).
+
+    Two tables, each row at least ``floor_ms``: by top-level package, and by
+    the aah module whose import pulled the time in. ``-X importtime`` itself
+    slows imports, so its milliseconds run above the plain run's CPU; read the
+    shares. It sees only imports by the ``import`` statement (``__import__``):
+    a module loaded with ``importlib.import_module`` (pydantic's lazy names,
+    for one) counts in its importer's own time.
+    """
+    process = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "aah", *args],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stderr = process.stderr.read() if process.stderr else ""
+    _, wait_status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(wait_status) != status:
+        raise SystemExit(f"aah {' '.join(args)} -X importtime failed: {stderr[-2000:]}")
+    modules = read_importtime(stderr)
+    total = sum(module.self_us for module in modules)
+    packages, owners = import_shares(modules)
+    cpu = usage.ru_utime + usage.ru_stime
+    head = (
+        f"  imports: {len(modules)} modules, {total / 1e6:.3f} s of import time"
+        f" in a process of {cpu:.3f} s CPU under -X importtime"
+    )
+    return "\n".join(
+        [
+            head,
+            *share_table("top-level package", packages, total, floor_ms),
+            *share_table("aah module that pulled it in", owners, total, floor_ms),
+        ]
+    )
+
+
+class Tree(NamedTuple):
+    """One aah package to time: this checkout's, or another put first on ``PYTHONPATH``."""
+
+    suffix: str  # after each command's label
+    env: dict[str, str]
+    folder: Path  # its databases
 
 
 def main() -> None:
-    """Print the start-up CPU of each command."""
+    """Print the start-up CPU of each command, then where the bench run's imports go."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="Counted runs per command.")
-    parser.add_argument("--importtime", action="store_true", help="Also show the top imports.")
+    parser.add_argument(
+        "--importtime", action="store_true", help="Profile every command's imports, not one."
+    )
+    parser.add_argument("--only", default="", help="Time only the commands whose label holds it.")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="A folder holding another aah package (git archive REV aah | tar -x -C DIR)"
+        " to time interleaved with this one.",
+    )
     options = parser.parse_args()
 
     data = find_data_dir(None, need_benchmark=True)
@@ -147,9 +274,14 @@ def main() -> None:
         tmp = Path(folder)
         registry = tmp / "registry.db"
         build_registry(data, registry)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+        skip = ("AAH_", "OPENAI_", "PYTHONDONTWRITEBYTECODE")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
         env.update(
             {
+                # Bytecode as an installed aah has it: compiled by the warm-up, then read.
+                "PYTHONPYCACHEPREFIX": str(tmp / "pycache"),
+                # aah from the installed path or PYTHONPATH, never the current folder.
+                "PYTHONSAFEPATH": "1",
                 "AAH_REGISTRY": str(registry),
                 "AAH_DATA_DIR": str(data),
                 "AAH_BASE_URL": llm.base_url,
@@ -158,54 +290,68 @@ def main() -> None:
                 "NO_COLOR": "1",
             }
         )
-        db = str(tmp / "empty.db")
-        SessionStore(db).close()  # a database with no sessions, not a missing one
-        bench_db = str(tmp / "bench.db")
-        bench = ["bench", "run", "--setting", "underspecified", "--limit", "1", "--db", bench_db]
-        cpu_seconds([*bench, "--run", "graded"], env)
+        trees = [Tree("", env, tmp / "this")]
+        if options.against:
+            other = {**env, "PYTHONPATH": str(options.against.resolve())}
+            trees.append(Tree(f" [{options.against}]", other, tmp / "against"))
+        bench = ["bench", "run", "--setting", "underspecified", "--limit", "1"]
+        for tree in trees:
+            tree.folder.mkdir()
+            SessionStore(tree.folder / "empty.db").close()  # no sessions, not a missing file
+            bench_db = str(tree.folder / "bench.db")
+            cpu_seconds([*bench, "--db", bench_db, "--run", "graded"], tree.env)
         # Label, arguments ("{n}" becomes a fresh run name: a bench run that
-        # resumed would do nothing) and the exit status the command must give.
+        # resumed would do nothing; "{folder}" the tree's databases) and the
+        # exit status the command must give.
         commands: list[tuple[str, list[str], int]] = [
             ("aah --version", ["--version"], 0),
             # Builds the report's inputs, then stops: "no runs in ...".
-            ("aah report (empty db)", ["report", "--db", db], 2),
+            ("aah report (empty db)", ["report", "--db", "{folder}/empty.db"], 2),
             # Its one session was graded by the warm-up run: nothing is sent.
-            ("aah grade (nothing to grade)", ["grade", "--run", "graded", "--db", bench_db], 0),
             (
-                "aah bench run --limit 1",
-                [*bench, "--run", "startup-{n}"],
+                "aah grade (nothing to grade)",
+                ["grade", "--run", "graded", "--db", "{folder}/bench.db"],
                 0,
             ),
-            # The runs the bench runs above left: one session each.
-            ("aah report (1-session runs)", ["report", "--db", bench_db], 0),
+            (BENCH_LABEL, [*bench, "--db", "{folder}/bench.db", "--run", "startup-{n}"], 0),
+            # The runs the bench runs left: one session each.
+            ("aah report (1-session runs)", ["report", "--db", "{folder}/bench.db"], 0),
         ]
-        print(f"CPU seconds (user + system) per process, {options.repeat} runs after a warm-up")
-        print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-        print(f"{'command':48} {'min':>6} {'median':>6} {'max':>6}")
+        commands = [command for command in commands if options.only in command[0]]
         count = 0
-        for label, template, status in commands:
-            figures, firsts = [], []
-            for index in range(options.repeat + 1):
-                count += 1
-                args = [arg.format(n=count) for arg in template]
-                llm.watch(None)  # a command that talks to no model notes nothing
-                seconds = cpu_seconds(args, env, status, llm if "bench" in template else None)
-                if index:  # the first run warms the disk cache
-                    figures.append(seconds)
-                    if llm.first is not None:
-                        firsts.append(llm.first)
-            rows = [(label, figures)]
-            if firsts:
-                rows.append((f"{label}, before the first task", firsts))
-            for row_label, values in rows:
-                low, mid, high = min(values), statistics.median(values), max(values)
-                over = label != "aah --version" and mid >= BUDGET_SECONDS
-                mark = "  over budget" if over else ""
-                print(f"{row_label:48} {low:6.3f} {mid:6.3f} {high:6.3f}{mark}")
-            if options.importtime:
-                count += 1
-                print(import_report([arg.format(n=count) for arg in template], env))
+
+        def arguments(template: Sequence[str], tree: Tree) -> list[str]:
+            nonlocal count
+            count += 1
+            return [arg.format(n=count, folder=tree.folder) for arg in template]
+
+        print(f"CPU seconds (user + system) per process, {options.repeat} runs after a warm-up,")
+        print("the commands taking turns")
+        print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+        figures: dict[str, list[float]] = {}
+        for index in range(options.repeat + 1):
+            for label, template, status in commands:
+                for tree in trees:
+                    llm.watch(None)  # a command that talks to no model notes nothing
+                    clock = llm if "bench" in template else None
+                    seconds = cpu_seconds(arguments(template, tree), tree.env, status, clock)
+                    if index:  # the first round warms the disk cache
+                        figures.setdefault(label + tree.suffix, []).append(seconds)
+                        if llm.first is not None:
+                            key = f"{label}, before the first task{tree.suffix}"
+                            figures.setdefault(key, []).append(llm.first)
+        print(f"{'command':56} {'min':>6} {'median':>6} {'max':>6}")
+        for row_label, values in figures.items():
+            low, mid, high = min(values), statistics.median(values), max(values)
+            over = not row_label.startswith("aah --version") and mid >= BUDGET_SECONDS
+            mark = "  over budget" if over else ""
+            print(f"{row_label:56} {low:6.3f} {mid:6.3f} {high:6.3f}{mark}")
         print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+        for label, template, status in commands:
+            if label == BENCH_LABEL or options.importtime:
+                for tree in trees:
+                    print(f"\nImport profile of {label}{tree.suffix} (python -X importtime)")
+                    print(import_profile(arguments(template, tree), tree.env, status))
 
 
 if __name__ == "__main__":
