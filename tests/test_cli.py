@@ -1,5 +1,6 @@
 """The command line, run as a user runs it: a subprocess, the fake model, no network."""
 
+import importlib.util
 import io
 import json
 import os
@@ -108,6 +109,77 @@ def test_the_way_to_the_first_task_loads_no_importer_and_no_langchain_tool() -> 
     ).stdout.split()
     assert "aah.runtime.graph" in loaded  # the import reached the runtime
     assert [name for name in NOT_BEFORE_THE_FIRST_TASK if name in loaded] == []
+
+
+# What a bench run of one task must not load, at any point: each is tens of
+# milliseconds of start-up CPU that the run does not use (perf/startup.py
+# prints where the rest goes).
+NOT_IN_A_BENCH_RUN = [
+    "aah.benchmark.bfcl.runner",  # other benchmarks' code: only their registry entries
+    "aah.benchmark.when2call.runner",
+    "aah.data.fetch",
+    "aah.desk.team",
+    "aah.report",
+    "aah.scoring.metrics",
+    "aah.telemetry.export",
+    "aah.testing",
+    "aah.tools.importers.failtalms",
+    "aah.ui.tui",  # the faces
+    "aah.ui.web",
+    "gradio",
+    "jinja2",
+    "langchain_core.prompts",
+    "langchain_core.tools",
+    "langchain_openai",
+    "langgraph.prebuilt",
+    "mcp",
+    "numpy",  # sqlite-utils would load it (aah.store.sqlite_db)
+    "openai",
+    "opentelemetry.exporter",
+    "pandas",
+    "psycopg",
+    "ray",
+    "requests_cache",
+    "starlette",
+    "textual",
+    "uvicorn",
+    "yaml",
+]
+
+
+def test_a_bench_run_loads_only_what_it_uses_and_leaves_its_heap_to_the_os(
+    shared_data: Path, registry: Path, tmp_path: Path
+) -> None:
+    # Each name is a real module, or the check below would pass for a typo.
+    assert all(importlib.util.find_spec(name) for name in NOT_IN_A_BENCH_RUN)
+    # Registered before main's own exit handler, so it runs after it.
+    code = (
+        "import atexit, gc, sys\n"
+        "def note():\n"
+        f"    with open({str(tmp_path / 'modules.txt')!r}, 'w') as out:\n"
+        "        print(gc.get_freeze_count() > 0, *sorted(sys.modules), sep='\\n', file=out)\n"
+        "atexit.register(note)\n"
+        "from aah.cli import main\n"
+        "sys.argv = ['aah', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    args = ["--setting", "underspecified", "--limit", "1", "--db", str(tmp_path / "s.db")]
+    with FakeLLMServer({"rules": [{"reply": "Done: here is the answer."}]}) as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AAH_", "OPENAI_"))}
+        env.update(model_env(registry, llm, "k") | {"AAH_DATA_DIR": str(shared_data)})
+        done = subprocess.run(
+            [sys.executable, "-c", code, "bench", "run", "--run", "r", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    frozen, *loaded = (tmp_path / "modules.txt").read_text().split()
+    assert "aah.runtime.graph" in loaded  # the run reached the runtime
+    assert [name for name in NOT_IN_A_BENCH_RUN if name in loaded] == []
+    # The exit's last full collections skip what was alive at the end (aah.cli.main).
+    assert frozen == "True"
 
 
 def test_tools_search_json_puts_weather_first(registry: Path) -> None:

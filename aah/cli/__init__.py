@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 
 import typer
@@ -82,6 +84,12 @@ def main() -> None:
     one scrubber of ``aah.secrets`` on its way to the terminal.
     """
     scrub_console()
+    # The interpreter's exit runs full collections over every object still
+    # alive (~150,000 after a bench run, ~0.2 s of CPU) only to free memory
+    # the process hands back anyway: frozen objects are left out of them.
+    # Every exit handler still runs; only the collector skips what is frozen.
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
     try:
         # Not standalone: usage errors come back here instead of being drawn
         # as a boxed panel; --help and typer.Exit come back as an exit status.

@@ -12,12 +12,13 @@ the chosen benchmark does not read is refused, never ignored.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import math
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -239,7 +240,10 @@ def bench_run(**given: Any) -> None:
         from aah.telemetry import turn_on_export
 
         turn_on_export()
-    from aah.benchmark import check_local_workers, concurrency_shares, parse_workers
+    with _kept_out_of_collections():
+        # The run's modules load here: the runtime, langgraph, langchain-core
+        # and aiohttp, about 1,000 modules (~0.1 s of collections otherwise).
+        from aah.benchmark import check_local_workers, concurrency_shares, parse_workers
 
     processes = parse_workers(given["workers"])
     concurrency_shares(given["concurrency"], processes)  # refused here: before any data is read
@@ -274,6 +278,25 @@ def bench_run(**given: Any) -> None:
                 assign=given["assign"],
             )
     run_benchmark(benchmark, flags)
+
+
+@contextmanager
+def _kept_out_of_collections() -> Iterator[None]:
+    """Run the block with the cyclic collector off, then freeze what it left alive.
+
+    For imports: what they create lives as long as the process and is almost
+    never cyclic garbage, yet the collector would scan it over and over as the
+    heap grows, and again once in each later full collection (``gc.freeze``).
+    The batch's ``fewer_gc_pauses`` hands it back when the tasks end.
+    """
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_on:
+            gc.enable()
 
 
 def _db_path(db: Path | None) -> Path:
