@@ -126,7 +126,7 @@ OtelOption = Annotated[
     typer.Option(
         "--otel",
         help="Export OpenTelemetry traces over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT "
-        "(default: on when that is set; needs aah[otel]).",
+        "(default: on when that is set; needs the otel extra).",
     ),
 ]
 HostOption = Annotated[
