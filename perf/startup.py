@@ -22,6 +22,12 @@ all. Their bytecode is compiled by the warm-up into a cache of their own
 ``PYTHONDONTWRITEBYTECODE`` would compile every changed module each time.
 The fake model serves from this process, so its CPU is not counted.
 
+The cyclic garbage collector is a fixed cost as well as the imports: it
+would walk the growing heap ~30 times while a bench run's ~1,400 modules
+load, and the interpreter's exit runs full collections over the ~150,000
+objects left (~70 ms each). ``aah.cli`` freezes both sets (``gc.freeze``),
+so they show here only if that breaks.
+
 Then the bench run once more under ``python -X importtime``: where its
 imports spend their time, by top-level package and by the aah module that
 pulled each one in (`import_profile`); ``--importtime`` does the same for
