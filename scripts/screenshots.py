@@ -28,6 +28,7 @@ TESTS = [
     "tests/test_web_people.py::test_the_phone_layout_is_a_real_one",
     "tests/test_web_every_decision_browser.py::"
     "test_every_decision_by_touch_on_a_phone_and_by_keyboard_on_a_laptop[phone-touch]",
+    "tests/test_report_browser.py::test_the_report_fits_every_screen_and_draws_every_chart[1280x800]",
 ]
 IMAGES = ["tui-ask.svg", "tui-ask.png", "tui.svg", "tui.png", "web-queue.png", "web-answer.png"]
 # The terminal app at a presenter's size (a large font leaves 80x24).
@@ -36,6 +37,8 @@ IMAGES += ["tui-80x24-ask.svg", "tui-80x24-ask.png", "tui-80x24.svg", "tui-80x24
 IMAGES += ["web-laptop.png", "web-phone.png"]
 # A call to approve on a phone: a button for every decision.
 IMAGES += ["web-phone-approval.png"]
+# The HTML report of the published runs on a laptop.
+IMAGES += ["report.png"]
 
 
 def main() -> int:

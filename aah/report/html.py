@@ -32,7 +32,9 @@ td { max-width: 30rem; overflow-wrap: anywhere; white-space: pre-line; }
 p.caption { color: #555; font-size: 0.85rem; margin-top: 0; }
 tr.flagged td { background: #fdecea; }
 span.marker { color: #a40000; font-weight: bold; }
-figure { display: inline-block; margin: 0.5rem 1rem 1rem 0; }
+figure { display: inline-block; margin: 0.5rem 1rem 1rem 0; max-width: 100%; }
+img { max-width: 100%; height: auto; }
+div.wide { max-width: 100%; overflow-x: auto; }
 figcaption { color: #555; font-size: 0.85rem; }
 """
 
@@ -51,7 +53,8 @@ def html_table(item: ReportTable) -> str:
     caption = f'<p class="caption">{escape(item.caption)}</p>' if item.caption else ""
     return (
         f"<section>\n<h2>{escape(item.title)}</h2>\n"
-        f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n"
+        '<div class="wide">'  # a wide table scrolls in its own box, never the page
+        f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>\n"
         f"{caption}\n</section>"
     )
 
@@ -82,6 +85,7 @@ def render_html(report: Report) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_POLICY}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>aah report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         f"<h1>aah report</h1>\n<p>Runs: {escape(runs)}</p>\n"
         f"<section>\n<h2>Charts</h2>\n{charts}\n</section>\n{tables}\n"
