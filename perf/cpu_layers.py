@@ -69,7 +69,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("event loop", ("asyncio/", "uvloop", "selectors", "socket.py", "threading.py")),
 )
-OTHER = "other (stdlib, uncalled-for)"
+OTHER = "other (no layer among its callers)"
 # How far up the callers an unlayered function's time is traced.
 _MAX_DEPTH = 12
 
