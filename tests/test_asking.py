@@ -586,7 +586,7 @@ def test_the_grader_reads_what_the_rules_cannot_and_both_readings_are_stored(
         report = build_report(store)
     assert (pairs, graded) == (2, 2)  # two questions, one blocker each
     assert {(r.rules, r.grader, r.flag, r.prompt_version) for r in stored} == {
-        (None, reading, flag, "asking/1")
+        (None, reading, flag, "asking/2")
     }
     # Every vote is kept, the invalid ones too (three asked, more where retried).
     assert all(len(r.votes) >= 3 for r in stored)
@@ -671,6 +671,45 @@ def test_each_hostile_case_is_read_or_left_out_never_raised(case: dict[str, Any]
     if "question" in case and found:
         question = case["question"] * case.get("repeat", 1) + case.get("then", "")
         assert rule_reading(question, found[0]) is case["reading"]
+
+
+VOTES = Path(__file__).parent / "fixtures" / "hostile" / "asking_votes.jsonl"
+VOTE_CASES = [json.loads(line) for line in VOTES.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("case", VOTE_CASES, ids=[case["why"][:40] for case in VOTE_CASES])
+def test_each_grader_reply_is_read_as_its_vote_or_as_none(case: dict[str, Any]) -> None:
+    from aah.scoring.asking_grader import parse_asking_vote
+
+    assert parse_asking_vote(case["reply"]) is case["vote"]
+
+
+def test_the_rules_a_contradicting_vote_repeats_are_the_prompts_own() -> None:
+    from aah.scoring.asking_grader import RULE_WORDS, load_asking_prompt
+
+    text = " ".join(load_asking_prompt().template.casefold().split())
+    assert all(words in text for words in RULE_WORDS.values())
+
+
+def test_a_self_contradicting_vote_is_asked_again_and_the_prompt_ends_asking_yes_or_no() -> None:
+    # 82% of SmolLM2-135M's votes did not parse, many continuing the prompt's last
+    # heading; with Yes or No asked for again last, 55% (scripts/asking_agreement.py).
+    from aah.scoring.asking_grader import AskingGrader
+
+    contradicting = "Yes: the question asks for something else, only says hello or thanks."
+    replies = [contradicting] * 3 + ["No: it asks nothing about the date."] * 3
+
+    async def read(grader: AskingGrader) -> Any:
+        async with grader:
+            return await grader.read("Book me a flight.", "Anything else first?", DATE)
+
+    with FakeLLMServer({"replies": replies, "exhausted": "error"}) as server:
+        verdict = asyncio.run(read(AskingGrader(fake_config(server), votes=3)))
+        sent = [request["messages"][-1]["content"] for request in server.requests]
+    assert (verdict.reading, verdict.flag) == (False, None)
+    assert [vote["vote"] for vote in verdict.votes] == [None] * 3 + ["fail"] * 3
+    tail = sent[0].split("Anything else first?", 1)[1]
+    assert tail.strip().endswith("Begin your reply with Yes or No.")
 
 
 json_values = st.recursive(

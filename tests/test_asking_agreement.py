@@ -106,10 +106,10 @@ def test_the_figures_and_the_stored_readings_are_those_worked_out_by_hand(
     }
     assert seen == {
         "label-1": (True, None, None, None, None, 0),
-        "label-2": (None, True, "fake-model", "asking/1", None, 3),
-        "label-3": (None, False, "fake-model", "asking/1", None, 3),
-        "label-4": (None, None, "fake-model", "asking/1", "no_quorum", 9),
-        "label-5": (None, False, "fake-model", "asking/1", None, 3),
+        "label-2": (None, True, "fake-model", "asking/2", None, 3),
+        "label-3": (None, False, "fake-model", "asking/2", None, 3),
+        "label-4": (None, None, "fake-model", "asking/2", "no_quorum", 9),
+        "label-5": (None, False, "fake-model", "asking/2", None, 3),
     }
 
 

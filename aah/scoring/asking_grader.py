@@ -3,7 +3,9 @@
 Where the rules (``aah.scoring.asking.rule_reading``) cannot say, the grader
 is asked, with the prompt ``grader/prompts/asking.md`` (versioned): V votes
 at a temperature above 0, each beginning with Yes or No; unparseable votes
-are asked for again a bounded number of times, then dropped; the reading is
+(a reply that begins otherwise, or whose reason repeats the prompt's rule for
+the other answer) are asked for again a bounded number of times, then
+dropped; the reading is
 the majority of the valid votes given a quorum of ceil(V/2), else not
 addressed and flagged ``no_quorum`` (or ``tie``), as the pass verdict's
 grader does (§2). Every vote is stored beside the rules' reading
@@ -44,12 +46,26 @@ def load_asking_prompt() -> Prompt:
     return read_prompt(PROMPT_PATH)
 
 
+# Words of the prompt's rule for each answer. A vote whose reason repeats the
+# other answer's rule contradicts itself ("Yes: the question asks for
+# something else"): a small model copying the prompt, not a vote.
+RULE_WORDS = {
+    True: "a person answering the question would naturally say",
+    False: "the question asks for something else",
+}
+
+
 def parse_asking_vote(text: str, reasoning: str | None = None) -> bool | None:
-    """True for a reply beginning with Yes, False for No; None for anything else."""
+    """True for a reply beginning with Yes, False for No; None for anything else.
+
+    A reply whose reason repeats the prompt's rule for the other answer is None too.
+    """
     parsed = parse_awareness_reply(text, reasoning)
     if parsed is None or parsed[0] not in ("yes", "no"):
         return None
-    return parsed[0] == "yes"
+    said = parsed[0] == "yes"
+    reason = " ".join(parsed[1].casefold().split())
+    return None if RULE_WORDS[not said] in reason else said
 
 
 def blocker_text(blocker: Blocker) -> str:

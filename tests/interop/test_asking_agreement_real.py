@@ -76,7 +76,7 @@ def test_a_slice_of_the_labels_read_by_the_tiny_grader(
     assert all(r.grader is None and r.grader_model is None for r in stored if r.rules)
     for reading in undecided:
         assert reading.grader_model == interop_env["AAH_MODEL"]
-        assert reading.prompt_version == "asking/1"
+        assert reading.prompt_version == "asking/2"
         assert len(reading.votes) >= 3
         assert all(set(vote) == {"round", "raw", "vote"} for vote in reading.votes)
         assert (reading.grader is None) == (reading.flag == "no_quorum")
