@@ -24,6 +24,19 @@ unless a label has a ``request`` field. With ``--db`` the readings stay in
 that database, and a second run reuses those already stored (the grader
 model and prompt version the same).
 
+Measured on all 249 labels with the packaged SmolLM2-135M (Q4_1) as the grader
+(``aah serve llamacpp --threads 1``, AAH_GRADER_MAX_TOKENS=16, 5 votes at
+temperature 1.0, 2 shared CPU cores). The rules: 195/249 (78.3%, kappa
+0.566), their yes 72/74 (97.3%). Prompt asking/1 (28 minutes): grader on
+every label 115/249 (46.2%, kappa -0.079), where the rules cannot say 97/175
+(55.4%, kappa -0.143), combined 169/249 (67.9%, kappa 0.357); 2,658 of 3,160
+votes unparsed, 162 readings without quorum, 12 tied. Prompt asking/2 (15
+minutes; before self-contradicting votes were dropped, 5 of its 1,691 stored
+votes): grader 128/249 (51.4%, kappa 0.029), where the rules cannot say
+80/175 (45.7%, kappa -0.031), combined 152/249 (61.0%, kappa 0.222); 1,319 of
+2,352 votes unparsed, 10 without quorum, 27 tied. A model this small is no
+grader: its votes parse, but agree with people no better than chance.
+
 Run: .venv/bin/python scripts/asking_agreement.py [--every K] [--limit N] [--votes 5]
      [--temperature 1.0] [--db PATH] [--model NAME] [--base-url URL]
 """
