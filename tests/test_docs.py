@@ -128,6 +128,35 @@ def test_every_aah_variable_a_page_names_is_one_the_code_reads(page: Path) -> No
     )
 
 
+@functools.cache
+def prompt_versions() -> dict[str, str]:
+    """Every versioned prompt aah ships, by its name: ``{"asking": "asking/2", ...}``."""
+    found = {}
+    for path in (ROOT / "aah").rglob("prompts/*.md"):
+        head = re.search(r"^version:\s*(\S+)$", path.read_text(encoding="utf-8"), re.M)
+        if head:
+            name = head.group(1).rsplit("/", 1)[0]
+            found[name] = head.group(1)
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_every_prompt_version_a_page_names_is_the_one_aah_sends(page: Path) -> None:
+    versions = prompt_versions()
+    named = re.findall(r"`([a-z][a-z0-9-]*)/(\d+)`", page.read_text(encoding="utf-8"))
+    stale = [
+        f"{name}/{number}"
+        for name, number in named
+        if name in versions and versions[name] != f"{name}/{number}"
+    ]
+    assert not stale, f"{page.relative_to(ROOT)} names old prompt versions: {stale}"
+
+
+def test_the_prompt_versions_are_read_from_the_prompt_files() -> None:
+    versions = prompt_versions()
+    assert versions["asking"].startswith("asking/") and versions["grader"].startswith("grader/")
+
+
 def test_a_variable_read_by_name_is_found_and_one_only_mentioned_is_not(tmp_path: Path) -> None:
     package = tmp_path / "aah"
     (package / "web").mkdir(parents=True)
