@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import settings
-from hypothesis.configuration import set_hypothesis_home_dir
 
 # The throwaway PostgreSQL cluster and the store tests' engine parameter.
+from browser_support import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 from postgres_cluster import postgres_server, postgres_url, store_location  # noqa: F401
 
 # The read-only data copy beside the checkout (../shared/datasets).
@@ -135,3 +138,19 @@ def tau2_wheel() -> Path:
     if os.environ.get(REQUIRE_TAU2_WHEEL_ENV) == "1":
         pytest.fail(f"{REQUIRE_TAU2_WHEEL_ENV}=1 and {problem}")
     pytest.skip(problem)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium through Playwright, launched once per test file."""
+    pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
+    if not CHROMIUM.exists():
+        pytest.skip(NO_CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 pytest.importorskip("apprise", reason="notifications need the notify extra")
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
 from web_support import seed_request, serve_app  # noqa: E402
 
 from aah.desk import ElicitationRequest, read_stored_answer  # noqa: E402
@@ -33,9 +34,6 @@ from aah.ui.web.auth import WebAuth  # noqa: E402
 from aah.ui.web.decision_link import DecisionLinks, link_key  # noqa: E402
 from aah.ui.web.notify import NotifySettings, QueueNotifier, apprise_sender  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-run"]
 PHONE = {"width": 390, "height": 844}
 # "- a call “Approve this call?”: http://127.0.0.1:PORT/aah/decide/TOKEN"
 LINE = re.compile(
@@ -43,9 +41,7 @@ LINE = re.compile(
 )
 KINDS = {"a question": "question", "a call": "approval", "a form": "elicitation"}
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
+pytestmark = needs_chromium
 
 
 class Sink:
@@ -79,14 +75,6 @@ def sink() -> Iterator[Sink]:
     found = Sink()
     yield found
     found.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def _seed_items(db: Path) -> dict[str, str]:

@@ -152,27 +152,17 @@ async def _until(pilot: Any, condition: Any, seconds: float = 60) -> None:
 
 # --- the web page, in a real browser -------------------------------------------------
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def web_browser(browser: Any) -> Any:
+    """The browser, where the web app (the ui extra) is installed too."""
     pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
-    pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian's chromium: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    return browser
 
 
 @pytest.mark.parametrize("style", STYLES)
 def test_a_person_on_the_web_page_answers_a_real_servers_question(
-    style: str, browser: Any, tmp_path: Path
+    style: str, web_browser: Any, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
     from web_support import serve_app
@@ -180,7 +170,7 @@ def test_a_person_on_the_web_page_answers_a_real_servers_question(
     db = tmp_path / "s.db"
     with QueuedSession(db, style) as session, serve_app(db) as url:
         session.pending_id()
-        page = browser.new_context().new_page()
+        page = web_browser.new_context().new_page()
         page.set_default_timeout(15_000)
         page.goto(url)
         page.locator("#sign-in-name textarea, #sign-in-name input").first.focus()

@@ -8,36 +8,24 @@ README's report screenshot (``make screenshots``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 
-from playwright.sync_api import Browser, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser  # noqa: E402
 
 from aah.benchmark.failtalms.imports import import_failtalms_outputs  # noqa: E402
 from aah.report.build import build_report  # noqa: E402
 from aah.report.html import render_html  # noqa: E402
 from aah.store.sessions import SessionStore  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 FIXTURES = Path(__file__).parent / "fixtures" / "published_outputs"
 SIZES = [(390, 844), (768, 1024), (1280, 800), (1920, 1080)]
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")

@@ -8,23 +8,20 @@ scrolls sideways; the Results tab then shows each person's figures.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
 from web_support import serve_app  # noqa: E402
 
 from aah.store import SessionStore  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 15_000
 PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1280, "height": 800}
@@ -32,17 +29,7 @@ LAPTOP = {"width": 1280, "height": 800}
 CONTROLS = ["#review-correction", "#review-note", "#review-accept", "#review-correct"]
 CONTROLS += ["#review-skip", "#review-item"]
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+pytestmark = needs_chromium
 
 
 def _seed(db: Path) -> None:

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 
 from approval_runner import BOOK_ARGUMENTS, book_script, start_approval_runner  # noqa: E402
 from http_server import LocalServer  # noqa: E402
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
 from web_support import seed_request, serve_app  # noqa: E402
 
 from aah.desk import decision_of  # noqa: E402
@@ -32,9 +33,6 @@ from aah.store.sessions import HumanRequestRecord, SessionStore  # noqa: E402
 from aah.testing.fake_llm import FakeLLMServer  # noqa: E402
 from aah.tools import ParameterSpec  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 15_000
 COUNT_CLICKS = (
     "window.aahClicks = 0; document.addEventListener('click',"
@@ -42,9 +40,7 @@ COUNT_CLICKS = (
 )
 
 pytestmark = [
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-    ),
+    needs_chromium,
     pytest.mark.usefixtures("allow_private_tool_hosts"),
 ]
 
@@ -55,14 +51,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=TIMEOUT_MS)
     yield
     expect.set_options(timeout=5_000)  # Playwright's default, for other modules
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 class TimedServer(LocalServer):

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
@@ -24,7 +25,6 @@ from playwright.sync_api import (  # noqa: E402
     Page,
     Route,
     expect,
-    sync_playwright,
 )
 from web_support import (  # noqa: E402
     AGENT_QUESTION,
@@ -39,15 +39,6 @@ from aah.store.sessions import HumanRequestRecord, SessionStore  # noqa: E402
 from aah.testing.fake_llm import FakeLLMServer  # noqa: E402
 from aah.ui.web.auth import WebAuth  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TIMEOUT_MS = 15_000
 # Counts the clicks a person makes (a script's button.click() is not trusted).
 COUNT_CLICKS = (
@@ -55,9 +46,7 @@ COUNT_CLICKS = (
     " (event) => { if (event.isTrusted) window.aahClicks += 1; }, true);"
 )
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(autouse=True)
@@ -66,14 +55,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=TIMEOUT_MS)
     yield
     expect.set_options(timeout=5_000)  # Playwright's default, for other modules
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def _page(browser: Browser, url: str) -> Page:

@@ -14,19 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
 from web_support import serve_app  # noqa: E402
 
 from aah.desk import ElicitationRequest, ElicitationResult, read_stored_answer  # noqa: E402
 from aah.store.sessions import SessionStore  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 15_000
 FORM = {
     "type": "object",
@@ -39,9 +37,7 @@ FORM = {
     "required": ["name", "nights"],
 }
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(autouse=True)
@@ -49,14 +45,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=TIMEOUT_MS)
     yield
     expect.set_options(timeout=5_000)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def queued(db: Path, params: dict[str, Any]) -> tuple[str, ElicitationRequest]:

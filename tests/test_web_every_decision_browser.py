@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
 from web_support import seed_request, serve_app  # noqa: E402
 
 from aah.desk import ElicitationRequest, read_stored_answer  # noqa: E402
@@ -34,9 +35,6 @@ from aah.events import ToolCallEvent  # noqa: E402
 from aah.store import HumanRequestRecord, SessionStore  # noqa: E402
 from aah.tools import ParameterSpec  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 15_000
 PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1280, "height": 800}
@@ -60,9 +58,7 @@ FORM = {
 CALLS = ["approve", "edit", "reject", "respond", "terminate"]
 FORMS = {True: ["accept", "decline", "cancel"], False: ["accept", "cancel"]}
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(autouse=True)
@@ -71,14 +67,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=TIMEOUT_MS)
     yield
     expect.set_options(timeout=5_000)  # Playwright's default, for other modules
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @dataclass(frozen=True)

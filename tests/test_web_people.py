@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Locator, Page, expect  # noqa: E402
 from web_support import seed_request, serve_app  # noqa: E402
 
 from aah.events import FinalAnswerEvent  # noqa: E402
@@ -30,8 +31,6 @@ from aah.store.sessions import SessionStore  # noqa: E402
 from aah.ui.web.auth import Annotator, WebAuth  # noqa: E402
 from aah.ui.web.signin_token import SignInTokens, app_secret  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TIMEOUT_MS = 20_000
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -50,9 +49,7 @@ LONG_CONTEXT = {
 }
 SAME_QUESTION = "Which one do you mean exactly?"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(autouse=True)
@@ -61,14 +58,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=TIMEOUT_MS)
     yield
     expect.set_options(timeout=5_000)  # Playwright's default, for other modules
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def _page(browser: Browser, url: str, viewport: dict[str, int] = LAPTOP) -> Page:

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import needs_chromium
 
 pytest.importorskip("gradio", reason="the web app needs the ui extra: pip install 'aah[ui]'")
 pytest.importorskip("playwright", reason="the browser test needs playwright (the dev extra)")
 
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Locator, Page, expect  # noqa: E402
 from tau2_data import domain  # noqa: E402
 from web_support import serve_app  # noqa: E402
 
@@ -33,17 +34,12 @@ from aah.benchmark.tau2.users import PersonTau2User  # noqa: E402
 from aah.runtime import QueueHuman  # noqa: E402
 from aah.store.sessions import SessionStore  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 20_000
 PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1280, "height": 800}
 TYPED = "My data has stopped working"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs Debian's chromium: apt-get install -y chromium"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(autouse=True)
@@ -51,14 +47,6 @@ def _patient_expect() -> Iterator[None]:
     expect.set_options(timeout=TIMEOUT_MS)
     yield
     expect.set_options(timeout=5_000)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 class _User:
