@@ -75,9 +75,11 @@ _LABEL_NOUN = (
     r"|evaluation|assessment|output|conclusion|label|rating|vote|outcome|classification"
     r"|class|category|behaviou?r|choice|a"  # "A: Yes", as in Q/A
 )
-_LABEL_PREFIX = r"final|my|the|overall|short|tool|information|info|awareness"
+_LABEL_PREFIX = r"final|my|the|overall|short|tool|information|info|awareness|correct"
+# "The answer to this question is No": what the label answers, named after it.
+_LABEL_OBJECT = r"(?:\s+(?:to|for)\s+(?:this|the|that|your|my)\s+(?:question|task|request))?"
 _LABEL = (
-    rf"(?:(?:{_LABEL_PREFIX})\s+){{0,2}}(?:{_LABEL_NOUN})(?!\w)"
+    rf"(?:(?:{_LABEL_PREFIX})\s+){{0,2}}(?:{_LABEL_NOUN})(?!\w){_LABEL_OBJECT}"
     r"(?:\s*\([^)\n]{0,40}\))?"  # "Verdict (Pass/Fail): Pass"
 )
 _PEELS = (
