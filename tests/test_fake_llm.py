@@ -19,6 +19,7 @@ import httpx
 import openai
 import pytest
 import typer
+from ctrl_c import restore_ctrl_c
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import SecretStr, ValidationError
 from typer.testing import CliRunner
@@ -453,10 +454,8 @@ def test_cli_serves_until_interrupted() -> None:
         "app = typer.Typer(); app.command()(fake_llm); app()"
     )
     command = [sys.executable, "-c", program, "--script", str(AGENT_SCRIPT), "--port", "0"]
-    # A test run started in the background (``cmd &``) hands its children
-    # SIGINT ignored; Ctrl-C is what this test presses, so it is restored.
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_default
+        command, stdout=subprocess.PIPE, text=True, preexec_fn=restore_ctrl_c
     )
     try:
         assert process.stdout is not None
@@ -472,7 +471,3 @@ def test_cli_serves_until_interrupted() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
-
-
-def _ctrl_c_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ctrl_c import restore_ctrl_c
 from postgres_cluster import SUPERUSER_PASSWORD, PostgresServer
 from pydantic import SecretStr
 from runtime_support import ASK_FIRST_SCRIPT, fake_config
@@ -435,7 +436,13 @@ def test_ctrl_c_stops_the_ray_workers_and_the_rerun_goes_on(
     with llm:
         command, env = held_run("c", pg.url, llm, shared_data, shared_registry)
         command += ["--ray", ray_address]
-        runner = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        runner = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=restore_ctrl_c,
+        )
         for _ in range(2):  # both actors wait on the model
             assert llm.arrived.acquire(timeout=120)
         assert ray.available_resources().get("CPU", 0) == 0  # the two actors hold both CPUs

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ctrl_c import restore_ctrl_c
 
 from aah.errors import AahError
 from aah.serve import (
@@ -400,9 +401,7 @@ def test_serve_vllm_starts_waits_prints_and_stops(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # A test run started in the background (``cmd &``) hands its children
-        # SIGINT ignored; Ctrl-C is what this test presses, so it is restored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=restore_ctrl_c,
     )
     try:
         _wait_for(env_file, process)

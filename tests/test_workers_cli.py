@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ctrl_c import restore_ctrl_c
 
 from aah.store import SessionStore
 from aah.testing.fake_llm import FakeLLMServer
@@ -128,7 +129,13 @@ def test_ctrl_c_stops_the_workers_and_the_rerun_goes_on(
     llm = HeldModel(AGENT)
     with llm:
         command, env = held_run("c", str(db), llm, shared_data, shared_registry)
-        runner = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        runner = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=restore_ctrl_c,
+        )
         for _ in range(2):  # both workers wait on the model
             assert llm.arrived.acquire(timeout=60)
         children = Path(f"/proc/{runner.pid}/task/{runner.pid}/children").read_text().split()

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ctrl_c import restore_ctrl_c
 
 from aah.tools.registry.build import build_registry
 
@@ -94,6 +95,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSe
         stderr=subprocess.PIPE,
         text=True,
         env=_without_aah_settings(),
+        preexec_fn=restore_ctrl_c,  # stopped with Ctrl-C below, even from a background run
     )
     deadline = time.monotonic() + START_TIMEOUT
     while not env_file.exists():
