@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import os
 import re
 import threading
@@ -72,8 +73,12 @@ _KEY_SHAPES = re.compile(
     rf"|(?<=[Bb]asic\+){_LONG}{_URL_TOKEN}+(?:=|%3[Dd])*"
     rf"|(?<=[Bb]asic%20){_LONG}{_URL_TOKEN}+(?:=|%3[Dd])*"
 )
-# name=value in a query string or a form body; the name decides.
-_NAMED_QUERY_VALUE = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]*)=([^&\s\"'#<>;,]+)")
+# name=value in a query string or a form body; the name decides. A backslash
+# ends the value: in escaped text (a JSON document, a repr) it belongs to the
+# escape that follows, and cutting it would unescape a quote and break the text.
+_NAMED_QUERY_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]*)=([^&\s\"'#<>;,\\]+)"
+)
 # "name": "value" in JSON text (an error body that repeats the request).
 _NAMED_JSON_VALUE = re.compile(r"\"([A-Za-z][A-Za-z0-9_\- ]*)\"\s*:\s*\"((?:[^\"\\]|\\.)+)\"")
 # Cheap substring tests that decide whether a text can hold a shaped secret.
@@ -93,13 +98,15 @@ def is_secret_name(key: str) -> bool:
 
 
 def encoded_forms(value: str) -> list[str]:
-    """``value`` as it may be written: raw, URL-encoded, and base64 at any alignment.
+    """``value`` as it may be written: raw, URL-encoded, JSON-escaped, and base64 at any alignment.
 
     Base64 text of a value embedded in a longer string (``user:key`` in a
     ``Basic`` header) depends on where the value starts, so the part of each
     of the three alignments that only the value decides is listed.
     """
     forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
+    # Inside a JSON document (a report, an error body): its escaped forms.
+    forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
     data = value.encode()
     for pad in range(3):
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
@@ -201,6 +208,28 @@ def remember_secret(value: str) -> None:
     _KNOWN.remember(value)
 
 
+# What an escape's backslash takes after it: \uXXXX, or one character.
+_ESCAPE_TAIL = re.compile(r"u[0-9A-Fa-f]{4}|.", re.DOTALL)
+
+
+def _redact_known(match: re.Match[str]) -> str:
+    r"""A known secret's form, cut; one that starts inside an escape keeps the escape whole.
+
+    In escaped text (``\n1234`` in a JSON document) a form that begins right
+    after an escape's backslash shares its first characters with the escape:
+    those stay, so the text stays valid, and the rest of the form is cut.
+    """
+    text, start = match.string, match.start()
+    before = start
+    while before and text[before - 1] == "\\":
+        before -= 1
+    if (start - before) % 2 == 0:
+        return REDACTED
+    tail = _ESCAPE_TAIL.match(text, start)
+    kept = tail.end() - start if tail else 0
+    return match.group(0)[:kept] + REDACTED
+
+
 def _redact_named(match: re.Match[str]) -> str:
     name, value = match.group(1), match.group(2)
     if not is_secret_name(name) or value == REDACTED:
@@ -256,7 +285,7 @@ def _scrub_known(
 def _scrub_once(text: str, forms: tuple[str, ...], pattern: re.Pattern[str] | None) -> str:
     text = storable_text(text)
     if pattern is not None and any(form in text for form in forms):
-        text = pattern.sub(REDACTED, text)
+        text = pattern.sub(_redact_known, text)
     if not any(hint in text for hint in _SHAPE_HINTS):
         return text
     text = _KEY_SHAPES.sub(REDACTED, text)

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 import pickle
 import uuid
 from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
 from aah.runtime.checkpoint_serde import scrub_state
@@ -278,3 +283,73 @@ def test_a_string_subclass_comes_back_as_itself() -> None:
     assert scrub_text("red") == "red"
     assert type(scrub_text(Colour.RED)) is Colour
     assert type(scrub_text("red")) is str
+
+
+# -- escaped text: scrubbing a JSON document leaves a JSON document ---------------
+
+# Characters that make escapes, names scrubbed by name, and shapes scrubbed by shape.
+_ESCAPY = st.sampled_from(
+    ['"', "\\", "\n", "\t", "/", "é", "\u2028", "n", "u", "00e9", "=", "&", " ", "key=",
+     "token=", "api_key=", "password=", "Bearer ", "Token ", "sk-", '": "', "1", "a"]
+)  # fmt: skip
+_ESCAPED_TEXT = st.lists(_ESCAPY, max_size=12).map("".join)
+_SECRET = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\0"),
+    min_size=6,
+    max_size=14,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    secret=_SECRET,
+    before=_ESCAPED_TEXT,
+    after=_ESCAPED_TEXT,
+    other=_ESCAPED_TEXT,
+    ascii_only=st.booleans(),
+)
+def test_a_scrubbed_json_document_is_still_json_and_holds_no_known_secret(
+    secret: str, before: str, after: str, other: str, ascii_only: bool
+) -> None:
+    """The console scrubs what aah prints, `aah report --format json` among it (seen in CI:
+    a BFCL call's ``key=\\"...\\"`` lost its backslash and the report stopped being JSON)."""
+    document = {"text": before + secret + after, "other": other, "call": f"f(key={other!r})"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AAH_API_KEY", secret)
+        scrubbed = scrub_text(json.dumps(document, ensure_ascii=ascii_only))
+    read = json.loads(scrubbed or "")
+    assert secret not in read["text"]
+
+
+def test_escaped_forms_of_a_known_secret_are_cut_and_an_escape_stays_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AAH_API_KEY", 'n123"45\\')
+    assert scrub_text(json.dumps({"a": 'x n123"45\\ y'})) == '{"a": "x [redacted] y"}'
+    monkeypatch.setenv("AAH_API_KEY", "n1234567")
+    # A newline then 1234567 is not the secret, and its escape stays whole.
+    assert scrub_text(json.dumps({"a": "x\n1234567"})) == '{"a": "x\\n[redacted]"}'
+    assert scrub_text(r"C:\\n1234567") == r"C:\\[redacted]"
+    assert scrub_text(json.dumps({"a": 'key="abc123"'})) == '{"a": "key=\\"abc123\\""}'
+
+
+ESCAPED_TEXT_CORPUS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "fixtures" / "hostile" / "escaped_text.jsonl")
+    .read_text(encoding="utf-8")
+    .splitlines()
+    if line.strip()
+]
+
+
+@pytest.mark.parametrize("case", ESCAPED_TEXT_CORPUS, ids=lambda case: case["why"][:50])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_each_escaped_text_case_stays_json_without_its_secret(
+    case: dict[str, Any], ascii_only: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if case["secret"] is not None:
+        monkeypatch.setenv("AAH_API_KEY", case["secret"])
+    read = json.loads(scrub_text(json.dumps(case["value"], ensure_ascii=ascii_only)) or "")
+    assert read.keys() == case["value"].keys()
+    if case["secret"] is not None:
+        assert case["secret"] not in json.dumps(read, ensure_ascii=False)
