@@ -7,9 +7,10 @@ A secret is found three ways:
   ``AAH_GRADER_API_KEY``, ``AAH_JUDGE_API_KEY``, ``OPENAI_API_KEY``,
   ``AAH_WEB_TOKEN``...), passwords inside ``*_URL`` settings, and any value
   once seen under a credential-like name (a tool argument ``api_key``, a
-  header ``X-Auth-Token``). Each is matched raw, URL-encoded and base64-encoded,
-  so an endpoint that echoes the key in an error page, a redirect URL or a
-  ``Basic`` header is scrubbed too.
+  header ``X-Auth-Token``). Each is matched raw, URL-encoded, JSON-escaped and
+  base64-encoded, so an endpoint that echoes the key in an error page, a
+  redirect URL or a ``Basic`` header is scrubbed too. Escaped text stays
+  valid: a JSON document aah prints is still one after the scrubber.
 - By shape: OpenAI- and Hugging Face-style keys (``sk-...``, ``sk-proj-...``,
   ``hf_...``), GitHub, GitLab, Slack, AWS, Google and Stripe keys (``ghp_...``,
   ``github_pat_...``, ``glpat-...``, ``xoxb-...``, ``AKIA...``, ``AIza...``,
