@@ -633,3 +633,40 @@ def test_a_server_that_dies_says_how_and_a_crash_what_to_do(
         server.wait_ready(f"http://127.0.0.1:{free_port()}/health", timeout=30)
     assert "\n" not in str(raised.value)
     assert "loading" in str(raised.value)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a parent-death signal is Linux's")
+def test_a_killed_aah_serve_takes_its_server_with_it(
+    tmp_path: Path, fake_vllm: dict[str, str]
+) -> None:
+    """SIGKILL leaves aah no time to stop the server (in its own session): the kernel does."""
+    env_file = tmp_path / "served.env"
+    process = subprocess.Popen(
+        [*AAH, "serve", "vllm", "Qwen/Qwen3-8B", "--port", str(free_port())]
+        + ["--env-file", str(env_file)],
+        env=fake_vllm,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(env_file, process)
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        assert len(children) == 1
+        server = int(children[0])
+    finally:
+        process.kill()
+        process.communicate(timeout=30)
+    deadline = time.monotonic() + 20
+    while _alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(server), "the server outlived the aah that started it"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, already dead, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"

@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -100,6 +101,24 @@ class ServedModel:
             raise AahError(f"cannot write {path}: {exc.strerror}; pass another --env-file") from exc
 
 
+def _stop_with_parent() -> None:
+    """In the child, before it runs: a SIGTERM when aah dies, even by SIGKILL (Linux).
+
+    The server runs in its own session (Ctrl-C reaches only aah), so without
+    this a killed aah would leave it running, holding its port, its memory
+    and its CPU. Elsewhere the child is stopped only by aah's own exit.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() == 1:  # aah died before the line above: stop now
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 class ServerProcess:
     """One model server child process and its log file.
 
@@ -148,6 +167,7 @@ class ServerProcess:
                     stderr=subprocess.STDOUT,
                     env=self.env,
                     start_new_session=True,
+                    preexec_fn=_stop_with_parent,
                 )
             except OSError as exc:
                 raise AahError(
