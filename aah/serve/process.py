@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -101,22 +101,28 @@ class ServedModel:
             raise AahError(f"cannot write {path}: {exc.strerror}; pass another --env-file") from exc
 
 
-def _stop_with_parent() -> None:
-    """In the child, before it runs: a SIGTERM when aah dies, even by SIGKILL (Linux).
+def _stop_with_parent() -> Callable[[], None] | None:
+    """What the child runs before the server: a SIGTERM when aah dies, even by SIGKILL.
 
     The server runs in its own session (Ctrl-C reaches only aah), so without
     this a killed aah would leave it running, holding its port, its memory
-    and its CPU. Elsewhere the child is stopped only by aah's own exit.
+    and its CPU. Linux only (its parent-death signal); elsewhere the child
+    is stopped by aah's own exit alone. The C function is found here, in
+    aah: the child between fork and exec may import nothing.
     """
     if not sys.platform.startswith("linux"):
-        return
+        return None
     import ctypes
 
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
     pr_set_pdeathsig = 1
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-    if os.getppid() == 1:  # aah died before the line above: stop now
-        os.kill(os.getpid(), signal.SIGTERM)
+
+    def set_signal() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+        if os.getppid() == 1:  # aah died before the line above: stop now
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_signal
 
 
 class ServerProcess:
@@ -167,7 +173,7 @@ class ServerProcess:
                     stderr=subprocess.STDOUT,
                     env=self.env,
                     start_new_session=True,
-                    preexec_fn=_stop_with_parent,
+                    preexec_fn=_stop_with_parent(),
                 )
             except OSError as exc:
                 raise AahError(
