@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
+
+
+def load_module(name: str) -> ModuleType:
+    """The module ``name``, imported on the interpreter's own import path.
+
+    ``importlib.import_module`` loads it too, but ``python -X importtime``
+    then counts its time as its importer's own (perf/startup.py's profile).
+    """
+    __import__(name)
+    return sys.modules[name]
 
 
 def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
@@ -19,9 +30,6 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        # ``__import__`` takes the interpreter's own import path, which
-        # ``python -X importtime`` reports (``importlib.import_module`` is not).
-        __import__(module)
-        return getattr(sys.modules[module], name)
+        return getattr(load_module(module), name)
 
     return __getattr__

@@ -9,10 +9,10 @@ benchmark is its folder (see ``protocol.py``) and one line here.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, cast
 
 from aah.errors import AahError
+from aah.lazy import load_module
 
 if TYPE_CHECKING:
     from aah.benchmark.protocol import Benchmark, ReportPart
@@ -42,8 +42,7 @@ def get_benchmark(name: str) -> Benchmark:
         raise AahError(f"unknown --benchmark {name!r}: use {' or '.join(REGISTRY)}")
     if name not in _LOADED:
         module, _, attribute = REGISTRY[name].partition(":")
-        __import__(module)  # the import path ``python -X importtime`` reports
-        found = cast("Benchmark", getattr(sys.modules[module], attribute))
+        found = cast("Benchmark", getattr(load_module(module), attribute))
         if found.name != name:
             raise AahError(f"the registry's {name!r} names the benchmark {found.name!r}")
         _LOADED[name] = found
