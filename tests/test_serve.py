@@ -364,6 +364,22 @@ def fake_vllm(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _serve_vllm(arguments: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """``aah serve vllm ARGUMENTS`` against the fake vllm, its output piped.
+
+    Ctrl-C, which some tests press, gets its default action back in the child
+    (a run started in the background hands its children SIGINT ignored).
+    """
+    return subprocess.Popen(
+        [*AAH, "serve", "vllm", *arguments],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=restore_ctrl_c,
+    )
+
+
 def _wait_for(path: Path, process: subprocess.Popen[str], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
@@ -381,27 +397,10 @@ def test_serve_vllm_starts_waits_prints_and_stops(
 ) -> None:
     env_file = tmp_path / "served.env"
     port = free_port()
-    process = subprocess.Popen(
-        [
-            *AAH,
-            "serve",
-            "vllm",
-            "Qwen/Qwen3-8B",
-            "--port",
-            str(port),
-            "--tp",
-            "2",
-            "--env-file",
-            str(env_file),
-            "--",
-            "--max-model-len",
-            "8192",
-        ],
-        env=fake_vllm,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=restore_ctrl_c,
+    process = _serve_vllm(
+        ["Qwen/Qwen3-8B", "--port", str(port), "--tp", "2", "--env-file", str(env_file)]
+        + ["--", "--max-model-len", "8192"],
+        fake_vllm,
     )
     try:
         _wait_for(env_file, process)
@@ -428,13 +427,7 @@ def test_serve_vllm_starts_waits_prints_and_stops(
 
 def test_serve_vllm_sigterm_stops_the_server_too(tmp_path: Path, fake_vllm: dict[str, str]) -> None:
     env_file = tmp_path / "served.env"
-    process = subprocess.Popen(
-        [*AAH, "serve", "vllm", "openai/gpt-oss-20b", "--env-file", str(env_file)],
-        env=fake_vllm,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = _serve_vllm(["openai/gpt-oss-20b", "--env-file", str(env_file)], fake_vllm)
     try:
         _wait_for(env_file, process)
     finally:
@@ -641,13 +634,8 @@ def test_a_killed_aah_serve_takes_its_server_with_it(
 ) -> None:
     """SIGKILL leaves aah no time to stop the server (in its own session): the kernel does."""
     env_file = tmp_path / "served.env"
-    process = subprocess.Popen(
-        [*AAH, "serve", "vllm", "Qwen/Qwen3-8B", "--port", str(free_port())]
-        + ["--env-file", str(env_file)],
-        env=fake_vllm,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    process = _serve_vllm(
+        ["Qwen/Qwen3-8B", "--port", str(free_port()), "--env-file", str(env_file)], fake_vllm
     )
     try:
         _wait_for(env_file, process)

@@ -116,10 +116,11 @@ def _stop_with_parent() -> Callable[[], None] | None:
 
     prctl = ctypes.CDLL(None, use_errno=True).prctl
     pr_set_pdeathsig = 1
+    parent = os.getpid()
 
     def set_signal() -> None:
         prctl(pr_set_pdeathsig, signal.SIGTERM)
-        if os.getppid() == 1:  # aah died before the line above: stop now
+        if os.getppid() != parent:  # aah died before the line above: stop now
             os.kill(os.getpid(), signal.SIGTERM)
 
     return set_signal
