@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -967,7 +968,7 @@ def event_from_row(row: dict[str, Any]) -> Event:
 # stay current so that listing sessions never reads events.
 BUMP_SESSION_SQL = """
 UPDATE sessions SET
-    n_events = n_events + 1,
+    n_events = n_events + :events,
     n_model_calls = n_model_calls + :model_calls,
     n_tool_calls = n_tool_calls + :tool_calls,
     n_tool_errors = n_tool_errors + :tool_errors,
@@ -1018,9 +1019,36 @@ def append_once_pg_sql(key: str) -> str:
     )
 
 
+def session_bump_of(events: Sequence[Event]) -> dict[str, Any]:
+    """The parameters of ``BUMP_SESSION_SQL`` for appending ``events`` of one session at once.
+
+    The counters add up; an awareness answer is the last one given, as one
+    bump after another would leave it.
+    """
+    bumps = [session_bump(event) for event in events]
+    total = bumps[0]
+    for bump in bumps[1:]:
+        for name in _COUNTED:
+            total[name] += bump[name]
+        for name in ("info_awareness", "tool_awareness"):
+            total[name] = bump[name] if bump[name] is not None else total[name]
+    return total
+
+
+_COUNTED = (
+    "events",
+    "model_calls",
+    "tool_calls",
+    "tool_errors",
+    "human_questions",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
 def session_bump(event: Event) -> dict[str, Any]:
     """The parameters of ``BUMP_SESSION_SQL`` for appending ``event``."""
-    bump: dict[str, Any] = {"id": event.session_id, "model_calls": 0, "tool_calls": 0}
+    bump: dict[str, Any] = {"id": event.session_id, "events": 1, "model_calls": 0, "tool_calls": 0}
     bump |= {"tool_errors": 0, "human_questions": 0, "prompt_tokens": 0}
     bump |= {"completion_tokens": 0, "info_awareness": None, "tool_awareness": None}
     if isinstance(event, ModelCallEvent):

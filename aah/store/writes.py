@@ -25,7 +25,6 @@ from typing import Any
 
 from aah.events import Event
 from aah.store import schema as schema
-from aah.store.dialect import for_connection
 from aah.store.sqlite_db import Database
 
 # busy_timeout covers nearly every wait; a few SQLite paths (WAL recovery,
@@ -253,24 +252,38 @@ def send_events(db: Database, events: Sequence[Event]) -> SentEvents:
                 sql = schema.append_once_pg_sql(key)
                 sent.append((event, db.execute(sql, params | {"once": getattr(event, key)})))
         return SentEvents(sent)
-    for event in events:
-        if _already_logged(db, event):
-            continue
-        row = db.execute(schema.BUMP_SESSION_SQL, schema.session_bump(event)).fetchone()
+    for run in _runs_by_session(_not_logged(db, events)):
+        bump = schema.session_bump_of(run)
+        row = db.execute(schema.BUMP_SESSION_SQL, bump).fetchone()
         if row is None:
-            raise KeyError(f"no session {event.session_id!r}")
-        db.execute(
+            raise KeyError(f"no session {run[0].session_id!r}")
+        first = row[0] - len(run) + 1  # the run's seqs, in order, end at the new count
+        db.conn.executemany(
             "INSERT INTO events (session_id, seq, kind, ts, payload) VALUES (?, ?, ?, ?, ?)",
             [
-                event.session_id,
-                row[0],
-                event.kind,
-                event.ts.astimezone(UTC).isoformat(),
-                schema.event_payload(event),
+                (
+                    event.session_id,
+                    first + offset,
+                    event.kind,
+                    event.ts.astimezone(UTC).isoformat(),
+                    schema.event_payload(event),
+                )
+                for offset, event in enumerate(run)
             ],
         )
-        sent.append((event, _ReadCursor([row], 1)))
+        sent += [(event, _ReadCursor([(first + offset,)], 1)) for offset, event in enumerate(run)]
     return SentEvents(sent)
+
+
+def _runs_by_session(events: Sequence[Event]) -> list[list[Event]]:
+    """``events`` cut into runs of consecutive events of one session (each one bump)."""
+    runs: list[list[Event]] = []
+    for event in events:
+        if runs and runs[-1][0].session_id == event.session_id:
+            runs[-1].append(event)
+        else:
+            runs.append([event])
+    return runs
 
 
 # Events logged once per key: a question, an answer, an approval request per
@@ -283,15 +296,38 @@ _ONCE_PER = {
 }
 
 
-def _already_logged(db: Database, event: Event) -> bool:
-    """Whether ``event`` is one its request (or call) already has logged."""
-    key = _ONCE_PER.get(event.kind)
-    if key is None:
-        return False
-    sql = for_connection(
-        db,
-        "SELECT 1 FROM events WHERE session_id = ? AND kind = ?"
-        f" AND JSON_TEXT(payload, {key}) = ? LIMIT 1",
+def _not_logged(db: Database, events: Sequence[Event]) -> list[Event]:
+    """``events`` less those their request (or call) has logged already, in the log or before them.
+
+    One read of each session's such events, for the sessions that have one
+    in ``events`` (SQLite; PostgreSQL checks in the append itself).
+    """
+    sessions = {e.session_id for e in events if e.kind in _ONCE_PER}
+    if not sessions:
+        return list(events)
+    logged: set[tuple[str, str, Any]] = set()
+    for session_id in sessions:
+        rows = db.execute(_LOGGED_ONCE_SQL, [session_id, *_ONCE_PER]).fetchall()
+        logged.update((session_id, kind, key) for kind, key in rows)
+    kept = []
+    for event in events:
+        key = _ONCE_PER.get(event.kind)
+        if key is not None:
+            once = (event.session_id, event.kind, getattr(event, key))
+            if once in logged:
+                continue
+            logged.add(once)
+        kept.append(event)
+    return kept
+
+
+# The key of each once-logged event of a session (SQLite's JSON reading).
+_LOGGED_ONCE_SQL = (
+    "SELECT kind, CASE kind "
+    + " ".join(
+        f"WHEN '{kind}' THEN json_extract(payload, '$.{key}')" for kind, key in _ONCE_PER.items()
     )
-    found = db.execute(sql, [event.session_id, event.kind, getattr(event, key)]).fetchone()
-    return found is not None
+    + " END FROM events WHERE session_id = ? AND kind IN ("
+    + ", ".join("?" for _ in _ONCE_PER)
+    + ")"
+)
