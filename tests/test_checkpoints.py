@@ -143,7 +143,8 @@ def test_a_new_session_reads_its_checkpoint_only_where_the_graph_does(
     # first run (which finds what a resumed session paused on) is skipped.
     # Opened again, a session of the same run and task is read first.
     async def run(llm: FakeLLMServer) -> tuple[list[str], list[str], str]:
-        async with runtime_on(llm, store_location, ScriptedHuman(["Lisbon"])) as runtime:
+        human = ScriptedHuman(["Lisbon"], at_once=False)  # pauses, as for a person
+        async with runtime_on(llm, store_location, human) as runtime:
             runtime.store.create_run("r", {})
             reads = _CountingReads(runtime.checkpointer)
             request = SessionRequest(query="Weather where I live?", run="r", task_id="t1")

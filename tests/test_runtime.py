@@ -281,7 +281,7 @@ async def test_checkpoints_live_in_the_session_database_beside_their_events(
     with FakeLLMServer(ask_then_call_script("local__forecast", {"city": "Lisbon"})) as llm:
         for durability in ("step", "exit"):
             db = tmp_path / f"{durability}.db"
-            human = ScriptedHuman(["Lisbon"])
+            human = ScriptedHuman(["Lisbon"], at_once=False)  # pauses, as for a person
             async with runtime_on(llm, db, human=human, durability=durability) as rt:
                 outcome = await run_session(SessionRequest("Weather where I live?", [spec]), rt)
                 events = rt.store.events(outcome.session_id)

@@ -75,6 +75,10 @@ class EventOutbox:
         if not self.stopped:
             self._pending.setdefault(thread_id, []).append(event)
 
+    def held(self, thread_id: str) -> list[Event]:
+        """The events held for ``thread_id``, in order; they stay held."""
+        return list(self._pending.get(thread_id, ()))
+
     def take(self, thread_id: str) -> list[Event]:
         """The events held for ``thread_id``, in order; the outbox forgets them."""
         return self._pending.pop(thread_id, [])

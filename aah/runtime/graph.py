@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, ToolMessage
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -68,13 +69,26 @@ def build_graph(
     graph.add_node("tools", _tools)
     graph.add_node("ask_human", _ask_human)
     graph.add_node(APPROVAL_NODE, approval_node)
-    graph.add_conditional_edges(START, _entry, ["awareness", "agent", END])
-    graph.add_conditional_edges("awareness", _after_awareness, ["agent", END])
-    graph.add_conditional_edges("agent", _after_agent, ["tools", "ask_human", APPROVAL_NODE, END])
-    graph.add_conditional_edges(APPROVAL_NODE, after_approval, [APPROVAL_NODE, "tools", END])
-    graph.add_conditional_edges("tools", _after_tools, ["ask_human", "agent", END])
-    graph.add_conditional_edges("ask_human", _after_tools, ["ask_human", "agent", END])
+    route = _untraced
+    graph.add_conditional_edges(START, route(_entry), ["awareness", "agent", END])
+    graph.add_conditional_edges("awareness", route(_after_awareness), ["agent", END])
+    graph.add_conditional_edges(
+        "agent", route(_after_agent), ["tools", "ask_human", APPROVAL_NODE, END]
+    )
+    graph.add_conditional_edges(APPROVAL_NODE, route(after_approval), [APPROVAL_NODE, "tools", END])
+    graph.add_conditional_edges("tools", route(_after_tools), ["ask_human", "agent", END])
+    graph.add_conditional_edges("ask_human", route(_after_tools), ["ask_human", "agent", END])
     return graph.compile(checkpointer=checkpointer)
+
+
+def _untraced(router: Callable[..., Awaitable[Route]]) -> RunnableCallable:
+    """``router`` as LangGraph wraps a router, less the callbacks it runs around each call.
+
+    LangGraph wraps a bare function with ``trace=True``: a callback manager
+    and a chain start and end for every routing, which nothing of aah's
+    reads (its traces are its own events); they cost more than the routing.
+    """
+    return RunnableCallable(None, router, name=router.__name__, trace=False)
 
 
 async def _entry(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
@@ -84,7 +98,8 @@ async def _entry(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Ro
         return END
     # With no awareness question to ask the node would do nothing: the
     # session starts at the agent, a superstep (and its checkpoint) fewer.
-    return "awareness" if awareness_questions(runtime.context.awareness) else "agent"
+    ctx = runtime.context
+    return "awareness" if ctx.awareness_apart and awareness_questions(ctx.awareness) else "agent"
 
 
 # The routers are coroutines although they never wait: LangGraph runs a plain
@@ -160,6 +175,12 @@ async def _awareness(state: AgentState, runtime: GraphRuntime[SessionContext]) -
 
 async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     ctx = runtime.context
+    aware: dict[str, Any] = {}
+    if "skipped" not in state and not ctx.awareness_apart and awareness_questions(ctx.awareness):
+        # Asked in the agent's first step (``SessionContext.awareness_apart``).
+        aware = await _awareness(state, runtime)
+        if aware["skipped"]:
+            return aware
     started = time.perf_counter()
     # Bound per call: endpoints that find_tools added are offered from the next turn on.
     tools = ctx.tools_now(state)
@@ -183,7 +204,7 @@ async def _agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> di
     reply = recover_text_tool_calls(reply, tools.offered)
     reply = with_unique_call_ids(reply, state["messages"], state.get("steps", 0) + 1)
     _log_model_call(ctx, reply, started, raw=_raw_reply(sent, reply))
-    return {"messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
+    return {**aware, "messages": [*compacted, reply], "steps": state.get("steps", 0) + 1}
 
 
 async def _again_with_more_room(
@@ -311,6 +332,8 @@ def with_unique_call_ids(reply: AIMessage, history: Sequence[BaseMessage], step:
 
 
 async def _after_agent(state: AgentState, runtime: GraphRuntime[SessionContext]) -> Route:
+    if state.get("skipped"):  # the awareness questions, asked in this step, said no
+        return END
     reply = _last_ai(state["messages"])
     if not (reply.tool_calls or reply.invalid_tool_calls):
         return END
@@ -501,12 +524,16 @@ async def _run(
     return ToolMessage(text, tool_call_id=call_id, name=name, status=status, artifact=RAN)
 
 
-async def _ask_human(state: AgentState) -> dict[str, Any]:
+async def _ask_human(state: AgentState, runtime: GraphRuntime[SessionContext]) -> dict[str, Any]:
     call = _pending_questions(state["messages"])[0]
-    # Nothing before interrupt() may have effects: this node reruns on resume.
-    reply = Answer.from_resumed(
-        interrupt({"call_id": call["id"], "question": call["args"]["question"]})
-    )
+    question = call["args"]["question"]
+    answer_now = runtime.context.answer_now
+    if answer_now is not None:
+        # Answered within the step: no pause, no second run of the graph.
+        reply = await answer_now(call["id"] or "", question)
+    else:
+        # Nothing before interrupt() may have effects: this node reruns on resume.
+        reply = Answer.from_resumed(interrupt({"call_id": call["id"], "question": question}))
     answer = reply.answer
     if reply.declined or not answer.strip():
         answer = load_prompt("declined_answer").render()

@@ -90,7 +90,13 @@ class Parked(Exception):  # noqa: N818 - a signal, not an error
 
 
 class HumanChannel(Protocol):
-    """Anything that can answer an agent's question."""
+    """Anything that can answer an agent's question.
+
+    A channel whose class sets ``answers_at_once = True`` (an oracle, a
+    script) answers in the step that asks, with no effect outside the process,
+    so that asking it again after a crash is harmless: the graph does not
+    pause for it (see ``SessionContext.answer_now``).
+    """
 
     async def ask(self, request: HumanRequest) -> HumanReply:
         """Return the reply to ``request`` (may wait as long as a person needs)."""
@@ -105,12 +111,17 @@ class ScriptedHuman:
         replies: Iterable[str] | Callable[[HumanRequest], str],
         name: str = "scripted",
         elicitations: Callable[[ElicitationRequest], ElicitationResult] | None = None,
+        *,
+        at_once: bool = True,
     ) -> None:
         """Answer with ``replies`` in order, or with what the function returns.
 
         ``elicitations`` answers MCP servers' questions (none: each is declined).
+        ``at_once=False`` makes the session pause for each answer as it does
+        for a person (the question stored, the graph interrupted and resumed).
         """
         self._replies = replies if callable(replies) else iter(list(replies))
+        self.answers_at_once = at_once
         self.name = name
         self.asked: list[HumanRequest] = []
         self._elicitations = elicitations

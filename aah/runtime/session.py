@@ -8,6 +8,7 @@ was answering) continues from its checkpoint; a finished one is left alone.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import uuid
@@ -259,7 +260,11 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         follow_ups=request.follow_ups,
         check_calls=request.check_calls,
         conversation=request.conversation,
+        awareness_apart=runtime.durability == "step",
     )
+    human = request.human or runtime.human
+    if getattr(human, "answers_at_once", False):
+        ctx.answer_now = functools.partial(_ask_at_once, ctx, runtime, request, record, human)
     runtime.activity.session_started()
     store_failed = False
     try:
@@ -629,8 +634,7 @@ async def _answer(
     """The reply to one interrupt: a question's answer, or the decision on a call to approve."""
     if value.get("kind") != "approval":
         return await _ask(ctx, runtime, request, record, value)
-    known = await runtime.store.call(runtime.store.events, ctx.session_id)
-    context = _person_context(ctx, request, record, known)
+    context = _person_context(ctx, request, record, await _steps_so_far(runtime, record))
     return await decide_call(ctx, runtime, request, record, value, context)
 
 
@@ -656,6 +660,7 @@ async def _ask(
         held = runtime.take_held_events(record)
         known, waiting = await store.call(store.log_question, asked, held)
         runtime.publish(waiting)
+        known = [*known, *held]  # the person sees the steps since the last checkpoint too
     context = _person_context(ctx, request, record, known)
     logged = next(
         (e for e in known if isinstance(e, HumanAnswerEvent) and e.request_id == request_id), None
@@ -692,6 +697,53 @@ async def _ask(
         raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
     runtime.publish(stored)
     return reply.resumed()
+
+
+async def _ask_at_once(
+    ctx: SessionContext,
+    runtime: Runtime,
+    request: SessionRequest,
+    record: SessionRecord,
+    human: HumanChannel,
+    call_id: str,
+    question: str,
+) -> HumanReply:
+    """Put a question to a channel that answers at once, within the asking step.
+
+    The question and its answer are held with the step's other events and
+    stored with its checkpoint: a crash before it asks again, logging once.
+    """
+    request_id = f"{ctx.session_id}-{call_id}"
+    context = _person_context(ctx, request, record, await _steps_so_far(runtime, record))
+    ctx.emit(
+        HumanQuestionEvent(session_id=ctx.session_id, request_id=request_id, question=question)
+    )
+    reply = await human.ask(
+        HumanRequest(
+            request_id=request_id, session_id=ctx.session_id, question=question, context=context
+        )
+    )
+    reply = capped_answer(reply, get_settings().max_answer_chars)
+    ctx.emit(
+        HumanAnswerEvent(
+            session_id=ctx.session_id,
+            request_id=request_id,
+            answer=reply.answer,
+            answered_by=reply.answered_by,
+            seconds=reply.seconds,
+            declined=reply.declined,
+            flags=reply.flags,
+        )
+    )
+    return reply
+
+
+async def _steps_so_far(runtime: Runtime, record: SessionRecord) -> list[Event]:
+    """The session's events: those stored, then those its graph holds for the next checkpoint."""
+    known = await runtime.store.call(runtime.store.events, record.id)
+    if runtime.outbox is not None and runtime.checkpointer is not None:
+        known += runtime.outbox.held(record.thread_id)
+    return known
 
 
 def _person_context(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated, Any, Literal, TypedDict
@@ -11,6 +11,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 from aah.config import DEFAULT_QUESTIONS_PER_REPLY, DEFAULT_QUESTIONS_PER_SESSION
+from aah.desk import Answer
 from aah.events import AwarenessMode, Event
 from aah.llm import ChatClient
 from aah.runtime.approval_policy import ApprovalPolicy
@@ -159,6 +160,16 @@ class SessionContext:
     check_calls: CallChecks = "all"
     # The other side of a conversation whose turns are not known in advance (τ²).
     conversation: ConversationUser | None = None
+    # A human channel that answers at once (an oracle, a script), given a
+    # question's call id and text: ``ask_human`` asks it within its step, the
+    # question and answer logged with the step; None: the graph pauses for
+    # the answer (a person may take hours, in another process).
+    answer_now: Callable[[str, str], Awaitable[Answer]] | None = None
+    # The awareness questions are a step of their own, saved before the
+    # agent's first call (a live view shows their answers at once). Off where
+    # steps are saved only when the session pauses or ends (batch runs): the
+    # agent's first step asks them, a step fewer with the same outcome.
+    awareness_apart: bool = True
     _found: tuple[tuple[str, ...], SessionTools] | None = field(
         default=None, init=False, repr=False
     )

@@ -33,7 +33,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -102,6 +102,7 @@ class OracleHuman:
     """Answers from the task's hidden facts by fixed rules (see the module docstring)."""
 
     answered_by = "oracle"
+    answers_at_once: ClassVar[bool] = True
 
     def __init__(self, facts: TaskFacts) -> None:
         """Answer questions about the task that ``facts`` describe."""
