@@ -67,7 +67,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "session driver, runner, oracle human",
         ("aah/runtime/", "aah/benchmark/", "aah/desk/", "aah/event_text", "aah/prompts"),
     ),
-    ("event loop", ("asyncio/", "uvloop", "selectors", "socket.py", "threading.py")),
+    (
+        "event loop",
+        ("asyncio/", "uvloop", "selectors", "socket.py", "threading.py", "aah/loop_turns"),
+    ),
 )
 OTHER = "other (no layer among its callers)"
 # How far up the callers an unlayered function's time is traced.

@@ -59,6 +59,7 @@ from aah.llm.errors import (
     ModelTimeoutError,
 )
 from aah.llm.reply import error_text, one_line
+from aah.loop_turns import take_turn
 from aah.peer_read import CappedBody, aread_capped
 from aah.retries import Backoff, Outcome, RetryPolicy, Stopped, retry_async
 from aah.secrets import REDACTED, scrub_text
@@ -160,11 +161,14 @@ class ChatTransport:
         data = storable_text(json.dumps(body, ensure_ascii=False)).encode()
         self.in_flight += 1
         try:
-            return await retry_async(
+            reply = await retry_async(
                 self._retries, lambda attempt: self._slotted(url, data, attempt)
             )
         finally:
             self.in_flight -= 1
+        # Replies that land together are read, and their sessions go on, over several turns.
+        await take_turn()
+        return reply
 
     async def _slotted(self, url: str, data: bytes, attempt: int) -> bytes:
         async with self._slot():

@@ -39,6 +39,7 @@ from aah.events import (
     UserTurnEvent,
 )
 from aah.llm import ChatClient, ModelConfig, ModelError
+from aah.loop_turns import take_turn
 from aah.runtime.activity import Activity
 from aah.runtime.approval_gate import decide_call
 from aah.runtime.approval_policy import ApprovalPolicy
@@ -218,6 +219,7 @@ class SessionOutcome:
 
 async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
     """Run (or resume) one session to its end and record everything in the store."""
+    await take_turn()  # sessions started together begin over several turns of the loop
     store = runtime.store
     opening = _session_to_open(request, runtime)
     record = await store.call(store.open_session, **opening)
