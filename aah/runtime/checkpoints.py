@@ -20,6 +20,7 @@ threads of its own instead (``_ThreadedAsync``), each session's in order.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +42,7 @@ from aah.db_url import DatabaseURL, is_database_url
 from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
 from aah.store import (
+    SessionStore,
     StoreFileError,
     insert_events,
     needs_exclusive,
@@ -50,6 +52,7 @@ from aah.store import (
     write_transaction,
 )
 from aah.store import schema as schema
+from aah.store.sqlite_db import Database
 
 Publish = Callable[[list[Event]], None]
 _T = TypeVar("_T")
@@ -194,18 +197,43 @@ class SessionSaver(InlineSqliteSaver):
     in the same transaction.
     """
 
-    def __init__(self, path: Path, outbox: EventOutbox) -> None:
-        self._db = schema.connect(path)
+    def __init__(
+        self, path: Path, outbox: EventOutbox, shared: Callable[[], Database] | None = None
+    ) -> None:
+        """Save in ``path``, with the events ``outbox`` holds.
+
+        ``shared`` gives the calling thread's connection of the session store
+        that logs the events: the saver writes through it rather than a
+        connection of its own. Two connections that write in turn each find
+        the other's commit and drop their page cache, reading the pages
+        again from the file on every transaction.
+        """
+        self._shared = shared
+        self._own = schema.connect(path) if shared is None else None
         self._path = path
-        super().__init__(self._db.conn, serde=ScrubbingSerializer())
+        super().__init__(self._db().conn, serde=ScrubbingSerializer())
         self._outbox = outbox
         self._write_lock = write_lock(path)
         self._thread: str | None = None
         self.setup()
 
+    def _db(self) -> Database:
+        """The connection to use in the calling thread."""
+        return self._own if self._own is not None else cast(Callable[[], Database], self._shared)()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The calling thread's connection (see ``__init__``)."""
+        return cast(sqlite3.Connection, self._db().conn)
+
+    @conn.setter
+    def conn(self, _: sqlite3.Connection) -> None:
+        """Set by the base class: the connection is always the calling thread's (``_db``)."""
+
     def close(self) -> None:
-        """Close the saver's connection."""
-        self._db.close()
+        """Close the saver's own connection (a shared one is the store's to close)."""
+        if self._own is not None:
+            self._own.close()
 
     def put(
         self,
@@ -249,7 +277,7 @@ class SessionSaver(InlineSqliteSaver):
         thread = self._thread
         events = self._outbox.take(thread) if thread is not None else []
         try:
-            with self.lock, write_transaction(self._db, self._write_lock) as db:
+            with self.lock, write_transaction(self._db(), self._write_lock) as db:
                 stored = insert_events(db, events)
                 cur = self.conn.cursor()
                 try:
@@ -487,11 +515,14 @@ def _logging_events(saver: Any, db: Any) -> Iterator[Any]:
 
 
 @contextmanager
-def session_checkpointer(path: Path, outbox: EventOutbox) -> Iterator[Any]:
+def session_checkpointer(
+    path: Path, outbox: EventOutbox, store: SessionStore | None = None
+) -> Iterator[Any]:
     """A checkpointer in the session store ``path`` (safe beside other processes).
 
-    An SQLite file gets ``SessionSaver`` (WAL); a PostgreSQL URL gets
-    LangGraph's ``PostgresSaver`` in the same database, its writes
+    An SQLite file gets ``SessionSaver`` (WAL), sharing ``store``'s
+    connections when given (``store`` must be of ``path``); a PostgreSQL URL
+    gets LangGraph's ``PostgresSaver`` in the same database, its writes
     committed with their events the same way.
     """
     saver: Any
@@ -499,7 +530,7 @@ def session_checkpointer(path: Path, outbox: EventOutbox) -> Iterator[Any]:
         saver = _postgres_saver(path, outbox)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        saver = SessionSaver(path, outbox)
+        saver = SessionSaver(path, outbox, store.thread_connection if store is not None else None)
     try:
         yield saver
     finally:

@@ -57,7 +57,7 @@ async def open_runtime(
         told.append(TraceListener(store, server_url=model.base_url))
     try:
         outbox = EventOutbox()
-        with session_checkpointer(db, outbox) as saver:
+        with session_checkpointer(db, outbox, store) as saver:
             runtime = Runtime(
                 store=store,
                 model=chat,

@@ -129,6 +129,15 @@ class SessionStore:
         self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()
 
+    def thread_connection(self) -> Database:
+        """The calling thread's connection (a PostgreSQL store: its pool).
+
+        For the checkpointer that writes into the same SQLite file: sharing
+        the connection keeps each one's page cache from being dropped by
+        the other's commits.
+        """
+        return self._connection.db()
+
     def __enter__(self) -> SessionStore:
         return self
 
