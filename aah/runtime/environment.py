@@ -48,6 +48,7 @@ async def open_runtime(
             http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
         )
     store = SessionStore(db)
+    store.move_wal_in_background()  # its loop commits: the copy's fsync must not hold it up
     chat = ChatClient(model, temperature=temperature, seed=seed)
     told = list(listeners)
     if tracing:

@@ -11,6 +11,7 @@ database. The store's parts (sessions, human requests) share one
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -26,6 +27,8 @@ from aah.store.file_errors import StoreFileError
 from aah.store.polling import tried_until
 from aah.store.sqlite_db import Database
 from aah.store.writes import write_lock, write_transaction
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from aah.store.postgres import PooledPgDatabase
@@ -118,6 +121,7 @@ class StoreConnection:
         self._lock = write_lock(path)
         self.engine = "postgresql" if is_database_url(path) else "sqlite"
         self._pooled: PooledPgDatabase | None = None
+        self._wal_mover: WalMover | None = None
         # The file's identity once set up: one deleted or replaced while in
         # use must not take writes (they would go to the unlinked file, and
         # be lost) nor be made again, empty, by a new thread's connection.
@@ -157,6 +161,8 @@ class StoreConnection:
         if db is None:
             self._check_file()
             db = schema.connect(self.path)
+            if self._wal_mover is not None:
+                db.execute("PRAGMA wal_autocheckpoint = 0")  # the mover's job
             self._local.db = db
             with self._open_guard:
                 self._open.add(db)
@@ -199,8 +205,27 @@ class StoreConnection:
         """The rows ``sql`` selects, as dicts by column name."""
         return list(self.db().query(sql, params))
 
+    def move_wal_in_background(self) -> None:
+        """Copy the WAL's pages into the database file on a thread of its own, not in commits.
+
+        SQLite does it in the commit that finds the WAL past 1,000 pages,
+        with an fsync: 5-10 ms in which the committing thread (an event
+        loop running sessions) waits. From now on this store's connections
+        never do it; a ``WalMover`` does, every quarter second, until
+        :meth:`close`. Nothing to do for PostgreSQL.
+        """
+        if self.engine != "sqlite" or self._wal_mover is not None:
+            return
+        self._wal_mover = WalMover(self.path)
+        with self._open_guard:
+            for db in list(self._open):
+                db.execute("PRAGMA wal_autocheckpoint = 0")
+
     def close(self) -> None:
-        """Close the connections opened here, in every thread."""
+        """Close the connections opened here, in every thread (and stop the WAL's mover)."""
+        if self._wal_mover is not None:
+            self._wal_mover.stop()
+            self._wal_mover = None
         if self._pooled is not None:
             self._pooled.close()
         with self._open_guard:
@@ -208,3 +233,47 @@ class StoreConnection:
                 db.close()
             self._open.clear()
         self._local = threading.local()
+
+
+class WalMover:
+    """A thread that copies an SQLite file's WAL into the file, every ``every`` seconds.
+
+    A passive checkpoint on a connection of its own: it runs beside the
+    writers (and waits for no reader), and a busy file (another process's
+    checkpoint under way) is left for the next round. The last round runs
+    when it stops.
+    """
+
+    def __init__(self, path: Path, every: float = 0.25) -> None:
+        """Start moving ``path``'s WAL."""
+        self.path = path
+        self.every = every
+        self.rounds = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="aah-wal-mover", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            db = schema.connect(self.path)
+        except StoreFileError:
+            return  # the store's own connections say what is wrong with the file
+        try:
+            while not self._stop.wait(self.every):
+                self._move(db)
+            self._move(db)
+        finally:
+            db.close()
+
+    def _move(self, db: Database) -> None:
+        try:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self.rounds += 1
+        except (sqlite3.Error, StoreFileError) as exc:
+            # The next round (or a later commit elsewhere) moves what this did not.
+            _log.debug("moving the WAL of %s: %s", self.path, exc)
+
+    def stop(self) -> None:
+        """Move what is left and end the thread."""
+        self._stop.set()
+        self._thread.join()

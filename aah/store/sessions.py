@@ -129,6 +129,14 @@ class SessionStore:
         self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()
 
+    def move_wal_in_background(self) -> None:
+        """SQLite: copy the WAL into the file on a thread, not in a commit (``StoreConnection``).
+
+        For a process whose event loop commits: the copy and its fsync would
+        hold the loop up 5-10 ms every thousand pages.
+        """
+        self._connection.move_wal_in_background()
+
     def thread_connection(self) -> Database:
         """The calling thread's connection (a PostgreSQL store: its pool).
 
