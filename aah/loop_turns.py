@@ -33,8 +33,11 @@ from collections.abc import Callable
 __all__ = ["BUSY_LIMIT", "LOAD_SECONDS", "TURN_BUDGET", "TurnSharing", "take_turn"]
 
 # Seconds of let-on steps a loop turn holds before the next ones wait for a
-# later turn: well under the 10 ms a timer may be late.
-TURN_BUDGET = 0.002
+# later turn. A session's step takes 1-2 ms, so a spread burst runs about one
+# a turn: at 2 ms the p99 of a 10 ms timer's lateness was 8-10 ms at 64
+# sessions against a 300 ms model, at 0.5 ms 5-6 ms, for 0.1-0.2 ms more CPU
+# a task (perf/batch_bench.py).
+TURN_BUDGET = 0.0005
 # The share of its time the loop's thread may have been busy for steps to be spread.
 BUSY_LIMIT = 0.8
 # How far back the loop's busy share looks (the time constant of its moving average).
