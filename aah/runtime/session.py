@@ -682,15 +682,7 @@ async def _ask(
         )
     )
     reply = capped_answer(reply, get_settings().max_answer_chars)
-    answer = HumanAnswerEvent(
-        session_id=ctx.session_id,
-        request_id=request_id,
-        answer=reply.answer,
-        answered_by=reply.answered_by,
-        seconds=reply.seconds,
-        declined=reply.declined,
-        flags=reply.flags,
-    )
+    answer = _answer_event(ctx, request_id, reply)
     held = runtime.take_held_events(record)
     stored = await store.call(store.resume_waiting, record.id, [*held, answer])
     if stored is None:
@@ -726,18 +718,21 @@ async def _ask_at_once(
         )
     )
     reply = capped_answer(reply, get_settings().max_answer_chars)
-    ctx.emit(
-        HumanAnswerEvent(
-            session_id=ctx.session_id,
-            request_id=request_id,
-            answer=reply.answer,
-            answered_by=reply.answered_by,
-            seconds=reply.seconds,
-            declined=reply.declined,
-            flags=reply.flags,
-        )
-    )
+    ctx.emit(_answer_event(ctx, request_id, reply))
     return reply
+
+
+def _answer_event(ctx: SessionContext, request_id: str, reply: HumanReply) -> HumanAnswerEvent:
+    """The log's record of ``reply`` to the request ``request_id``."""
+    return HumanAnswerEvent(
+        session_id=ctx.session_id,
+        request_id=request_id,
+        answer=reply.answer,
+        answered_by=reply.answered_by,
+        seconds=reply.seconds,
+        declined=reply.declined,
+        flags=reply.flags,
+    )
 
 
 async def _steps_so_far(runtime: Runtime, record: SessionRecord) -> list[Event]:
