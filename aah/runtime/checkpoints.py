@@ -42,6 +42,7 @@ from aah.db_url import DatabaseURL, is_database_url
 from aah.events import Event
 from aah.runtime.checkpoint_serde import ScrubbingSerializer
 from aah.store import (
+    Database,
     SessionStore,
     StoreFileError,
     insert_events,
@@ -52,7 +53,6 @@ from aah.store import (
     write_transaction,
 )
 from aah.store import schema as schema
-from aah.store.sqlite_db import Database
 
 Publish = Callable[[list[Event]], None]
 _T = TypeVar("_T")

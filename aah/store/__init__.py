@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         scrub,
     )
     from aah.store.sessions import GradeRecord, RunRecord, SessionStore, Verdict
+    from aah.store.sqlite_db import Database
     from aah.store.team import (
         AnswerFigure,
         Person,
@@ -84,6 +85,7 @@ __all__ = [
     "AnnotatorAnswer",
     "AnnotatorStats",
     "AnsweredEntry",
+    "Database",
     "DatabaseCheck",
     "GradeFlag",
     "GradeFlagReason",
@@ -150,6 +152,7 @@ _WHERE = {
     "AnnotatorAnswer": "aah.store.queries",
     "AnnotatorStats": "aah.store.listings",
     "AnsweredEntry": "aah.store.listings",
+    "Database": "aah.store.sqlite_db",
     "DatabaseCheck": "aah.store.check",
     "GradeFlag": "aah.store.queries",
     "GradeFlagReason": "aah.store.schema",
