@@ -203,7 +203,11 @@ async def test_a_tool_broken_before_the_start_fails_its_first_call(app: AahApp) 
         app.query_one("#demo-task", Select).value = "success"
         await pilot.pause()
         app.query_one("#fault-kind", Select).value = "timeout"
+        # Settled first: a click on a layout still being redrawn may land on a
+        # Select and open it, which then takes the "s" (seen once in CI).
+        await pilot.pause()
         await pilot.click("#break")
+        await wait_for(pilot, lambda: any("broken (timeout)" in e.heading for e in timeline(app)))
         await pilot.press("s")
         # The run ends before its last entries are drawn: wait for the final answer too.
         await wait_for(
