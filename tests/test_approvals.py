@@ -225,6 +225,55 @@ async def test_the_queue_parks_the_session_and_a_decision_resumes_it(tmp_path: P
     assert len([e for e in events if isinstance(e, ApprovalDecidedEvent)]) == 1
 
 
+async def test_a_resume_that_reads_a_decision_another_just_logged_does_not_run_the_call(
+    tmp_path: Path,
+) -> None:
+    # The session is read as waiting; before this resumer reads the log, another
+    # claims the session and logs the decision. Only the claim licenses going on.
+    db = tmp_path / "s.db"
+    with LocalServer() as server, FakeLLMServer(_book_script(rooms=2)) as llm:
+        async with runtime_on(llm, db, http_mode="live") as rt:
+            request = SessionRequest(
+                "Book two rooms.",
+                [_book_spec(server)],
+                approvals=POLICY,
+                human=QueueHuman(rt.store, park=True),
+            )
+            parked = await run_session(request, rt)
+            pending = rt.store.humans.get_human_request(parked.waiting_on or "")
+            assert pending is not None and rt.store.humans.decide_approval(
+                pending.id, "ann", "approve"
+            )
+            read_log, claimed = rt.store.events, []
+
+            def other_went_on_first(session_id: str) -> list[Any]:
+                if claimed:
+                    return read_log(session_id)
+                requested = next(
+                    e for e in read_log(session_id) if isinstance(e, ApprovalRequestedEvent)
+                )
+                decided = ApprovalDecidedEvent(
+                    session_id=session_id,
+                    request_id=requested.request_id,
+                    call_id=requested.call_id,
+                    tool=requested.tool,
+                    decision="approve",
+                    decided_by="ann",
+                )
+                claimed.append(rt.store.resume_waiting(session_id, [decided]))
+                return read_log(session_id)
+
+            rt.store.events = other_went_on_first  # type: ignore[method-assign]
+            request.session_id = parked.session_id
+            late = await run_session(request, rt)
+            del rt.store.events
+            events = rt.store.events(parked.session_id)
+    assert claimed and claimed[0] is not None  # the other went on
+    assert (late.error or "").startswith("the session went on elsewhere while it waited"), late
+    assert server.count("/echo") == 0
+    assert len([e for e in events if isinstance(e, ApprovalDecidedEvent)]) == 1
+
+
 async def test_the_report_counts_each_outcome_per_call_and_shows_each_decision(
     tmp_path: Path,
 ) -> None:

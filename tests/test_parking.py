@@ -17,7 +17,7 @@ from aah.benchmark.failtalms import BatchRunner, choose_tasks
 from aah.benchmark.failtalms.dataset import load_tasks
 from aah.db_url import DatabaseURL, parse_location
 from aah.errors import AahError
-from aah.events import FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
+from aah.events import Event, FinalAnswerEvent, HumanAnswerEvent, HumanQuestionEvent
 from aah.runtime import (
     AnswerWatcher,
     QueueHuman,
@@ -245,6 +245,52 @@ def test_a_parked_session_resumed_twice_at_once_goes_on_once(store_location: Pat
         assert session is not None and session.status == "finished"
         kinds = Counter(type(e) for e in store.events(session.id))
         assert kinds[HumanAnswerEvent] == kinds[FinalAnswerEvent] == 1, kinds
+
+
+def test_a_resume_that_reads_the_answer_another_just_logged_does_not_go_on(
+    store_location: Path,
+) -> None:
+    # The narrowest interleaving of the test above, made to happen: this
+    # resumer reads the session as waiting, then, before it reads the log,
+    # the other resumer claims it and logs the answer. Finding the answer
+    # logged is no licence to go on: only the claim is.
+    db = store_location
+
+    async def scenario(llm: FakeLLMServer) -> SessionOutcome:
+        async with runtime_on(llm, db) as first:
+            parked = await run_session(
+                SessionRequest(
+                    query="Weather where I live?", human=QueueHuman(first.store, park=True)
+                ),
+                first,
+            )
+        assert parked.waiting_on is not None
+        with SessionStore(db) as store:
+            store.humans.answer_human_request(parked.waiting_on, "ana", "Lisbon")
+        async with runtime_on(llm, db) as late:
+            resume = resume_request(late.store, parked.session_id).request
+            read_log = late.store.events
+
+            def other_went_on_first(session_id: str) -> list[Event]:
+                with SessionStore(db) as other:
+                    answer = HumanAnswerEvent(
+                        session_id=session_id,
+                        request_id=parked.waiting_on or "",
+                        answer="Lisbon",
+                        answered_by="ana",
+                    )
+                    assert other.resume_waiting(session_id, [answer]) is not None
+                return read_log(session_id)
+
+            late.store.events = other_went_on_first  # type: ignore[method-assign]
+            return await run_session(resume, late)
+
+    with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
+        outcome = asyncio.run(scenario(llm))
+    assert (outcome.error or "").startswith("the session went on elsewhere while it waited")
+    with SessionStore(db) as store:
+        kinds = Counter(type(e) for e in store.events(outcome.session_id))
+    assert kinds[HumanAnswerEvent] == 1 and kinds[FinalAnswerEvent] == 0, kinds
 
 
 def test_an_answer_reaches_only_a_session_that_still_waits(tmp_path: Path) -> None:

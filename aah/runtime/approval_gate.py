@@ -26,7 +26,6 @@ from aah.events import ApprovalDecidedEvent, ApprovalRequestedEvent, ToolCallEve
 from aah.runtime.approval_policy import ApprovalRule
 from aah.runtime.approvals import ApprovalReply, ApprovalRequest, approver_for
 from aah.runtime.budget import cut_tool_result
-from aah.runtime.humans import SessionEnded
 from aah.runtime.prompts import load_prompt
 from aah.runtime.state import AgentState, SessionContext
 from aah.runtime.turns import RAN
@@ -216,8 +215,13 @@ async def decide_call(
         (e for e in known if isinstance(e, ApprovalDecidedEvent) and e.call_id == call_id), None
     )
     if logged is not None:
-        # Decided before a crash that came ahead of the next checkpoint.
-        await runtime.record(record, [], "running")
+        if record.status == "waiting":
+            # Read as waiting, yet decided in the log: another process resumed
+            # it between the two reads; only one of them goes on.
+            await runtime.go_on_once(record, [])
+        else:
+            # Decided before a crash that came ahead of the next checkpoint.
+            await runtime.record(record, [], "running")
         return _resume_value(logged)
     channel = request.approver or request.human or runtime.human
     approver = approver_for(channel)
@@ -273,14 +277,7 @@ async def decide_call(
         ask += 1
     proposed = dict(value["arguments"])
     decided = _decided_event(ctx, request_id, call_id, tool, proposed, reply, timed_out)
-    store = runtime.store
-    held = runtime.take_held_events(record)
-    stored = await store.call(store.resume_waiting, record.id, [*held, decided])
-    if stored is None:
-        current = await store.call(store.get_session, record.id)
-        status = current.status if current is not None else "gone"
-        raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
-    runtime.publish(stored)
+    await runtime.go_on_once(record, [*runtime.take_held_events(record), decided])
     return _resume_value(decided)
 
 

@@ -196,6 +196,19 @@ class Runtime:
         events = [*self.take_held_events(record), *events]
         self.publish(await self.store.call(self.store.set_status, record.id, status, events))
 
+    async def go_on_once(self, record: SessionRecord, events: Sequence[Event]) -> None:
+        """Move a waiting session back to running with ``events``, unless another process did.
+
+        Raises:
+            SessionEnded: It no longer waits (resumed elsewhere, cancelled, ended).
+        """
+        stored = await self.store.call(self.store.resume_waiting, record.id, events)
+        if stored is None:
+            current = await self.store.call(self.store.get_session, record.id)
+            status = current.status if current is not None else "gone"
+            raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
+        self.publish(stored)
+
     def graph(self) -> Any:
         """The compiled graph, built on first use and shared by all sessions."""
         if self._graph is None:
@@ -668,6 +681,11 @@ async def _ask(
         (e for e in known if isinstance(e, HumanAnswerEvent) and e.request_id == request_id), None
     )
     if logged is not None:
+        if record.status == "waiting":
+            # Read as waiting, yet its answer is in the log: another process
+            # resumed it between the two reads; only one of them goes on.
+            await runtime.go_on_once(record, [])
+            return _reply_of(logged).resumed()
         # Answered before a crash that came ahead of the next checkpoint: the
         # agent resumes with that answer; the person is not asked again.
         await runtime.record(record, [], "running")
@@ -684,12 +702,7 @@ async def _ask(
     reply = capped_answer(reply, get_settings().max_answer_chars)
     answer = _answer_event(ctx, request_id, reply)
     held = runtime.take_held_events(record)
-    stored = await store.call(store.resume_waiting, record.id, [*held, answer])
-    if stored is None:
-        current = await store.call(store.get_session, record.id)
-        status = current.status if current is not None else "gone"
-        raise SessionEnded(f"the session went on elsewhere while it waited ({status})")
-    runtime.publish(stored)
+    await runtime.go_on_once(record, [*held, answer])
     return reply.resumed()
 
 
