@@ -47,16 +47,18 @@ async def open_runtime(
         executor = make_executor(
             http_mode, cache_path=cache_path, fault_plan=fault_plan, base_mode=base_mode
         )
-    store = SessionStore(db)
-    store.move_wal_in_background()  # its loop commits: the copy's fsync must not hold it up
-    chat = ChatClient(model, temperature=temperature, seed=seed)
-    told = list(listeners)
-    if tracing:
-        # Loaded only now: without an exporter nothing of OpenTelemetry is imported.
-        from aah.telemetry import TraceListener
-
-        told.append(TraceListener(store, server_url=model.base_url))
+    store: SessionStore | None = None
+    chat: ChatClient | None = None
     try:
+        store = SessionStore(db)
+        store.move_wal_in_background()  # its loop commits: the copy's fsync must not hold it up
+        chat = ChatClient(model, temperature=temperature, seed=seed)
+        told = list(listeners)
+        if tracing:
+            # Loaded only now: without an exporter nothing of OpenTelemetry is imported.
+            from aah.telemetry import TraceListener
+
+            told.append(TraceListener(store, server_url=model.base_url))
         outbox = EventOutbox()
         with session_checkpointer(db, outbox, store) as saver:
             runtime = Runtime(
@@ -76,9 +78,11 @@ async def open_runtime(
     finally:
         # Close the model's connections inside this event loop: left to the
         # garbage collector, they would be closed after the loop is gone.
-        await chat.aclose()
+        if chat is not None:
+            await chat.aclose()
         executor.close()
-        store.close()
+        if store is not None:
+            store.close()
         if tracing:
             from aah.telemetry import flush_traces
 
