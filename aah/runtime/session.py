@@ -231,12 +231,39 @@ class SessionOutcome:
 
 
 async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutcome:
-    """Run (or resume) one session to its end and record everything in the store."""
+    """Run (or resume) one session to its end and record everything in the store.
+
+    Only one process runs a session at a time: one that another process (or
+    another call here) runs now is left to it, and the outcome says so.
+    """
     await take_turn()  # sessions started together begin over several turns of the loop
     store = runtime.store
     opening = _session_to_open(request, runtime)
     record = await store.call(store.open_session, **opening)
-    new = _made_now(request, record, opening)
+    if not await store.call(store.take_session, record.id):
+        now = await store.call(store.get_session, record.id)
+        status = now.status if now is not None else record.status
+        return SessionOutcome(
+            record.id,
+            status,
+            (now.final_answer if now is not None else None) or "",
+            error=f"the session went on elsewhere: another process runs it now ({status})",
+        )
+    try:
+        new = _made_now(request, record, opening)
+        if not new:  # read again, as it is now that no one else runs it
+            again = await store.call(store.get_session, record.id)
+            record = again if again is not None else record
+        return await _run_held(request, runtime, record, new)
+    finally:
+        await store.call(store.let_go_session, record.id)  # a crash's hold ends with the process
+
+
+async def _run_held(
+    request: SessionRequest, runtime: Runtime, record: SessionRecord, new: bool
+) -> SessionOutcome:
+    """``run_session`` once the session is this process's to run."""
+    store = runtime.store
     if record.status in _DONE and not (request.retry_errors and record.status == "error"):
         # A parked session woken because it was cancelled elsewhere says so.
         why = "the session was cancelled while it waited" if record.status == "cancelled" else None

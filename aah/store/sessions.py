@@ -32,6 +32,7 @@ from aah.store import schema as schema
 from aah.store.approvals import ApprovalStep, ApprovedRuns, approval_steps
 from aah.store.asking import AskReadings
 from aah.store.connection import StoreConnection
+from aah.store.drivers import SessionDrivers
 from aah.store.elicitations import ElicitationStep, elicitation_steps
 from aah.store.file_errors import StoreFileError
 from aah.store.grouped import GroupingThread, Steps, Then
@@ -128,6 +129,7 @@ class SessionStore:
         self.ask_readings = AskReadings(self._connection)
         self._threads: GroupingThread | None = None
         self._threads_guard = threading.Lock()
+        self._drivers = SessionDrivers(self.path)
 
     def move_wal_in_background(self) -> None:
         """SQLite: copy the WAL into the file on a thread, not in a commit (``StoreConnection``).
@@ -157,11 +159,24 @@ class SessionStore:
     ) -> None:
         self.close()
 
+    def take_session(self, session_id: str) -> bool:
+        """Hold ``session_id`` as the one process that runs it now (``aah.store.drivers``).
+
+        False, at once, when another process (or another run in this one)
+        holds it. A crashed holder's hold ends with it.
+        """
+        return self._drivers.take(session_id)
+
+    def let_go_session(self, session_id: str) -> None:
+        """End this store's hold on ``session_id``: another process may run it now."""
+        self._drivers.let_go(session_id)
+
     def close(self) -> None:
-        """Close the connections this store opened, in every thread."""
+        """Close the connections this store opened, in every thread (its session holds end)."""
         if self._threads is not None:
             self._threads.shutdown(wait=True)
             self._threads = None
+        self._drivers.close()
         self._connection.close()
 
     async def call(self, method: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
