@@ -19,8 +19,10 @@ process runs the session.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
+import logging
 import os
 import threading
 from pathlib import Path
@@ -31,6 +33,8 @@ from aah.store.file_errors import StoreFileError
 if TYPE_CHECKING:
     from aah.db_url import DatabaseURL
     from aah.store.postgres import PgDatabase
+
+_log = logging.getLogger(__name__)
 
 # Offsets below 2**62: past any file size that matters, within a signed off_t.
 _OFFSETS = 2**62
@@ -103,35 +107,62 @@ _FILES_GUARD = threading.Lock()
 
 
 class _AdvisoryLocks:
-    """The sessions one store drives in a PostgreSQL database: advisory locks on one connection."""
+    """The sessions one store drives in a PostgreSQL database: advisory locks on one connection.
+
+    A server restart drops the connection and every lock on it: the next
+    call opens a new one and takes the held sessions' locks again.
+    """
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url
         self.held: set[str] = set()
         self.db: PgDatabase | None = None
 
-    def take(self, session_id: str) -> bool:
+    def _locked(self, session_id: str, db: PgDatabase) -> bool:
+        (taken,) = db.execute("SELECT pg_try_advisory_lock(?)", [_key(session_id)]).fetchone()
+        return bool(taken)
+
+    def _connection(self) -> PgDatabase:
         from aah.store.postgres import PgDatabase
 
-        if session_id in self.held:
-            return False
         if self.db is None:
             self.db = PgDatabase(self.url)
-        (taken,) = self.db.execute("SELECT pg_try_advisory_lock(?)", [_key(session_id)]).fetchone()
+            for session_id in list(self.held):  # after a restart: held again, if still free
+                if not self._locked(session_id, self.db):
+                    _log.warning(
+                        "session %s was taken elsewhere while the server restarted", session_id
+                    )
+        return self.db
+
+    def _drop_connection(self) -> None:
+        if self.db is not None:
+            with contextlib.suppress(Exception):
+                self.db.close()
+            self.db = None
+
+    def take(self, session_id: str) -> bool:
+        if session_id in self.held:
+            return False
+        try:
+            taken = self._locked(session_id, self._connection())
+        except StoreFileError:
+            self._drop_connection()  # gone (a restart): once more on a new connection
+            taken = self._locked(session_id, self._connection())
         if taken:
             self.held.add(session_id)
-        return bool(taken)
+        return taken
 
     def let_go(self, session_id: str) -> None:
         if session_id not in self.held or self.db is None:
             return
         self.held.discard(session_id)
-        self.db.execute("SELECT pg_advisory_unlock(?)", [_key(session_id)]).fetchone()
+        try:
+            self.db.execute("SELECT pg_advisory_unlock(?)", [_key(session_id)]).fetchone()
+        except StoreFileError:
+            self._drop_connection()  # the lock went with the connection
 
     def close(self) -> None:
-        if self.db is not None:
-            self.db.close()  # the server lets go of every lock the connection held
-            self.db = None
+        self._drop_connection()  # the server lets go of every lock the connection held
         self.held.clear()
 
 

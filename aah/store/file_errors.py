@@ -74,7 +74,7 @@ class ServerAwayError(StoreFileError):
 RESTORE = "restore it from a backup or pass another --db"
 ACCESS = (
     "give this user permission to read and write the file and its folder "
-    "(SQLite writes -wal and -shm files beside it), or pass another --db"
+    "(aah and SQLite write -wal, -shm and -drivers files beside it), or pass another --db"
 )
 
 
