@@ -236,9 +236,9 @@ def test_a_parked_session_resumed_twice_at_once_goes_on_once(store_location: Pat
     # The slower one finds it running ("went on elsewhere"), or, on a loaded
     # machine, already finished (it then only reads it back): never both go on.
     first, second = sorted(o.error or "" for o in outcomes)
-    assert first == "" and (
-        second == "" or second.startswith("the session went on elsewhere")
-    ), outcomes
+    assert first == "" and (second == "" or second.startswith("the session went on elsewhere")), (
+        outcomes
+    )
     assert all(o.status == "finished" for o in outcomes if not o.error), outcomes
     with SessionStore(db) as store:
         session = store.get_session(outcomes[0].session_id)

@@ -13,9 +13,13 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from runtime_support import ASK_FIRST_SCRIPT, runtime_on
 
 from aah.db_url import DatabaseURL
@@ -120,3 +124,64 @@ def test_sessions_run_together_each_hold_their_own_and_let_go(tmp_path: Path) ->
     with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
         errors = asyncio.run(scenario(llm))
     assert Counter(errors) == Counter({"": 16})
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["take", "let_go", "close"]),
+        st.integers(0, 2),  # which store
+        st.sampled_from(["a", "b", "c"]),  # which session
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_OPS)
+def test_any_order_of_holds_matches_one_owner_per_session(tmp_path: Path, ops: list[Any]) -> None:
+    # The model: each session has at most one owning store; taking an owned
+    # one fails, letting go of one not owned does nothing, closing frees all.
+    path = tmp_path / f"{uuid.uuid4().hex}.db"
+    stores = [SessionStore(path) for _ in range(3)]
+    owner: dict[str, int] = {}
+    try:
+        for op, which, session in ops:
+            if op == "take":
+                assert stores[which].take_session(session) == (session not in owner)
+                owner.setdefault(session, which)
+            elif op == "let_go":
+                stores[which].let_go_session(session)
+                if owner.get(session) == which:
+                    del owner[session]
+            else:
+                stores[which].close()
+                stores[which] = SessionStore(path)
+                owner = {s: w for s, w in owner.items() if w != which}
+    finally:
+        for store in stores:
+            store.close()
+    with SessionStore(path) as after:  # every hold ended with its store
+        assert all(after.take_session(s) for s in "abc")
+
+
+def test_a_batch_waits_for_a_hold_that_ends_and_then_runs_the_session(tmp_path: Path) -> None:
+    # A task handed over from a killed worker: the killed process's hold ends
+    # a moment after the hand-over; the batch's runtime waits for it.
+    db = tmp_path / "s.db"
+
+    async def scenario(llm: FakeLLMServer) -> tuple[str | None, str]:
+        async with runtime_on(llm, db, wait_for_held=30) as rt:
+            opened = rt.store.open_session("Weather where I live?")
+            with SessionStore(db) as dying:
+                assert dying.take_session(opened.id)
+                asyncio.get_running_loop().call_later(0.3, dying.let_go_session, opened.id)
+                outcome = await run_session(
+                    SessionRequest(query="Weather where I live?", session_id=opened.id), rt
+                )
+        return outcome.error, outcome.status
+
+    with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:
+        error, status = asyncio.run(scenario(llm))
+    assert error is None and status == "finished"

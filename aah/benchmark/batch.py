@@ -115,6 +115,11 @@ TaskT = TypeVar("TaskT", bound=RepeatableTask)
 # Epoch 1 keeps the plain id, so a run made before repeats reads as epoch 1.
 EPOCH_MARK = "#epoch"
 
+# A task handed over from a worker killed for silence runs once the killed
+# process's hold on its session has ended (at its death, which ``ray.kill``
+# brings about some moments later): waited for this long, then left to it.
+HANDED_OVER_WAIT_S = 60.0
+
 
 def epoch_task_id(task_id: str, epoch: int) -> str:
     """The task id of ``task_id``'s ``epoch``-th run (numbered from 1)."""
@@ -339,6 +344,7 @@ async def run_batch(
         # Checkpoint when a session pauses or ends: a batch has no live view,
         # and a crash re-runs at most the steps since the pause.
         durability="exit",
+        wait_for_held=HANDED_OVER_WAIT_S,
     ) as runtime:
         if activity is not None:
             activity.requests_out = runtime.activity.requests_out

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Generic
 
 from aah.benchmark.batch import (
+    HANDED_OVER_WAIT_S,
     ProgressHook,
     RunOptions,
     RunSummary,
@@ -591,6 +592,7 @@ class _Worker:
             http_mode=job.options.http,
             seed=job.options.seed,
             durability="exit",  # as run_batch: checkpoints when a session pauses or ends
+            wait_for_held=HANDED_OVER_WAIT_S,
         ) as runtime:
             self.runtime = runtime
             self.limit = asyncio.Semaphore(job.share)

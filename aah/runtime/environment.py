@@ -30,6 +30,7 @@ async def open_runtime(
     seed: int | None = None,
     durability: Durability = "step",
     executor: Executor | None = None,
+    wait_for_held: float = 0.0,
 ) -> AsyncIterator[Runtime]:
     """Everything sessions need, opened together and closed together.
 
@@ -37,8 +38,10 @@ async def open_runtime(
     one commits with the events of the steps it saves. ``executor``, when
     given, answers the tool calls instead of one made from ``http_mode``
     (a run with MCP tools routes them beside the HTTP ones); it is closed
-    with the rest. With traces wanted (``--otel`` or an OTLP endpoint set),
-    every session's spans are exported as its parts end.
+    with the rest. ``wait_for_held``: how long a session that another
+    process runs is waited for before it is left to it. With traces wanted
+    (``--otel`` or an OTLP endpoint set), every session's spans are exported
+    as its parts end.
     """
     tracing = export_wanted()
     if tracing:
@@ -72,6 +75,7 @@ async def open_runtime(
                 listeners=told,
                 outbox=outbox,
                 durability=durability,
+                wait_for_held=wait_for_held,
             )
             outbox.publish = runtime.publish
             yield runtime

@@ -8,9 +8,11 @@ was answering) continues from its checkpoint; a finished one is left alone.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -166,6 +168,9 @@ class Runtime:
     listeners: list[EventListener] = field(default_factory=list)
     outbox: EventOutbox | None = None
     durability: Durability = "step"
+    # How long run_session waits for a session another process holds before
+    # leaving it to that process: a batch waits for a killed worker's holds.
+    wait_for_held: float = 0.0
     activity: Activity = field(default_factory=Activity)
     _graph: Any = field(default=None, repr=False)
 
@@ -240,7 +245,7 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
     store = runtime.store
     opening = _session_to_open(request, runtime)
     record = await store.call(store.open_session, **opening)
-    if not await store.call(store.take_session, record.id):
+    if not await _take(runtime, record.id):
         now = await store.call(store.get_session, record.id)
         status = now.status if now is not None else record.status
         return SessionOutcome(
@@ -257,6 +262,19 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
         return await _run_held(request, runtime, record, new)
     finally:
         await store.call(store.let_go_session, record.id)  # a crash's hold ends with the process
+
+
+async def _take(runtime: Runtime, session_id: str) -> bool:
+    """Hold the session, waiting up to ``runtime.wait_for_held`` for another's hold to end."""
+    store = runtime.store
+    deadline = time.monotonic() + runtime.wait_for_held
+    pause = 0.05
+    while not await store.call(store.take_session, session_id):
+        if time.monotonic() + pause > deadline:
+            return False
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.5)
+    return True
 
 
 async def _run_held(
