@@ -730,10 +730,10 @@ async def _ask(
             # Read as waiting, yet its answer is in the log: another process
             # resumed it between the two reads; only one of them goes on.
             await runtime.go_on_once(record, [])
-            return _reply_of(logged).resumed()
-        # Answered before a crash that came ahead of the next checkpoint: the
-        # agent resumes with that answer; the person is not asked again.
-        await runtime.record(record, [], "running")
+        else:
+            # Answered before a crash that came ahead of the next checkpoint: the
+            # agent resumes with that answer; the person is not asked again.
+            await runtime.record(record, [], "running")
         return _reply_of(logged).resumed()
     human = request.human or runtime.human
     reply = await human.ask(

@@ -25,6 +25,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,27 +108,26 @@ _FILES_GUARD = threading.Lock()
 
 
 class _AdvisoryLocks:
-    """The sessions one store drives in a PostgreSQL database: advisory locks on one connection.
+    """A store's session locks in a PostgreSQL database: advisory locks on one connection.
 
     A server restart drops the connection and every lock on it: the next
-    call opens a new one and takes the held sessions' locks again.
+    call opens a new one and takes the store's held sessions' locks again.
     """
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url
-        self.held: set[str] = set()
         self.db: PgDatabase | None = None
 
     def _locked(self, session_id: str, db: PgDatabase) -> bool:
         (taken,) = db.execute("SELECT pg_try_advisory_lock(?)", [_key(session_id)]).fetchone()
         return bool(taken)
 
-    def _connection(self) -> PgDatabase:
+    def _connection(self, held: Collection[str]) -> PgDatabase:
         from aah.store.postgres import PgDatabase
 
         if self.db is None:
             self.db = PgDatabase(self.url)
-            for session_id in list(self.held):  # after a restart: held again, if still free
+            for session_id in held:  # after a restart: held again, if still free
                 if not self._locked(session_id, self.db):
                     _log.warning(
                         "session %s was taken elsewhere while the server restarted", session_id
@@ -140,22 +140,17 @@ class _AdvisoryLocks:
                 self.db.close()
             self.db = None
 
-    def take(self, session_id: str) -> bool:
-        if session_id in self.held:
-            return False
+    def take(self, session_id: str, held: Collection[str]) -> bool:
+        """Lock ``session_id``; ``held``: the store's other locks, to retake on a new connection."""
         try:
-            taken = self._locked(session_id, self._connection())
+            return self._locked(session_id, self._connection(held))
         except StoreFileError:
             self._drop_connection()  # gone (a restart): once more on a new connection
-            taken = self._locked(session_id, self._connection())
-        if taken:
-            self.held.add(session_id)
-        return taken
+            return self._locked(session_id, self._connection(held))
 
     def let_go(self, session_id: str) -> None:
-        if session_id not in self.held or self.db is None:
+        if self.db is None:
             return
-        self.held.discard(session_id)
         try:
             self.db.execute("SELECT pg_advisory_unlock(?)", [_key(session_id)]).fetchone()
         except StoreFileError:
@@ -163,7 +158,6 @@ class _AdvisoryLocks:
 
     def close(self) -> None:
         self._drop_connection()  # the server lets go of every lock the connection held
-        self.held.clear()
 
 
 class SessionDrivers:
@@ -177,7 +171,7 @@ class SessionDrivers:
         from aah.db_url import is_database_url
 
         self._guard = threading.Lock()
-        self._mine: set[str] = set()
+        self._mine: set[str] = set()  # the sessions this store holds
         self._server: _AdvisoryLocks | None = None
         self._file: _FileLocks | None = None
         if is_database_url(location):
@@ -189,17 +183,18 @@ class SessionDrivers:
 
     def take(self, session_id: str) -> bool:
         """Lock ``session_id`` for this store; False when another driver holds it (never waits)."""
-        if self._server is not None:
-            with self._guard:
-                taken = self._server.take(session_id)
-        else:
-            assert self._file is not None
-            with _FILES_GUARD:
-                taken = self._file.take(session_id)
-        if taken:
-            with self._guard:
+        with self._guard:
+            if session_id in self._mine:
+                return False
+            if self._server is not None:
+                taken = self._server.take(session_id, held=self._mine)
+            else:
+                assert self._file is not None
+                with _FILES_GUARD:
+                    taken = self._file.take(session_id)
+            if taken:
                 self._mine.add(session_id)
-        return taken
+            return taken
 
     def let_go(self, session_id: str) -> None:
         """Unlock ``session_id`` (nothing when this store does not hold it)."""
@@ -207,12 +202,7 @@ class SessionDrivers:
             if session_id not in self._mine:
                 return
             self._mine.discard(session_id)
-            if self._server is not None:
-                self._server.let_go(session_id)
-                return
-        assert self._file is not None
-        with _FILES_GUARD:
-            self._file.let_go(session_id)
+            self._unlock([session_id])
 
     def close(self) -> None:
         """Let go of every session this store still holds."""
@@ -220,8 +210,15 @@ class SessionDrivers:
             mine, self._mine = self._mine, set()
             if self._server is not None:
                 self._server.close()
-                return
+            else:
+                self._unlock(mine)
+
+    def _unlock(self, session_ids: Collection[str]) -> None:
+        if self._server is not None:
+            for session_id in session_ids:
+                self._server.let_go(session_id)
+            return
         assert self._file is not None
         with _FILES_GUARD:
-            for session_id in mine:
+            for session_id in session_ids:
                 self._file.let_go(session_id)
