@@ -98,8 +98,9 @@ def test_a_session_another_process_runs_is_left_to_it_untouched(store_location: 
                 )
                 assert rt.store.events(made.session_id) == before  # nothing written
             assert refused.status == made.status and len(llm.requests) == asked
-            assert (refused.error or "").startswith(
-                "the session went on elsewhere: another process runs it now"
+            assert refused.error == (
+                "the session went on elsewhere: another process runs it now "
+                f"({made.status} there); resume it once that process ends"
             )
 
     with FakeLLMServer(ASK_FIRST_SCRIPT) as llm:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import typer
 from http_server import LocalServer, make_spec
+from stack_dumps import stack_dump_env, stacks_of
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select, Switch
 from typer.testing import CliRunner
@@ -734,6 +735,9 @@ async def test_number_keys_choose_a_demo_task_and_s_runs_it(app: AahApp) -> None
         await pilot.press("3", "s")  # two keystrokes: the skip task, started
         await wait_for(pilot, lambda: not app.running and app.stats.status == "skipped")
         assert app.query_one("#demo-task", Select).value == "skip"
+        # The pick's "press s to start" went with the start: it covers no line of the run.
+        await pilot.pause()
+        assert [n.message for n in app._notifications if "Press s" in n.message] == []
         await pilot.press("9")  # there is no ninth task: said so, nothing changes
         await pilot.pause(0.2)
         assert app.query_one("#demo-task", Select).value == "skip"
@@ -835,14 +839,18 @@ def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
     shared_registry: Path, shared_data: Path, tmp_path: Path
 ) -> None:
     socket = f"aah-test-{tmp_path.name}"
+    stacks = stack_dump_env(tmp_path / "stacks")  # where the app is, if it never shows it
     env = {
+        **stacks,
         "AAH_REGISTRY": str(shared_registry),
         "AAH_DB": str(tmp_path / "s.db"),
         "AAH_BASE_URL": "",
         "AAH_MODEL": "",
         "TERM": "xterm-256color",
         # This checkout's aah, whatever the interpreter has installed.
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join(
+            [stacks["PYTHONPATH"], str(ROOT), os.environ.get("PYTHONPATH", "")]
+        ),
     }
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     command = f"env {exports} {shlex.quote(sys.executable)} -m aah tui --data {shared_data}"
@@ -859,7 +867,10 @@ def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
             if condition(shown):
                 return shown
             time.sleep(0.2)
-        raise AssertionError(f"the terminal never showed it:\n{capture()}")
+        raise AssertionError(
+            f"the terminal never showed it:\n{capture()}\n"
+            f"the app's threads then:\n{stacks_of(tmp_path / 'stacks')}"
+        )
 
     try:
         shown = wait_until(lambda text: "Press 1-" in text and "q Quit" in text)
@@ -886,6 +897,9 @@ def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
         tmux(socket, "send-keys", "Enter")
         shown = wait_until(lambda text: "°C" in text)
         assert "in Lisbon: a high of" in shown.replace("\n", " ")
+        # The app still answers keys after the session: the next pick says so.
+        tmux(socket, "send-keys", "2")
+        wait_until(lambda text: "2: A tool fails" in text)
         with SessionStore(tmp_path / "s.db") as store:
             (session,) = store.list_sessions()
             answers = [e for e in store.events(session.id) if isinstance(e, HumanAnswerEvent)]

@@ -252,7 +252,10 @@ async def run_session(request: SessionRequest, runtime: Runtime) -> SessionOutco
             record.id,
             status,
             (now.final_answer if now is not None else None) or "",
-            error=f"the session went on elsewhere: another process runs it now ({status})",
+            error=(
+                f"the session went on elsewhere: another process runs it now ({status} there);"
+                " resume it once that process ends"
+            ),
         )
     try:
         new = _made_now(request, record, opening)

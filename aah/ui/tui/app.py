@@ -481,6 +481,10 @@ class AahApp(App[None]):
         self.screen_stack[0].remove_class("-setup-open")  # a narrow screen shows the run
         self.refresh_bindings()
         self.timeline.follow()
+        # What was said before the start ("press s to start") is done with, and
+        # would cover the session's first lines. Later in the app's queue than
+        # a pick's notice that is still on its way.
+        self.call_later(self.clear_notifications)
         self.timeline.add_note(f"▶ {task.title}", body, "header")
         self.stats = SessionStats(status="running", model=label)
         self._show_faults()
