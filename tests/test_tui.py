@@ -6,10 +6,7 @@ configured), tools answer in mock mode, questions go through the store.
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +17,7 @@ from pathlib import Path
 import pytest
 import typer
 from http_server import LocalServer, make_spec
-from stack_dumps import stack_dump_env, stacks_of
+from terminal_app import TMUX, TerminalApp
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select, Switch
 from typer.testing import CliRunner
@@ -826,55 +823,20 @@ def test_a_quote_of_a_value_the_mock_lacks_is_one_line(registry: Registry) -> No
 
 # --- in a real terminal -------------------------------------------------------
 
-TMUX = shutil.which("tmux")
-
-
-def tmux(socket: str, *args: str) -> str:
-    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=10)
-    return done.stdout
-
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
     shared_registry: Path, shared_data: Path, tmp_path: Path
 ) -> None:
-    socket = f"aah-test-{tmp_path.name}"
-    stacks = stack_dump_env(tmp_path / "stacks")  # where the app is, if it never shows it
     env = {
-        **stacks,
         "AAH_REGISTRY": str(shared_registry),
         "AAH_DB": str(tmp_path / "s.db"),
         "AAH_BASE_URL": "",
         "AAH_MODEL": "",
-        "TERM": "xterm-256color",
-        # This checkout's aah, whatever the interpreter has installed.
-        "PYTHONPATH": os.pathsep.join(
-            [stacks["PYTHONPATH"], str(ROOT), os.environ.get("PYTHONPATH", "")]
-        ),
     }
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = f"env {exports} {shlex.quote(sys.executable)} -m aah tui --data {shared_data}"
-    tmux(socket, "-f", os.devnull, "new-session", "-d", "-x", "80", "-y", "24", command)
-    tmux(socket, "set-option", "-g", "status", "off")  # all 24 rows are the app's
-
-    def capture() -> str:
-        return tmux(socket, "capture-pane", "-p")
-
-    def wait_until(condition: Callable[[str], bool], seconds: float = 60) -> str:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            shown = capture()
-            if condition(shown):
-                return shown
-            time.sleep(0.2)
-        raise AssertionError(
-            f"the terminal never showed it:\n{capture()}\n"
-            f"the app's threads then:\n{stacks_of(tmp_path / 'stacks')}"
-        )
-
-    try:
-        shown = wait_until(lambda text: "Press 1-" in text and "q Quit" in text)
-        assert tmux(socket, "display", "-p", "#{pane_width}x#{pane_height}").strip() == "80x24"
+    with TerminalApp(tmp_path, env, f"--data {shared_data}") as term:
+        shown = term.wait_until(lambda text: "Press 1-" in text and "q Quit" in text)
+        assert term.tmux("display", "-p", "#{pane_width}x#{pane_height}").strip() == "80x24"
         lines = shown.splitlines()
         assert split_words(shown, "Press 1-4 to choose a demo task, then s to start it.") == []
         footer = next(line for line in reversed(lines) if line.strip())
@@ -882,30 +844,28 @@ def test_the_real_app_in_an_80x24_terminal_shows_whole_words_and_keys(
             assert re.search(rf"(?<!\S){re.escape(label)}(?!\S)", footer), footer
         # Bytes that are not UTF-8 (a stray 0xff, half a character) are read
         # as U+FFFD: the app goes on, where it once exited with a traceback.
-        tmux(socket, "send-keys", "-H", "ff", "ed", "a0")
+        term.tmux("send-keys", "-H", "ff", "ed", "a0")
         time.sleep(0.5)
-        assert "Press 1-" in capture() and "Traceback" not in capture()
-        tmux(socket, "send-keys", "1")
-        tmux(socket, "send-keys", "s")
-        shown = wait_until(lambda text: "Where do you live" in text and "Decline" in text)
+        assert "Press 1-" in term.capture() and "Traceback" not in term.capture()
+        term.tmux("send-keys", "1")
+        term.tmux("send-keys", "s")
+        shown = term.wait_until(lambda text: "Where do you live" in text and "Decline" in text)
         question = "Where do you live? A city, or its latitude and longitude, is enough."
         assert split_words(shown, question) == []
         assert split_words(shown, "Send Decline Later") == []
         # Pasted from a coloured terminal: the escapes go, the answer stays in order.
-        tmux(socket, "set-buffer", "Lis\x1b[31mbon\x1b[0m")
-        tmux(socket, "paste-buffer", "-p")
-        tmux(socket, "send-keys", "Enter")
-        shown = wait_until(lambda text: "°C" in text)
+        term.tmux("set-buffer", "Lis\x1b[31mbon\x1b[0m")
+        term.tmux("paste-buffer", "-p")
+        term.tmux("send-keys", "Enter")
+        shown = term.wait_until(lambda text: "°C" in text)
         assert "in Lisbon: a high of" in shown.replace("\n", " ")
         # The app still answers keys after the session: the next pick says so.
-        tmux(socket, "send-keys", "2")
-        wait_until(lambda text: "2: A tool fails" in text)
+        term.tmux("send-keys", "2")
+        term.wait_until(lambda text: "2: A tool fails" in text)
         with SessionStore(tmp_path / "s.db") as store:
             (session,) = store.list_sessions()
             answers = [e for e in store.events(session.id) if isinstance(e, HumanAnswerEvent)]
         assert [a.answer for a in answers] == ["Lisbon"]
-    finally:
-        tmux(socket, "kill-server")
 
 
 def _approval_request(store: SessionStore, task_id: str) -> str:

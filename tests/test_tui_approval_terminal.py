@@ -8,16 +8,11 @@ dialog returns a :class:`~aah.desk.Decision` signed by the annotator.
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from terminal_app import TMUX, TerminalApp
 from textual.widgets import Input
 
 from aah.desk import Decision
@@ -26,14 +21,7 @@ from aah.tools.registry.read import Registry
 from aah.ui.tui.app import AahApp
 from aah.ui.tui.approval_screen import ApproveCallScreen
 
-TMUX = shutil.which("tmux")
-ROOT = Path(__file__).resolve().parent.parent
 RESULT = "Booked room 12, ref 4471"
-
-
-def tmux(socket: str, *args: str) -> str:
-    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=10)
-    return done.stdout
 
 
 def queued_approval(db: Path) -> tuple[str, str]:
@@ -56,28 +44,12 @@ def test_respond_by_keys_stores_the_typed_result_and_refuses_an_empty_one(
 ) -> None:
     db = tmp_path / "s.db"
     session_id, request_id = queued_approval(db)
-    socket = f"aah-respond-{tmp_path.name}"
     env = {
         "AAH_REGISTRY": str(shared_registry),
         "AAH_DB": str(db),
         "AAH_BASE_URL": "",
         "AAH_MODEL": "",
-        "TERM": "xterm-256color",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = f"env {exports} {shlex.quote(sys.executable)} -m aah tui --data {shared_data}"
-    tmux(socket, "-f", os.devnull, "new-session", "-d", "-x", "80", "-y", "24", command)
-    tmux(socket, "set-option", "-g", "status", "off")
-
-    def wait_until(condition: Callable[[str], bool], seconds: float = 60) -> str:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            shown = tmux(socket, "capture-pane", "-p")
-            if condition(shown):
-                return shown
-            time.sleep(0.2)
-        raise AssertionError(f"the terminal never showed it:\n{tmux(socket, 'capture-pane', '-p')}")
 
     def status() -> str:
         with SessionStore(db) as store:
@@ -85,21 +57,21 @@ def test_respond_by_keys_stores_the_typed_result_and_refuses_an_empty_one(
         assert record is not None
         return record.status
 
-    try:
-        wait_until(lambda text: "q Quit" in text)
-        tmux(socket, "send-keys", "p")
-        wait_until(lambda text: "Approve this call?" in text)
-        tmux(socket, "send-keys", "Enter")
-        shown = wait_until(lambda text: "POST hotel__book" in text and "s respond" in text)
+    with TerminalApp(tmp_path, env, f"--data {shared_data}", name="aah-respond") as term:
+        term.wait_until(lambda text: "q Quit" in text)
+        term.tmux("send-keys", "p")
+        term.wait_until(lambda text: "Approve this call?" in text)
+        term.tmux("send-keys", "Enter")
+        shown = term.wait_until(lambda text: "POST hotel__book" in text and "s respond" in text)
         # Each key once its effect shows, as a person types: not faster than the screen.
-        tmux(socket, "send-keys", "s")
-        wait_until(lambda text: "The result the agent reads" in text)
-        tmux(socket, "send-keys", "Enter")  # empty: refused, the dialog and its box stay
-        shown = wait_until(lambda text: "Type the result the agent reads" in text)
+        term.tmux("send-keys", "s")
+        term.wait_until(lambda text: "The result the agent reads" in text)
+        term.tmux("send-keys", "Enter")  # empty: refused, the dialog and its box stay
+        shown = term.wait_until(lambda text: "Type the result the agent reads" in text)
         assert "POST hotel__book" in shown and status() == "pending"
-        tmux(socket, "send-keys", "-l", RESULT)
-        wait_until(lambda text: RESULT in text)
-        tmux(socket, "send-keys", "Enter")
+        term.tmux("send-keys", "-l", RESULT)
+        term.wait_until(lambda text: RESULT in text)
+        term.tmux("send-keys", "Enter")
         deadline = time.monotonic() + 30
         while status() == "pending" and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -110,8 +82,6 @@ def test_respond_by_keys_stores_the_typed_result_and_refuses_an_empty_one(
         assert (record.decision, record.answer) == ("respond", RESULT)
         assert (record.edited_arguments, record.reason) == (None, "")
         assert record.context["approval"]["arguments"] == {"rooms": 2}
-    finally:
-        tmux(socket, "kill-server")
 
 
 async def test_the_dialog_returns_a_typed_decision_signed_by_the_annotator(

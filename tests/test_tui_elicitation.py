@@ -7,17 +7,13 @@ says done for a link) and the typed result lands in the store.
 
 from __future__ import annotations
 
-import os
-import shlex
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from terminal_app import TMUX, TerminalApp
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Select, SelectionList
 
@@ -217,14 +213,6 @@ async def test_titles_of_markup_and_escapes_are_shown_as_text_and_the_form_works
 
 # --- in a real terminal -------------------------------------------------------
 
-TMUX = shutil.which("tmux")
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def tmux(socket: str, *args: str) -> str:
-    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=10)
-    return done.stdout
-
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_the_dialog_fits_an_80x24_terminal_and_sends_by_keys(
@@ -232,56 +220,38 @@ def test_the_dialog_fits_an_80x24_terminal_and_sends_by_keys(
 ) -> None:
     db = tmp_path / "s.db"
     request_id, request = queued(db, {"message": "Who stays?", "requestedSchema": FORM})
-    socket = f"aah-elicit-{tmp_path.name}"
     env = {
         "AAH_REGISTRY": str(shared_registry),
         "AAH_DB": str(db),
         "AAH_BASE_URL": "",
         "AAH_MODEL": "",
-        "TERM": "xterm-256color",
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = f"env {exports} {shlex.quote(sys.executable)} -m aah tui --data {shared_data}"
-    tmux(socket, "-f", os.devnull, "new-session", "-d", "-x", "80", "-y", "24", command)
-    tmux(socket, "set-option", "-g", "status", "off")
-
-    def wait_until(condition: Callable[[str], bool], seconds: float = 60) -> str:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            shown = tmux(socket, "capture-pane", "-p")
-            if condition(shown):
-                return shown
-            time.sleep(0.2)
-        raise AssertionError(f"the terminal never showed it:\n{tmux(socket, 'capture-pane', '-p')}")
 
     def cursor_row() -> int:
-        return int(tmux(socket, "display", "-p", "#{cursor_y}").strip() or -1)
+        return int(term.tmux("display", "-p", "#{cursor_y}").strip() or -1)
 
-    try:
-        wait_until(lambda text: "q Quit" in text)
-        tmux(socket, "send-keys", "p")
-        wait_until(lambda text: "Who stays?" in text)
-        tmux(socket, "send-keys", "Enter")
-        shown = wait_until(lambda text: "MCP server hotel asks" in text)
+    with TerminalApp(tmp_path, env, f"--data {shared_data}", name="aah-elicit") as term:
+        term.wait_until(lambda text: "q Quit" in text)
+        term.tmux("send-keys", "p")
+        term.wait_until(lambda text: "Who stays?" in text)
+        term.tmux("send-keys", "Enter")
+        shown = term.wait_until(lambda text: "MCP server hotel asks" in text)
         for words in ("Guest name *", "nights * (1…14)", "room", "ctrl+s accept"):
             assert words in shown, shown
         # Each key once its effect shows, as a person types: not faster than the screen.
-        tmux(socket, "send-keys", "-l", "Ada")
-        wait_until(lambda text: "Ada" in text)
-        tmux(socket, "send-keys", "Tab")
+        term.tmux("send-keys", "-l", "Ada")
+        term.wait_until(lambda text: "Ada" in text)
+        term.tmux("send-keys", "Tab")
         # The terminal's cursor is in the focused box: wait for it in the nights box.
-        wait_until(lambda text: _row_of(text, "nights *") + 2 == cursor_row())
-        tmux(socket, "send-keys", "-l", "4")
-        wait_until(lambda text: "4" in _box_after(text, "nights *"))
-        tmux(socket, "send-keys", "C-s")
+        term.wait_until(lambda text: _row_of(text, "nights *") + 2 == cursor_row())
+        term.tmux("send-keys", "-l", "4")
+        term.wait_until(lambda text: "4" in _box_after(text, "nights *"))
+        term.tmux("send-keys", "C-s")
         deadline = time.monotonic() + 30
         while stored(db, request_id, request) is None and time.monotonic() < deadline:
             time.sleep(0.1)
         result = stored(db, request_id, request)
         assert result is not None and result.content == {"name": "Ada", "nights": 4}
-    finally:
-        tmux(socket, "kill-server")
 
 
 def _box_after(screen: str, label: str) -> str:
