@@ -18,8 +18,11 @@ import pytest
 import typer
 from http_server import LocalServer, make_spec
 from terminal_app import TMUX, TerminalApp
+from textual import notifications
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import Input, OptionList, Select, Switch
+from textual.widgets._toast import Toast
 from typer.testing import CliRunner
 
 from aah.benchmark.demo import demo_task
@@ -738,6 +741,25 @@ async def test_number_keys_choose_a_demo_task_and_s_runs_it(app: AahApp) -> None
         await pilot.press("9")  # there is no ninth task: said so, nothing changes
         await pilot.pause(0.2)
         assert app.query_one("#demo-task", Select).value == "skip"
+
+
+async def test_a_notice_about_to_end_when_a_screen_opens_is_dropped_not_shown(
+    app: AahApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Textual gives a new screen's toast a timer for what its notice has left;
+    # one of almost no time never fires (the toast stays for good), and one
+    # below zero freezes the app. A notice that near its end is not shown.
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await shown_and_ready(pilot)
+        app.notify("About to end.", timeout=1.0)
+        await wait_for(pilot, lambda: any(n.message == "About to end." for n in app._notifications))
+        (notice,) = [n for n in app._notifications if n.message == "About to end."]
+        # The wall clock Textual reads for notices: a fifth of a second left.
+        monkeypatch.setattr(notifications, "time", lambda: notice.raised_at + 0.8)
+        app.push_screen(Screen())  # in front: its toasts are built now
+        await pilot.pause()
+        assert list(app.screen.query(Toast)) == []
+        await wait_for(pilot, lambda: not list(app._notifications), seconds=10)
 
 
 async def test_the_queue_names_setting_and_task_and_opens_the_next_question(

@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Header, Input
+from textual.widgets._toast import ToastRack  # the screens' toasts (_show_toasts)
 
 from aah.annotators import annotator_key, check_annotator_name
 from aah.benchmark import load_demo_tasks
@@ -90,6 +92,9 @@ QUIT_CONFIRM_S = 5.0
 PENDING_LIST_LIMIT = 500
 # How long a call of the person's own tool waits for the question that shows its result.
 FOLLOW_UP_WAIT_S = 15.0
+# A notice with less time than this left when a screen shows its toasts is
+# dropped rather than shown (see AahApp._show_toasts).
+TOAST_FLOOR_S = 0.25
 CALL_PENDING = (
     "Your call is sent; its result comes with the conversation's next question (p lists it),"
     " your words with it."
@@ -233,6 +238,31 @@ class AahApp(App[None]):
         if self.initial_task is not None:
             self.setup.select_demo(self.initial_task)
             self.call_after_refresh(self.action_start)
+
+    # -- notices (toasts) -----------------------------------------------------
+
+    def _refresh_notifications(self) -> None:
+        """Show the live notices on the screen in front, once the app comes to it."""
+        self.call_later(self._show_toasts)
+
+    def _show_toasts(self) -> None:
+        """Build the front screen's toasts, leaving out any notice about to end.
+
+        Textual builds a toast for each live notice the front screen shows
+        none of (at every screen change), with a one-shot timer for the time
+        the notice has left. A timer of almost no time never fires (the toast
+        stays for good) and one below zero spins the event loop for ever, the
+        app frozen (Textual 8.2, ``Timer._run``: a first tick already past is
+        skipped). A notice with under ``TOAST_FLOOR_S`` left is dropped here.
+        """
+        for notice in list(self._notifications):
+            if notice.time_left < TOAST_FLOOR_S:
+                self._unnotify(notice, refresh=False)
+        try:
+            rack = self.screen.get_child_by_type(ToastRack)
+        except (ScreenStackError, NoMatches):
+            return  # no screen yet (or none now), or one without toasts
+        rack.show(self._notifications)
 
     def on_unmount(self) -> None:
         """Close a session cut short, let go of claims, stop the scripted model, close files."""
