@@ -47,13 +47,28 @@ async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], seconds: f
         if condition():
             return
         await pilot.pause(0.05)
-    raise AssertionError("the app never reached the expected state")
+    app = pilot.app
+    raise AssertionError(
+        f"the app never reached the expected state: {app.screen!r} in front, {app.focused!r} focused"
+    )
 
 
 def _tool_button(screen: AskHumanScreen, name: str) -> Button:
     assert screen.tools is not None
     index = next(i for i, tool in enumerate(screen.tools.tools) if tool.name == name)
     return screen.query_one(f"#phone-{index}", Button)
+
+
+async def press_tool(pilot: Pilot[None], screen: AskHumanScreen, name: str) -> None:
+    """Press the phone's tool ``name`` by keys: its button focused, then Enter."""
+    # Once the dialog has put the cursor in its answer box (as it opens), or
+    # that would take the focus back from the button and Enter would send.
+    answer = screen.query_one("#ask-answer", Input)
+    await wait_for(pilot, lambda: pilot.app.focused is answer)
+    button = _tool_button(screen, name)
+    button.focus()
+    await wait_for(pilot, lambda: pilot.app.focused is button)
+    await pilot.press("enter")
 
 
 async def test_the_phones_tools_are_buttons_and_forms_and_the_typed_words_stay(
@@ -98,8 +113,7 @@ async def test_the_phones_tools_are_buttons_and_forms_and_the_typed_words_stay(
             assert isinstance(first, AskHumanScreen)
             await pilot.press(*"My data is off")
             # A tool without arguments: its button calls it; the typed words go with it.
-            _tool_button(first, "toggle_data").focus()
-            await pilot.press("enter")
+            await press_tool(pilot, first, "toggle_data")
             await wait_for(
                 pilot, lambda: app.screen is not first and isinstance(app.screen, AskHumanScreen)
             )
@@ -110,8 +124,7 @@ async def test_the_phones_tools_are_buttons_and_forms_and_the_typed_words_stay(
             assert second.query_one("#ask-answer", Input).value == "My data is off"
             # A tool with arguments opens its form; one that does not fit is one line.
             app.save_screenshot("tui-user-tools.svg", str(screenshots_dir))
-            _tool_button(second, "set_network_mode_preference").focus()
-            await pilot.press("enter")
+            await press_tool(pilot, second, "set_network_mode_preference")
             await wait_for(pilot, lambda: isinstance(app.screen, UserToolFormScreen))
             form = app.screen
             await pilot.press("ctrl+s")
