@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import on, work
-from textual.app import App, ComposeResult, ScreenStackError
+from textual.app import App, ComposeResult, ScreenStackError, UnknownModeError
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -260,8 +260,8 @@ class AahApp(App[None]):
                 self._unnotify(notice, refresh=False)
         try:
             rack = self.screen.get_child_by_type(ToastRack)
-        except (ScreenStackError, NoMatches):
-            return  # no screen yet (or none now), or one without toasts
+        except (ScreenStackError, UnknownModeError, NoMatches):
+            return  # no screen yet (or none now: the app closes), or one without toasts
         rack.show(self._notifications)
 
     def on_unmount(self) -> None:
